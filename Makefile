@@ -1,0 +1,127 @@
+# kz — the isolation stack.  See README.md and INSTALL.
+#
+# Every directory cmd/kz-X/ builds bin/kz-X from its .c files and libkz.a.
+# Every tests/unit/check_M.c is a Check suite for lib/M.c; every
+# tests/unit/kz-X/check_M.c is a suite for cmd/kz-X/M.c (linked with that
+# binary's modules other than main.c).
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CC       ?= cc
+PKGS      = libseccomp libcap-ng hiredis libsodium libcjson libevent
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -levent_pthreads -lpthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+WARN     = -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter
+HARDEN   = -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+OPT     ?= -O2 -g
+CFLAGS  ?=
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Ilib $(PKG_CFLAGS)
+LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
+B       ?= build
+
+# Debian packages the build, the tests and the benchmarks need.
+# valkey-server where the distribution ships it, else Redis 7 (wire-compatible).
+STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server || echo redis-server)
+DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
+	libhiredis-dev libsodium-dev libcjson-dev libevent-dev check
+DEPS_TEST  = $(STORE_PKG) clang mandoc iproute2 curl python3 perl procps \
+	util-linux
+DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
+
+LIB_SRC  := $(wildcard lib/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
+BINS     := $(notdir $(patsubst %/,%,$(wildcard cmd/kz-*/)))
+UNIT_SRC := $(wildcard tests/unit/check_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+CMD_UNIT_SRC := $(wildcard tests/unit/kz-*/check_*.c)
+CMD_UNIT_BIN := $(CMD_UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+.PHONY: all deps deps-bench check unit e2e asan fuzz lint install demo clean bench
+all: $(BINS:%=bin/%)
+
+$(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/cmd/%.o: cmd/%.c $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Icmd/$(firstword $(subst /, ,$*)) -c -o $@ $<
+
+$(B)/libkz.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+define bin_rule
+$(1)_OBJ := $$(patsubst %.c,$(B)/%.o,$$(wildcard cmd/$(1)/*.c))
+$(1)_MOD := $$(filter-out $(B)/cmd/$(1)/main.o,$$($(1)_OBJ))
+$$($(1)_OBJ): $$(wildcard cmd/$(1)/*.h)
+bin/$(1): $$($(1)_OBJ) $(B)/libkz.a
+	$$(CC) $$(LDFLAGS) $(CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+$(B)/tests/$(1)/check_%: tests/unit/$(1)/check_%.c $$($(1)_MOD) $(B)/libkz.a
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(CFLAGS) -Icmd/$(1) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) $$(CHECK_LIBS)
+endef
+$(foreach b,$(BINS),$(eval $(call bin_rule,$(b))))
+
+$(B)/tests/check_%: tests/unit/check_%.c $(B)/libkz.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
+
+deps:
+	@tests/deps.sh $(DEPS_BUILD) $(DEPS_TEST)
+	@if [ -f package-lock.json ]; then tests/npm-deps.sh; fi
+
+deps-bench: deps
+	@tests/deps.sh $(DEPS_BENCH)
+
+unit: $(UNIT_BIN) $(CMD_UNIT_BIN)
+	@set -e; for t in $^; do echo "== $$t"; CK_FORK=yes $$t; done
+
+e2e: all
+	prove -f tests/e2e/t*.sh
+
+# The unit suites again, built with AddressSanitizer and UBSan in their own
+# build directory.
+asan:
+	$(MAKE) B=build/asan OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -U_FORTIFY_SOURCE" \
+		LDFLAGS="-fsanitize=address,undefined" unit
+
+FUZZ_SECONDS ?= 60
+fuzz: $(B)/libkz.a
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+lint:
+	@set -e; for m in man/man*/*.[0-9]; do mandoc -Tlint -Wwarning $$m; done
+	@for f in bin/kz-supervise tests/e2e/*.sh tests/bench/*.sh tests/*.sh .ci/run; do bash -n $$f; done
+
+check: deps
+	$(MAKE) all
+	$(MAKE) lint
+	$(MAKE) unit
+	$(MAKE) asan
+	$(MAKE) fuzz FUZZ_SECONDS=30
+	$(MAKE) e2e
+
+bench: deps-bench all
+	@for b in tests/bench/*.sh; do echo "== $$b"; $$b; done
+
+demo: deps
+	$(MAKE) all
+	tests/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/etc/kaizen \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(PREFIX)/bin/
+	for s in 1 5 7 8; do for m in man/man$$s/*.$$s; do [ -f $$m ] && \
+		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done; done; true
+	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(PREFIX)/etc/kaizen/$${c##*/}; \
+		[ -f $$t ] || install -m 0640 $$c $$t; done
+	install -m 0644 etc/systemd/* $(DESTDIR)$(PREFIX)/lib/systemd/system/
+
+clean:
+	rm -rf build $(BINS:%=bin/%)

@@ -1,0 +1,369 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "banned.h"
+
+bool
+kz_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = p[i];
+		size_t n;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3;
+			cp = c & 0x07;
+		} else
+			return false;
+		if (len - i <= n)
+			return false;
+		for (size_t k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		/* Overlong forms, surrogates and values past U+10FFFF. */
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+/*
+ * A lexical pass before cJSON sees the bytes: cJSON accepts raw control
+ * characters in strings, decodes "\u0000" into a silently shortened string
+ * and recurses without a useful depth bound, so those are checked here.
+ */
+static int
+prescan(const char *buf, size_t len, char *why, size_t wlen)
+{
+	int depth = 0;
+	bool instr = false;
+
+	if (!kz_utf8_valid(buf, len)) {
+		kz_why(why, wlen, "payload is not valid UTF-8");
+		return KZ_EUTF8;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+
+		if (instr) {
+			if (c == '"')
+				instr = false;
+			else if (c < 0x20) {
+				kz_why(why, wlen, "control character in string");
+				return KZ_EJSON;
+			} else if (c == '\\' && i + 1 < len) {
+				if (buf[i + 1] == 'u' && i + 5 < len &&
+				    memcmp(buf + i + 2, "0000", 4) == 0) {
+					kz_why(why, wlen, "\\u0000 in string");
+					return KZ_ENULCHAR;
+				}
+				i++;
+			}
+			continue;
+		}
+		if (c == '"')
+			instr = true;
+		else if (c == '{' || c == '[') {
+			if (++depth > KZ_JSON_MAX_DEPTH) {
+				kz_why(why, wlen, "nesting deeper than %d",
+				    KZ_JSON_MAX_DEPTH);
+				return KZ_EDEPTH;
+			}
+		} else if (c == '}' || c == ']')
+			depth--;
+	}
+	return 0;
+}
+
+static int
+cmpstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
+check_dups(const cJSON *v, char *why, size_t wlen)
+{
+	const cJSON *c;
+	size_t n = 0, i;
+	const char **names;
+	int r = 0;
+
+	if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
+		return 0;
+	for (c = v->child; c != NULL; c = c->next) {
+		n++;
+		if ((r = check_dups(c, why, wlen)) != 0)
+			return r;
+	}
+	if (!cJSON_IsObject(v) || n < 2)
+		return 0;
+	if ((names = calloc(n, sizeof(*names))) == NULL)
+		return KZ_ENOMEM;
+	for (i = 0, c = v->child; c != NULL; c = c->next)
+		names[i++] = c->string;
+	qsort(names, n, sizeof(*names), cmpstr);
+	for (i = 1; i < n; i++) {
+		if (strcmp(names[i - 1], names[i]) == 0) {
+			kz_why(why, wlen, "duplicate key");
+			r = KZ_EDUPKEY;
+			break;
+		}
+	}
+	free(names);
+	return r;
+}
+
+int
+kz_json_parse(const char *buf, size_t len, cJSON **out, char *why,
+    size_t wlen)
+{
+	const char *end = NULL;
+	cJSON *v;
+	int r;
+
+	if ((r = prescan(buf, len, why, wlen)) != 0)
+		return r;
+	v = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (v == NULL) {
+		kz_why(why, wlen, "invalid JSON");
+		return KZ_EJSON;
+	}
+	for (; end != NULL && end < buf + len; end++) {
+		if (*end != ' ' && *end != '\t' && *end != '\n' &&
+		    *end != '\r') {
+			cJSON_Delete(v);
+			kz_why(why, wlen, "trailing data after JSON value");
+			return KZ_EJSON;
+		}
+	}
+	if ((r = check_dups(v, why, wlen)) != 0) {
+		cJSON_Delete(v);
+		return r;
+	}
+	*out = v;
+	return 0;
+}
+
+int
+kz_json_parse_object(const char *buf, size_t len, cJSON **out, char *why,
+    size_t wlen)
+{
+	cJSON *v;
+	int r;
+
+	if ((r = kz_json_parse(buf, len, &v, why, wlen)) != 0)
+		return r;
+	if (!cJSON_IsObject(v)) {
+		cJSON_Delete(v);
+		kz_why(why, wlen, "JSON value is not an object");
+		return KZ_ENOTOBJ;
+	}
+	*out = v;
+	return 0;
+}
+
+cJSON *
+kz_json_get(const cJSON *obj, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+int
+kz_json_str_opt(const cJSON *obj, const char *key, size_t max,
+    const char *dflt, const char **out, char *why, size_t wlen)
+{
+	const cJSON *v = kz_json_get(obj, key);
+
+	if (v == NULL) {
+		*out = dflt;
+		return 0;
+	}
+	if (!cJSON_IsString(v) || v->valuestring == NULL) {
+		kz_why(why, wlen, "field '%s' must be a string", key);
+		return KZ_ETYPE;
+	}
+	if (strlen(v->valuestring) > max) {
+		kz_why(why, wlen, "field '%s' longer than %zu bytes", key, max);
+		return KZ_ETOOBIG;
+	}
+	*out = v->valuestring;
+	return 0;
+}
+
+int
+kz_json_str(const cJSON *obj, const char *key, size_t max, const char **out,
+    char *why, size_t wlen)
+{
+	if (kz_json_get(obj, key) == NULL) {
+		kz_why(why, wlen, "field '%s' is required", key);
+		return KZ_EMISSING;
+	}
+	return kz_json_str_opt(obj, key, max, NULL, out, why, wlen);
+}
+
+int
+kz_json_int_opt(const cJSON *obj, const char *key, int64_t min, int64_t max,
+    int64_t dflt, int64_t *out, char *why, size_t wlen)
+{
+	const cJSON *v = kz_json_get(obj, key);
+	double d;
+
+	if (v == NULL) {
+		*out = dflt;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v)) {
+		kz_why(why, wlen, "field '%s' must be a number", key);
+		return KZ_ETYPE;
+	}
+	d = v->valuedouble;
+	if (d != (double)(int64_t)d || d < -9007199254740992.0 ||
+	    d > 9007199254740992.0) {
+		kz_why(why, wlen, "field '%s' must be an integer", key);
+		return KZ_ETYPE;
+	}
+	if ((int64_t)d < min || (int64_t)d > max) {
+		kz_why(why, wlen, "field '%s' out of range [%lld, %lld]", key,
+		    (long long)min, (long long)max);
+		return KZ_ERANGE;
+	}
+	*out = (int64_t)d;
+	return 0;
+}
+
+int
+kz_json_int(const cJSON *obj, const char *key, int64_t min, int64_t max,
+    int64_t *out, char *why, size_t wlen)
+{
+	if (kz_json_get(obj, key) == NULL) {
+		kz_why(why, wlen, "field '%s' is required", key);
+		return KZ_EMISSING;
+	}
+	return kz_json_int_opt(obj, key, min, max, 0, out, why, wlen);
+}
+
+int
+kz_json_bool_opt(const cJSON *obj, const char *key, bool dflt, bool *out,
+    char *why, size_t wlen)
+{
+	const cJSON *v = kz_json_get(obj, key);
+
+	if (v == NULL) {
+		*out = dflt;
+		return 0;
+	}
+	if (!cJSON_IsBool(v)) {
+		kz_why(why, wlen, "field '%s' must be true or false", key);
+		return KZ_ETYPE;
+	}
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+int
+kz_json_only(const cJSON *obj, const char *const *allowed, char *why,
+    size_t wlen)
+{
+	for (const cJSON *c = obj->child; c != NULL; c = c->next) {
+		size_t i;
+
+		for (i = 0; allowed[i] != NULL; i++)
+			if (strcmp(allowed[i], c->string) == 0)
+				break;
+		if (allowed[i] == NULL) {
+			/* The name was checked as UTF-8; bound what we echo. */
+			kz_why(why, wlen, "unknown field '%.64s'", c->string);
+			return KZ_EUNKNOWN;
+		}
+	}
+	return 0;
+}
+
+char *
+kz_json_print(const cJSON *v)
+{
+	return cJSON_PrintUnformatted(v);
+}
+
+static cJSON *
+envelope(const cJSON *req, bool ok)
+{
+	cJSON *r = cJSON_CreateObject();
+	const cJSON *id = req ? kz_json_get(req, "id") : NULL;
+
+	if (r == NULL)
+		return NULL;
+	if (cJSON_AddNumberToObject(r, "v", 1) == NULL)
+		goto fail;
+	if (cJSON_IsString(id)) {
+		if (cJSON_AddStringToObject(r, "id", id->valuestring) == NULL)
+			goto fail;
+	} else if (cJSON_AddNullToObject(r, "id") == NULL)
+		goto fail;
+	if (cJSON_AddBoolToObject(r, "ok", ok) == NULL)
+		goto fail;
+	return r;
+fail:
+	cJSON_Delete(r);
+	return NULL;
+}
+
+cJSON *
+kz_reply_ok(const cJSON *req)
+{
+	return envelope(req, true);
+}
+
+cJSON *
+kz_reply_err(const cJSON *req, const char *code, const char *reason)
+{
+	cJSON *r = envelope(req, false);
+
+	if (r == NULL)
+		return NULL;
+	if (cJSON_AddStringToObject(r, "error", code) == NULL ||
+	    cJSON_AddStringToObject(r, "reason", reason) == NULL) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+const char *
+kz_wire_code(int err)
+{
+	switch (err) {
+	case KZ_ETOOBIG:
+		return KZ_WE_FRAME_TOO_LARGE;
+	case KZ_EPEER:
+		return KZ_WE_UNAUTHORIZED_PEER;
+	case KZ_ENOMEM:
+	case KZ_EINTERNAL:
+	case KZ_ESYS:
+		return KZ_WE_INTERNAL;
+	case KZ_EUNAVAIL:
+		return KZ_WE_UNAVAILABLE;
+	default:
+		return KZ_WE_BAD_REQUEST;
+	}
+}

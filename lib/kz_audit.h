@@ -1,0 +1,31 @@
+/*
+ * Client side of kz-audit: send one event and wait until the sink says it is
+ * durable (fsync'd).  Used by every binary that audits.
+ *
+ * Wire: {"v":1,"op":"append","id":ID,"kind":KIND,"event":{...}} answered by
+ * {"v":1,"id":ID,"ok":true,"seq":N} once the record is on disk.
+ *
+ * Kinds form a closed set, each with a closed field schema (kz-audit(8)):
+ *   dispatch, isolation_denial, lease, release, reset, retire,
+ *   egress_refusal, projection, admission, verification, validation.
+ * Correlation fields any kind may carry: actor_hash, conversation_hash,
+ * audience_version, capability, manifest_digest, rid, outcome, reason.
+ * A trusted caller may pass raw "actor", "conversation", "member" or
+ * "session" ids instead of hashes: the sink hashes them with the keyed
+ * identifier hash before anything is written.
+ */
+#ifndef KZ_AUDIT_H
+#define KZ_AUDIT_H
+
+#include <cJSON.h>
+
+#include "kz_err.h"
+
+#define KZ_AUDIT_TIMEOUT_MS 5000
+
+/* Returns 0 once acknowledged; KZ_EUNAVAIL when the sink is unreachable;
+ * KZ_EDENIED when the sink refused the event (why names the field). */
+KZ_WUR int kz_audit_send(const char *sock, const char *kind,
+    const cJSON *event, int timeout_ms, char *why, size_t wlen);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * Config files: "key = value" lines, '#' comments, blank lines.  Keys are
+ * UPPER_SNAKE and an environment variable of the same name overrides the
+ * file.  An unreadable file, a malformed line, a duplicate or an unknown key
+ * is an error: callers fail closed (exit 2), never run on defaults.
+ */
+#ifndef KZ_CONF_H
+#define KZ_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kz_err.h"
+
+#define KZ_CONF_MAX_BYTES (256 * 1024)
+#define KZ_CONF_MAX_VALUE 4096
+
+struct kz_conf;
+
+/*
+ * Loads path (NULL: no file, environment only).  known is the
+ * NULL-terminated list of keys this binary accepts.
+ */
+KZ_WUR int kz_conf_load(const char *path, const char *const *known,
+    struct kz_conf **out, char *why, size_t wlen);
+void kz_conf_free(struct kz_conf *c);
+
+/* Value from environment, else file, else dflt. */
+const char *kz_conf_str(const struct kz_conf *c, const char *key,
+    const char *dflt);
+/* Where the value came from: "env", "file" or "default". */
+const char *kz_conf_origin(const struct kz_conf *c, const char *key);
+KZ_WUR int kz_conf_int(const struct kz_conf *c, const char *key,
+    int64_t dflt, int64_t min, int64_t max, int64_t *out, char *why,
+    size_t wlen);
+/* on/off, yes/no, true/false, 1/0. */
+KZ_WUR int kz_conf_bool(const struct kz_conf *c, const char *key, bool dflt,
+    bool *out, char *why, size_t wlen);
+/* Sizes with an optional K, M or G suffix (powers of 1024). */
+KZ_WUR int kz_conf_size(const struct kz_conf *c, const char *key,
+    uint64_t dflt, uint64_t max, uint64_t *out, char *why, size_t wlen);
+
+/* Strict decimal parse of a whole string into [min, max]. */
+KZ_WUR int kz_parse_int(const char *s, int64_t min, int64_t max,
+    int64_t *out);
+KZ_WUR int kz_parse_size(const char *s, uint64_t max, uint64_t *out);
+
+#endif

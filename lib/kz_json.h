@@ -1,0 +1,79 @@
+/*
+ * Strict JSON over cJSON.  kz_json_parse() takes an explicit length, requires
+ * the end of input and rejects what the wire protocol forbids: invalid UTF-8,
+ * "\u0000", duplicate keys and nesting deeper than KZ_JSON_MAX_DEPTH.  Lookups
+ * are case-sensitive.  Getters return 0 or a negative kz_err and name the
+ * field in why.
+ */
+#ifndef KZ_JSON_H
+#define KZ_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "kz_err.h"
+
+#define KZ_JSON_MAX_DEPTH 16
+#define KZ_JSON_STR_MAX 4096 /* default bound for a string field */
+
+/* Validates UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+bool kz_utf8_valid(const char *s, size_t len);
+
+/* Parses exactly len bytes as one JSON value; *out set only on success. */
+KZ_WUR int kz_json_parse(const char *buf, size_t len, cJSON **out,
+    char *why, size_t wlen);
+/* Same, and requires an object: KZ_ENOTOBJ otherwise. */
+KZ_WUR int kz_json_parse_object(const char *buf, size_t len, cJSON **out,
+    char *why, size_t wlen);
+
+/* Case-sensitive member lookup; NULL if absent. */
+cJSON *kz_json_get(const cJSON *obj, const char *key);
+
+/* Required string of at most max bytes (UTF-8 was checked at parse). */
+KZ_WUR int kz_json_str(const cJSON *obj, const char *key, size_t max,
+    const char **out, char *why, size_t wlen);
+/* Optional string: *out = dflt when absent (null is not absence). */
+KZ_WUR int kz_json_str_opt(const cJSON *obj, const char *key, size_t max,
+    const char *dflt, const char **out, char *why, size_t wlen);
+/* Required integer in [min, max] (a JSON number with no fraction). */
+KZ_WUR int kz_json_int(const cJSON *obj, const char *key, int64_t min,
+    int64_t max, int64_t *out, char *why, size_t wlen);
+KZ_WUR int kz_json_int_opt(const cJSON *obj, const char *key, int64_t min,
+    int64_t max, int64_t dflt, int64_t *out, char *why, size_t wlen);
+KZ_WUR int kz_json_bool_opt(const cJSON *obj, const char *key, bool dflt,
+    bool *out, char *why, size_t wlen);
+/* Rejects any member whose name is not in the NULL-terminated list. */
+KZ_WUR int kz_json_only(const cJSON *obj, const char *const *allowed,
+    char *why, size_t wlen);
+
+/* Single-line serialization; caller frees with free().  NULL on ENOMEM. */
+char *kz_json_print(const cJSON *v);
+
+/*
+ * Wire envelope (kz-protocol(7)).  Both return a new object the caller owns,
+ * or NULL on ENOMEM.  The id is copied from req when req has a string id.
+ */
+cJSON *kz_reply_ok(const cJSON *req);
+cJSON *kz_reply_err(const cJSON *req, const char *code, const char *reason);
+
+/* Wire error codes: a closed set, documented in kz-protocol(7). */
+#define KZ_WE_BAD_REQUEST "bad_request"
+#define KZ_WE_FRAME_TOO_LARGE "frame_too_large"
+#define KZ_WE_UNAUTHORIZED_PEER "unauthorized_peer"
+#define KZ_WE_ADMISSION_CLOSED "admission_closed"
+#define KZ_WE_STORE_UNAVAILABLE "store_unavailable"
+#define KZ_WE_NOT_OWNER "not_owner"
+#define KZ_WE_STALE_TOKEN "stale_token"
+#define KZ_WE_AUDIENCE_CHANGED "resource_audience_changed"
+#define KZ_WE_MANIFEST_CHANGED "manifest_changed"
+#define KZ_WE_ISOLATION_DENIED "isolation_denied"
+#define KZ_WE_REFUSED "refused"
+#define KZ_WE_BUSY "busy"
+#define KZ_WE_UNAVAILABLE "unavailable"
+#define KZ_WE_INTERNAL "internal"
+
+/* Maps a kz_err from request parsing to a wire code. */
+const char *kz_wire_code(int err);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * A framed request/response server on libevent, shared by every daemon.
+ * Each connection is checked with SO_PEERCRED on accept, reads one frame at
+ * a time with a size limit checked before allocation, and runs at most one
+ * request at a time: the next frame is read only after the reply is sent.
+ * A bad frame is answered once with an error and the connection is closed.
+ * Slow peers are timed out; a slow peer never stalls the others.
+ */
+#ifndef KZ_SRV_H
+#define KZ_SRV_H
+
+#include <stdbool.h>
+#include <cJSON.h>
+#include <event2/event.h>
+
+#include "kz_err.h"
+#include "kz_sock.h"
+
+struct kz_srv;
+struct kz_req;
+
+/*
+ * An op handler.  It must eventually call kz_req_reply() exactly once,
+ * either before returning or later from the event loop (deferred replies).
+ */
+typedef void (*kz_op_fn)(struct kz_req *req, void *arg);
+
+struct kz_op {
+	const char *op;
+	kz_op_fn fn;
+	/* Fields allowed besides v, op and id; NULL-terminated; NULL = any. */
+	const char *const *fields;
+};
+
+struct kz_srv_conf {
+	const char *sock_path;
+	size_t frame_max;	/* 0: KZ_FRAME_MAX_DEFAULT */
+	int io_timeout_ms;	/* a frame must arrive/leave within this */
+	int idle_timeout_ms;	/* an idle connection is closed after this */
+	size_t max_conns;	/* 0: 1024 */
+	struct kz_peer_policy peers;
+	const struct kz_op *ops;	/* terminated by {NULL} */
+	void *arg;		/* passed to every handler */
+};
+
+KZ_WUR int kz_srv_new(struct event_base *base, const struct kz_srv_conf *c,
+    struct kz_srv **out, char *why, size_t wlen);
+/* Closes the listener and every connection; unlinks the socket. */
+void kz_srv_free(struct kz_srv *s);
+
+/* The parsed request (owned by req) and the peer it came from. */
+const cJSON *kz_req_json(const struct kz_req *req);
+const struct kz_peer *kz_req_peer(const struct kz_req *req);
+/* Sends reply (consumed) and frees req.  If the client went away meanwhile
+ * the reply is dropped. */
+void kz_req_reply(struct kz_req *req, cJSON *reply);
+/* Shorthands: reply ok (with extra fields in obj, consumed, may be NULL), or
+ * an error with a wire code and a one-line reason. */
+void kz_req_ok(struct kz_req *req, cJSON *fields);
+void kz_req_err(struct kz_req *req, const char *code, const char *reason);
+
+/* Counters for status ops. */
+struct kz_srv_stats {
+	unsigned long conns, open_conns, requests, bad_frames, peer_refused;
+};
+void kz_srv_stats(const struct kz_srv *s, struct kz_srv_stats *out);
+
+#endif

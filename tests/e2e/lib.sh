@@ -1,0 +1,60 @@
+# Shared helpers for the end-to-end tests: TAP output, a temp dir per test,
+# and a cleanup trap that stops what the test started.  Source it first:
+#   . "$(dirname "$0")/lib.sh"; plan 3; ...; done_testing
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$TOP/bin
+export PATH=$BIN:$PATH
+T=$(mktemp -d /tmp/kz-e2e.XXXXXX)
+chmod 0755 "$T"
+_n=0 _fail=0 _pids="" _cleanups=""
+
+plan() { echo "1..$1"; }
+diag() { echo "# $*"; }
+ok() { # ok COND-EXIT-CODE DESCRIPTION
+	_n=$((_n + 1))
+	if [ "$1" = 0 ]; then echo "ok $_n - $2"; else echo "not ok $_n - $2"; _fail=$((_fail + 1)); fi
+}
+# t DESCRIPTION CMD...: passes when CMD exits 0.
+t() { local d=$1; shift; if "$@" >"$T/.out" 2>&1; then ok 0 "$d"; else ok 1 "$d"; sed 's/^/#   /' "$T/.out" | head -20; fi; }
+# tnot DESCRIPTION CMD...: passes when CMD exits non-zero.
+tnot() { local d=$1; shift; if "$@" >"$T/.out" 2>&1; then ok 1 "$d"; sed 's/^/#   /' "$T/.out" | head -20; else ok 0 "$d"; fi; }
+# is GOT WANT DESCRIPTION
+is() { if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want '$2'"; fi; }
+# rc_is WANT DESCRIPTION CMD...: passes when CMD exits with WANT.
+rc_is() { local w=$1 d=$2 rc=0; shift 2; "$@" >"$T/.out" 2>&1 || rc=$?; is "$rc" "$w" "$d"; }
+# like STRING REGEX DESCRIPTION
+like() { if printf '%s' "$1" | grep -Eq -- "$2"; then ok 0 "$3"; else ok 1 "$3"; diag "'$(printf '%s' "$1" | head -c 300)' does not match /$2/"; fi; }
+unlike() { if printf '%s' "$1" | grep -Eq -- "$2"; then ok 1 "$3"; diag "matched /$2/"; else ok 0 "$3"; fi; }
+
+# bg CMD...: runs CMD in the background; its pid is killed at cleanup.
+bg() { "$@" & _pids="$_pids $!"; LASTPID=$!; }
+# on_exit CMD: runs CMD (a string) at cleanup, last registered first.
+on_exit() { _cleanups="$1;$_cleanups"; }
+wait_sock() { # wait_sock PATH [SECONDS]
+	local i=0 max=$(( ${2:-10} * 20 ))
+	while [ ! -S "$1" ] && [ $i -lt $max ]; do sleep 0.05; i=$((i + 1)); done
+	[ -S "$1" ]
+}
+
+# start_store: a real redis-server/valkey-server on a Unix socket in $T.
+start_store() {
+	local srv; srv=$(command -v valkey-server || command -v redis-server)
+	STORE_SOCK=$T/store.sock
+	bg "$srv" --port 0 --unixsocket "$STORE_SOCK" --unixsocketperm 600 \
+		--dir "$T" --appendonly yes --save '' --daemonize no --loglevel warning
+	STORE_PID=$LASTPID
+	wait_sock "$STORE_SOCK" 10
+}
+
+_cleanup() {
+	eval "$_cleanups" 2>/dev/null
+	for p in $_pids; do kill "$p" 2>/dev/null; done
+	for p in $_pids; do kill -0 "$p" 2>/dev/null && sleep 0.2 && kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap _cleanup EXIT
+trap 'exit 130' INT TERM
+
+done_testing() { echo "# $_n tests, $_fail failed"; [ "$_fail" = 0 ]; }
