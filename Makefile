@@ -30,6 +30,9 @@ DEPS_TEST  = $(STORE_PKG) clang mandoc iproute2 curl python3 perl procps \
 	util-linux
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 
+# The exact version of the Pi loaders kz-pi-validate runs (package-lock.json).
+PI_VERSION = 0.73.1
+
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 BINS     := $(notdir $(patsubst %/,%,$(wildcard cmd/kz-*/)))
@@ -38,7 +41,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 CMD_UNIT_SRC := $(wildcard tests/unit/kz-*/check_*.c)
 CMD_UNIT_BIN := $(CMD_UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps deps-bench check unit e2e asan fuzz lint install demo clean bench
+.PHONY: all deps deps-bench check unit e2e asan fuzz lint install demo clean bench \
+	audit-lock
 all: $(BINS:%=bin/%)
 
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
@@ -92,6 +96,11 @@ FUZZ_SECONDS ?= 60
 fuzz: $(B)/libkz.a
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
+# Every package in package-lock.json has an integrity hash, and the pinned
+# Pi version is PI_VERSION.
+audit-lock:
+	tests/audit-lock.sh $(PI_VERSION)
+
 lint:
 	@set -e; for m in man/man*/*.[0-9]; do mandoc -Tlint -Wwarning $$m; done
 	@for f in bin/kz-supervise tests/e2e/*.sh tests/bench/*.sh tests/*.sh .ci/run; do bash -n $$f; done
@@ -99,6 +108,7 @@ lint:
 check: deps
 	$(MAKE) all
 	$(MAKE) lint
+	$(MAKE) audit-lock
 	$(MAKE) unit
 	$(MAKE) asan
 	$(MAKE) fuzz FUZZ_SECONDS=30
