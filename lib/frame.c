@@ -98,7 +98,14 @@ read_some(int fd, void *buf, size_t len, int64_t deadline_ms, size_t *got)
 	int r;
 
 	while (off < len) {
-		ssize_t n = read(fd, (char *)buf + off, len - off);
+		ssize_t n;
+
+		/* Poll first: a blocking descriptor must not outlive the
+		 * deadline inside read(). */
+		if (deadline_ms >= 0 && (r = wait_fd(fd, POLLIN,
+		    deadline_ms)) != 0)
+			return r;
+		n = read(fd, (char *)buf + off, len - off);
 
 		if (n > 0) {
 			off += (size_t)n;
@@ -110,7 +117,7 @@ read_some(int fd, void *buf, size_t len, int64_t deadline_ms, size_t *got)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return KZ_ESYS;
-		if ((r = wait_fd(fd, POLLIN, deadline_ms)) != 0)
+		if (deadline_ms < 0 && (r = wait_fd(fd, POLLIN, -1)) != 0)
 			return r;
 	}
 	*got = off;
@@ -135,8 +142,13 @@ kz_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
 	int r;
 
 	while (off < len) {
-		ssize_t n = send(fd, (const char *)buf + off, len - off,
-		    MSG_NOSIGNAL);
+		ssize_t n;
+
+		if (deadline_ms >= 0 && (r = wait_fd(fd, POLLOUT,
+		    deadline_ms)) != 0)
+			return r;
+		n = send(fd, (const char *)buf + off, len - off,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0 && errno == ENOTSOCK)
 			n = write(fd, (const char *)buf + off, len - off);
@@ -148,7 +160,7 @@ kz_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
 			continue;
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			return errno == EPIPE ? KZ_EEOF : KZ_ESYS;
-		if ((r = wait_fd(fd, POLLOUT, deadline_ms)) != 0)
+		if (deadline_ms < 0 && (r = wait_fd(fd, POLLOUT, -1)) != 0)
 			return r;
 	}
 	return 0;
