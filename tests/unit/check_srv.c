@@ -1,0 +1,314 @@
+/* The framed server: envelope checks, bad frames, deferred replies, slow
+ * peers, pipelining and peer credentials, over real Unix sockets. */
+#include <check.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_sock.h"
+#include "kz_srv.h"
+#include "banned.h"
+
+static char path[108];
+static struct event_base *base;
+static struct kz_srv *srv;
+static pthread_t loop_thr;
+
+static void
+op_echo(struct kz_req *req, void *arg)
+{
+	cJSON *f = cJSON_CreateObject();
+	const cJSON *m = kz_json_get(kz_req_json(req), "msg");
+
+	cJSON_AddItemToObject(f, "msg", cJSON_Duplicate(m, 1));
+	kz_req_ok(req, f);
+}
+
+static void
+later(evutil_socket_t fd, short ev, void *arg)
+{
+	kz_req_ok(arg, NULL);
+}
+
+static void
+op_defer(struct kz_req *req, void *arg)
+{
+	struct timeval tv = {0, 50000};
+
+	event_base_once(base, -1, EV_TIMEOUT, later, req, &tv);
+}
+
+static const char *const echo_fields[] = {"msg", NULL};
+static const struct kz_op ops[] = {
+	{"echo", op_echo, echo_fields},
+	{"defer", op_defer, NULL},
+	{NULL, NULL, NULL},
+};
+
+static void *
+loop(void *arg)
+{
+	event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY);
+	return NULL;
+}
+
+static void
+setup(void)
+{
+	struct kz_srv_conf c = {0};
+	char why[128];
+
+	evthread_use_pthreads();
+	snprintf(path, sizeof(path), "/tmp/kzsrv.%d.sock", (int)getpid());
+	base = event_base_new();
+	c.sock_path = path;
+	c.frame_max = 4096;
+	c.io_timeout_ms = 300;
+	c.idle_timeout_ms = 2000;
+	c.ops = ops;
+	ck_assert_int_eq(kz_srv_new(base, &c, &srv, why, sizeof(why)), 0);
+	pthread_create(&loop_thr, NULL, loop, NULL);
+}
+
+static void
+teardown(void)
+{
+	event_base_loopbreak(base);
+	pthread_join(loop_thr, NULL);
+	kz_srv_free(srv);
+	event_base_free(base);
+}
+
+static int
+dial(void)
+{
+	int fd;
+
+	ck_assert_int_eq(kz_sock_connect(path, 1000, &fd, NULL, 0), 0);
+	return fd;
+}
+
+static cJSON *
+call_raw(int fd, const void *bytes, size_t len)
+{
+	cJSON *r = NULL;
+	char why[128];
+
+	if (len > 0)
+		ck_assert_int_eq(kz_write_full(fd, bytes, len, -1), 0);
+	if (kz_frame_read(fd, 1 << 20, 2000, &r, why, sizeof(why)) != 0)
+		return NULL;
+	return r;
+}
+
+static cJSON *
+call(int fd, const char *json)
+{
+	char hdr[4];
+	size_t n = strlen(json);
+
+	hdr[0] = 0;
+	hdr[1] = 0;
+	hdr[2] = (char)(n >> 8);
+	hdr[3] = (char)n;
+	ck_assert_int_eq(kz_write_full(fd, hdr, 4, -1), 0);
+	return call_raw(fd, json, n);
+}
+
+static const char *
+err_of(const cJSON *r)
+{
+	const cJSON *e = kz_json_get(r, "error");
+
+	return cJSON_IsString(e) ? e->valuestring : "";
+}
+
+static bool
+closed(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c;
+
+	/* The descriptor is non-blocking: wait for the close, bounded. */
+	return poll(&p, 1, 2000) == 1 && read(fd, &c, 1) == 0;
+}
+
+START_TEST(test_echo_and_envelope)
+{
+	int fd = dial();
+	cJSON *r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"a1\","
+	    "\"msg\":\"hi\"}");
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	ck_assert_str_eq(kz_json_get(r, "id")->valuestring, "a1");
+	ck_assert_str_eq(kz_json_get(r, "msg")->valuestring, "hi");
+	cJSON_Delete(r);
+	/* Refusals of well-formed frames keep the connection open. */
+	r = call(fd, "{\"v\":1,\"op\":\"nope\",\"id\":\"a2\"}");
+	ck_assert_str_eq(err_of(r), "bad_request");
+	cJSON_Delete(r);
+	r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"a3\",\"x\":1}");
+	ck_assert_str_eq(err_of(r), "bad_request");
+	ck_assert_ptr_nonnull(strstr(kz_json_get(r, "reason")->valuestring,
+	    "'x'"));
+	cJSON_Delete(r);
+	r = call(fd, "{\"v\":2,\"op\":\"echo\",\"id\":\"a4\"}");
+	ck_assert_str_eq(err_of(r), "bad_request");
+	cJSON_Delete(r);
+	r = call(fd, "{\"v\":1,\"op\":\"echo\"}");
+	ck_assert_str_eq(err_of(r), "bad_request");
+	cJSON_Delete(r);
+	r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"a5\"}");
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	close(fd);
+}
+END_TEST
+
+struct bad {
+	const char *bytes;
+	size_t len;
+	const char *code;
+};
+
+static const struct bad bads[] = {
+	{"\0\0\0\0", 4, "bad_request"},
+	{"\0\0\x10\x01", 4, "frame_too_large"},
+	{"\x7f\xff\xff\xff", 4, "frame_too_large"},
+	{"\0\0\0\x01[", 5, "bad_request"},
+	{"\0\0\0\x02[]", 6, "bad_request"},
+	{"\0\0\0\x0c{\"a\":1,\"a\":2", 16, "bad_request"},
+	{"\0\0\0\x03{\"\xff", 7, "bad_request"},
+};
+
+START_TEST(test_bad_frames_answered_once_then_closed)
+{
+	int fd = dial();
+	cJSON *r = call_raw(fd, bads[_i].bytes, bads[_i].len);
+
+	ck_assert_msg(r != NULL, "case %d: no error reply", _i);
+	ck_assert_str_eq(err_of(r), bads[_i].code);
+	ck_assert(closed(fd));
+	cJSON_Delete(r);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_slow_peer_times_out_without_stalling_others)
+{
+	int slow = dial(), fast;
+	cJSON *r;
+
+	ck_assert_int_eq(kz_write_full(slow, "\0\0\0\x20{\"v\"", 8, -1), 0);
+	fast = dial();
+	r = call(fast, "{\"v\":1,\"op\":\"echo\",\"id\":\"f\"}");
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	usleep(500000);
+	ck_assert(closed(slow));
+	close(slow);
+	close(fast);
+}
+END_TEST
+
+START_TEST(test_deferred_and_pipelined)
+{
+	int fd = dial();
+	const char *a = "{\"v\":1,\"op\":\"defer\",\"id\":\"d1\"}";
+	const char *b = "{\"v\":1,\"op\":\"echo\",\"id\":\"e2\"}";
+	char buf[256];
+	size_t n = 0;
+	cJSON *r;
+
+	for (int i = 0; i < 2; i++) {
+		const char *s = i ? b : a;
+		size_t l = strlen(s);
+
+		buf[n++] = 0;
+		buf[n++] = 0;
+		buf[n++] = 0;
+		buf[n++] = (char)l;
+		memcpy(buf + n, s, l);
+		n += l;
+	}
+	r = call_raw(fd, buf, n);
+	ck_assert_str_eq(kz_json_get(r, "id")->valuestring, "d1");
+	cJSON_Delete(r);
+	r = call_raw(fd, NULL, 0);
+	ck_assert_str_eq(kz_json_get(r, "id")->valuestring, "e2");
+	cJSON_Delete(r);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_peer_credentials_checked)
+{
+	pid_t pid;
+	int st;
+
+	/* Let the file mode through so that SO_PEERCRED is what refuses. */
+	chmod(path, 0666);
+	pid = fork();
+	if (pid == 0) {
+		cJSON *r;
+		int fd;
+
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(10);
+		if (kz_sock_connect(path, 1000, &fd, NULL, 0) != 0)
+			_exit(11);
+		r = call_raw(fd, NULL, 0);
+		_exit(r && strcmp(err_of(r), "unauthorized_peer") == 0 &&
+		    closed(fd) ? 0 : 12);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+}
+END_TEST
+
+START_TEST(test_listen_refuses_live_socket)
+{
+	struct kz_srv_conf c = {.sock_path = path, .ops = ops};
+	struct kz_srv *s2;
+	char why[128];
+
+	ck_assert_int_eq(kz_srv_new(base, &c, &s2, why, sizeof(why)),
+	    KZ_EEXIST);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("srv");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int nf;
+
+	signal(SIGPIPE, SIG_IGN);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_echo_and_envelope);
+	tcase_add_loop_test(tc, test_bad_frames_answered_once_then_closed, 0,
+	    sizeof(bads) / sizeof(bads[0]));
+	tcase_add_test(tc, test_slow_peer_times_out_without_stalling_others);
+	tcase_add_test(tc, test_deferred_and_pipelined);
+	tcase_add_test(tc, test_peer_credentials_checked);
+	tcase_add_test(tc, test_listen_refuses_live_socket);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
