@@ -237,8 +237,10 @@ kz_json_int_opt(const cJSON *obj, const char *key, int64_t min, int64_t max,
 		return KZ_ETYPE;
 	}
 	d = v->valuedouble;
-	if (d != (double)(int64_t)d || d < -9007199254740992.0 ||
-	    d > 9007199254740992.0) {
+	/* Range before the cast: converting an out-of-range double to an
+	 * integer is undefined behaviour (found by the fuzzer). */
+	if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) ||
+	    d != (double)(int64_t)d) {
 		kz_why(why, wlen, "field '%s' must be an integer", key);
 		return KZ_ETYPE;
 	}
