@@ -10,6 +10,7 @@
 #ifndef KZ_STORE_H
 #define KZ_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <hiredis.h>
 
@@ -50,5 +51,65 @@ KZ_WUR int kz_store_cmd(struct kz_store *s, int argc, const char **argv,
 KZ_WUR int kz_store_eval(struct kz_store *s, struct kz_script *sc,
     int nkeys, int argc, const char **argv, redisReply **out, char *why,
     size_t wlen);
+
+/* The server's run id (INFO server); changes on every restart. */
+KZ_WUR int kz_store_runid(struct kz_store *s, char *buf, size_t len,
+    char *why, size_t wlen);
+
+/*
+ * Operation ids.  Every mutating script takes one; a retry with the same id
+ * is answered from the stored result and never applied twice, because a
+ * call whose reply timed out has an unknown outcome (a frozen server may
+ * still apply it when it resumes).
+ */
+#define KZ_OPID_HEX 32
+void kz_store_opid(char out[KZ_OPID_HEX + 1]);
+
+/*
+ * The asynchronous client, on hiredis's libevent adapter, for daemons.
+ * Debian's hiredis 0.14 has no async timeouts, so every call carries its
+ * own libevent timer: when it fires the caller is answered KZ_EUNAVAIL and
+ * the connection is dropped (a late reply can no longer be matched to a
+ * caller that has moved on).  A dropped connection is re-opened by a timer;
+ * on_up runs after each (re)connect, on_down after each loss.
+ */
+struct kz_astore;
+typedef void (*kz_astore_cb)(int err, redisReply *r, const char *why,
+    void *arg);
+typedef void (*kz_astore_state_fn)(struct kz_astore *a, void *arg);
+
+struct kz_astore_conf {
+	const char *sock;
+	const char *dep;
+	int timeout_ms;		/* per call */
+	int reconnect_ms;	/* delay between reconnect attempts */
+	kz_astore_state_fn on_up, on_down;
+	void *arg;
+};
+
+struct event_base;
+KZ_WUR int kz_astore_new(struct event_base *base,
+    const struct kz_astore_conf *c, struct kz_astore **out, char *why,
+    size_t wlen);
+/* Every pending caller is answered KZ_EUNAVAIL before this returns. */
+void kz_astore_free(struct kz_astore *a);
+/* Whether a connection is established (not whether the store is sane). */
+bool kz_astore_connected(const struct kz_astore *a);
+const char *kz_astore_prefix(const struct kz_astore *a);
+KZ_WUR int kz_astore_key(const struct kz_astore *a, const char *suffix,
+    char *buf, size_t len);
+/* Drops the connection now (and reconnects later); used after a timeout. */
+void kz_astore_drop(struct kz_astore *a);
+
+/*
+ * Queues a command or a script.  On 0, cb is called exactly once, later,
+ * from the event loop: with the reply (valid only during cb; an error
+ * reply is KZ_EPROTO with its text in why) or with KZ_EUNAVAIL.  A nonzero
+ * return means cb will not be called.
+ */
+KZ_WUR int kz_astore_cmd(struct kz_astore *a, int argc, const char **argv,
+    kz_astore_cb cb, void *arg);
+KZ_WUR int kz_astore_eval(struct kz_astore *a, struct kz_script *sc,
+    int nkeys, int argc, const char **argv, kz_astore_cb cb, void *arg);
 
 #endif
