@@ -1,0 +1,37 @@
+#!/bin/bash
+# kz-supervise starts the store and every daemon that exists, reports them,
+# and stops only what it started; kz-msg's exit codes.
+. "$(dirname "$0")/lib.sh"
+plan 14
+RUN=$T/run
+on_exit "kz-supervise stop --run-dir $RUN >/dev/null 2>&1"
+
+t "start brings the stack up" kz-supervise start --run-dir "$RUN"
+st=$(kz-supervise status --run-dir "$RUN")
+like "$st" '^store running pid [0-9]+ socket '"$RUN"'/store.sock' "status: store running"
+like "$st" 'kz-audit running pid [0-9]+ socket '"$RUN"'/kz-audit.sock' "status: kz-audit running"
+is "$(stat -c %a "$RUN/field.key")" 600 "a 0600 field key was generated"
+is "$(stat -c %s "$RUN/field.key")" 32 "the field key is 32 bytes"
+
+out=$(kz-msg "$RUN/kz-audit.sock" '{"op":"status"}'); rc=$?
+is "$rc" 0 "kz-msg exits 0 on ok:true"
+like "$out" '"ok":true' "kz-msg prints the reply"
+rc_is 1 "kz-msg exits 1 on a refusal" kz-msg "$RUN/kz-audit.sock" '{"op":"no-such-op"}'
+rc_is 2 "kz-msg exits 2 on bad JSON" kz-msg "$RUN/kz-audit.sock" '{"op":'
+rc_is 3 "kz-msg exits 3 when the socket is unreachable" kz-msg "$T/nothing.sock" '{"op":"status"}'
+echo '{"op":"status"}' | kz-msg "$RUN/kz-audit.sock" >/dev/null
+is "$?" 0 "kz-msg reads the request from stdin"
+
+# A pid file that names someone else's process is not ours to kill.
+sleep 300 & foreign=$!
+audit_pid=$(cat "$RUN/kz-audit.pid")
+echo "$foreign" >"$RUN/kz-audit.pid"
+kz-supervise stop --run-dir "$RUN" >/dev/null 2>&1
+kill -0 "$foreign" 2>/dev/null; is "$?" 0 "stop leaves a foreign pid alone"
+kill "$foreign" "$audit_pid" 2>/dev/null
+wait "$foreign" 2>/dev/null
+st=$(kz-supervise status --run-dir "$RUN")
+like "$st" 'store stopped' "stop ended the store"
+[ -S "$RUN/store.sock" ] && pgrep -f "unixsocket $RUN/store.sock" >/dev/null
+is "$?" 1 "no store process is left"
+done_testing
