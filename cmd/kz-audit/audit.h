@@ -1,0 +1,187 @@
+/*
+ * kz-audit's internal interfaces: the closed event schema, the keyed MAC
+ * chain over JSON Lines records, the log directory with rotation and
+ * crash recovery, and the one-shot subcommands.
+ */
+#ifndef KZ_AUDIT_INT_H
+#define KZ_AUDIT_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cJSON.h>
+
+#include "kz_err.h"
+#include "kz_key.h"
+#include "kz_sock.h"
+
+#define AUD_VERSION "0.1.0"
+#define AUD_MAC_BYTES 32
+#define AUD_MAC_HEX (AUD_MAC_BYTES * 2)
+/* A stored record (one line) is never longer than this. */
+#define AUD_LINE_MAX (32u * 1024u)
+/* Members an event may have, strings bounds (see the schema table). */
+#define AUD_EVENT_MAX_FIELDS 48
+#define AUD_KIND_MAX 32
+#define AUD_FILE_PREFIX "audit-"
+#define AUD_FILE_SUFFIX ".jsonl"
+#define AUD_FILES_MAX 100000
+#define AUD_MAX_FILE_DEFAULT (64ull * 1024 * 1024)
+#define AUD_MAX_FILE_MIN 4096ull
+
+/* ---- schema.c: closed kinds, closed field schemas, value checks. ---- */
+
+enum aud_refusal {
+	AUD_R_KIND,	/* kind is not one of the closed set */
+	AUD_R_FIELD,	/* field outside the kind's schema */
+	AUD_R_TYPE,	/* wrong JSON type */
+	AUD_R_NESTED,	/* object or array where a scalar is required */
+	AUD_R_MULTILINE, /* control character (newline, tab, ...) */
+	AUD_R_LENGTH,	/* string or list over its bound, or empty */
+	AUD_R_PATH,	/* absolute path, home path or URL */
+	AUD_R_CHARSET,	/* character outside the field's alphabet */
+	AUD_R_RANGE,	/* number out of range or not an integer */
+	AUD_R_CONFLICT,	/* a raw id and its hash both given */
+	AUD_R_COUNT_
+};
+
+struct aud_refusal_info {
+	enum aud_refusal reason;
+	/* Counter key: a schema field name, "kind", "event" or "(unknown)". */
+	const char *field;
+	char why[200];		/* one line naming the field, never the value */
+};
+
+const char *aud_refusal_name(enum aud_refusal r);
+/* The kinds, NULL-terminated; and the schema field names (for status). */
+extern const char *const aud_kinds[];
+bool aud_kind_known(const char *kind);
+/* Every field name the schema knows, NULL-terminated (counter keys). */
+const char *const *aud_field_names(void);
+
+/*
+ * Checks event against kind's schema and returns in *clean a new object
+ * holding what may be stored: raw actor/conversation/member/session ids are
+ * replaced by <name>_hash with the keyed identifier hash (idkey is the
+ * IDHASH subkey).  KZ_EDENIED with ri filled when refused.
+ */
+KZ_WUR int aud_schema_check(const char *kind, const cJSON *event,
+    const struct kz_key *idkey, cJSON **clean, struct aud_refusal_info *ri);
+
+/* ---- chain.c: record format and the keyed MAC chain. ---- */
+
+struct aud_chain {
+	struct kz_key key;	/* the AUDIT subkey */
+	uint64_t seq;		/* last record written (0: none yet) */
+	unsigned char mac[AUD_MAC_BYTES]; /* its MAC (zeros: genesis) */
+};
+
+/*
+ * Formats the next record (seq + 1, ts_ms, kind, event) as one line ending
+ * in '\n' into a malloc'd buffer, and advances the chain.
+ */
+KZ_WUR int aud_record_format(struct aud_chain *c, const char *kind,
+    const cJSON *event, int64_t ts_ms, char **line, size_t *len);
+
+struct aud_rec {
+	uint64_t seq;
+	int64_t ts_ms;
+	unsigned char prev[AUD_MAC_BYTES];
+	unsigned char mac[AUD_MAC_BYTES];
+	cJSON *json;		/* the parsed record, owned; may be NULL */
+};
+
+/*
+ * Checks one stored line (without its '\n'): its form and its MAC.  Chain
+ * linkage (seq, prev) is the caller's.  why says what is wrong.
+ */
+KZ_WUR int aud_record_check(const struct kz_key *key, const char *line,
+    size_t len, bool keep_json, struct aud_rec *out, char *why, size_t wlen);
+/* Parses a record's form only (no key): for query. */
+KZ_WUR int aud_record_parse(const char *line, size_t len, struct aud_rec *out,
+    char *why, size_t wlen);
+void aud_rec_release(struct aud_rec *r);
+
+/* RFC 3339 UTC with milliseconds; and its strict parse. */
+void aud_ts_format(int64_t ms, char out[32]);
+KZ_WUR int aud_ts_parse(const char *s, int64_t *ms);
+int64_t aud_now_ms(void);
+
+/* ---- store.c: the log directory. ---- */
+
+struct aud_store;
+
+struct aud_store_stats {
+	uint64_t records, batches, fsyncs, rotations, last_seq;
+	uint64_t truncated_bytes;	/* cut off at open (crash recovery) */
+	unsigned file_idx;
+	bool failed;
+};
+
+/*
+ * Opens (creating it 0750 if missing) and locks the log directory, recovers
+ * the newest file (an incomplete last line is cut off) and continues the
+ * chain from the last good record.  key is the AUDIT subkey.
+ */
+KZ_WUR int aud_store_open(const char *dir, uint64_t max_file,
+    const struct kz_key *key, struct aud_store **out, char *why, size_t wlen);
+void aud_store_free(struct aud_store *s);
+/* Formats a record into the pending batch; rotates when the file is full. */
+KZ_WUR int aud_store_add(struct aud_store *s, const char *kind,
+    const cJSON *event, uint64_t *seq, char *why, size_t wlen);
+/* Writes the pending batch and fdatasyncs it: one fsync for the batch. */
+KZ_WUR int aud_store_commit(struct aud_store *s, char *why, size_t wlen);
+void aud_store_stats(const struct aud_store *s, struct aud_store_stats *out);
+/* "audit-000001.jsonl" for idx 1. */
+void aud_file_name(unsigned idx, char *out, size_t len);
+/*
+ * The log files of dir in chain order (malloc'd array of malloc'd paths).
+ */
+KZ_WUR int aud_dir_files(const char *dir, char ***paths, size_t *n,
+    char *why, size_t wlen);
+void aud_paths_free(char **paths, size_t n);
+
+/* ---- cfg.c: configuration. ---- */
+
+struct aud_cfg {
+	struct kz_conf *conf;
+	char dir[4096];
+	char socket[4096];
+	char keyfile[4096];
+	uint64_t max_file;
+	uint64_t frame_max;
+	struct kz_peer_policy peers;
+};
+
+KZ_WUR int aud_cfg_load(const char *path, struct aud_cfg *c, char *why,
+    size_t wlen);
+void aud_cfg_release(struct aud_cfg *c);
+/* Loads the field key and derives the AUDIT and IDHASH subkeys. */
+KZ_WUR int aud_keys_load(const char *keyfile, struct kz_key *audit,
+    struct kz_key *idhash, char *why, size_t wlen);
+
+/* ---- the subcommands; each returns an exit status. ---- */
+
+int aud_serve(struct aud_cfg *c);
+int aud_append(struct aud_cfg *c, const char *sock, FILE *in);
+/* 0 intact, 1 the first bad record named on err, 2 unreadable input.
+ * anchor: the chain may start at the first record given (not seq 1). */
+int aud_verify(const struct kz_key *auditkey, char **files, size_t n,
+    FILE *out, FILE *err);
+int aud_verify_anchor(const struct kz_key *auditkey, char **files, size_t n,
+    bool anchor, FILE *out, FILE *err);
+
+struct aud_query {
+	const char *kind;
+	const char *actor_hash;
+	const char *conversation_hash;
+	int64_t since_ms, until_ms;	/* INT64_MIN/MAX when unset */
+};
+int aud_query(const struct aud_query *q, char **files, size_t n, FILE *out,
+    FILE *err);
+
+/* Parses one input line for append: {"kind":K,"event":{...}} or flat. */
+KZ_WUR int aud_input_split(const cJSON *line, const char **kind,
+    cJSON **event, char *why, size_t wlen);
+
+#endif

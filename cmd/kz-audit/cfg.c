@@ -1,0 +1,117 @@
+/*
+ * Configuration: the file (--config or KZ_CONFIG), environment over file,
+ * defaults last.  KZ_AUDIT_DIR and KZ_SOCKET default under KZ_RUN_DIR when
+ * it is set, so kz-supervise only has to give the run directory.
+ */
+#include <string.h>
+#include <sodium.h>
+
+#include "kz_conf.h"
+#include "kz_frame.h"
+#include "audit.h"
+#include "banned.h"
+
+#define DEFAULT_DIR "/var/lib/kaizen/audit"
+#define DEFAULT_SOCK "/run/kaizen/kz-audit.sock"
+#define DEFAULT_KEY "/etc/kaizen/field.key"
+
+static const char *const known[] = {
+	"KZ_AUDIT_DIR", "KZ_AUDIT_MAX_FILE_BYTES", "KZ_FIELD_KEY_FILE",
+	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_PEER_UIDS", "KZ_PEER_GIDS",
+	"KZ_FRAME_MAX", "KZ_AUDIT_SOCKET", NULL
+};
+
+static int
+copy(char *dst, size_t len, const char *src, const char *key, char *why,
+    size_t wlen)
+{
+	if (src == NULL || src[0] == '\0' || strlen(src) >= len) {
+		kz_why(why, wlen, "%s is empty or too long", key);
+		return KZ_ECONF;
+	}
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+static int
+dflt_under_run(const struct kz_conf *k, const char *key, const char *leaf,
+    const char *dflt, char *dst, size_t len, char *why, size_t wlen)
+{
+	const char *run = kz_conf_str(k, "KZ_RUN_DIR", NULL);
+	const char *v = kz_conf_str(k, key, NULL);
+	char buf[4096];
+
+	if (v == NULL && run != NULL && run[0] != '\0') {
+		if ((size_t)snprintf(buf, sizeof(buf), "%s/%s", run, leaf) >=
+		    sizeof(buf)) {
+			kz_why(why, wlen, "KZ_RUN_DIR is too long");
+			return KZ_ECONF;
+		}
+		v = buf;
+	}
+	return copy(dst, len, v ? v : dflt, key, why, wlen);
+}
+
+int
+aud_cfg_load(const char *path, struct aud_cfg *c, char *why, size_t wlen)
+{
+	struct kz_conf *k = NULL;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if ((r = kz_conf_load(path, known, &k, why, wlen)) != 0)
+		return r;
+	c->conf = k;
+	if ((r = dflt_under_run(k, "KZ_AUDIT_DIR", "audit", DEFAULT_DIR,
+	    c->dir, sizeof(c->dir), why, wlen)) != 0 ||
+	    (r = dflt_under_run(k, "KZ_SOCKET", "kz-audit.sock", DEFAULT_SOCK,
+	    c->socket, sizeof(c->socket), why, wlen)) != 0 ||
+	    (r = copy(c->keyfile, sizeof(c->keyfile), kz_conf_str(k,
+	    "KZ_FIELD_KEY_FILE", DEFAULT_KEY), "KZ_FIELD_KEY_FILE", why,
+	    wlen)) != 0 ||
+	    (r = kz_conf_size(k, "KZ_AUDIT_MAX_FILE_BYTES",
+	    AUD_MAX_FILE_DEFAULT, 1ull << 40, &c->max_file, why, wlen)) != 0 ||
+	    (r = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
+	    KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
+	    (r = kz_peer_policy_parse(kz_conf_str(k, "KZ_PEER_UIDS", ""),
+	    kz_conf_str(k, "KZ_PEER_GIDS", ""), &c->peers, why, wlen)) != 0)
+		goto out;
+	if (c->max_file < AUD_MAX_FILE_MIN) {
+		kz_why(why, wlen, "KZ_AUDIT_MAX_FILE_BYTES is below %llu",
+		    (unsigned long long)AUD_MAX_FILE_MIN);
+		r = KZ_ECONF;
+	}
+	if (c->frame_max < 64) {
+		kz_why(why, wlen, "KZ_FRAME_MAX is too small");
+		r = KZ_ECONF;
+	}
+out:
+	if (r != 0)
+		aud_cfg_release(c);
+	return r;
+}
+
+void
+aud_cfg_release(struct aud_cfg *c)
+{
+	kz_conf_free(c->conf);
+	c->conf = NULL;
+}
+
+int
+aud_keys_load(const char *keyfile, struct kz_key *audit, struct kz_key *idhash,
+    char *why, size_t wlen)
+{
+	struct kz_key master;
+	int r;
+
+	if ((r = kz_key_load(keyfile, &master, why, wlen)) != 0)
+		return r;
+	if ((r = kz_key_derive(&master, KZ_SUBKEY_AUDIT, audit)) == 0 &&
+	    idhash != NULL)
+		r = kz_key_derive(&master, KZ_SUBKEY_IDHASH, idhash);
+	kz_key_wipe(&master);
+	if (r != 0)
+		kz_why(why, wlen, "cannot derive the audit subkeys");
+	return r;
+}

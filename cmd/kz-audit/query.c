@@ -1,0 +1,86 @@
+/*
+ * query: prints the stored records (the lines as written) that match every
+ * filter given.  It reads without the key and so does not verify: run
+ * verify for that.  A line that does not parse is reported and skipped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "audit.h"
+#include "banned.h"
+
+static bool
+str_is(const cJSON *obj, const char *key, const char *want)
+{
+	const cJSON *v = kz_json_get(obj, key);
+
+	return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
+}
+
+static bool
+matches(const struct aud_query *q, const struct aud_rec *rec)
+{
+	const cJSON *ev = kz_json_get(rec->json, "event");
+
+	if (rec->ts_ms < q->since_ms || rec->ts_ms > q->until_ms)
+		return false;
+	if (q->kind != NULL && !str_is(rec->json, "kind", q->kind))
+		return false;
+	if (q->actor_hash != NULL && !str_is(ev, "actor_hash", q->actor_hash))
+		return false;
+	if (q->conversation_hash != NULL &&
+	    !str_is(ev, "conversation_hash", q->conversation_hash))
+		return false;
+	return true;
+}
+
+static int
+query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
+    uint64_t *skipped)
+{
+	char *line = NULL, why[160];
+	size_t cap = 0, lineno = 0;
+	ssize_t n;
+	FILE *f;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		fprintf(err, "kz-audit: %s: cannot open\n", path);
+		return 2;
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		struct aud_rec rec;
+		size_t len = (size_t)n;
+
+		lineno++;
+		if (line[len - 1] == '\n')
+			len--;
+		if (aud_record_parse(line, len, &rec, why, sizeof(why)) != 0) {
+			fprintf(err, "kz-audit: %s:%zu: skipped: %s\n", path,
+			    lineno, why);
+			(*skipped)++;
+			continue;
+		}
+		if (matches(q, &rec)) {
+			fwrite(line, 1, len, out);
+			fputc('\n', out);
+		}
+		aud_rec_release(&rec);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+int
+aud_query(const struct aud_query *q, char **files, size_t n, FILE *out,
+    FILE *err)
+{
+	uint64_t skipped = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		if ((rc = query_file(q, files[i], out, err, &skipped)) != 0)
+			return rc;
+	return fflush(out) == 0 ? 0 : 4;
+}

@@ -1,0 +1,508 @@
+/*
+ * The log directory: audit-NNNNNN.jsonl files written append-only.  Records
+ * are formatted into a pending batch and committed with one write and one
+ * fdatasync, which is what makes group commit cheap.  A file that would
+ * grow past the size limit is closed and the chain continues in the next.
+ * On open, the newest file is checked record by record: an incomplete last
+ * line (a crash mid-write) is cut off, and anything else that does not
+ * verify stops the daemon rather than being written over.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_conf.h"
+#include "kz_frame.h"
+#include "audit.h"
+#include "banned.h"
+
+#define READ_MAX (1024ull * 1024 * 1024)
+
+struct aud_store {
+	int dirfd, lockfd, fd;
+	unsigned idx;
+	uint64_t size;		/* committed bytes of the current file */
+	uint64_t max_file;
+	struct aud_chain chain;	/* including pending records */
+	struct aud_chain committed;
+	char *pend;
+	size_t plen, pcap, pn;
+	struct aud_store_stats st;
+};
+
+void
+aud_file_name(unsigned idx, char *out, size_t len)
+{
+	snprintf(out, len, AUD_FILE_PREFIX "%06u" AUD_FILE_SUFFIX, idx);
+}
+
+/* audit-NNNNNN.jsonl -> NNNNNN; 0 when the name is not a log file. */
+static unsigned
+name_idx(const char *name)
+{
+	size_t pl = strlen(AUD_FILE_PREFIX), sl = strlen(AUD_FILE_SUFFIX);
+	size_t n = strlen(name);
+	char digits[16];
+	int64_t v;
+
+	if (n < pl + sl + 6 || n > pl + sl + 9 ||
+	    strncmp(name, AUD_FILE_PREFIX, pl) != 0 ||
+	    strcmp(name + n - sl, AUD_FILE_SUFFIX) != 0)
+		return 0;
+	memcpy(digits, name + pl, n - pl - sl);
+	digits[n - pl - sl] = '\0';
+	if (kz_parse_int(digits, 1, 999999999, &v) != 0)
+		return 0;
+	return (unsigned)v;
+}
+
+static int
+cmp_uint(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorted indexes of the log files in dirfd (malloc'd). */
+static int
+list_idx(int dirfd, unsigned **out, size_t *n, char *why, size_t wlen)
+{
+	unsigned *v = NULL, *nv;
+	size_t cnt = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if ((fd = dup(dirfd)) < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		kz_why(why, wlen, "cannot list the log directory");
+		return KZ_ESYS;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		unsigned i = name_idx(de->d_name);
+
+		if (i == 0)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			if (cap > AUD_FILES_MAX || (nv = reallocarray(v, cap,
+			    sizeof(*v))) == NULL) {
+				free(v);
+				closedir(d);
+				kz_why(why, wlen, "too many log files");
+				return KZ_ETOOBIG;
+			}
+			v = nv;
+		}
+		v[cnt++] = i;
+	}
+	closedir(d);
+	if (cnt > 0)
+		qsort(v, cnt, sizeof(*v), cmp_uint);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int
+aud_dir_files(const char *dir, char ***paths, size_t *n, char *why,
+    size_t wlen)
+{
+	unsigned *idx = NULL;
+	char **p = NULL, name[64];
+	size_t cnt = 0;
+	int dfd, r;
+
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		kz_why(why, wlen, "cannot open the log directory");
+		return KZ_ENOENT;
+	}
+	r = list_idx(dfd, &idx, &cnt, why, wlen);
+	close(dfd);
+	if (r != 0)
+		return r;
+	if (cnt > 0 && (p = calloc(cnt, sizeof(*p))) == NULL)
+		r = KZ_ENOMEM;
+	for (size_t i = 0; r == 0 && i < cnt; i++) {
+		aud_file_name(idx[i], name, sizeof(name));
+		if (asprintf(&p[i], "%s/%s", dir, name) < 0) {
+			p[i] = NULL;
+			r = KZ_ENOMEM;
+		}
+	}
+	free(idx);
+	if (r != 0) {
+		aud_paths_free(p, cnt);
+		return r;
+	}
+	*paths = p;
+	*n = cnt;
+	return 0;
+}
+
+void
+aud_paths_free(char **paths, size_t n)
+{
+	for (size_t i = 0; paths != NULL && i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+static int
+read_all(int fd, char **out, size_t *len)
+{
+	struct stat st;
+	char *buf;
+	ssize_t k;
+	size_t got = 0;
+
+	if (fstat(fd, &st) < 0)
+		return KZ_ESYS;
+	if ((uint64_t)st.st_size > READ_MAX)
+		return KZ_ETOOBIG;
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
+		return KZ_ENOMEM;
+	while (got < (size_t)st.st_size) {
+		k = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+/*
+ * Checks the complete lines of buf as a chain (its first record anchors
+ * it) and returns in *valid the length of that prefix; bytes after the
+ * last newline are an incomplete record.
+ */
+static int
+scan(const struct kz_key *key, const char *name, const char *buf, size_t len,
+    size_t *valid, struct aud_chain *c, bool *any, char *why, size_t wlen)
+{
+	size_t pos = 0;
+	char w[160] = "";
+
+	*any = false;
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		struct aud_rec rec;
+
+		if (nl == NULL)
+			break;
+		if (aud_record_check(key, buf + pos, (size_t)(nl - buf) - pos,
+		    false, &rec, w, sizeof(w)) != 0 ||
+		    (*any && (rec.seq != c->seq + 1 ||
+		    !kz_ct_equal(rec.prev, c->mac, AUD_MAC_BYTES)))) {
+			kz_why(why, wlen, "%s: record after seq %llu does not "
+			    "verify (%s); run kz-audit verify", name,
+			    (unsigned long long)c->seq,
+			    w[0] ? w : "chain broken");
+			return KZ_ECRYPTO;
+		}
+		c->seq = rec.seq;
+		memcpy(c->mac, rec.mac, AUD_MAC_BYTES);
+		*any = true;
+		pos = (size_t)(nl - buf) + 1;
+		w[0] = '\0';
+	}
+	*valid = pos;
+	return 0;
+}
+
+/* Reads and checks file idx; cuts an incomplete tail when allowed. */
+static int
+recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any,
+    char *why, size_t wlen)
+{
+	char name[64], *buf = NULL;
+	size_t len = 0, valid = 0;
+	int fd, r;
+
+	aud_file_name(idx, name, sizeof(name));
+	fd = openat(s->dirfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		kz_why(why, wlen, "cannot open log file %s", name);
+		return KZ_ESYS;
+	}
+	if ((r = read_all(fd, &buf, &len)) != 0) {
+		kz_why(why, wlen, "cannot read log file %s", name);
+		goto out;
+	}
+	if ((r = scan(&s->chain.key, name, buf, len, &valid, &s->chain, any,
+	    why, wlen)) != 0)
+		goto out;
+	if (valid < len && !cut) {
+		kz_why(why, wlen, "%s ends with an incomplete record", name);
+		r = KZ_ECRYPTO;
+		goto out;
+	}
+	if (valid < len) {
+		if (ftruncate(fd, (off_t)valid) < 0 || fsync(fd) < 0) {
+			kz_why(why, wlen, "cannot cut the incomplete record");
+			r = KZ_ESYS;
+			goto out;
+		}
+		s->st.truncated_bytes += len - valid;
+	}
+	s->size = valid;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+static int
+open_file(struct aud_store *s, unsigned idx, bool create, char *why,
+    size_t wlen)
+{
+	char name[64];
+	int fl = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW, fd;
+
+	aud_file_name(idx, name, sizeof(name));
+	if (create)
+		fl |= O_CREAT | O_EXCL;
+	if ((fd = openat(s->dirfd, name, fl, 0640)) < 0) {
+		kz_why(why, wlen, "cannot open log file %s: %s", name,
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	/* The new name must survive a crash as much as its records. */
+	if (create && fsync(s->dirfd) < 0) {
+		close(fd);
+		kz_why(why, wlen, "cannot sync the log directory");
+		return KZ_ESYS;
+	}
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = fd;
+	s->idx = idx;
+	if (create)
+		s->size = 0;
+	return 0;
+}
+
+static int
+lock_dir(struct aud_store *s, const char *dir, char *why, size_t wlen)
+{
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+		kz_why(why, wlen, "cannot create the log directory: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd < 0) {
+		kz_why(why, wlen, "cannot open the log directory: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	s->lockfd = openat(s->dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0640);
+	if (s->lockfd < 0) {
+		kz_why(why, wlen, "cannot open the log directory lock");
+		return KZ_ESYS;
+	}
+	if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		kz_why(why, wlen, "the log directory is in use by another "
+		    "kz-audit");
+		return KZ_EEXIST;
+	}
+	return 0;
+}
+
+static int
+recover(struct aud_store *s, char *why, size_t wlen)
+{
+	unsigned *idx = NULL;
+	size_t n = 0;
+	bool any = false;
+	int r;
+
+	if ((r = list_idx(s->dirfd, &idx, &n, why, wlen)) != 0)
+		return r;
+	if (n == 0) {
+		r = open_file(s, 1, true, why, wlen);
+		goto out;
+	}
+	if ((r = recover_file(s, idx[n - 1], true, &any, why, wlen)) != 0)
+		goto out;
+	/* A file rotated to but not yet written: continue the chain from
+	 * the file before it. */
+	if (!any && n > 1) {
+		uint64_t keep = s->size;
+
+		r = recover_file(s, idx[n - 2], false, &any, why, wlen);
+		s->size = keep;
+		if (r != 0)
+			goto out;
+	}
+	r = open_file(s, idx[n - 1], false, why, wlen);
+out:
+	free(idx);
+	return r;
+}
+
+int
+aud_store_open(const char *dir, uint64_t max_file, const struct kz_key *key,
+    struct aud_store **out, char *why, size_t wlen)
+{
+	struct aud_store *s;
+	int r;
+
+	if (sodium_init() < 0)
+		return KZ_EINTERNAL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return KZ_ENOMEM;
+	s->dirfd = s->lockfd = s->fd = -1;
+	s->max_file = max_file < AUD_MAX_FILE_MIN ? AUD_MAX_FILE_MIN : max_file;
+	s->chain.key = *key;
+	if ((r = lock_dir(s, dir, why, wlen)) != 0 ||
+	    (r = recover(s, why, wlen)) != 0) {
+		aud_store_free(s);
+		return r;
+	}
+	s->committed = s->chain;
+	s->st.last_seq = s->chain.seq;
+	s->st.file_idx = s->idx;
+	*out = s;
+	return 0;
+}
+
+void
+aud_store_free(struct aud_store *s)
+{
+	if (s == NULL)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	kz_key_wipe(&s->chain.key);
+	kz_key_wipe(&s->committed.key);
+	free(s->pend);
+	free(s);
+}
+
+static void
+store_fail(struct aud_store *s)
+{
+	/* Nothing more is written: after a failed write or fsync the state
+	 * of the file is unknown (and a later fsync may falsely succeed). */
+	if (ftruncate(s->fd, (off_t)s->size) < 0) {
+		/* The restart recovery cuts or refuses what is left. */
+	}
+	s->st.failed = true;
+	s->chain = s->committed;
+	s->plen = s->pn = 0;
+}
+
+int
+aud_store_commit(struct aud_store *s, char *why, size_t wlen)
+{
+	if (s->st.failed) {
+		kz_why(why, wlen, "the audit log is not writable");
+		return KZ_ESTATE;
+	}
+	if (s->plen == 0)
+		return 0;
+	if (kz_write_full(s->fd, s->pend, s->plen, -1) != 0 ||
+	    fdatasync(s->fd) < 0) {
+		kz_why(why, wlen, "writing the audit log failed: %s",
+		    strerror(errno));
+		store_fail(s);
+		return KZ_ESYS;
+	}
+	s->size += s->plen;
+	s->st.records += s->pn;
+	s->st.batches++;
+	s->st.fsyncs++;
+	s->plen = s->pn = 0;
+	s->committed = s->chain;
+	s->st.last_seq = s->chain.seq;
+	return 0;
+}
+
+static int
+pend_add(struct aud_store *s, const char *line, size_t len)
+{
+	if (s->plen + len > s->pcap) {
+		size_t cap = s->pcap ? s->pcap : 64 * 1024;
+		char *p;
+
+		while (cap < s->plen + len)
+			cap *= 2;
+		if ((p = realloc(s->pend, cap)) == NULL)
+			return KZ_ENOMEM;
+		s->pend = p;
+		s->pcap = cap;
+	}
+	memcpy(s->pend + s->plen, line, len);
+	s->plen += len;
+	s->pn++;
+	return 0;
+}
+
+int
+aud_store_add(struct aud_store *s, const char *kind, const cJSON *event,
+    uint64_t *seq, char *why, size_t wlen)
+{
+	struct aud_chain save = s->chain, next;
+	char *line = NULL;
+	size_t len;
+	int r;
+
+	if (s->st.failed) {
+		kz_why(why, wlen, "the audit log is not writable");
+		return KZ_ESTATE;
+	}
+	if ((r = aud_record_format(&s->chain, kind, event, aud_now_ms(),
+	    &line, &len)) != 0) {
+		kz_why(why, wlen, "the event cannot be formatted (%s)",
+		    kz_strerror(r));
+		return r;
+	}
+	/* The chain moves on only once the record is in the batch. */
+	next = s->chain;
+	s->chain = save;
+	if (s->size + s->plen + len > s->max_file && s->size + s->plen > 0) {
+		if ((r = aud_store_commit(s, why, wlen)) != 0 ||
+		    (r = open_file(s, s->idx + 1, true, why, wlen)) != 0) {
+			if (r != KZ_ESTATE && !s->st.failed)
+				store_fail(s);
+			goto out;
+		}
+		s->st.rotations++;
+		s->st.file_idx = s->idx;
+	}
+	if ((r = pend_add(s, line, len)) != 0) {
+		kz_why(why, wlen, "out of memory");
+		goto out;
+	}
+	s->chain = next;
+	*seq = s->chain.seq;
+out:
+	free(line);
+	return r;
+}
+
+void
+aud_store_stats(const struct aud_store *s, struct aud_store_stats *out)
+{
+	*out = s->st;
+}

@@ -1,0 +1,90 @@
+/*
+ * The audit client: one connection, one append, one reply.  The sink
+ * answers only once the record is fsync'd, so a 0 here means durable.
+ */
+#include <string.h>
+#include <sodium.h>
+
+#include "kz_audit.h"
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_key.h"
+#include "banned.h"
+
+static cJSON *
+build_request(const char *kind, const cJSON *event)
+{
+	unsigned char rnd[8];
+	char id[sizeof(rnd) * 2 + 1];
+	cJSON *req = cJSON_CreateObject();
+
+	if (req == NULL)
+		return NULL;
+	if (sodium_init() < 0)
+		goto fail;
+	randombytes_buf(rnd, sizeof(rnd));
+	kz_hex(rnd, sizeof(rnd), id);
+	if (!cJSON_AddNumberToObject(req, "v", 1) ||
+	    !cJSON_AddStringToObject(req, "op", "append") ||
+	    !cJSON_AddStringToObject(req, "id", id) ||
+	    !cJSON_AddStringToObject(req, "kind", kind) ||
+	    !cJSON_AddItemToObject(req, "event", cJSON_Duplicate(event, true)))
+		goto fail;
+	return req;
+fail:
+	cJSON_Delete(req);
+	return NULL;
+}
+
+/* Maps the sink's reply to 0 or an error, with its reason in why. */
+static int
+read_reply(const cJSON *rep, char *why, size_t wlen)
+{
+	const cJSON *ok = kz_json_get(rep, "ok");
+	const cJSON *err = kz_json_get(rep, "error");
+	const cJSON *reason = kz_json_get(rep, "reason");
+
+	if (cJSON_IsTrue(ok) && cJSON_IsNumber(kz_json_get(rep, "seq")))
+		return 0;
+	if (!cJSON_IsFalse(ok) || !cJSON_IsString(err)) {
+		kz_why(why, wlen, "audit sink sent a malformed reply");
+		return KZ_EPROTO;
+	}
+	kz_why(why, wlen, "%.200s", cJSON_IsString(reason) ?
+	    reason->valuestring : err->valuestring);
+	if (strcmp(err->valuestring, KZ_WE_REFUSED) == 0 ||
+	    strcmp(err->valuestring, KZ_WE_BAD_REQUEST) == 0)
+		return KZ_EDENIED;
+	if (strcmp(err->valuestring, KZ_WE_UNAVAILABLE) == 0 ||
+	    strcmp(err->valuestring, KZ_WE_BUSY) == 0)
+		return KZ_EUNAVAIL;
+	return KZ_EPROTO;
+}
+
+int
+kz_audit_send(const char *sock, const char *kind, const cJSON *event,
+    int timeout_ms, char *why, size_t wlen)
+{
+	cJSON *req = NULL, *rep = NULL;
+	int r;
+
+	if (sock == NULL || sock[0] == '\0' || kind == NULL ||
+	    !cJSON_IsObject(event)) {
+		kz_why(why, wlen, "no audit socket, kind or event");
+		return KZ_EINVAL;
+	}
+	if ((req = build_request(kind, event)) == NULL)
+		return KZ_ENOMEM;
+	r = kz_frame_call(sock, req, timeout_ms, &rep, why, wlen);
+	if (r == 0)
+		r = read_reply(rep, why, wlen);
+	else if (r != KZ_ENOMEM) {
+		/* Unreachable, silent or cut off: not acknowledged. */
+		kz_why(why, wlen, "audit sink unavailable (%s)",
+		    kz_strerror(r));
+		r = KZ_EUNAVAIL;
+	}
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return r;
+}
