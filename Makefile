@@ -26,7 +26,7 @@ B       ?= build
 STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server || echo redis-server)
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev check
-DEPS_TEST  = $(STORE_PKG) clang mandoc iproute2 curl python3 perl procps \
+DEPS_TEST  = $(STORE_PKG) clang libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
 	util-linux
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 
