@@ -72,6 +72,14 @@ KZ_WUR int kz_pool_call(struct kz_store *s, enum kz_pool_script which,
 KZ_WUR int kz_pool_init(struct kz_store *s, char *epoch, size_t len,
     bool *changed, char *why, size_t wlen);
 
+/*
+ * The local controller's layout, which kz-lease (create, list, delete) and
+ * kz-reset (evidence) must agree on: WORKERS/ID/ holds "sock" (the agent's
+ * socket), "pid" (the agent's pid file) and "state/" (its state dir).
+ */
+KZ_WUR int kz_pool_wpath(const char *workers_dir, const char *id,
+    const char *leaf, char *buf, size_t len);
+
 /* A fresh random epoch, KZ_POOL_EPOCH_HEX chars. */
 void kz_pool_new_epoch(char out[KZ_POOL_EPOCH_HEX + 1]);
 

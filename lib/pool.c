@@ -64,7 +64,11 @@
 	"local opid = ARGV[1]\n" \
 	"if opid ~= '' then\n" \
 	"  local prev = redis.call('GET', P .. 'op:' .. opid)\n" \
-	"  if prev then return prev end\n" \
+	"  if prev then\n" \
+	"    local r = cjson.decode(prev)\n" \
+	"    r.replay = true\n" \
+	"    return cjson.encode(r)\n" \
+	"  end\n" \
 	"end\n" \
 	"local EP = redis.call('GET', P .. 'epoch')\n" \
 	"if not EP then\n" \
@@ -407,4 +411,17 @@ kz_pool_init(struct kz_store *s, char *epoch, size_t len, bool *changed,
 		*changed = cJSON_IsTrue(kz_json_get(res, "changed"));
 	cJSON_Delete(res);
 	return e;
+}
+
+int
+kz_pool_wpath(const char *workers_dir, const char *id, const char *leaf,
+    char *buf, size_t len)
+{
+	int n;
+
+	if (!kz_pool_id_ok(id))
+		return KZ_EINVAL;
+	n = snprintf(buf, len, "%s/%s%s%s", workers_dir, id,
+	    *leaf ? "/" : "", leaf);
+	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : 0;
 }

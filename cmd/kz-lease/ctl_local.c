@@ -1,0 +1,289 @@
+/*
+ * The local controller: kz-sandbox workers on this host.  Each worker has
+ * WORKERS/ID/ (lib/pool.c's layout) with its socket, a pid file written
+ * here and the agent's own state.  The inventory is the set of those
+ * directories: a worker whose directory exists is counted until it has
+ * been stopped and its directory removed, so a create that died half-way
+ * is found and deleted by reconciliation, never forgotten.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kz_conf.h"
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_pool.h"
+#include "lease.h"
+#include "banned.h"
+
+#define ARGS_MAX 32
+
+static int
+split_args(char *s, char **av, int max)
+{
+	int n = 0;
+	char *p = s;
+
+	while (*p != '\0' && n < max) {
+		while (*p == ' ')
+			*p++ = '\0';
+		if (*p == '\0')
+			break;
+		av[n++] = p;
+		while (*p != '\0' && *p != ' ')
+			p++;
+	}
+	return n;
+}
+
+/* The grandchild: a session of its own, so kz-lease can come and go. */
+static void
+exec_worker(const struct lease_conf *c, const char *id, const char *dir)
+{
+	char sock[PATH_MAX], state[PATH_MAX], log[PATH_MAX], extra[1024];
+	char *av[ARGS_MAX + 16];
+	int n = 0, fd;
+
+	if (kz_pool_wpath(c->workers_dir, id, "sock", sock, sizeof(sock)) ||
+	    kz_pool_wpath(c->workers_dir, id, "state", state, sizeof(state)) ||
+	    kz_pool_wpath(c->workers_dir, id, "log", log, sizeof(log)))
+		_exit(127);
+	(void)dir;
+	snprintf(extra, sizeof(extra), "%s", c->worker_args);
+	av[n++] = (char *)c->worker_bin;
+	av[n++] = "serve";
+	av[n++] = "--id";
+	av[n++] = (char *)id;
+	av[n++] = "--socket";
+	av[n++] = sock;
+	av[n++] = "--state-dir";
+	av[n++] = state;
+	n += split_args(extra, av + n, ARGS_MAX);
+	av[n] = NULL;
+	if ((fd = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+	}
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0600)) >= 0)
+		dup2(fd, 2);
+	execv(av[0], av);
+	_exit(127);
+}
+
+static int
+write_pid(const char *dir, pid_t pid)
+{
+	char p[PATH_MAX + 8], buf[32];
+	int fd, n;
+
+	snprintf(p, sizeof(p), "%s/pid", dir);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) < 0)
+		return -1;
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	n = write(fd, buf, (size_t)n) == n ? 0 : -1;
+	close(fd);
+	return n;
+}
+
+int
+ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
+    size_t elen, char *why, size_t wlen)
+{
+	char dir[PATH_MAX];
+	pid_t mid, w;
+	int st;
+
+	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0 ||
+	    kz_pool_wpath(c->workers_dir, id, "sock", endpoint, elen) != 0)
+		return KZ_EINVAL;
+	(void)mkdir(c->workers_dir, 0750);
+	if (mkdir(dir, 0750) != 0) {
+		kz_why(why, wlen, "cannot make the worker directory");
+		return KZ_ESYS;
+	}
+	if ((mid = fork()) < 0) {
+		rmdir(dir);
+		kz_why(why, wlen, "fork failed");
+		return KZ_ESYS;
+	}
+	if (mid == 0) {
+		setsid();
+		if ((w = fork()) < 0)
+			_exit(1);
+		if (w == 0)
+			exec_worker(c, id, dir);
+		_exit(write_pid(dir, w) == 0 ? 0 : 1);
+	}
+	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		/* The worker may exist without a pid file: reconcile finds
+		 * it by its directory. */
+		kz_why(why, wlen, "worker start failed");
+		return KZ_EUNAVAIL;
+	}
+	return 0;
+}
+
+int
+ctl_ready(const char *endpoint, const char *id, int timeout_ms, char *gen,
+    size_t glen, char *why, size_t wlen)
+{
+	cJSON *req, *rep = NULL;
+	const cJSON *v;
+	const char *wid = NULL;
+	int e;
+
+	if ((req = cJSON_CreateObject()) == NULL)
+		return KZ_ENOMEM;
+	cJSON_AddNumberToObject(req, "v", 1);
+	cJSON_AddStringToObject(req, "op", "health");
+	cJSON_AddStringToObject(req, "id", "kz-lease");
+	e = kz_frame_call(endpoint, req, timeout_ms, &rep, why, wlen);
+	cJSON_Delete(req);
+	if (e != 0)
+		return e;
+	e = KZ_EPROTO;
+	if (!cJSON_IsTrue(kz_json_get(rep, "ok")))
+		goto out;
+	if (kz_json_str_opt(rep, "worker", 64, NULL, &wid, NULL, 0) != 0 ||
+	    wid == NULL)
+		if (kz_json_str_opt(rep, "worker_id", 64, NULL, &wid, NULL,
+		    0) != 0)
+			wid = NULL;
+	if (wid == NULL || strcmp(wid, id) != 0)
+		goto out;
+	v = kz_json_get(rep, "generation");
+	if (cJSON_IsNumber(v))
+		snprintf(gen, glen, "%.0f", v->valuedouble);
+	else if (cJSON_IsString(v))
+		snprintf(gen, glen, "%s", v->valuestring);
+	else
+		snprintf(gen, glen, "0");
+	e = 0;
+out:
+	if (e != 0)
+		kz_why(why, wlen, "worker health did not name it");
+	cJSON_Delete(rep);
+	return e;
+}
+
+static pid_t
+read_pid(const char *dir)
+{
+	char p[PATH_MAX + 8], buf[32];
+	int64_t v;
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/pid", dir);
+	if ((fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return kz_parse_int(buf, 2, 1 << 22, &v) == 0 ? (pid_t)v : -1;
+}
+
+/* Whether pid is still this worker's agent (not a recycled pid). */
+static bool
+is_worker(pid_t pid, const char *id)
+{
+	char p[64], buf[4096];
+	ssize_t n, i;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (i = 0; i + 1 < n; i += (ssize_t)strlen(buf + i) + 1)
+		if (strcmp(buf + i, "--id") == 0 &&
+		    i + 5 < n && strcmp(buf + i + 5, id) == 0)
+			return true;
+	return false;
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)f;
+	return (flag == FTW_DP ? rmdir(p) : unlink(p)) == 0 || errno ==
+	    ENOENT ? 0 : -1;
+}
+
+int
+ctl_delete(const struct lease_conf *c, const char *id, char *why,
+    size_t wlen)
+{
+	char dir[PATH_MAX];
+	pid_t pid;
+	int i;
+
+	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0)
+		return KZ_EINVAL;
+	if ((pid = read_pid(dir)) > 0 && is_worker(pid, id)) {
+		kill(pid, SIGTERM);
+		for (i = 0; i < 40 && is_worker(pid, id); i++)
+			usleep(50000);
+		if (is_worker(pid, id))
+			kill(pid, SIGKILL);
+		for (i = 0; i < 40 && is_worker(pid, id); i++)
+			usleep(50000);
+		if (is_worker(pid, id)) {
+			kz_why(why, wlen, "worker did not stop");
+			return KZ_ESTATE;
+		}
+	}
+	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
+	    errno != ENOENT) {
+		kz_why(why, wlen, "worker directory could not be removed");
+		return KZ_ESYS;
+	}
+	return access(dir, F_OK) == 0 ? KZ_ESTATE : 0;
+}
+
+int
+ctl_list(const struct lease_conf *c, struct ctl_inv *inv, char *why,
+    size_t wlen)
+{
+	struct dirent *de;
+	DIR *d;
+
+	inv->n = 0;
+	if ((d = opendir(c->workers_dir)) == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		kz_why(why, wlen, "worker inventory unreadable");
+		return KZ_EUNAVAIL;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || !kz_pool_id_ok(de->d_name) ||
+		    strlen(de->d_name) >= sizeof(inv->id[0]))
+			continue;
+		if (inv->n == LEASE_INV_MAX)
+			break;
+		memcpy(inv->id[inv->n++], de->d_name, strlen(de->d_name) + 1);
+	}
+	closedir(d);
+	return 0;
+}

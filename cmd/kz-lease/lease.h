@@ -1,0 +1,66 @@
+/*
+ * kz-lease internals: configuration, the local controller, and the daemon.
+ * Pool state lives only in the store (lib/pool.c); nothing here keeps a
+ * pool, a lease table or an allocation of its own.
+ */
+#ifndef LEASE_H
+#define LEASE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kz_err.h"
+#include "kz_key.h"
+#include "kz_sock.h"
+
+#define LEASE_VERSION "0.1.0"
+#define LEASE_INV_MAX 1024
+
+struct lease_conf {
+	char sock[108];
+	char run_dir[PATH_MAX];
+	char store_sock[108];
+	char audit_sock[108];
+	char key_file[PATH_MAX];
+	char dep[65];
+	char controller[32];
+	char workers_dir[PATH_MAX];
+	char worker_bin[PATH_MAX];
+	char worker_args[1024];
+	char reset_bin[PATH_MAX];
+	struct kz_peer_policy peers;
+	uint64_t frame_max;
+	int64_t capacity, member_limit, ttl_ms, store_timeout_ms, tick_ms;
+	int64_t reconcile_ms, create_timeout_ms, reset_grace_ms;
+	int64_t reset_timeout_ms;
+};
+
+/* conf.c: file (NULL: none) and environment over the defaults. */
+KZ_WUR int lease_conf_load(struct lease_conf *c, const char *path,
+    const char *self, char *why, size_t wlen);
+
+/* ctl_local.c: the local controller (kz-sandbox workers on this host). */
+struct ctl_inv {
+	char id[LEASE_INV_MAX][65];
+	size_t n;
+};
+/* Starts a worker (detached); returns its endpoint.  Known failure means
+ * nothing was left behind. */
+KZ_WUR int ctl_create(const struct lease_conf *c, const char *id,
+    char *endpoint, size_t elen, char *why, size_t wlen);
+/* 0 and the generation once the worker answers health with its id. */
+KZ_WUR int ctl_ready(const char *endpoint, const char *id, int timeout_ms,
+    char *gen, size_t glen, char *why, size_t wlen);
+/* Stops the worker and confirms it is gone (0 = absent now). */
+KZ_WUR int ctl_delete(const struct lease_conf *c, const char *id,
+    char *why, size_t wlen);
+/* Inventory: every worker that exists on this host, alive or not. */
+KZ_WUR int ctl_list(const struct lease_conf *c, struct ctl_inv *inv,
+    char *why, size_t wlen);
+
+/* serve.c */
+int lease_serve(struct lease_conf *c);
+
+#endif

@@ -1,0 +1,423 @@
+/*
+ * Pool upkeep: expired leases go to reset, workers are created up to the
+ * capacity the store counts, the store is reconciled against the
+ * controller's inventory, and kz-reset runs for every worker that left its
+ * owner.  A reset that did not end in a clean publish retires the worker.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "serve.h"
+#include "banned.h"
+
+#define CREATES_MAX 2
+#define SWEEP_MAX "64"
+
+static void
+nothing(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	(void)d;
+	(void)res;
+	if (err != 0)
+		kz_log(KZ_LOG_WARN, "store.call", err, why, "what",
+		    (const char *)arg, NULL);
+}
+
+static struct job *
+job_new(struct d *d, enum job_kind k, const char *w, const char *t)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->kind = k;
+	snprintf(j->worker, sizeof(j->worker), "%s", w);
+	snprintf(j->token, sizeof(j->token), "%s", t);
+	LIST_INSERT_HEAD(&d->jobs, j, link);
+	return j;
+}
+
+static void
+job_free(struct d *d, struct job *j)
+{
+	(void)d;
+	LIST_REMOVE(j, link);
+	free(j);
+}
+
+/* ---- resets ---- */
+
+static void
+retire(struct d *d, const char *w, const char *t, const char *why)
+{
+	char op[KZ_OPID_HEX + 1];
+	const char *av[4] = {op, w, t, why};
+
+	kz_store_opid(op);
+	kz_log(KZ_LOG_WARN, "worker.retire", 0, why, "worker", w, NULL);
+	(void)pool_async(d, KZ_POOL_RETIRE, 4, av, nothing, "retire");
+	d->next_reconcile = 0;
+}
+
+static void
+reset_child(struct d *d, const char *worker, const char *token)
+{
+	char *av[] = {d->c->reset_bin, "--worker", (char *)worker,
+		"--token", (char *)token, NULL};
+
+	setenv("KZ_STORE_SOCKET", d->c->store_sock, 1);
+	setenv("KZ_DEPLOYMENT", d->c->dep, 1);
+	setenv("LEASE_WORKERS_DIR", d->c->workers_dir, 1);
+	if (d->c->audit_sock[0] != '\0')
+		setenv("KZ_AUDIT_SOCKET", d->c->audit_sock, 1);
+	execv(av[0], av);
+	_exit(4);
+}
+
+void
+reset_start(struct d *d, const char *worker, const char *token)
+{
+	struct job *j;
+	pid_t pid;
+
+	if ((j = job_new(d, JOB_RESET, worker, token)) == NULL) {
+		retire(d, worker, token, "reset could not start");
+		return;
+	}
+	if ((pid = fork()) < 0) {
+		job_free(d, j);
+		retire(d, worker, token, "reset could not start");
+		return;
+	}
+	if (pid == 0)
+		reset_child(d, worker, token);
+	j->pid = pid;
+	j->deadline = kz_now_ms() + d->c->reset_timeout_ms;
+	kz_log(KZ_LOG_INFO, "reset.start", 0, "reset started", "worker",
+	    worker, NULL);
+}
+
+static void
+reset_ended(struct d *d, struct job *j, int st)
+{
+	char n[16];
+
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		kz_log(KZ_LOG_INFO, "reset.warm", 0, "published warm",
+		    "worker", j->worker, NULL);
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 1) {
+		/* kz-reset retired it (or the token was stale). */
+		d->next_reconcile = 0;
+	} else {
+		snprintf(n, sizeof(n), "%d", WIFEXITED(st) ? WEXITSTATUS(st) :
+		    -WTERMSIG(st));
+		kz_log(KZ_LOG_WARN, "reset.fail", 0, "reset did not finish",
+		    "worker", j->worker, "status", n, NULL);
+		retire(d, j->worker, j->token, "reset did not finish");
+	}
+	job_free(d, j);
+}
+
+void
+jobs_reap(struct d *d)
+{
+	struct job *j;
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		LIST_FOREACH(j, &d->jobs, link)
+			if (j->kind == JOB_RESET && j->pid == pid)
+				break;
+		if (j != NULL)
+			reset_ended(d, j, st);
+	}
+}
+
+void
+jobs_stop(struct d *d)
+{
+	struct job *j;
+
+	while ((j = LIST_FIRST(&d->jobs)) != NULL) {
+		if (j->kind == JOB_RESET && j->pid > 0)
+			kill(j->pid, SIGKILL);
+		job_free(d, j);
+	}
+}
+
+/* ---- creation ---- */
+
+static void
+commit_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	(void)arg;
+	d->creates--;
+	if (err != 0 || kz_pool_errcode(res) != NULL)
+		kz_log(KZ_LOG_WARN, "create.commit", err, why, NULL);
+}
+
+static void
+create_poll(struct d *d, struct job *j)
+{
+	char gen[32], why[128], op[KZ_OPID_HEX + 1];
+	const char *av[5] = {op, j->worker, j->token, j->endpoint, gen};
+
+	if (ctl_ready(j->endpoint, j->worker, 200, gen, sizeof(gen), why,
+	    sizeof(why)) == 0) {
+		kz_store_opid(op);
+		if (pool_async(d, KZ_POOL_CREATE_COMMIT, 5, av, commit_done,
+		    NULL) != 0)
+			d->creates--;
+		kz_log(KZ_LOG_INFO, "create.ready", 0, "worker ready",
+		    "worker", j->worker, NULL);
+		job_free(d, j);
+	} else if (kz_now_ms() > j->deadline) {
+		/* Outcome unknown: it stays counted as creating until
+		 * reconcile proves it absent or deletes it. */
+		kz_log(KZ_LOG_WARN, "create.timeout", 0, "worker not ready",
+		    "worker", j->worker, NULL);
+		d->creates--;
+		job_free(d, j);
+	}
+}
+
+static void
+begin_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	char w[128], op[KZ_OPID_HEX + 1];
+	const char *id, *tok, *av[3] = {op, NULL, NULL};
+	struct job *j;
+
+	(void)arg;
+	if (err != 0 || kz_pool_errcode(res) != NULL ||
+	    kz_json_str(res, "id", KZ_POOL_ID_MAX, &id, NULL, 0) != 0 ||
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &tok, NULL, 0) != 0 ||
+	    (j = job_new(d, JOB_CREATE, id, tok)) == NULL) {
+		d->creates--;
+		return;
+	}
+	j->deadline = kz_now_ms() + d->c->create_timeout_ms;
+	if (ctl_create(d->c, id, j->endpoint, sizeof(j->endpoint), w,
+	    sizeof(w)) != 0) {
+		kz_log(KZ_LOG_WARN, "create.fail", 0, w, "worker", id, NULL);
+		kz_store_opid(op);
+		av[1] = id;
+		av[2] = tok;
+		if (access(j->endpoint, F_OK) != 0)
+			(void)pool_async(d, KZ_POOL_CREATE_ABORT, 3, av,
+			    nothing, "create_abort");
+		d->creates--;
+		job_free(d, j);
+	}
+	(void)why;
+}
+
+static void
+create_one(struct d *d)
+{
+	unsigned char b[6];
+	char id[16], cap[24], op[KZ_OPID_HEX + 1];
+	const char *av[3] = {op, id, cap};
+
+	randombytes_buf(b, sizeof(b));
+	id[0] = 'w';
+	kz_hex(b, sizeof(b), id + 1);
+	snprintf(cap, sizeof(cap), "%lld", (long long)d->c->capacity);
+	kz_store_opid(op);
+	if (pool_async(d, KZ_POOL_CREATE_BEGIN, 3, av, begin_done, NULL) == 0)
+		d->creates++;
+}
+
+static void
+status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	int64_t total;
+
+	(void)why;
+	(void)arg;
+	d->statusing = false;
+	if (err != 0 || kz_json_int(res, "total", 0, 1 << 30, &total, NULL,
+	    0) != 0)
+		return;
+	if (!d->draining && d->inv_ok && d->creates < CREATES_MAX &&
+	    total < d->c->capacity)
+		create_one(d);
+}
+
+/* ---- expiry ---- */
+
+static void
+sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	const cJSON *x, *e = kz_json_get(res, "expired");
+	const char *w, *t;
+
+	(void)why;
+	(void)arg;
+	d->sweeping = false;
+	if (err != 0 || !cJSON_IsArray(e))
+		return;
+	cJSON_ArrayForEach(x, e)
+		if (kz_json_str(x, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
+		    kz_json_str(x, "reset_token", KZ_POOL_TOKEN_MAX, &t, NULL,
+		    0) == 0) {
+			kz_log(KZ_LOG_INFO, "lease.expire", 0, "lease expired",
+			    "worker", w, NULL);
+			reset_start(d, w, t);
+		}
+}
+
+/* ---- reconcile ---- */
+
+struct rec {
+	struct kz_req *req;
+};
+
+static void
+delete_one(struct d *d, const char *w, const char *t)
+{
+	char why[128], op[KZ_OPID_HEX + 1];
+	const char *av[3] = {op, w, t};
+	int e;
+
+	if ((e = ctl_delete(d->c, w, why, sizeof(why))) != 0) {
+		kz_log(KZ_LOG_WARN, "worker.delete", e, why, "worker", w, NULL);
+		return;
+	}
+	kz_log(KZ_LOG_INFO, "worker.deleted", 0, "deletion confirmed",
+	    "worker", w, NULL);
+	if (t != NULL) {
+		kz_store_opid(op);
+		(void)pool_async(d, KZ_POOL_DELETED, 3, av, nothing,
+		    "delete_confirmed");
+	}
+}
+
+static void
+delete_list(struct d *d, const cJSON *a)
+{
+	const cJSON *x;
+	const char *w, *t;
+
+	cJSON_ArrayForEach(x, a) {
+		if (cJSON_IsString(x))
+			delete_one(d, x->valuestring, NULL);
+		else if (kz_json_str(x, "worker", KZ_POOL_ID_MAX, &w, NULL,
+		    0) == 0 && kz_json_str(x, "token", KZ_POOL_TOKEN_MAX, &t,
+		    NULL, 0) == 0)
+			delete_one(d, w, t);
+	}
+}
+
+static void
+reconcile_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	struct kz_req *req = arg;
+
+	d->reconciling = false;
+	if (err == 0 && kz_pool_errcode(res) == NULL) {
+		delete_list(d, kz_json_get(res, "retire"));
+		delete_list(d, kz_json_get(res, "delete"));
+		delete_list(d, kz_json_get(res, "orphans"));
+	}
+	if (req == NULL)
+		return;
+	if (err != 0)
+		kz_req_err(req, err == KZ_EUNAVAIL ? KZ_WE_STORE_UNAVAILABLE :
+		    KZ_WE_INTERNAL, err == KZ_EUNAVAIL ? "store unavailable" :
+		    "reconcile failed");
+	else
+		kz_req_ok(req, cJSON_Duplicate(res, 1));
+	(void)why;
+}
+
+static int
+reconcile(struct d *d, struct kz_req *req)
+{
+	static struct ctl_inv inv;
+	char why[128], op[KZ_OPID_HEX + 1], cg[24], rg[24], *js = NULL;
+	const char *av[4] = {op, NULL, cg, rg};
+	cJSON *a = NULL;
+	size_t i;
+	int e;
+
+	if ((e = ctl_list(d->c, &inv, why, sizeof(why))) != 0) {
+		d->inv_ok = false;
+		kz_log(KZ_LOG_WARN, "inventory.fail", e, why, NULL);
+		return KZ_EUNAVAIL;
+	}
+	d->inv_ok = true;
+	if ((a = cJSON_CreateArray()) == NULL)
+		return KZ_ENOMEM;
+	for (i = 0; i < inv.n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(inv.id[i]));
+	/* cjson.decode of "[]" is an empty table, as wanted. */
+	js = kz_json_print(a);
+	cJSON_Delete(a);
+	if (js == NULL)
+		return KZ_ENOMEM;
+	kz_store_opid(op);
+	av[1] = js;
+	snprintf(cg, sizeof(cg), "%lld", (long long)d->c->create_timeout_ms);
+	snprintf(rg, sizeof(rg), "%lld", (long long)d->c->reset_grace_ms);
+	e = pool_async(d, KZ_POOL_RECONCILE, 4, av, reconcile_done, req);
+	free(js);
+	if (e == 0)
+		d->reconciling = true;
+	return e;
+}
+
+void
+maint_reconcile_now(struct d *d, struct kz_req *req)
+{
+	if (reconcile(d, req) != 0)
+		kz_req_err(req, KZ_WE_ADMISSION_CLOSED,
+		    d->inv_ok ? "store unavailable" :
+		    "controller inventory unavailable");
+}
+
+void
+maint_tick(struct d *d)
+{
+	int64_t now = kz_now_ms();
+	char cap[24];
+	const char *av[2] = {"", SWEEP_MAX};
+	struct job *j, *n;
+
+	for (j = LIST_FIRST(&d->jobs); j != NULL; j = n) {
+		n = LIST_NEXT(j, link);
+		if (j->kind == JOB_CREATE)
+			create_poll(d, j);
+		else if (!j->busy && now > j->deadline) {
+			/* Reaped as a failed reset: the worker retires. */
+			kill(j->pid, SIGKILL);
+			j->busy = true;
+		}
+	}
+	if (!d->reconciling && now >= d->next_reconcile) {
+		d->next_reconcile = now + d->c->reconcile_ms;
+		(void)reconcile(d, NULL);
+	}
+	if (!d->sweeping && now >= d->next_sweep) {
+		d->next_sweep = now + 500;
+		if (pool_async(d, KZ_POOL_SWEEP, 2, av, sweep_done, NULL) == 0)
+			d->sweeping = true;
+	}
+	if (!d->statusing) {
+		snprintf(cap, sizeof(cap), "%lld", (long long)d->c->capacity);
+		av[0] = cap;
+		if (pool_async(d, KZ_POOL_STATUS, 1, av, status_done,
+		    NULL) == 0)
+			d->statusing = true;
+	}
+}

@@ -1,0 +1,266 @@
+/*
+ * The daemon's ops.  Each validates its request, hashes identifiers, runs
+ * one store script and answers from its result.  No op keeps state here.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "kz_log.h"
+#include "serve.h"
+#include "banned.h"
+
+#define ID_MAX 256
+
+static bool
+admit(struct d *d, struct kz_req *req)
+{
+	if (d->open)
+		return true;
+	kz_req_err(req, KZ_WE_ADMISSION_CLOSED, d->closed_why[0] ?
+	    d->closed_why : "admission closed");
+	return false;
+}
+
+/* The request's op_id, or a fresh one: a client that retries a request
+ * whose reply it lost sends the same op_id and gets the same answer. */
+static int
+opid_of(struct kz_req *req, char out[KZ_OPID_HEX + 1])
+{
+	const char *o = NULL;
+
+	if (kz_json_str_opt(kz_req_json(req), "op_id", KZ_OPID_HEX, NULL, &o,
+	    NULL, 0) != 0)
+		return KZ_EINVAL;
+	if (o == NULL) {
+		kz_store_opid(out);
+		return 0;
+	}
+	if (strlen(o) < 16 || strspn(o, "0123456789abcdef") != strlen(o))
+		return KZ_EINVAL;
+	snprintf(out, KZ_OPID_HEX + 1, "%s", o);
+	return 0;
+}
+
+/* Maps a script's refusal to the wire. */
+static void
+answer(struct kz_req *req, int err, cJSON *res, const char *why)
+{
+	const cJSON *r = kz_json_get(res, "reason");
+	const char *code, *reason = cJSON_IsString(r) ? r->valuestring : why;
+
+	if (err == KZ_EUNAVAIL) {
+		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, "store unavailable");
+		return;
+	}
+	if (err != 0) {
+		kz_req_err(req, KZ_WE_INTERNAL, "store script failed");
+		return;
+	}
+	code = kz_pool_errcode(res);
+	if (strcmp(code, "stale_token") == 0)
+		kz_req_err(req, KZ_WE_STALE_TOKEN, reason);
+	else if (strcmp(code, "not_owner") == 0)
+		kz_req_err(req, KZ_WE_NOT_OWNER, reason);
+	else if (strcmp(code, "no_worker") == 0)
+		kz_req_err(req, KZ_WE_BUSY, reason);
+	else if (strcmp(code, "member_limit") == 0)
+		kz_req_err(req, KZ_WE_REFUSED, reason);
+	else if (strcmp(code, "store_unavailable") == 0)
+		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, reason);
+	else if (strcmp(code, "bad_request") == 0)
+		kz_req_err(req, KZ_WE_BAD_REQUEST, reason);
+	else
+		kz_req_err(req, KZ_WE_INTERNAL, reason);
+}
+
+static void
+pass(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	struct kz_req *req = arg;
+
+	(void)d;
+	if (err != 0 || kz_pool_errcode(res) != NULL) {
+		answer(req, err, res, why);
+		return;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(res, "replay");
+	kz_req_ok(req, cJSON_Duplicate(res, 1));
+}
+
+static void
+op_lease(struct kz_req *req, void *arg)
+{
+	struct d *d = arg;
+	const cJSON *j = kz_req_json(req);
+	const char *actor, *conv, *cap;
+	char member[KZ_IDHASH_HEX + 1], wskey[KZ_IDHASH_HEX + 1];
+	char op[KZ_OPID_HEX + 1], lid[KZ_OPID_HEX + 1], ttl[24], lim[24];
+	const char *av[6] = {op, member, wskey, ttl, lim, lid};
+	int64_t t;
+
+	if (kz_json_str(j, "actor", ID_MAX, &actor, NULL, 0) != 0 ||
+	    kz_json_str(j, "conversation", ID_MAX, &conv, NULL, 0) != 0 ||
+	    kz_json_str_opt(j, "capability", 64, "code", &cap, NULL, 0) ||
+	    kz_json_int_opt(j, "ttl_ms", 100, d->c->ttl_ms, d->c->ttl_ms, &t,
+	    NULL, 0) != 0 || *actor == '\0' || *conv == '\0' ||
+	    opid_of(req, op) != 0) {
+		kz_req_err(req, KZ_WE_BAD_REQUEST, "lease needs actor and "
+		    "conversation");
+		return;
+	}
+	if (!admit(d, req))
+		return;
+	if (kz_key_idhash(&d->idkey, "actor", actor, member) != 0 ||
+	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) != 0) {
+		kz_req_err(req, KZ_WE_INTERNAL, "hashing failed");
+		return;
+	}
+	/* The lease id is derived from the op id, so a retry names the
+	 * same lease. */
+	snprintf(lid, sizeof(lid), "%.16s%.16s", op + 16, op);
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)t);
+	snprintf(lim, sizeof(lim), "%lld", (long long)d->c->member_limit);
+	if (pool_async(d, KZ_POOL_LEASE, 6, av, pass, req) != 0)
+		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, "store unavailable");
+}
+
+static void
+release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	const char *w, *t;
+
+	if (err == 0 && kz_pool_errcode(res) == NULL &&
+	    !cJSON_IsTrue(kz_json_get(res, "replay")) &&
+	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
+	    kz_json_str(res, "reset_token", KZ_POOL_TOKEN_MAX, &t, NULL,
+	    0) == 0)
+		reset_start(d, w, t);
+	if (res != NULL) {
+		cJSON_DeleteItemFromObjectCaseSensitive(res, "reset_token");
+		cJSON_DeleteItemFromObjectCaseSensitive(res, "wskey");
+	}
+	pass(d, err, res, why, arg);
+}
+
+static int
+lease_args(struct kz_req *req, const char **lid, const char **tok,
+    char *op)
+{
+	const cJSON *j = kz_req_json(req);
+
+	if (kz_json_str(j, "lease_id", KZ_OPID_HEX, lid, NULL, 0) != 0 ||
+	    kz_json_str(j, "token", KZ_POOL_TOKEN_MAX, tok, NULL, 0) != 0 ||
+	    opid_of(req, op) != 0) {
+		kz_req_err(req, KZ_WE_BAD_REQUEST, "needs lease_id and token");
+		return -1;
+	}
+	return 0;
+}
+
+/* Release and renew do not need admission: a lease that exists must be
+ * returnable whenever the store answers. */
+static void
+op_release(struct kz_req *req, void *arg)
+{
+	char op[KZ_OPID_HEX + 1];
+	const char *av[3] = {op, NULL, NULL};
+
+	if (lease_args(req, &av[1], &av[2], op) != 0)
+		return;
+	if (pool_async(arg, KZ_POOL_RELEASE, 3, av, release_done, req) != 0)
+		kz_req_err(req, KZ_WE_STORE_UNAVAILABLE, "store unavailable");
+}
+
+static void
+op_renew(struct kz_req *req, void *arg)
+{
+	struct d *d = arg;
+	char op[KZ_OPID_HEX + 1], ttl[24];
+	const char *av[4] = {op, NULL, NULL, ttl};
+	int64_t t;
+
+	if (lease_args(req, &av[1], &av[2], op) != 0)
+		return;
+	if (kz_json_int_opt(kz_req_json(req), "ttl_ms", 100, d->c->ttl_ms,
+	    d->c->ttl_ms, &t, NULL, 0) != 0) {
+		kz_req_err(req, KZ_WE_BAD_REQUEST, "bad ttl_ms");
+		return;
+	}
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)t);
+	if (pool_async(d, KZ_POOL_RENEW, 4, av, pass, req) != 0)
+		kz_req_err(req, KZ_WE_STORE_UNAVAILABLE, "store unavailable");
+}
+
+static void
+status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	struct kz_req *req = arg;
+	cJSON *o = err == 0 ? cJSON_Duplicate(res, 1) : cJSON_CreateObject();
+
+	(void)why;
+	if (o == NULL) {
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return;
+	}
+	cJSON_AddBoolToObject(o, "store", err == 0);
+	cJSON_AddBoolToObject(o, "inventory", d->inv_ok);
+	cJSON_AddBoolToObject(o, "admission", d->open);
+	cJSON_AddStringToObject(o, "admission_reason", d->open ? "" :
+	    d->closed_why);
+	cJSON_AddBoolToObject(o, "draining", d->draining);
+	cJSON_AddNumberToObject(o, "resets_running", (double)d->creates);
+	kz_req_ok(req, o);
+}
+
+static void
+op_status(struct kz_req *req, void *arg)
+{
+	struct d *d = arg;
+	char cap[24];
+	const char *av[1] = {cap};
+
+	snprintf(cap, sizeof(cap), "%lld", (long long)d->c->capacity);
+	if (pool_async(d, KZ_POOL_STATUS, 1, av, status_done, req) != 0)
+		status_done(d, KZ_EUNAVAIL, NULL, "store unavailable", req);
+}
+
+static void
+op_reconcile(struct kz_req *req, void *arg)
+{
+	maint_reconcile_now(arg, req);
+}
+
+static void
+op_drain(struct kz_req *req, void *arg)
+{
+	struct d *d = arg;
+	bool on;
+
+	if (kz_json_bool_opt(kz_req_json(req), "on", true, &on, NULL, 0)) {
+		kz_req_err(req, KZ_WE_BAD_REQUEST, "bad on");
+		return;
+	}
+	d->draining = on;
+	kz_log(KZ_LOG_INFO, "lease.drain", 0, on ? "draining" :
+	    "drain lifted", NULL);
+	kz_req_ok(req, NULL);
+}
+
+static const char *const f_lease[] = {"actor", "conversation", "capability",
+	"ttl_ms", "op_id", NULL};
+static const char *const f_release[] = {"lease_id", "token", "op_id", NULL};
+static const char *const f_renew[] = {"lease_id", "token", "ttl_ms", "op_id",
+	NULL};
+static const char *const f_none[] = {NULL};
+static const char *const f_drain[] = {"on", NULL};
+
+const struct kz_op lease_ops[] = {
+	{"lease", op_lease, f_lease},
+	{"release", op_release, f_release},
+	{"renew", op_renew, f_renew},
+	{"status", op_status, f_none},
+	{"reconcile", op_reconcile, f_none},
+	{"drain", op_drain, f_drain},
+	{NULL, NULL, NULL},
+};

@@ -1,0 +1,298 @@
+/*
+ * The kz-lease daemon: framed ops over the async store client.  Every
+ * decision about a worker is a store script; this process only runs the
+ * scripts, drives the controller, and runs kz-reset for released workers.
+ * Admission is open only while the store has answered its epoch check and
+ * the controller's inventory was readable at the last look.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <event2/event.h>
+#include <sodium.h>
+
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "kz_pool.h"
+#include "kz_srv.h"
+#include "kz_store.h"
+#include "lease.h"
+#include "serve.h"
+#include "banned.h"
+
+static struct d *G;	/* for the handlers' tables only */
+
+static void
+admission(struct d *d)
+{
+	const char *why = NULL;
+
+	if (!kz_astore_connected(d->st) || !d->store_ok)
+		why = "store unavailable";
+	else if (!d->inv_ok)
+		why = "controller inventory unavailable";
+	else if (d->draining)
+		why = "draining";
+	if ((why == NULL) != d->open)
+		kz_log(why ? KZ_LOG_WARN : KZ_LOG_INFO, why ? "admission.close" :
+		    "admission.open", 0, why ? why : "admission open",
+		    "epoch", d->epoch, NULL);
+	d->open = why == NULL;
+	snprintf(d->closed_why, sizeof(d->closed_why), "%s", why ? why : "");
+}
+
+/* ---- store calls ---- */
+
+struct pcall {
+	struct d *d;
+	pool_fn fn;
+	void *arg;
+};
+
+static void
+pcall_done(int err, redisReply *r, const char *why, void *arg)
+{
+	struct pcall *pc = arg;
+	cJSON *res = NULL;
+	char w[256] = "";
+	const char *code;
+
+	if (err == 0)
+		err = kz_pool_parse(r, &res, w, sizeof(w));
+	else
+		snprintf(w, sizeof(w), "%s", why ? why : "");
+	if (err == 0 && (code = kz_pool_errcode(res)) != NULL &&
+	    strcmp(code, "store_unavailable") == 0) {
+		/* The store lost its data: re-establish the epoch first. */
+		pc->d->store_ok = false;
+		kz_astore_drop(pc->d->st);
+	}
+	if (err == KZ_EUNAVAIL)
+		pc->d->store_ok = false;
+	admission(pc->d);
+	pc->fn(pc->d, err, res, w, pc->arg);
+	cJSON_Delete(res);
+	free(pc);
+}
+
+int
+pool_async(struct d *d, enum kz_pool_script which, int argc,
+    const char **argv, pool_fn fn, void *arg)
+{
+	const char *av[32];
+	struct pcall *pc;
+	int e;
+
+	if (argc > 31)
+		return KZ_EINVAL;
+	if ((pc = calloc(1, sizeof(*pc))) == NULL)
+		return KZ_ENOMEM;
+	pc->d = d;
+	pc->fn = fn;
+	pc->arg = arg;
+	av[0] = kz_astore_prefix(d->st);
+	memcpy(av + 1, argv, (size_t)argc * sizeof(*argv));
+	e = kz_astore_eval(d->st, &kz_pool_scripts[which], 1, argc + 1, av,
+	    pcall_done, pc);
+	if (e != 0)
+		free(pc);
+	return e;
+}
+
+/* ---- store epoch ---- */
+
+static void
+init_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	const char *ep;
+
+	(void)arg;
+	if (err != 0 || kz_pool_errcode(res) != NULL ||
+	    kz_json_str(res, "epoch", KZ_POOL_EPOCH_HEX, &ep, NULL, 0) != 0) {
+		kz_log(KZ_LOG_WARN, "store.init", err, why, NULL);
+		return;
+	}
+	snprintf(d->epoch, sizeof(d->epoch), "%s", ep);
+	d->store_ok = true;
+	kz_log(KZ_LOG_INFO, "store.epoch", 0,
+	    cJSON_IsTrue(kz_json_get(res, "changed")) ? "new store epoch" :
+	    "store epoch unchanged", "epoch", d->epoch, NULL);
+	d->next_reconcile = 0;
+	admission(d);
+}
+
+static void
+info_done(int err, redisReply *r, const char *why, void *arg)
+{
+	struct d *d = arg;
+	char runid[64], fresh[KZ_POOL_EPOCH_HEX + 1];
+	const char *av[3] = {"", runid, fresh};
+	const char *p;
+	size_t n;
+
+	if (err != 0 || r->type != REDIS_REPLY_STRING ||
+	    (p = strstr(r->str, "run_id:")) == NULL) {
+		kz_log(KZ_LOG_WARN, "store.init", err, why ? why :
+		    "no run id", NULL);
+		return;
+	}
+	p += 7;
+	n = strspn(p, "0123456789abcdef");
+	if (n == 0 || n >= sizeof(runid))
+		return;
+	memcpy(runid, p, n);
+	runid[n] = '\0';
+	kz_pool_new_epoch(fresh);
+	(void)pool_async(d, KZ_POOL_INIT, 2, av + 1, init_done, NULL);
+}
+
+static void
+store_up(struct kz_astore *a, void *arg)
+{
+	const char *av[2] = {"INFO", "server"};
+
+	kz_log(KZ_LOG_INFO, "store.up", 0, "store connected", NULL);
+	if (kz_astore_cmd(a, 2, av, info_done, arg) != 0)
+		kz_astore_drop(a);
+}
+
+static void
+store_down(struct kz_astore *a, void *arg)
+{
+	struct d *d = arg;
+
+	(void)a;
+	d->store_ok = false;
+	kz_log(KZ_LOG_WARN, "store.down", KZ_EUNAVAIL, "store lost", NULL);
+	admission(d);
+}
+
+/* ---- signals and the tick ---- */
+
+static void
+sig_cb(evutil_socket_t sig, short ev, void *arg)
+{
+	struct d *d = arg;
+
+	(void)ev;
+	if (sig == SIGCHLD) {
+		jobs_reap(d);
+		return;
+	}
+	kz_log(KZ_LOG_INFO, "serve.stop", 0, "stopping", NULL);
+	event_base_loopbreak(d->base);
+}
+
+static void
+tick_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct d *d = arg;
+
+	(void)fd;
+	(void)ev;
+	admission(d);
+	if (!d->store_ok)
+		return;
+	maint_tick(d);
+}
+
+static int
+setup_events(struct d *d)
+{
+	struct timeval tv = {.tv_sec = d->c->tick_ms / 1000,
+	    .tv_usec = (d->c->tick_ms % 1000) * 1000};
+	static const int sigs[] = {SIGCHLD, SIGTERM, SIGINT};
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		d->sig[i] = evsignal_new(d->base, sigs[i], sig_cb, d);
+		if (d->sig[i] == NULL || evsignal_add(d->sig[i], NULL) != 0)
+			return KZ_ENOMEM;
+	}
+	d->tick = event_new(d->base, -1, EV_PERSIST, tick_cb, d);
+	if (d->tick == NULL || evtimer_add(d->tick, &tv) != 0)
+		return KZ_ENOMEM;
+	return 0;
+}
+
+static int
+load_idkey(struct d *d, char *why, size_t wlen)
+{
+	struct kz_key fk;
+	int e;
+
+	if ((e = kz_key_load(d->c->key_file, &fk, why, wlen)) != 0)
+		return e;
+	e = kz_key_derive(&fk, KZ_SUBKEY_IDHASH, &d->idkey);
+	kz_key_wipe(&fk);
+	return e;
+}
+
+int
+lease_serve(struct lease_conf *c)
+{
+	struct kz_astore_conf ac = {0};
+	struct kz_srv_conf sc = {0};
+	struct d d = {0};
+	char why[256] = "";
+	int e, rc = 4;
+	size_t i;
+
+	d.c = c;
+	G = &d;
+	LIST_INIT(&d.jobs);
+	signal(SIGPIPE, SIG_IGN);
+	if ((e = load_idkey(&d, why, sizeof(why))) != 0) {
+		kz_log(KZ_LOG_ERROR, "serve.key", e, why, NULL);
+		return 3;
+	}
+	if ((d.base = event_base_new()) == NULL)
+		goto out;
+	ac.sock = c->store_sock;
+	ac.dep = c->dep;
+	ac.timeout_ms = (int)c->store_timeout_ms;
+	ac.reconnect_ms = 200;
+	ac.on_up = store_up;
+	ac.on_down = store_down;
+	ac.arg = &d;
+	if ((e = kz_astore_new(d.base, &ac, &d.st, why, sizeof(why))) != 0) {
+		kz_log(KZ_LOG_ERROR, "serve.store", e, why, NULL);
+		rc = e == KZ_EINVAL ? 2 : 3;
+		goto out;
+	}
+	sc.sock_path = c->sock;
+	sc.frame_max = c->frame_max;
+	sc.peers = c->peers;
+	sc.ops = lease_ops;
+	sc.arg = &d;
+	if ((e = kz_srv_new(d.base, &sc, &d.srv, why, sizeof(why))) != 0) {
+		kz_log(KZ_LOG_ERROR, "serve.listen", e, why, NULL);
+		rc = 3;
+		goto out;
+	}
+	if (setup_events(&d) != 0)
+		goto out;
+	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
+	    NULL);
+	event_base_dispatch(d.base);
+	rc = 0;
+out:
+	jobs_stop(&d);
+	kz_srv_free(d.srv);
+	kz_astore_free(d.st);
+	for (i = 0; i < 3; i++)
+		if (d.sig[i] != NULL)
+			event_free(d.sig[i]);
+	if (d.tick != NULL)
+		event_free(d.tick);
+	if (d.base != NULL)
+		event_base_free(d.base);
+	kz_key_wipe(&d.idkey);
+	return rc;
+}

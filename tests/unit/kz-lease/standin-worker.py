@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+# A stand-in for "kz-sandbox serve", used only by the pool-level tests of
+# kz-lease (tests/e2e/t41NN-lease-*.sh), so that leasing, fencing, expiry
+# and the store's faults can be tested at a load no real sandbox reaches on
+# a 2-core machine.  It speaks the frame protocol and answers "health" and
+# "wipe" like a worker that is always clean.  STANDIN_HANG=1 makes it never
+# answer (a worker whose agent does not respond).
+import json, os, socket, struct, sys, threading
+
+args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+wid, path = args["--id"], args["--socket"]
+gen = [0]
+hang = os.environ.get("STANDIN_HANG") == "1"
+
+def serve(c):
+    try:
+        while True:
+            h = c.recv(4, socket.MSG_WAITALL)
+            if len(h) < 4:
+                return
+            n = struct.unpack(">I", h)[0]
+            req = json.loads(c.recv(n, socket.MSG_WAITALL))
+            if hang:
+                threading.Event().wait()
+            rep = {"v": 1, "id": req.get("id"), "ok": True}
+            if req.get("op") == "health":
+                rep.update(worker=wid, generation=gen[0], state="ready")
+            elif req.get("op") == "wipe":
+                gen[0] += 1
+                rep.update(generation=gen[0], killed=0, empty=True,
+                           baseline=True)
+            else:
+                rep = {"v": 1, "id": req.get("id"), "ok": False,
+                       "error": "bad_request", "reason": "unknown op"}
+            b = json.dumps(rep).encode()
+            c.sendall(struct.pack(">I", len(b)) + b)
+    except Exception:
+        return
+    finally:
+        c.close()
+
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(64)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
