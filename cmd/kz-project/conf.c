@@ -1,0 +1,98 @@
+/*
+ * Configuration: every key of kz-project.conf, its default and its bound.
+ * A value that cannot be read fails closed (exit 2), never a default.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kz_conf.h"
+#include "kzp.h"
+#include "kzp_conf.h"
+#include "banned.h"
+
+const char *const kzp_conf_keys[] = {
+	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_FIELD_KEY_FILE", "KZ_AUDIT_SOCKET",
+	"KZ_STORE_SOCKET", "KZ_DEPLOYMENT", "KZ_PEER_UIDS", "KZ_PEER_GIDS",
+	"KZ_FRAME_MAX", "KZ_PROJECT_BLOB_DIR", "KZ_PROJECT_MAX_FILES",
+	"KZ_PROJECT_MAX_FILE_BYTES", "KZ_PROJECT_MAX_TOTAL_BYTES",
+	"KZ_PROJECT_OUTPUT_MAX_BYTES", "KZ_PROJECT_OUTPUT_TYPES",
+	"KZ_PROJECT_SNAPSHOT_TTL", "KZ_PROJECT_POINTER_DEFAULT", NULL,
+};
+
+static int
+dup_path(char **dst, const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 1;
+
+	if ((*dst = malloc(n)) == NULL)
+		return KZ_ENOMEM;
+	snprintf(*dst, n, "%s%s", a, b);
+	return 0;
+}
+
+int
+kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
+{
+	const struct kz_conf *k = c->conf;
+	const char *run = kz_conf_str(k, "KZ_RUN_DIR", "/run/kaizen");
+	const char *ptr = kz_conf_str(k, "KZ_PROJECT_POINTER_DEFAULT",
+	    "private");
+	uint64_t mf, mt, om, fm;
+	int64_t files, ttl;
+	int e;
+
+	if ((e = kz_conf_int(k, "KZ_PROJECT_MAX_FILES", 256, 1, 100000, &files,
+	    why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "KZ_PROJECT_MAX_FILE_BYTES", 64ull << 20,
+	    1ull << 40, &mf, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "KZ_PROJECT_MAX_TOTAL_BYTES", 256ull << 20,
+	    1ull << 42, &mt, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "KZ_PROJECT_OUTPUT_MAX_BYTES", 32ull << 20,
+	    1ull << 40, &om, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "KZ_FRAME_MAX", 1u << 20, 64u << 20, &fm,
+	    why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "KZ_PROJECT_SNAPSHOT_TTL", 3600, 1, 86400,
+	    &ttl, why, wlen)) != 0)
+		return e;
+	if (strcmp(ptr, "private") != 0 && strcmp(ptr, "shared") != 0) {
+		kz_why(why, wlen, "KZ_PROJECT_POINTER_DEFAULT must be private "
+		    "or shared");
+		return KZ_ECONF;
+	}
+	p->b.max_files = files;
+	p->b.max_file_bytes = (int64_t)mf;
+	p->b.max_total_bytes = (int64_t)mt;
+	p->out_max_bytes = (int64_t)om;
+	p->snap_ttl = ttl;
+	p->pointer_shared = strcmp(ptr, "shared") == 0;
+	c->frame_max = (size_t)fm;
+	p->out_types = kz_conf_str(k, "KZ_PROJECT_OUTPUT_TYPES",
+	    "txt,csv,json,md,html,svg,png,jpg,pdf,docx,pptx,xlsx,zip");
+	p->store_sock = kz_conf_str(k, "KZ_STORE_SOCKET", NULL);
+	p->dep = kz_conf_str(k, "KZ_DEPLOYMENT", "default");
+	p->audit_sock = kz_conf_str(k, "KZ_AUDIT_SOCKET", NULL);
+	if (kz_conf_str(k, "KZ_PROJECT_BLOB_DIR", NULL) != NULL)
+		p->blobdir = kz_conf_str(k, "KZ_PROJECT_BLOB_DIR", NULL);
+	else {
+		if (dup_path(&c->blobdir, run, "/blobs") != 0)
+			return KZ_ENOMEM;
+		p->blobdir = c->blobdir;
+	}
+	if (dup_path(&c->keyfile, kz_conf_str(k, "KZ_FIELD_KEY_FILE", run),
+	    kz_conf_str(k, "KZ_FIELD_KEY_FILE", NULL) ? "" : "/field.key") !=
+	    0 || dup_path(&c->sock, kz_conf_str(k, "KZ_SOCKET", run),
+	    kz_conf_str(k, "KZ_SOCKET", NULL) ? "" : "/kz-project.sock") != 0)
+		return KZ_ENOMEM;
+	return 0;
+}
+
+void
+kzp_cfg_release(struct kzp_cfg *c)
+{
+	free(c->blobdir);
+	free(c->keyfile);
+	free(c->sock);
+	kz_conf_free(c->conf);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,131 @@
+/*
+ * kz-project internals: the context every op runs in, the refusal codes and
+ * the modules (model: the store; admit: the policy; blob: content-addressed
+ * bytes; materialize: the read-only projection; outputs: shared-turn files).
+ */
+#ifndef KZP_H
+#define KZP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "kz_err.h"
+#include "kz_key.h"
+#include "kz_store.h"
+
+#define KZP_ID_MAX 64		/* raw ids and resource ids */
+#define KZP_PATH_MAX 255	/* a projected file's relative path */
+#define KZP_SEG_MAX 128
+#define KZP_SHA_HEX 64
+#define KZP_LIST_MAX 64		/* selectors, retrieved ids per turn */
+#define KZP_WHY 200
+
+/* Bounds on one projection (rule 1). */
+struct kzp_bounds {
+	int64_t max_files;
+	int64_t max_file_bytes;
+	int64_t max_total_bytes;
+};
+
+struct kzp {
+	struct kz_store *st;	/* NULL until connected */
+	const char *store_sock;
+	const char *dep;
+	struct kz_key idkey;	/* KZ_SUBKEY_IDHASH of the field key */
+	const char *blobdir;
+	const char *audit_sock;	/* NULL: no audit */
+	struct kzp_bounds b;
+	int64_t out_max_bytes;
+	const char *out_types;	/* comma-separated extensions */
+	int64_t snap_ttl;
+	bool pointer_shared;	/* default pointer for new links */
+};
+
+/* A refusal or failure: wire code and one-line reason. */
+struct kzp_res {
+	const char *code;	/* NULL: ok */
+	char why[KZP_WHY];
+};
+
+void kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Exit status for a wire code (0 for NULL). */
+int kzp_exit_code(const char *code);
+
+/* ids.c-like helpers (model.c) */
+bool kzp_id_ok(const char *s);
+KZ_WUR int kzp_hash(const struct kzp *p, const char *kind, const char *id,
+    char out[KZ_IDHASH_HEX + 1]);
+
+/* model.c: mutations and reads against the store. */
+KZ_WUR int kzp_connect(struct kzp *p, struct kzp_res *r);
+/* Runs a named mutation script with args (after the prefix). */
+KZ_WUR int kzp_mutate(struct kzp *p, const char *name, int argc,
+    const char **argv, long long *val, struct kzp_res *r);
+/* Loads the room view for member mh and the extra resource ids. */
+KZ_WUR int kzp_view(struct kzp *p, const char *rh, const char *mh,
+    const cJSON *rids, cJSON **out, struct kzp_res *r);
+/* Facts about one resource as seen by mh. */
+KZ_WUR int kzp_facts(struct kzp *p, const char *rid, const char *mh,
+    cJSON **out, struct kzp_res *r);
+/* Commits an admission: checks aver/seq, stores the snapshot, the scope. */
+KZ_WUR int kzp_commit(struct kzp *p, const cJSON *view, const cJSON *snap,
+    const char *mh, const cJSON *scope_add, struct kzp_res *r);
+/* The stored copy of a snapshot; NULL (0 returned) if unknown. */
+KZ_WUR int kzp_snap_get(struct kzp *p, const char *sid, cJSON **out,
+    struct kzp_res *r);
+
+/* admit.c: the policy, pure over a view (unit-tested). */
+struct kzp_turn {
+	const char *mh;		/* initiating member's hash */
+	const char *rh;		/* room hash */
+	const char *turn;
+	const char *capability;
+	const cJSON *select;	/* array of resource ids or NULL */
+	const cJSON *retrieved;	/* array of resource ids or NULL */
+	bool contract;
+};
+bool kzp_can_read(const cJSON *facts, const char *mh);
+KZ_WUR int kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
+    const struct kzp_bounds *b, cJSON **snap, cJSON **scope_add,
+    struct kzp_res *r);
+KZ_WUR int kzp_verify_decide(const cJSON *snap, const cJSON *view,
+    const struct kzp_bounds *b, struct kzp_res *r);
+/* Digests over a manifest's items and over a roster. */
+void kzp_manifest_digest(const cJSON *items, char out[KZP_SHA_HEX + 1]);
+void kzp_roster_digest(const cJSON *roster, char out[KZP_SHA_HEX + 1]);
+/* Checks a snapshot's shape and its manifest digest. */
+KZ_WUR int kzp_snap_check(const cJSON *snap, struct kzp_res *r);
+
+/* blob.c */
+KZ_WUR int kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
+    char sha[KZP_SHA_HEX + 1], int64_t *size, struct kzp_res *r);
+KZ_WUR int kzp_blob_open(const char *blobdir, const char *sha, int *fd);
+bool kzp_sha_ok(const char *s);
+
+/* materialize.c */
+KZ_WUR int kzp_relpath_ok(const char *path);
+KZ_WUR int kzp_materialize(const struct kzp *p, const cJSON *snap,
+    const char *dest, int64_t *files, int64_t *bytes, struct kzp_res *r);
+/* Opens rel beneath dirfd without following symlinks: a regular file. */
+KZ_WUR int kzp_open_beneath(int dirfd, const char *rel, int *fd);
+
+/* outputs.c */
+KZ_WUR int kzp_output_check(const char *name, const char *types,
+    const unsigned char *head, size_t headlen, struct kzp_res *r);
+
+/* ops.c: every op, for serve and the one-shot commands. */
+struct kzp_opdef {
+	const char *op;
+	const char *const *fields;
+	int (*fn)(struct kzp *p, const cJSON *req, cJSON *out,
+	    struct kzp_res *r);
+};
+extern const struct kzp_opdef kzp_ops[];
+const struct kzp_opdef *kzp_op_find(const char *op);
+/* Runs one op: reply fields in *out on success. */
+KZ_WUR int kzp_run(struct kzp *p, const char *op, const cJSON *req,
+    cJSON **out, struct kzp_res *r);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * kz-project: the authority for what crosses into a sandbox.  main parses
+ * the command, loads the config and the field key, and hands over to the
+ * daemon (serve.c) or runs one op (ops.c).  No policy lives here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "kz_conf.h"
+#include "kz_json.h"
+#include "kz_key.h"
+#include "kz_log.h"
+#include "kzp.h"
+#include "kzp_conf.h"
+#include "banned.h"
+
+#define VERSION "0.1.0"
+#define ARGS_MAX 256
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: kz-project serve [--config FILE] [--socket PATH]\n"
+	    "       kz-project COMMAND [--config FILE] [--FIELD VALUE]...\n"
+	    "       kz-project --help | --version\n"
+	    "Commands (fields as --name value; lists repeat; flags alone):\n");
+	for (const struct kzp_opdef *d = kzp_ops; d->op != NULL; d++) {
+		fprintf(f, "  %-20s", d->op);
+		for (int i = 0; d->fields[i] != NULL; i++)
+			fprintf(f, " --%s", d->fields[i]);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "Exit: 0 done, 1 refused, 2 usage or bad input, "
+	    "3 store or audit unavailable, 4 internal.\n");
+}
+
+static int
+load_key(struct kzp *p, const char *file)
+{
+	struct kz_key master;
+	char why[200];
+	int e;
+
+	if ((e = kz_key_load(file, &master, why, sizeof(why))) == 0) {
+		e = kz_key_derive(&master, KZ_SUBKEY_IDHASH, &p->idkey);
+		kz_key_wipe(&master);
+	}
+	if (e != 0)
+		fprintf(stderr, "kz-project: field key: %s\n", why);
+	return e;
+}
+
+static int
+one_shot(struct kzp *p, const char *op, int argc, char **argv)
+{
+	struct kzp_res r = {0};
+	cJSON *req = NULL, *out = NULL;
+	char why[200], *s;
+	const cJSON *v;
+	int rc;
+
+	if (kzp_cli_request(op, argc, argv, &req, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-project: %s\n", why);
+		return 2;
+	}
+	if (kzp_run(p, op, req, &out, &r) != 0) {
+		fprintf(stderr, "kz-project: %s: %s\n", r.code, r.why);
+		rc = kzp_exit_code(r.code);
+		goto out;
+	}
+	v = kz_json_get(out, "admission");
+	if ((s = cJSON_Print(v != NULL ? v : out)) != NULL) {
+		printf("%s\n", s);
+		free(s);
+	}
+	rc = 0;
+out:
+	cJSON_Delete(req);
+	cJSON_Delete(out);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct kzp p = {0};
+	struct kzp_cfg c = {0};
+	char *rest[ARGS_MAX];
+	const char *conf = getenv("KZ_CONFIG"), *sock = NULL;
+	char why[200];
+	int n = 0, rc;
+
+	kz_log_init("kz-project", KZ_LOG_INFO);
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("kz-project " VERSION "\n");
+		return 0;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			conf = argv[++i];
+		else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc &&
+		    strcmp(argv[1], "serve") == 0)
+			sock = argv[++i];
+		else if (n < ARGS_MAX)
+			rest[n++] = argv[i];
+	}
+	if (strcmp(argv[1], "serve") != 0 && kzp_op_find(argv[1]) == NULL) {
+		usage(stderr);
+		return 2;
+	}
+	if (sodium_init() < 0)
+		return 4;
+	if (kz_conf_load(conf, kzp_conf_keys, &c.conf, why, sizeof(why)) ||
+	    kzp_conf_apply(&c, &p, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-project: config: %s\n", why);
+		rc = 2;
+		goto out;
+	}
+	if (load_key(&p, c.keyfile) != 0) {
+		rc = 2;
+		goto out;
+	}
+	if (strcmp(argv[1], "serve") == 0) {
+		if (n > 0) {
+			usage(stderr);
+			rc = 2;
+			goto out;
+		}
+		if (sock != NULL) {
+			free(c.sock);
+			c.sock = strdup(sock);
+		}
+		rc = c.sock != NULL ? kzp_serve(&p, &c) : 4;
+	} else
+		rc = one_shot(&p, argv[1], n, rest);
+out:
+	kz_store_free(p.st);
+	kz_key_wipe(&p.idkey);
+	kzp_cfg_release(&c);
+	return rc;
+}

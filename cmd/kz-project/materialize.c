@@ -1,0 +1,262 @@
+/*
+ * The read-only projection.  Every admitted file is copied from the blob
+ * store into a fresh private temporary directory next to the destination
+ * while its bytes are hashed; path, size, count, total bytes and SHA-256
+ * are checked against the snapshot, and only when every file matches is
+ * the tree made read-only (files 0444, directories 0555) and renamed into
+ * place.  A mismatch removes the temporary tree: no byte is delivered.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_json.h"
+#include "kz_path.h"
+#include "kzp.h"
+#include "banned.h"
+
+#define COPY_BUF (256 * 1024)
+#define DEPTH_MAX 32
+
+int
+kzp_relpath_ok(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n > KZP_PATH_MAX)
+		return KZ_EPATH_LEN;
+	return kz_path_check(path, n, NULL, 0);
+}
+
+int
+kzp_open_beneath(int dirfd, const char *rel, int *fd)
+{
+	return kz_path_open(dirfd, rel, strlen(rel), KZ_PATH_FILE, fd, NULL,
+	    0);
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP)
+		chmod(p, 0700);
+	remove(p);
+	return 0;
+}
+
+static int
+chmod_ro(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (S_ISLNK(sb->st_mode))
+		return -1;
+	return chmod(p, flag == FTW_DP ? 0555 : 0444);
+}
+
+static void
+rm_tree(const char *dir)
+{
+	/* Directories were created 0700 by us; make sure we can empty them. */
+	chmod(dir, 0700);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int
+write_all(int fd, const unsigned char *b, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return KZ_ESYS;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Opens (creating) the parent directory of rel beneath root, O_NOFOLLOW. */
+static int
+open_parent(int root, const char *rel, int *pfd, const char **base)
+{
+	char seg[KZ_PATH_SEG_MAX + 1];
+	const char *s = rel, *slash;
+	int fd = dup(root), nfd;
+
+	if (fd < 0)
+		return KZ_ESYS;
+	while ((slash = strchr(s, '/')) != NULL) {
+		size_t n = (size_t)(slash - s);
+
+		if (n == 0 || n > KZ_PATH_SEG_MAX) {
+			close(fd);
+			return KZ_EPATH_SEGLEN;
+		}
+		memcpy(seg, s, n);
+		seg[n] = '\0';
+		if (mkdirat(fd, seg, 0700) != 0 && errno != EEXIST) {
+			close(fd);
+			return KZ_ESYS;
+		}
+		nfd = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		if (nfd < 0)
+			return KZ_EPATH_SYMLINK;
+		fd = nfd;
+		s = slash + 1;
+	}
+	*pfd = fd;
+	*base = s;
+	return 0;
+}
+
+/* Copies one blob to rel beneath root and proves its size and digest. */
+static int
+put_one(const struct kzp *p, int root, const cJSON *it, int64_t *bytes,
+    struct kzp_res *r)
+{
+	static unsigned char buf[COPY_BUF];
+	const char *rel = cJSON_GetStringValue(kz_json_get(it, "path"));
+	const char *sha = cJSON_GetStringValue(kz_json_get(it, "sha256"));
+	int64_t want = (int64_t)cJSON_GetNumberValue(kz_json_get(it, "size"));
+	crypto_hash_sha256_state st;
+	unsigned char h[32];
+	char got[KZP_SHA_HEX + 1];
+	const char *base;
+	struct stat sb;
+	int64_t total = 0;
+	int in = -1, out = -1, pfd = -1, e;
+	ssize_t n;
+
+	if (kzp_blob_open(p->blobdir, sha, &in) != 0 || fstat(in, &sb) != 0 ||
+	    sb.st_size != want) {
+		e = KZ_ECRYPTO;
+		goto out;
+	}
+	if ((e = open_parent(root, rel, &pfd, &base)) != 0)
+		goto out;
+	if ((out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) < 0) {
+		e = KZ_ESYS;
+		goto out;
+	}
+	crypto_hash_sha256_init(&st);
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (total += n) > want) {
+			e = n < 0 ? KZ_ESYS : KZ_ECRYPTO;
+			goto out;
+		}
+		crypto_hash_sha256_update(&st, buf, (size_t)n);
+		if (write_all(out, buf, (size_t)n) != 0) {
+			e = KZ_ESYS;
+			goto out;
+		}
+	}
+	crypto_hash_sha256_final(&st, h);
+	kz_hex(h, sizeof(h), got);
+	if (total != want || strcmp(got, sha) != 0) {
+		e = KZ_ECRYPTO;
+		goto out;
+	}
+	*bytes += total;
+	e = 0;
+out:
+	if (e == KZ_ECRYPTO)
+		kzp_fail(r, KZ_WE_REFUSED, "a file's bytes do not match the "
+		    "admitted digest");
+	else if (e != 0)
+		kzp_fail(r, KZ_WE_REFUSED, "the projection could not be "
+		    "written");
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (pfd >= 0)
+		close(pfd);
+	return e;
+}
+
+/* A sibling of dest, private to us, for the tree before it is delivered. */
+static int
+make_tmp(const char *dest, char *tmp, size_t len)
+{
+	unsigned char rnd[8];
+	char rh[17];
+	const char *slash = strrchr(dest, '/');
+	int n;
+
+	if (dest[0] != '/' || slash == NULL || slash[1] == '\0')
+		return KZ_EINVAL;
+	randombytes_buf(rnd, sizeof(rnd));
+	kz_hex(rnd, sizeof(rnd), rh);
+	n = snprintf(tmp, len, "%.*s/.kzp-%s", (int)(slash - dest), dest, rh);
+	if (n < 0 || (size_t)n >= len)
+		return KZ_ETOOBIG;
+	return mkdir(tmp, 0700) == 0 ? 0 : KZ_ESYS;
+}
+
+int
+kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
+    int64_t *files, int64_t *bytes, struct kzp_res *r)
+{
+	char tmp[PATH_MAX];
+	const cJSON *it;
+	struct stat sb;
+	int root = -1, e;
+
+	*files = *bytes = 0;
+	if (lstat(dest, &sb) == 0 || errno != ENOENT ||
+	    make_tmp(dest, tmp, sizeof(tmp)) != 0) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST, "the destination must be a new "
+		    "absolute path in an existing directory");
+		return KZ_EINVAL;
+	}
+	if ((root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0) {
+		kzp_fail(r, KZ_WE_INTERNAL, "the projection could not start");
+		e = KZ_ESYS;
+		goto out;
+	}
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
+		if ((e = put_one(p, root, it, bytes, r)) != 0)
+			goto out;
+		(*files)++;
+	}
+	/* Rule 1 again on what was actually written. */
+	if (*files > p->b.max_files || *bytes > p->b.max_total_bytes ||
+	    *files != (int64_t)cJSON_GetNumberValue(kz_json_get(snap,
+	    "files"))) {
+		kzp_fail(r, KZ_WE_REFUSED, "the projection is over the "
+		    "configured bounds");
+		e = KZ_ETOOBIG;
+		goto out;
+	}
+	if (nftw(tmp, chmod_ro, 16, FTW_DEPTH | FTW_PHYS) != 0 ||
+	    renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
+		kzp_fail(r, KZ_WE_REFUSED, "the projection could not be "
+		    "delivered");
+		e = KZ_ESYS;
+		goto out;
+	}
+	e = 0;
+out:
+	if (root >= 0)
+		close(root);
+	if (e != 0)
+		rm_tree(tmp);
+	return e;
+}

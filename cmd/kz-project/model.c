@@ -1,0 +1,290 @@
+/*
+ * The model in the store: rooms, projects, members, resources, versions,
+ * links, selections and admission snapshots (layout in scripts.h).  Every
+ * mutation is one Lua script; reads that a decision rests on are one script
+ * too, so a decision never mixes two states of the store.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "kzp.h"
+#include "scripts.h"
+#include "banned.h"
+
+#define ARGS_MAX 60
+
+static struct kz_script scripts[] = {
+	{"member_create", LUA_MEMBER_CREATE, ""},
+	{"room_create", LUA_ROOM_CREATE, ""},
+	{"room_member", LUA_ROOM_MEMBER, ""},
+	{"project_create", LUA_PROJECT_CREATE, ""},
+	{"project_member", LUA_PROJECT_MEMBER, ""},
+	{"room_project", LUA_ROOM_PROJECT, ""},
+	{"res_create", LUA_RES_CREATE, ""},
+	{"res_version", LUA_RES_VERSION, ""},
+	{"res_revoke", LUA_RES_REVOKE, ""},
+	{"link", LUA_LINK, ""},
+	{"withdraw", LUA_WITHDRAW, ""},
+	{"select", LUA_SELECT, ""},
+	{"declare_source", LUA_DECLARE_SOURCE, ""},
+	{"facts", LUA_FACTS, ""},
+	{"view", LUA_VIEW, ""},
+	{"commit", LUA_COMMIT, ""},
+	{NULL, NULL, ""},
+};
+
+void
+kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->code = code;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+}
+
+int
+kzp_exit_code(const char *code)
+{
+	if (code == NULL)
+		return 0;
+	if (strcmp(code, KZ_WE_BAD_REQUEST) == 0)
+		return 2;
+	if (strcmp(code, KZ_WE_STORE_UNAVAILABLE) == 0 ||
+	    strcmp(code, KZ_WE_UNAVAILABLE) == 0)
+		return 3;
+	if (strcmp(code, KZ_WE_INTERNAL) == 0)
+		return 4;
+	return 1;
+}
+
+bool
+kzp_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	/* Ids are opaque tokens: no title, no path, no separator. */
+	return n > 0 && n <= KZP_ID_MAX &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+int
+kzp_hash(const struct kzp *p, const char *kind, const char *id,
+    char out[KZ_IDHASH_HEX + 1])
+{
+	if (!kzp_id_ok(id))
+		return KZ_EINVAL;
+	return kz_key_idhash(&p->idkey, kind, id, out);
+}
+
+int
+kzp_connect(struct kzp *p, struct kzp_res *r)
+{
+	char why[KZP_WHY];
+
+	if (p->st != NULL)
+		return 0;
+	if (kz_store_open(p->store_sock, p->dep, KZ_STORE_TIMEOUT_MS, &p->st,
+	    why, sizeof(why)) != 0) {
+		kzp_fail(r, KZ_WE_STORE_UNAVAILABLE, "store unavailable");
+		return KZ_EUNAVAIL;
+	}
+	return 0;
+}
+
+static struct kz_script *
+script(const char *name)
+{
+	for (struct kz_script *s = scripts; s->name != NULL; s++)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+/* Maps a script's "KZ <code> <reason>" error, or a store failure. */
+static int
+eval_fail(struct kzp *p, int e, const char *why, struct kzp_res *r)
+{
+	const char *k = why != NULL ? strstr(why, "KZ ") : NULL;
+	static const char *const codes[] = {KZ_WE_REFUSED, KZ_WE_NOT_OWNER,
+	    KZ_WE_BAD_REQUEST, "conflict", NULL};
+
+	if (e == KZ_EPROTO && k != NULL) {
+		k += 3;
+		for (int i = 0; codes[i] != NULL; i++) {
+			size_t n = strlen(codes[i]);
+
+			if (strncmp(k, codes[i], n) == 0 && k[n] == ' ') {
+				kzp_fail(r, codes[i], "%s", k + n + 1);
+				return KZ_EDENIED;
+			}
+		}
+	}
+	if (e == KZ_EUNAVAIL) {
+		/* Drop the connection: the next request reconnects. */
+		kz_store_free(p->st);
+		p->st = NULL;
+		kzp_fail(r, KZ_WE_STORE_UNAVAILABLE, "store unavailable");
+		return KZ_EUNAVAIL;
+	}
+	kzp_fail(r, KZ_WE_INTERNAL, "store script failed");
+	return KZ_EINTERNAL;
+}
+
+static int
+eval(struct kzp *p, const char *name, int argc, const char **argv,
+    redisReply **rep, struct kzp_res *r)
+{
+	const char *av[ARGS_MAX + 2];
+	struct kz_script *sc = script(name);
+	char why[KZP_WHY] = "";
+	int e;
+
+	if (sc == NULL || argc > ARGS_MAX) {
+		kzp_fail(r, KZ_WE_INTERNAL, "bad script call");
+		return KZ_EINTERNAL;
+	}
+	if ((e = kzp_connect(p, r)) != 0)
+		return e;
+	av[0] = kz_store_prefix(p->st);
+	av[1] = kz_store_prefix(p->st);
+	memcpy(av + 2, argv, (size_t)argc * sizeof(*argv));
+	e = kz_store_eval(p->st, sc, 1, argc + 2, av, rep, why, sizeof(why));
+	return e == 0 ? 0 : eval_fail(p, e, why, r);
+}
+
+int
+kzp_mutate(struct kzp *p, const char *name, int argc, const char **argv,
+    long long *val, struct kzp_res *r)
+{
+	redisReply *rep;
+	int e;
+
+	if ((e = eval(p, name, argc, argv, &rep, r)) != 0)
+		return e;
+	if (val != NULL)
+		*val = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+	freeReplyObject(rep);
+	return 0;
+}
+
+/* Runs a script that returns one JSON string and parses it. */
+static int
+eval_json(struct kzp *p, const char *name, int argc, const char **argv,
+    cJSON **out, struct kzp_res *r)
+{
+	redisReply *rep;
+	int e;
+
+	if ((e = eval(p, name, argc, argv, &rep, r)) != 0)
+		return e;
+	if (rep->type != REDIS_REPLY_STRING ||
+	    (*out = cJSON_ParseWithLength(rep->str, rep->len)) == NULL) {
+		freeReplyObject(rep);
+		kzp_fail(r, KZ_WE_INTERNAL, "store view unreadable");
+		return KZ_EINTERNAL;
+	}
+	freeReplyObject(rep);
+	return 0;
+}
+
+int
+kzp_view(struct kzp *p, const char *rh, const char *mh, const cJSON *rids,
+    cJSON **out, struct kzp_res *r)
+{
+	const char *av[ARGS_MAX];
+	int n = 0;
+	const cJSON *c;
+
+	av[n++] = rh;
+	av[n++] = mh;
+	cJSON_ArrayForEach(c, rids) {
+		if (n >= ARGS_MAX || !cJSON_IsString(c)) {
+			kzp_fail(r, KZ_WE_BAD_REQUEST, "too many ids");
+			return KZ_EINVAL;
+		}
+		av[n++] = c->valuestring;
+	}
+	return eval_json(p, "view", n, av, out, r);
+}
+
+int
+kzp_facts(struct kzp *p, const char *rid, const char *mh, cJSON **out,
+    struct kzp_res *r)
+{
+	const char *av[2] = {rid, mh};
+
+	return eval_json(p, "facts", 2, av, out, r);
+}
+
+static const char *
+jstr(const cJSON *o, const char *k)
+{
+	const cJSON *v = kz_json_get(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+int
+kzp_commit(struct kzp *p, const cJSON *view, const cJSON *snap,
+    const char *mh, const cJSON *scope_add, struct kzp_res *r)
+{
+	const char *av[ARGS_MAX];
+	char aver[24], seq[24], ttl[24];
+	char *js;
+	const cJSON *c;
+	int n = 0, e;
+
+	snprintf(aver, sizeof(aver), "%lld",
+	    (long long)cJSON_GetNumberValue(kz_json_get(view, "aver")));
+	snprintf(seq, sizeof(seq), "%lld",
+	    (long long)cJSON_GetNumberValue(kz_json_get(view, "seq")));
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)p->snap_ttl);
+	if ((js = kz_json_print(snap)) == NULL) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		return KZ_ENOMEM;
+	}
+	av[n++] = jstr(snap, "room_hash");
+	av[n++] = aver;
+	av[n++] = seq;
+	av[n++] = jstr(snap, "snapshot");
+	av[n++] = js;
+	av[n++] = ttl;
+	av[n++] = mh;
+	cJSON_ArrayForEach(c, scope_add) {
+		if (n < ARGS_MAX && cJSON_IsString(c))
+			av[n++] = c->valuestring;
+	}
+	e = kzp_mutate(p, "commit", n, av, NULL, r);
+	free(js);
+	return e;
+}
+
+int
+kzp_snap_get(struct kzp *p, const char *sid, cJSON **out, struct kzp_res *r)
+{
+	char key[KZ_STORE_KEY_MAX], suf[80], why[KZP_WHY];
+	const char *argv[2] = {"GET", key};
+	redisReply *rep;
+	int e;
+
+	*out = NULL;
+	if ((e = kzp_connect(p, r)) != 0)
+		return e;
+	snprintf(suf, sizeof(suf), "snap:%s", sid);
+	if (kz_store_key(p->st, suf, key, sizeof(key)) != 0) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad snapshot id");
+		return KZ_EINVAL;
+	}
+	if ((e = kz_store_cmd(p->st, 2, argv, &rep, why, sizeof(why))) != 0)
+		return eval_fail(p, e, why, r);
+	if (rep->type == REDIS_REPLY_STRING)
+		*out = cJSON_ParseWithLength(rep->str, rep->len);
+	freeReplyObject(rep);
+	return 0;
+}

@@ -1,0 +1,242 @@
+/*
+ * Shared-turn outputs (rule 10).  A file the run declared for a shared turn
+ * is read beneath its workspace through the rooted resolver, validated for
+ * size, type and name, stored as a blob and linked to exactly that room.
+ * What the room sees is a durable reference and bounded metadata; nothing
+ * else of the workspace is read.  A placeholder for an output in progress
+ * names its call by a run-bound room reference, never by the provider's
+ * call id, and carries no resource identity.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_json.h"
+#include "kzp.h"
+#include "banned.h"
+
+#define NAME_MAX_OUT 128
+#define HEAD 512
+
+struct type {
+	const char *ext;
+	const char *magic;	/* NULL: text (no NUL byte, valid UTF-8) */
+	size_t mlen;
+};
+
+static const struct type types[] = {
+	{"png", "\x89PNG\r\n\x1a\n", 8},
+	{"pdf", "%PDF-", 5},
+	{"zip", "PK\x03\x04", 4},
+	{"docx", "PK\x03\x04", 4},
+	{"pptx", "PK\x03\x04", 4},
+	{"xlsx", "PK\x03\x04", 4},
+	{"jpg", "\xff\xd8\xff", 3},
+	{"txt", NULL, 0}, {"csv", NULL, 0}, {"json", NULL, 0},
+	{"md", NULL, 0}, {"html", NULL, 0}, {"svg", NULL, 0},
+	{NULL, NULL, 0},
+};
+
+static bool
+listed(const char *list, const char *ext)
+{
+	size_t n = strlen(ext);
+
+	for (const char *s = list; s != NULL && *s != '\0';) {
+		const char *c = strchr(s, ',');
+		size_t len = c ? (size_t)(c - s) : strlen(s);
+
+		if (len == n && strncmp(s, ext, n) == 0)
+			return true;
+		s = c ? c + 1 : NULL;
+	}
+	return false;
+}
+
+int
+kzp_output_check(const char *name, const char *allowed,
+    const unsigned char *head, size_t headlen, struct kzp_res *r)
+{
+	size_t n = strlen(name);
+	const char *dot = strrchr(name, '.');
+	const struct type *t;
+
+	if (n == 0 || n > NAME_MAX_OUT || name[0] == '.' || dot == NULL ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-") != n) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output name is not allowed");
+		return KZ_EDENIED;
+	}
+	for (t = types; t->ext != NULL; t++)
+		if (strcmp(t->ext, dot + 1) == 0)
+			break;
+	if (t->ext == NULL || !listed(allowed, t->ext)) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output type is not allowed");
+		return KZ_EDENIED;
+	}
+	if (t->magic != NULL ? headlen < t->mlen ||
+	    memcmp(head, t->magic, t->mlen) != 0 :
+	    memchr(head, '\0', headlen) != NULL) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output content does not match "
+		    "its type");
+		return KZ_EDENIED;
+	}
+	return 0;
+}
+
+static int
+get(const cJSON *req, const char *k, size_t max, const char **out,
+    struct kzp_res *r)
+{
+	char why[KZP_WHY];
+
+	if (kz_json_str(req, k, max, out, why, sizeof(why)) != 0) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST, "field '%s' is required", k);
+		return KZ_EINVAL;
+	}
+	return 0;
+}
+
+static int
+hashed(const struct kzp *p, const cJSON *req, const char *k, const char *kind,
+    char out[KZ_IDHASH_HEX + 1], struct kzp_res *r)
+{
+	const char *v;
+	int e;
+
+	if ((e = get(req, k, KZP_ID_MAX, &v, r)) != 0)
+		return e;
+	if (kzp_hash(p, kind, v, out) != 0) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST, "field '%s' must be an id", k);
+		return KZ_EINVAL;
+	}
+	return 0;
+}
+
+/* Reads, validates and stores the one declared file; nothing else. */
+static int
+store_output(struct kzp *p, const char *ws, const char *file,
+    const char *name, char sha[KZP_SHA_HEX + 1], int64_t *size,
+    struct kzp_res *r)
+{
+	unsigned char head[HEAD];
+	struct stat sb;
+	ssize_t n;
+	int dfd, fd = -1, e;
+
+	if (ws[0] != '/' || kzp_relpath_ok(file) != 0) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad workspace or file");
+		return KZ_EINVAL;
+	}
+	if ((dfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		kzp_fail(r, KZ_WE_REFUSED, "the workspace cannot be opened");
+		return KZ_EDENIED;
+	}
+	e = kzp_open_beneath(dfd, file, &fd);
+	close(dfd);
+	if (e != 0) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output is not a plain file "
+		    "inside the workspace");
+		return KZ_EDENIED;
+	}
+	if (fstat(fd, &sb) != 0 || sb.st_size > p->out_max_bytes) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output is over the size bound");
+		e = KZ_EDENIED;
+		goto out;
+	}
+	if ((n = pread(fd, head, sizeof(head), 0)) < 0 ||
+	    (e = kzp_output_check(name, p->out_types, head, (size_t)n,
+	    r)) != 0) {
+		e = e ? e : KZ_ESYS;
+		if (r->code == NULL)
+			kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
+		goto out;
+	}
+	e = kzp_blob_put(p->blobdir, fd, p->out_max_bytes, sha, size, r);
+out:
+	close(fd);
+	return e;
+}
+
+int
+kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
+    struct kzp_res *r)
+{
+	char rh[KZ_IDHASH_HEX + 1], mh[KZ_IDHASH_HEX + 1], sha[KZP_SHA_HEX + 1];
+	char rid[40], sz[24], why[KZP_WHY];
+	unsigned char rnd[12];
+	const char *ws, *file, *name, *turn, *av[7];
+	int64_t size;
+	long long v;
+	int e;
+
+	if ((e = hashed(p, req, "room", "conversation", rh, r)) != 0 ||
+	    (e = hashed(p, req, "member", "member", mh, r)) != 0 ||
+	    (e = get(req, "turn", KZP_ID_MAX, &turn, r)) != 0 ||
+	    (e = get(req, "workspace", 4000, &ws, r)) != 0 ||
+	    (e = get(req, "file", KZP_PATH_MAX, &file, r)) != 0)
+		return e;
+	if (kz_json_str_opt(req, "name", NAME_MAX_OUT, NULL, &name, why,
+	    sizeof(why)) != 0 || !kzp_id_ok(turn)) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad 'name' or 'turn'");
+		return KZ_EINVAL;
+	}
+	if (name == NULL)
+		name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	if ((e = store_output(p, ws, file, name, sha, &size, r)) != 0)
+		return e;
+	randombytes_buf(rnd, sizeof(rnd));
+	memcpy(rid, "out-", 4);
+	kz_hex(rnd, sizeof(rnd), rid + 4);
+	snprintf(sz, sizeof(sz), "%lld", (long long)size);
+	av[0] = rid, av[1] = mh, av[2] = "output";
+	if ((e = kzp_mutate(p, "res_create", 3, av, NULL, r)) != 0)
+		return e;
+	av[2] = name, av[3] = sz, av[4] = sha, av[5] = "1";
+	if ((e = kzp_mutate(p, "res_version", 6, av, NULL, r)) != 0)
+		return e;
+	av[2] = "room", av[3] = rh, av[4] = turn, av[5] = "1";
+	if ((e = kzp_mutate(p, "link", 6, av, &v, r)) != 0)
+		return e;
+	cJSON_AddStringToObject(out, "resource", rid);
+	cJSON_AddNumberToObject(out, "version", 1);
+	cJSON_AddStringToObject(out, "name", name);
+	cJSON_AddNumberToObject(out, "size", (double)size);
+	cJSON_AddStringToObject(out, "sha256", sha);
+	cJSON_AddNumberToObject(out, "link_seq", (double)v);
+	return 0;
+}
+
+int
+kzp_op_placeholder(struct kzp *p, const cJSON *req, cJSON *out,
+    struct kzp_res *r)
+{
+	char rh[KZ_IDHASH_HEX + 1], ref[KZ_IDHASH_HEX + 1], run[200];
+	const char *rn, *call, *name;
+	int e;
+
+	if ((e = hashed(p, req, "room", "conversation", rh, r)) != 0 ||
+	    (e = get(req, "run", KZP_ID_MAX, &rn, r)) != 0 ||
+	    (e = get(req, "call", 256, &call, r)) != 0 ||
+	    (e = get(req, "name", NAME_MAX_OUT, &name, r)) != 0)
+		return e;
+	if (!kzp_id_ok(rn) || strspn(name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(name)) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad 'run' or 'name'");
+		return KZ_EINVAL;
+	}
+	/* Bound to this room and run; the provider's id cannot be recovered. */
+	snprintf(run, sizeof(run), "%s:%s", rh, rn);
+	if (kz_key_idhash2(&p->idkey, "callref", run, call, ref) != 0) {
+		kzp_fail(r, KZ_WE_INTERNAL, "hashing failed");
+		return KZ_EINTERNAL;
+	}
+	cJSON_AddStringToObject(out, "name", name);
+	cJSON_AddStringToObject(out, "ref", ref);
+	cJSON_AddStringToObject(out, "state", "in_progress");
+	return 0;
+}

@@ -1,0 +1,102 @@
+/*
+ * The daemon: every op of the table in ops.c behind the framed server.  The
+ * store client is blocking; each request runs to completion in turn, which
+ * keeps one decision from interleaving with another on this replica (the
+ * store's scripts keep replicas consistent with each other).
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/event.h>
+
+#include "kz_json.h"
+#include "kz_log.h"
+#include "kz_srv.h"
+#include "kzp.h"
+#include "kzp_conf.h"
+#include "banned.h"
+
+#define OPS_MAX 64
+
+static void
+handle(struct kz_req *req, void *arg)
+{
+	struct kzp *p = arg;
+	const cJSON *j = kz_req_json(req);
+	const char *op = cJSON_GetStringValue(kz_json_get(j, "op"));
+	struct kzp_res r = {0};
+	cJSON *out = NULL;
+
+	kz_log_set_rid(cJSON_GetStringValue(kz_json_get(j, "id")));
+	if (kzp_run(p, op, j, &out, &r) != 0) {
+		kz_log(KZ_LOG_INFO, "project.refuse", 0, r.why, "op", op,
+		    "error", r.code, NULL);
+		kz_req_err(req, r.code, r.why);
+	} else {
+		kz_log(KZ_LOG_DEBUG, "project.ok", 0, "done", "op", op, NULL);
+		kz_req_ok(req, out);
+	}
+	kz_log_set_rid(NULL);
+}
+
+static void
+on_signal(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	event_base_loopbreak(arg);
+}
+
+int
+kzp_serve(struct kzp *p, struct kzp_cfg *c)
+{
+	struct kz_op ops[OPS_MAX + 1];
+	struct kz_srv_conf sc = {0};
+	struct event_base *base = NULL;
+	struct event *sigs[2] = {NULL, NULL};
+	struct kz_srv *srv = NULL;
+	char why[200];
+	size_t n = 0;
+	int rc = 4;
+
+	memset(ops, 0, sizeof(ops));
+	for (const struct kzp_opdef *d = kzp_ops; d->op && n < OPS_MAX; d++)
+		ops[n++] = (struct kz_op){d->op, handle, d->fields};
+	if (kz_peer_policy_parse(kz_conf_str(c->conf, "KZ_PEER_UIDS", ""),
+	    kz_conf_str(c->conf, "KZ_PEER_GIDS", ""), &sc.peers, why,
+	    sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "project.config", KZ_ECONF, why, NULL);
+		return 2;
+	}
+	sc.sock_path = c->sock;
+	sc.frame_max = c->frame_max;
+	sc.io_timeout_ms = 10000;
+	sc.idle_timeout_ms = 60000;
+	sc.ops = ops;
+	sc.arg = p;
+	signal(SIGPIPE, SIG_IGN);
+	if ((base = event_base_new()) == NULL)
+		goto out;
+	if (kz_srv_new(base, &sc, &srv, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "project.listen", KZ_ESYS, why, NULL);
+		rc = 3;
+		goto out;
+	}
+	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
+	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
+	if (sigs[0] == NULL || sigs[1] == NULL || evsignal_add(sigs[0], NULL) ||
+	    evsignal_add(sigs[1], NULL))
+		goto out;
+	kz_log(KZ_LOG_INFO, "project.start", 0, "serving", NULL);
+	event_base_dispatch(base);
+	kz_log(KZ_LOG_INFO, "project.stop", 0, "stopped", NULL);
+	rc = 0;
+out:
+	for (int i = 0; i < 2; i++)
+		if (sigs[i] != NULL)
+			event_free(sigs[i]);
+	kz_srv_free(srv);
+	if (base != NULL)
+		event_base_free(base);
+	return rc;
+}
