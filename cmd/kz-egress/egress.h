@@ -1,0 +1,307 @@
+/*
+ * kz-egress internals: the strict address parser and classifier (addr.c),
+ * the administrator's policy (policy.c), signed grants (grant.c),
+ * asynchronous pinned resolution (dns.c), HTTP/1.1 framing (http.c) and
+ * the proxy itself (proxy.c).
+ */
+#ifndef EGRESS_H
+#define EGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "kz_conf.h"
+#include "kz_err.h"
+
+#define EG_VERSION "0.1.0"
+#define EG_HOST_MAX 253
+#define EG_LIST_MAX 64
+#define EG_REASON_MAX 48
+
+/* ---- addr.c ---- */
+
+struct eg_addr {
+	uint8_t fam; /* 4 or 6 */
+	uint8_t b[16]; /* IPv4 in b[0..3] */
+};
+
+struct eg_cidr {
+	struct eg_addr a;
+	int plen;
+};
+
+/* Special-purpose classes (IANA registries plus cloud metadata). */
+enum eg_class {
+	EG_C_PUBLIC,
+	EG_C_PRIVATE_USE,	/* RFC 1918 */
+	EG_C_SHARED,		/* 100.64.0.0/10 */
+	EG_C_UNIQUE_LOCAL,	/* fc00::/7 */
+	EG_C_LOOPBACK,
+	EG_C_UNSPECIFIED,	/* 0.0.0.0/8, :: */
+	EG_C_LINK_LOCAL,
+	EG_C_METADATA,
+	EG_C_MULTICAST,
+	EG_C_BROADCAST,
+	EG_C_DOCUMENTATION,
+	EG_C_BENCHMARKING,
+	EG_C_PROTOCOL,		/* IETF protocol assignments */
+	EG_C_RESERVED,		/* reserved, deprecated, unallocated */
+	EG_C_DISCARD,
+	EG_C_SITE_LOCAL,
+	EG_C_LOCAL_NAT64,
+	EG_C_COUNT_
+};
+
+const char *eg_class_name(enum eg_class c);
+/* Every class denied in every mode, for status. */
+bool eg_class_protected(enum eg_class c);
+
+/*
+ * Recognizes an IP literal in every spelling a resolver or URL parser
+ * would accept (dotted, one to four parts in decimal, octal or hex, IPv6
+ * with or without brackets, zone ids).  Returns 1 and fills out for a
+ * literal, 0 for something that is not a literal (a name), or KZ_EINVAL
+ * for a host that looks numeric but is malformed (refused, never
+ * resolved).
+ */
+int eg_addr_parse_literal(const char *host, struct eg_addr *out);
+/* Checks and lower-cases a host name into out (trailing dot folded). */
+KZ_WUR int eg_name_normalize(const char *host, char *out, size_t len);
+/*
+ * Classifies a; for IPv6 forms that embed an IPv4 address (mapped,
+ * compatible, NAT64, 6to4, Teredo) the class is that of the embedded
+ * address, which is stored in eff (else eff = *a).
+ */
+enum eg_class eg_addr_classify(const struct eg_addr *a, struct eg_addr *eff);
+bool eg_cidr_match(const struct eg_cidr *c, const struct eg_addr *a);
+KZ_WUR int eg_cidr_parse(const char *s, struct eg_cidr *out);
+void eg_addr_str(const struct eg_addr *a, char *out, size_t len);
+bool eg_addr_eq(const struct eg_addr *a, const struct eg_addr *b);
+/* sockaddr for a pinned connect; IPv4-mapped becomes plain IPv4. */
+socklen_t eg_addr_sockaddr(const struct eg_addr *a, uint16_t port,
+    struct sockaddr_storage *ss);
+
+/* ---- policy.c ---- */
+
+enum eg_mode {
+	EG_MODE_ISOLATED,
+	EG_MODE_PUBLIC,
+	EG_MODE_PRIVATE,
+	EG_MODE_ALLOWLIST,
+};
+
+struct eg_listen {
+	bool is_unix;
+	char path[108];
+	struct eg_addr a;
+	uint16_t port;
+};
+
+struct eg_policy {
+	enum eg_mode mode;	/* in force */
+	enum eg_mode configured;
+	char isolated_why[160];	/* why the mode in force is isolated */
+	char *allow[EG_LIST_MAX];
+	size_t nallow;
+	struct eg_cidr priv[EG_LIST_MAX];
+	size_t npriv;
+	struct eg_cidr cp[EG_LIST_MAX];
+	size_t ncp;
+	uint16_t ports[EG_LIST_MAX];
+	size_t nports;
+	struct eg_listen listen[8];
+	size_t nlisten;
+	struct eg_addr own[EG_LIST_MAX];	/* the proxy's own addresses */
+	size_t nown;
+	char turn_host[EG_HOST_MAX + 1];
+	uint16_t turn_port;
+	int64_t ttl;
+	bool ttl_clamped;
+	unsigned char pk[32];
+	bool have_pk;
+	char resolver[80];
+	char audit_sock[108];
+	int64_t max_conns;
+	int64_t header_timeout, connect_timeout, idle_timeout;
+};
+
+#define EG_TTL_DEFAULT 600
+#define EG_TTL_MAX 14400
+
+/* Keys kz-egress accepts in its config file. */
+extern const char *const eg_conf_keys[];
+
+/*
+ * Builds the policy from a loaded config (c may be NULL when the file could
+ * not be read: conf_why then says why, and the mode is isolated).  Never
+ * fails open: any unusable value leaves the mode isolated with a reason.
+ * sock_path is --socket (or NULL).
+ */
+KZ_WUR int eg_policy_load(const struct kz_conf *c, const char *conf_why,
+    const char *sock_path, struct eg_policy **out);
+void eg_policy_free(struct eg_policy *p);
+
+/* What a destination request asks for. */
+struct eg_dest {
+	char host[EG_HOST_MAX + 1];	/* normalized name or literal text */
+	bool literal;
+	struct eg_addr lit;
+	uint16_t port;
+	bool connect;		/* a CONNECT tunnel */
+	unsigned caps;		/* grant capabilities */
+};
+
+#define EG_CAP_TURN 0x1u
+
+/*
+ * Parses host (as written in a request) and port into d.  Returns 0, or a
+ * refusal reason ("bad_host") when the host is no valid name or literal.
+ */
+const char *eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
+    bool connect, unsigned caps);
+/* The checks before resolution: NULL when allowed, else the reason. */
+const char *eg_policy_check_dest(const struct eg_policy *p,
+    const struct eg_dest *d);
+/* The check of one (resolved or literal) address: NULL or the reason. */
+const char *eg_policy_check_addr(const struct eg_policy *p,
+    const struct eg_dest *d, const struct eg_addr *a);
+const char *eg_mode_name(enum eg_mode m);
+/* status: text or JSON on stdout. */
+void eg_policy_status(const struct eg_policy *p, bool json);
+
+/* ---- grant.c ---- */
+
+#define EG_GRANT_MAX 1024
+
+struct eg_claims {
+	char run[65];
+	int64_t iat, nbf, exp;
+	unsigned caps;
+};
+
+/* Derives the grant key pair from a field key file. */
+KZ_WUR int eg_grant_keypair(const char *field_key_file, unsigned char pk[32],
+    unsigned char sk[64], char *why, size_t wlen);
+/* Mints a grant into out (NUL-terminated). */
+KZ_WUR int eg_grant_mint(const unsigned char sk[64], const char *run_hash,
+    int64_t now, int64_t ttl, unsigned caps, char *out, size_t len);
+/*
+ * Verifies a grant; on failure returns the refusal reason ("grant_malformed",
+ * "grant_signature", "grant_not_yet_valid", "grant_expired",
+ * "grant_lifetime"), else NULL with the claims in cl.
+ */
+const char *eg_grant_verify(const unsigned char pk[32], const char *grant,
+    size_t len, int64_t now, int64_t max_ttl, struct eg_claims *cl);
+/* TURN REST credential (coturn's scheme). */
+KZ_WUR int eg_turn_credential(const unsigned char *secret, size_t slen,
+    const char *user, int64_t expiry, char *uname, size_t ulen, char *pass,
+    size_t plen);
+
+/* ---- dns.c ---- */
+
+struct event_base;
+struct eg_dns;
+
+#define EG_ANS_MAX 16
+
+/* Result of a resolution: the pinned address, or the refusal reason. */
+struct eg_verdict {
+	const char *reason;	/* NULL: allowed */
+	struct eg_addr pinned;
+	struct eg_addr answers[EG_ANS_MAX];
+	size_t nanswers;
+};
+
+typedef void (*eg_verdict_fn)(const struct eg_verdict *v, void *arg);
+
+KZ_WUR int eg_dns_new(struct event_base *base, const char *resolver,
+    struct eg_dns **out, char *why, size_t wlen);
+void eg_dns_free(struct eg_dns *d);
+struct eg_lookup;
+/*
+ * Applies the policy to d: literals are judged at once; names are resolved
+ * (A and AAAA) and every answer judged.  fn is called exactly once (maybe
+ * before this returns) unless eg_lookup_cancel is called first.
+ */
+struct eg_lookup *eg_dns_check(struct eg_dns *dns, const struct eg_policy *p,
+    const struct eg_dest *d, eg_verdict_fn fn, void *arg);
+void eg_lookup_cancel(struct eg_lookup *l);
+
+/* ---- http.c ---- */
+
+#define EG_HDR_MAX_BYTES 16384
+#define EG_HDR_MAX_COUNT 100
+
+struct eg_hdr {
+	const char *name, *value;
+	size_t nlen, vlen;
+};
+
+struct eg_head {
+	/* request: method, target; response: status */
+	const char *method;
+	size_t mlen;
+	const char *target;
+	size_t tlen;
+	int minor;		/* HTTP/1.minor */
+	int status;
+	struct eg_hdr h[EG_HDR_MAX_COUNT];
+	size_t nh;
+	/* framing, from the headers */
+	bool chunked;
+	bool has_length;
+	uint64_t length;
+	bool close;		/* Connection: close, or 1.0 without keep-alive */
+	bool expect_continue;
+	const struct eg_hdr *proxy_auth;
+};
+
+/*
+ * Parses a request (is_req) or response head of len bytes (ending in the
+ * blank line).  Returns NULL or the reason it is refused; smuggling
+ * ambiguities (Content-Length with Transfer-Encoding, duplicate
+ * Content-Length, a coding other than chunked, folded or malformed lines)
+ * are refusals.
+ */
+const char *eg_http_parse(char *buf, size_t len, bool is_req,
+    struct eg_head *out);
+bool eg_hdr_is(const struct eg_hdr *h, const char *name);
+/* Whether this header must not be forwarded (hop-by-hop, proxy auth). */
+bool eg_hdr_hop(const struct eg_head *hd, const struct eg_hdr *h);
+/*
+ * Splits an authority "host:port" or "[v6]:port" (CONNECT) or an absolute
+ * URI "http://host[:port]/path" into host, port and the origin-form path.
+ */
+KZ_WUR int eg_http_authority(const char *s, size_t len, uint16_t dflt,
+    char *host, size_t hlen, uint16_t *port);
+KZ_WUR int eg_http_absolute(const char *s, size_t len, char *host,
+    size_t hlen, uint16_t *port, const char **path, size_t *plen);
+/* The grant in a Proxy-Authorization value (Bearer, or Basic password). */
+KZ_WUR int eg_http_grant(const char *v, size_t vlen, char *out, size_t len);
+
+/* Incremental chunked-body scanner: it validates, the bytes pass through. */
+struct eg_chunk {
+	int st;
+	uint64_t left;
+	unsigned ndig;
+	size_t linelen;
+};
+/*
+ * Consumes up to n bytes; returns the number of bytes that belong to the
+ * body (<= n) once the body ends (done set), n while it continues, or -1 on
+ * a malformed or oversized chunk size.
+ */
+long eg_chunk_feed(struct eg_chunk *c, const char *p, size_t n, bool *done);
+
+/* ---- proxy.c ---- */
+
+KZ_WUR int eg_proxy_run(struct eg_policy *p);
+
+/* Refusal record: log line and audit event (queued, never blocking). */
+void eg_audit_start(const char *sock);
+void eg_refusal_record(const char *reason, const char *host, uint16_t port,
+    const char *run);
+
+#endif

@@ -1,0 +1,406 @@
+/*
+ * kz-egress: the sandbox egress proxy.  main parses the subcommand and its
+ * options, loads the config and hands over; policy lives in the modules.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sodium.h>
+#include <cJSON.h>
+#include <event2/event.h>
+
+#include "egress.h"
+#include "kz_json.h"
+#include "kz_key.h"
+#include "kz_log.h"
+#include "banned.h"
+
+static const char usage[] =
+    "usage: kz-egress serve [--config FILE] [--socket PATH]\n"
+    "       kz-egress check [--config FILE] [--cap turn] HOST PORT\n"
+    "       kz-egress status [--config FILE] [--json]\n"
+    "       kz-egress pubkey --field-key FILE\n"
+    "       kz-egress grant --field-key FILE --run ID [--ttl S] [--cap turn]"
+    " [--config FILE]\n"
+    "       kz-egress turn-credential --secret-file FILE --user NAME"
+    " [--ttl S]\n"
+    "       kz-egress --help | --version\n";
+
+struct opts {
+	const char *config, *socket, *field_key, *run, *secret, *user;
+	int64_t ttl;
+	unsigned caps;
+	bool json;
+	int argc;
+	char **argv;
+};
+
+static int
+bad_usage(const char *msg)
+{
+	if (msg != NULL)
+		fprintf(stderr, "kz-egress: %s\n", msg);
+	fputs(usage, stderr);
+	return 2;
+}
+
+static int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"socket", required_argument, NULL, 's'},
+		{"field-key", required_argument, NULL, 'k'},
+		{"run", required_argument, NULL, 'r'},
+		{"ttl", required_argument, NULL, 't'},
+		{"cap", required_argument, NULL, 'a'},
+		{"json", no_argument, NULL, 'j'},
+		{"secret-file", required_argument, NULL, 'f'},
+		{"user", required_argument, NULL, 'u'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->ttl = -1;
+	o->config = getenv("KZ_CONFIG");
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->config = optarg; break;
+		case 's': o->socket = optarg; break;
+		case 'k': o->field_key = optarg; break;
+		case 'r': o->run = optarg; break;
+		case 'f': o->secret = optarg; break;
+		case 'u': o->user = optarg; break;
+		case 'j': o->json = true; break;
+		case 't':
+			if (kz_parse_int(optarg, 1, INT32_MAX, &o->ttl) != 0)
+				return bad_usage("--ttl: expected seconds");
+			break;
+		case 'a':
+			if (strcmp(optarg, "turn") != 0)
+				return bad_usage("--cap: only 'turn' exists");
+			o->caps |= EG_CAP_TURN;
+			break;
+		default:
+			return bad_usage(NULL);
+		}
+	}
+	o->argc = argc - optind;
+	o->argv = argv + optind;
+	return 0;
+}
+
+/* The config in force; an unusable file leaves the policy isolated. */
+static int
+load_policy(const struct opts *o, struct eg_policy **out)
+{
+	struct kz_conf *c = NULL;
+	char why[160] = "";
+	int r;
+
+	if (kz_conf_load(o->config, eg_conf_keys, &c, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.config", KZ_ECONF, why, NULL);
+		c = NULL;
+	}
+	r = eg_policy_load(c, c == NULL ? why : NULL, o->socket, out);
+	kz_conf_free(c);
+	if (r != 0)
+		fprintf(stderr, "kz-egress: %s\n", kz_strerror(r));
+	return r == 0 ? 0 : 4;
+}
+
+static int
+cmd_serve(const struct opts *o)
+{
+	struct eg_policy *p;
+	int r;
+
+	if (o->argc != 0)
+		return bad_usage("serve takes no arguments");
+	if ((r = load_policy(o, &p)) != 0)
+		return r;
+	if (p->mode == EG_MODE_ISOLATED)
+		kz_log(KZ_LOG_WARN, "egress.isolated", 0, p->isolated_why,
+		    NULL);
+	if (p->nlisten == 0) {
+		fprintf(stderr, "kz-egress: no listen address\n");
+		eg_policy_free(p);
+		return 2;
+	}
+	r = eg_proxy_run(p);
+	eg_policy_free(p);
+	return r == 0 ? 0 : 3;
+}
+
+static int
+cmd_status(const struct opts *o)
+{
+	struct eg_policy *p;
+	int r;
+
+	if (o->argc != 0)
+		return bad_usage("status takes no arguments");
+	if ((r = load_policy(o, &p)) != 0)
+		return r;
+	eg_policy_status(p, o->json);
+	eg_policy_free(p);
+	return 0;
+}
+
+struct check_ctx {
+	struct eg_verdict v;
+	bool done;
+};
+
+static void
+check_done(const struct eg_verdict *v, void *arg)
+{
+	struct check_ctx *cx = arg;
+
+	cx->v = *v;
+	cx->done = true;
+}
+
+static int
+print_verdict(const struct eg_dest *d, const struct eg_verdict *v)
+{
+	cJSON *o = cJSON_CreateObject(), *a;
+	char s[64];
+	char *txt;
+
+	cJSON_AddStringToObject(o, "verdict", v->reason ? "refuse" : "allow");
+	if (v->reason)
+		cJSON_AddStringToObject(o, "reason", v->reason);
+	cJSON_AddStringToObject(o, "host", d->host[0] ? d->host : "-");
+	cJSON_AddNumberToObject(o, "port", d->port);
+	if (v->reason == NULL) {
+		eg_addr_str(&v->pinned, s, sizeof(s));
+		cJSON_AddStringToObject(o, "pinned", s);
+	}
+	a = cJSON_AddArrayToObject(o, "answers");
+	for (size_t i = 0; i < v->nanswers && a != NULL; i++) {
+		eg_addr_str(&v->answers[i], s, sizeof(s));
+		cJSON_AddItemToArray(a, cJSON_CreateString(s));
+	}
+	if ((txt = kz_json_print(o)) != NULL)
+		printf("%s\n", txt);
+	free(txt);
+	cJSON_Delete(o);
+	return v->reason ? 1 : 0;
+}
+
+static int
+resolve_check(struct eg_policy *p, const struct eg_dest *d,
+    struct check_ctx *cx)
+{
+	struct event_base *base = event_base_new();
+	struct eg_dns *dns = NULL;
+	char why[160];
+	int r = 0;
+
+	if (base == NULL)
+		return 4;
+	if (eg_dns_new(base, p->resolver, &dns, why, sizeof(why)) != 0 ||
+	    eg_dns_check(dns, p, d, check_done, cx) == NULL) {
+		fprintf(stderr, "kz-egress: %s\n", why);
+		r = 3;
+		goto out;
+	}
+	while (!cx->done && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	if (!cx->done)
+		r = 4;
+out:
+	eg_dns_free(dns);
+	event_base_free(base);
+	return r;
+}
+
+static int
+cmd_check(const struct opts *o)
+{
+	struct check_ctx cx;
+	struct eg_policy *p;
+	struct eg_dest d;
+	int64_t port;
+	int r;
+
+	if (o->argc != 2 || kz_parse_int(o->argv[1], 1, 65535, &port) != 0)
+		return bad_usage("check takes HOST PORT");
+	if ((r = load_policy(o, &p)) != 0)
+		return r;
+	memset(&cx, 0, sizeof(cx));
+	cx.v.reason = eg_dest_init(&d, o->argv[0], (uint16_t)port,
+	    (o->caps & EG_CAP_TURN) != 0, o->caps);
+	if (cx.v.reason == NULL)
+		cx.v.reason = eg_policy_check_dest(p, &d);
+	if (cx.v.reason == NULL && d.literal) {
+		cx.v.reason = eg_policy_check_addr(p, &d, &d.lit);
+		cx.v.pinned = d.lit;
+		cx.v.answers[cx.v.nanswers++] = d.lit;
+	} else if (cx.v.reason == NULL &&
+	    (r = resolve_check(p, &d, &cx)) != 0) {
+		eg_policy_free(p);
+		return r;
+	}
+	r = print_verdict(&d, &cx.v);
+	eg_policy_free(p);
+	return r;
+}
+
+static const char *
+field_key_path(const struct opts *o)
+{
+	return o->field_key ? o->field_key : getenv("KZ_FIELD_KEY_FILE");
+}
+
+static int
+cmd_pubkey(const struct opts *o)
+{
+	unsigned char pk[32], sk[64];
+	char why[160], hex[65];
+
+	if (o->argc != 0 || field_key_path(o) == NULL)
+		return bad_usage("pubkey needs --field-key FILE");
+	if (eg_grant_keypair(field_key_path(o), pk, sk, why, sizeof(why))) {
+		fprintf(stderr, "kz-egress: %s\n", why);
+		return 2;
+	}
+	sodium_memzero(sk, sizeof(sk));
+	kz_hex(pk, sizeof(pk), hex);
+	printf("%s\n", hex);
+	return 0;
+}
+
+static int
+run_hash(const char *keyfile, const char *run, char out[KZ_IDHASH_HEX + 1],
+    char *why, size_t wlen)
+{
+	struct kz_key master, idk;
+	int r;
+
+	if ((r = kz_key_load(keyfile, &master, why, wlen)) != 0)
+		return r;
+	r = kz_key_derive(&master, KZ_SUBKEY_IDHASH, &idk);
+	kz_key_wipe(&master);
+	if (r == 0)
+		r = kz_key_idhash(&idk, "run", run, out);
+	kz_key_wipe(&idk);
+	return r;
+}
+
+static int
+cmd_grant(const struct opts *o)
+{
+	unsigned char pk[32], sk[64];
+	char why[160] = "", rh[KZ_IDHASH_HEX + 1], g[EG_GRANT_MAX + 1];
+	struct eg_policy *p;
+	int64_t ttl;
+	int r;
+
+	if (o->argc != 0 || field_key_path(o) == NULL || o->run == NULL ||
+	    *o->run == '\0')
+		return bad_usage("grant needs --field-key FILE --run ID");
+	if ((r = load_policy(o, &p)) != 0)
+		return r;
+	ttl = o->ttl > 0 ? o->ttl : p->ttl;
+	if (ttl > p->ttl) {
+		fprintf(stderr, "kz-egress: --ttl clamped to %lld s\n",
+		    (long long)p->ttl);
+		ttl = p->ttl;
+	}
+	eg_policy_free(p);
+	if (eg_grant_keypair(field_key_path(o), pk, sk, why, sizeof(why)) ||
+	    run_hash(field_key_path(o), o->run, rh, why, sizeof(why))) {
+		sodium_memzero(sk, sizeof(sk));
+		fprintf(stderr, "kz-egress: %s\n", why);
+		return 2;
+	}
+	r = eg_grant_mint(sk, rh, (int64_t)time(NULL), ttl, o->caps, g,
+	    sizeof(g));
+	sodium_memzero(sk, sizeof(sk));
+	if (r != 0)
+		return 4;
+	printf("%s\n", g);
+	return 0;
+}
+
+static int
+cmd_turn(const struct opts *o)
+{
+	unsigned char secret[4096];
+	char uname[256], pass[64];
+	int64_t ttl = o->ttl > 0 ? o->ttl : 3600;
+	size_t n;
+	FILE *f;
+	int r;
+
+	if (o->argc != 0 || o->secret == NULL || o->user == NULL ||
+	    *o->user == '\0' || strlen(o->user) > 128 ||
+	    strpbrk(o->user, ": \t\r\n") != NULL)
+		return bad_usage("turn-credential needs --secret-file FILE "
+		    "--user NAME (no ':' or spaces)");
+	if (ttl > 3600)
+		return bad_usage("--ttl: TURN credentials live at most 3600 s");
+	if ((f = fopen(o->secret, "re")) == NULL) {
+		fprintf(stderr, "kz-egress: cannot read the secret file\n");
+		return 2;
+	}
+	n = fread(secret, 1, sizeof(secret), f);
+	fclose(f);
+	while (n > 0 && (secret[n - 1] == '\n' || secret[n - 1] == '\r'))
+		n--;
+	if (n == 0 || n == sizeof(secret)) {
+		fprintf(stderr, "kz-egress: secret file empty or too large\n");
+		return 2;
+	}
+	r = eg_turn_credential(secret, n, o->user, (int64_t)time(NULL) + ttl,
+	    uname, sizeof(uname), pass, sizeof(pass));
+	sodium_memzero(secret, sizeof(secret));
+	if (r != 0)
+		return 2;
+	printf("{\"username\":\"%s\",\"password\":\"%s\",\"ttl\":%lld}\n",
+	    uname, pass, (long long)ttl);
+	sodium_memzero(pass, sizeof(pass));
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(const struct opts *);
+	} cmds[] = {
+		{"serve", cmd_serve}, {"status", cmd_status},
+		{"check", cmd_check}, {"pubkey", cmd_pubkey},
+		{"grant", cmd_grant}, {"turn-credential", cmd_turn},
+	};
+	struct opts o;
+	int r;
+
+	kz_log_init("kz-egress", KZ_LOG_INFO);
+	if (argc < 2)
+		return bad_usage(NULL);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("kz-egress %s\n", EG_VERSION);
+		return 0;
+	}
+	if (sodium_init() < 0)
+		return 4;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(argv[1], cmds[i].name) != 0)
+			continue;
+		if ((r = parse_opts(argc - 1, argv + 1, &o)) != 0)
+			return r;
+		return cmds[i].fn(&o);
+	}
+	return bad_usage("unknown subcommand");
+}

@@ -1,0 +1,516 @@
+/*
+ * The administrator's egress policy.  Only the config file and the
+ * environment choose the mode; nothing in a request or a grant can.  Any
+ * value that cannot be read or parsed, and any prerequisite that is missing,
+ * leaves the mode in force at isolated, with the reason kept for status.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <cJSON.h>
+
+#include "egress.h"
+#include "kz_json.h"
+#include "kz_key.h"
+#include "banned.h"
+
+const char *const eg_conf_keys[] = {
+	"SANDBOX_EGRESS_ENABLED", "SANDBOX_EGRESS_MODE",
+	"SANDBOX_EGRESS_HOST_ALLOWLIST", "SANDBOX_EGRESS_PRIVATE_CIDRS",
+	"SANDBOX_EGRESS_ALLOWED_PORTS", "SANDBOX_EGRESS_TOKEN_TTL_SECONDS",
+	"SANDBOX_EGRESS_RESOLVER", "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS",
+	"SANDBOX_EGRESS_LISTEN", "SANDBOX_EGRESS_PUBLIC_KEY_FILE",
+	"SANDBOX_EGRESS_TURN", "SANDBOX_EGRESS_AUDIT_SOCKET",
+	"SANDBOX_EGRESS_MAX_CONNECTIONS",
+	"SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS",
+	"SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
+	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS",
+	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_AUDIT_SOCKET", "KZ_FIELD_KEY_FILE",
+	"KZ_LOG_LEVEL", NULL,
+};
+
+#define DEFAULT_PRIVATE "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
+static const char *const mode_names[] = {
+	"isolated", "public_internet", "private_networks", "host_allowlist",
+};
+
+const char *
+eg_mode_name(enum eg_mode m)
+{
+	return mode_names[m];
+}
+
+static void
+isolate(struct eg_policy *p, const char *why)
+{
+	/* The first reason is the one status reports. */
+	if (p->isolated_why[0] == '\0')
+		snprintf(p->isolated_why, sizeof(p->isolated_why), "%s", why);
+	p->mode = EG_MODE_ISOLATED;
+}
+
+/* Calls fn on each comma- or space-separated item; stops at an error. */
+static int
+each_item(const char *list, int (*fn)(struct eg_policy *, const char *),
+    struct eg_policy *p)
+{
+	char item[EG_HOST_MAX + 8];
+	size_t i = 0;
+
+	while (list[i] != '\0') {
+		size_t n = strcspn(list + i, ", \t");
+
+		if (n >= sizeof(item))
+			return KZ_EINVAL;
+		if (n > 0) {
+			int r;
+
+			memcpy(item, list + i, n);
+			item[n] = '\0';
+			if ((r = fn(p, item)) != 0)
+				return r;
+		}
+		i += n;
+		i += strspn(list + i, ", \t");
+	}
+	return 0;
+}
+
+static int
+add_allow(struct eg_policy *p, const char *s)
+{
+	char name[EG_HOST_MAX + 1];
+	struct eg_addr a;
+	int lit = eg_addr_parse_literal(s, &a);
+
+	if (p->nallow == EG_LIST_MAX || lit < 0)
+		return KZ_EINVAL;
+	if (lit == 1)
+		eg_addr_str(&a, name, sizeof(name));
+	else if (eg_name_normalize(s, name, sizeof(name)) != 0)
+		return KZ_EINVAL;
+	if ((p->allow[p->nallow] = strdup(name)) == NULL)
+		return KZ_ENOMEM;
+	p->nallow++;
+	return 0;
+}
+
+static int
+add_priv(struct eg_policy *p, const char *s)
+{
+	if (p->npriv == EG_LIST_MAX)
+		return KZ_EINVAL;
+	return eg_cidr_parse(s, &p->priv[p->npriv++]);
+}
+
+static int
+add_cp(struct eg_policy *p, const char *s)
+{
+	if (p->ncp == EG_LIST_MAX)
+		return KZ_EINVAL;
+	return eg_cidr_parse(s, &p->cp[p->ncp++]);
+}
+
+static int
+add_port(struct eg_policy *p, const char *s)
+{
+	int64_t v;
+
+	if (p->nports == EG_LIST_MAX || kz_parse_int(s, 1, 65535, &v) != 0)
+		return KZ_EINVAL;
+	p->ports[p->nports++] = (uint16_t)v;
+	return 0;
+}
+
+/* "host:port" or "[v6]:port" with a literal address (listen, resolver). */
+static int
+parse_hostport(const char *s, struct eg_addr *a, uint16_t *port)
+{
+	char host[EG_HOST_MAX + 1];
+
+	if (eg_http_authority(s, strlen(s), 0, host, sizeof(host), port) != 0 ||
+	    *port == 0)
+		return KZ_EINVAL;
+	return eg_addr_parse_literal(host, a) == 1 ? 0 : KZ_EINVAL;
+}
+
+static int
+add_listen(struct eg_policy *p, const char *s)
+{
+	struct eg_listen *l;
+
+	if (p->nlisten == sizeof(p->listen) / sizeof(p->listen[0]))
+		return KZ_EINVAL;
+	l = &p->listen[p->nlisten];
+	memset(l, 0, sizeof(*l));
+	if (strncmp(s, "unix:", 5) == 0) {
+		if (s[5] != '/' || strlen(s + 5) >= sizeof(l->path))
+			return KZ_EINVAL;
+		l->is_unix = true;
+		snprintf(l->path, sizeof(l->path), "%s", s + 5);
+	} else if (parse_hostport(s, &l->a, &l->port) != 0) {
+		return KZ_EINVAL;
+	} else if (p->nown < EG_LIST_MAX) {
+		p->own[p->nown++] = l->a;
+	}
+	p->nlisten++;
+	return 0;
+}
+
+static void
+load_lists(struct eg_policy *p, const struct kz_conf *c)
+{
+	const char *v;
+
+	v = kz_conf_str(c, "SANDBOX_EGRESS_HOST_ALLOWLIST", "");
+	if (each_item(v, add_allow, p) != 0)
+		isolate(p, "SANDBOX_EGRESS_HOST_ALLOWLIST cannot be parsed");
+	v = kz_conf_str(c, "SANDBOX_EGRESS_PRIVATE_CIDRS", DEFAULT_PRIVATE);
+	if (each_item(v, add_priv, p) != 0)
+		isolate(p, "SANDBOX_EGRESS_PRIVATE_CIDRS cannot be parsed");
+	v = kz_conf_str(c, "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS", "");
+	if (each_item(v, add_cp, p) != 0)
+		isolate(p, "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS cannot be parsed");
+	v = kz_conf_str(c, "SANDBOX_EGRESS_ALLOWED_PORTS", "80,443");
+	if (each_item(v, add_port, p) != 0 || p->nports == 0)
+		isolate(p, "unusable port list (SANDBOX_EGRESS_ALLOWED_PORTS)");
+	v = kz_conf_str(c, "SANDBOX_EGRESS_LISTEN", "");
+	if (each_item(v, add_listen, p) != 0)
+		isolate(p, "SANDBOX_EGRESS_LISTEN cannot be parsed");
+}
+
+static void
+load_mode(struct eg_policy *p, const struct kz_conf *c)
+{
+	const char *v = kz_conf_str(c, "SANDBOX_EGRESS_MODE", "public_internet");
+	char why[160];
+	bool on;
+
+	p->configured = EG_MODE_ISOLATED;
+	for (int m = 0; m < 4; m++)
+		if (strcmp(v, mode_names[m]) == 0)
+			p->configured = (enum eg_mode)m;
+	if (p->configured == EG_MODE_ISOLATED && strcmp(v, "isolated") != 0)
+		isolate(p, "SANDBOX_EGRESS_MODE is not a known mode");
+	else if (p->configured == EG_MODE_ISOLATED)
+		isolate(p, "configured isolated");
+	if (kz_conf_bool(c, "SANDBOX_EGRESS_ENABLED", true, &on, why,
+	    sizeof(why)) != 0)
+		isolate(p, "SANDBOX_EGRESS_ENABLED cannot be parsed");
+	else if (!on)
+		isolate(p, "egress disabled (SANDBOX_EGRESS_ENABLED=off)");
+}
+
+static void
+load_numbers(struct eg_policy *p, const struct kz_conf *c)
+{
+	char why[160];
+	int64_t ttl;
+
+	if (kz_conf_int(c, "SANDBOX_EGRESS_TOKEN_TTL_SECONDS", EG_TTL_DEFAULT,
+	    1, INT32_MAX, &ttl, why, sizeof(why)) != 0) {
+		isolate(p, "SANDBOX_EGRESS_TOKEN_TTL_SECONDS cannot be parsed");
+		ttl = EG_TTL_DEFAULT;
+	}
+	p->ttl_clamped = ttl > EG_TTL_MAX;
+	p->ttl = p->ttl_clamped ? EG_TTL_MAX : ttl;
+	if (kz_conf_int(c, "SANDBOX_EGRESS_MAX_CONNECTIONS", 8192, 1, 1000000,
+	    &p->max_conns, why, sizeof(why)) != 0 ||
+	    kz_conf_int(c, "SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS", 10, 1,
+	    3600, &p->header_timeout, why, sizeof(why)) != 0 ||
+	    kz_conf_int(c, "SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS", 10, 1,
+	    3600, &p->connect_timeout, why, sizeof(why)) != 0 ||
+	    kz_conf_int(c, "SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS", 300, 1,
+	    86400, &p->idle_timeout, why, sizeof(why)) != 0)
+		isolate(p, "a connection limit or timeout cannot be parsed");
+}
+
+/* The first nameserver of /etc/resolv.conf. */
+static void
+default_resolver(char *out, size_t len)
+{
+	FILE *f = fopen("/etc/resolv.conf", "re");
+	char line[256], addr[64];
+
+	out[0] = '\0';
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, " nameserver %63s", addr) == 1) {
+			if (strchr(addr, ':') != NULL)
+				snprintf(out, len, "[%s]:53", addr);
+			else
+				snprintf(out, len, "%s:53", addr);
+			break;
+		}
+	}
+	if (f != NULL)
+		fclose(f);
+}
+
+static void
+load_endpoints(struct eg_policy *p, const struct kz_conf *c)
+{
+	const char *v;
+	struct eg_addr a;
+	uint16_t port;
+
+	v = kz_conf_str(c, "SANDBOX_EGRESS_RESOLVER", NULL);
+	if (v == NULL)
+		default_resolver(p->resolver, sizeof(p->resolver));
+	else if (strlen(v) < sizeof(p->resolver))
+		snprintf(p->resolver, sizeof(p->resolver), "%s", v);
+	if (p->resolver[0] == '\0' || parse_hostport(p->resolver, &a, &port))
+		isolate(p, "no usable resolver (SANDBOX_EGRESS_RESOLVER)");
+	v = kz_conf_str(c, "SANDBOX_EGRESS_TURN", NULL);
+	if (v != NULL && (eg_http_authority(v, strlen(v), 0, p->turn_host,
+	    sizeof(p->turn_host), &p->turn_port) != 0 || p->turn_port == 0)) {
+		p->turn_host[0] = '\0';
+		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
+	}
+	v = kz_conf_str(c, "SANDBOX_EGRESS_AUDIT_SOCKET",
+	    kz_conf_str(c, "KZ_AUDIT_SOCKET", ""));
+	snprintf(p->audit_sock, sizeof(p->audit_sock), "%s", v);
+}
+
+static void
+load_pubkey(struct eg_policy *p, const struct kz_conf *c)
+{
+	const char *path = kz_conf_str(c, "SANDBOX_EGRESS_PUBLIC_KEY_FILE",
+	    NULL);
+	char buf[130];
+	size_t n;
+	FILE *f;
+
+	if (path == NULL) {
+		isolate(p, "no public key to verify grants "
+		    "(SANDBOX_EGRESS_PUBLIC_KEY_FILE)");
+		return;
+	}
+	if ((f = fopen(path, "re")) == NULL) {
+		isolate(p, "public key file cannot be read");
+		return;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	if (n != 64 || kz_unhex(buf, p->pk, 32) != 0) {
+		isolate(p, "public key file is not 64 hex digits");
+		return;
+	}
+	p->have_pk = true;
+}
+
+int
+eg_policy_load(const struct kz_conf *c, const char *conf_why,
+    const char *sock_path, struct eg_policy **out)
+{
+	struct eg_policy *p = calloc(1, sizeof(*p));
+	char buf[160];
+
+	if (p == NULL)
+		return KZ_ENOMEM;
+	if (conf_why != NULL) {
+		snprintf(buf, sizeof(buf), "config cannot be used: %s",
+		    conf_why);
+		isolate(p, buf);
+	}
+	load_mode(p, c);
+	load_lists(p, c);
+	load_numbers(p, c);
+	load_endpoints(p, c);
+	load_pubkey(p, c);
+	if (sock_path == NULL)
+		sock_path = kz_conf_str(c, "KZ_SOCKET", NULL);
+	if (sock_path != NULL && p->nlisten < 8) {
+		snprintf(buf, sizeof(buf), "unix:%s", sock_path);
+		if (add_listen(p, buf) != 0)
+			isolate(p, "--socket path is unusable");
+	}
+	if (p->nlisten == 0)
+		isolate(p, "no listen address (SANDBOX_EGRESS_LISTEN)");
+	if (p->isolated_why[0] == '\0')
+		p->mode = p->configured;
+	*out = p;
+	return 0;
+}
+
+void
+eg_policy_free(struct eg_policy *p)
+{
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < p->nallow; i++)
+		free(p->allow[i]);
+	free(p);
+}
+
+/* ---- decisions ---- */
+
+const char *
+eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
+    bool connect, unsigned caps)
+{
+	int lit;
+
+	memset(d, 0, sizeof(*d));
+	d->port = port;
+	d->connect = connect;
+	d->caps = caps;
+	lit = eg_addr_parse_literal(host, &d->lit);
+	if (lit < 0)
+		return "bad_host";
+	if (lit == 1) {
+		d->literal = true;
+		eg_addr_str(&d->lit, d->host, sizeof(d->host));
+		return NULL;
+	}
+	if (eg_name_normalize(host, d->host, sizeof(d->host)) != 0)
+		return "bad_host";
+	return NULL;
+}
+
+static bool
+is_turn(const struct eg_policy *p, const struct eg_dest *d)
+{
+	char t[EG_HOST_MAX + 1];
+	struct eg_addr a;
+	int lit;
+
+	if (p->turn_host[0] == '\0' || !d->connect ||
+	    !(d->caps & EG_CAP_TURN) || d->port != p->turn_port)
+		return false;
+	lit = eg_addr_parse_literal(p->turn_host, &a);
+	if (lit == 1)
+		return d->literal && eg_addr_eq(&a, &d->lit);
+	return lit == 0 && !d->literal &&
+	    eg_name_normalize(p->turn_host, t, sizeof(t)) == 0 &&
+	    strcmp(t, d->host) == 0;
+}
+
+const char *
+eg_policy_check_dest(const struct eg_policy *p, const struct eg_dest *d)
+{
+	bool port_ok = false;
+
+	if (p->mode == EG_MODE_ISOLATED)
+		return "isolated";
+	if (is_turn(p, d))
+		return NULL;
+	for (size_t i = 0; i < p->nports; i++)
+		port_ok |= p->ports[i] == d->port;
+	if (!port_ok)
+		return "port_not_allowed";
+	if (p->mode == EG_MODE_ALLOWLIST) {
+		for (size_t i = 0; i < p->nallow; i++)
+			if (strcmp(p->allow[i], d->host) == 0)
+				return NULL;
+		return "host_not_allowlisted";
+	}
+	return NULL;
+}
+
+static bool
+in_list(const struct eg_cidr *l, size_t n, const struct eg_addr *a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (eg_cidr_match(&l[i], a))
+			return true;
+	return false;
+}
+
+static bool
+is_own(const struct eg_policy *p, const struct eg_addr *a)
+{
+	for (size_t i = 0; i < p->nown; i++)
+		if (eg_addr_eq(&p->own[i], a))
+			return true;
+	return false;
+}
+
+const char *
+eg_policy_check_addr(const struct eg_policy *p, const struct eg_dest *d,
+    const struct eg_addr *a)
+{
+	struct eg_addr eff;
+	enum eg_class c = eg_addr_classify(a, &eff);
+
+	if (p->mode == EG_MODE_ISOLATED)
+		return "isolated";
+	if (eg_class_protected(c))
+		return eg_class_name(c);
+	if (in_list(p->cp, p->ncp, a) || in_list(p->cp, p->ncp, &eff))
+		return "control_plane";
+	if (is_own(p, a) || is_own(p, &eff))
+		return "own_address";
+	if (c == EG_C_PUBLIC)
+		return NULL;
+	/* Private ranges: only the listed ones, in private_networks mode or
+	 * for the administrator's own TURN server. */
+	if ((p->mode == EG_MODE_PRIVATE || is_turn(p, d)) &&
+	    in_list(p->priv, p->npriv, &eff))
+		return NULL;
+	return eg_class_name(c);
+}
+
+/* ---- status ---- */
+
+static cJSON *
+status_json(const struct eg_policy *p)
+{
+	cJSON *o = cJSON_CreateObject(), *a;
+
+	cJSON_AddStringToObject(o, "mode", eg_mode_name(p->mode));
+	cJSON_AddStringToObject(o, "configured_mode",
+	    eg_mode_name(p->configured));
+	if (p->mode == EG_MODE_ISOLATED)
+		cJSON_AddStringToObject(o, "isolated_because", p->isolated_why);
+	a = cJSON_AddArrayToObject(o, "ports");
+	for (size_t i = 0; i < p->nports && a; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(p->ports[i]));
+	a = cJSON_AddArrayToObject(o, "denied_in_every_mode");
+	for (int c = 0; c < EG_C_COUNT_ && a; c++)
+		if (eg_class_protected((enum eg_class)c))
+			cJSON_AddItemToArray(a, cJSON_CreateString(
+			    eg_class_name((enum eg_class)c)));
+	cJSON_AddItemToArray(a, cJSON_CreateString("control_plane"));
+	cJSON_AddItemToArray(a, cJSON_CreateString("own_address"));
+	cJSON_AddNumberToObject(o, "private_cidrs", (double)p->npriv);
+	cJSON_AddNumberToObject(o, "control_plane_cidrs", (double)p->ncp);
+	cJSON_AddNumberToObject(o, "allowlist_entries", (double)p->nallow);
+	cJSON_AddNumberToObject(o, "token_ttl_seconds", (double)p->ttl);
+	cJSON_AddBoolToObject(o, "token_ttl_clamped", p->ttl_clamped);
+	cJSON_AddBoolToObject(o, "turn", p->turn_host[0] != '\0');
+	cJSON_AddBoolToObject(o, "public_key", p->have_pk);
+	return o;
+}
+
+void
+eg_policy_status(const struct eg_policy *p, bool json)
+{
+	cJSON *o = status_json(p), *it;
+	char *s;
+
+	if (json) {
+		if ((s = kz_json_print(o)) != NULL)
+			printf("%s\n", s);
+		free(s);
+		cJSON_Delete(o);
+		return;
+	}
+	printf("mode in force: %s\n", eg_mode_name(p->mode));
+	if (p->mode == EG_MODE_ISOLATED)
+		printf("isolated because: %s\n", p->isolated_why);
+	printf("configured mode: %s\nports:", eg_mode_name(p->configured));
+	cJSON_ArrayForEach(it, kz_json_get(o, "ports"))
+		printf(" %d", it->valueint);
+	printf("\ndenied in every mode:");
+	cJSON_ArrayForEach(it, kz_json_get(o, "denied_in_every_mode"))
+		printf(" %s", it->valuestring);
+	printf("\ntoken ttl: %llds%s\n", (long long)p->ttl,
+	    p->ttl_clamped ? " (clamped from a larger configured value)" : "");
+	printf("turn: %s\n", p->turn_host[0] ? "configured" : "none");
+	cJSON_Delete(o);
+}

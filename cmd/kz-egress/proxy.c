@@ -1,0 +1,509 @@
+/*
+ * The proxy: libevent listeners on a Unix socket and/or loopback TCP, one
+ * struct conn per client connection.  Each request is judged on its own:
+ * grant, then the destination (mode, port, allowlist), then a fresh
+ * resolution whose every answer is checked, then a connect to the checked
+ * address.  An upstream connection is kept for the next request on the same
+ * client connection only when that request passed its own checks for the
+ * same host and port and the pinned address still passes: another host
+ * never rides it.  Refusals are one indistinguishable 403.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <sodium.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "egress.h"
+#include "kz_log.h"
+#include "kz_sock.h"
+#include "conn.h"
+#include "banned.h"
+
+static const char RESP_403[] = "HTTP/1.1 403 Forbidden\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 8\r\n"
+    "Connection: close\r\n\r\nrefused\n";
+static const char RESP_407[] = "HTTP/1.1 407 Proxy Authentication Required\r\n"
+    "Proxy-Authenticate: Basic realm=\"kz-egress\"\r\n"
+    "Proxy-Authenticate: Bearer realm=\"kz-egress\"\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 20\r\n"
+    "Connection: close\r\n\r\ngrant required\n\n\n\n\n\n";
+static const char RESP_400[] = "HTTP/1.1 400 Bad Request\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 12\r\n"
+    "Connection: close\r\n\r\nbad request\n";
+static const char RESP_431[] = "HTTP/1.1 431 Request Header Fields Too Large"
+    "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const char eg_resp_502[] = "HTTP/1.1 502 Bad Gateway\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 12\r\n"
+    "Connection: close\r\n\r\nbad gateway\n";
+
+/* ---- lifecycle ---- */
+
+void
+conn_free(struct conn *c)
+{
+	if (c->lk != NULL)
+		eg_lookup_cancel(c->lk);
+	if (c->cli != NULL)
+		bufferevent_free(c->cli);
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	if (c->head_out != NULL)
+		evbuffer_free(c->head_out);
+	if (c->timer != NULL)
+		event_free(c->timer);
+	c->px->nconns--;
+	free(c);
+}
+
+void
+conn_close_up(struct conn *c)
+{
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	c->up = NULL;
+	c->up_host[0] = '\0';
+}
+
+static void
+arm(struct conn *c, int64_t secs)
+{
+	struct timeval tv = {(time_t)secs, 0};
+
+	evtimer_add(c->timer, &tv);
+}
+
+/* Stops reading and frees the connection once its output is written. */
+void
+conn_close_after_flush(struct conn *c)
+{
+	struct bufferevent *b = c->cli != NULL ? c->cli : c->up;
+
+	c->st = ST_CLOSING;
+	if (c->lk != NULL) {
+		eg_lookup_cancel(c->lk);
+		c->lk = NULL;
+	}
+	if (b == NULL || evbuffer_get_length(bufferevent_get_output(b)) == 0) {
+		conn_free(c);
+		return;
+	}
+	bufferevent_disable(b, EV_READ);
+	bufferevent_setwatermark(b, EV_WRITE, 0, 0);
+	arm(c, c->px->p->header_timeout);
+}
+
+static void
+respond(struct conn *c, const char *canned, size_t n)
+{
+	conn_close_up(c);
+	bufferevent_write(c->cli, canned, n);
+	conn_close_after_flush(c);
+}
+
+void
+conn_refuse(struct conn *c, const char *reason)
+{
+	eg_refusal_record(reason, c->dest.host[0] ? c->dest.host : "-",
+	    c->dest.port, c->run);
+	respond(c, RESP_403, sizeof(RESP_403) - 1);
+}
+
+static void
+bad_request(struct conn *c, const char *why)
+{
+	kz_log(KZ_LOG_INFO, "egress.bad_request", 0, "malformed request",
+	    "reason", why, NULL);
+	respond(c, RESP_400, sizeof(RESP_400) - 1);
+}
+
+/* ---- grants ---- */
+
+static const char *
+check_grant(struct conn *c, const struct eg_head *hd)
+{
+	char g[EG_GRANT_MAX + 1];
+	unsigned char h[16];
+	struct eg_claims cl;
+	const char *r;
+	int64_t now = (int64_t)time(NULL);
+
+	if (eg_http_grant(hd->proxy_auth->value, hd->proxy_auth->vlen, g,
+	    sizeof(g)) != 0)
+		return "grant_malformed";
+	/* A kept-alive client sends the same grant again: verifying the hash
+	 * of what was verified before, and its expiry, is enough. */
+	crypto_generichash(h, sizeof(h), (unsigned char *)g, strlen(g), NULL,
+	    0);
+	if (c->g_ok && sodium_memcmp(h, c->gh, sizeof(h)) == 0) {
+		sodium_memzero(g, sizeof(g));
+		return now < c->g_exp ? NULL : "grant_expired";
+	}
+	c->g_ok = false;
+	r = eg_grant_verify(c->px->p->pk, g, strlen(g), now, c->px->p->ttl,
+	    &cl);
+	sodium_memzero(g, sizeof(g));
+	if (r != NULL)
+		return r;
+	memcpy(c->gh, h, sizeof(h));
+	c->g_ok = true;
+	c->g_exp = cl.exp;
+	c->g_caps = cl.caps;
+	snprintf(c->run, sizeof(c->run), "%s", cl.run);
+	return NULL;
+}
+
+/* ---- the request head ---- */
+
+static void
+build_head(struct conn *c, const struct eg_head *hd, const char *auth,
+    size_t alen, const char *path, size_t plen)
+{
+	struct evbuffer *o = c->head_out;
+
+	evbuffer_add(o, hd->method, hd->mlen);
+	evbuffer_add(o, " ", 1);
+	if (plen == 0 || path[0] != '/')
+		evbuffer_add(o, "/", 1);
+	evbuffer_add(o, path, plen);
+	evbuffer_add(o, " HTTP/1.1\r\nHost: ", 17);
+	evbuffer_add(o, auth, alen);
+	evbuffer_add(o, "\r\n", 2);
+	for (size_t i = 0; i < hd->nh; i++) {
+		const struct eg_hdr *h = &hd->h[i];
+
+		if (eg_hdr_hop(hd, h))
+			continue;
+		evbuffer_add(o, h->name, h->nlen);
+		evbuffer_add(o, ": ", 2);
+		evbuffer_add(o, h->value, h->vlen);
+		evbuffer_add(o, "\r\n", 2);
+	}
+	evbuffer_add(o, "\r\n", 2);
+}
+
+/* The authority as the client wrote it, without userinfo. */
+static void
+authority_of(const struct eg_head *hd, const char **a, size_t *alen)
+{
+	const char *s = hd->target + 7, *e = s, *at;
+
+	while (e < hd->target + hd->tlen && *e != '/' && *e != '?')
+		e++;
+	if ((at = memrchr(s, '@', (size_t)(e - s))) != NULL)
+		s = at + 1;
+	*a = s;
+	*alen = (size_t)(e - s);
+}
+
+static const char *
+parse_target(struct conn *c, const struct eg_head *hd, char *host,
+    size_t hlen, uint16_t *port)
+{
+	const char *path;
+	size_t plen, alen;
+	const char *auth;
+
+	c->is_connect = hd->mlen == 7 && memcmp(hd->method, "CONNECT", 7) == 0;
+	if (c->is_connect) {
+		if (eg_http_authority(hd->target, hd->tlen, 0, host, hlen,
+		    port) != 0 || *port == 0 || memchr(hd->target, '@',
+		    hd->tlen) != NULL)
+			return "bad_target";
+		return NULL;
+	}
+	if (eg_http_absolute(hd->target, hd->tlen, host, hlen, port, &path,
+	    &plen) != 0)
+		return "bad_target";
+	if (hd->chunked || (hd->has_length && hd->length > 0)) {
+		c->req_mode = hd->chunked ? BODY_CHUNKED : BODY_LENGTH;
+		c->req_left = hd->length;
+		memset(&c->req_ck, 0, sizeof(c->req_ck));
+	} else {
+		c->req_mode = BODY_NONE;
+	}
+	if (c->head_out == NULL && (c->head_out = evbuffer_new()) == NULL)
+		return "internal";
+	evbuffer_drain(c->head_out, evbuffer_get_length(c->head_out));
+	authority_of(hd, &auth, &alen);
+	build_head(c, hd, auth, alen, path, plen);
+	c->is_head = hd->mlen == 4 && memcmp(hd->method, "HEAD", 4) == 0;
+	return NULL;
+}
+
+static bool
+can_reuse(struct conn *c)
+{
+	const struct eg_policy *p = c->px->p;
+
+	return c->up != NULL && !c->is_connect && c->up_host[0] != '\0' &&
+	    strcmp(c->up_host, c->dest.host) == 0 &&
+	    c->up_port == c->dest.port &&
+	    eg_policy_check_addr(p, &c->dest, &c->up_addr) == NULL;
+}
+
+static void
+on_verdict(const struct eg_verdict *v, void *arg)
+{
+	struct conn *c = arg;
+
+	c->lk = NULL;
+	if (v->reason != NULL) {
+		conn_refuse(c, v->reason);
+		return;
+	}
+	conn_connect_up(c, &v->pinned);
+}
+
+static void
+judge(struct conn *c)
+{
+	const struct eg_policy *p = c->px->p;
+	struct eg_verdict v;
+
+	if (can_reuse(c)) {
+		conn_start_exchange(c);
+		return;
+	}
+	conn_close_up(c);
+	c->st = ST_LOOKUP;
+	if (c->dest.literal) {
+		memset(&v, 0, sizeof(v));
+		v.reason = eg_policy_check_addr(p, &c->dest, &c->dest.lit);
+		v.pinned = c->dest.lit;
+		on_verdict(&v, c);
+		return;
+	}
+	if ((c->lk = eg_dns_check(c->px->dns, p, &c->dest, on_verdict, c)) ==
+	    NULL)
+		conn_refuse(c, "resolve_failed");
+}
+
+/* One complete request head is in the client's input: judge it. */
+static void
+handle_head(struct conn *c, size_t hlen)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cli);
+	char *buf = (char *)evbuffer_pullup(in, (ev_ssize_t)hlen);
+	char host[EG_HOST_MAX + 3];
+	struct eg_head hd;
+	uint16_t port = 0;
+	const char *r;
+
+	evtimer_del(c->timer);
+	memset(&c->dest, 0, sizeof(c->dest));
+	if ((r = eg_http_parse(buf, hlen, true, &hd)) != NULL ||
+	    (r = parse_target(c, &hd, host, sizeof(host), &port)) != NULL) {
+		bad_request(c, r);
+		return;
+	}
+	c->dest.port = port;
+	if (hd.proxy_auth == NULL) {
+		respond(c, RESP_407, sizeof(RESP_407) - 1);
+		return;
+	}
+	if ((r = check_grant(c, &hd)) != NULL ||
+	    (r = eg_dest_init(&c->dest, host, port, c->is_connect,
+	    c->g_caps)) != NULL ||
+	    (r = eg_policy_check_dest(c->px->p, &c->dest)) != NULL) {
+		if (r[0] == 'b')	/* bad_host: record no raw text */
+			c->dest.host[0] = '\0';
+		conn_refuse(c, r);
+		return;
+	}
+	c->cli_close = hd.close;
+	c->expect100 = hd.expect_continue;
+	evbuffer_drain(in, hlen);
+	judge(c);
+}
+
+/* Looks for a complete head in the client's input (state ST_HEAD). */
+void
+conn_process_input(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cli);
+	struct evbuffer_ptr pos;
+	size_t len = evbuffer_get_length(in);
+
+	if (len == 0)
+		return;
+	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (pos.pos < 0) {
+		if (len > EG_HDR_MAX_BYTES)
+			respond(c, RESP_431, sizeof(RESP_431) - 1);
+		return;
+	}
+	if ((size_t)pos.pos + 4 > EG_HDR_MAX_BYTES) {
+		respond(c, RESP_431, sizeof(RESP_431) - 1);
+		return;
+	}
+	handle_head(c, (size_t)pos.pos + 4);
+}
+
+void
+conn_await_head(struct conn *c)
+{
+	c->st = ST_HEAD;
+	c->req_done = c->resp_done = c->resp_head_done = false;
+	arm(c, c->px->p->header_timeout);
+	conn_process_input(c);
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct timeval now;
+	int64_t idle = c->px->p->idle_timeout, quiet;
+
+	if (c->st != ST_TUNNEL) {
+		conn_free(c);
+		return;
+	}
+	event_base_gettimeofday_cached(c->px->base, &now);
+	quiet = (int64_t)now.tv_sec - (int64_t)c->last;
+	if (quiet >= idle)
+		conn_free(c);
+	else
+		arm(c, idle - quiet);
+}
+
+/* ---- listeners ---- */
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int slen, void *arg)
+{
+	struct proxy *px = arg;
+	struct conn *c;
+	int one = 1;
+
+	if (px->nconns >= (size_t)px->p->max_conns ||
+	    (c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return;
+	}
+	px->nconns++;
+	c->px = px;
+	if (sa->sa_family != AF_UNIX)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+	c->cli = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(px->base, on_timer, c);
+	if (c->cli == NULL || c->timer == NULL) {
+		if (c->cli == NULL)
+			close(fd);
+		conn_free(c);
+		return;
+	}
+	conn_setup_client(c);
+	conn_await_head(c);
+}
+
+static int
+listen_one(struct proxy *px, const struct eg_listen *l)
+{
+	struct sockaddr_storage ss;
+	char why[160];
+	socklen_t sl;
+	int fd;
+
+	if (l->is_unix) {
+		if (kz_sock_listen(l->path, 4096, &fd, why, sizeof(why)) != 0) {
+			kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS, why,
+			    NULL);
+			return KZ_ESYS;
+		}
+		px->ls[px->nls] = evconnlistener_new(px->base, on_accept, px,
+		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	} else {
+		sl = eg_addr_sockaddr(&l->a, l->port, &ss);
+		px->ls[px->nls] = evconnlistener_new_bind(px->base, on_accept,
+		    px, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+		    LEV_OPT_REUSEABLE, 4096, (struct sockaddr *)&ss, (int)sl);
+	}
+	if (px->ls[px->nls] == NULL) {
+		kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS,
+		    "cannot listen on a configured address", NULL);
+		return KZ_ESYS;
+	}
+	px->nls++;
+	return 0;
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* Each tunnel holds two descriptors. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int
+eg_proxy_run(struct eg_policy *p)
+{
+	struct proxy px;
+	struct event *sint = NULL, *sterm = NULL;
+	char why[160];
+	int r = 0;
+
+	memset(&px, 0, sizeof(px));
+	px.p = p;
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	if ((px.base = event_base_new()) == NULL)
+		return KZ_ENOMEM;
+	if ((r = eg_dns_new(px.base, p->resolver, &px.dns, why,
+	    sizeof(why))) != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.resolver", r, why, NULL);
+		goto out;
+	}
+	for (size_t i = 0; i < p->nlisten; i++)
+		if ((r = listen_one(&px, &p->listen[i])) != 0)
+			goto out;
+	sint = evsignal_new(px.base, SIGINT, on_signal, px.base);
+	sterm = evsignal_new(px.base, SIGTERM, on_signal, px.base);
+	if (sint == NULL || sterm == NULL || evsignal_add(sint, NULL) != 0 ||
+	    evsignal_add(sterm, NULL) != 0) {
+		r = KZ_ESYS;
+		goto out;
+	}
+	eg_audit_start(p->audit_sock);
+	kz_log(KZ_LOG_INFO, "egress.start", 0, "serving",
+	    "mode", eg_mode_name(p->mode), NULL);
+	event_base_dispatch(px.base);
+	kz_log(KZ_LOG_INFO, "egress.stop", 0, "stopping", NULL);
+out:
+	for (size_t i = 0; i < px.nls; i++)
+		evconnlistener_free(px.ls[i]);
+	for (size_t i = 0; i < p->nlisten; i++)
+		if (p->listen[i].is_unix)
+			(void)unlink(p->listen[i].path);
+	if (sint != NULL)
+		event_free(sint);
+	if (sterm != NULL)
+		event_free(sterm);
+	eg_dns_free(px.dns);
+	event_base_free(px.base);
+	return r;
+}

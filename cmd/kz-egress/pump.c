@@ -1,0 +1,453 @@
+/*
+ * Moving bytes: the pinned upstream connect, request and response bodies
+ * (each framed exactly once, by the strict parser), interim responses and
+ * CONNECT tunnels.  Every direction has a high-water mark: a slow reader
+ * stops the other side from being read, so memory per connection stays
+ * bounded whatever the peers do.
+ */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "conn.h"
+#include "kz_log.h"
+#include "banned.h"
+
+#define HIGH (1024 * 1024)
+#define LOW (256 * 1024)
+
+static const char RESP_200[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+static const char RESP_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+static void pump_req(struct conn *c);
+static void pump_resp(struct conn *c);
+
+static void
+bad_gateway(struct conn *c)
+{
+	conn_close_up(c);
+	if (!c->resp_head_done)
+		bufferevent_write(c->cli, eg_resp_502, strlen(eg_resp_502));
+	conn_close_after_flush(c);
+}
+
+/* The request and the response are both through: next request or close. */
+static void
+exchange_check(struct conn *c)
+{
+	if (!c->resp_done)
+		return;
+	/* A body the origin did not wait for cannot be resynchronized. */
+	if (!c->req_done)
+		c->cli_close = true;
+	if (c->up_close)
+		conn_close_up(c);
+	if (c->cli_close) {
+		conn_close_up(c);
+		conn_close_after_flush(c);
+		return;
+	}
+	bufferevent_enable(c->cli, EV_READ);
+	conn_await_head(c);
+}
+
+/* Bytes of a chunked body at the front of in; -1 when malformed. */
+static long
+scan_chunked(struct evbuffer *in, struct eg_chunk *ck, bool *done)
+{
+	struct evbuffer_iovec v[16];
+	int nv = evbuffer_peek(in, -1, NULL, v, 16);
+	long total = 0, r;
+
+	*done = false;
+	for (int i = 0; i < nv && i < 16 && !*done; i++) {
+		if ((r = eg_chunk_feed(ck, v[i].iov_base, v[i].iov_len,
+		    done)) < 0)
+			return -1;
+		total += r;
+	}
+	return total;
+}
+
+/* Moves one message body from src to dst; returns -1 on bad framing. */
+static int
+move_body(struct evbuffer *src, struct evbuffer *dst, enum body_mode mode,
+    uint64_t *left, struct eg_chunk *ck, bool *done)
+{
+	size_t n;
+	long k;
+
+	*done = false;
+	while ((n = evbuffer_get_length(src)) > 0 && !*done) {
+		switch (mode) {
+		case BODY_LENGTH:
+			if (n > *left)
+				n = (size_t)*left;
+			evbuffer_remove_buffer(src, dst, n);
+			*left -= n;
+			*done = *left == 0;
+			break;
+		case BODY_CHUNKED:
+			if ((k = scan_chunked(src, ck, done)) < 0)
+				return -1;
+			evbuffer_remove_buffer(src, dst, (size_t)k);
+			break;
+		case BODY_UNTIL_CLOSE:
+			evbuffer_add_buffer(dst, src);
+			break;
+		case BODY_NONE:
+			*done = true;
+			break;
+		}
+		if (evbuffer_get_length(dst) > HIGH)
+			break;
+	}
+	return 0;
+}
+
+static void
+pump_req(struct conn *c)
+{
+	bool done;
+
+	if (c->req_done)
+		return;
+	if (move_body(bufferevent_get_input(c->cli),
+	    bufferevent_get_output(c->up), c->req_mode, &c->req_left,
+	    &c->req_ck, &done) != 0) {
+		kz_log(KZ_LOG_INFO, "egress.bad_request", 0,
+		    "malformed request body", "reason", "bad_chunk", NULL);
+		bad_gateway(c);
+		return;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(c->up)) > HIGH)
+		bufferevent_disable(c->cli, EV_READ);
+	if (done) {
+		c->req_done = true;
+		exchange_check(c);
+	}
+}
+
+static void
+pump_resp(struct conn *c)
+{
+	bool done;
+
+	if (move_body(bufferevent_get_input(c->up),
+	    bufferevent_get_output(c->cli), c->resp_mode, &c->resp_left,
+	    &c->resp_ck, &done) != 0) {
+		bad_gateway(c);
+		return;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(c->cli)) > HIGH)
+		bufferevent_disable(c->up, EV_READ);
+	if (done && c->resp_mode != BODY_UNTIL_CLOSE) {
+		c->resp_done = true;
+		exchange_check(c);
+	}
+}
+
+/* The response head, minus hop-by-hop fields, with our Connection. */
+static void
+write_resp_head(struct conn *c, const char *buf, const struct eg_head *hd,
+    bool final)
+{
+	struct evbuffer *o = bufferevent_get_output(c->cli);
+	const char *eol = memchr(buf, '\r', EG_HDR_MAX_BYTES);
+
+	evbuffer_add(o, "HTTP/1.1", 8);
+	evbuffer_add(o, buf + 8, (size_t)(eol - buf) - 8);
+	evbuffer_add(o, "\r\n", 2);
+	for (size_t i = 0; i < hd->nh; i++) {
+		const struct eg_hdr *h = &hd->h[i];
+
+		if (eg_hdr_hop(hd, h))
+			continue;
+		evbuffer_add(o, h->name, h->nlen);
+		evbuffer_add(o, ": ", 2);
+		evbuffer_add(o, h->value, h->vlen);
+		evbuffer_add(o, "\r\n", 2);
+	}
+	if (final && c->cli_close)
+		evbuffer_add(o, "Connection: close\r\n", 19);
+	else if (final)
+		evbuffer_add(o, "Connection: keep-alive\r\n", 24);
+	evbuffer_add(o, "\r\n", 2);
+}
+
+static void
+resp_head(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	struct evbuffer_ptr pos;
+	struct eg_head hd;
+	size_t hlen;
+	char *buf;
+
+	for (;;) {
+		pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+		if (pos.pos < 0) {
+			if (evbuffer_get_length(in) > EG_HDR_MAX_BYTES)
+				bad_gateway(c);
+			return;
+		}
+		hlen = (size_t)pos.pos + 4;
+		buf = (char *)evbuffer_pullup(in, (ev_ssize_t)hlen);
+		if (hlen > EG_HDR_MAX_BYTES ||
+		    eg_http_parse(buf, hlen, false, &hd) != NULL ||
+		    hd.status == 101) {
+			bad_gateway(c);
+			return;
+		}
+		if (hd.status >= 200)
+			break;
+		write_resp_head(c, buf, &hd, false);
+		evbuffer_drain(in, hlen);
+	}
+	if (c->is_head || hd.status == 204 || hd.status == 304)
+		c->resp_mode = BODY_NONE;
+	else if (hd.chunked)
+		c->resp_mode = BODY_CHUNKED;
+	else if (hd.has_length)
+		c->resp_mode = BODY_LENGTH;
+	else
+		c->resp_mode = BODY_UNTIL_CLOSE;
+	c->resp_left = hd.length;
+	memset(&c->resp_ck, 0, sizeof(c->resp_ck));
+	c->up_close = hd.close || c->resp_mode == BODY_UNTIL_CLOSE;
+	if (c->resp_mode == BODY_UNTIL_CLOSE)
+		c->cli_close = true;
+	write_resp_head(c, buf, &hd, true);
+	evbuffer_drain(in, hlen);
+	c->resp_head_done = true;
+	if (c->resp_mode == BODY_NONE || (c->resp_mode == BODY_LENGTH &&
+	    c->resp_left == 0)) {
+		c->resp_done = true;
+		exchange_check(c);
+		return;
+	}
+	pump_resp(c);
+}
+
+static void
+tunnel_move(struct conn *c, struct bufferevent *src, struct bufferevent *dst)
+{
+	struct timeval now;
+
+	evbuffer_add_buffer(bufferevent_get_output(dst),
+	    bufferevent_get_input(src));
+	event_base_gettimeofday_cached(c->px->base, &now);
+	c->last = now.tv_sec;
+	if (evbuffer_get_length(bufferevent_get_output(dst)) > HIGH)
+		bufferevent_disable(src, EV_READ);
+}
+
+static void
+cli_read(struct bufferevent *b, void *arg)
+{
+	struct conn *c = arg;
+
+	switch (c->st) {
+	case ST_HEAD:
+		conn_process_input(c);
+		break;
+	case ST_EXCHANGE:
+		pump_req(c);
+		break;
+	case ST_TUNNEL:
+		tunnel_move(c, c->cli, c->up);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+up_read(struct bufferevent *b, void *arg)
+{
+	struct conn *c = arg;
+
+	switch (c->st) {
+	case ST_TUNNEL:
+		tunnel_move(c, c->up, c->cli);
+		break;
+	case ST_EXCHANGE:
+		if (!c->resp_head_done)
+			resp_head(c);
+		else
+			pump_resp(c);
+		break;
+	case ST_CLOSING:
+		break;
+	default:
+		/* An idle upstream has nothing to say: drop it. */
+		conn_close_up(c);
+		break;
+	}
+}
+
+/* Output drained below the low mark: read the other side again. */
+static void
+on_write(struct bufferevent *b, void *arg)
+{
+	struct conn *c = arg;
+	struct bufferevent *other = b == c->cli ? c->up : c->cli;
+
+	if (c->st == ST_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(b)) == 0)
+			conn_free(c);
+		return;
+	}
+	if (other == NULL)
+		return;
+	bufferevent_enable(other, EV_READ);
+	if (c->st == ST_TUNNEL)
+		tunnel_move(c, other, b);
+	else if (c->st == ST_EXCHANGE && b == c->up)
+		pump_req(c);
+	else if (c->st == ST_EXCHANGE && c->resp_head_done)
+		pump_resp(c);
+}
+
+static void
+tunnel_end(struct conn *c, struct bufferevent *gone)
+{
+	struct bufferevent *rest = gone == c->cli ? c->up : c->cli;
+
+	evbuffer_add_buffer(bufferevent_get_output(rest),
+	    bufferevent_get_input(gone));
+	bufferevent_free(gone);
+	if (gone == c->cli)
+		c->cli = NULL;
+	else
+		c->up = NULL;
+	conn_close_after_flush(c);
+}
+
+static void
+cli_event(struct bufferevent *b, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->st == ST_TUNNEL && (what & BEV_EVENT_EOF))
+		tunnel_end(c, c->cli);
+	else
+		conn_free(c);
+}
+
+static void
+on_connected(struct conn *c)
+{
+	struct timeval idle = {(time_t)c->px->p->idle_timeout, 0};
+	int one = 1;
+
+	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY,
+	    &one, sizeof(one));
+	if (!c->is_connect) {
+		bufferevent_set_timeouts(c->up, &idle, NULL);
+		conn_start_exchange(c);
+		return;
+	}
+	bufferevent_set_timeouts(c->up, NULL, NULL);
+	bufferevent_write(c->cli, RESP_200, sizeof(RESP_200) - 1);
+	c->st = ST_TUNNEL;
+	(void)bufferevent_set_max_single_read(c->up, 65536);
+	(void)bufferevent_set_max_single_read(c->cli, 65536);
+	evtimer_del(c->timer);
+	tunnel_move(c, c->cli, c->up);
+	evtimer_add(c->timer, &idle);
+}
+
+static void
+up_event(struct bufferevent *b, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		on_connected(c);
+		return;
+	}
+	switch (c->st) {
+	case ST_CONNECTING:
+		kz_log(KZ_LOG_INFO, "egress.upstream", 0,
+		    "upstream connect failed", "host", c->up_host, NULL);
+		bad_gateway(c);
+		break;
+	case ST_TUNNEL:
+		tunnel_end(c, c->up);
+		break;
+	case ST_EXCHANGE:
+		if ((what & BEV_EVENT_EOF) && c->resp_head_done &&
+		    c->resp_mode == BODY_UNTIL_CLOSE) {
+			pump_resp(c);
+			c->resp_done = true;
+			conn_close_up(c);
+			exchange_check(c);
+		} else {
+			bad_gateway(c);
+		}
+		break;
+	case ST_CLOSING:
+		if (b == c->cli || c->cli == NULL)
+			conn_free(c);
+		else
+			conn_close_up(c);
+		break;
+	default:
+		conn_close_up(c);
+		break;
+	}
+}
+
+void
+conn_setup_client(struct conn *c)
+{
+	bufferevent_setcb(c->cli, cli_read, on_write, cli_event, c);
+	bufferevent_setwatermark(c->cli, EV_READ, 0, HIGH);
+	bufferevent_setwatermark(c->cli, EV_WRITE, LOW, 0);
+	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+}
+
+void
+conn_connect_up(struct conn *c, const struct eg_addr *a)
+{
+	struct timeval ct = {(time_t)c->px->p->connect_timeout, 0};
+	struct sockaddr_storage ss;
+	socklen_t sl = eg_addr_sockaddr(a, c->dest.port, &ss);
+
+	c->up = bufferevent_socket_new(c->px->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->up == NULL) {
+		bad_gateway(c);
+		return;
+	}
+	bufferevent_setcb(c->up, up_read, on_write, up_event, c);
+	bufferevent_setwatermark(c->up, EV_READ, 0, HIGH);
+	bufferevent_setwatermark(c->up, EV_WRITE, LOW, 0);
+	bufferevent_set_timeouts(c->up, &ct, &ct);
+	snprintf(c->up_host, sizeof(c->up_host), "%s", c->dest.host);
+	c->up_addr = *a;
+	c->up_port = c->dest.port;
+	c->st = ST_CONNECTING;
+	c->resp_head_done = false;
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&ss,
+	    (int)sl) != 0)
+		bad_gateway(c);
+}
+
+void
+conn_start_exchange(struct conn *c)
+{
+	c->st = ST_EXCHANGE;
+	c->req_done = c->req_mode == BODY_NONE;
+	c->resp_done = c->resp_head_done = false;
+	c->up_close = false;
+	evbuffer_add_buffer(bufferevent_get_output(c->up), c->head_out);
+	if (c->expect100 && !c->req_done)
+		bufferevent_write(c->cli, RESP_100, sizeof(RESP_100) - 1);
+	pump_req(c);
+}

@@ -1,0 +1,118 @@
+/*
+ * Refusal records.  The log line and the egress_refusal audit event carry
+ * the reason, the destination host and port and the run hash; never the
+ * allowlist, a path or query, userinfo or the grant.  kz_audit_send blocks
+ * until the sink has the record on disk, so events go through a bounded
+ * queue to one worker thread: the event loop never waits on the sink.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sodium.h>
+#include <cJSON.h>
+
+#include "egress.h"
+#include "kz_audit.h"
+#include "kz_key.h"
+#include "kz_log.h"
+#include "banned.h"
+
+#define QUEUE_MAX 1024
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static cJSON *queue[QUEUE_MAX];
+static size_t qhead, qlen;
+static char audit_sock[108];
+static bool audit_on;
+
+static void *
+worker(void *arg)
+{
+	char why[160];
+
+	for (;;) {
+		cJSON *ev;
+		int r;
+
+		pthread_mutex_lock(&mu);
+		while (qlen == 0)
+			pthread_cond_wait(&cv, &mu);
+		ev = queue[qhead];
+		qhead = (qhead + 1) % QUEUE_MAX;
+		qlen--;
+		pthread_mutex_unlock(&mu);
+		r = kz_audit_send(audit_sock, "egress_refusal", ev,
+		    KZ_AUDIT_TIMEOUT_MS, why, sizeof(why));
+		if (r != 0)
+			kz_log(KZ_LOG_WARN, "egress.audit_failed", r,
+			    "refusal not recorded by the audit sink", NULL);
+		cJSON_Delete(ev);
+	}
+	return NULL;
+}
+
+void
+eg_audit_start(const char *sock)
+{
+	pthread_t t;
+
+	if (sock == NULL || *sock == '\0')
+		return;
+	snprintf(audit_sock, sizeof(audit_sock), "%s", sock);
+	if (pthread_create(&t, NULL, worker, NULL) != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.audit_failed", KZ_ESYS,
+		    "cannot start the audit thread", NULL);
+		return;
+	}
+	pthread_detach(t);
+	audit_on = true;
+}
+
+static void
+enqueue(cJSON *ev)
+{
+	bool dropped = false;
+
+	pthread_mutex_lock(&mu);
+	if (qlen == QUEUE_MAX)
+		dropped = true;
+	else
+		queue[(qhead + qlen++) % QUEUE_MAX] = ev;
+	pthread_cond_signal(&cv);
+	pthread_mutex_unlock(&mu);
+	if (dropped) {
+		kz_log(KZ_LOG_WARN, "egress.audit_failed", KZ_ETOOBIG,
+		    "audit queue full: refusal logged only", NULL);
+		cJSON_Delete(ev);
+	}
+}
+
+void
+eg_refusal_record(const char *reason, const char *host, uint16_t port,
+    const char *run)
+{
+	unsigned char rb[8];
+	char rid[17], ps[8];
+	cJSON *ev;
+
+	randombytes_buf(rb, sizeof(rb));
+	kz_hex(rb, sizeof(rb), rid);
+	snprintf(ps, sizeof(ps), "%u", (unsigned)port);
+	kz_log_set_rid(rid);
+	kz_log(KZ_LOG_WARN, "egress.refuse", 0, "destination refused",
+	    "reason", reason, "host", host, "port", ps,
+	    "run_hash", run && *run ? run : NULL, NULL);
+	kz_log_set_rid(NULL);
+	if (!audit_on || (ev = cJSON_CreateObject()) == NULL)
+		return;
+	/* The sink's host alphabet has no '_': such names go as "-". */
+	cJSON_AddStringToObject(ev, "host",
+	    strchr(host, '_') != NULL ? "-" : host);
+	cJSON_AddNumberToObject(ev, "port", port);
+	cJSON_AddStringToObject(ev, "reason", reason);
+	if (run != NULL && *run != '\0')
+		cJSON_AddStringToObject(ev, "run_hash", run);
+	cJSON_AddStringToObject(ev, "rid", rid);
+	enqueue(ev);
+}
