@@ -1,0 +1,262 @@
+/*
+ * kz-reset --worker ID --token T: the fenced reset of one worker that left
+ * its owner.  It refuses to touch a worker whose reset token is not the
+ * current one, collects positive evidence that the worker is clean, and
+ * only with every item in hand publishes it warm; anything missing
+ * retires it.  Evidence goes to stdout as one JSON object and to kz-audit.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kz_audit.h"
+#include "kz_conf.h"
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "kz_pool.h"
+#include "kz_store.h"
+#include "reset.h"
+#include "banned.h"
+
+static const char *const known[] = {"KZ_STORE_SOCKET", "KZ_AUDIT_SOCKET",
+	"KZ_RUN_DIR", "KZ_DEPLOYMENT", "LEASE_WORKERS_DIR",
+	"RESET_IO_TIMEOUT_MS", "RESET_STORE_TIMEOUT_MS", NULL};
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp, "usage: kz-reset --worker ID --token T [--config FILE]\n"
+	    "       kz-reset --help | --version\n");
+}
+
+static int
+load_conf(struct reset_conf *c, const char *path, char *why, size_t wlen)
+{
+	struct kz_conf *k = NULL;
+	char rd[PATH_MAX], d[PATH_MAX + 16];
+	int e;
+
+	if ((e = kz_conf_load(path, known, &k, why, wlen)) != 0)
+		return e;
+	snprintf(rd, sizeof(rd), "%s", kz_conf_str(k, "KZ_RUN_DIR",
+	    "/run/kaizen"));
+	snprintf(d, sizeof(d), "%s/store.sock", rd);
+	snprintf(c->store_sock, sizeof(c->store_sock), "%s",
+	    kz_conf_str(k, "KZ_STORE_SOCKET", d));
+	snprintf(c->audit_sock, sizeof(c->audit_sock), "%s",
+	    kz_conf_str(k, "KZ_AUDIT_SOCKET", ""));
+	snprintf(c->dep, sizeof(c->dep), "%s", kz_conf_str(k,
+	    "KZ_DEPLOYMENT", "default"));
+	snprintf(d, sizeof(d), "%s/workers", rd);
+	snprintf(c->workers_dir, sizeof(c->workers_dir), "%s",
+	    kz_conf_str(k, "LEASE_WORKERS_DIR", d));
+	if ((e = kz_conf_int(k, "RESET_IO_TIMEOUT_MS", 5000, 10, 600000,
+	    &c->io_timeout_ms, why, wlen)) == 0)
+		e = kz_conf_int(k, "RESET_STORE_TIMEOUT_MS", 2000, 10, 60000,
+		    &c->store_timeout_ms, why, wlen);
+	kz_conf_free(k);
+	return e;
+}
+
+/* Reads the worker's record; 1 when it is not resetting under token. */
+static int
+fetch(struct kz_store *s, const char *id, const char *token,
+    struct worker_rec *w, char *why, size_t wlen)
+{
+	const char *av[1] = {id}, *v;
+	cJSON *res = NULL;
+	int e;
+
+	if ((e = kz_pool_call(s, KZ_POOL_GET, 1, av, &res, why, wlen)) != 0)
+		return e;
+	e = 1;
+	if (kz_pool_errcode(res) != NULL)
+		goto out;
+#define GET(f, k) \
+	if (kz_json_str_opt(res, k, sizeof(w->f) - 1, "", &v, NULL, 0) != 0) \
+		goto out; \
+	snprintf(w->f, sizeof(w->f), "%s", v);
+	GET(state, "state");
+	GET(token, "token");
+	GET(endpoint, "endpoint");
+	GET(gen, "gen");
+#undef GET
+	snprintf(w->id, sizeof(w->id), "%s", id);
+	if (strcmp(w->state, "resetting") == 0 && strcmp(w->token, token) == 0)
+		e = 0;
+out:
+	cJSON_Delete(res);
+	return e;
+}
+
+/* One script with one retry under the same op id: a first call whose
+ * reply was lost may have been applied, and the retry then reports it. */
+static int
+transition(const struct reset_conf *c, struct kz_store **s,
+    enum kz_pool_script which, int argc, const char **av, cJSON **res)
+{
+	char why[128];
+	int e, i;
+
+	for (i = 0; i < 2; i++) {
+		if (*s == NULL && kz_store_open(c->store_sock, c->dep,
+		    (int)c->store_timeout_ms, s, why, sizeof(why)) != 0)
+			continue;
+		if ((e = kz_pool_call(*s, which, argc, av, res, why,
+		    sizeof(why))) != KZ_EUNAVAIL)
+			return e;
+		kz_store_free(*s);
+		*s = NULL;
+	}
+	return KZ_EUNAVAIL;
+}
+
+static int64_t
+tok_n(const char *t)
+{
+	const char *p = strchr(t, ':');
+	int64_t v;
+
+	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ?
+	    v : 0;
+}
+
+static void
+report(const struct reset_conf *c, const char *kind, const char *id,
+    const char *token, cJSON *out, int64_t t0)
+{
+	cJSON *a = cJSON_Duplicate(out, 1);
+	char why[128] = "", *s;
+	int e;
+
+	cJSON_AddNumberToObject(out, "duration_ms",
+	    (double)(kz_now_ms() - t0));
+	if ((s = kz_json_print(out)) != NULL)
+		printf("%s\n", s);
+	free(s);
+	fflush(stdout);
+	if (a == NULL || c->audit_sock[0] == '\0') {
+		cJSON_Delete(a);
+		return;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(a, "worker");
+	cJSON_DeleteItemFromObjectCaseSensitive(a, "token");
+	cJSON_AddStringToObject(a, "worker_id", id);
+	cJSON_AddNumberToObject(a, "token", (double)tok_n(token));
+	cJSON_AddNumberToObject(a, "duration_ms", (double)(kz_now_ms() - t0));
+	if ((e = kz_audit_send(c->audit_sock, kind, a, KZ_AUDIT_TIMEOUT_MS,
+	    why, sizeof(why))) != 0)
+		kz_log(KZ_LOG_WARN, "audit.fail", e, why, NULL);
+	cJSON_Delete(a);
+}
+
+static int
+reset(const struct reset_conf *c, const char *id, const char *token)
+{
+	struct kz_store *s = NULL;
+	struct worker_rec w = {0};
+	char why[128] = "", gen[32], op[KZ_OPID_HEX + 1], miss[256] = "";
+	const char *av[4] = {op, id, token, NULL};
+	cJSON *out = cJSON_CreateObject(), *ev = cJSON_CreateObject(), *m,
+	    *res = NULL;
+	const cJSON *x;
+	int64_t t0 = kz_now_ms();
+	int e, rc = 4;
+
+	if (out == NULL || ev == NULL)
+		goto out;
+	cJSON_AddStringToObject(out, "worker", id);
+	if ((e = kz_store_open(c->store_sock, c->dep, (int)c->store_timeout_ms,
+	    &s, why, sizeof(why))) != 0 ||
+	    (e = fetch(s, id, token, &w, why, sizeof(why))) < 0) {
+		fprintf(stderr, "kz-reset: store unavailable\n");
+		rc = 3;
+		goto out;
+	}
+	if (e == 1) {
+		/* Another owner holds it, or it is gone: touch nothing. */
+		cJSON_AddStringToObject(out, "result", "stale_token");
+		report(c, "retire", id, token, out, t0);
+		fprintf(stderr, "kz-reset: stale_token\n");
+		rc = 1;
+		goto out;
+	}
+	evidence_collect(c, &w, ev, gen, sizeof(gen));
+	m = evidence_missing(ev);
+	cJSON_AddItemToObject(out, "evidence", ev);
+	ev = NULL;
+	cJSON_ArrayForEach(x, m)
+		snprintf(miss + strlen(miss), sizeof(miss) - strlen(miss),
+		    "%s%s", miss[0] ? "," : "", x->valuestring);
+	cJSON_AddItemToObject(out, "missing", m);
+	kz_store_opid(op);
+	av[3] = cJSON_GetArraySize(m) == 0 ? gen : miss;
+	e = transition(c, &s, cJSON_GetArraySize(m) == 0 ? KZ_POOL_PUBLISH :
+	    KZ_POOL_RETIRE, 4, av, &res);
+	if (e != 0) {
+		fprintf(stderr, "kz-reset: store unavailable\n");
+		rc = 3;
+		goto out;
+	}
+	if (kz_pool_errcode(res) != NULL) {
+		cJSON_AddStringToObject(out, "result", "stale_token");
+		fprintf(stderr, "kz-reset: stale_token\n");
+		rc = 1;
+	} else if (cJSON_GetArraySize(m) == 0) {
+		cJSON_AddStringToObject(out, "result", "warm");
+		rc = 0;
+	} else {
+		cJSON_AddStringToObject(out, "result", "retired");
+		fprintf(stderr, "kz-reset: retired: missing evidence: %s\n",
+		    miss);
+		rc = 1;
+	}
+	report(c, rc == 0 ? "reset" : "retire", id, token, out, t0);
+out:
+	cJSON_Delete(res);
+	cJSON_Delete(ev);
+	cJSON_Delete(out);
+	kz_store_free(s);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"worker", required_argument, NULL, 'w'},
+		{"token", required_argument, NULL, 't'},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *id = NULL, *token = NULL, *cf = getenv("KZ_CONFIG");
+	struct reset_conf c = {0};
+	char why[256] = "";
+	int ch;
+
+	kz_log_init("kz-reset", KZ_LOG_INFO);
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'w': id = optarg; break;
+		case 't': token = optarg; break;
+		case 'c': cf = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("kz-reset " RESET_VERSION "\n"); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc || id == NULL || token == NULL ||
+	    !kz_pool_id_ok(id) || strlen(token) > KZ_POOL_TOKEN_MAX) {
+		usage(stderr);
+		return 2;
+	}
+	if (load_conf(&c, cf, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-reset: config: %s\n", why);
+		return 2;
+	}
+	return reset(&c, id, token);
+}
