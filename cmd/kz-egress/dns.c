@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "egress.h"
+#include "kz_log.h"
 #include "banned.h"
 
 struct eg_dns {
@@ -31,6 +32,13 @@ struct eg_lookup {
 	struct eg_verdict v;
 };
 
+/* evdns talks on stderr by default; its messages become debug lines. */
+static void
+dns_log(int severity, const char *msg)
+{
+	kz_log(KZ_LOG_DEBUG, "egress.dns", 0, msg, NULL);
+}
+
 int
 eg_dns_new(struct event_base *base, const char *resolver, struct eg_dns **out,
     char *why, size_t wlen)
@@ -40,6 +48,7 @@ eg_dns_new(struct event_base *base, const char *resolver, struct eg_dns **out,
 	if (d == NULL)
 		return KZ_ENOMEM;
 	d->base = base;
+	evdns_set_log_fn(dns_log);
 	d->eb = evdns_base_new(base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
 	if (d->eb == NULL ||
 	    evdns_base_nameserver_ip_add(d->eb, resolver) != 0) {

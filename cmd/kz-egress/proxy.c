@@ -36,8 +36,8 @@ static const char RESP_403[] = "HTTP/1.1 403 Forbidden\r\n"
 static const char RESP_407[] = "HTTP/1.1 407 Proxy Authentication Required\r\n"
     "Proxy-Authenticate: Basic realm=\"kz-egress\"\r\n"
     "Proxy-Authenticate: Bearer realm=\"kz-egress\"\r\n"
-    "Content-Type: text/plain\r\nContent-Length: 20\r\n"
-    "Connection: close\r\n\r\ngrant required\n\n\n\n\n\n";
+    "Content-Type: text/plain\r\nContent-Length: 15\r\n"
+    "Connection: close\r\n\r\ngrant required\n";
 static const char RESP_400[] = "HTTP/1.1 400 Bad Request\r\n"
     "Content-Type: text/plain\r\nContent-Length: 12\r\n"
     "Connection: close\r\n\r\nbad request\n";

@@ -1,0 +1,65 @@
+# Helpers for the kz-egress tests and benchmark; source after tests/e2e/lib.sh
+# (or define on_exit/bg yourself).  Test hosts live only in network
+# namespaces the test creates, on private 10.213.N.0/30 addresses.
+EGDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# eg_netns N: creates netns kzeg-N-$$ with 10.213.N.2/30 (host side .1) and
+# sets EG_NS, EG_ORIGIN (the address inside).
+eg_netns() {
+	local n=$1
+	EG_NS=kzeg-$n-$$
+	EG_VH=kzegh$n-$$ EG_VN=kzegn$n-$$
+	EG_VH=${EG_VH:0:15} EG_VN=${EG_VN:0:15}
+	EG_ORIGIN=10.213.$n.2
+	ip netns add "$EG_NS" || return 1
+	on_exit "ip netns del $EG_NS 2>/dev/null; ip link del $EG_VH 2>/dev/null"
+	ip link add "$EG_VH" type veth peer name "$EG_VN" netns "$EG_NS" || return 1
+	ip addr add "10.213.$n.1/30" dev "$EG_VH"
+	ip link set "$EG_VH" up
+	ip netns exec "$EG_NS" ip addr add "$EG_ORIGIN/30" dev "$EG_VN"
+	ip netns exec "$EG_NS" ip link set "$EG_VN" up
+	ip netns exec "$EG_NS" ip link set lo up
+}
+
+# eg_origin PORT: the python origin inside $EG_NS on $EG_ORIGIN:PORT.
+eg_origin() {
+	bg ip netns exec "$EG_NS" python3 "$EGDIR/origin.py" "$EG_ORIGIN" "$1"
+	local i=0
+	while ! ip netns exec "$EG_NS" bash -c "echo >/dev/tcp/$EG_ORIGIN/$1" 2>/dev/null; do
+		i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.05
+	done
+}
+
+# eg_dnsd ZONE: starts the test DNS server; sets EG_DNS (127.0.0.1:port).
+eg_dnsd() {
+	rm -f "$T/dns.port"
+	bg python3 "$EGDIR/dnsd.py" "$1" "$T/dns.port"
+	local i=0
+	while [ ! -s "$T/dns.port" ]; do
+		i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.05
+	done
+	EG_DNS=127.0.0.1:$(cat "$T/dns.port")
+}
+
+# eg_keys: a field key in $T and its grant public key; sets EG_KEY, EG_PK.
+eg_keys() {
+	EG_KEY=$T/field.key EG_PK=$T/grant.pub
+	head -c 32 /dev/urandom >"$EG_KEY" && chmod 600 "$EG_KEY"
+	kz-egress pubkey --field-key "$EG_KEY" >"$EG_PK"
+}
+
+# eg_free_port: a free TCP port on loopback.
+eg_free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# eg_serve CONF: starts kz-egress serve with CONF, logs in $T/egress.log;
+# waits for EG_PORT (TCP listen port in CONF).
+eg_serve() {
+	bg kz-egress serve --config "$1"
+	EG_PID=$LASTPID
+	local i=0
+	while ! bash -c "echo >/dev/tcp/127.0.0.1/$EG_PORT" 2>/dev/null; do
+		i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.05
+	done
+}

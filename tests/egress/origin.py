@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""A tiny HTTP/1.1 origin for the kz-egress tests, run inside a test network
+namespace.  GET answers "origin <host> <path>"; POST answers "got N <sha256>"
+for the body it read (Content-Length or chunked).  Keep-alive on.
+
+usage: origin.py ADDR PORT
+"""
+import hashlib
+import http.server
+import sys
+
+
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, body):
+        b = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(b)
+
+    def do_GET(self):
+        self.reply("origin %s %s\n" % (self.headers.get("Host"), self.path))
+
+    do_HEAD = do_GET
+
+    def do_POST(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b""):
+                        pass
+                    break
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.reply("got %d %s\n" % (len(data), hashlib.sha256(data).hexdigest()))
+
+
+class S(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+S((sys.argv[1], int(sys.argv[2])), H).serve_forever()
