@@ -1,0 +1,440 @@
+/*
+ * The resource envelope.  Each worker has a cgroup <parent>/<id> holding the
+ * agent alone, and a child <parent>/<id>/run holding every process of the
+ * code, with the memory, pids and cpu limits on the child.  cgroup v2 is
+ * used when its root offers memory, pids and cpu; otherwise the v1
+ * hierarchies memory, pids, cpu and freezer must all be mounted.  Anything
+ * else fails closed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx.h"
+#include "banned.h"
+
+#define CGROOT "/sys/fs/cgroup"
+
+static const char *const v1name[SBX_CG_N] = {"memory", "pids", "cpu",
+    "freezer"};
+
+static int
+wfile(const char *dir, const char *file, const char *val)
+{
+	char p[PATH_MAX];
+	int fd, r = 0;
+	size_t n = strlen(val);
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, file) >= sizeof(p))
+		return KZ_ETOOBIG;
+	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) < 0)
+		return KZ_ESYS;
+	if (write(fd, val, n) != (ssize_t)n)
+		r = KZ_ESYS;
+	close(fd);
+	return r;
+}
+
+static ssize_t
+rfile(const char *dir, const char *file, char *buf, size_t len)
+{
+	char p[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, file) >= sizeof(p))
+		return -1;
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/* The value after "key " in a flat-keyed file; 0 when absent. */
+static uint64_t
+keyed(const char *dir, const char *file, const char *key)
+{
+	char buf[4096], *p;
+	size_t kl = strlen(key);
+
+	if (rfile(dir, file, buf, sizeof(buf)) < 0)
+		return 0;
+	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+			return strtoull(p + kl + 1, NULL, 10);
+	return 0;
+}
+
+void
+sbx_cg_init(struct sbx_cg *g)
+{
+	memset(g, 0, sizeof(*g));
+	for (int i = 0; i < SBX_CG_N; i++)
+		g->procs_fd[i] = -1;
+}
+
+static bool
+v2_usable(void)
+{
+	char buf[512];
+
+	if (rfile(CGROOT, "cgroup.controllers", buf, sizeof(buf)) < 0)
+		return false;
+	return strstr(buf, "memory") && strstr(buf, "pids") &&
+	    strstr(buf, "cpu");
+}
+
+/* The agent's current cgroup in hierarchy i, from /proc/self/cgroup. */
+static int
+own_cgroup(bool v2, int i, char *out, size_t len)
+{
+	char buf[4096], *line, *save = NULL;
+	int fd;
+	ssize_t n;
+
+	if ((fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC)) < 0)
+		return KZ_ESYS;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return KZ_ESYS;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : 0;
+		bool hit;
+
+		if (c2 == NULL)
+			continue;
+		*c2 = '\0';
+		hit = v2 ? strcmp(c1 + 1, "") == 0 :
+		    strcmp(c1 + 1, v1name[i]) == 0 ||
+		    (i == SBX_CG_CPU && strcmp(c1 + 1, "cpu,cpuacct") == 0);
+		if (hit) {
+			if (v2)
+				snprintf(out, len, "%s%s", CGROOT, c2 + 1);
+			else
+				snprintf(out, len, "%s/%s%s", CGROOT, c1 + 1,
+				    c2 + 1);
+			return 0;
+		}
+	}
+	return KZ_ENOENT;
+}
+
+const char *
+sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", c->cg_parent, c->id);
+	return buf;
+}
+
+static int
+mk(const char *p)
+{
+	if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		return KZ_ESYS;
+	return 0;
+}
+
+static int
+limits_v1(struct sbx_cg *g, const struct sbx_conf *c)
+{
+	char v[64];
+	int r = 0;
+
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
+	r |= wfile(g->run[SBX_CG_MEM], "memory.limit_in_bytes", v);
+	/* With swap accounting, swap must not extend the limit. */
+	(void)wfile(g->run[SBX_CG_MEM], "memory.memsw.limit_in_bytes", v);
+	(void)wfile(g->run[SBX_CG_MEM], "memory.swappiness", "0");
+	snprintf(v, sizeof(v), "%lld", (long long)c->pids);
+	r |= wfile(g->run[SBX_CG_PIDS], "pids.max", v);
+	r |= wfile(g->run[SBX_CG_CPU], "cpu.cfs_period_us", "100000");
+	snprintf(v, sizeof(v), "%lld", (long long)c->cpu_milli * 100);
+	r |= wfile(g->run[SBX_CG_CPU], "cpu.cfs_quota_us", v);
+	return r ? KZ_ESYS : 0;
+}
+
+static int
+limits_v2(struct sbx_cg *g, const struct sbx_conf *c)
+{
+	char v[64];
+	int r = 0;
+
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
+	r |= wfile(g->run[0], "memory.max", v);
+	(void)wfile(g->run[0], "memory.swap.max", "0");
+	snprintf(v, sizeof(v), "%lld", (long long)c->pids);
+	r |= wfile(g->run[0], "pids.max", v);
+	snprintf(v, sizeof(v), "%lld 100000", (long long)c->cpu_milli * 100);
+	r |= wfile(g->run[0], "cpu.max", v);
+	return r ? KZ_ESYS : 0;
+}
+
+static int
+paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
+{
+	for (int i = 0; i < SBX_CG_N; i++) {
+		char base[PATH_MAX];
+		struct stat st;
+
+		if (g->v2)
+			snprintf(base, sizeof(base), "%s", CGROOT);
+		else
+			snprintf(base, sizeof(base), "%s/%s", CGROOT,
+			    v1name[i]);
+		if (stat(base, &st) < 0 && !(i == SBX_CG_CPU &&
+		    snprintf(base, sizeof(base), "%s/cpu,cpuacct", CGROOT) &&
+		    stat(base, &st) == 0)) {
+			kz_why(why, wlen, "cgroup: no %s controller", v1name[i]);
+			return KZ_EUNAVAIL;
+		}
+		if ((size_t)snprintf(g->worker[i], PATH_MAX, "%s/%s/%s", base,
+		    c->cg_parent, c->id) >= PATH_MAX)
+			return KZ_ETOOBIG;
+		if ((size_t)snprintf(g->run[i], PATH_MAX, "%s/run",
+		    g->worker[i]) >= PATH_MAX)
+			return KZ_ETOOBIG;
+		/* v2 allows no process in a cgroup that delegates controllers
+		 * to a child, so there the agent sits in a leaf of its own. */
+		if (i == 0 && (size_t)snprintf(g->agent, PATH_MAX, "%s%s",
+		    g->worker[0], g->v2 ? "/agent" : "") >= PATH_MAX)
+			return KZ_ETOOBIG;
+		if (own_cgroup(g->v2, i, g->orig[i], PATH_MAX) != 0) {
+			kz_why(why, wlen, "cgroup: cannot read own cgroup");
+			return KZ_EUNAVAIL;
+		}
+	}
+	return 0;
+}
+
+int
+sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
+    char *why, size_t wlen)
+{
+	char pid[32];
+	int r;
+
+	g->v2 = v2_usable();
+	if ((r = paths(g, c, why, wlen)) != 0)
+		return r;
+	if (g->v2)
+		(void)wfile(CGROOT, "cgroup.subtree_control",
+		    "+memory +pids +cpu");
+	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+		char parent[PATH_MAX];
+
+		snprintf(parent, sizeof(parent), "%s", g->worker[i]);
+		*strrchr(parent, '/') = '\0';
+		if (mk(parent) != 0 || mk(g->worker[i]) != 0) {
+			kz_why(why, wlen, "cgroup: cannot create the worker "
+			    "cgroup: %s", strerror(errno));
+			return KZ_EUNAVAIL;
+		}
+		g->made = true;
+		if (g->v2) {
+			(void)wfile(parent, "cgroup.subtree_control",
+			    "+memory +pids +cpu");
+			(void)wfile(g->worker[i], "cgroup.subtree_control",
+			    "+memory +pids +cpu");
+		}
+		if (g->v2 && mk(g->agent) != 0) {
+			kz_why(why, wlen, "cgroup: cannot create the agent "
+			    "cgroup: %s", strerror(errno));
+			return KZ_EUNAVAIL;
+		}
+		if (mk(g->run[i]) != 0) {
+			kz_why(why, wlen, "cgroup: cannot create the run "
+			    "cgroup: %s", strerror(errno));
+			return KZ_EUNAVAIL;
+		}
+	}
+	if ((g->v2 ? limits_v2(g, c) : limits_v1(g, c)) != 0) {
+		kz_why(why, wlen, "cgroup: cannot set the limits: %s",
+		    strerror(errno));
+		return KZ_EUNAVAIL;
+	}
+	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/cgroup.procs", g->run[i]);
+		if ((g->procs_fd[i] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
+			kz_why(why, wlen, "cgroup: cannot open the run cgroup");
+			return KZ_EUNAVAIL;
+		}
+	}
+	if (join) {
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+			if (wfile(i == 0 ? g->agent : g->worker[i],
+			    "cgroup.procs", pid) != 0) {
+				kz_why(why, wlen, "cgroup: cannot join the worker "
+				    "cgroup");
+				return KZ_EUNAVAIL;
+			}
+		g->joined = true;
+	}
+	return 0;
+}
+
+int
+sbx_cg_attach(const struct sbx_cg *g, pid_t pid)
+{
+	char v[32];
+	int n = snprintf(v, sizeof(v), "%d", (int)pid);
+
+	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+		if (write(g->procs_fd[i], v, (size_t)n) != n)
+			return KZ_ESYS;
+	return 0;
+}
+
+void
+sbx_cg_reset_peak(const struct sbx_cg *g)
+{
+	if (!g->v2)
+		(void)wfile(g->run[SBX_CG_MEM], "memory.max_usage_in_bytes",
+		    "0");
+	else
+		(void)wfile(g->run[0], "memory.peak", "0");
+}
+
+void
+sbx_cg_stats(const struct sbx_cg *g, struct sbx_cg_stats *st)
+{
+	char buf[64];
+
+	memset(st, 0, sizeof(*st));
+	if (g->v2) {
+		if (rfile(g->run[0], "memory.peak", buf, sizeof(buf)) > 0)
+			st->peak = strtoull(buf, NULL, 10);
+		st->oom_kills = keyed(g->run[0], "memory.events", "oom_kill");
+		st->pids_max_hits = keyed(g->run[0], "pids.events", "max");
+		return;
+	}
+	if (rfile(g->run[SBX_CG_MEM], "memory.max_usage_in_bytes", buf,
+	    sizeof(buf)) > 0)
+		st->peak = strtoull(buf, NULL, 10);
+	st->oom_kills = keyed(g->run[SBX_CG_MEM], "memory.oom_control",
+	    "oom_kill");
+	st->pids_max_hits = keyed(g->run[SBX_CG_PIDS], "pids.events", "max");
+}
+
+/* Calls fn for each pid listed in dir/cgroup.procs; returns the count. */
+static int
+each_pid(const char *dir, void (*fn)(pid_t))
+{
+	char buf[65536], *p, *end;
+	int n = 0;
+
+	if (rfile(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+		return -1;
+	for (p = buf; *p != '\0'; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (fn != NULL)
+			fn((pid_t)v);
+		n++;
+		while (*end == '\n')
+			end++;
+	}
+	return n;
+}
+
+static void
+kill9(pid_t p)
+{
+	(void)kill(p, SIGKILL);
+}
+
+int
+sbx_cg_count_run(const struct sbx_cg *g)
+{
+	return each_pid(g->run[g->v2 ? 0 : SBX_CG_PIDS], NULL);
+}
+
+/*
+ * Freezes the run cgroup so nothing forks while it is being killed, kills
+ * every member, thaws so the kills land, and waits briefly for it to empty.
+ */
+int
+sbx_cg_kill_run(const struct sbx_cg *g)
+{
+	int left = 0;
+
+	if (sbx_cg_count_run(g) == 0)
+		return 0;
+	if (g->v2) {
+		if (wfile(g->run[0], "cgroup.kill", "1") != 0)
+			(void)each_pid(g->run[0], kill9);
+	} else {
+		(void)wfile(g->run[SBX_CG_FRZ], "freezer.state", "FROZEN");
+		(void)each_pid(g->run[SBX_CG_FRZ], kill9);
+		(void)each_pid(g->run[SBX_CG_PIDS], kill9);
+		(void)wfile(g->run[SBX_CG_FRZ], "freezer.state", "THAWED");
+	}
+	for (int i = 0; i < 200; i++) {
+		if ((left = sbx_cg_count_run(g)) <= 0)
+			return left < 0 ? -1 : 0;
+		usleep(5000);
+		(void)each_pid(g->run[g->v2 ? 0 : SBX_CG_PIDS], kill9);
+	}
+	return left;
+}
+
+bool
+sbx_cg_only(const struct sbx_cg *g, pid_t pid)
+{
+	char buf[128];
+
+	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "%d\n", (int)pid);
+		if (rfile(i == 0 ? g->agent : g->worker[i], "cgroup.procs",
+		    buf, sizeof(buf)) < 0 ||
+		    strcmp(buf, want) != 0)
+			return false;
+		if (each_pid(g->run[i], NULL) != 0)
+			return false;
+	}
+	return true;
+}
+
+void
+sbx_cg_teardown(struct sbx_cg *g)
+{
+	char pid[32];
+
+	for (int i = 0; i < SBX_CG_N; i++)
+		if (g->procs_fd[i] >= 0) {
+			close(g->procs_fd[i]);
+			g->procs_fd[i] = -1;
+		}
+	if (!g->made)
+		return;
+	(void)sbx_cg_kill_run(g);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+		if (g->joined)
+			(void)wfile(g->orig[i], "cgroup.procs", pid);
+		(void)rmdir(g->run[i]);
+		if (g->v2)
+			(void)rmdir(g->agent);
+		(void)rmdir(g->worker[i]);
+	}
+	g->made = false;
+}

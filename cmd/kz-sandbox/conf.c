@@ -1,0 +1,230 @@
+/*
+ * Configuration: one table maps each key to its command-line option, its
+ * type, bounds and default, so the file, the environment and the options
+ * all go through the same parser and the same checks.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kz_conf.h"
+#include "sbx.h"
+#include "banned.h"
+
+enum ktype { K_STR, K_SIZE, K_INT };
+
+struct key {
+	const char *key;
+	const char *opt;	/* NULL: config/env only */
+	enum ktype t;
+	size_t off;
+	size_t cap;		/* K_STR buffer size */
+	int64_t min, max;	/* K_INT bounds; K_SIZE max in max */
+	const char *dflt;
+	const char *help;
+};
+
+#define S(f) offsetof(struct sbx_conf, f), sizeof(((struct sbx_conf *)0)->f)
+#define N(f) offsetof(struct sbx_conf, f), 0
+#define G(x) ((int64_t)(x) << 30)
+
+static const struct key keys[] = {
+	{"SANDBOX_ROOT", "root", K_STR, S(root), 0, 0, "/",
+	    "directory exposed read-only as /"},
+	{"SANDBOX_WORKSPACE_SIZE", "workspace-size", K_SIZE, N(ws_size), 1 << 20,
+	    G(64), "256M", "size of the /workspace tmpfs"},
+	{"SANDBOX_TMP_SIZE", "tmp-size", K_SIZE, N(tmp_size), 1 << 20, G(16),
+	    "64M", "size of the /tmp tmpfs"},
+	{"SANDBOX_SHM_SIZE", "shm-size", K_SIZE, N(shm_size), 1 << 20, G(16),
+	    "64M", "size of the /dev/shm tmpfs"},
+	{"SANDBOX_UID", "uid", K_INT, N(uid), 1, 2147483646, "65534",
+	    "uid the code runs as (never 0)"},
+	{"SANDBOX_GID", "gid", K_INT, N(gid), 1, 2147483646, "65534",
+	    "gid the code runs as (never 0)"},
+	{"SANDBOX_MEMORY", "memory", K_SIZE, N(memory), 8 << 20, G(1024),
+	    "512M", "memory limit of a run (cgroup)"},
+	{"SANDBOX_PIDS", "pids", K_INT, N(pids), 4, 65536, "128",
+	    "process/thread limit of a run (cgroup)"},
+	{"SANDBOX_CPU", "cpu", K_INT, N(cpu_milli), 10, 1024000, "1000",
+	    "CPU bandwidth of a run in millicores (cgroup)"},
+	{"SANDBOX_NOFILE", "nofile", K_INT, N(nofile), 16, 1048576, "1024",
+	    "RLIMIT_NOFILE of a run"},
+	{"SANDBOX_FSIZE", "fsize", K_SIZE, N(fsize), 1 << 20, G(1024), "256M",
+	    "RLIMIT_FSIZE of a run"},
+	{"SANDBOX_TIMEOUT", "timeout", K_INT, N(timeout_s), 1, 86400, "60",
+	    "wall-clock limit of a run in seconds"},
+	{"SANDBOX_STDOUT_MAX", "stdout-max", K_SIZE, N(stdout_max), 1024,
+	    G(1) / 4, "1M", "bytes of stdout kept"},
+	{"SANDBOX_STDERR_MAX", "stderr-max", K_SIZE, N(stderr_max), 1024,
+	    G(1) / 4, "1M", "bytes of stderr kept"},
+	{"SANDBOX_PROJECTION_DIR", "projection", K_STR, S(projection), 0, 0, "",
+	    "host directory mounted read-only at /projection"},
+	{"SANDBOX_EGRESS_SOCKET", "egress-socket", K_STR, S(egress_sock), 0,
+	    0, "", "kz-egress socket; empty: no network"},
+	{"SANDBOX_RELAY_PORT", "relay-port", K_INT, N(relay_port), 1, 65535,
+	    "3128", "loopback port of the egress relay"},
+	{"SANDBOX_CGROUP_PARENT", "cgroup-parent", K_STR, S(cg_parent), 0, 0,
+	    "kz-sandbox", "cgroup under which workers are created"},
+	{"SANDBOX_STATE_DIR", "state-dir", K_STR, S(state_dir), 0, 0,
+	    "/run/kz-sandbox", "host directory for the workers' root views"},
+	{"SANDBOX_MASK", "mask", K_STR, S(masks), 0, 0,
+	    "/home,/root,/mnt,/media,/srv,/var/tmp,/var/lib,/var/spool,/var/mail,/var/log,/var/cache",
+	    "comma-separated paths hidden by an empty mount"},
+	{"SANDBOX_HOSTNAME", NULL, K_STR, S(hostname), 0, 0, "sandbox", NULL},
+	{"KZ_SOCKET", "socket", K_STR, S(sock), 0, 0, "", "serve socket"},
+	{"KZ_RUN_DIR", NULL, K_STR, S(run_dir), 0, 0, "", NULL},
+	{"KZ_PEER_UIDS", NULL, K_STR, S(peer_uids), 0, 0, "", NULL},
+	{"KZ_PEER_GIDS", NULL, K_STR, S(peer_gids), 0, 0, "", NULL},
+	{"KZ_FRAME_MAX", NULL, K_SIZE, N(frame_max), 1024, 64 << 20, "8M",
+	    NULL},
+	{"KZ_IO_TIMEOUT_MS", NULL, K_INT, N(io_timeout_ms), 10, 600000, "5000",
+	    NULL},
+	{NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL},
+};
+
+/* Keys every kz binary's config may carry that this one does not use. */
+static const char *const ignored[] = {"KZ_FIELD_KEY_FILE", "KZ_AUDIT_SOCKET",
+    "KZ_STORE_SOCKET", "KZ_LOG_LEVEL", NULL};
+
+static int
+set(struct sbx_conf *c, const struct key *k, const char *v, char *why,
+    size_t wlen)
+{
+	char *base = (char *)c;
+	uint64_t u;
+	int64_t i;
+
+	switch (k->t) {
+	case K_STR:
+		if (strlen(v) >= k->cap) {
+			kz_why(why, wlen, "%s is too long", k->key);
+			return KZ_ETOOBIG;
+		}
+		memcpy(base + k->off, v, strlen(v) + 1);
+		return 0;
+	case K_SIZE:
+		if (kz_parse_size(v, (uint64_t)k->max, &u) != 0 ||
+		    u < (uint64_t)k->min) {
+			kz_why(why, wlen, "%s must be a size between %lld and "
+			    "%lld bytes", k->key, (long long)k->min,
+			    (long long)k->max);
+			return KZ_ERANGE;
+		}
+		memcpy(base + k->off, &u, sizeof(u));
+		return 0;
+	case K_INT:
+		if (kz_parse_int(v, k->min, k->max, &i) != 0) {
+			kz_why(why, wlen, "%s must be an integer in [%lld, %lld]",
+			    k->key, (long long)k->min, (long long)k->max);
+			return KZ_ERANGE;
+		}
+		memcpy(base + k->off, &i, sizeof(i));
+		return 0;
+	}
+	return KZ_EINTERNAL;
+}
+
+void
+sbx_conf_defaults(struct sbx_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (const struct key *k = keys; k->key != NULL; k++)
+		if (set(c, k, k->dflt, NULL, 0) != 0)
+			__builtin_trap();	/* a bad default is a bug */
+}
+
+int
+sbx_conf_load(struct sbx_conf *c, const char *path, char *why, size_t wlen)
+{
+	const char *known[sizeof(keys) / sizeof(keys[0]) + 8];
+	struct kz_conf *kc = NULL;
+	size_t n = 0;
+	int r;
+
+	for (const struct key *k = keys; k->key != NULL; k++)
+		known[n++] = k->key;
+	for (const char *const *p = ignored; *p != NULL; p++)
+		known[n++] = *p;
+	known[n] = NULL;
+	if ((r = kz_conf_load(path, known, &kc, why, wlen)) != 0)
+		return r;
+	for (const struct key *k = keys; k->key != NULL; k++) {
+		const char *v = kz_conf_str(kc, k->key, NULL);
+
+		if (v != NULL && (r = set(c, k, v, why, wlen)) != 0)
+			break;
+	}
+	kz_conf_free(kc);
+	return r;
+}
+
+int
+sbx_conf_opt(struct sbx_conf *c, const char *opt, const char *val,
+    char *why, size_t wlen)
+{
+	for (const struct key *k = keys; k->key != NULL; k++)
+		if (k->opt != NULL && strcmp(k->opt, opt) == 0)
+			return set(c, k, val, why, wlen);
+	return KZ_ENOENT;
+}
+
+bool
+sbx_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > SBX_ID_MAX || id[0] == '.' || id[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = id[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+		    ch == '.'))
+			return false;
+	}
+	return true;
+}
+
+static bool
+abs_path_ok(const char *p)
+{
+	return p[0] == '/' && strstr(p, "/../") == NULL &&
+	    strstr(p, "/./") == NULL && strcmp(p + strlen(p) - 1, ".") != 0;
+}
+
+int
+sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
+{
+	if (c->uid == 0 || c->gid == 0) {
+		kz_why(why, wlen, "the code never runs as uid or gid 0");
+		return KZ_ECONF;
+	}
+	if (!abs_path_ok(c->root) || !abs_path_ok(c->state_dir) ||
+	    (c->projection[0] != '\0' && !abs_path_ok(c->projection))) {
+		kz_why(why, wlen, "SANDBOX_ROOT, SANDBOX_STATE_DIR and "
+		    "SANDBOX_PROJECTION_DIR must be absolute paths without "
+		    "dot segments");
+		return KZ_ECONF;
+	}
+	if (!sbx_id_valid(c->cg_parent)) {
+		kz_why(why, wlen, "SANDBOX_CGROUP_PARENT must be one name of "
+		    "[A-Za-z0-9._-]");
+		return KZ_ECONF;
+	}
+	if (c->id[0] != '\0' && !sbx_id_valid(c->id)) {
+		kz_why(why, wlen, "the worker id must be 1-63 characters of "
+		    "[A-Za-z0-9._-]");
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
+void
+sbx_conf_usage(void *fp)
+{
+	for (const struct key *k = keys; k->key != NULL; k++)
+		if (k->opt != NULL && k->help != NULL)
+			fprintf(fp, "  --%-16s %s (%s, default \"%s\")\n", k->opt,
+			    k->help, k->key, k->dflt);
+}

@@ -1,0 +1,281 @@
+/*
+ * kz-sandbox: the code-sandbox worker.  run (one-shot), serve (a persistent
+ * worker driven over its socket) and classify (artifact scripts).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_log.h"
+#include "sbx.h"
+#include "banned.h"
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: kz-sandbox run [--config FILE] [--id ID] [--env NAME=VALUE]...\n"
+	    "           [--cwd DIR] [--grant-file FILE] [options] -- CMD [ARG...]\n"
+	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file FILE]\n"
+	    "           [--config FILE] [options]\n"
+	    "       kz-sandbox classify FILE...\n"
+	    "       kz-sandbox --help | --version\n"
+	    "options (each also a config key and environment variable):\n");
+	sbx_conf_usage(fp);
+}
+
+static int die(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kz-sandbox: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+struct opts {
+	const char *config, *pid_file, *cwd, *grant_file, *id;
+	const char *env[SBX_ENV_MAX];
+	int nenv;
+	char **cmd;
+};
+
+/* Splits argv into our options and the command after "--". */
+static int
+parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
+{
+	char why[256];
+	int i, r;
+
+	for (i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			o->config = argv[i + 1];
+	if (o->config == NULL)
+		o->config = getenv("KZ_CONFIG");
+	if (sbx_conf_load(c, o->config, why, sizeof(why)) != 0)
+		return die(SBX_EXIT_USAGE, "bad config: %s", why);
+	for (i = 2; i < argc; i++) {
+		const char *a = argv[i], *v;
+
+		if (strcmp(a, "--") == 0) {
+			o->cmd = argv + i + 1;
+			break;
+		}
+		if (strncmp(a, "--", 2) != 0 || i + 1 >= argc)
+			return die(SBX_EXIT_USAGE, "bad argument %s", a);
+		v = argv[++i];
+		a += 2;
+		if (strcmp(a, "config") == 0)
+			continue;
+		else if (strcmp(a, "pid-file") == 0)
+			o->pid_file = v;
+		else if (strcmp(a, "cwd") == 0)
+			o->cwd = v;
+		else if (strcmp(a, "grant-file") == 0)
+			o->grant_file = v;
+		else if (strcmp(a, "id") == 0)
+			snprintf(c->id, sizeof(c->id), "%s", v);
+		else if (strcmp(a, "env") == 0 && o->nenv < SBX_ENV_MAX)
+			o->env[o->nenv++] = v;
+		else if ((r = sbx_conf_opt(c, a, v, why, sizeof(why))) ==
+		    KZ_ENOENT)
+			return die(SBX_EXIT_USAGE, "unknown option --%s", a);
+		else if (r != 0)
+			return die(SBX_EXIT_USAGE, "%s", why);
+	}
+	if (sbx_conf_check(c, why, sizeof(why)) != 0)
+		return die(SBX_EXIT_USAGE, "bad config: %s", why);
+	return 0;
+}
+
+static int
+read_grant(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
+}
+
+static int
+exit_for(const struct sbx_res *rs)
+{
+	if (rs->setup_failed)
+		return die(SBX_EXIT_ISOLATION, "isolation setup failed at %s: %s",
+		    rs->step, rs->why);
+	if (rs->limit != NULL)
+		return die(SBX_EXIT_REFUSED, "run stopped: %s limit reached", rs->limit);
+	if (rs->exited)
+		return rs->code;
+	return 128 + rs->sig;
+}
+
+static int
+cmd_run(struct sbx_conf *c, struct opts *o)
+{
+	struct sbx_worker w;
+	struct sbx_req rq;
+	struct sbx_res rs;
+	char why[256], grant[4096] = "";
+	int code;
+
+	if (o->cmd == NULL || o->cmd[0] == NULL)
+		return die(SBX_EXIT_USAGE, "run needs -- CMD");
+	memset(&rq, 0, sizeof(rq));
+	sbx_env_init(&rq.env);
+	for (int i = 0; i < o->nenv; i++) {
+		char name[256];
+		const char *eq = strchr(o->env[i], '=');
+
+		if (eq == NULL || (size_t)(eq - o->env[i]) >= sizeof(name))
+			return die(SBX_EXIT_USAGE, "bad --env %s", o->env[i]);
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - o->env[i]),
+		    o->env[i]);
+		if (sbx_env_add(&rq.env, name, eq + 1, why, sizeof(why)) != 0)
+			return die(SBX_EXIT_USAGE, "%s", why);
+	}
+	if (o->grant_file && read_grant(o->grant_file, grant, sizeof(grant)))
+		return die(SBX_EXIT_USAGE, "cannot read the grant file");
+	if (sbx_env_finish(&rq.env, c->egress_sock[0] && grant[0] ?
+	    (int)c->relay_port : 0, why, sizeof(why)) != 0)
+		return die(SBX_EXIT_USAGE, "%s", why);
+	rq.argv = o->cmd, rq.cwd = o->cwd, rq.grant = grant;
+	rq.stdin_fd = 0, rq.out_fd[0] = 1, rq.out_fd[1] = 2;
+	rq.timeout_ms = c->timeout_s * 1000;
+	rq.out_max[0] = c->stdout_max, rq.out_max[1] = c->stderr_max;
+	if (sbx_worker_init(&w, c, false, why, sizeof(why)) != 0) {
+		sbx_worker_release(&w);
+		return die(SBX_EXIT_ISOLATION, "isolation setup failed: %s", why);
+	}
+	if (sbx_run(&w, &rq, &rs) != 0)
+		code = die(SBX_EXIT_INTERNAL, "run failed");
+	else
+		code = exit_for(&rs);
+	if (rs.leftovers > 0)
+		fprintf(stderr, "kz-sandbox: %d leftover processes killed\n",
+		    rs.leftovers);
+	sbx_res_release(&rs);
+	sbx_worker_release(&w);
+	sbx_env_release(&rq.env);
+	sodium_memzero(grant, sizeof(grant));
+	return code;
+}
+
+static int
+cmd_serve(struct sbx_conf *c, struct opts *o)
+{
+	struct sbx_worker w;
+	char why[256];
+	int lfd, code;
+
+	if (c->id[0] == '\0' || c->sock[0] == '\0')
+		return die(SBX_EXIT_USAGE, "serve needs --id and --socket");
+	/* The socket lives in the host's filesystem: open it first. */
+	if (kz_sock_listen(c->sock, 16, &lfd, why, sizeof(why)) != 0)
+		return die(3, "cannot listen: %s", why);
+	if (sbx_worker_init(&w, c, true, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "sandbox.isolation", KZ_EDENIED, why,
+		    "worker", c->id, NULL);
+		sbx_worker_release(&w);
+		close(lfd);
+		(void)unlink(c->sock);
+		return die(SBX_EXIT_ISOLATION, "isolation setup failed: %s", why);
+	}
+	code = sbx_serve(&w, lfd, o->pid_file);
+	sbx_worker_release(&w);
+	close(lfd);
+	(void)unlink(c->sock);
+	return code;
+}
+
+static int
+cmd_classify(int argc, char **argv)
+{
+	static char buf[1 << 20];
+	int code = 0;
+
+	if (argc < 3)
+		return die(SBX_EXIT_USAGE, "classify needs FILE...");
+	for (int i = 2; i < argc; i++) {
+		char why[256];
+		ssize_t n;
+		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || (n = read(fd, buf, sizeof(buf))) < 0) {
+			if (fd >= 0)
+				close(fd);
+			return die(SBX_EXIT_USAGE, "cannot read %s", argv[i]);
+		}
+		close(fd);
+		if (sbx_classify(buf, (size_t)n, why, sizeof(why)) ==
+		    SBX_CLASS_HOST_ADMIN) {
+			printf("%s: host_administration\n", argv[i]);
+			fprintf(stderr, "kz-sandbox: %s: %s\n", argv[i], why);
+			code = SBX_EXIT_REFUSED;
+		} else
+			printf("%s: ok\n", argv[i]);
+	}
+	return code;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct sbx_conf c;
+	struct opts o;
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	kz_log_init("kz-sandbox", KZ_LOG_INFO);
+	(void)signal(SIGPIPE, SIG_IGN);
+	/* Descriptors 0-2 must exist so no pipe lands on them. */
+	while ((r = open("/dev/null", O_RDWR)) >= 0 && r < 3)
+		;
+	if (r > 2)
+		close(r);
+	if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? SBX_EXIT_USAGE : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("kz-sandbox %s\n", SBX_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "classify") == 0)
+		return cmd_classify(argc, argv);
+	if (sodium_init() < 0)
+		return die(SBX_EXIT_INTERNAL, "libsodium init failed");
+	sbx_conf_defaults(&c);
+	if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "serve") != 0) {
+		usage(stderr);
+		return SBX_EXIT_USAGE;
+	}
+	if ((r = parse(argc, argv, &c, &o)) != 0)
+		return r;
+	if (geteuid() != 0)
+		return die(SBX_EXIT_ISOLATION, "isolation setup failed: "
+		    "namespaces and cgroups need root");
+	return strcmp(argv[1], "run") == 0 ? cmd_run(&c, &o) :
+	    cmd_serve(&c, &o);
+}

@@ -1,0 +1,218 @@
+/*
+ * kz-sandbox internals: one module per kernel concern (conf, cgroup, ns,
+ * mount, seccomp, caps, rlimit, env, relay, classify, run, serve).  Module
+ * functions return 0 or a negative kz_err and fill (why, wlen) with a line
+ * that names the failed step; they never print or exit.
+ */
+#ifndef SBX_H
+#define SBX_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/filter.h>
+
+#include "kz_err.h"
+#include "kz_sock.h"
+
+#define SBX_VERSION "0.1.0"
+#define SBX_ID_MAX 63
+#define SBX_ARGV_MAX 256
+#define SBX_ENV_MAX 128
+#define SBX_ENV_BYTES (64 * 1024)
+#define SBX_ARG_BYTES (256 * 1024)
+#define SBX_MASK_MAX 32
+#define SBX_PBUF (PATH_MAX * 2)
+#define SBX_WS "/workspace"
+#define SBX_PROJ "/projection"
+
+/* Exit codes (kz conventions). */
+#define SBX_EXIT_REFUSED 1
+#define SBX_EXIT_USAGE 2
+#define SBX_EXIT_ISOLATION 3
+#define SBX_EXIT_INTERNAL 4
+
+struct sbx_conf {
+	char id[SBX_ID_MAX + 1];
+	char root[PATH_MAX];
+	char projection[PATH_MAX];
+	char egress_sock[108];
+	char state_dir[PATH_MAX];
+	char cg_parent[128];
+	char masks[4096];
+	char hostname[64];
+	char sock[108];
+	char run_dir[PATH_MAX];
+	char peer_uids[1024];
+	char peer_gids[1024];
+	uint64_t ws_size, tmp_size, shm_size, memory, fsize;
+	uint64_t stdout_max, stderr_max, frame_max;
+	int64_t uid, gid, pids, cpu_milli, nofile, timeout_s, relay_port;
+	int64_t io_timeout_ms;
+};
+
+/* conf.c */
+void sbx_conf_defaults(struct sbx_conf *c);
+/* Loads file (NULL: none) and environment over the defaults. */
+KZ_WUR int sbx_conf_load(struct sbx_conf *c, const char *path, char *why,
+    size_t wlen);
+/* Sets one value by command-line option name (without "--"); KZ_ENOENT if
+ * the option is not a config option. */
+KZ_WUR int sbx_conf_opt(struct sbx_conf *c, const char *opt,
+    const char *val, char *why, size_t wlen);
+/* Cross-field checks (uid/gid never 0, sizes sane). */
+KZ_WUR int sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen);
+/* The option table, for --help. */
+void sbx_conf_usage(void *fp);
+KZ_WUR bool sbx_id_valid(const char *id);
+
+/* cgroup.c: the worker's cgroup (the agent) and its run child (the code). */
+enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_N };
+struct sbx_cg {
+	bool v2;
+	char worker[SBX_CG_N][PATH_MAX];	/* .../<parent>/<id> */
+	char run[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/run */
+	char orig[SBX_CG_N][PATH_MAX];		/* agent's cgroup before */
+	char agent[PATH_MAX];	/* where the agent sits (v2: a leaf) */
+	int procs_fd[SBX_CG_N];			/* run/cgroup.procs */
+	bool joined, made;
+};
+struct sbx_cg_stats {
+	uint64_t peak, oom_kills, pids_max_hits;
+};
+void sbx_cg_init(struct sbx_cg *g);
+KZ_WUR int sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c,
+    bool join, char *why, size_t wlen);
+KZ_WUR int sbx_cg_attach(const struct sbx_cg *g, pid_t pid);
+void sbx_cg_stats(const struct sbx_cg *g, struct sbx_cg_stats *st);
+void sbx_cg_reset_peak(const struct sbx_cg *g);
+/* Kills every process in the run cgroup; returns the number left (0). */
+int sbx_cg_kill_run(const struct sbx_cg *g);
+/* Number of processes in the run cgroup and whether the worker cgroup
+ * holds exactly pid. */
+int sbx_cg_count_run(const struct sbx_cg *g);
+bool sbx_cg_only(const struct sbx_cg *g, pid_t pid);
+void sbx_cg_teardown(struct sbx_cg *g);
+const char *sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len);
+
+/* ns.c */
+KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
+    size_t wlen);
+pid_t sbx_clone(unsigned long flags, int *pidfd);
+
+/* mount.c: the root view, assembled once per worker under stage. */
+struct sbx_mnt {
+	char stage[PATH_MAX];
+	char *baseline;		/* normalized mount table of the stage */
+	bool made_dir;
+};
+KZ_WUR int sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c,
+    char *why, size_t wlen);
+/* In a run's init (new mount and pid namespaces): pivot and fresh /proc. */
+KZ_WUR int sbx_mnt_enter(const struct sbx_mnt *m, char *why, size_t wlen);
+/* Fresh tmpfs instances for workspace, /tmp and /dev/shm. */
+KZ_WUR int sbx_mnt_wipe(const struct sbx_mnt *m, const struct sbx_conf *c,
+    char *why, size_t wlen);
+/* Positive evidence: the three writable places are empty, the table
+ * equals the baseline. */
+bool sbx_mnt_empty(const struct sbx_mnt *m, const char *rel);
+bool sbx_mnt_baseline_ok(const struct sbx_mnt *m);
+void sbx_mnt_release(struct sbx_mnt *m);
+/* Normalizes mountinfo text to the entries under prefix (for tests). */
+char *sbx_mnt_normalize(const char *mountinfo, const char *prefix);
+
+/* seccomp.c */
+KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, char *why,
+    size_t wlen);
+KZ_WUR int sbx_seccomp_load(const struct sock_fprog *prog);
+void sbx_seccomp_free(struct sock_fprog *prog);
+
+/* caps.c: securebits, uid/gid switch, every capability set emptied. */
+KZ_WUR int sbx_caps_drop(uid_t uid, gid_t gid, char *why, size_t wlen);
+
+/* rlimit.c */
+KZ_WUR int sbx_rlimit_apply(const struct sbx_conf *c, char *why,
+    size_t wlen);
+
+/* env.c */
+struct sbx_env {
+	char *v[SBX_ENV_MAX + 16];
+	size_t n;
+	size_t bytes;
+};
+void sbx_env_init(struct sbx_env *e);
+/* Adds NAME=VALUE after checking the name; KZ_EINVAL/KZ_ETOOBIG. */
+KZ_WUR int sbx_env_add(struct sbx_env *e, const char *name,
+    const char *value, char *why, size_t wlen);
+/* Adds the fixed safe set (and proxy variables when port > 0) for the
+ * names the request did not set. */
+KZ_WUR int sbx_env_finish(struct sbx_env *e, int proxy_port, char *why,
+    size_t wlen);
+void sbx_env_release(struct sbx_env *e);
+KZ_WUR bool sbx_env_name_ok(const char *name);
+
+/* classify.c */
+enum sbx_class { SBX_CLASS_OK, SBX_CLASS_HOST_ADMIN };
+enum sbx_class sbx_classify(const char *text, size_t len, char *why,
+    size_t wlen);
+
+/* relay.c */
+#define SBX_RELAY_HEAD_MAX (16 * 1024)
+/* Rewrites one proxy request head: keeps the request line (CONNECT or an
+ * absolute-form URL), drops every client Proxy-Authorization, adds the
+ * grant.  KZ_EPROTO for anything else. */
+KZ_WUR int sbx_relay_head(const char *in, size_t inlen, const char *grant,
+    char *out, size_t outcap, size_t *outlen);
+KZ_WUR int sbx_relay_listen(int port, int *fd, char *why, size_t wlen);
+/* Forks the relay for one run; returns its pid (the caller kills it). */
+pid_t sbx_relay_start(int lfd, const char *egress_sock, const char *grant);
+
+/* run.c */
+struct sbx_worker {
+	struct sbx_conf *c;
+	struct sbx_cg cg;
+	struct sbx_mnt mnt;
+	struct sock_fprog prog;
+	int relay_fd;
+	uint64_t generation;
+	bool serve;
+};
+struct sbx_req {
+	char **argv;		/* NULL-terminated */
+	struct sbx_env env;
+	const char *cwd;	/* relative to the workspace; NULL = top */
+	const unsigned char *stdin_buf;
+	size_t stdin_len;
+	int stdin_fd;		/* one-shot: stream from this fd; else -1 */
+	int out_fd[2];		/* one-shot: stream to these fds; else -1 */
+	int64_t timeout_ms;
+	uint64_t out_max[2];
+	char *grant;		/* wiped after the relay has it */
+};
+struct sbx_res {
+	bool setup_failed;
+	char step[64];
+	char why[256];
+	bool exited;
+	int code, sig;
+	const char *limit;	/* NULL, "timeout", "memory", "pids", "output" */
+	unsigned char *buf[2];
+	size_t len[2];
+	bool trunc[2];
+	int64_t wall_ms, cpu_ms;
+	uint64_t peak;
+	int leftovers;
+};
+KZ_WUR int sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c,
+    bool serve, char *why, size_t wlen);
+void sbx_worker_release(struct sbx_worker *w);
+KZ_WUR int sbx_run(struct sbx_worker *w, struct sbx_req *rq,
+    struct sbx_res *rs);
+void sbx_res_release(struct sbx_res *rs);
+
+/* serve.c */
+int sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
+
+#endif

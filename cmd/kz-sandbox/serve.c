@@ -1,0 +1,444 @@
+/*
+ * The persistent worker.  It serves one connection at a time over the frame
+ * protocol, each peer checked with SO_PEERCRED and timed out when slow or
+ * idle.  Ops: run, health, wipe, shutdown (kz-sandbox(8)).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "sbx.h"
+#include "banned.h"
+
+#define IDLE_MS 10000
+
+static volatile sig_atomic_t stopping;
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static const char *const run_fields[] = {"v", "op", "id", "argv",
+    "stdin_b64", "env", "cwd", "timeout_ms", "stdout_max", "stderr_max",
+    "grant", NULL};
+static const char *const bare_fields[] = {"v", "op", "id", NULL};
+
+static bool
+cwd_ok(const char *s)
+{
+	const char *p = s;
+
+	if (*s == '\0')
+		return true;
+	if (*s == '/' || strlen(s) > 1024)
+		return false;
+	for (const char *q = s; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			return false;
+	while (*p != '\0') {
+		size_t n = strcspn(p, "/");
+
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+		if (*p == '/')
+			p++;
+	}
+	return true;
+}
+
+static int
+parse_argv(const cJSON *a, struct sbx_req *rq, char *why, size_t wlen)
+{
+	size_t n = 0, bytes = 0;
+	const cJSON *it;
+
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 ||
+	    cJSON_GetArraySize(a) > SBX_ARGV_MAX) {
+		kz_why(why, wlen, "argv must be an array of 1 to %d strings",
+		    SBX_ARGV_MAX);
+		return KZ_EINVAL;
+	}
+	if ((rq->argv = calloc((size_t)cJSON_GetArraySize(a) + 1,
+	    sizeof(char *))) == NULL)
+		return KZ_ENOMEM;
+	cJSON_ArrayForEach(it, a) {
+		if (!cJSON_IsString(it) || (bytes += strlen(it->valuestring) +
+		    1) > SBX_ARG_BYTES || (n == 0 && it->valuestring[0] == 0)) {
+			kz_why(why, wlen, "argv must hold non-empty strings "
+			    "within %d bytes", SBX_ARG_BYTES);
+			return KZ_EINVAL;
+		}
+		rq->argv[n++] = it->valuestring;
+	}
+	return 0;
+}
+
+static int
+parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
+    unsigned char **stdin_buf, char *why, size_t wlen)
+{
+	const struct sbx_conf *c = w->c;
+	const char *s, *grant, *cwd;
+	const cJSON *env, *it;
+	int64_t v;
+	int r;
+
+	if ((r = kz_json_only(j, run_fields, why, wlen)) != 0 ||
+	    (r = parse_argv(kz_json_get(j, "argv"), rq, why, wlen)) != 0)
+		return r;
+	if ((r = kz_json_str_opt(j, "cwd", 1024, "", &cwd, why, wlen)) != 0)
+		return r;
+	if (!cwd_ok(cwd)) {
+		kz_why(why, wlen, "cwd must be a relative path inside the "
+		    "workspace");
+		return KZ_EINVAL;
+	}
+	rq->cwd = cwd;
+	if ((r = kz_json_int_opt(j, "timeout_ms", 1, c->timeout_s * 1000,
+	    c->timeout_s * 1000, &rq->timeout_ms, why, wlen)) != 0 ||
+	    (r = kz_json_int_opt(j, "stdout_max", 0, (int64_t)c->stdout_max,
+	    (int64_t)c->stdout_max, &v, why, wlen)) != 0)
+		return r;
+	rq->out_max[0] = (uint64_t)v;
+	if ((r = kz_json_int_opt(j, "stderr_max", 0, (int64_t)c->stderr_max,
+	    (int64_t)c->stderr_max, &v, why, wlen)) != 0)
+		return r;
+	rq->out_max[1] = (uint64_t)v;
+	if ((r = kz_json_str_opt(j, "grant", KZ_JSON_STR_MAX, "", &grant, why,
+	    wlen)) != 0)
+		return r;
+	rq->grant = (char *)grant;
+	if ((r = kz_json_str_opt(j, "stdin_b64", c->frame_max, "", &s, why,
+	    wlen)) != 0)
+		return r;
+	if (*s != '\0') {
+		size_t cap = strlen(s) / 4 * 3 + 3, len = 0;
+
+		if ((*stdin_buf = malloc(cap)) == NULL)
+			return KZ_ENOMEM;
+		if (sodium_base642bin(*stdin_buf, cap, s, strlen(s), NULL, &len,
+		    NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+			kz_why(why, wlen, "stdin_b64 is not base64");
+			return KZ_EINVAL;
+		}
+		rq->stdin_buf = *stdin_buf, rq->stdin_len = len;
+	}
+	if ((env = kz_json_get(j, "env")) != NULL) {
+		if (!cJSON_IsObject(env)) {
+			kz_why(why, wlen, "env must be an object of strings");
+			return KZ_ETYPE;
+		}
+		cJSON_ArrayForEach(it, env) {
+			if (!cJSON_IsString(it)) {
+				kz_why(why, wlen, "env values must be strings");
+				return KZ_ETYPE;
+			}
+			if ((r = sbx_env_add(&rq->env, it->string,
+			    it->valuestring, why, wlen)) != 0)
+				return r;
+		}
+	}
+	return sbx_env_finish(&rq->env, w->relay_fd >= 0 && *grant ?
+	    (int)c->relay_port : 0, why, wlen);
+}
+
+static int
+add_b64(cJSON *o, const char *key, const unsigned char *b, size_t n)
+{
+	size_t cap = sodium_base64_ENCODED_LEN(n,
+	    sodium_base64_VARIANT_ORIGINAL);
+	char *s = malloc(cap);
+	int r = 0;
+
+	if (s == NULL)
+		return KZ_ENOMEM;
+	sodium_bin2base64(s, cap, b ? b : (const unsigned char *)"", n,
+	    sodium_base64_VARIANT_ORIGINAL);
+	if (cJSON_AddStringToObject(o, key, s) == NULL)
+		r = KZ_ENOMEM;
+	free(s);
+	return r;
+}
+
+static cJSON *
+run_reply(struct sbx_worker *w, const cJSON *req, struct sbx_res *rs)
+{
+	cJSON *o = kz_reply_ok(req);
+
+	if (o == NULL)
+		return NULL;
+	if (rs->exited)
+		cJSON_AddNumberToObject(o, "exit_code", rs->code);
+	else
+		cJSON_AddNullToObject(o, "exit_code");
+	if (rs->sig)
+		cJSON_AddNumberToObject(o, "signal", rs->sig);
+	else
+		cJSON_AddNullToObject(o, "signal");
+	if (rs->limit)
+		cJSON_AddStringToObject(o, "limit", rs->limit);
+	else
+		cJSON_AddNullToObject(o, "limit");
+	if (add_b64(o, "stdout_b64", rs->buf[0], rs->len[0]) != 0 ||
+	    add_b64(o, "stderr_b64", rs->buf[1], rs->len[1]) != 0) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	cJSON_AddBoolToObject(o, "stdout_truncated", rs->trunc[0]);
+	cJSON_AddBoolToObject(o, "stderr_truncated", rs->trunc[1]);
+	cJSON_AddNumberToObject(o, "wall_ms", (double)rs->wall_ms);
+	cJSON_AddNumberToObject(o, "cpu_ms", (double)rs->cpu_ms);
+	cJSON_AddNumberToObject(o, "peak_memory_bytes", (double)rs->peak);
+	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	return o;
+}
+
+static cJSON *
+op_run(struct sbx_worker *w, const cJSON *req)
+{
+	struct sbx_req rq;
+	struct sbx_res rs;
+	unsigned char *in = NULL;
+	char why[256] = "";
+	cJSON *reply = NULL;
+	int r;
+
+	memset(&rq, 0, sizeof(rq));
+	memset(&rs, 0, sizeof(rs));
+	sbx_env_init(&rq.env);
+	rq.stdin_fd = -1, rq.out_fd[0] = rq.out_fd[1] = -1;
+	if ((r = parse_run(w, req, &rq, &in, why, sizeof(why))) != 0) {
+		reply = kz_reply_err(req, kz_wire_code(r), why);
+		goto out;
+	}
+	if ((r = sbx_run(w, &rq, &rs)) != 0) {
+		reply = kz_reply_err(req, KZ_WE_INTERNAL, "run failed");
+		goto out;
+	}
+	if (rs.setup_failed) {
+		char reason[400];
+
+		kz_log(KZ_LOG_ERROR, "sandbox.isolation", KZ_EDENIED, rs.why,
+		    "step", rs.step, NULL);
+		snprintf(reason, sizeof(reason), "isolation setup failed at "
+		    "%s: %s", rs.step, rs.why);
+		reply = kz_reply_err(req, strcmp(rs.step, "cwd") == 0 ?
+		    KZ_WE_BAD_REQUEST : KZ_WE_ISOLATION_DENIED, reason);
+		goto out;
+	}
+	kz_log(KZ_LOG_INFO, "sandbox.run", 0, "run finished", "limit",
+	    rs.limit, NULL);
+	reply = run_reply(w, req, &rs);
+out:
+	if (rq.grant != NULL)
+		explicit_bzero(rq.grant, strlen(rq.grant));
+	free(rq.argv);
+	free(in);
+	sbx_env_release(&rq.env);
+	sbx_res_release(&rs);
+	return reply;
+}
+
+static cJSON *
+op_health(struct sbx_worker *w, const cJSON *req)
+{
+	cJSON *o = kz_reply_ok(req);
+	char cg[256];
+
+	if (o == NULL)
+		return NULL;
+	cJSON_AddStringToObject(o, "worker", w->c->id);
+	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	cJSON_AddStringToObject(o, "state", "ready");
+	cJSON_AddNumberToObject(o, "pid", (double)getpid());
+	cJSON_AddStringToObject(o, "cgroup", sbx_cg_relpath(w->c, cg,
+	    sizeof(cg)));
+	return o;
+}
+
+/*
+ * Kills leftovers, replaces the three writable tmpfs instances, and answers
+ * with positive evidence: each place empty, the run cgroup empty and the
+ * worker cgroup holding only the agent, the mount table equal to the one
+ * recorded at start.  ok is true only when every item holds.
+ */
+static cJSON *
+op_wipe(struct sbx_worker *w, const cJSON *req)
+{
+	char why[256] = "";
+	bool ws, tmp, shm, cg, mt, killed;
+	cJSON *o, *ev;
+
+	killed = sbx_cg_kill_run(&w->cg) == 0;
+	if (sbx_mnt_wipe(&w->mnt, w->c, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "sandbox.wipe", KZ_ESYS, why, NULL);
+		return kz_reply_err(req, KZ_WE_INTERNAL, "wipe failed");
+	}
+	w->generation++;
+	ws = sbx_mnt_empty(&w->mnt, "workspace");
+	tmp = sbx_mnt_empty(&w->mnt, "tmp");
+	shm = sbx_mnt_empty(&w->mnt, "dev/shm");
+	cg = killed && sbx_cg_only(&w->cg, getpid());
+	mt = sbx_mnt_baseline_ok(&w->mnt);
+	if (!(ws && tmp && shm && cg && mt)) {
+		kz_log(KZ_LOG_ERROR, "sandbox.wipe", KZ_ESTATE,
+		    "wipe not proven clean", NULL);
+		return kz_reply_err(req, KZ_WE_INTERNAL,
+		    "wipe could not be proven clean");
+	}
+	if ((o = kz_reply_ok(req)) == NULL)
+		return NULL;
+	ev = cJSON_AddObjectToObject(o, "evidence");
+	cJSON_AddBoolToObject(ev, "workspace_empty", ws);
+	cJSON_AddBoolToObject(ev, "tmp_empty", tmp);
+	cJSON_AddBoolToObject(ev, "shm_empty", shm);
+	cJSON_AddBoolToObject(ev, "cgroup_only_agent", cg);
+	cJSON_AddBoolToObject(ev, "mounts_match_baseline", mt);
+	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	return o;
+}
+
+static cJSON *
+dispatch(struct sbx_worker *w, const cJSON *req, bool *quit)
+{
+	const char *op;
+	char why[160] = "";
+	int64_t v;
+	int r;
+
+	if ((r = kz_json_int(req, "v", 1, 1, &v, why, sizeof(why))) != 0 ||
+	    (r = kz_json_str(req, "op", 64, &op, why, sizeof(why))) != 0)
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+	if (strcmp(op, "run") == 0)
+		return op_run(w, req);
+	if ((r = kz_json_only(req, bare_fields, why, sizeof(why))) != 0)
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+	if (strcmp(op, "health") == 0)
+		return op_health(w, req);
+	if (strcmp(op, "wipe") == 0)
+		return op_wipe(w, req);
+	if (strcmp(op, "shutdown") == 0) {
+		*quit = true;
+		return kz_reply_ok(req);
+	}
+	return kz_reply_err(req, KZ_WE_BAD_REQUEST, "unknown op");
+}
+
+static void
+reply(int fd, cJSON *o, int64_t to)
+{
+	if (o != NULL)
+		(void)!kz_frame_write(fd, o, KZ_FRAME_MAX_LIMIT, (int)to);
+	cJSON_Delete(o);
+}
+
+/* Serves one connection until it closes, idles out or asks to quit. */
+static void
+conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
+    bool *quit)
+{
+	const struct sbx_conf *c = w->c;
+
+	if (kz_peer_check(fd, pol, NULL) != 0) {
+		kz_log(KZ_LOG_WARN, "sandbox.peer", KZ_EPEER,
+		    "peer refused", NULL);
+		reply(fd, kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
+		    "peer not allowed"), c->io_timeout_ms);
+		return;
+	}
+	while (!*quit && !stopping) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		char why[160] = "";
+		cJSON *req = NULL;
+		int r;
+
+		if (poll(&p, 1, IDLE_MS) != 1)
+			return;
+		r = kz_frame_read(fd, c->frame_max, (int)c->io_timeout_ms, &req,
+		    why, sizeof(why));
+		if (r == KZ_EEOF || r == KZ_ETIMEDOUT || r == KZ_EFRAME_TRUNC ||
+		    r == KZ_ESYS)
+			return;
+		if (r != 0) {
+			reply(fd, kz_reply_err(NULL, r == KZ_ETOOBIG ?
+			    KZ_WE_FRAME_TOO_LARGE : KZ_WE_BAD_REQUEST,
+			    r == KZ_ETOOBIG ? "frame too large" :
+			    "bad frame"), c->io_timeout_ms);
+			return;
+		}
+		reply(fd, dispatch(w, req, quit), c->io_timeout_ms);
+		cJSON_Delete(req);
+	}
+}
+
+static int
+pid_file(const char *path)
+{
+	char buf[32];
+	int fd, n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid()), r = 0;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+	    O_NOFOLLOW, 0644)) < 0)
+		return KZ_ESYS;
+	if (write(fd, buf, (size_t)n) != n)
+		r = KZ_ESYS;
+	close(fd);
+	return r;
+}
+
+int
+sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
+{
+	struct kz_peer_policy pol;
+	struct sigaction sa;
+	char why[256] = "";
+	bool quit = false;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_term;
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGINT, &sa, NULL);
+	if (kz_peer_policy_parse(w->c->peer_uids, w->c->peer_gids, &pol, why,
+	    sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "sandbox.config", KZ_ECONF, why, NULL);
+		return SBX_EXIT_USAGE;
+	}
+	if (pidf != NULL && pid_file(pidf) != 0) {
+		kz_log(KZ_LOG_ERROR, "sandbox.pidfile", KZ_ESYS,
+		    "cannot write the pid file", NULL);
+		return SBX_EXIT_INTERNAL;
+	}
+	kz_log(KZ_LOG_INFO, "sandbox.ready", 0, "worker ready", "worker",
+	    w->c->id, NULL);
+	while (!quit && !stopping) {
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
+		int fd;
+
+		if (poll(&p, 1, -1) != 1)
+			continue;
+		if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+			continue;
+		(void)!kz_fd_nonblock(fd, false);
+		conn(w, fd, &pol, &quit);
+		close(fd);
+	}
+	kz_log(KZ_LOG_INFO, "sandbox.stop", 0, "worker stopping", NULL);
+	if (pidf != NULL)
+		(void)unlink(pidf);
+	return 0;
+}
