@@ -221,12 +221,16 @@ has_ctrl(const char *s)
 static bool
 looks_like_path(const char *s)
 {
-	if (s[0] == '~' || strncasecmp(s, "file:", 5) == 0 ||
+	if (strncasecmp(s, "file:", 5) == 0 ||
 	    strstr(s, "://") != NULL || strchr(s, '\\') != NULL)
 		return true;
-	for (const char *p = s; *p; p++)
-		if (*p == '/' && (p == s || strchr(" \t=:,;(\"'[<{", p[-1])))
+	for (const char *p = s; *p; p++) {
+		bool start = p == s || strchr(" \t=:,;(\"'[<{", p[-1]);
+
+		if (start && (*p == '/' || (*p == '~' && (p[1] == '/' ||
+		    p[1] == '\0' || (p[1] >= 'a' && p[1] <= 'z')))))
 			return true;
+	}
 	return false;
 }
 
