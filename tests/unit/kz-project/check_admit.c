@@ -1,0 +1,301 @@
+/*
+ * The admission policy (admit.c) over hand-built views: one table row per
+ * rule case, each with the outcome it must have.  No store involved.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "kz_json.h"
+#include "kzp.h"
+#include "banned.h"
+
+#define SHA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define RES(id, owner, kind, size, ready, grants) \
+	"{\"id\":\"" id "\",\"exists\":true,\"owner\":\"" owner "\"," \
+	"\"kind\":\"" kind "\",\"revoked\":false,\"cur\":1,\"path\":\"" id \
+	".txt\",\"size\":" #size ",\"sha\":\"" SHA "\",\"ready\":" ready \
+	",\"grants\":" grants "}"
+#define G_ROOM "[{\"via\":\"room\",\"by\":\"A\",\"shared\":true,\"member_in\":true}]"
+
+static const struct kzp_bounds B = {4, 100, 150};
+
+/* A private room of A with d1 linked, A's own d2, B's b1, A's library L1. */
+static const char *V_PRIV =
+    "{\"exists\":true,\"aver\":3,\"seq\":5,\"roster\":[\"A\"],"
+    "\"links\":[{\"rid\":\"d1\",\"by\":\"A\",\"turn\":\"t0\",\"seq\":1,"
+    "\"shared\":true}],\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],"
+    "\"scope\":[],\"res\":["
+    RES("d1", "A", "document", 10, "true", G_ROOM) ","
+    RES("d2", "A", "document", 10, "true", "[]") ","
+    RES("b1", "B", "document", 10, "true", "[]") ","
+    RES("p1", "A", "document", 10, "false", "[]") ","
+    RES("L1", "A", "library", 10, "true", "[]") "]}";
+/* The same room once B has joined. */
+static const char *V_SHARED =
+    "{\"exists\":true,\"aver\":4,\"seq\":5,\"roster\":[\"A\",\"B\"],"
+    "\"links\":[],\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],"
+    "\"scope\":[],\"res\":["
+    RES("d2", "A", "document", 10, "true", "[]") ","
+    RES("L1", "A", "library", 10, "true", "[]") "]}";
+/* A private room with only a library selection that is not ready. */
+static const char *V_PENDING =
+    "{\"exists\":true,\"aver\":1,\"seq\":0,\"roster\":[\"A\"],"
+    "\"links\":{},\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],\"scope\":{},"
+    "\"res\":[" RES("L1", "A", "library", 10, "false", "[]") "]}";
+
+struct acase {
+	const char *name, *view, *mh, *sel, *retr;
+	bool contract;
+	const char *code;	/* NULL: admitted */
+	const char *ids;	/* admitted ids, comma-separated, by path */
+	const char *selection;
+};
+
+static const struct acase acases[] = {
+	{"r1 room link", NULL, "A", NULL, NULL, false, NULL, "L1,d1",
+	    "included"},
+	{"r2 own id", NULL, "A", "d2", NULL, false, NULL, "L1,d1,d2",
+	    "included"},
+	{"r2 foreign id refuses", NULL, "A", "b1", NULL, false, "refused",
+	    NULL, NULL},
+	{"r2 unknown id refuses", NULL, "A", "zz", NULL, false, "refused",
+	    NULL, NULL},
+	{"r2 title refuses", NULL, "A", "a title", NULL, false, "bad_request",
+	    NULL, NULL},
+	{"r2 outsider", NULL, "B", NULL, NULL, false, "refused", NULL, NULL},
+	{"r3 retrieved private", NULL, "A", NULL, "d2", false, NULL,
+	    "L1,d1,d2", "included"},
+	{"r3 retrieved not ready", NULL, "A", NULL, "p1", false, "refused",
+	    NULL, NULL},
+	{"r3 retrieved shared", "S", "A", NULL, "d2", false, "refused", NULL,
+	    NULL},
+	{"r4 library as selector", NULL, "A", "L1", NULL, false, "refused",
+	    NULL, NULL},
+	{"r5 shared never gets it", "S", "A", NULL, NULL, true, NULL, "",
+	    "not_considered"},
+	{"r6 withheld no contract", "P", "A", NULL, NULL, false, NULL, "",
+	    "withheld"},
+	{"r6 withheld contract", "P", "A", NULL, NULL, true, "refused", NULL,
+	    NULL},
+};
+
+static void
+run_acase(const struct acase *c)
+{
+	const char *vs = c->view == NULL ? V_PRIV : c->view[0] == 'S' ?
+	    V_SHARED : V_PENDING;
+	cJSON *view = cJSON_Parse(vs), *snap = NULL, *scope = NULL;
+	cJSON *sel = cJSON_CreateArray(), *retr = cJSON_CreateArray();
+	struct kzp_turn t = {.mh = c->mh, .rh = "R", .turn = "t1",
+	    .capability = "code", .select = sel, .retrieved = retr,
+	    .contract = c->contract};
+	struct kzp_res r = {0};
+	char ids[256] = "";
+	const cJSON *it;
+	int e;
+
+	ck_assert_msg(view != NULL, "%s: view", c->name);
+	if (c->sel)
+		cJSON_AddItemToArray(sel, cJSON_CreateString(c->sel));
+	if (c->retr)
+		cJSON_AddItemToArray(retr, cJSON_CreateString(c->retr));
+	e = kzp_admit_decide(view, &t, &B, &snap, &scope, &r);
+	if (c->code != NULL) {
+		ck_assert_msg(e != 0 && r.code && strcmp(r.code, c->code) == 0,
+		    "%s: want %s got %s", c->name, c->code,
+		    r.code ? r.code : "ok");
+		goto out;
+	}
+	ck_assert_msg(e == 0, "%s: refused: %s", c->name, r.why);
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
+		size_t n = strlen(ids);
+
+		snprintf(ids + n, sizeof(ids) - n, "%s%s", n ? "," : "",
+		    cJSON_GetStringValue(kz_json_get(it, "id")));
+	}
+	ck_assert_msg(strcmp(ids, c->ids) == 0, "%s: ids %s", c->name, ids);
+	ck_assert_str_eq(cJSON_GetStringValue(kz_json_get(snap, "selection")),
+	    c->selection);
+	ck_assert_int_eq(kzp_snap_check(snap, &r), 0);
+out:
+	cJSON_Delete(view);
+	cJSON_Delete(snap);
+	cJSON_Delete(scope);
+	cJSON_Delete(sel);
+	cJSON_Delete(retr);
+}
+
+START_TEST(admit_table)
+{
+	run_acase(&acases[_i]);
+}
+END_TEST
+
+/* Admits on V_PRIV, then verifies against an edited live view. */
+static const char *
+verify_with(const char *from, const char *to, const char *turn_links)
+{
+	static char code[64];
+	char *live = malloc(strlen(V_PRIV) + 512);
+	const char *p = strstr(V_PRIV, from);
+	cJSON *view = cJSON_Parse(V_PRIV), *snap = NULL, *scope = NULL, *lv;
+	struct kzp_turn t = {.mh = "A", .rh = "R", .turn = "t1",
+	    .capability = "code"};
+	struct kzp_res r = {0};
+
+	ck_assert_int_eq(kzp_admit_decide(view, &t, &B, &snap, &scope, &r), 0);
+	ck_assert_ptr_nonnull(p);
+	snprintf(live, strlen(V_PRIV) + 512, "%.*s%s%s", (int)(p - V_PRIV),
+	    V_PRIV, to, p + strlen(from));
+	lv = cJSON_Parse(live);
+	ck_assert_ptr_nonnull(lv);
+	if (turn_links != NULL)
+		cJSON_AddItemToArray(kz_json_get(lv, "links"),
+		    cJSON_Parse(turn_links));
+	snprintf(code, sizeof(code), "%s", kzp_verify_decide(snap, lv, &B,
+	    &r) == 0 ? "go" : r.code);
+	cJSON_Delete(lv);
+	cJSON_Delete(view);
+	cJSON_Delete(snap);
+	cJSON_Delete(scope);
+	free(live);
+	return code;
+}
+
+START_TEST(verify_rules)
+{
+	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3", NULL), "go");
+	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":4", NULL),
+	    "resource_audience_changed");
+	ck_assert_str_eq(verify_with("\"roster\":[\"A\"]",
+	    "\"roster\":[\"A\",\"C\"]", NULL), "resource_audience_changed");
+	ck_assert_str_eq(verify_with("\"cur\":1", "\"cur\":2", NULL),
+	    "manifest_changed");
+	/* This run's own later link is tolerated; others are not. */
+	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
+	    "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\",\"seq\":7,"
+	    "\"shared\":true}"), "go");
+	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
+	    "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t0\",\"seq\":7,"
+	    "\"shared\":true}"), "manifest_changed");
+	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
+	    "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\",\"seq\":5,"
+	    "\"shared\":true}"), "manifest_changed");
+	ck_assert_str_eq(verify_with("\"revoked\":false,\"cur\":1,\"path\":"
+	    "\"L1", "\"revoked\":true,\"cur\":1,\"path\":\"L1", NULL),
+	    "manifest_changed");
+}
+END_TEST
+
+START_TEST(can_read_predicate)
+{
+	static const struct {
+		const char *facts, *mh;
+		bool want;
+	} rows[] = {
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\"}", "A",
+		    true},
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\"}", "B",
+		    false},
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
+		    true},
+		/* A private pointer grants nothing, even to members. */
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+		    "\"grants\":[{\"shared\":false,\"member_in\":true}]}", "B",
+		    false},
+		/* A reader who left (or another project) gets nothing. */
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+		    "\"grants\":[{\"shared\":true,\"member_in\":false}]}", "B",
+		    false},
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"library\","
+		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
+		    false},
+		{"{\"exists\":true,\"owner\":\"A\",\"revoked\":true}", "A",
+		    false},
+		{"{\"exists\":false}", "A", false},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		cJSON *f = cJSON_Parse(rows[i].facts);
+
+		ck_assert_msg(kzp_can_read(f, rows[i].mh) == rows[i].want,
+		    "row %zu", i);
+		cJSON_Delete(f);
+	}
+}
+END_TEST
+
+START_TEST(output_types)
+{
+	static const struct {
+		const char *name, *head;
+		size_t len;
+		bool ok;
+	} rows[] = {
+		{"report.pdf", "%PDF-1.7", 8, true},
+		{"report.pdf", "hello", 5, false},
+		{"deck.pptx", "PK\x03\x04xx", 6, true},
+		{"notes.txt", "plain", 5, true},
+		{"notes.txt", "bin\0ary", 7, false},
+		{"run.sh", "#!/bin/sh", 9, false},
+		{".hidden.txt", "x", 1, false},
+		{"a/b.txt", "x", 1, false},
+		{"noext", "x", 1, false},
+	};
+	struct kzp_res r;
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		ck_assert_msg((kzp_output_check(rows[i].name, "pdf,pptx,txt",
+		    (const unsigned char *)rows[i].head, rows[i].len, &r) ==
+		    0) == rows[i].ok, "row %zu", i);
+}
+END_TEST
+
+START_TEST(snapshot_tamper)
+{
+	cJSON *view = cJSON_Parse(V_PRIV), *snap = NULL, *scope = NULL;
+	struct kzp_turn t = {.mh = "A", .rh = "R", .turn = "t1",
+	    .capability = "code"};
+	struct kzp_res r = {0};
+	cJSON *it;
+
+	ck_assert_int_eq(kzp_admit_decide(view, &t, &B, &snap, &scope, &r), 0);
+	ck_assert_int_eq(kzp_snap_check(snap, &r), 0);
+	it = cJSON_GetArrayItem(kz_json_get(snap, "items"), 0);
+	cJSON_ReplaceItemInObject(it, "path", cJSON_CreateString("../x"));
+	ck_assert_int_ne(kzp_snap_check(snap, &r), 0);
+	cJSON_ReplaceItemInObject(it, "path", cJSON_CreateString("other"));
+	ck_assert_int_ne(kzp_snap_check(snap, &r), 0);
+	cJSON_Delete(view);
+	cJSON_Delete(snap);
+	cJSON_Delete(scope);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("kz-project admit");
+	TCase *tc = tcase_create("policy");
+	SRunner *sr;
+	int nf;
+
+	if (sodium_init() < 0)
+		return 1;
+	tcase_add_loop_test(tc, admit_table, 0,
+	    sizeof(acases) / sizeof(acases[0]));
+	tcase_add_test(tc, verify_rules);
+	tcase_add_test(tc, can_read_predicate);
+	tcase_add_test(tc, output_types);
+	tcase_add_test(tc, snapshot_tamper);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
