@@ -1,0 +1,156 @@
+/*
+ * kz-pi-validate: validates a native Pi package proposal in a disposable
+ * child and writes a signed receipt.  Options and config here; the work
+ * is in validate.c, pkg.c, tree.c, child.c and receipt.c.
+ */
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kz_conf.h"
+#include "kz_log.h"
+#include "pv.h"
+#include "banned.h"
+
+static const char *const keys[] = {"KZ_FIELD_KEY_FILE", "KZ_PI_SANDBOX",
+	"KZ_SANDBOX_BIN", "KZ_PI_NODE", "KZ_PI_CHILD", "KZ_PI_MODULES",
+	"KZ_PI_VERSION", "KZ_PI_UID", "KZ_PI_RESULT_MAX",
+	"KZ_PI_DEADLINE_MAX_MS", "KZ_RUN_DIR", NULL};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: kz-pi-validate [--config FILE] --profile PROFILE.json "
+	    "--files DIR\n"
+	    "           --contract-digest HEX --out RECEIPT.json\n"
+	    "       kz-pi-validate [--config FILE] verify-receipt --receipt R "
+	    "--files DIR\n"
+	    "           --contract-digest HEX\n"
+	    "       kz-pi-validate --help | --version\n"
+	    "The working directory is the workspace the validator works in.\n"
+	    "Exit: 0 pass/current, 1 refused/failed/stale, 2 bad input, "
+	    "3 sandbox or loader unavailable, 4 internal.\n");
+}
+
+/* Paths beside the binary: bin/../cmd/kz-pi-validate, bin/../node_modules */
+static void
+beside(char *out, size_t len, const char *rel)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0) {
+		snprintf(out, len, "%s", rel);
+		return;
+	}
+	exe[n] = '\0';
+	snprintf(out, len, "%s/../%s", dirname(exe), rel);
+}
+
+static int
+load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
+{
+	static char child[PATH_MAX], mods[PATH_MAX], sbx[PATH_MAX];
+	char why[256];
+	const char *iso;
+	int64_t v;
+
+	if (kz_conf_load(file, keys, kc, why, sizeof(why)) != 0)
+		goto bad;
+	beside(child, sizeof(child), "cmd/kz-pi-validate/child.mjs");
+	beside(mods, sizeof(mods), "node_modules");
+	beside(sbx, sizeof(sbx), "bin/kz-sandbox");
+	c->keyfile = kz_conf_str(*kc, "KZ_FIELD_KEY_FILE", NULL);
+	c->sandbox_bin = kz_conf_str(*kc, "KZ_SANDBOX_BIN", sbx);
+	c->node = kz_conf_str(*kc, "KZ_PI_NODE", "/usr/bin/node");
+	c->child_js = kz_conf_str(*kc, "KZ_PI_CHILD", child);
+	c->modules = kz_conf_str(*kc, "KZ_PI_MODULES", mods);
+	c->pi_version = kz_conf_str(*kc, "KZ_PI_VERSION", "0.73.1");
+	iso = kz_conf_str(*kc, "KZ_PI_SANDBOX", "required");
+	if (strcmp(iso, "required") == 0)
+		c->iso = PV_ISO_SANDBOX;
+	else if (strcmp(iso, "unshare") == 0)
+		c->iso = PV_ISO_UNSHARE;
+	else {
+		kz_why(why, sizeof(why), "KZ_PI_SANDBOX: required or unshare");
+		goto bad;
+	}
+	if (kz_conf_int(*kc, "KZ_PI_UID", 65534, 1, 2147483647, &v, why,
+	    sizeof(why)) != 0)
+		goto bad;
+	c->uid = (uid_t)v;
+	if (kz_conf_int(*kc, "KZ_PI_RESULT_MAX", 65536, 1024, 1 << 20, &v, why,
+	    sizeof(why)) != 0)
+		goto bad;
+	c->result_max = (size_t)v;
+	if (kz_conf_int(*kc, "KZ_PI_DEADLINE_MAX_MS", 300000, 1000, 3600000,
+	    &c->deadline_max, why, sizeof(why)) != 0)
+		goto bad;
+	if (c->keyfile == NULL) {
+		kz_why(why, sizeof(why), "KZ_FIELD_KEY_FILE is required");
+		goto bad;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "kz-pi-validate: config: %s\n", why);
+	return 2;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{"config", required_argument, NULL, 'c'},
+		{"profile", required_argument, NULL, 'p'},
+		{"files", required_argument, NULL, 'f'},
+		{"contract-digest", required_argument, NULL, 'd'},
+		{"out", required_argument, NULL, 'o'},
+		{"receipt", required_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
+	const char *cfg = getenv("KZ_CONFIG"), *prof = NULL, *files = NULL;
+	const char *dig = NULL, *out = NULL, *rcpt = NULL;
+	struct kz_conf *kc = NULL;
+	struct pv_conf c;
+	bool verify = false;
+	int o, rc;
+
+	kz_log_init("kz-pi-validate", KZ_LOG_INFO);
+	if (argc > 1 && strcmp(argv[1], "verify-receipt") == 0) {
+		verify = true;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 'h': usage(stdout); return 0;
+		case 'V': puts("kz-pi-validate 0.1.0"); return 0;
+		case 'c': cfg = optarg; break;
+		case 'p': prof = optarg; break;
+		case 'f': files = optarg; break;
+		case 'd': dig = optarg; break;
+		case 'o': out = optarg; break;
+		case 'r': rcpt = optarg; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc || files == NULL || dig == NULL ||
+	    (verify ? (rcpt == NULL || prof || out) :
+	    (prof == NULL || out == NULL || rcpt))) {
+		usage(stderr);
+		return 2;
+	}
+	memset(&c, 0, sizeof(c));
+	if ((rc = load_conf(cfg, &c, &kc)) != 0)
+		goto out;
+	rc = verify ? pv_verify(&c, rcpt, files, dig) :
+	    pv_validate(&c, prof, files, dig, out);
+out:
+	kz_conf_free(kc);
+	return rc;
+}
