@@ -197,20 +197,26 @@ int
 kzp_view(struct kzp *p, const char *rh, const char *mh, const cJSON *rids,
     cJSON **out, struct kzp_res *r)
 {
-	const char *av[ARGS_MAX];
-	int n = 0;
-	const cJSON *c;
+	const char *av[3] = {rh, mh, NULL};
+	char *js = NULL;
+	cJSON *empty = NULL;
+	int e;
 
-	av[n++] = rh;
-	av[n++] = mh;
-	cJSON_ArrayForEach(c, rids) {
-		if (n >= ARGS_MAX || !cJSON_IsString(c)) {
-			kzp_fail(r, KZ_WE_BAD_REQUEST, "too many ids");
-			return KZ_EINVAL;
-		}
-		av[n++] = c->valuestring;
+	/* One JSON argument: a manifest may name more ids than EVAL args. */
+	if (rids == NULL && (rids = empty = cJSON_CreateArray()) == NULL) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		return KZ_ENOMEM;
 	}
-	return eval_json(p, "view", n, av, out, r);
+	if ((js = kz_json_print(rids)) == NULL) {
+		cJSON_Delete(empty);
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		return KZ_ENOMEM;
+	}
+	av[2] = js;
+	e = eval_json(p, "view", 3, av, out, r);
+	free(js);
+	cJSON_Delete(empty);
+	return e;
 }
 
 int
@@ -234,34 +240,35 @@ int
 kzp_commit(struct kzp *p, const cJSON *view, const cJSON *snap,
     const char *mh, const cJSON *scope_add, struct kzp_res *r)
 {
-	const char *av[ARGS_MAX];
+	const char *av[8];
 	char aver[24], seq[24], ttl[24];
-	char *js;
-	const cJSON *c;
-	int n = 0, e;
+	char *js, *sc;
+	int e;
 
 	snprintf(aver, sizeof(aver), "%lld",
 	    (long long)cJSON_GetNumberValue(kz_json_get(view, "aver")));
 	snprintf(seq, sizeof(seq), "%lld",
 	    (long long)cJSON_GetNumberValue(kz_json_get(view, "seq")));
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)p->snap_ttl);
-	if ((js = kz_json_print(snap)) == NULL) {
+	js = kz_json_print(snap);
+	sc = kz_json_print(scope_add);
+	if (js == NULL || sc == NULL) {
+		free(js);
+		free(sc);
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		return KZ_ENOMEM;
 	}
-	av[n++] = jstr(snap, "room_hash");
-	av[n++] = aver;
-	av[n++] = seq;
-	av[n++] = jstr(snap, "snapshot");
-	av[n++] = js;
-	av[n++] = ttl;
-	av[n++] = mh;
-	cJSON_ArrayForEach(c, scope_add) {
-		if (n < ARGS_MAX && cJSON_IsString(c))
-			av[n++] = c->valuestring;
-	}
-	e = kzp_mutate(p, "commit", n, av, NULL, r);
+	av[0] = jstr(snap, "room_hash");
+	av[1] = aver;
+	av[2] = seq;
+	av[3] = jstr(snap, "snapshot");
+	av[4] = js;
+	av[5] = ttl;
+	av[6] = mh;
+	av[7] = sc;
+	e = kzp_mutate(p, "commit", 8, av, NULL, r);
 	free(js);
+	free(sc);
 	return e;
 }
 

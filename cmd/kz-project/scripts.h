@@ -234,7 +234,7 @@
 "return cjson.encode(facts(ARGV[2], ARGV[3]))\n"
 
 /*
- * ARGV: rh, mh, extra rids...  One atomic read of everything admission and
+ * ARGV: rh, mh, extra rids (a JSON array).  One atomic read of everything admission and
  * verification decide on.
  */
 #define LUA_VIEW LUA_LIB LUA_FACTS_FN \
@@ -251,18 +251,18 @@
 "for i = 1, #s, 2 do out.sel[#out.sel + 1] = {rid = s[i], owner = s[i + 1]}; want[s[i]] = true end\n" \
 "for _, r in ipairs(redis.call('SMEMBERS', K('room', rh, 'scope', mh))) do\n" \
 "  out.scope[#out.scope + 1] = r; want[r] = true end\n" \
-"for i = 4, #ARGV do want[ARGV[i]] = true end\n" \
+"for _, r in ipairs(cjson.decode(ARGV[4])) do want[r] = true end\n" \
 "for rid in pairs(want) do out.res[#out.res + 1] = facts(rid, mh) end\n" \
 "return cjson.encode(out)\n"
 
-/* ARGV: rh, aver, seq, sid, snapshot, ttl, mh, scope rids... */
+/* ARGV: rh, aver, seq, sid, snapshot, ttl, mh, scope rids (JSON array). */
 #define LUA_COMMIT LUA_LIB \
 "local rh = ARGV[2]\n" \
 "local h = redis.call('HMGET', K('room', rh), 'aver', 'seq')\n" \
 "if h[1] ~= ARGV[3] or h[2] ~= ARGV[4] then return fail('conflict', 'the room changed during admission') end\n" \
 "redis.call('HINCRBY', K('room', rh), 'seq', 1)\n" \
 "redis.call('SET', K('snap', ARGV[5]), ARGV[6], 'EX', ARGV[7])\n" \
-"for i = 9, #ARGV do redis.call('SADD', K('room', rh, 'scope', ARGV[8]), ARGV[i]) end\n" \
+"for _, r in ipairs(cjson.decode(ARGV[9])) do redis.call('SADD', K('room', rh, 'scope', ARGV[8]), r) end\n" \
 "return 1\n"
 
 #endif
