@@ -1,0 +1,158 @@
+/* The audit client against a scripted sink: acknowledgements, refusals,
+ * unavailability and malformed replies map to distinct results. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kz_audit.h"
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_sock.h"
+#include "banned.h"
+
+static char dir[64], path[128];
+static const char *canned;	/* the reply the sink sends */
+static int lfd = -1;
+
+static void *
+sink(void *arg)
+{
+	cJSON *req = NULL, *rep;
+	char why[128];
+	int fd = accept(lfd, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	if (kz_fd_nonblock(fd, false) == 0 && kz_frame_read(fd, 1 << 20, 2000, &req, why, sizeof(why)) == 0) {
+		/* The request must be a well-formed append. */
+		const cJSON *op = kz_json_get(req, "op");
+
+		if (cJSON_IsString(op) && strcmp(op->valuestring, "append") == 0
+		    && cJSON_IsObject(kz_json_get(req, "event")) &&
+		    (rep = cJSON_Parse(canned)) != NULL) {
+			if (kz_frame_write(fd, rep, 1 << 20, 2000) != 0)
+				arg = NULL;
+			cJSON_Delete(rep);
+		}
+	}
+	cJSON_Delete(req);
+	close(fd);
+	return arg;
+}
+
+static int
+send_with(const char *reply, char *why, size_t wlen)
+{
+	cJSON *ev = cJSON_Parse("{\"worker_id\":\"w\"}");
+	pthread_t th;
+	int r;
+
+	canned = reply;
+	ck_assert_int_eq(pthread_create(&th, NULL, sink, NULL), 0);
+	r = kz_audit_send(path, "lease", ev, 2000, why, wlen);
+	pthread_join(th, NULL);
+	cJSON_Delete(ev);
+	return r;
+}
+
+static void
+setup(void)
+{
+	char why[128];
+
+	snprintf(dir, sizeof(dir), "/tmp/kzaud.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	ck_assert_int_eq(kz_sock_listen(path, 4, &lfd, why, sizeof(why)), 0);
+	ck_assert_int_eq(kz_fd_nonblock(lfd, false), 0);
+}
+
+static void
+teardown(void)
+{
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}
+
+START_TEST(test_ack)
+{
+	char why[128] = "";
+
+	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":true,"
+	    "\"seq\":5}", why, sizeof(why)), 0);
+}
+END_TEST
+
+START_TEST(test_refused)
+{
+	char why[128] = "";
+
+	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":false,"
+	    "\"error\":\"refused\",\"reason\":\"field 'x' is bad\"}", why,
+	    sizeof(why)), KZ_EDENIED);
+	ck_assert_str_eq(why, "field 'x' is bad");
+}
+END_TEST
+
+START_TEST(test_unavailable)
+{
+	char why[128] = "";
+
+	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":false,"
+	    "\"error\":\"unavailable\",\"reason\":\"disk\"}", why,
+	    sizeof(why)), KZ_EUNAVAIL);
+}
+END_TEST
+
+START_TEST(test_malformed)
+{
+	char why[128] = "";
+
+	/* ok without a seq is not an acknowledgement. */
+	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":true}", why,
+	    sizeof(why)), KZ_EPROTO);
+}
+END_TEST
+
+START_TEST(test_no_sink)
+{
+	cJSON *ev = cJSON_CreateObject();
+	char why[128] = "", p[160];
+
+	snprintf(p, sizeof(p), "%s/none.sock", dir);
+	ck_assert_int_eq(kz_audit_send(p, "lease", ev, 500, why,
+	    sizeof(why)), KZ_EUNAVAIL);
+	ck_assert_int_eq(kz_audit_send(NULL, "lease", ev, 500, why,
+	    sizeof(why)), KZ_EINVAL);
+	ck_assert_int_eq(kz_audit_send(p, "lease", NULL, 500, why,
+	    sizeof(why)), KZ_EINVAL);
+	cJSON_Delete(ev);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("audit client");
+	TCase *tc = tcase_create("audit");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_ack);
+	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_unavailable);
+	tcase_add_test(tc, test_malformed);
+	tcase_add_test(tc, test_no_sink);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}

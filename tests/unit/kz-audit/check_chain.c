@@ -1,0 +1,166 @@
+/* The keyed MAC chain: records verify, any edited byte does not, prev
+ * links each record to the one before, and a different key fails. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "audit.h"
+#include "banned.h"
+
+static struct aud_chain chain;
+
+static void
+setup(void)
+{
+	memset(&chain, 0, sizeof(chain));
+	memset(chain.key.k, 3, sizeof(chain.key.k));
+}
+
+static char *
+rec(const char *ev, size_t *len)
+{
+	cJSON *e = cJSON_Parse(ev);
+	char *line = NULL;
+
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(aud_record_format(&chain, "lease", e,
+	    1700000000123LL, &line, len), 0);
+	cJSON_Delete(e);
+	ck_assert_int_eq(line[*len - 1], '\n');
+	return line;
+}
+
+START_TEST(test_roundtrip)
+{
+	static const unsigned char zero[AUD_MAC_BYTES];
+	unsigned char mac1[AUD_MAC_BYTES];
+	struct aud_rec r;
+	char why[160], *l1, *l2;
+	size_t n1, n2;
+
+	l1 = rec("{\"worker_id\":\"w1\"}", &n1);
+	memcpy(mac1, chain.mac, sizeof(mac1));
+	l2 = rec("{\"worker_id\":\"w2\",\"token\":9007199254740991}", &n2);
+	ck_assert_uint_eq(chain.seq, 2);
+	ck_assert_int_eq(aud_record_check(&chain.key, l1, n1 - 1, true, &r,
+	    why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.seq, 1);
+	ck_assert_int_eq(r.ts_ms, 1700000000123LL);
+	ck_assert(memcmp(r.prev, zero, AUD_MAC_BYTES) == 0);
+	ck_assert(memcmp(r.mac, mac1, AUD_MAC_BYTES) == 0);
+	ck_assert_str_eq(kz_json_get(kz_json_get(r.json, "event"),
+	    "worker_id")->valuestring, "w1");
+	aud_rec_release(&r);
+	ck_assert_int_eq(aud_record_check(&chain.key, l2, n2 - 1, false, &r,
+	    why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.seq, 2);
+	ck_assert(memcmp(r.prev, mac1, AUD_MAC_BYTES) == 0);
+	ck_assert(memcmp(r.mac, chain.mac, AUD_MAC_BYTES) == 0);
+	free(l1);
+	free(l2);
+}
+END_TEST
+
+/* Flipping any single byte of a record breaks it. */
+START_TEST(test_every_byte)
+{
+	struct aud_rec r;
+	char why[160], *l;
+	size_t n;
+
+	l = rec("{\"worker_id\":\"w1\",\"token\":5}", &n);
+	for (size_t i = 0; i < n - 1; i++) {
+		char c = l[i];
+
+		l[i] = c == 'a' ? 'b' : c == '0' ? '1' : 'a';
+		ck_assert_msg(aud_record_check(&chain.key, l, n - 1, false,
+		    &r, why, sizeof(why)) != 0, "byte %zu edited unseen", i);
+		l[i] = c;
+	}
+	ck_assert_int_eq(aud_record_check(&chain.key, l, n - 1, false, &r,
+	    why, sizeof(why)), 0);
+	free(l);
+}
+END_TEST
+
+START_TEST(test_wrong_key_and_truncation)
+{
+	struct kz_key other;
+	struct aud_rec r;
+	char why[160], *l;
+	size_t n;
+
+	l = rec("{}", &n);
+	memset(other.k, 4, sizeof(other.k));
+	ck_assert_int_eq(aud_record_check(&other, l, n - 1, false, &r, why,
+	    sizeof(why)), KZ_ECRYPTO);
+	for (size_t k = 0; k < n - 1; k++)
+		ck_assert(aud_record_check(&chain.key, l, k, false, &r, why,
+		    sizeof(why)) != 0);
+	free(l);
+}
+END_TEST
+
+/* A line with a valid MAC suffix but a body that is not a record. */
+START_TEST(test_form)
+{
+	struct aud_rec r;
+	char why[160];
+	static const char *bad[] = {
+		"", "{}", "not json",
+		"{\"seq\":1}",
+		"{\"seq\":0,\"ts\":\"2020-01-01T00:00:00.000Z\",\"kind\":\"lease\","
+		    "\"event\":{},\"prev\":\"00\",\"mac\":\"00\"}",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert(aud_record_check(&chain.key, bad[i], strlen(bad[i]),
+		    false, &r, why, sizeof(why)) != 0);
+		ck_assert(aud_record_parse(bad[i], strlen(bad[i]), &r, why,
+		    sizeof(why)) != 0);
+	}
+}
+END_TEST
+
+START_TEST(test_ts)
+{
+	char buf[32];
+	int64_t ms;
+
+	aud_ts_format(1700000000123LL, buf);
+	ck_assert_str_eq(buf, "2023-11-14T22:13:20.123Z");
+	ck_assert_int_eq(aud_ts_parse(buf, &ms), 0);
+	ck_assert_int_eq(ms, 1700000000123LL);
+	ck_assert_int_eq(aud_ts_parse("2023-11-14T22:13:20Z", &ms), 0);
+	ck_assert_int_eq(ms, 1700000000000LL);
+	ck_assert_int_eq(aud_ts_parse("1700000000", &ms), 0);
+	ck_assert_int_eq(ms, 1700000000000LL);
+	ck_assert_int_ne(aud_ts_parse("2023-11-14T22:13:20+01:00", &ms), 0);
+	ck_assert_int_ne(aud_ts_parse("2023-11-14", &ms), 0);
+	ck_assert_int_ne(aud_ts_parse("2023-11-14T22:13:20.1Z", &ms), 0);
+	ck_assert_int_ne(aud_ts_parse("yesterday", &ms), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("kz-audit chain");
+	TCase *tc = tcase_create("chain");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_every_byte);
+	tcase_add_test(tc, test_wrong_key_and_truncation);
+	tcase_add_test(tc, test_form);
+	tcase_add_test(tc, test_ts);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}

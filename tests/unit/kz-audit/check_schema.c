@@ -1,0 +1,226 @@
+/* The closed event schema: a table of hostile events, each refused with
+ * the right reason and field and without echoing the value; accepted
+ * events come out with raw ids replaced by keyed hashes. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "audit.h"
+#include "banned.h"
+
+static struct kz_key idkey;
+
+static cJSON *
+parse(const char *s)
+{
+	cJSON *j = NULL;
+	char why[128];
+
+	ck_assert_msg(kz_json_parse_object(s, strlen(s), &j, why,
+	    sizeof(why)) == 0, "bad test JSON %s: %s", s, why);
+	return j;
+}
+
+struct bad {
+	const char *kind, *event;
+	enum aud_refusal reason;
+	const char *field;
+};
+
+/* Every value that must be refused contains SECRET, which must never
+ * appear in the reason. */
+static const struct bad bads[] = {
+	{ "nope", "{}", AUD_R_KIND, "kind" },
+	{ "", "{}", AUD_R_KIND, "kind" },
+	{ "Dispatch", "{}", AUD_R_KIND, "kind" },
+	{ "lease", "{\"bogus\":\"SECRET\"}", AUD_R_FIELD, "(unknown)" },
+	{ "lease", "{\"stdout\":\"SECRET\"}", AUD_R_FIELD, "(unknown)" },
+	{ "lease", "{\"env\":{\"K\":\"SECRET\"}}", AUD_R_FIELD, "(unknown)" },
+	{ "lease", "{\"Worker_id\":\"w\"}", AUD_R_FIELD, "(unknown)" },
+	{ "egress_refusal", "{\"worker_id\":\"w\"}", AUD_R_FIELD, "(unknown)" },
+	{ "lease", "{\"reason\":\"a\\nSECRET\"}", AUD_R_MULTILINE, "reason" },
+	{ "lease", "{\"reason\":\"a\\rSECRET\"}", AUD_R_MULTILINE, "reason" },
+	{ "lease", "{\"reason\":\"a\\tSECRET\"}", AUD_R_MULTILINE, "reason" },
+	{ "lease", "{\"reason\":\"a\\u2028SECRET\"}", AUD_R_MULTILINE,
+	    "reason" },
+	{ "lease", "{\"reason\":\"a\\u007fSECRET\"}", AUD_R_MULTILINE,
+	    "reason" },
+	{ "lease", "{\"actor\":\"a\\nSECRET\"}", AUD_R_MULTILINE, "actor" },
+	{ "lease", "{\"reason\":\"/etc/SECRET\"}", AUD_R_PATH, "reason" },
+	{ "lease", "{\"reason\":\"open /etc/SECRET failed\"}", AUD_R_PATH,
+	    "reason" },
+	{ "lease", "{\"reason\":\"path=/SECRET\"}", AUD_R_PATH, "reason" },
+	{ "lease", "{\"reason\":\"~/SECRET\"}", AUD_R_PATH, "reason" },
+	{ "lease", "{\"reason\":\"~root/SECRET\"}", AUD_R_PATH, "reason" },
+	{ "lease", "{\"reason\":\"file:SECRET\"}", AUD_R_PATH, "reason" },
+	{ "lease", "{\"reason\":\"FILE:///SECRET\"}", AUD_R_PATH, "reason" },
+	{ "lease", "{\"reason\":\"https://h/SECRET?q\"}", AUD_R_PATH,
+	    "reason" },
+	{ "lease", "{\"reason\":\"C:\\\\SECRET\"}", AUD_R_PATH, "reason" },
+	{ "lease", "{\"worker_id\":\"/SECRET\"}", AUD_R_PATH, "worker_id" },
+	{ "lease", "{\"worker_id\":\"a b SECRET\"}", AUD_R_CHARSET,
+	    "worker_id" },
+	{ "lease", "{\"worker_id\":\"\"}", AUD_R_LENGTH, "worker_id" },
+	{ "lease", "{\"capability\":\"SECRETSECRETSECRETSECRETSECRETSECRET"
+	    "SECRETSECRETSECRETSECRETSECRET\"}", AUD_R_LENGTH, "capability" },
+	{ "lease", "{\"actor_hash\":\"ABCSECRET\"}", AUD_R_CHARSET,
+	    "actor_hash" },
+	{ "lease", "{\"worker_id\":{\"x\":\"SECRET\"}}", AUD_R_NESTED,
+	    "worker_id" },
+	{ "lease", "{\"worker_id\":[\"SECRET\"]}", AUD_R_NESTED, "worker_id" },
+	{ "lease", "{\"worker_id\":7}", AUD_R_TYPE, "worker_id" },
+	{ "lease", "{\"worker_id\":null}", AUD_R_TYPE, "worker_id" },
+	{ "lease", "{\"token\":\"SECRET\"}", AUD_R_TYPE, "token" },
+	{ "lease", "{\"token\":-1}", AUD_R_RANGE, "token" },
+	{ "lease", "{\"token\":1.5}", AUD_R_RANGE, "token" },
+	{ "lease", "{\"token\":1e300}", AUD_R_RANGE, "token" },
+	{ "lease", "{\"warm\":1}", AUD_R_TYPE, "warm" },
+	{ "egress_refusal", "{\"port\":65536}", AUD_R_RANGE, "port" },
+	{ "egress_refusal", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET,
+	    "host" },
+	{ "reset", "{\"evidence\":{\"a\":\"SECRET\"}}", AUD_R_TYPE,
+	    "evidence" },
+	{ "reset", "{\"evidence\":{\"a\":{\"b\":1}}}", AUD_R_NESTED,
+	    "evidence" },
+	{ "reset", "{\"evidence\":{\"A B\":1}}", AUD_R_CHARSET, "evidence" },
+	{ "reset", "{\"evidence\":[1]}", AUD_R_TYPE, "evidence" },
+	{ "reset", "{\"missing\":[[\"SECRET\"]]}", AUD_R_NESTED, "missing" },
+	{ "reset", "{\"missing\":[\"/SECRET\"]}", AUD_R_PATH, "missing" },
+	{ "reset", "{\"missing\":\"SECRET\"}", AUD_R_TYPE, "missing" },
+	{ "lease", "{\"actor\":\"a\",\"actor_hash\":\"00\"}", AUD_R_CONFLICT,
+	    "actor" },
+	{ "lease", "{\"audience_version\":-3}", AUD_R_RANGE,
+	    "audience_version" },
+};
+
+START_TEST(test_hostile)
+{
+	const struct bad *b = &bads[_i];
+	struct aud_refusal_info ri;
+	cJSON *ev = parse(b->event), *clean = NULL;
+	int r;
+
+	r = aud_schema_check(b->kind, ev, &idkey, &clean, &ri);
+	ck_assert_msg(r == KZ_EDENIED, "case %d (%s) not refused", _i,
+	    b->event);
+	ck_assert_ptr_null(clean);
+	ck_assert_msg(ri.reason == b->reason, "case %d: reason %s, want %s",
+	    _i, aud_refusal_name(ri.reason), aud_refusal_name(b->reason));
+	ck_assert_str_eq(ri.field, b->field);
+	ck_assert_ptr_null(strstr(ri.why, "SECRET"));
+	ck_assert_ptr_nonnull(strstr(ri.why, "field") ? ri.why : NULL);
+	cJSON_Delete(ev);
+}
+END_TEST
+
+START_TEST(test_not_object)
+{
+	struct aud_refusal_info ri;
+	cJSON *clean = NULL, *arr = cJSON_CreateArray();
+
+	ck_assert_int_eq(aud_schema_check("lease", arr, &idkey, &clean, &ri),
+	    KZ_EDENIED);
+	ck_assert_str_eq(ri.field, "event");
+	ck_assert_int_eq(aud_schema_check("lease", NULL, &idkey, &clean, &ri),
+	    KZ_EDENIED);
+	ck_assert_int_eq(aud_schema_check(NULL, arr, &idkey, &clean, &ri),
+	    KZ_EDENIED);
+	ck_assert_str_eq(ri.field, "kind");
+	cJSON_Delete(arr);
+}
+END_TEST
+
+START_TEST(test_accept_and_hash)
+{
+	struct aud_refusal_info ri;
+	char want[KZ_IDHASH_HEX + 1];
+	cJSON *ev = parse("{\"worker_id\":\"w-1\",\"exit_status\":0,"
+	    "\"actor\":\"alice\",\"session\":\"s-1\",\"capability\":"
+	    "\"code.run\",\"audience_version\":3,\"manifest_digest\":"
+	    "\"sha256:ab12\",\"reason\":\"worker exited: code 0, see a/b\"}");
+	cJSON *clean = NULL;
+	char *s;
+
+	ck_assert_int_eq(aud_schema_check("dispatch", ev, &idkey, &clean,
+	    &ri), 0);
+	s = kz_json_print(clean);
+	ck_assert_ptr_null(strstr(s, "alice"));
+	ck_assert_ptr_null(strstr(s, "s-1"));
+	ck_assert_ptr_null(kz_json_get(clean, "actor"));
+	ck_assert_int_eq(kz_key_idhash(&idkey, "actor", "alice", want), 0);
+	ck_assert_str_eq(kz_json_get(clean, "actor_hash")->valuestring, want);
+	ck_assert_int_eq(kz_key_idhash(&idkey, "session", "s-1", want), 0);
+	ck_assert_str_eq(kz_json_get(clean, "session_hash")->valuestring,
+	    want);
+	ck_assert_str_eq(kz_json_get(clean, "worker_id")->valuestring, "w-1");
+	free(s);
+	cJSON_Delete(clean);
+	cJSON_Delete(ev);
+}
+END_TEST
+
+START_TEST(test_every_kind)
+{
+	struct aud_refusal_info ri;
+	cJSON *ev = parse("{\"rid\":\"r1\",\"outcome\":\"ok\"}"), *clean;
+
+	for (int i = 0; aud_kinds[i] != NULL; i++) {
+		clean = NULL;
+		ck_assert_int_eq(aud_schema_check(aud_kinds[i], ev, &idkey,
+		    &clean, &ri), 0);
+		ck_assert(aud_kind_known(aud_kinds[i]));
+		cJSON_Delete(clean);
+	}
+	ck_assert(!aud_kind_known("nope"));
+	cJSON_Delete(ev);
+}
+END_TEST
+
+START_TEST(test_input_split)
+{
+	cJSON *line = parse("{\"kind\":\"lease\",\"worker_id\":\"w\"}");
+	cJSON *ev = NULL;
+	const char *kind;
+	char why[128];
+
+	ck_assert_int_eq(aud_input_split(line, &kind, &ev, why, sizeof(why)),
+	    0);
+	ck_assert_str_eq(kind, "lease");
+	ck_assert_ptr_null(kz_json_get(ev, "kind"));
+	ck_assert_ptr_nonnull(kz_json_get(ev, "worker_id"));
+	cJSON_Delete(ev);
+	cJSON_Delete(line);
+	line = parse("{\"kind\":\"lease\",\"event\":{},\"x\":1}");
+	ck_assert_int_ne(aud_input_split(line, &kind, &ev, why, sizeof(why)),
+	    0);
+	cJSON_Delete(line);
+	line = parse("{\"event\":{}}");
+	ck_assert_int_ne(aud_input_split(line, &kind, &ev, why, sizeof(why)),
+	    0);
+	cJSON_Delete(line);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("kz-audit schema");
+	TCase *tc = tcase_create("schema");
+	SRunner *sr;
+	int nf;
+
+	memset(idkey.k, 7, sizeof(idkey.k));
+	tcase_add_loop_test(tc, test_hostile, 0,
+	    (int)(sizeof(bads) / sizeof(bads[0])));
+	tcase_add_test(tc, test_not_object);
+	tcase_add_test(tc, test_accept_and_hash);
+	tcase_add_test(tc, test_every_kind);
+	tcase_add_test(tc, test_input_split);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}

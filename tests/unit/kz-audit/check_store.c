@@ -1,0 +1,225 @@
+/* The log directory: commit, reopen and continue, rotation continuing the
+ * chain, crash recovery of an incomplete tail, one writer at a time. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "banned.h"
+
+static char dir[64];
+static struct kz_key key;
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/kzaudit.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	memset(key.k, 9, sizeof(key.k));
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void
+add_n(struct aud_store *s, int n, uint64_t *last)
+{
+	cJSON *ev = cJSON_Parse("{\"worker_id\":\"w\",\"reason\":\"filler "
+	    "text to make the record longer than a hundred bytes or so\"}");
+	char why[200];
+
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(aud_store_add(s, "lease", ev, last, why,
+		    sizeof(why)), 0);
+	ck_assert_int_eq(aud_store_commit(s, why, sizeof(why)), 0);
+	cJSON_Delete(ev);
+}
+
+static int
+verify_dir(void)
+{
+	char **files = NULL, why[200];
+	size_t n = 0;
+	FILE *out = tmpfile(), *err = tmpfile();
+	int rc;
+
+	ck_assert_int_eq(aud_dir_files(dir, &files, &n, why, sizeof(why)), 0);
+	rc = aud_verify(&key, files, n, out, err);
+	aud_paths_free(files, n);
+	fclose(out);
+	fclose(err);
+	return rc;
+}
+
+static struct aud_store *
+open_store(uint64_t max)
+{
+	struct aud_store *s = NULL;
+	char why[200];
+
+	ck_assert_msg(aud_store_open(dir, max, &key, &s, why,
+	    sizeof(why)) == 0, "open: %s", why);
+	return s;
+}
+
+START_TEST(test_reopen_continues)
+{
+	struct aud_store *s = open_store(1 << 20);
+	struct aud_store_stats st;
+	uint64_t seq;
+
+	add_n(s, 5, &seq);
+	ck_assert_uint_eq(seq, 5);
+	aud_store_stats(s, &st);
+	ck_assert_uint_eq(st.fsyncs, 1);
+	ck_assert_uint_eq(st.records, 5);
+	aud_store_free(s);
+	s = open_store(1 << 20);
+	add_n(s, 1, &seq);
+	ck_assert_uint_eq(seq, 6);
+	aud_store_free(s);
+	ck_assert_int_eq(verify_dir(), 0);
+}
+END_TEST
+
+START_TEST(test_rotation)
+{
+	struct aud_store *s = open_store(4096);
+	struct aud_store_stats st;
+	char **files = NULL, why[200];
+	size_t n = 0;
+	uint64_t seq;
+
+	add_n(s, 100, &seq);
+	aud_store_stats(s, &st);
+	ck_assert_uint_ge(st.rotations, 3);
+	aud_store_free(s);
+	ck_assert_int_eq(aud_dir_files(dir, &files, &n, why, sizeof(why)), 0);
+	ck_assert_uint_eq(n, st.rotations + 1);
+	for (size_t i = 0; i < n; i++) {
+		struct stat sb;
+
+		ck_assert_int_eq(stat(files[i], &sb), 0);
+		ck_assert_int_le(sb.st_size, 4096);
+	}
+	aud_paths_free(files, n);
+	ck_assert_int_eq(verify_dir(), 0);
+	s = open_store(4096);
+	add_n(s, 1, &seq);
+	ck_assert_uint_eq(seq, 101);
+	aud_store_free(s);
+	ck_assert_int_eq(verify_dir(), 0);
+	/* A crash right after a rotation leaves the newest file empty: the
+	 * chain continues from the file before it. */
+	{
+		char path[160];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/audit-%06zu.jsonl", dir,
+		    n + 1);
+		ck_assert_int_ge(fd = open(path, O_CREAT | O_WRONLY, 0640), 0);
+		close(fd);
+	}
+	s = open_store(4096);
+	add_n(s, 1, &seq);
+	ck_assert_uint_eq(seq, 102);
+	aud_store_free(s);
+	ck_assert_int_eq(verify_dir(), 0);
+}
+END_TEST
+
+static void
+append_raw(const char *text)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl", dir);
+	fd = open(path, O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+START_TEST(test_torn_tail_cut)
+{
+	struct aud_store *s = open_store(1 << 20);
+	struct aud_store_stats st;
+	uint64_t seq;
+
+	add_n(s, 3, &seq);
+	aud_store_free(s);
+	append_raw("{\"seq\":4,\"ts\":\"20");
+	ck_assert_int_eq(verify_dir(), 1);
+	s = open_store(1 << 20);
+	aud_store_stats(s, &st);
+	ck_assert_uint_gt(st.truncated_bytes, 0);
+	ck_assert_uint_eq(st.last_seq, 3);
+	add_n(s, 1, &seq);
+	ck_assert_uint_eq(seq, 4);
+	aud_store_free(s);
+	ck_assert_int_eq(verify_dir(), 0);
+}
+END_TEST
+
+START_TEST(test_bad_complete_line_refused)
+{
+	struct aud_store *s = open_store(1 << 20);
+	char why[200];
+	uint64_t seq;
+
+	add_n(s, 2, &seq);
+	aud_store_free(s);
+	append_raw("{\"seq\":3}\n");
+	s = NULL;
+	ck_assert_int_eq(aud_store_open(dir, 1 << 20, &key, &s, why,
+	    sizeof(why)), KZ_ECRYPTO);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(why, "seq 2"));
+}
+END_TEST
+
+START_TEST(test_one_writer)
+{
+	struct aud_store *s = open_store(1 << 20), *t = NULL;
+	char why[200];
+
+	ck_assert_int_eq(aud_store_open(dir, 1 << 20, &key, &t, why,
+	    sizeof(why)), KZ_EEXIST);
+	aud_store_free(s);
+	t = open_store(1 << 20);
+	aud_store_free(t);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("kz-audit store");
+	TCase *tc = tcase_create("store");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_reopen_continues);
+	tcase_add_test(tc, test_rotation);
+	tcase_add_test(tc, test_torn_tail_cut);
+	tcase_add_test(tc, test_bad_complete_line_refused);
+	tcase_add_test(tc, test_one_writer);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
