@@ -1,7 +1,8 @@
 /*
  * The resource envelope.  Each worker has a cgroup <parent>/<id> holding the
- * agent alone, and a child <parent>/<id>/run holding every process of the
- * code, with the memory, pids and cpu limits on the child.  cgroup v2 is
+ * agent alone, a child <parent>/<id>/init holding the run namespace's init,
+ * and a child <parent>/<id>/run holding every process of the code, with the
+ * memory, pids and cpu limits on it.  cgroup v2 is
  * used when its root offers memory, pids and cpu; otherwise the v1
  * hierarchies memory, pids, cpu and freezer must all be mounted.  Anything
  * else fails closed.
@@ -204,6 +205,8 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
 		    c->cg_parent, c->id) >= PATH_MAX)
 			return KZ_ETOOBIG;
 		if ((size_t)snprintf(g->run[i], PATH_MAX, "%s/run",
+		    g->worker[i]) >= PATH_MAX ||
+		    (size_t)snprintf(g->init[i], PATH_MAX, "%s/init",
 		    g->worker[i]) >= PATH_MAX)
 			return KZ_ETOOBIG;
 		/* v2 allows no process in a cgroup that delegates controllers
@@ -254,7 +257,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 			    "cgroup: %s", strerror(errno));
 			return KZ_EUNAVAIL;
 		}
-		if (mk(g->run[i]) != 0) {
+		if (mk(g->run[i]) != 0 || mk(g->init[i]) != 0) {
 			kz_why(why, wlen, "cgroup: cannot create the run "
 			    "cgroup: %s", strerror(errno));
 			return KZ_EUNAVAIL;
@@ -296,6 +299,18 @@ sbx_cg_attach(const struct sbx_cg *g, pid_t pid)
 
 	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
 		if (write(g->procs_fd[i], v, (size_t)n) != n)
+			return KZ_ESYS;
+	return 0;
+}
+
+int
+sbx_cg_attach_init(const struct sbx_cg *g, pid_t pid)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+		if (wfile(g->init[i], "cgroup.procs", v) != 0)
 			return KZ_ESYS;
 	return 0;
 }
@@ -432,6 +447,7 @@ sbx_cg_teardown(struct sbx_cg *g)
 		if (g->joined)
 			(void)wfile(g->orig[i], "cgroup.procs", pid);
 		(void)rmdir(g->run[i]);
+		(void)rmdir(g->init[i]);
 		if (g->v2)
 			(void)rmdir(g->agent);
 		(void)rmdir(g->worker[i]);

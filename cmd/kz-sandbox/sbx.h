@@ -74,6 +74,7 @@ struct sbx_cg {
 	bool v2;
 	char worker[SBX_CG_N][PATH_MAX];	/* .../<parent>/<id> */
 	char run[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/run */
+	char init[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/init */
 	char orig[SBX_CG_N][PATH_MAX];		/* agent's cgroup before */
 	char agent[PATH_MAX];	/* where the agent sits (v2: a leaf) */
 	int procs_fd[SBX_CG_N];			/* run/cgroup.procs */
@@ -86,6 +87,7 @@ void sbx_cg_init(struct sbx_cg *g);
 KZ_WUR int sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c,
     bool join, char *why, size_t wlen);
 KZ_WUR int sbx_cg_attach(const struct sbx_cg *g, pid_t pid);
+KZ_WUR int sbx_cg_attach_init(const struct sbx_cg *g, pid_t pid);
 void sbx_cg_stats(const struct sbx_cg *g, struct sbx_cg_stats *st);
 void sbx_cg_reset_peak(const struct sbx_cg *g);
 /* Kills every process in the run cgroup; returns the number left (0). */
@@ -176,8 +178,10 @@ struct sbx_worker {
 	struct sbx_mnt mnt;
 	struct sock_fprog prog;
 	int relay_fd;
+	int zsock;		/* to the run namespace's init */
+	pid_t zpid;
 	uint64_t generation;
-	bool serve;
+	bool serve, broken;
 };
 struct sbx_req {
 	char **argv;		/* NULL-terminated */

@@ -241,7 +241,7 @@ op_run(struct sbx_worker *w, const cJSON *req)
 		    KZ_WE_BAD_REQUEST : KZ_WE_ISOLATION_DENIED, reason);
 		goto out;
 	}
-	kz_log(KZ_LOG_INFO, "sandbox.run", 0, "run finished", "limit",
+	kz_log(KZ_LOG_DEBUG, "sandbox.run", 0, "run finished", "limit",
 	    rs.limit, NULL);
 	reply = run_reply(w, req, &rs);
 out:
