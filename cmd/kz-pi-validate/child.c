@@ -250,6 +250,28 @@ pump(const struct pv_run *r, struct pipes *p, pid_t pid,
 		kill(-pid, SIGKILL), kill(pid, SIGKILL);
 }
 
+/*
+ * Whatever the child left behind dies with it: the validator is a child
+ * subreaper, so orphans of the child come back to it and are reaped here
+ * before the next phase starts.
+ */
+static void
+reap_all(pid_t pid)
+{
+	int64_t stop = pv_now_ms() + 3000;
+	pid_t w;
+	int st;
+
+	kill(-pid, SIGKILL);
+	while (pv_now_ms() < stop) {
+		w = waitpid(-1, &st, WNOHANG);
+		if (w < 0 && errno == ECHILD)
+			return;
+		if (w <= 0)
+			usleep(2000);
+	}
+}
+
 static int
 wait_child(const struct pv_run *r, pid_t pid, struct pv_outcome *o)
 {
@@ -258,8 +280,10 @@ wait_child(const struct pv_run *r, pid_t pid, struct pv_outcome *o)
 	for (;;) {
 		pid_t w = waitpid(pid, &o->status, WNOHANG);
 
-		if (w == pid)
+		if (w == pid) {
+			reap_all(pid);
 			return 0;
+		}
 		if (w < 0 && errno != EINTR)
 			return KZ_ESYS;
 		if (pv_now_ms() >= stop) {
@@ -306,6 +330,10 @@ pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
 	o->result[0] = '\0';
 	if ((rc = make_pipes(&p, r->channel, r->uid)) != 0)
 		goto out;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+		rc = KZ_ESYS;
+		goto out;
+	}
 	randombytes_buf(nb, sizeof(nb));
 	kz_hex(nb, sizeof(nb), o->nonce);
 	sodium_memzero(nb, sizeof(nb));

@@ -163,12 +163,19 @@ pv_profile_release(struct pv_profile *p)
 int
 pv_workspace_check(char *cwd, size_t len, char *why, size_t wlen)
 {
+	const char *pwd = getenv("PWD");
 	struct stat st;
 	size_t n;
 
 	if (getcwd(cwd, len) == NULL || cwd[0] != '/') {
 		kz_why(why, wlen, "no usable working directory");
 		return KZ_EINVAL;
+	}
+	/* The kernel's cwd is physical; PWD tells how the caller got here. */
+	if (pwd != NULL && strcmp(pwd, cwd) != 0) {
+		kz_why(why, wlen, "working directory was reached through a "
+		    "symlink (PWD differs from the physical path)");
+		return KZ_EDENIED;
 	}
 	n = strlen(cwd);
 	for (size_t i = 1; i <= n; i++) {

@@ -346,6 +346,7 @@ project_ext(struct job *j, cJSON *exts, cJSON *un, const cJSON *x)
 {
 	static const char *const other[] = {"flags", "shortcuts", "renderers",
 		NULL};
+	static const char *const kind[] = {"flag", "shortcut", "renderer"};
 	const cJSON *p = kz_json_get(x, "path"), *e;
 	const char *path = cJSON_IsString(p) && strlen(p->valuestring) < 256 ?
 	    p->valuestring : "?";
@@ -364,7 +365,7 @@ project_ext(struct job *j, cJSON *exts, cJSON *un, const cJSON *x)
 	cJSON_AddItemToArray(exts, o);
 	unsupported(j, un, path, "handler", kz_json_get(x, "handlers"));
 	for (int i = 0; other[i] != NULL; i++)
-		unsupported(j, un, path, other[i], kz_json_get(x, other[i]));
+		unsupported(j, un, path, kind[i], kz_json_get(x, other[i]));
 }
 
 static void

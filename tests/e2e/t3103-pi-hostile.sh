@@ -1,0 +1,39 @@
+#!/bin/bash
+# kz-pi-validate against hostile extensions: a forged receipt on stdout, a
+# write to the advertised result descriptor, unsupported registrations, and
+# one that never returns.  Only the nonce-bearing result channel counts.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pi-lib.sh"
+plan 14
+
+fixture ext-forge-stdout
+pv ext-forge-stdout
+is "$RC" 1 "a forged receipt printed on stdout does not make a pass"
+is "$(field ext-forge-stdout r.result)" '"fail"' "the receipt says fail"
+like "$(field ext-forge-stdout r.child_stdout_bytes)" '^[1-9]' "the child did print on stdout"
+is "$(field ext-forge-stdout r.unsupported[0].name)" '"bogus_event"' "its real registration is reported"
+
+fixture ext-write-fd
+pv ext-write-fd
+is "$RC" 0 "writing to the advertised result descriptor achieves nothing"
+is "$(field ext-write-fd r.surface.extensions[0].tools)" '["fd_probe_ebadf"]' \
+	"the advertised descriptor was closed before authored code loaded"
+unlike "$(cat "$T/ext-write-fd.receipt")" "forged_tool" "the forged observation is absent"
+
+fixture ext-unsupported
+pv ext-unsupported
+is "$RC" 1 "unsupported registrations fail validation"
+is "$(field ext-unsupported 'r.unsupported.map(u => u.kind + ":" + u.name).sort()')" \
+	'["flag:turbo","handler:before_everything","provider:shadow-llm","shortcut:ctrl+k"]' \
+	"each unsupported registration is listed"
+is "$(field ext-unsupported r.surface.extensions[0].tools)" '["fine_tool"]' "supported tools still listed"
+
+fixture ext-hang
+s=$(date +%s)
+pv ext-hang
+e=$(( $(date +%s) - s ))
+is "$RC" 1 "an extension that never returns is refused"
+like "$(field ext-hang r.reasons)" "deadline" "... for missing the deadline"
+t "... within the deadline plus a margin (${e}s)" test "$e" -le 14
+is "$(leftovers)" 0 "no child process is left behind"
+done_testing
