@@ -68,13 +68,13 @@ static int
 load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
     char *why, size_t wlen)
 {
-	char rd[PATH_MAX], dflt[PATH_MAX + 32], bindir[PATH_MAX];
+	char rd[PATH_MAX], dflt[PATH_MAX + 32], bindir[PATH_MAX], tmp[PATH_MAX];
 	int e = 0;
 
 	snprintf(rd, sizeof(rd), "%s", kz_conf_str(k, "KZ_RUN_DIR",
 	    "/run/kaizen"));
-	snprintf(bindir, sizeof(bindir), "%s", self);
-	snprintf(bindir, sizeof(bindir), "%s", dirname(bindir));
+	snprintf(tmp, sizeof(tmp), "%s", self);
+	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
 	e |= copy(c->run_dir, sizeof(c->run_dir), rd, "KZ_RUN_DIR", why, wlen);
 	snprintf(dflt, sizeof(dflt), "%s/kz-lease.sock", rd);
 	e |= copy(c->sock, sizeof(c->sock), kz_conf_str(k, "KZ_SOCKET", dflt),

@@ -3,6 +3,7 @@
  * other subcommands send one op to it and print the reply.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +167,7 @@ main(int argc, char **argv)
 		"status", "reconcile", "drain", NULL};
 	struct lease_conf c;
 	struct args a = {0};
-	char why[256] = "";
+	char why[256] = "", self[PATH_MAX];
 	size_t i;
 	int rc;
 
@@ -185,7 +186,10 @@ main(int argc, char **argv)
 	}
 	if (a.config == NULL)
 		a.config = getenv("KZ_CONFIG");
-	if (lease_conf_load(&c, a.config, argv[0], why, sizeof(why)) != 0) {
+	/* The default worker and reset binaries sit beside this one. */
+	if (realpath("/proc/self/exe", self) == NULL)
+		snprintf(self, sizeof(self), "%s", argv[0]);
+	if (lease_conf_load(&c, a.config, self, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-lease: config: %s\n", why);
 		return 2;
 	}

@@ -279,7 +279,7 @@ lease_serve(struct lease_conf *c)
 	if (setup_events(&d) != 0)
 		goto out;
 	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
-	    NULL);
+	    "reset_bin", c->reset_bin, "worker_bin", c->worker_bin, NULL);
 	event_base_dispatch(d.base);
 	rc = 0;
 out:

@@ -27,8 +27,9 @@ def serve(c):
                 rep.update(worker=wid, generation=gen[0], state="ready")
             elif req.get("op") == "wipe":
                 gen[0] += 1
-                rep.update(generation=gen[0], killed=0, empty=True,
-                           baseline=True)
+                rep.update(generation=gen[0], baseline=True,
+                           evidence={"workspace_empty": True,
+                                     "tmp_empty": True, "shm_empty": True})
             else:
                 rep = {"v": 1, "id": req.get("id"), "ok": False,
                        "error": "bad_request", "reason": "unknown op"}
@@ -38,6 +39,16 @@ def serve(c):
         return
     finally:
         c.close()
+
+# Its own v1 cgroups, so kz-reset's host-side cgroup check can pass (the
+# test removes them: /sys/fs/cgroup/{memory,pids}/kzt-<test>/<id>).
+parent = os.environ.get("STANDIN_CGROUP")
+if parent:
+    for ctl in ("memory", "pids"):
+        d = "/sys/fs/cgroup/%s/%s/%s" % (ctl, parent, wid)
+        os.makedirs(d, exist_ok=True)
+        with open(d + "/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
 
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path)

@@ -1,0 +1,77 @@
+#!/bin/bash
+# kz-lease against a real redis-server: lease, release, renew, fencing,
+# op-id replay, expiry to reset, admission closed while the store is gone,
+# and a store that comes back without its data gets a new epoch, under
+# which every old worker is retired and replaced.
+. "$(dirname "$0")/lib.sh"
+plan 22
+start_store
+head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
+CG=kzt-$$
+on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
+export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
+export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+export LEASE_CAPACITY=2 LEASE_TTL_MS=8000 LEASE_STORE_TIMEOUT_MS=300
+export LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=3000
+S=$T/kz-lease.sock
+bg kz-lease serve 2>"$T/lease.log"
+LPID=$LASTPID
+wait_sock "$S"
+st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+wait_for() { local i; for i in $(seq 1 200); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
+
+t "two workers become warm" wait_for warm 2
+rc_is 0 "lease succeeds" kz-lease lease --socket "$S" --actor alice --conversation c1
+cp "$T/.out" "$T/l1"
+L1=$(field "$T/l1" lease_id) K1=$(field "$T/l1" token) W1=$(field "$T/l1" worker)
+like "$K1" '^[0-9a-f]{16}:[0-9]+$' "token is epoch-qualified"
+rc_is 1 "release with a wrong token is refused" kz-lease release --socket "$S" --lease-id "$L1" --token "${K1%:*}:999999"
+like "$(cat "$T/.out")" stale_token "refusal says stale_token"
+rc_is 0 "renew with the right token" kz-lease renew --socket "$S" --lease-id "$L1" --token "$K1"
+rc_is 0 "second lease" kz-lease lease --socket "$S" --actor bob --conversation c1
+cp "$T/.out" "$T/l2"
+W2=$(field "$T/l2" worker)
+tnot "the two leases got different workers" test "$W1" = "$W2"
+rc_is 1 "third lease: no warm worker" kz-lease lease --socket "$S" --actor carol --conversation c2
+like "$(cat "$T/.out")" busy "it says busy"
+
+# A retried release (same op_id) is answered from the stored result.
+OP=0123456789abcdef0123456789abcdef
+req() { printf '{"v":1,"op":"release","id":"x","lease_id":"%s","token":"%s","op_id":"%s"}' "$1" "$2" "$OP"; }
+python3 - "$S" "$(req "$L1" "$K1")" >"$T/r1" <<'PY'
+import json, socket, struct, sys
+def call(path, body):
+    s = socket.socket(socket.AF_UNIX); s.connect(path)
+    b = body.encode(); s.sendall(struct.pack(">I", len(b)) + b)
+    n = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+    return json.loads(s.recv(n, socket.MSG_WAITALL))
+print(json.dumps([call(sys.argv[1], sys.argv[2]), call(sys.argv[1], sys.argv[2])]))
+PY
+like "$(cat "$T/r1")" '^\[\{[^]]*"ok": true[^]]*\}, \{[^]]*"ok": true' "release and its retry both succeed"
+t "worker comes back warm through kz-reset" wait_for warm 1
+
+# Bob never releases: his lease expires and the worker goes to reset.
+t "expired lease is reset and the worker is warm again" wait_for warm 2
+rc_is 1 "expired owner cannot release" kz-lease release --socket "$S" --lease-id "$(field "$T/l2" lease_id)" --token "$(field "$T/l2" token)"
+
+# The store dies: admission closes, nothing is granted.
+kill -9 "$STORE_PID"; sleep 0.8
+rc_is 3 "lease with the store gone exits 3" kz-lease lease --socket "$S" --actor alice --conversation c1
+like "$(cat "$T/.out")" admission_closed "and says admission_closed"
+EP1=$(redis-cli -s "$STORE_SOCK" GET 'kz:{default}:epoch' 2>/dev/null)
+rm -f "$T"/appendonlydir/* "$T/store.sock"
+# ... and comes back without its data.
+bg "$(command -v valkey-server || command -v redis-server)" --port 0 --unixsocket "$STORE_SOCK" --unixsocketperm 600 \
+	--dir "$T" --appendonly yes --save '' --daemonize no --loglevel warning
+wait_sock "$STORE_SOCK"
+t "admission reopens by itself" wait_for admission True
+EP2=$(redis-cli -s "$STORE_SOCK" GET 'kz:{default}:epoch')
+like "$EP2" '^[0-9a-f]{16}$' "store has a fresh epoch"
+t "the pool is rebuilt to capacity" wait_for warm 2
+OLD=$(ls "$T/workers" | grep -c -e "$W1" -e "$W2")
+is "$OLD" 0 "workers from before the data loss were deleted, not reused"
+rc_is 0 "leasing works again" kz-lease lease --socket "$S" --actor alice --conversation c1
+grep -q '"event":"admission.close"' "$T/lease.log"; ok $? "admission.close was logged"
+done_testing
