@@ -120,12 +120,6 @@ main(int argc, char **argv)
 	int o, rc;
 
 	kz_log_init("kz-pi-validate", KZ_LOG_INFO);
-	if (argc > 1 && strcmp(argv[1], "verify-receipt") == 0) {
-		verify = true;
-		argv[1] = argv[0];
-		argv++;
-		argc--;
-	}
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 'h': usage(stdout); return 0;
@@ -138,6 +132,10 @@ main(int argc, char **argv)
 		case 'r': rcpt = optarg; break;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (optind == argc - 1 && strcmp(argv[optind], "verify-receipt") == 0) {
+		verify = true;
+		optind++;
 	}
 	if (optind != argc || files == NULL || dig == NULL ||
 	    (verify ? (rcpt == NULL || prof || out) :

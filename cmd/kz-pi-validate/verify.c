@@ -1,0 +1,63 @@
+/*
+ * verify-receipt: is a receipt current for these files and this contract?
+ * 0 current pass, 1 stale, failed or forged, 2 bad input, 3 no key.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pv.h"
+#include "banned.h"
+
+int
+pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
+    const char *contract)
+{
+	char why[256] = "", *text = NULL;
+	struct pv_tree t;
+	struct stat st;
+	int fd, rfd, r, rc;
+
+	memset(&t, 0, sizeof(t));
+	if (!pv_hex64(contract)) {
+		fprintf(stderr, "kz-pi-validate: bad contract digest\n");
+		return 2;
+	}
+	if ((fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (rfd = open(receipt, O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "kz-pi-validate: cannot open the receipt or "
+		    "the files\n");
+		if (fd >= 0)
+			close(fd);
+		return 2;
+	}
+	if (fstat(rfd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > (1 << 20) || (text = malloc((size_t)st.st_size +
+	    1)) == NULL || read(rfd, text, (size_t)st.st_size) !=
+	    st.st_size) {
+		rc = 2;
+		kz_why(why, sizeof(why), "unreadable receipt");
+		goto out;
+	}
+	if ((r = pv_tree_scan(fd, false, &t, why, sizeof(why))) != 0) {
+		rc = 1;
+		goto out;
+	}
+	r = pv_receipt_verify(text, (size_t)st.st_size, c->keyfile, t.digest,
+	    contract, why, sizeof(why));
+	rc = r == 0 ? 0 : r == KZ_EKEY || r == KZ_ESYS ? 3 :
+	    r == KZ_EJSON || r == KZ_EMISSING || r == KZ_ETYPE ? 2 : 1;
+out:
+	if (rc == 0)
+		printf("current\n");
+	else
+		fprintf(stderr, "kz-pi-validate: %s\n", why);
+	free(text);
+	close(fd);
+	close(rfd);
+	pv_tree_release(&t);
+	return rc;
+}
