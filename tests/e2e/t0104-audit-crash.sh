@@ -16,7 +16,7 @@ wait_sock "$S"
 "$T/audit-load" "$S" 64 5 "$T/acks" >"$T/load.out" &
 LOAD=$!
 sleep 1.5
-kill -9 "$PID"
+kill -9 "$PID"; wait "$PID" 2>/dev/null
 wait "$LOAD"
 diag "$(cat "$T/load.out")"
 n=$(wc -l <"$T/acks")
