@@ -1,0 +1,34 @@
+#!/bin/bash
+# kz-reset: a stale token is refused without touching the worker; a worker
+# whose agent does not answer is retired (missing evidence named) and
+# replaced, never published warm.
+. "$(dirname "$0")/lib.sh"
+plan 7
+start_store
+head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
+CG=kzt-$$
+on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
+export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
+export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+export LEASE_CAPACITY=1 LEASE_RECONCILE_MS=300 RESET_IO_TIMEOUT_MS=500
+S=$T/kz-lease.sock
+bg kz-lease serve 2>"$T/lease.log"
+wait_sock "$S"
+st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+wait_for() { local i; for i in $(seq 1 200); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
+t "one warm worker" wait_for warm 1
+kz-lease lease --socket "$S" --actor a --conversation c >"$T/l" 2>&1
+W=$(field "$T/l" worker) K=$(field "$T/l" token)
+rc_is 1 "kz-reset with the lease token (not a reset token) is refused" kz-reset --worker "$W" --token "$K"
+like "$(cat "$T/.out")" stale_token "it prints stale_token"
+is "$(st leased)" 1 "and the worker is still leased to its owner"
+# The agent stops answering; the release's reset cannot prove it clean.
+kill -STOP "$(cat "$T/workers/$W/pid")"
+on_exit "kill -CONT $(cat "$T/workers/$W/pid") 2>/dev/null"
+kz-lease release --socket "$S" --lease-id "$(field "$T/l" lease_id)" --token "$K" >/dev/null
+t "the silent worker is deleted" sh -c "for i in \$(seq 1 100); do [ -d '$T/workers/$W' ] || exit 0; sleep 0.1; done; exit 1"
+t "a clean replacement becomes warm" wait_for warm 1
+grep -q '"event":"worker.deleted","worker":"'"$W"'"' "$T/lease.log"; ok $? "deletion was confirmed"
+done_testing
