@@ -352,7 +352,6 @@ static int
 daemon_start(struct daemon *d, struct aud_cfg *c, char *why, size_t wlen)
 {
 	struct kz_srv_conf sc;
-	struct event_config *ec;
 	int r;
 
 	memset(&sc, 0, sizeof(sc));
@@ -361,15 +360,7 @@ daemon_start(struct daemon *d, struct aud_cfg *c, char *why, size_t wlen)
 	sc.peers = c->peers;
 	sc.ops = ops;
 	sc.arg = d;
-	/* Every request disables and re-enables reads and adds and drops a
-	 * write event; the changelist folds those into one epoll_ctl per
-	 * loop turn, which is most of the loop's cost per append. */
-	if ((ec = event_config_new()) == NULL)
-		return KZ_ENOMEM;
-	event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-	d->base = event_base_new_with_config(ec);
-	event_config_free(ec);
-	if (d->base == NULL)
+	if ((d->base = event_base_new()) == NULL)
 		return KZ_ENOMEM;
 	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (d->efd < 0)
