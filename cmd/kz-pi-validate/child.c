@@ -125,13 +125,54 @@ unshare_exec(const struct pv_run *r, char **env)
 	_exit(126);
 }
 
+/*
+ * kz-sandbox run: the tree is its read-only /projection (PV_SANDBOX_ROOT),
+ * the run's time limit is the deadline, the environment is passed by
+ * --env, and the channel by --pass-fd, which keeps descriptors 3 and 4 at
+ * their numbers.  A kz-sandbox without one of these refuses the command
+ * line, and the validation fails closed.
+ */
+static void
+sandbox_argv(const struct pv_run *r, char **a, int max)
+{
+	static char tmo[32];
+	int64_t left = (r->deadline_ms - pv_now_ms()) / 1000 + 1;
+	int n = 0;
+
+	snprintf(tmo, sizeof(tmo), "%lld", (long long)left);
+	a[n++] = (char *)r->sandbox_bin;
+	a[n++] = "run";
+	a[n++] = "--projection";
+	a[n++] = (char *)r->cwd;
+	a[n++] = "--timeout";
+	a[n++] = tmo;
+	a[n++] = "--env";
+	a[n++] = "HOME=/tmp";
+	a[n++] = "--env";
+	a[n++] = "LANG=C.UTF-8";
+	if (r->channel) {
+		a[n++] = "--env";
+		a[n++] = "KZ_PI_NONCE_FD=3";
+		a[n++] = "--env";
+		a[n++] = "KZ_PI_RESULT_FD=4";
+		a[n++] = "--pass-fd";
+		a[n++] = "3";
+		a[n++] = "--pass-fd";
+		a[n++] = "4";
+	}
+	a[n++] = "--";
+	for (int i = 0; r->argv[i] != NULL && n < max - 1; i++)
+		a[n++] = r->argv[i];
+	a[n] = NULL;
+}
+
 /* The child side of fork: descriptors in place, then isolation, exec. */
 static void
 child(const struct pv_run *r, struct pipes *p)
 {
 	char *env[12], home[4200];
 	char *sargv[64];
-	int n = 0, nul;
+	int nul;
 
 	setsid();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -154,13 +195,7 @@ child(const struct pv_run *r, struct pipes *p)
 	child_env(r, env, home);
 	if (r->iso == PV_ISO_UNSHARE)
 		unshare_exec(r, env);
-	/* kz-sandbox run -- CMD ARGS...; it must pass fds 3 and 4 through. */
-	sargv[n++] = (char *)r->sandbox_bin;
-	sargv[n++] = "run";
-	sargv[n++] = "--";
-	for (int i = 0; r->argv[i] != NULL && n < 63; i++)
-		sargv[n++] = r->argv[i];
-	sargv[n] = NULL;
+	sandbox_argv(r, sargv, 64);
 	execve(r->sandbox_bin, sargv, env);
 	_exit(126);
 }
@@ -360,8 +395,9 @@ pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
 	fcntl(p.err[0], F_SETFL, O_NONBLOCK);
 	pump(r, &p, pid, o);
 	rc = wait_child(r, pid, o);
+	/* kz-sandbox's own usage (2) and failed-closed (3) exits. */
 	if (r->iso == PV_ISO_SANDBOX && WIFEXITED(o->status) &&
-	    WEXITSTATUS(o->status) == 3)
+	    (WEXITSTATUS(o->status) == 2 || WEXITSTATUS(o->status) == 3))
 		o->sandbox_failed = true;
 	if (WIFEXITED(o->status) && (WEXITSTATUS(o->status) == 125 ||
 	    WEXITSTATUS(o->status) == 126))

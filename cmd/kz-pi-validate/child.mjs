@@ -16,8 +16,10 @@ import { pathToFileURL } from "node:url";
 const nonceFd = Number(process.env.KZ_PI_NONCE_FD);
 const resultFd = Number(process.env.KZ_PI_RESULT_FD);
 if (!(nonceFd === 3 && resultFd === 4)) {
+	// 125: the channel was not set up; the parent treats it as isolation
+	// failure, never as a result.
 	console.error("kz-pi child: channel descriptors not advertised");
-	process.exit(2);
+	process.exit(125);
 }
 const nonce = fs.readFileSync(nonceFd, "utf8"); // to end of file
 fs.closeSync(nonceFd);

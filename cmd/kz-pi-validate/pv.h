@@ -65,11 +65,13 @@ KZ_WUR int pv_static_read(int rootfd, const struct pv_profile *p,
 
 /* child.c */
 enum pv_iso { PV_ISO_SANDBOX, PV_ISO_UNSHARE };
+/* Where the child sees its tree under kz-sandbox (its --projection). */
+#define PV_SANDBOX_ROOT "/projection"
 struct pv_run {
 	enum pv_iso iso;
 	const char *sandbox_bin;
 	uid_t uid; /* the unprivileged uid of the unshare mode */
-	const char *cwd;
+	const char *cwd;     /* the tree (host path) */
 	char *const *argv;   /* the command (node ...) */
 	const char *home;    /* HOME of the child */
 	bool channel;	     /* set up the nonce/result channel */

@@ -196,6 +196,7 @@ tap_summary(cJSON *t, const char *tail)
 static int
 phase_tests(struct job *j)
 {
+	static char tpath[PV_MAX_RES][PATH_MAX + 8192];
 	char dir[PATH_MAX], *argv[PV_MAX_RES + 4];
 	struct pv_outcome o;
 	struct pv_run r;
@@ -208,8 +209,12 @@ phase_tests(struct job *j)
 		return 4;
 	argv[n++] = (char *)j->c->node;
 	argv[n++] = "--test";
-	for (size_t i = 0; i < j->prof.ntests; i++)
-		argv[n++] = (char *)j->prof.tests[i];
+	for (size_t i = 0; i < j->prof.ntests; i++) {
+		/* Absolute, as the child sees them: cwd differs per mode. */
+		snprintf(tpath[i], sizeof(tpath[i]), "%s/%s", j->c->iso ==
+		    PV_ISO_SANDBOX ? PV_SANDBOX_ROOT : dir, j->prof.tests[i]);
+		argv[n++] = tpath[i];
+	}
 	argv[n] = NULL;
 	run_init(j, &r, dir, argv, false);
 	if (pv_child_run(&r, &o, j->why, sizeof(j->why)) != 0)
@@ -409,14 +414,19 @@ spec_json(struct job *j, const char *dir, char **out)
 {
 	char pi[PATH_MAX], agent[PATH_MAX];
 	cJSON *s = cJSON_CreateObject(), *a;
+	bool sbx = j->c->iso == PV_ISO_SANDBOX;
 
 	snprintf(pi, sizeof(pi), "%s/@mariozechner/pi-coding-agent/dist/"
 	    "index.js", j->c->modules);
-	snprintf(agent, sizeof(agent), "%s/home/agent", j->run);
+	/* Under kz-sandbox only its /tmp is writable. */
+	if (sbx)
+		snprintf(agent, sizeof(agent), "/tmp/agent");
+	else
+		snprintf(agent, sizeof(agent), "%s/home/agent", j->run);
 	cJSON_AddStringToObject(s, "mode", j->prof.kind == PV_SKILL ?
 	    "skill" : "extension");
 	cJSON_AddStringToObject(s, "pi", pi);
-	cJSON_AddStringToObject(s, "root", dir);
+	cJSON_AddStringToObject(s, "root", sbx ? PV_SANDBOX_ROOT : dir);
 	cJSON_AddStringToObject(s, "agent_dir", agent);
 	a = cJSON_AddArrayToObject(s, "skills");
 	for (size_t i = 0; i < j->prof.nskills; i++)

@@ -4,7 +4,7 @@
 # loader runs, stale receipts, and failing closed without sandbox or loader.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 26
+plan 28
 
 fixture skill-ok
 pv skill-ok
@@ -52,6 +52,21 @@ RC=0; (cd "$WS" && KZ_PI_SANDBOX=required KZ_SANDBOX_BIN=$T/no-such-sandbox \
 	--contract-digest "$C1" --out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?
 is "$RC" 3 "sandbox required but unavailable: exit 3"
 t "... and no receipt is written" test ! -e "$T/x.receipt"
+if [ -x "$BIN/kz-sandbox" ]; then
+	RC=0; (cd "$WS" && KZ_PI_SANDBOX=required kz-pi-validate --profile \
+		"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
+		--out "$T/s.receipt") >"$T/.out" 2>&1 || RC=$?
+	diag "with the real kz-sandbox: exit $RC"
+	if [ "$RC" = 3 ]; then
+		ok 0 "required mode with this kz-sandbox fails closed (exit 3)"
+		t "... and writes no receipt" test ! -e "$T/s.receipt"
+	else
+		is "$RC" 0 "required mode with this kz-sandbox passes"
+		is "$(field s r.runtime.isolation)" '"kz-sandbox"' "... under kz-sandbox"
+	fi
+else
+	ok 0 "# SKIP kz-sandbox not built"; ok 0 "# SKIP kz-sandbox not built"
+fi
 RC=0; (cd "$WS" && KZ_PI_MODULES=$T/nowhere kz-pi-validate --profile \
 	"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
 	--out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?

@@ -4,7 +4,7 @@
 # one that never returns.  Only the nonce-bearing result channel counts.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 14
+plan 16
 
 fixture ext-forge-stdout
 pv ext-forge-stdout
@@ -36,4 +36,8 @@ is "$RC" 1 "an extension that never returns is refused"
 like "$(field ext-hang r.reasons)" "deadline" "... for missing the deadline"
 t "... within the deadline plus a margin (${e}s)" test "$e" -le 14
 is "$(leftovers)" 0 "no child process is left behind"
+fixture ext-netprobe
+pv ext-netprobe
+is "$RC" 0 "the child runs with no network, not as root, with no KZ_ variables"
+is "$(field ext-netprobe r.tests.status)" '"pass"' "... as its tests observed"
 done_testing
