@@ -390,9 +390,14 @@ sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 	for (int i = 0; wplaces[i] != NULL; i++)
 		if ((r = writable(c, m->stage, wplaces[i], why, wlen)) != 0)
 			return r;
-	if ((m->baseline = snapshot_table(m)) == NULL)
-		return fail(why, wlen, "read", "mount table");
 	return 0;
+}
+
+int
+sbx_mnt_record(struct sbx_mnt *m)
+{
+	free(m->baseline);
+	return (m->baseline = snapshot_table(m)) == NULL ? KZ_ESYS : 0;
 }
 
 int

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -38,7 +39,7 @@
 #define ZMSG_MAX (SBX_ARG_BYTES + SBX_ENV_BYTES + 8192)
 #define ZFDS 4
 
-enum { REP_FAIL = 1, REP_DONE = 2, REP_READY = 3 };
+enum { REP_FAIL = 1, REP_DONE = 2, REP_READY = 3, REP_WIPED = 4 };
 struct report {
 	int kind;
 	int status;
@@ -157,6 +158,8 @@ take(int sock, char *buf, size_t cap, struct job *j)
 
 	if (n <= 0)
 		return -2;
+	if (n == 4 && memcmp(buf, "WIPE", 4) == 0 && mh.msg_controllen == 0)
+		return 1;
 	c = CMSG_FIRSTHDR(&mh);
 	if (c == NULL || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len != CMSG_LEN(sizeof(int) * ZFDS)) {
@@ -194,11 +197,33 @@ reap(int sock, pid_t *cur)
 	}
 }
 
+/*
+ * Wipes from inside the run namespace, where the code's view is: fresh
+ * tmpfs instances for the three writable places, then positive evidence
+ * that each is empty and that the mount table equals the one recorded when
+ * the init started.
+ */
+static void
+z_wipe(struct sbx_worker *w, struct sbx_mnt *zm, int sock)
+{
+	char why[192] = "";
+	unsigned bits = 0;
+
+	if (sbx_mnt_wipe(zm, w->c, why, sizeof(why)) == 0)
+		bits |= SBX_WIPE_DONE;
+	bits |= sbx_mnt_empty(zm, "workspace") ? SBX_WIPE_WS : 0;
+	bits |= sbx_mnt_empty(zm, "tmp") ? SBX_WIPE_TMP : 0;
+	bits |= sbx_mnt_empty(zm, "dev/shm") ? SBX_WIPE_SHM : 0;
+	bits |= sbx_mnt_baseline_ok(zm) ? SBX_WIPE_MOUNTS : 0;
+	report(sock, REP_WIPED, (int)bits, "wipe", why);
+}
+
 /* The run namespace's init (pid 1 there): never returns. */
 static void
 zygote(struct sbx_worker *w, int sock)
 {
 	static char buf[ZMSG_MAX];
+	struct sbx_mnt zm = {.stage = ""};
 	char why[192], b = 0;
 	pid_t cur = 0;
 	sigset_t set;
@@ -218,6 +243,11 @@ zygote(struct sbx_worker *w, int sock)
 		report(sock, REP_FAIL, 0, "init", "signalfd");
 		_exit(1);
 	}
+	if (sbx_mnt_record(&zm) != 0) {
+		report(sock, REP_FAIL, 0, "mount", "cannot record the mount "
+		    "table");
+		_exit(1);
+	}
 	report(sock, REP_READY, 0, NULL, NULL);
 	for (;;) {
 		struct pollfd p[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
@@ -235,6 +265,8 @@ zygote(struct sbx_worker *w, int sock)
 			continue;
 		if ((r = take(sock, buf, sizeof(buf), &j)) == -2)
 			_exit(0);
+		if (r == 1 && cur == 0)
+			z_wipe(w, &zm, sock);
 		if (r != 0 || cur != 0)
 			continue;
 		if ((cur = fork()) == 0) {
@@ -289,6 +321,28 @@ zygote_start(struct sbx_worker *w, char *why, size_t wlen)
 		    "init: did not start");
 		return KZ_EUNAVAIL;
 	}
+	/* The init's namespace holds the tree from now on; the agent keeps
+	 * no reference to the writable places, so a wipe frees them. */
+	(void)umount2(w->mnt.stage, MNT_DETACH);
+	return 0;
+}
+
+int
+sbx_wipe(struct sbx_worker *w, unsigned *bits)
+{
+	struct pollfd p = {.fd = w->zsock, .events = POLLIN};
+	struct report r;
+
+	*bits = 0;
+	if (w->broken || send(w->zsock, "WIPE", 4, MSG_NOSIGNAL) != 4 ||
+	    poll(&p, 1, 10000) != 1 ||
+	    read(w->zsock, &r, sizeof(r)) != (ssize_t)sizeof(r) ||
+	    r.kind != REP_WIPED) {
+		w->broken = true;
+		return KZ_EUNAVAIL;
+	}
+	*bits = (unsigned)r.status;
+	w->generation++;
 	return 0;
 }
 

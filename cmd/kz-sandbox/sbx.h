@@ -114,6 +114,8 @@ KZ_WUR int sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c,
     char *why, size_t wlen);
 /* In a run's init (new mount and pid namespaces): pivot and fresh /proc. */
 KZ_WUR int sbx_mnt_enter(const struct sbx_mnt *m, char *why, size_t wlen);
+/* Records the mount table under the stage as the baseline. */
+KZ_WUR int sbx_mnt_record(struct sbx_mnt *m);
 /* Fresh tmpfs instances for workspace, /tmp and /dev/shm. */
 KZ_WUR int sbx_mnt_wipe(const struct sbx_mnt *m, const struct sbx_conf *c,
     char *why, size_t wlen);
@@ -215,6 +217,13 @@ void sbx_worker_release(struct sbx_worker *w);
 KZ_WUR int sbx_run(struct sbx_worker *w, struct sbx_req *rq,
     struct sbx_res *rs);
 void sbx_res_release(struct sbx_res *rs);
+/* Wipe evidence bits, from the run namespace itself. */
+#define SBX_WIPE_WS 1
+#define SBX_WIPE_TMP 2
+#define SBX_WIPE_SHM 4
+#define SBX_WIPE_MOUNTS 8
+#define SBX_WIPE_DONE 16
+KZ_WUR int sbx_wipe(struct sbx_worker *w, unsigned *bits);
 
 /* serve.c */
 int sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);

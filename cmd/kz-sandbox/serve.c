@@ -264,8 +264,9 @@ op_health(struct sbx_worker *w, const cJSON *req)
 		return NULL;
 	cJSON_AddStringToObject(o, "worker", w->c->id);
 	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
-	cJSON_AddStringToObject(o, "state", "ready");
+	cJSON_AddStringToObject(o, "state", w->broken ? "broken" : "ready");
 	cJSON_AddNumberToObject(o, "pid", (double)getpid());
+	cJSON_AddNumberToObject(o, "init_pid", (double)w->zpid);
 	cJSON_AddStringToObject(o, "cgroup", sbx_cg_relpath(w->c, cg,
 	    sizeof(cg)));
 	return o;
@@ -280,21 +281,19 @@ op_health(struct sbx_worker *w, const cJSON *req)
 static cJSON *
 op_wipe(struct sbx_worker *w, const cJSON *req)
 {
-	char why[256] = "";
 	bool ws, tmp, shm, cg, mt, killed;
+	unsigned bits = 0;
 	cJSON *o, *ev;
 
 	killed = sbx_cg_kill_run(&w->cg) == 0;
-	if (sbx_mnt_wipe(&w->mnt, w->c, why, sizeof(why)) != 0) {
-		kz_log(KZ_LOG_ERROR, "sandbox.wipe", KZ_ESYS, why, NULL);
+	if (sbx_wipe(w, &bits) != 0 || !(bits & SBX_WIPE_DONE)) {
+		kz_log(KZ_LOG_ERROR, "sandbox.wipe", KZ_ESYS, "wipe failed",
+		    NULL);
 		return kz_reply_err(req, KZ_WE_INTERNAL, "wipe failed");
 	}
-	w->generation++;
-	ws = sbx_mnt_empty(&w->mnt, "workspace");
-	tmp = sbx_mnt_empty(&w->mnt, "tmp");
-	shm = sbx_mnt_empty(&w->mnt, "dev/shm");
+	ws = bits & SBX_WIPE_WS, tmp = bits & SBX_WIPE_TMP;
+	shm = bits & SBX_WIPE_SHM, mt = bits & SBX_WIPE_MOUNTS;
 	cg = killed && sbx_cg_only(&w->cg, getpid());
-	mt = sbx_mnt_baseline_ok(&w->mnt);
 	if (!(ws && tmp && shm && cg && mt)) {
 		kz_log(KZ_LOG_ERROR, "sandbox.wipe", KZ_ESTATE,
 		    "wipe not proven clean", NULL);
@@ -383,6 +382,11 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
 		}
 		reply(fd, dispatch(w, req, quit), c->io_timeout_ms);
 		cJSON_Delete(req);
+		if (w->broken) {
+			kz_log(KZ_LOG_ERROR, "sandbox.broken", KZ_EUNAVAIL,
+			    "the run init is gone; the worker stops", NULL);
+			*quit = true;
+		}
 	}
 }
 
