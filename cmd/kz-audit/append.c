@@ -21,30 +21,31 @@
 struct src {
 	FILE *in;
 	char *line;
-	size_t cap, lineno;
+	size_t lineno;
 };
 
 /* 1 a line, 0 end of input, <0 error (why says). */
 static int
 next_event(struct src *s, cJSON **obj, char *why, size_t wlen)
 {
-	ssize_t n;
+	size_t n;
+	bool nl;
+	int r;
 
 	for (;;) {
-		if ((n = getline(&s->line, &s->cap, s->in)) <= 0)
+		if ((r = aud_getline(s->in, s->line, INPUT_LINE_MAX + 1, &n,
+		    &nl)) == 0)
 			return 0;
 		s->lineno++;
-		if ((size_t)n > INPUT_LINE_MAX) {
+		if (r < 0) {
 			kz_why(why, wlen, "line is over %u bytes",
 			    INPUT_LINE_MAX);
 			return KZ_ETOOBIG;
 		}
-		if (s->line[n - 1] == '\n')
-			n--;
 		if (n > 0)
 			break;
 	}
-	return kz_json_parse_object(s->line, (size_t)n, obj, why, wlen) == 0 ?
+	return kz_json_parse_object(s->line, n, obj, why, wlen) == 0 ?
 	    1 : KZ_EJSON;
 }
 
@@ -130,10 +131,12 @@ append_direct(struct aud_cfg *c, struct src *s, char *why, size_t wlen)
 int
 aud_append(struct aud_cfg *c, const char *sock, FILE *in)
 {
-	struct src s = { in, NULL, 0, 0 };
+	struct src s = { in, NULL, 0 };
 	char why[300] = "";
 	int rc;
 
+	if ((s.line = malloc(INPUT_LINE_MAX + 1)) == NULL)
+		return 4;
 	rc = sock ? append_socket(sock, &s, why, sizeof(why)) :
 	    append_direct(c, &s, why, sizeof(why));
 	if (rc != 0 && s.lineno > 0 && rc != 3)

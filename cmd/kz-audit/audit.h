@@ -102,6 +102,14 @@ KZ_WUR int aud_record_parse(const char *line, size_t len, struct aud_rec *out,
     char *why, size_t wlen);
 void aud_rec_release(struct aud_rec *r);
 
+/*
+ * Reads one line of at most cap - 1 bytes into buf, without its newline;
+ * *nl says whether it had one.  1 a line, 0 end of input, KZ_ETOOBIG for
+ * a longer line (skipped to its end).  Memory stays bounded by cap.
+ */
+KZ_WUR int aud_getline(FILE *f, char *buf, size_t cap, size_t *len,
+    bool *nl);
+
 /* RFC 3339 UTC with milliseconds; and its strict parse. */
 void aud_ts_format(int64_t ms, char out[32]);
 KZ_WUR int aud_ts_parse(const char *s, int64_t *ms);

@@ -241,3 +241,28 @@ aud_record_check(const struct kz_key *key, const char *line, size_t len,
 		aud_rec_release(out);
 	return 0;
 }
+
+int
+aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl)
+{
+	size_t n = 0;
+	bool over = false;
+	int c;
+
+	*nl = false;
+	while ((c = getc_unlocked(f)) != EOF) {
+		if (c == '\n') {
+			*nl = true;
+			break;
+		}
+		if (n + 1 < cap)
+			buf[n++] = (char)c;
+		else
+			over = true;	/* keep reading to the end of line */
+	}
+	buf[n] = '\0';
+	*len = n;
+	if (over)
+		return KZ_ETOOBIG;
+	return n > 0 || *nl ? 1 : 0;
+}

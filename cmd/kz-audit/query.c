@@ -39,25 +39,27 @@ static int
 query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
     uint64_t *skipped)
 {
-	char *line = NULL, why[160];
-	size_t cap = 0, lineno = 0;
-	ssize_t n;
+	char *line, why[160];
+	size_t len, lineno = 0;
+	bool nl;
 	FILE *f;
+	int r;
 
+	if ((line = malloc(AUD_LINE_MAX + 1)) == NULL)
+		return 4;
 	if ((f = fopen(path, "re")) == NULL) {
 		fprintf(err, "kz-audit: %s: cannot open\n", path);
+		free(line);
 		return 2;
 	}
-	while ((n = getline(&line, &cap, f)) > 0) {
+	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
 		struct aud_rec rec;
-		size_t len = (size_t)n;
 
 		lineno++;
-		if (line[len - 1] == '\n')
-			len--;
-		if (aud_record_parse(line, len, &rec, why, sizeof(why)) != 0) {
+		if (r < 0 || aud_record_parse(line, len, &rec, why,
+		    sizeof(why)) != 0) {
 			fprintf(err, "kz-audit: %s:%zu: skipped: %s\n", path,
-			    lineno, why);
+			    lineno, r < 0 ? "over the length limit" : why);
 			(*skipped)++;
 			continue;
 		}

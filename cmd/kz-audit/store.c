@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -296,10 +297,31 @@ open_file(struct aud_store *s, unsigned idx, bool create, char *why,
 	return 0;
 }
 
+/* A new log directory's own name must be durable before its records. */
+static void
+sync_parent(const char *dir)
+{
+	char *copy = strdup(dir);
+	int fd;
+
+	if (copy == NULL)
+		return;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (fsync(fd) < 0) {
+			/* Best effort: the directory itself is synced. */
+		}
+		close(fd);
+	}
+	free(copy);
+}
+
 static int
 lock_dir(struct aud_store *s, const char *dir, char *why, size_t wlen)
 {
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+	if (mkdir(dir, 0750) == 0)
+		sync_parent(dir);
+	else if (errno != EEXIST) {
 		kz_why(why, wlen, "cannot create the log directory: %s",
 		    strerror(errno));
 		return KZ_ESYS;

@@ -74,28 +74,35 @@ static int
 verify_file(const struct kz_key *key, const char *path, struct vstate *vs,
     FILE *err)
 {
-	char *line = NULL, why[200];
-	size_t cap = 0, lineno = 0;
-	ssize_t n;
+	char *line, why[200];
+	size_t len, lineno = 0;
+	bool nl;
 	FILE *f;
-	int rc = 0;
+	int rc = 0, r;
 
+	if ((line = malloc(AUD_LINE_MAX + 1)) == NULL)
+		return 4;
 	if ((f = fopen(path, "re")) == NULL) {
 		fprintf(err, "kz-audit: %s: cannot open\n", path);
+		free(line);
 		return 2;
 	}
-	while ((n = getline(&line, &cap, f)) > 0) {
-		size_t len = (size_t)n;
-
+	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
 		lineno++;
-		if (line[len - 1] != '\n') {
+		if (r < 0) {
+			bad(err, path, lineno, line, 0, vs,
+			    "record over the length limit");
+			rc = 1;
+			break;
+		}
+		if (!nl) {
 			bad(err, path, lineno, line, len, vs,
 			    "incomplete record (no end of line)");
 			rc = 1;
 			break;
 		}
-		if (check_line(key, line, len - 1, vs, why, sizeof(why))) {
-			bad(err, path, lineno, line, len - 1, vs, why);
+		if (check_line(key, line, len, vs, why, sizeof(why))) {
+			bad(err, path, lineno, line, len, vs, why);
 			rc = 1;
 			break;
 		}
