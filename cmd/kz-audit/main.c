@@ -42,7 +42,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: kz-audit serve [--config FILE] [--socket PATH] [--check]\n"
+	    "usage: kz-audit serve [--config FILE] [--socket PATH] [-n | --check]\n"
 	    "       kz-audit append [--config FILE] [--socket PATH] < EVENTS\n"
 	    "       kz-audit verify [--config FILE] [--field-key FILE] "
 	    "[--anchor]\n"
@@ -66,7 +66,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 	o->q.since_ms = INT64_MIN;
 	o->q.until_ms = INT64_MAX;
 	o->config = getenv("KZ_CONFIG");
-	while ((c = getopt_long(argc, argv, "hV", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hVn", lopts, NULL)) != -1) {
 		switch (c) {
 		case O_CONFIG: o->config = optarg; break;
 		case O_SOCKET: o->socket = optarg; break;
@@ -76,6 +76,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_ACTOR: o->q.actor_hash = optarg; break;
 		case O_CONV: o->q.conversation_hash = optarg; break;
 		case O_ANCHOR: o->anchor = true; break;
+		case 'n':
 		case O_CHECK: o->check = true; break;
 		case O_SINCE:
 		case O_UNTIL:
