@@ -198,7 +198,7 @@ static bool
 is_host_char(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || strchr(".-:[]", c) != NULL;
+	    (c >= '0' && c <= '9') || strchr(".-_:[]", c) != NULL;
 }
 
 static bool
