@@ -4,7 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,23 +104,56 @@ pv_materialize(int srcfd, const struct pv_tree *t, int dirfd,
 	return r;
 }
 
+/*
+ * Walks a tree the child could write, by descriptor only: each directory
+ * is opened O_NOFOLLOW beneath its parent's descriptor, so a directory
+ * swapped for a symlink is never followed, only unlinked or chowned
+ * itself.  remove: unlink everything; else chown everything to owner.
+ */
 static int
-rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+walk_at(int pfd, const char *name, int depth, bool remove, uid_t owner)
 {
-	(void)st;
-	(void)f;
-	return flag == FTW_DP ? rmdir(p) : unlink(p);
+	struct dirent *e;
+	DIR *d;
+	int fd, r = 0;
+
+	if (depth > 2 * KZ_PATH_DEPTH_MAX)
+		return KZ_EPATH_LEN;
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd < 0) {
+		/* Not a directory (or a symlink to one): the entry itself. */
+		if (remove)
+			return unlinkat(pfd, name, 0) == 0 ? 0 : KZ_ESYS;
+		return fchownat(pfd, name, owner, owner, AT_SYMLINK_NOFOLLOW) ==
+		    0 ? 0 : KZ_ESYS;
+	}
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return KZ_ESYS;
+	}
+	while (r == 0 && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			r = walk_at(dirfd(d), e->d_name, depth + 1, remove,
+			    owner);
+	if (r == 0 && !remove && fchown(dirfd(d), owner, owner) != 0)
+		r = KZ_ESYS;
+	closedir(d);
+	if (r == 0 && remove && unlinkat(pfd, name, AT_REMOVEDIR) != 0)
+		r = KZ_ESYS;
+	return r;
 }
 
-/*
- * Removes a tree the child may have written: nftw with FTW_PHYS never
- * follows a symlink a test left behind, it only unlinks it.
- */
 int
 pv_remove_tree(const char *path)
 {
-	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 ?
-	    0 : KZ_ESYS;
+	return walk_at(AT_FDCWD, path, 0, true, 0);
+}
+
+int
+pv_chown_tree(const char *path, uid_t owner)
+{
+	return walk_at(AT_FDCWD, path, 0, false, owner);
 }
 
 /* "name: value" from a leading "---" front matter block, bounded. */

@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,17 +237,6 @@ phase_tests(struct job *j)
 	return rc;
 }
 
-/* Gives the reinstalled tree back to us: the loader's child only reads. */
-static uid_t chown_to;
-static int
-own_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	return lchown(p, chown_to, chown_to) == 0 ? 0 : -1;
-}
-
 /*
  * A fresh exact copy for the loader, dependencies reinstalled from the
  * package's lock (no scripts, no network), then proven equal to the
@@ -284,8 +272,8 @@ phase_prepare(struct job *j, const char *dir)
 			    "lock failed", "");
 		pv_outcome_release(&o);
 	}
-	chown_to = geteuid();
-	if (nftw(dir, own_one, 32, FTW_PHYS | FTW_MOUNT) != 0)
+	/* The reinstalled tree is ours again: the loader's child only reads. */
+	if (pv_chown_tree(dir, geteuid()) != 0)
 		return 4;
 	if (!j->failed && rc == 0) {
 		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
