@@ -4,7 +4,7 @@
 # rewrites the source, and a preparation failure that keeps test evidence.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 15
+plan 16
 
 fixture ext-ok
 pv ext-ok
@@ -23,10 +23,14 @@ is "$(field ext-tests-fail r.tests.status)" '"fail"' "the receipt records the fa
 is "$(field ext-tests-fail r.surface)" "undefined" "the loader never ran"
 
 fixture ext-rewrite
+mkdir -p /tmp/kz-pi-canary && echo alive >/tmp/kz-pi-canary/file
+on_exit "rm -rf /tmp/kz-pi-canary"
 pv ext-rewrite
 is "$RC" 0 "a test that rewrites its source does not fail validation"
 is "$(field ext-rewrite r.surface.extensions[0].tools)" '["original_tool"]' \
 	"the loader saw the original source, not the rewrite"
+t "discarding the test tree did not follow the symlink it left" \
+	test -f /tmp/kz-pi-canary/file
 t "the supplied files are untouched" grep -q original_tool "$T/ext-rewrite/extensions/index.js"
 
 fixture ext-prep-fail

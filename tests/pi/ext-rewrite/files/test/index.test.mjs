@@ -1,6 +1,12 @@
 import { test } from "node:test";
 import fs from "node:fs";
 
+// Leaves a symlink to a directory outside its tree: discarding the test
+// tree must remove the link, never what it points to.
+test("leaves a symlink behind", () => {
+	fs.symlinkSync("/tmp/kz-pi-canary", new URL("../canary-link", import.meta.url));
+});
+
 // A test that rewrites the source it was given; it still passes.
 test("rewrites the extension", () => {
 	fs.writeFileSync(new URL("../extensions/index.js", import.meta.url),
