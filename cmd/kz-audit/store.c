@@ -19,7 +19,6 @@
 #include <sodium.h>
 
 #include "kz_conf.h"
-#include "kz_frame.h"
 #include "audit.h"
 #include "banned.h"
 
@@ -434,6 +433,23 @@ store_fail(struct aud_store *s)
 	s->plen = s->pn = 0;
 }
 
+/* A plain write loop: the log is a file, not a socket. */
+static int
+write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return KZ_ESYS;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int
 aud_store_commit(struct aud_store *s, char *why, size_t wlen)
 {
@@ -443,8 +459,7 @@ aud_store_commit(struct aud_store *s, char *why, size_t wlen)
 	}
 	if (s->plen == 0)
 		return 0;
-	if (kz_write_full(s->fd, s->pend, s->plen, -1) != 0 ||
-	    fdatasync(s->fd) < 0) {
+	if (write_all(s->fd, s->pend, s->plen) != 0 || fdatasync(s->fd) < 0) {
 		kz_why(why, wlen, "writing the audit log failed: %s",
 		    strerror(errno));
 		store_fail(s);
