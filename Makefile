@@ -132,6 +132,12 @@ install: all
 	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(PREFIX)/etc/kaizen/$${c##*/}; \
 		[ -f $$t ] || install -m 0640 $$c $$t; done
 	install -m 0644 etc/systemd/* $(DESTDIR)$(PREFIX)/lib/systemd/system/
+	# kz-pi-validate's child script and the pinned Pi loaders beside it.
+	install -d $(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate
+	install -m 0644 cmd/kz-pi-validate/child.mjs \
+		$(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate/
+	if [ -d node_modules ]; then cp -a node_modules \
+		$(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate/; fi
 
 clean:
 	rm -rf build $(BINS:%=bin/%)
