@@ -339,7 +339,7 @@ lock_dir(struct aud_store *s, const char *dir, char *why, size_t wlen)
 	}
 	if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
 		kz_why(why, wlen, "the log directory is in use by another "
-		    "kz-audit");
+		    "kz-audit (append --socket goes through a daemon)");
 		return KZ_EEXIST;
 	}
 	return 0;
