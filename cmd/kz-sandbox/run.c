@@ -661,16 +661,33 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 		setup_fail(rs, "init", "the worker's init is gone");
 		return 0;
 	}
+	/* The relay listens only while a run with a grant is running, so
+	 * nothing on the sandbox loopback outlives it or queues for it.  It
+	 * is forked before the pipes exist, so it holds none of them. */
+	if (w->c->egress_sock[0] != '\0' && rq->grant != NULL &&
+	    rq->grant[0] != '\0') {
+		char why[192];
+		int lfd;
+
+		if (sbx_relay_listen((int)w->c->relay_port, &lfd, why,
+		    sizeof(why)) != 0) {
+			setup_fail(rs, "relay", why);
+			return 0;
+		}
+		relay = sbx_relay_start(lfd, w->c->egress_sock, rq->grant);
+		close(lfd);
+	}
 	if (pipes(io, rep) != 0) {
 		closeall(io, rep);
 		setup_fail(rs, "pipes", strerror(errno));
+		if (relay > 0) {
+			(void)kill(relay, SIGKILL);
+			(void)waitpid(relay, NULL, 0);
+		}
 		return 0;
 	}
 	sbx_cg_reset_peak(&w->cg);
 	sbx_cg_stats(&w->cg, &before);
-	if (w->relay_fd >= 0 && rq->grant != NULL && rq->grant[0] != '\0')
-		relay = sbx_relay_start(w->relay_fd, w->c->egress_sock,
-		    rq->grant);
 	if (rq->grant != NULL)
 		explicit_bzero(rq->grant, strlen(rq->grant));
 	{
@@ -771,10 +788,6 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 	if ((r = sbx_ns_enter_worker(c, why, wlen)) != 0)
 		return r;
 	if ((r = sbx_mnt_build(&w->mnt, c, why, wlen)) != 0)
-		return r;
-	if (c->egress_sock[0] != '\0' &&
-	    (r = sbx_relay_listen((int)c->relay_port, &w->relay_fd, why,
-	    wlen)) != 0)
 		return r;
 	return zygote_start(w, why, wlen);
 }

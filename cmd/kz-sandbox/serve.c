@@ -153,7 +153,7 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 				return r;
 		}
 	}
-	return sbx_env_finish(&rq->env, w->relay_fd >= 0 && *grant ?
+	return sbx_env_finish(&rq->env, w->c->egress_sock[0] && *grant ?
 	    (int)c->relay_port : 0, why, wlen);
 }
 
