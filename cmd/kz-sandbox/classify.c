@@ -6,6 +6,7 @@
  * privilege.  The check is lexical and errs towards refusing.
  */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sbx.h"
@@ -107,22 +108,55 @@ contains_ci(const char *text, size_t len, const char *needle)
 	return false;
 }
 
+/* The text without quotes, so "$EUID" -ne 0 reads like $EUID -ne 0. */
+static char *
+unquoted(const char *text, size_t len, size_t *outlen)
+{
+	char *o = malloc(len + 1);
+	size_t n = 0;
+
+	if (o == NULL)
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		if (text[i] != '"' && text[i] != '\'')
+			o[n++] = text[i];
+	o[n] = '\0';
+	*outlen = n;
+	return o;
+}
+
+static const char *
+named(const char *text, size_t len)
+{
+	size_t ulen = 0;
+	char *u = unquoted(text, len, &ulen);
+	const char *hit = NULL;
+
+	for (int i = 0; hit == NULL && admin_text[i] != NULL; i++)
+		if (contains_ci(text, len, admin_text[i]) ||
+		    (u != NULL && contains_ci(u, ulen, admin_text[i])))
+			hit = admin_text[i];
+	free(u);
+	/* Fail towards refusing: no memory to check means no pass. */
+	return u == NULL ? "memory" : hit;
+}
+
 enum sbx_class
 sbx_classify(const char *text, size_t len, char *why, size_t wlen)
 {
-	const char *p = text, *end = text + len;
+	const char *p = text, *end, *w;
 
 	if (memchr(text, '\0', len) != NULL)
 		len = strlen(text);
-	for (int i = 0; admin_text[i] != NULL; i++)
-		if (contains_ci(text, len, admin_text[i])) {
-			kz_why(why, wlen, "host_administration: the script "
-			    "requires root (it names \"%s\")", admin_text[i]);
-			return SBX_CLASS_HOST_ADMIN;
-		}
+	end = text + len;
+	if ((w = named(text, len)) != NULL) {
+		kz_why(why, wlen, "host_administration: the script requires "
+		    "root (it names \"%s\")", w);
+		return SBX_CLASS_HOST_ADMIN;
+	}
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end, *w;
+		const char *le = nl ? nl : end;
 
 		if (p == text && le - p > 2 && p[0] == '#' && p[1] == '!')
 			w = scan_line(p + 2, le);	/* the shebang */

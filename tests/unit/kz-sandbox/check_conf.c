@@ -1,0 +1,110 @@
+/* kz-sandbox conf.c: defaults, options, bounds and cross-field checks. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+#include "banned.h"
+
+START_TEST(test_defaults)
+{
+	struct sbx_conf c;
+	char why[256];
+
+	sbx_conf_defaults(&c);
+	ck_assert_str_eq(c.root, "/");
+	ck_assert_int_eq(c.uid, 65534);
+	ck_assert_int_eq(c.gid, 65534);
+	ck_assert_uint_eq(c.ws_size, 256u << 20);
+	ck_assert_int_eq(c.timeout_s, 60);
+	ck_assert_str_eq(c.egress_sock, "");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), 0);
+}
+END_TEST
+
+static const struct {
+	const char *opt, *val;
+	int want;
+} ocases[] = {
+	{"memory", "64M", 0}, {"memory", "1K", KZ_ERANGE},
+	{"memory", "lots", KZ_ERANGE}, {"pids", "0", KZ_ERANGE},
+	{"pids", "64", 0}, {"uid", "0", KZ_ERANGE}, {"gid", "-1", KZ_ERANGE},
+	{"timeout", "86401", KZ_ERANGE}, {"timeout", "1", 0},
+	{"workspace-size", "2M", 0}, {"cpu", "5", KZ_ERANGE},
+	{"no-such-option", "1", KZ_ENOENT}, {"root", "/srv/root", 0},
+	{"stdout-max", "1K", 0}, {"stdout-max", "1", KZ_ERANGE},
+};
+
+START_TEST(test_options)
+{
+	struct sbx_conf c;
+	char why[256] = "";
+
+	sbx_conf_defaults(&c);
+	ck_assert_int_eq(sbx_conf_opt(&c, ocases[_i].opt, ocases[_i].val,
+	    why, sizeof(why)), ocases[_i].want);
+}
+END_TEST
+
+START_TEST(test_checks)
+{
+	struct sbx_conf c;
+	char why[256];
+
+	sbx_conf_defaults(&c);
+	snprintf(c.root, sizeof(c.root), "relative");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	sbx_conf_defaults(&c);
+	snprintf(c.root, sizeof(c.root), "/a/../b");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	sbx_conf_defaults(&c);
+	snprintf(c.cg_parent, sizeof(c.cg_parent), "a/b");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	sbx_conf_defaults(&c);
+	snprintf(c.id, sizeof(c.id), "../x");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	ck_assert(sbx_id_valid("w-1.a_b"));
+	ck_assert(!sbx_id_valid(""));
+	ck_assert(!sbx_id_valid(".hidden"));
+	ck_assert(!sbx_id_valid("a b"));
+}
+END_TEST
+
+START_TEST(test_env_override)
+{
+	struct sbx_conf c;
+	char why[256] = "";
+
+	sbx_conf_defaults(&c);
+	setenv("SANDBOX_PIDS", "77", 1);
+	ck_assert_int_eq(sbx_conf_load(&c, NULL, why, sizeof(why)), 0);
+	ck_assert_int_eq(c.pids, 77);
+	setenv("SANDBOX_PIDS", "0", 1);
+	ck_assert_int_ne(sbx_conf_load(&c, NULL, why, sizeof(why)), 0);
+	unsetenv("SANDBOX_PIDS");
+	ck_assert_int_ne(sbx_conf_load(&c, "/nonexistent/kz.conf", why,
+	    sizeof(why)), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("sandbox-conf");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_test(tc, test_defaults);
+	tcase_add_loop_test(tc, test_options, 0,
+	    sizeof(ocases) / sizeof(ocases[0]));
+	tcase_add_test(tc, test_checks);
+	tcase_add_test(tc, test_env_override);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
