@@ -24,6 +24,8 @@
 
 #define READ_MAX (1024ull * 1024 * 1024)
 
+static int write_all(int fd, const char *p, size_t len);
+
 struct aud_store {
 	int dirfd, lockfd, fd;
 	unsigned idx;
@@ -185,28 +187,52 @@ read_all(int fd, char **out, size_t *len)
 	return 0;
 }
 
+/* Whether any complete line of buf is a record under key. */
+static bool
+has_record(const struct kz_key *key, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len, *nl;
+	struct aud_rec rec;
+	char w[8];
+
+	for (; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1)
+		if (aud_record_check(key, p, (size_t)(nl - p), false, &rec, w,
+		    sizeof(w)) == 0)
+			return true;
+	return false;
+}
+
 /*
  * Checks the complete lines of buf as a chain (its first record anchors
- * it) and returns in *valid the length of that prefix; bytes after the
- * last newline are an incomplete record.
+ * it) and returns in *valid the length of the good prefix.  What follows
+ * is a torn tail when it holds no record at all: bytes after the last
+ * newline, or lines that are not records under the key with none after
+ * them, as a crash or power loss leaves them after the last fsync.  A bad
+ * record followed by good ones, or a good record out of its place, is
+ * damage: that is refused, never cut.
  */
 static int
 scan(const struct kz_key *key, const char *name, const char *buf, size_t len,
     size_t *valid, struct aud_chain *c, bool *any, char *why, size_t wlen)
 {
 	size_t pos = 0;
-	char w[160] = "";
+	char w[160];
 
 	*any = false;
 	while (pos < len) {
 		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t ll = nl ? (size_t)(nl - buf) - pos : 0;
 		struct aud_rec rec;
+		int r;
 
 		if (nl == NULL)
 			break;
-		if (aud_record_check(key, buf + pos, (size_t)(nl - buf) - pos,
-		    false, &rec, w, sizeof(w)) != 0 ||
-		    (*any && (rec.seq != c->seq + 1 ||
+		w[0] = '\0';
+		r = aud_record_check(key, buf + pos, ll, false, &rec, w,
+		    sizeof(w));
+		if (r != 0 && !has_record(key, nl + 1, len - pos - ll - 1))
+			break;
+		if (r != 0 || (*any && (rec.seq != c->seq + 1 ||
 		    !kz_ct_equal(rec.prev, c->mac, AUD_MAC_BYTES)))) {
 			kz_why(why, wlen, "%s: record after seq %llu does not "
 			    "verify (%s); run kz-audit verify", name,
@@ -218,13 +244,32 @@ scan(const struct kz_key *key, const char *name, const char *buf, size_t len,
 		memcpy(c->mac, rec.mac, AUD_MAC_BYTES);
 		*any = true;
 		pos = (size_t)(nl - buf) + 1;
-		w[0] = '\0';
 	}
 	*valid = pos;
 	return 0;
 }
 
-/* Reads and checks file idx; cuts an incomplete tail when allowed. */
+/* Keeps a torn tail next to the log (NAME.cut) before it is cut off. */
+static int
+keep_tail(struct aud_store *s, const char *name, const char *tail,
+    size_t len)
+{
+	char cut[80];
+	int fd, r = 0;
+
+	snprintf(cut, sizeof(cut), "%s.cut", name);
+	fd = openat(s->dirfd, cut, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+	    O_NOFOLLOW, 0640);
+	if (fd < 0)
+		return KZ_ESYS;
+	if (write_all(fd, tail, len) != 0 || write_all(fd, "\n", 1) != 0 ||
+	    fsync(fd) < 0 || fsync(s->dirfd) < 0)
+		r = KZ_ESYS;
+	close(fd);
+	return r;
+}
+
+/* Reads and checks file idx; cuts a torn tail when allowed. */
 static int
 recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any,
     char *why, size_t wlen)
@@ -252,7 +297,8 @@ recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any,
 		goto out;
 	}
 	if (valid < len) {
-		if (ftruncate(fd, (off_t)valid) < 0 || fsync(fd) < 0) {
+		if (keep_tail(s, name, buf + valid, len - valid) != 0 ||
+		    ftruncate(fd, (off_t)valid) < 0 || fsync(fd) < 0) {
 			kz_why(why, wlen, "cannot cut the incomplete record");
 			r = KZ_ESYS;
 			goto out;

@@ -139,7 +139,7 @@ START_TEST(test_rotation)
 END_TEST
 
 static void
-append_raw(const char *text)
+append_bytes(const char *text, size_t len)
 {
 	char path[128];
 	int fd;
@@ -147,8 +147,14 @@ append_raw(const char *text)
 	snprintf(path, sizeof(path), "%s/audit-000001.jsonl", dir);
 	fd = open(path, O_WRONLY | O_APPEND);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
 	close(fd);
+}
+
+static void
+append_raw(const char *text)
+{
+	append_bytes(text, strlen(text));
 }
 
 START_TEST(test_torn_tail_cut)
@@ -172,20 +178,60 @@ START_TEST(test_torn_tail_cut)
 }
 END_TEST
 
-START_TEST(test_bad_complete_line_refused)
+/* Lines that are not records, with no record after them, are what a
+ * power loss leaves after the last fsync: cut, and kept aside. */
+START_TEST(test_torn_lines_cut)
 {
 	struct aud_store *s = open_store(1 << 20);
-	char why[200];
+	struct aud_store_stats st;
+	char path[160];
 	uint64_t seq;
 
 	add_n(s, 2, &seq);
 	aud_store_free(s);
-	append_raw("{\"seq\":3}\n");
+	append_raw("{\"seq\":3}\n\n");
+	append_bytes("\0\0\0garbage\n", 11);
+	s = open_store(1 << 20);
+	aud_store_stats(s, &st);
+	ck_assert_uint_gt(st.truncated_bytes, 0);
+	add_n(s, 1, &seq);
+	ck_assert_uint_eq(seq, 3);
+	aud_store_free(s);
+	ck_assert_int_eq(verify_dir(), 0);
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl.cut", dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+}
+END_TEST
+
+/* A bad record with good ones after it is damage, not a crash. */
+START_TEST(test_damage_refused)
+{
+	struct aud_store *s = open_store(1 << 20);
+	char why[200], path[160], *buf;
+	FILE *f;
+	long n;
+	uint64_t seq;
+
+	add_n(s, 3, &seq);
+	aud_store_free(s);
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "r+"));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	ck_assert_ptr_nonnull(buf = calloc(1, (size_t)n + 1));
+	rewind(f);
+	ck_assert_int_eq(fread(buf, 1, (size_t)n, f), n);
+	/* Edit one byte of the second record. */
+	*(strchr(strchr(buf, '\n') + 1, '"') + 1) = 'X';
+	rewind(f);
+	ck_assert_int_eq(fwrite(buf, 1, (size_t)n, f), n);
+	fclose(f);
+	free(buf);
 	s = NULL;
 	ck_assert_int_eq(aud_store_open(dir, 1 << 20, &key, &s, why,
 	    sizeof(why)), KZ_ECRYPTO);
 	ck_assert_ptr_null(s);
-	ck_assert_ptr_nonnull(strstr(why, "seq 2"));
+	ck_assert_ptr_nonnull(strstr(why, "seq 1"));
 }
 END_TEST
 
@@ -214,7 +260,8 @@ main(void)
 	tcase_add_test(tc, test_reopen_continues);
 	tcase_add_test(tc, test_rotation);
 	tcase_add_test(tc, test_torn_tail_cut);
-	tcase_add_test(tc, test_bad_complete_line_refused);
+	tcase_add_test(tc, test_torn_lines_cut);
+	tcase_add_test(tc, test_damage_refused);
 	tcase_add_test(tc, test_one_writer);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
