@@ -61,7 +61,7 @@ static const char *const extra_slots[] = {"kind", "event", "(unknown)", NULL};
 
 /* Counter slot for a refusal's field name (always a schema name). */
 static size_t
-field_slot(const char *name, const char **label)
+field_slot(const char *name)
 {
 	const char *const *names = aud_field_names();
 	size_t i = 0;
@@ -74,8 +74,6 @@ field_slot(const char *name, const char **label)
 			goto found;
 	i--;	/* the last slot: "(unknown)" */
 found:
-	if (label != NULL)
-		*label = name;
 	return i < SLOTS_MAX ? i : SLOTS_MAX - 1;
 }
 
@@ -203,7 +201,7 @@ count_refusal(struct daemon *d, const struct aud_refusal_info *ri,
 {
 	d->refused++;
 	d->by_reason[ri->reason]++;
-	d->by_field[field_slot(ri->field, NULL)]++;
+	d->by_field[field_slot(ri->field)]++;
 	kz_log(KZ_LOG_WARN, "audit.refuse", KZ_EDENIED, ri->why, "reason",
 	    aud_refusal_name(ri->reason), "field", ri->field, "rid", rid,
 	    NULL);
