@@ -187,7 +187,7 @@ static int
 paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
 {
 	for (int i = 0; i < SBX_CG_N; i++) {
-		char base[PATH_MAX];
+		char base[PATH_MAX], wk[PATH_MAX + 256];
 		struct stat st;
 
 		if (g->v2)
@@ -201,18 +201,18 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
 			kz_why(why, wlen, "cgroup: no %s controller", v1name[i]);
 			return KZ_EUNAVAIL;
 		}
-		if ((size_t)snprintf(g->worker[i], PATH_MAX, "%s/%s/%s", base,
-		    c->cg_parent, c->id) >= PATH_MAX)
+		if ((size_t)snprintf(wk, sizeof(wk), "%s/%s/%s", base,
+		    c->cg_parent, c->id) >= PATH_MAX ||
+		    (size_t)snprintf(g->run[i], PATH_MAX, "%s/run", wk) >=
+		    PATH_MAX ||
+		    (size_t)snprintf(g->init[i], PATH_MAX, "%s/init", wk) >=
+		    PATH_MAX)
 			return KZ_ETOOBIG;
-		if ((size_t)snprintf(g->run[i], PATH_MAX, "%s/run",
-		    g->worker[i]) >= PATH_MAX ||
-		    (size_t)snprintf(g->init[i], PATH_MAX, "%s/init",
-		    g->worker[i]) >= PATH_MAX)
-			return KZ_ETOOBIG;
+		memcpy(g->worker[i], wk, strlen(wk) + 1);
 		/* v2 allows no process in a cgroup that delegates controllers
 		 * to a child, so there the agent sits in a leaf of its own. */
-		if (i == 0 && (size_t)snprintf(g->agent, PATH_MAX, "%s%s",
-		    g->worker[0], g->v2 ? "/agent" : "") >= PATH_MAX)
+		if (i == 0 && (size_t)snprintf(g->agent, PATH_MAX, "%s%s", wk,
+		    g->v2 ? "/agent" : "") >= PATH_MAX)
 			return KZ_ETOOBIG;
 		if (own_cgroup(g->v2, i, g->orig[i], PATH_MAX) != 0) {
 			kz_why(why, wlen, "cgroup: cannot read own cgroup");
