@@ -1,0 +1,39 @@
+#!/bin/bash
+# Benchmark kz-sandbox (not a pass/fail test).  Prints medians in ms for
+#  (a) fork/exec of /bin/true, (b) bwrap --unshare-all with a read-only root,
+#  proc and dev running /bin/true, (c) kz-sandbox run -- /bin/true (cold),
+#  (d) a run of /bin/true on a warm kz-sandbox serve worker,
+# and the ratios c/b (target <= 1.0) and d/a (target <= 2.0).
+set -eu
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+SB=$TOP/bin/kz-sandbox
+RUNS=${RUNS:-100}
+T=$(mktemp -d /tmp/kz-bench.XXXXXX)
+WPID=
+cleanup() { [ -n "$WPID" ] && kill "$WPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+cc -O2 -o "$T/client" "$TOP/tests/sandbox/bench-client.c"
+
+# hyperfine's median, in ms.
+hmed() {
+	hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$T/h.json" "$1" >/dev/null 2>&1
+	python3 -c 'import json,sys; print("%.3f" % (json.load(open(sys.argv[1]))["results"][0]["median"]*1000))' "$T/h.json"
+}
+if command -v hyperfine >/dev/null; then
+	a=$(hmed /bin/true)
+	b=$(hmed "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true")
+	c=$(hmed "$SB run -- /bin/true")
+else
+	echo "hyperfine missing (make deps-bench)"; exit 3
+fi
+"$SB" serve --id "bench-$$" --socket "$T/w.sock" 2>/dev/null & WPID=$!
+for i in $(seq 100); do [ -S "$T/w.sock" ] && break; sleep 0.05; done
+"$T/client" "$T/w.sock" 20 >/dev/null		# warm-up
+read -r d dmean < <("$T/client" "$T/w.sock" "$((RUNS * 5))")
+printf '(a) fork/exec /bin/true          median %8.3f ms\n' "$a"
+printf '(b) bwrap --unshare-all          median %8.3f ms\n' "$b"
+printf '(c) kz-sandbox run (cold)        median %8.3f ms\n' "$c"
+printf '(d) kz-sandbox serve run (warm)  median %8.3f ms (mean %.3f)\n' "$d" "$dmean"
+python3 -c 'import sys; a,b,c,d=map(float,sys.argv[1:])
+print("c/b = %.2f (target <= 1.0)" % (c/b)); print("d/a = %.2f (target <= 2.0)" % (d/a))' "$a" "$b" "$c" "$d"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
