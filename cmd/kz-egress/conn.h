@@ -61,6 +61,7 @@ void conn_process_input(struct conn *c);
 void conn_await_head(struct conn *c);
 /* pump.c */
 void conn_setup_client(struct conn *c);
+void conn_flush(struct bufferevent *b);
 void conn_connect_up(struct conn *c, const struct eg_addr *a);
 void conn_start_exchange(struct conn *c);
 

@@ -94,12 +94,14 @@ conn_close_after_flush(struct conn *c)
 		eg_lookup_cancel(c->lk);
 		c->lk = NULL;
 	}
+	if (b != NULL)
+		conn_flush(b);
 	if (b == NULL || evbuffer_get_length(bufferevent_get_output(b)) == 0) {
 		conn_free(c);
 		return;
 	}
 	bufferevent_disable(b, EV_READ);
-	bufferevent_setwatermark(b, EV_WRITE, 0, 0);
+	bufferevent_enable(b, EV_WRITE);
 	arm(c, c->px->p->header_timeout);
 }
 
