@@ -218,6 +218,30 @@ z_wipe(struct sbx_worker *w, struct sbx_mnt *zm, int sock)
 	report(sock, REP_WIPED, (int)bits, "wipe", why);
 }
 
+/* Closes every descriptor but the init's socket and the run cgroup's
+ * cgroup.procs files (the code joins through them): the init must not
+ * hold the worker's listening socket or a client connection. */
+static void
+keep_only(const struct sbx_worker *w, int sock)
+{
+	int keep[SBX_CG_N + 1], n = 0;
+
+	keep[n++] = sock;
+	for (int i = 0; i < SBX_CG_N; i++)
+		if (w->cg.procs_fd[i] >= 0)
+			keep[n++] = w->cg.procs_fd[i];
+	for (int fd = 3; fd < 65536; fd++) {
+		bool k = false;
+
+		for (int i = 0; i < n; i++)
+			k |= keep[i] == fd;
+		if (!k && fcntl(fd, F_GETFD) >= 0)
+			close(fd);
+		if (fd > 1024 && fcntl(fd, F_GETFD) < 0)
+			break;
+	}
+}
+
 /* The run namespace's init (pid 1 there): never returns. */
 static void
 zygote(struct sbx_worker *w, int sock)
@@ -230,6 +254,7 @@ zygote(struct sbx_worker *w, int sock)
 	int sfd;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	keep_only(w, sock);
 	if (read(sock, &b, 1) != 1 || b != 'g')
 		_exit(1);
 	if (sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
@@ -775,7 +800,7 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 	memset(w, 0, sizeof(*w));
 	w->c = c;
 	w->serve = serve;
-	w->relay_fd = w->zsock = -1;
+	w->zsock = -1;
 	sbx_cg_init(&w->cg);
 	if (c->id[0] == '\0')
 		snprintf(c->id, sizeof(c->id), "run-%d", (int)getpid());
@@ -805,7 +830,4 @@ sbx_worker_release(struct sbx_worker *w)
 	sbx_cg_teardown(&w->cg);
 	sbx_mnt_release(&w->mnt);
 	sbx_seccomp_free(&w->prog);
-	if (w->relay_fd >= 0)
-		close(w->relay_fd);
-	w->relay_fd = -1;
 }

@@ -179,7 +179,6 @@ struct sbx_worker {
 	struct sbx_cg cg;
 	struct sbx_mnt mnt;
 	struct sock_fprog prog;
-	int relay_fd;
 	int zsock;		/* to the run namespace's init */
 	pid_t zpid;
 	uint64_t generation;
