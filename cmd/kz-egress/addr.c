@@ -275,7 +275,7 @@ static const struct range v4_ranges[] = {
 #define V6(p, cls, ...) {6, {__VA_ARGS__}, p, cls}
 
 static const struct range v6_ranges[] = {
-	V6(128, EG_C_METADATA, 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54),
+	V6(128, EG_C_METADATA, 0xfd, 0x00, 0x0e, 0xc2, [14] = 2, [15] = 0x54),
 	V6(128, EG_C_METADATA, 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x23),
 	V6(128, EG_C_UNSPECIFIED, 0),
 	V6(128, EG_C_LOOPBACK, [15] = 1),

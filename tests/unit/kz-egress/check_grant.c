@@ -1,0 +1,177 @@
+/* Grants: a valid grant verifies; every tampering, a wrong key, bad
+ * encodings, bad times and unknown capabilities are refused.  Also the
+ * TURN REST credential against a known HMAC-SHA1 vector. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "egress.h"
+#include "banned.h"
+
+static unsigned char pk[32], sk[64], pk2[32], sk2[64];
+static const char *run = "0123456789abcdef0123456789abcdef";
+
+static void
+setup(void)
+{
+	ck_assert_int_ge(sodium_init(), 0);
+	crypto_sign_keypair(pk, sk);
+	crypto_sign_keypair(pk2, sk2);
+}
+
+static const char *
+verify(const char *g, int64_t now)
+{
+	struct eg_claims cl;
+
+	return eg_grant_verify(pk, g, strlen(g), now, 600, &cl);
+}
+
+START_TEST(test_valid)
+{
+	char g[EG_GRANT_MAX + 1];
+	struct eg_claims cl;
+
+	ck_assert_int_eq(eg_grant_mint(sk, run, 1000000, 600, EG_CAP_TURN, g,
+	    sizeof(g)), 0);
+	ck_assert_ptr_null(eg_grant_verify(pk, g, strlen(g), 1000001, 600,
+	    &cl));
+	ck_assert_str_eq(cl.run, run);
+	ck_assert_int_eq(cl.exp, 1000600);
+	ck_assert_uint_eq(cl.caps, EG_CAP_TURN);
+}
+END_TEST
+
+START_TEST(test_times)
+{
+	char g[EG_GRANT_MAX + 1];
+
+	ck_assert_int_eq(eg_grant_mint(sk, run, 1000000, 600, 0, g,
+	    sizeof(g)), 0);
+	ck_assert_str_eq(verify(g, 1000600), "grant_expired");
+	ck_assert_str_eq(verify(g, 2000000), "grant_expired");
+	ck_assert_str_eq(verify(g, 999000), "grant_not_yet_valid");
+	ck_assert_ptr_null(verify(g, 999990));	/* within the clock skew */
+	/* Longer than the proxy's configured lifetime. */
+	ck_assert_int_eq(eg_grant_mint(sk, run, 1000000, 601, 0, g,
+	    sizeof(g)), 0);
+	ck_assert_str_eq(verify(g, 1000001), "grant_lifetime");
+}
+END_TEST
+
+START_TEST(test_tamper)
+{
+	char g[EG_GRANT_MAX + 1], t[EG_GRANT_MAX + 2];
+	const char *dot;
+	size_t n;
+
+	ck_assert_int_eq(eg_grant_mint(sk, run, 1000000, 600, 0, g,
+	    sizeof(g)), 0);
+	n = strlen(g);
+	dot = strchr(g, '.');
+	/* Every single-character change anywhere is refused. */
+	for (size_t i = 0; i < n; i++) {
+		memcpy(t, g, n + 1);
+		t[i] = t[i] == 'A' ? 'B' : 'A';
+		if (t[i] == g[i])
+			continue;
+		ck_assert_msg(verify(t, 1000001) != NULL, "flip at %zu", i);
+	}
+	/* Truncations. */
+	for (size_t i = 0; i < n; i++) {
+		memcpy(t, g, i);
+		t[i] = '\0';
+		ck_assert_msg(verify(t, 1000001) != NULL, "trunc at %zu", i);
+	}
+	/* Signed by another key. */
+	ck_assert_int_eq(eg_grant_mint(sk2, run, 1000000, 600, 0, t,
+	    sizeof(t)), 0);
+	ck_assert_str_eq(verify(t, 1000001), "grant_signature");
+	/* Claims of one grant with the signature of another. */
+	ck_assert_int_eq(eg_grant_mint(sk, run, 1000000, 600, EG_CAP_TURN, t,
+	    sizeof(t)), 0);
+	memcpy(strchr(t, '.'), dot, strlen(dot) + 1);
+	ck_assert_str_eq(verify(t, 1000001), "grant_signature");
+}
+END_TEST
+
+START_TEST(test_malformed)
+{
+	static const char *const bad[] = {
+		"", ".", "abc", "abc.", ".abc", "a.b.c", "e30.e30",
+		"eyJ2IjoxfQ==.AAAA", "!!!.???",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(verify(bad[i], 1000001) != NULL, "%s", bad[i]);
+}
+END_TEST
+
+/* Claims signed properly but not what a grant must hold. */
+START_TEST(test_bad_claims)
+{
+	static const char *const claims[] = {
+		"{\"v\":1,\"run\":\"ab\",\"iat\":1000000,\"exp\":1000600,"
+		    "\"caps\":[\"admin\"]}",
+		"{\"v\":1,\"run\":\"ab\",\"iat\":1000000,\"exp\":1000600,"
+		    "\"mode\":\"public_internet\"}",
+		"{\"v\":2,\"run\":\"ab\",\"iat\":1000000,\"exp\":1000600}",
+		"{\"v\":1,\"iat\":1000000,\"exp\":1000600}",
+		"{\"v\":1,\"run\":\"ab\",\"iat\":1000000,\"exp\":999999}",
+		"{\"v\":1,\"run\":\"ab\",\"iat\":1000000,\"exp\":1000600,"
+		    "\"exp\":1000601}",
+		"[1]",
+	};
+
+	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		char enc[512], sig64[128], g[EG_GRANT_MAX + 1];
+		unsigned char sig[64];
+
+		sodium_bin2base64(enc, sizeof(enc),
+		    (const unsigned char *)claims[i], strlen(claims[i]),
+		    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+		crypto_sign_detached(sig, NULL, (unsigned char *)enc,
+		    strlen(enc), sk);
+		sodium_bin2base64(sig64, sizeof(sig64), sig, sizeof(sig),
+		    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+		snprintf(g, sizeof(g), "%s.%s", enc, sig64);
+		ck_assert_msg(verify(g, 1000001) != NULL, "%s", claims[i]);
+	}
+}
+END_TEST
+
+START_TEST(test_turn_credential)
+{
+	char u[256], p[64];
+
+	/* Python: base64(hmac.new(b"secret", b"1700000000:alice", sha1)). */
+	ck_assert_int_eq(eg_turn_credential((const unsigned char *)"secret", 6,
+	    "alice", 1700000000, u, sizeof(u), p, sizeof(p)), 0);
+	ck_assert_str_eq(u, "1700000000:alice");
+	ck_assert_str_eq(p, "d8soP47RbdIKLDUOpnJPVQyq5Ts=");
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("egress_grant");
+	TCase *tc = tcase_create("grant");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_valid);
+	tcase_add_test(tc, test_times);
+	tcase_add_test(tc, test_tamper);
+	tcase_add_test(tc, test_malformed);
+	tcase_add_test(tc, test_bad_claims);
+	tcase_add_test(tc, test_turn_credential);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
