@@ -57,6 +57,8 @@ static const struct key keys[] = {
 	    G(1) / 4, "1M", "bytes of stdout kept"},
 	{"SANDBOX_STDERR_MAX", "stderr-max", K_SIZE, N(stderr_max), 1024,
 	    G(1) / 4, "1M", "bytes of stderr kept"},
+	{"SANDBOX_SNAPSHOT_MAX", "snapshot-max", K_SIZE, N(snapshot_max),
+	    1 << 20, G(1), "64M", "bound of a workspace snapshot"},
 	{"SANDBOX_PROJECTION_DIR", "projection", K_STR, S(projection), 0, 0, "",
 	    "host directory mounted read-only at /projection"},
 	{"SANDBOX_EGRESS_SOCKET", "egress-socket", K_STR, S(egress_sock), 0,

@@ -48,7 +48,7 @@ struct sbx_conf {
 	char peer_uids[1024];
 	char peer_gids[1024];
 	uint64_t ws_size, tmp_size, shm_size, memory, fsize;
-	uint64_t stdout_max, stderr_max, frame_max;
+	uint64_t stdout_max, stderr_max, frame_max, snapshot_max;
 	int64_t uid, gid, pids, cpu_milli, nofile, timeout_s, relay_port;
 	int64_t io_timeout_ms;
 };
@@ -223,6 +223,11 @@ void sbx_res_release(struct sbx_res *rs);
 #define SBX_WIPE_MOUNTS 8
 #define SBX_WIPE_DONE 16
 KZ_WUR int sbx_wipe(struct sbx_worker *w, unsigned *bits);
+
+/* snapshot.c: ops snapshot and restore (tar runs inside the sandbox). */
+#include <cJSON.h>
+cJSON *sbx_op_snapshot(struct sbx_worker *w, const cJSON *req);
+cJSON *sbx_op_restore(struct sbx_worker *w, const cJSON *req);
 
 /* serve.c */
 int sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);

@@ -1,7 +1,8 @@
 /*
  * The persistent worker.  It serves one connection at a time over the frame
  * protocol, each peer checked with SO_PEERCRED and timed out when slow or
- * idle.  Ops: run, health, wipe, shutdown (kz-sandbox(8)).
+ * idle.  Ops: run, health, wipe, snapshot, restore, shutdown
+ * (kz-sandbox(8)).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -325,6 +326,10 @@ dispatch(struct sbx_worker *w, const cJSON *req, bool *quit)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
 	if (strcmp(op, "run") == 0)
 		return op_run(w, req);
+	if (strcmp(op, "snapshot") == 0)
+		return sbx_op_snapshot(w, req);
+	if (strcmp(op, "restore") == 0)
+		return sbx_op_restore(w, req);
 	if ((r = kz_json_only(req, bare_fields, why, sizeof(why))) != 0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
 	if (strcmp(op, "health") == 0)

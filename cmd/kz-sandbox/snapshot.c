@@ -1,0 +1,226 @@
+/*
+ * Workspace snapshots for kz-lease and kz-reset.  A snapshot is a tar
+ * archive of /workspace made by an ordinary run of tar inside the sandbox
+ * (same uid, no capabilities, seccomp), so reading the workspace never
+ * happens with more privilege than the code had; /projection is outside
+ * the workspace and never part of it.  A restore is the reverse run, so a
+ * hostile archive can only rearrange the sandbox's own workspace.  The
+ * archive travels base64 in the frame or through a host path that the
+ * trusted caller names, bounded by SANDBOX_SNAPSHOT_MAX either way.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "sbx.h"
+#include "banned.h"
+
+static char *const tar_out[] = {"/bin/tar", "--numeric-owner", "-C", SBX_WS,
+    "-cf", "-", ".", NULL};
+static char *const tar_in[] = {"/bin/tar", "--no-same-owner",
+    "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS,
+    "-xf", "-", NULL};
+
+static const char *const snap_fields[] = {"v", "op", "id", "path", NULL};
+static const char *const rest_fields[] = {"v", "op", "id", "path",
+    "archive_b64", NULL};
+
+static int
+tar_run(struct sbx_worker *w, char *const *argv, const unsigned char *in,
+    size_t inlen, struct sbx_res *rs)
+{
+	struct sbx_req rq;
+	char why[128];
+	int r;
+
+	memset(&rq, 0, sizeof(rq));
+	sbx_env_init(&rq.env);
+	rq.argv = (char **)argv;
+	rq.stdin_fd = -1, rq.out_fd[0] = rq.out_fd[1] = -1;
+	rq.stdin_buf = in, rq.stdin_len = inlen;
+	rq.timeout_ms = w->c->timeout_s * 1000;
+	rq.out_max[0] = w->c->snapshot_max;
+	rq.out_max[1] = 4096;
+	if ((r = sbx_env_finish(&rq.env, 0, why, sizeof(why))) == 0)
+		r = sbx_run(w, &rq, rs);
+	sbx_env_release(&rq.env);
+	return r;
+}
+
+static bool
+path_ok(const char *p)
+{
+	return p[0] == '/' && strstr(p, "/../") == NULL &&
+	    strlen(p) < PATH_MAX;
+}
+
+static int
+write_file(const char *path, const unsigned char *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	int r = 0;
+
+	if (fd < 0)
+		return KZ_ESYS;
+	if (kz_write_full(fd, b, n, -1) != 0 || fsync(fd) != 0)
+		r = KZ_ESYS;
+	close(fd);
+	if (r != 0)
+		(void)unlink(path);
+	return r;
+}
+
+static int
+read_file(const char *path, size_t max, unsigned char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int r = KZ_ESYS;
+
+	if (fd < 0)
+		return KZ_ESYS;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		goto out;
+	if ((size_t)st.st_size > max) {
+		r = KZ_ETOOBIG;
+		goto out;
+	}
+	if ((*out = malloc((size_t)st.st_size + 1)) == NULL) {
+		r = KZ_ENOMEM;
+		goto out;
+	}
+	if (kz_read_full(fd, *out, (size_t)st.st_size, -1) != 0) {
+		free(*out);
+		*out = NULL;
+		goto out;
+	}
+	*len = (size_t)st.st_size;
+	r = 0;
+out:
+	close(fd);
+	return r;
+}
+
+static cJSON *
+failed(const cJSON *req, const struct sbx_res *rs, const char *what)
+{
+	if (rs->setup_failed)
+		return kz_reply_err(req, KZ_WE_ISOLATION_DENIED, rs->step);
+	if (rs->trunc[0])
+		return kz_reply_err(req, KZ_WE_REFUSED, "the workspace is "
+		    "larger than the snapshot bound");
+	return kz_reply_err(req, KZ_WE_INTERNAL, what);
+}
+
+cJSON *
+sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
+{
+	const char *path = NULL;
+	struct sbx_res rs;
+	char why[160] = "";
+	cJSON *o = NULL;
+
+	if (kz_json_only(req, snap_fields, why, sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
+	    sizeof(why)) != 0)
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+	if (path != NULL && !path_ok(path))
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
+		    "path must be absolute");
+	if (tar_run(w, tar_out, NULL, 0, &rs) != 0)
+		return kz_reply_err(req, KZ_WE_INTERNAL, "snapshot failed");
+	if (rs.setup_failed || rs.trunc[0] || !rs.exited || rs.code != 0) {
+		o = failed(req, &rs, "snapshot failed");
+		goto out;
+	}
+	if (path != NULL && write_file(path, rs.buf[0], rs.len[0]) != 0) {
+		o = kz_reply_err(req, KZ_WE_INTERNAL, "cannot write the "
+		    "snapshot file");
+		goto out;
+	}
+	if ((o = kz_reply_ok(req)) == NULL)
+		goto out;
+	cJSON_AddNumberToObject(o, "bytes", (double)rs.len[0]);
+	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	if (path == NULL) {
+		size_t cap = sodium_base64_ENCODED_LEN(rs.len[0],
+		    sodium_base64_VARIANT_ORIGINAL);
+		char *b = malloc(cap);
+
+		if (b == NULL || cJSON_AddStringToObject(o, "archive_b64",
+		    sodium_bin2base64(b, cap, rs.buf[0], rs.len[0],
+		    sodium_base64_VARIANT_ORIGINAL)) == NULL) {
+			cJSON_Delete(o);
+			o = NULL;
+		}
+		free(b);
+	}
+out:
+	sbx_res_release(&rs);
+	return o;
+}
+
+static int
+decode(const char *s, unsigned char **out, size_t *len, size_t max)
+{
+	size_t cap = strlen(s) / 4 * 3 + 3;
+
+	if (cap > max + 3)
+		return KZ_ETOOBIG;
+	if ((*out = malloc(cap)) == NULL)
+		return KZ_ENOMEM;
+	if (sodium_base642bin(*out, cap, s, strlen(s), NULL, len, NULL,
+	    sodium_base64_VARIANT_ORIGINAL) != 0) {
+		free(*out);
+		*out = NULL;
+		return KZ_EINVAL;
+	}
+	return 0;
+}
+
+cJSON *
+sbx_op_restore(struct sbx_worker *w, const cJSON *req)
+{
+	const char *path = NULL, *b64 = NULL;
+	unsigned char *ar = NULL;
+	size_t len = 0;
+	struct sbx_res rs;
+	char why[160] = "";
+	cJSON *o;
+	int r;
+
+	if (kz_json_only(req, rest_fields, why, sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
+	    sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "archive_b64", KZ_FRAME_MAX_LIMIT, NULL, &b64,
+	    why, sizeof(why)) != 0)
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+	if ((path == NULL) == (b64 == NULL) || (path && !path_ok(path)))
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST, "give exactly one "
+		    "of an absolute path or archive_b64");
+	r = path ? read_file(path, w->c->snapshot_max, &ar, &len) :
+	    decode(b64, &ar, &len, w->c->snapshot_max);
+	if (r != 0)
+		return kz_reply_err(req, r == KZ_ETOOBIG ? KZ_WE_REFUSED :
+		    KZ_WE_BAD_REQUEST, r == KZ_ETOOBIG ? "the archive is "
+		    "larger than the snapshot bound" : "cannot read the archive");
+	if (tar_run(w, tar_in, ar, len, &rs) != 0) {
+		free(ar);
+		return kz_reply_err(req, KZ_WE_INTERNAL, "restore failed");
+	}
+	free(ar);
+	if (rs.setup_failed || !rs.exited || rs.code != 0)
+		o = failed(req, &rs, "the archive did not restore");
+	else if ((o = kz_reply_ok(req)) != NULL)
+		cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	sbx_res_release(&rs);
+	return o;
+}
