@@ -76,6 +76,9 @@ keyed(const char *dir, const char *file, const char *key)
 	return 0;
 }
 
+static int each_pid(const char *dir, void (*fn)(pid_t));
+static void kill9(pid_t p);
+
 void
 sbx_cg_init(struct sbx_cg *g)
 {
@@ -263,6 +266,14 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 			return KZ_EUNAVAIL;
 		}
 	}
+	/* A worker that crashed may have left processes behind under the
+	 * same id: none of them survives into the new worker. */
+	if (sbx_cg_kill_run(g) != 0) {
+		kz_why(why, wlen, "cgroup: cannot empty a stale run cgroup");
+		return KZ_EUNAVAIL;
+	}
+	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+		(void)each_pid(g->init[i], kill9);
 	if ((g->v2 ? limits_v2(g, c) : limits_v1(g, c)) != 0) {
 		kz_why(why, wlen, "cgroup: cannot set the limits: %s",
 		    strerror(errno));

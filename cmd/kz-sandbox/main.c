@@ -124,16 +124,27 @@ exit_for(const struct sbx_res *rs)
 	if (rs->setup_failed)
 		return die(SBX_EXIT_ISOLATION, "isolation setup failed at %s: %s",
 		    rs->step, rs->why);
+	if (rs->limit != NULL && strcmp(rs->limit, "interrupted") == 0)
+		return die(SBX_EXIT_REFUSED, "run stopped: interrupted");
 	if (rs->limit != NULL)
-		return die(SBX_EXIT_REFUSED, "run stopped: %s limit reached", rs->limit);
+		return die(SBX_EXIT_REFUSED, "run stopped: %s limit reached",
+		    rs->limit);
 	if (rs->exited)
 		return rs->code;
 	return 128 + rs->sig;
 }
 
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	sbx_interrupted = 1;
+}
+
 static int
 cmd_run(struct sbx_conf *c, struct opts *o)
 {
+	struct sigaction sa;
 	struct sbx_worker w;
 	struct sbx_req rq;
 	struct sbx_res rs;
@@ -160,6 +171,12 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	if (sbx_env_finish(&rq.env, c->egress_sock[0] && grant[0] ?
 	    (int)c->relay_port : 0, why, sizeof(why)) != 0)
 		return die(SBX_EXIT_USAGE, "%s", why);
+	/* An interrupted run still tears down its cgroups and mounts. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGHUP, &sa, NULL);
 	rq.argv = o->cmd, rq.cwd = o->cwd, rq.grant = grant;
 	rq.stdin_fd = 0, rq.out_fd[0] = 1, rq.out_fd[1] = 2;
 	rq.timeout_ms = c->timeout_s * 1000;

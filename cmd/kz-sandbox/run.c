@@ -50,6 +50,10 @@ struct report {
 
 extern char **environ;
 
+/* Set from a signal handler of the one-shot run: stop the code, tear down
+ * normally. */
+volatile sig_atomic_t sbx_interrupted;
+
 static void
 report(int fd, int kind, int status, const char *step, const char *why)
 {
@@ -504,6 +508,8 @@ supervise(struct sbx_worker *w, struct loop *l, int rep,
 		int np = 0, ip = -1, is = -1, io_[2] = {-1, -1}, ir = -1, iz = -1;
 		int64_t now = kz_now_ms(), t;
 
+		if (alive && sbx_interrupted)
+			stop(w, l->rs, "interrupted");
 		if (alive && (now >= deadline || l->rs->limit != NULL))
 			stop(w, l->rs, "timeout");
 		if (now >= next_tick) {

@@ -213,6 +213,8 @@ struct sbx_res {
 KZ_WUR int sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c,
     bool serve, char *why, size_t wlen);
 void sbx_worker_release(struct sbx_worker *w);
+#include <signal.h>
+extern volatile sig_atomic_t sbx_interrupted;
 KZ_WUR int sbx_run(struct sbx_worker *w, struct sbx_req *rq,
     struct sbx_res *rs);
 void sbx_res_release(struct sbx_res *rs);

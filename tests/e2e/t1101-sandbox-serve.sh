@@ -9,7 +9,7 @@ C="python3 $TOP/tests/sandbox/client.py"
 ID=e2e-serve-$$
 S=$T/w.sock
 CG=/sys/fs/cgroup/pids/kz-sandbox/$ID
-plan 25
+plan 28
 
 bg "$SB" serve --id "$ID" --socket "$S" --pid-file "$T/pid" --timeout 10
 wait_sock "$S" 10
@@ -62,4 +62,21 @@ is "$(pgrep -c -P $AGENT)" 1 "the agent has exactly one child (the run init) aft
 $C "$S" shutdown >/dev/null
 for i in $(seq 40); do kill -0 "$AGENT" 2>/dev/null || break; sleep 0.05; done
 tnot "shutdown removes the worker cgroup" test -d "$CG"
+
+# A worker killed outright takes its code with it, and the same id starts
+# again over whatever it left.
+bg "$SB" serve --id "$ID" --socket "$S" --pid-file "$T/pid2"
+wait_sock "$S" 10
+for i in $(seq 40); do [ -s "$T/pid2" ] && break; sleep 0.05; done
+$C "$S" run '{"argv":["/bin/sh","-c","setsid sleep 88 >/dev/null 2>&1 & sleep 5"],"timeout_ms":3000}' >/dev/null &
+sleep 1
+kill -9 "$(cat "$T/pid2")"
+sleep 0.5
+tnot "a killed worker leaves no code process behind" pgrep -f 'sleep 88'
+rm -f "$S"
+bg "$SB" serve --id "$ID" --socket "$S"
+wait_sock "$S" 10
+like "$($C "$S" health)" '"ok": true' "the same id serves again after a crash"
+like "$($C "$S" run '{"argv":["/bin/true"]}')" '"exit_code": 0' "and runs code"
+$C "$S" shutdown >/dev/null
 done_testing
