@@ -231,6 +231,21 @@ KZ_WUR int sbx_wipe(struct sbx_worker *w, unsigned *bits);
 cJSON *sbx_op_snapshot(struct sbx_worker *w, const cJSON *req);
 cJSON *sbx_op_restore(struct sbx_worker *w, const cJSON *req);
 
+/* The agent <-> run init protocol (run.c, init.c). */
+#define ZMSG_MAX (SBX_ARG_BYTES + SBX_ENV_BYTES + 8192)
+#define ZFDS 4		/* stdin, stdout, stderr, report */
+
+enum { REP_FAIL = 1, REP_DONE = 2, REP_READY = 3, REP_WIPED = 4 };
+struct report {
+	int kind;
+	int status;
+	int64_t cpu_ms;
+	char step[64];
+	char why[192];
+};
+
+KZ_WUR int sbx_init_start(struct sbx_worker *w, char *why, size_t wlen);
+
 /* serve.c */
 int sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
 

@@ -1,0 +1,355 @@
+/*
+ * The run namespace's init.  Cloned once per worker into a new pid and
+ * mount namespace, it pivots into the root view, mounts /proc, records the
+ * mount table and then forks the code of each run on request, reaps it
+ * and every orphan, and reports the status.  It also performs the wipe
+ * from inside the namespace the code sees.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+
+#include "kz_frame.h"
+#include "sbx.h"
+#include "banned.h"
+
+
+
+extern char **environ;
+
+static void
+report(int fd, int kind, int status, const char *step, const char *why)
+{
+	struct report r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = kind;
+	r.status = status;
+	snprintf(r.step, sizeof(r.step), "%s", step ? step : "");
+	snprintf(r.why, sizeof(r.why), "%s", why ? why : "");
+	(void)!write(fd, &r, sizeof(r));
+}
+
+static void
+reset_signals(void)
+{
+	sigset_t none;
+
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			(void)signal(s, SIG_DFL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+struct job {
+	char *argv[SBX_ARGV_MAX + 1];
+	char *env[SBX_ENV_MAX + 17];
+	const char *cwd;
+	int fd[ZFDS];		/* stdin, stdout, stderr, report */
+};
+
+#define FAIL(step, why) do { report(rep, REP_FAIL, 0, step, why); \
+	_exit(127); } while (0)
+
+/* The code process: never returns. */
+static void
+code_exec(struct sbx_worker *w, struct job *j)
+{
+	char why[192], cwd[PATH_MAX];
+	int rep = j->fd[3];
+
+	reset_signals();
+	if (sbx_cg_attach(&w->cg, 0) != 0)
+		FAIL("cgroup", "cannot join the run cgroup");
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		FAIL("namespaces", "cgroup namespace");
+	if (dup2(j->fd[0], 0) < 0 || dup2(j->fd[1], 1) < 0 ||
+	    dup2(j->fd[2], 2) < 0 || (rep != 3 && dup3(rep, 3, O_CLOEXEC) < 0))
+		FAIL("stdio", strerror(errno));
+	rep = 3;
+	(void)syscall(SYS_close_range, 4, ~0u, 0);
+	(void)setsid();
+	if (sbx_rlimit_apply(w->c, why, sizeof(why)) != 0)
+		FAIL("rlimit", why);
+	if (sbx_caps_drop((uid_t)w->c->uid, (gid_t)w->c->gid, why,
+	    sizeof(why)) != 0)
+		FAIL("capabilities", why);
+	snprintf(cwd, sizeof(cwd), "%s/%s", SBX_WS, j->cwd);
+	if (chdir(cwd) < 0)
+		FAIL("cwd", "the working directory does not exist in the "
+		    "workspace");
+	if (sbx_seccomp_load(&w->prog) != 0)
+		FAIL("seccomp", "seccomp: cannot load the filter");
+	environ = j->env;
+	execvp(j->argv[0], j->argv);
+	dprintf(2, "kz-sandbox: cannot execute %s: %s\n", j->argv[0],
+	    strerror(errno));
+	_exit(127);
+}
+
+/* Splits "argv\0...\0\0env\0...\0\0cwd\0" into the job. */
+static int
+unpack(char *b, size_t n, struct job *j)
+{
+	char *p = b, *end = b + n;
+	size_t k = 0;
+
+	if (n == 0 || b[n - 1] != '\0')
+		return -1;
+	for (; p < end && *p != '\0' && k < SBX_ARGV_MAX; p += strlen(p) + 1)
+		j->argv[k++] = p;
+	j->argv[k] = NULL;
+	if (k == 0 || p >= end || *p != '\0')
+		return -1;
+	p++;
+	for (k = 0; p < end && *p != '\0' && k < SBX_ENV_MAX + 16;
+	    p += strlen(p) + 1)
+		j->env[k++] = p;
+	j->env[k] = NULL;
+	if (p >= end || *p != '\0' || ++p >= end)
+		return -1;
+	j->cwd = p;
+	return 0;
+}
+
+static int
+take(int sock, char *buf, size_t cap, struct job *j)
+{
+	char cb[CMSG_SPACE(sizeof(int) * ZFDS)];
+	struct iovec iov = {buf, cap};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cb, .msg_controllen = sizeof(cb)};
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+
+	if (n <= 0)
+		return -2;
+	if (n == 4 && memcmp(buf, "WIPE", 4) == 0 && mh.msg_controllen == 0)
+		return 1;
+	c = CMSG_FIRSTHDR(&mh);
+	if (c == NULL || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int) * ZFDS)) {
+		return -1;
+	}
+	memcpy(j->fd, CMSG_DATA(c), sizeof(int) * ZFDS);
+	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    unpack(buf, (size_t)n, j) != 0) {
+		for (int i = 0; i < ZFDS; i++)
+			close(j->fd[i]);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+reap(int sock, pid_t *cur)
+{
+	struct rusage ru;
+	struct report r;
+	pid_t p;
+	int st;
+
+	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		if (p != *cur)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.kind = REP_DONE;
+		r.status = st;
+		r.cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 +
+		    ru.ru_utime.tv_usec / 1000 + ru.ru_stime.tv_sec * 1000 +
+		    ru.ru_stime.tv_usec / 1000;
+		(void)!write(sock, &r, sizeof(r));
+		*cur = 0;
+	}
+}
+
+/*
+ * Wipes from inside the run namespace, where the code's view is: fresh
+ * tmpfs instances for the three writable places, then positive evidence
+ * that each is empty and that the mount table equals the one recorded when
+ * the init started.
+ */
+static void
+z_wipe(struct sbx_worker *w, struct sbx_mnt *zm, int sock)
+{
+	char why[192] = "";
+	unsigned bits = 0;
+
+	if (sbx_mnt_wipe(zm, w->c, why, sizeof(why)) == 0)
+		bits |= SBX_WIPE_DONE;
+	bits |= sbx_mnt_empty(zm, "workspace") ? SBX_WIPE_WS : 0;
+	bits |= sbx_mnt_empty(zm, "tmp") ? SBX_WIPE_TMP : 0;
+	bits |= sbx_mnt_empty(zm, "dev/shm") ? SBX_WIPE_SHM : 0;
+	bits |= sbx_mnt_baseline_ok(zm) ? SBX_WIPE_MOUNTS : 0;
+	report(sock, REP_WIPED, (int)bits, "wipe", why);
+}
+
+/* Closes every descriptor but the init's socket and the run cgroup's
+ * cgroup.procs files (the code joins through them): the init must not
+ * hold the worker's listening socket or a client connection. */
+static void
+keep_only(const struct sbx_worker *w, int sock)
+{
+	int keep[SBX_CG_N + 1], n = 0;
+
+	keep[n++] = sock;
+	for (int i = 0; i < SBX_CG_N; i++)
+		if (w->cg.procs_fd[i] >= 0)
+			keep[n++] = w->cg.procs_fd[i];
+	for (int fd = 3; fd < 65536; fd++) {
+		bool k = false;
+
+		for (int i = 0; i < n; i++)
+			k |= keep[i] == fd;
+		if (!k && fcntl(fd, F_GETFD) >= 0)
+			close(fd);
+		if (fd > 1024 && fcntl(fd, F_GETFD) < 0)
+			break;
+	}
+}
+
+/* The run namespace's init (pid 1 there): never returns. */
+static void
+zygote(struct sbx_worker *w, int sock)
+{
+	static char buf[ZMSG_MAX];
+	struct sbx_mnt zm = {.stage = ""};
+	char why[192], b = 0;
+	pid_t cur = 0;
+	sigset_t set;
+	int sfd;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	keep_only(w, sock);
+	if (read(sock, &b, 1) != 1 || b != 'g')
+		_exit(1);
+	if (sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
+		report(sock, REP_FAIL, 0, "mount", why);
+		_exit(1);
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	(void)sigprocmask(SIG_BLOCK, &set, NULL);
+	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+		report(sock, REP_FAIL, 0, "init", "signalfd");
+		_exit(1);
+	}
+	if (sbx_mnt_record(&zm) != 0) {
+		report(sock, REP_FAIL, 0, "mount", "cannot record the mount "
+		    "table");
+		_exit(1);
+	}
+	report(sock, REP_READY, 0, NULL, NULL);
+	for (;;) {
+		struct pollfd p[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+		struct signalfd_siginfo si;
+		struct job j;
+		int r;
+
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents) {
+			(void)!read(sfd, &si, sizeof(si));
+			reap(sock, &cur);
+		}
+		if (!p[0].revents)
+			continue;
+		if ((r = take(sock, buf, sizeof(buf), &j)) == -2)
+			_exit(0);
+		if (r == 1 && cur == 0)
+			z_wipe(w, &zm, sock);
+		if (r != 0 || cur != 0)
+			continue;
+		if ((cur = fork()) == 0) {
+			close(sock);
+			close(sfd);
+			code_exec(w, &j);
+		}
+		if (cur < 0) {
+			report(j.fd[3], REP_FAIL, 0, "fork", strerror(errno));
+			report(sock, REP_DONE, 127 << 8, NULL, NULL);
+			cur = 0;
+		}
+		for (int i = 0; i < ZFDS; i++)
+			close(j.fd[i]);
+	}
+}
+
+int
+sbx_init_start(struct sbx_worker *w, char *why, size_t wlen)
+{
+	struct report r;
+	int sv[2], pidfd = -1, big = 4 << 20;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		kz_why(why, wlen, "init: socketpair: %s", strerror(errno));
+		return KZ_ESYS;
+	}
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	pid = sbx_clone(CLONE_NEWPID | CLONE_NEWNS, &pidfd);
+	if (pid == 0) {
+		close(sv[0]);
+		zygote(w, sv[1]);
+	}
+	close(sv[1]);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (pid < 0) {
+		close(sv[0]);
+		kz_why(why, wlen, "namespaces: clone: %s", strerror(errno));
+		return KZ_ESYS;
+	}
+	w->zsock = sv[0], w->zpid = pid;
+	if (sbx_cg_attach_init(&w->cg, pid) != 0) {
+		kz_why(why, wlen, "cgroup: cannot place the init");
+		return KZ_EUNAVAIL;
+	}
+	if (write(sv[0], "g", 1) != 1 || read(sv[0], &r, sizeof(r)) !=
+	    (ssize_t)sizeof(r) || r.kind != REP_READY) {
+		kz_why(why, wlen, "%s", r.kind == REP_FAIL ? r.why :
+		    "init: did not start");
+		return KZ_EUNAVAIL;
+	}
+	/* The init's namespace holds the tree from now on; the agent keeps
+	 * no reference to the writable places, so a wipe frees them. */
+	(void)umount2(w->mnt.stage, MNT_DETACH);
+	return 0;
+}
+
+int
+sbx_wipe(struct sbx_worker *w, unsigned *bits)
+{
+	struct pollfd p = {.fd = w->zsock, .events = POLLIN};
+	struct report r;
+
+	*bits = 0;
+	if (w->broken || send(w->zsock, "WIPE", 4, MSG_NOSIGNAL) != 4 ||
+	    poll(&p, 1, 10000) != 1 ||
+	    read(w->zsock, &r, sizeof(r)) != (ssize_t)sizeof(r) ||
+	    r.kind != REP_WIPED) {
+		w->broken = true;
+		return KZ_EUNAVAIL;
+	}
+	*bits = (unsigned)r.status;
+	w->generation++;
+	return 0;
+}
+
