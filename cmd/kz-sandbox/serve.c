@@ -308,7 +308,7 @@ op_wipe(struct sbx_worker *w, const cJSON *req)
 	cJSON_AddBoolToObject(ev, "tmp_empty", tmp);
 	cJSON_AddBoolToObject(ev, "shm_empty", shm);
 	cJSON_AddBoolToObject(ev, "cgroup_only_agent", cg);
-	cJSON_AddBoolToObject(ev, "mounts_match_baseline", mt);
+	cJSON_AddBoolToObject(ev, "mounts_baseline", mt);
 	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
 	return o;
 }

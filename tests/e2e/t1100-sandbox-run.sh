@@ -4,7 +4,7 @@
 # one-shot run, fail-closed setup naming the failed step, and classify.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
-plan 30
+plan 33
 
 t "--version" sh -c "$SB --version | grep -qx 'kz-sandbox 0.1.0'"
 t "--help lists the options" sh -c "$SB --help | grep -q -- '--workspace-size'"
@@ -60,4 +60,9 @@ is "$rc" 3 "a failed mount step exits 3 and runs nothing"
 like "$out" "isolation setup failed: mount: bind projection" "the refusal names the failed step"
 out=$("$SB" run --root /nonexistent-kz -- /bin/true 2>&1); rc=$?
 like "$rc:$out" "^3:.*isolation setup failed: mount" "a missing root view fails closed"
+out=$("$SB" run --cgroup-parent cgroup.procs -- /bin/sh -c 'echo RAN' 2>&1); rc=$?
+like "$rc:$out" "^3:.*isolation setup failed: cgroup" "a cgroup that cannot be made fails closed, naming the step"
+unlike "$out" "RAN" "nothing runs when a step fails"
+out=$("$SB" run --state-dir /proc/kz-nope -- /bin/true 2>&1); rc=$?
+like "$rc:$out" "^3:.*isolation setup failed: state" "an unusable state directory fails closed"
 done_testing
