@@ -203,25 +203,29 @@ z_wipe(struct sbx_worker *w, struct sbx_mnt *zm, int sock)
 /* Closes every descriptor but the init's socket and the run cgroup's
  * cgroup.procs files (the code joins through them): the init must not
  * hold the worker's listening socket or a client connection. */
+static int
+cmpint(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
 static void
 keep_only(const struct sbx_worker *w, int sock)
 {
-	int keep[SBX_CG_N + 1], n = 0;
+	int keep[SBX_CG_N + 1], n = 0, lo = 3;
 
 	keep[n++] = sock;
 	for (int i = 0; i < SBX_CG_N; i++)
 		if (w->cg.procs_fd[i] >= 0)
 			keep[n++] = w->cg.procs_fd[i];
-	for (int fd = 3; fd < 65536; fd++) {
-		bool k = false;
-
-		for (int i = 0; i < n; i++)
-			k |= keep[i] == fd;
-		if (!k && fcntl(fd, F_GETFD) >= 0)
-			close(fd);
-		if (fd > 1024 && fcntl(fd, F_GETFD) < 0)
-			break;
+	qsort(keep, (size_t)n, sizeof(keep[0]), cmpint);
+	for (int i = 0; i < n; i++) {
+		if (keep[i] > lo)
+			(void)syscall(SYS_close_range, lo, keep[i] - 1, 0);
+		if (keep[i] >= lo)
+			lo = keep[i] + 1;
 	}
+	(void)syscall(SYS_close_range, lo, ~0u, 0);
 }
 
 /* The run namespace's init (pid 1 there): never returns. */
@@ -239,7 +243,8 @@ zygote(struct sbx_worker *w, int sock)
 	keep_only(w, sock);
 	if (read(sock, &b, 1) != 1 || b != 'g')
 		_exit(1);
-	if (sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
+	if (sbx_mnt_build(&w->mnt, w->c, why, sizeof(why)) != 0 ||
+	    sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
 		report(sock, REP_FAIL, 0, "mount", why);
 		_exit(1);
 	}
@@ -318,7 +323,9 @@ sbx_init_start(struct sbx_worker *w, char *why, size_t wlen)
 		return KZ_ESYS;
 	}
 	w->zsock = sv[0], w->zpid = pid;
-	if (sbx_cg_attach_init(&w->cg, pid) != 0) {
+	/* A one-shot run leaves its init in the agent's cgroup, so the
+	 * teardown need not wait for the pid namespace to unwind. */
+	if (w->serve && sbx_cg_attach_init(&w->cg, pid) != 0) {
 		kz_why(why, wlen, "cgroup: cannot place the init");
 		return KZ_EUNAVAIL;
 	}
@@ -328,9 +335,6 @@ sbx_init_start(struct sbx_worker *w, char *why, size_t wlen)
 		    "init: did not start");
 		return KZ_EUNAVAIL;
 	}
-	/* The init's namespace holds the tree from now on; the agent keeps
-	 * no reference to the writable places, so a wipe frees them. */
-	(void)umount2(w->mnt.stage, MNT_DETACH);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /*
- * The root view.  A worker assembles it once under its stage directory in
- * its private mount namespace: a small tmpfs holding a read-only recursive
+ * The root view.  The run init assembles it once under the stage directory
+ * in its own new mount namespace (made private first, so nothing propagates
+ * back to the host): a small tmpfs holding a read-only recursive
  * bind of each top-level entry of the configured root (less /proc, /sys,
  * /dev, /run, /tmp and the masked paths), a minimal /dev, the projection
  * read-only, and size-bounded tmpfs instances for /workspace, /tmp and
@@ -465,9 +466,7 @@ sbx_mnt_release(struct sbx_mnt *m)
 	m->baseline = NULL;
 	/* The mounts vanish with the namespace; only the empty host
 	 * directory is ours to remove. */
-	if (m->made_dir) {
-		(void)umount2(m->stage, MNT_DETACH);
+	if (m->made_dir)
 		(void)rmdir(m->stage);
-	}
 	m->made_dir = false;
 }

@@ -1,8 +1,8 @@
 /*
- * Namespaces.  The agent leaves the host's mount, network, IPC and UTS
- * namespaces once; every run is cloned into a fresh pid and mount namespace
- * below it (and a cgroup namespace once it sits in the run cgroup), so the
- * end of a run's init ends every process of that run.
+ * Namespaces.  The agent leaves the host's network, IPC and UTS namespaces
+ * once and keeps the host's file system view.  The run init is cloned into
+ * a new pid and mount namespace where it builds the root view, and each
+ * code process enters a cgroup namespace rooted at the run cgroup.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -45,8 +45,7 @@ loopback_up(char *why, size_t wlen)
 int
 sbx_ns_enter_worker(const struct sbx_conf *c, char *why, size_t wlen)
 {
-	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
-	    CLONE_NEWUTS) < 0) {
+	if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0) {
 		kz_why(why, wlen, "namespaces: unshare: %s", strerror(errno));
 		return KZ_ESYS;
 	}

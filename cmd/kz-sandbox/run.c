@@ -484,8 +484,6 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 		return r;
 	if ((r = sbx_ns_enter_worker(c, why, wlen)) != 0)
 		return r;
-	if ((r = sbx_mnt_build(&w->mnt, c, why, wlen)) != 0)
-		return r;
 	return sbx_init_start(w, why, wlen);
 }
 
@@ -496,7 +494,10 @@ sbx_worker_release(struct sbx_worker *w)
 		close(w->zsock);
 	if (w->zpid > 0) {
 		(void)kill(w->zpid, SIGKILL);
-		(void)waitpid(w->zpid, NULL, 0);
+		/* A one-shot run's init unwinds its namespaces after we exit;
+		 * the code is already dead (the run cgroup is empty). */
+		if (w->serve)
+			(void)waitpid(w->zpid, NULL, 0);
 	}
 	w->zsock = -1, w->zpid = 0;
 	sbx_cg_teardown(&w->cg);
