@@ -73,6 +73,14 @@ eg_dns_free(struct eg_dns *d)
 	free(d);
 }
 
+static bool
+merely_private(const char *reason)
+{
+	return strcmp(reason, "private_use") == 0 ||
+	    strcmp(reason, "shared_address") == 0 ||
+	    strcmp(reason, "unique_local") == 0;
+}
+
 static void
 add_answer(struct eg_lookup *l, const struct eg_addr *a)
 {
@@ -85,7 +93,10 @@ add_answer(struct eg_lookup *l, const struct eg_addr *a)
 	}
 	l->v.answers[l->v.nanswers++] = *a;
 	r = eg_policy_check_addr(l->p, &l->d, a);
-	if (r != NULL && l->v.reason == NULL)
+	/* Any refused answer refuses the name; the record names the gravest
+	 * one, a protected class before a merely unlisted private range. */
+	if (r != NULL && (l->v.reason == NULL ||
+	    (merely_private(l->v.reason) && !merely_private(r))))
 		l->v.reason = r;
 }
 

@@ -198,7 +198,7 @@ for i in range(n):
 print(ok, flush=True)
 time.sleep(3600)
 EOF
-bg python3 "$T/tunnels.py" "$TUNNELS" "$EP" "$GRANT" "bench.kz.test:80" >"$T/tunnels.out"
+bg "$EG_PY" "$T/tunnels.py" "$TUNNELS" "$EP" "$GRANT" "bench.kz.test:80" >"$T/tunnels.out"
 TPID=$LASTPID
 i=0
 while [ ! -s "$T/tunnels.out" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done

@@ -2,6 +2,8 @@
 # (or define on_exit/bg yourself).  Test hosts live only in network
 # namespaces the test creates, on private 10.213.N.0/30 addresses.
 EGDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The system interpreter: a version manager's shim costs a fork or two.
+if [ -x /usr/bin/python3 ]; then EG_PY=/usr/bin/python3; else EG_PY=python3; fi
 
 # eg_netns N: creates netns kzeg-N-$$ with 10.213.N.2/30 (host side .1) and
 # sets EG_NS, EG_ORIGIN (the address inside).
@@ -23,7 +25,7 @@ eg_netns() {
 
 # eg_origin PORT: the python origin inside $EG_NS on $EG_ORIGIN:PORT.
 eg_origin() {
-	bg ip netns exec "$EG_NS" python3 "$EGDIR/origin.py" "$EG_ORIGIN" "$1"
+	bg ip netns exec "$EG_NS" "$EG_PY" "$EGDIR/origin.py" "$EG_ORIGIN" "$1"
 	local i=0
 	while ! ip netns exec "$EG_NS" bash -c "echo >/dev/tcp/$EG_ORIGIN/$1" 2>/dev/null; do
 		i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.05
@@ -33,7 +35,7 @@ eg_origin() {
 # eg_dnsd ZONE: starts the test DNS server; sets EG_DNS (127.0.0.1:port).
 eg_dnsd() {
 	rm -f "$T/dns.port"
-	bg python3 "$EGDIR/dnsd.py" "$1" "$T/dns.port"
+	bg "$EG_PY" "$EGDIR/dnsd.py" "$1" "$T/dns.port"
 	local i=0
 	while [ ! -s "$T/dns.port" ]; do
 		i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.05
@@ -50,7 +52,7 @@ eg_keys() {
 
 # eg_free_port: a free TCP port on loopback.
 eg_free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+	"$EG_PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 # eg_serve CONF: starts kz-egress serve with CONF, logs in $T/egress.log;
