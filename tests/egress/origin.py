@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A tiny HTTP/1.1 origin for the kz-egress tests, run inside a test network
-namespace.  GET answers "origin <host> <path>"; POST answers "got N <sha256>"
+namespace.  GET answers "origin <host> <path>" (GET /headers: the request
+headers it received); POST answers "got N <sha256>"
 for the body it read (Content-Length or chunked).  Keep-alive on.
 
 usage: origin.py ADDR PORT
@@ -26,6 +27,9 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b)
 
     def do_GET(self):
+        if self.path == "/headers":
+            self.reply("".join("%s: %s\n" % kv for kv in self.headers.items()))
+            return
         self.reply("origin %s %s\n" % (self.headers.get("Host"), self.path))
 
     do_HEAD = do_GET
