@@ -38,7 +38,11 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = b""
             while True:
-                size = int(self.rfile.readline().split(b";")[0], 16)
+                try:
+                    size = int(self.rfile.readline().split(b";")[0], 16)
+                except ValueError:
+                    self.close_connection = True
+                    return
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b""):
                         pass
