@@ -61,8 +61,51 @@ struct job {
 	char *argv[SBX_ARGV_MAX + 1];
 	char *env[SBX_ENV_MAX + 17];
 	const char *cwd;
-	int fd[ZFDS];		/* stdin, stdout, stderr, report */
+	int fd[ZFDS + SBX_PASS_MAX];	/* stdin, stdout, stderr, report,
+					 * then the passed descriptors */
+	int target[SBX_PASS_MAX];	/* their numbers in the code */
+	int npass;
 };
+
+#define HIGH_FD 1100
+
+/*
+ * Puts the code's descriptors in place: stdio on 0-2, each passed
+ * descriptor at its number (without close-on-exec), the report pipe high
+ * and close-on-exec, and nothing else open.  Everything is first moved
+ * above HIGH_FD so no placement can clobber a descriptor not yet placed.
+ */
+static int
+place_fds(struct job *j, int *rep)
+{
+	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], lo = 3;
+
+	for (int i = 0; i < n; i++)
+		if ((hi[i] = fcntl(j->fd[i], F_DUPFD_CLOEXEC, HIGH_FD)) < 0)
+			return -1;
+	for (int i = 0; i < 3; i++)
+		if (dup2(hi[i], i) < 0)
+			return -1;
+	for (int i = 0; i < j->npass; i++)
+		if (dup2(hi[ZFDS + i], j->target[i]) < 0)
+			return -1;
+	*rep = hi[3];
+	/* Close 3.. except the targets (ascending) and the report pipe. */
+	for (int t = 3; t < HIGH_FD; t++) {
+		bool keep = false;
+
+		for (int i = 0; i < j->npass; i++)
+			keep |= j->target[i] == t;
+		if (keep) {
+			if (t > lo)
+				(void)syscall(SYS_close_range, lo, t - 1, 0);
+			lo = t + 1;
+		}
+	}
+	(void)syscall(SYS_close_range, lo, *rep - 1, 0);
+	(void)syscall(SYS_close_range, *rep + 1, ~0u, 0);
+	return 0;
+}
 
 #define FAIL(step, why) do { report(rep, REP_FAIL, 0, step, why); \
 	_exit(127); } while (0)
@@ -79,11 +122,8 @@ code_exec(struct sbx_worker *w, struct job *j)
 		FAIL("cgroup", "cannot join the run cgroup");
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		FAIL("namespaces", "cgroup namespace");
-	if (dup2(j->fd[0], 0) < 0 || dup2(j->fd[1], 1) < 0 ||
-	    dup2(j->fd[2], 2) < 0 || (rep != 3 && dup3(rep, 3, O_CLOEXEC) < 0))
+	if (place_fds(j, &rep) != 0)
 		FAIL("stdio", strerror(errno));
-	rep = 3;
-	(void)syscall(SYS_close_range, 4, ~0u, 0);
 	(void)setsid();
 	if (sbx_rlimit_apply(w->c, why, sizeof(why)) != 0)
 		FAIL("rlimit", why);
@@ -103,7 +143,9 @@ code_exec(struct sbx_worker *w, struct job *j)
 	_exit(127);
 }
 
-/* Splits "argv\0...\0\0env\0...\0\0cwd\0" into the job. */
+/* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0" into the job;
+ * targets is a comma-separated list of descriptor numbers, one for each
+ * passed descriptor. */
 static int
 unpack(char *b, size_t n, struct job *j)
 {
@@ -125,13 +167,26 @@ unpack(char *b, size_t n, struct job *j)
 	if (p >= end || *p != '\0' || ++p >= end)
 		return -1;
 	j->cwd = p;
-	return 0;
+	p += strlen(p) + 1;
+	if (p >= end)
+		return -1;
+	for (k = 0; *p != '\0'; k++) {
+		char *e;
+		long v = strtol(p, &e, 10);
+
+		if ((int)k >= j->npass || e == p || v < 3 || v >= HIGH_FD ||
+		    (*e != ',' && *e != '\0'))
+			return -1;
+		j->target[k] = (int)v;
+		p = *e == ',' ? e + 1 : e;
+	}
+	return (int)k == j->npass ? 0 : -1;
 }
 
 static int
 take(int sock, char *buf, size_t cap, struct job *j)
 {
-	char cb[CMSG_SPACE(sizeof(int) * ZFDS)];
+	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
 	struct iovec iov = {buf, cap};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
 	    .msg_control = cb, .msg_controllen = sizeof(cb)};
@@ -144,13 +199,14 @@ take(int sock, char *buf, size_t cap, struct job *j)
 		return 1;
 	c = CMSG_FIRSTHDR(&mh);
 	if (c == NULL || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(sizeof(int) * ZFDS)) {
+	    c->cmsg_len < CMSG_LEN(sizeof(int) * ZFDS) ||
+	    (c->cmsg_len - CMSG_LEN(0)) % sizeof(int) != 0)
 		return -1;
-	}
-	memcpy(j->fd, CMSG_DATA(c), sizeof(int) * ZFDS);
+	j->npass = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)) - ZFDS;
+	memcpy(j->fd, CMSG_DATA(c), sizeof(int) * (size_t)(ZFDS + j->npass));
 	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    unpack(buf, (size_t)n, j) != 0) {
-		for (int i = 0; i < ZFDS; i++)
+		for (int i = 0; i < ZFDS + j->npass; i++)
 			close(j->fd[i]);
 		return -1;
 	}
@@ -291,7 +347,7 @@ zygote(struct sbx_worker *w, int sock)
 			report(sock, REP_DONE, 127 << 8, NULL, NULL);
 			cur = 0;
 		}
-		for (int i = 0; i < ZFDS; i++)
+		for (int i = 0; i < ZFDS + j.npass; i++)
 			close(j.fd[i]);
 	}
 }

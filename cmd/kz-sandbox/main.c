@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "kz_conf.h"
 #include "kz_log.h"
 #include "sbx.h"
 #include "banned.h"
@@ -21,7 +22,8 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: kz-sandbox run [--config FILE] [--id ID] [--env NAME=VALUE]...\n"
-	    "           [--cwd DIR] [--grant-file FILE] [options] -- CMD [ARG...]\n"
+	    "           [--cwd DIR] [--grant-file FILE] [--pass-fd N]...\n"
+	    "           [options] -- CMD [ARG...]\n"
 	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file FILE]\n"
 	    "           [--config FILE] [options]\n"
 	    "       kz-sandbox classify FILE...\n"
@@ -50,6 +52,8 @@ struct opts {
 	const char *config, *pid_file, *cwd, *grant_file, *id;
 	const char *env[SBX_ENV_MAX];
 	int nenv;
+	int pass[SBX_PASS_MAX];
+	int npass;
 	char **cmd;
 };
 
@@ -90,6 +94,17 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 			snprintf(c->id, sizeof(c->id), "%s", v);
 		else if (strcmp(a, "env") == 0 && o->nenv < SBX_ENV_MAX)
 			o->env[o->nenv++] = v;
+		else if (strcmp(a, "pass-fd") == 0) {
+			int64_t fd;
+
+			if (o->npass >= SBX_PASS_MAX ||
+			    kz_parse_int(v, 3, 1023, &fd) != 0 ||
+			    fcntl((int)fd, F_GETFD) < 0)
+				return die(SBX_EXIT_USAGE, "--pass-fd needs an "
+				    "open descriptor from 3 to 1023 (at most "
+				    "%d)", SBX_PASS_MAX);
+			o->pass[o->npass++] = (int)fd;
+		}
 		else if ((r = sbx_conf_opt(c, a, v, why, sizeof(why))) ==
 		    KZ_ENOENT)
 			return die(SBX_EXIT_USAGE, "unknown option --%s", a);
@@ -179,6 +194,8 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	(void)sigaction(SIGHUP, &sa, NULL);
 	rq.argv = o->cmd, rq.cwd = o->cwd, rq.grant = grant;
 	rq.stdin_fd = 0, rq.out_fd[0] = 1, rq.out_fd[1] = 2;
+	memcpy(rq.pass_fd, o->pass, sizeof(o->pass));
+	rq.npass = o->npass;
 	rq.timeout_ms = c->timeout_s * 1000;
 	rq.out_max[0] = c->stdout_max, rq.out_max[1] = c->stderr_max;
 	if (sbx_worker_init(&w, c, false, why, sizeof(why)) != 0) {

@@ -310,7 +310,8 @@ static int
 send_job(struct sbx_worker *w, struct sbx_req *rq, const int fds[ZFDS])
 {
 	static char buf[ZMSG_MAX];
-	char cb[CMSG_SPACE(sizeof(int) * ZFDS)];
+	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
+	char targets[SBX_PASS_MAX * 8] = "";
 	struct iovec iov = {buf, 0};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
 	    .msg_control = cb, .msg_controllen = sizeof(cb)};
@@ -325,6 +326,13 @@ send_job(struct sbx_worker *w, struct sbx_req *rq, const int fds[ZFDS])
 		r = add_str(buf, sizeof(buf), &len, rq->env.v[i]);
 	r |= add_str(buf, sizeof(buf), &len, "");
 	r |= add_str(buf, sizeof(buf), &len, rq->cwd ? rq->cwd : "");
+	for (int i = 0; i < rq->npass; i++) {
+		size_t tl = strlen(targets);
+
+		snprintf(targets + tl, sizeof(targets) - tl, "%s%d",
+		    i ? "," : "", rq->pass_fd[i]);
+	}
+	r |= add_str(buf, sizeof(buf), &len, targets);
 	if (r != 0)
 		return KZ_ETOOBIG;
 	iov.iov_len = len;
@@ -332,8 +340,12 @@ send_job(struct sbx_worker *w, struct sbx_req *rq, const int fds[ZFDS])
 	c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * ZFDS);
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)(ZFDS + rq->npass));
 	memcpy(CMSG_DATA(c), fds, sizeof(int) * ZFDS);
+	memcpy(CMSG_DATA(c) + sizeof(int) * ZFDS, rq->pass_fd,
+	    sizeof(int) * (size_t)rq->npass);
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) *
+	    (size_t)(ZFDS + rq->npass));
 	return sendmsg(w->zsock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 :
 	    KZ_ESYS;
 }

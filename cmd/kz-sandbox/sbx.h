@@ -25,6 +25,7 @@
 #define SBX_ARG_BYTES (256 * 1024)
 #define SBX_MASK_MAX 32
 #define SBX_PBUF (PATH_MAX * 2)
+#define SBX_PASS_MAX 8
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
 
@@ -195,6 +196,9 @@ struct sbx_req {
 	int64_t timeout_ms;
 	uint64_t out_max[2];
 	char *grant;		/* wiped after the relay has it */
+	int pass_fd[SBX_PASS_MAX];	/* one-shot: the caller's descriptors
+					 * the code gets at the same numbers */
+	int npass;
 };
 struct sbx_res {
 	bool setup_failed;

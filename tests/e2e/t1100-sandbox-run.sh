@@ -4,7 +4,7 @@
 # one-shot run, fail-closed setup naming the failed step, and classify.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
-plan 33
+plan 36
 
 t "--version" sh -c "$SB --version | grep -qx 'kz-sandbox 0.1.0'"
 t "--help lists the options" sh -c "$SB --help | grep -q -- '--workspace-size'"
@@ -28,6 +28,11 @@ like "$out" "PATH=/usr/local/bin:/usr/bin:/bin" "the safe PATH is set"
 rc_is 2 "a bad env name is refused" "$SB" run --env 'A-B=1' -- /bin/true
 out=$("$SB" run --cwd sub -- /bin/pwd 2>&1); rc=$?
 is "$rc" 3 "a cwd missing from the workspace fails before exec"
+
+out=$("$SB" run --pass-fd 3 --pass-fd 4 -- /bin/sh -c 'echo to3 >&3; read x <&4; echo "got $x"; ls /proc/self/fd | tr "\n" " "' 3>"$T/p3" 4< <(echo four))
+like "$out" "got four" "--pass-fd hands a descriptor to the code at its number"
+is "$(cat "$T/p3")" to3 "the code writes through a passed descriptor"
+rc_is 2 "--pass-fd of a closed descriptor is refused" "$SB" run --pass-fd 9 -- /bin/true
 
 # Limits.
 s=$(date +%s%N)
