@@ -3,6 +3,7 @@
 #include <check.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,14 @@ static const struct kz_op ops[] = {
 	{NULL, NULL, NULL},
 };
 
+static sem_t loop_running;
+
+static void
+running(evutil_socket_t fd, short ev, void *arg)
+{
+	sem_post(&loop_running);
+}
+
 static void *
 loop(void *arg)
 {
@@ -77,7 +86,12 @@ setup(void)
 	c.idle_timeout_ms = 2000;
 	c.ops = ops;
 	ck_assert_int_eq(kz_srv_new(base, &c, &srv, why, sizeof(why)), 0);
+	/* event_base_loop() clears a break requested before it started:
+	 * wait until the loop runs so that teardown's break is seen. */
+	sem_init(&loop_running, 0, 0);
+	event_base_once(base, -1, EV_TIMEOUT, running, NULL, NULL);
 	pthread_create(&loop_thr, NULL, loop, NULL);
+	sem_wait(&loop_running);
 }
 
 static void
