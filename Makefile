@@ -80,8 +80,10 @@ deps:
 deps-bench: deps
 	@tests/deps.sh $(DEPS_BENCH)
 
+# Runs every suite, then fails if any failed, so one failure hides no other.
 unit: $(UNIT_BIN) $(CMD_UNIT_BIN)
-	@set -e; for t in $^; do echo "== $$t"; CK_FORK=yes $$t; done
+	@bad=; for t in $^; do echo "== $$t"; CK_FORK=yes $$t || bad="$$bad $$t"; done; \
+	if [ -n "$$bad" ]; then echo "failed suites:$$bad"; exit 1; fi
 
 e2e: all
 	prove -f tests/e2e/t*.sh
