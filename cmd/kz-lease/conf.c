@@ -15,7 +15,7 @@ static const char *const known[] = {
 	"LEASE_TICK_MS", "LEASE_RECONCILE_MS", "LEASE_CREATE_TIMEOUT_MS",
 	"LEASE_RESET_GRACE_MS", "LEASE_RESET_TIMEOUT_MS",
 	"LEASE_WORKERS_DIR", "LEASE_WORKER_BIN", "LEASE_WORKER_ARGS",
-	"LEASE_RESET_BIN", NULL,
+	"LEASE_RESET_BIN", "LEASE_SNAPSHOT_DIR", "LEASE_EGRESS_SOCKET", NULL,
 };
 
 static int
@@ -105,6 +105,13 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	e |= copy(c->reset_bin, sizeof(c->reset_bin),
 	    kz_conf_str(k, "LEASE_RESET_BIN", dflt), "LEASE_RESET_BIN", why,
 	    wlen);
+	snprintf(dflt, sizeof(dflt), "%s/snapshots", rd);
+	e |= copy(c->snap_dir, sizeof(c->snap_dir),
+	    kz_conf_str(k, "LEASE_SNAPSHOT_DIR", dflt), "LEASE_SNAPSHOT_DIR",
+	    why, wlen);
+	e |= copy(c->egress_sock, sizeof(c->egress_sock),
+	    kz_conf_str(k, "LEASE_EGRESS_SOCKET", ""), "LEASE_EGRESS_SOCKET",
+	    why, wlen);
 	e |= copy(c->dep, sizeof(c->dep), kz_conf_str(k, "KZ_DEPLOYMENT",
 	    "default"), "KZ_DEPLOYMENT", why, wlen);
 	e |= copy(c->controller, sizeof(c->controller),

@@ -50,12 +50,15 @@ static void
 exec_worker(const struct lease_conf *c, const char *id, const char *dir)
 {
 	char sock[PATH_MAX], state[PATH_MAX], log[PATH_MAX], extra[1024];
+	char proj[PATH_MAX];
 	char *av[ARGS_MAX + 16];
 	int n = 0, fd;
 
 	if (kz_pool_wpath(c->workers_dir, id, "sock", sock, sizeof(sock)) ||
 	    kz_pool_wpath(c->workers_dir, id, "state", state, sizeof(state)) ||
-	    kz_pool_wpath(c->workers_dir, id, "log", log, sizeof(log)))
+	    kz_pool_wpath(c->workers_dir, id, "log", log, sizeof(log)) ||
+	    kz_pool_wpath(c->workers_dir, id, "projection", proj,
+	    sizeof(proj)))
 		_exit(127);
 	(void)dir;
 	snprintf(extra, sizeof(extra), "%s", c->worker_args);
@@ -67,6 +70,14 @@ exec_worker(const struct lease_conf *c, const char *id, const char *dir)
 	av[n++] = sock;
 	av[n++] = "--state-dir";
 	av[n++] = state;
+	/* kz-run fills the projection from the host; the code sees it
+	 * read-only at /projection, outside its workspace. */
+	av[n++] = "--projection";
+	av[n++] = proj;
+	if (c->egress_sock[0] != '\0') {
+		av[n++] = "--egress-socket";
+		av[n++] = (char *)c->egress_sock;
+	}
 	n += split_args(extra, av + n, ARGS_MAX);
 	av[n] = NULL;
 	if ((fd = open("/dev/null", O_RDWR)) >= 0) {
@@ -100,15 +111,18 @@ int
 ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
     size_t elen, char *why, size_t wlen)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], proj[PATH_MAX];
 	pid_t mid, w;
 	int st;
 
 	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0 ||
-	    kz_pool_wpath(c->workers_dir, id, "sock", endpoint, elen) != 0)
+	    kz_pool_wpath(c->workers_dir, id, "sock", endpoint, elen) != 0 ||
+	    kz_pool_wpath(c->workers_dir, id, "projection", proj,
+	    sizeof(proj)) != 0)
 		return KZ_EINVAL;
 	(void)mkdir(c->workers_dir, 0750);
-	if (mkdir(dir, 0750) != 0) {
+	if (mkdir(dir, 0750) != 0 || mkdir(proj, 0755) != 0 ||
+	    chmod(proj, 0755) != 0) {
 		kz_why(why, wlen, "cannot make the worker directory");
 		return KZ_ESYS;
 	}

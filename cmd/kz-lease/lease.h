@@ -30,6 +30,8 @@ struct lease_conf {
 	char worker_bin[PATH_MAX];
 	char worker_args[1024];
 	char reset_bin[PATH_MAX];
+	char snap_dir[PATH_MAX];
+	char egress_sock[108];
 	struct kz_peer_policy peers;
 	uint64_t frame_max;
 	int64_t capacity, member_limit, ttl_ms, store_timeout_ms, tick_ms;

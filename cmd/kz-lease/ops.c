@@ -2,6 +2,7 @@
  * The daemon's ops.  Each validates its request, hashes identifiers, runs
  * one store script and answers from its result.  No op keeps state here.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -88,6 +89,33 @@ pass(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	kz_req_ok(req, cJSON_Duplicate(res, 1));
 }
 
+/*
+ * A granted lease also names, for the trusted dispatch client, the
+ * worker's projection directory and the snapshot file of its workspace
+ * key.  Both are derived here from the configuration, never stored.
+ */
+static void
+lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	struct kz_req *req = arg;
+	const cJSON *j = kz_req_json(req);
+	char wskey[KZ_IDHASH_HEX + 1], p[PATH_MAX + 96];
+	const char *w, *actor, *conv;
+
+	if (err == 0 && kz_pool_errcode(res) == NULL &&
+	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
+	    kz_json_str(j, "actor", ID_MAX, &actor, NULL, 0) == 0 &&
+	    kz_json_str(j, "conversation", ID_MAX, &conv, NULL, 0) == 0 &&
+	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) == 0) {
+		if (kz_pool_wpath(d->c->workers_dir, w, "projection", p,
+		    sizeof(p)) == 0)
+			cJSON_AddStringToObject(res, "projection", p);
+		snprintf(p, sizeof(p), "%s/%s.tar", d->c->snap_dir, wskey);
+		cJSON_AddStringToObject(res, "snapshot", p);
+	}
+	pass(d, err, res, why, arg);
+}
+
 static void
 op_lease(struct kz_req *req, void *arg)
 {
@@ -121,7 +149,7 @@ op_lease(struct kz_req *req, void *arg)
 	snprintf(lid, sizeof(lid), "%.16s%.16s", op + 16, op);
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)t);
 	snprintf(lim, sizeof(lim), "%lld", (long long)d->c->member_limit);
-	if (pool_async(d, KZ_POOL_LEASE, 6, av, pass, req) != 0)
+	if (pool_async(d, KZ_POOL_LEASE, 6, av, lease_done, req) != 0)
 		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, "store unavailable");
 }
 

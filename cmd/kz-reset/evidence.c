@@ -3,11 +3,13 @@
  * reports, and this program checks independently what it can see from the
  * host.  Each item is recorded true only when a check ran and passed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kz_conf.h"
@@ -121,6 +123,90 @@ cgroup_only_agent(pid_t pid)
 	return ok && checked > 0;
 }
 
+/*
+ * Empties the directory open at dfd without following a symlink: entries
+ * are removed by name relative to their parent's descriptor and only real
+ * directories are descended into.  depth bounds a hostile tree.
+ */
+static int
+empty_at(int dfd, int depth)
+{
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+	int fd, r = 0;
+
+	if (depth > 32 || (fd = dup(dfd)) < 0)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+			r = -1;
+			continue;
+		}
+		if (S_ISDIR(sb.st_mode)) {
+			fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0 || empty_at(fd, depth + 1) != 0)
+				r = -1;
+			if (fd >= 0)
+				close(fd);
+			if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) != 0)
+				r = -1;
+		} else if (unlinkat(dfd, de->d_name, 0) != 0)
+			r = -1;
+	}
+	closedir(d);
+	return r;
+}
+
+/* Whether the directory open at dfd lists nothing. */
+static bool
+lists_empty(int dfd)
+{
+	struct dirent *de;
+	bool empty = true;
+	DIR *d;
+	int fd;
+
+	if ((fd = dup(dfd)) < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			empty = false;
+	closedir(d);
+	return empty;
+}
+
+/*
+ * The projection directory is filled from the host by the dispatch client
+ * and bound read-only into the worker: the host wipes it and lists it.
+ */
+bool
+evidence_projection(const char *path)
+{
+	int dfd;
+	bool ok;
+
+	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
+		return false;
+	ok = empty_at(dfd, 0) == 0 && lists_empty(dfd);
+	close(dfd);
+	return ok;
+}
+
 static bool
 flag(const cJSON *o, const char *k)
 {
@@ -161,7 +247,7 @@ evidence_collect(const struct reset_conf *c, const struct worker_rec *w,
     cJSON *ev, char *gen, size_t glen)
 {
 	cJSON *wipe, *health;
-	char hgen[32] = "";
+	char hgen[32] = "", proj[PATH_MAX];
 	const char *hid = NULL;
 	pid_t pid = agent_pid(c, w->id);
 
@@ -177,6 +263,9 @@ evidence_collect(const struct reset_conf *c, const struct worker_rec *w,
 		gen_of(wipe, gen, glen);
 	cJSON_AddBoolToObject(ev, "cgroup_only_agent", pid > 0 &&
 	    cgroup_only_agent(pid));
+	cJSON_AddBoolToObject(ev, "projection_empty",
+	    kz_pool_wpath(c->workers_dir, w->id, "projection", proj,
+	    sizeof(proj)) == 0 && evidence_projection(proj));
 	health = call(w, "health", (int)c->io_timeout_ms);
 	if (health != NULL) {
 		gen_of(health, hgen, sizeof(hgen));

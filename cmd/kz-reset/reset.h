@@ -39,5 +39,8 @@ void evidence_collect(const struct reset_conf *c,
 cJSON *evidence_missing(const cJSON *ev);
 /* Whether a cgroup.procs text holds exactly pid (tests use it). */
 bool evidence_procs_only(const char *text, pid_t pid);
+/* Empties a host directory without following symlinks; true when it then
+ * lists empty. */
+bool evidence_projection(const char *path);
 
 #endif

@@ -1,0 +1,87 @@
+/* kz-run's configuration: file, then environment, over the defaults. */
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kz_conf.h"
+#include "run.h"
+#include "banned.h"
+
+static const char *const known[] = {
+	"KZ_RUN_DIR", "KZ_LEASE_SOCKET", "KZ_AUDIT_SOCKET",
+	"KZ_FIELD_KEY_FILE", "KZ_STORE_SOCKET", "RUN_SANDBOX_BIN",
+	"RUN_EGRESS_BIN", "RUN_TIMEOUT_MS", "RUN_LEASE_WAIT_MS",
+	"RUN_IO_TIMEOUT_MS", "RUN_FILE_MAX", "RUN_FILES_TOTAL_MAX",
+	"RUN_SNAPSHOT", NULL,
+};
+
+static int
+copy(char *dst, size_t len, const char *src, const char *what, char *why,
+    size_t wlen)
+{
+	if ((size_t)snprintf(dst, len, "%s", src) >= len) {
+		kz_why(why, wlen, "%s is too long", what);
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
+static int
+paths(struct run_conf *c, const struct kz_conf *k, const char *self,
+    char *why, size_t wlen)
+{
+	char rd[PATH_MAX], d[PATH_MAX + 32], bindir[PATH_MAX], tmp[PATH_MAX];
+	int e = 0;
+
+	snprintf(rd, sizeof(rd), "%s", kz_conf_str(k, "KZ_RUN_DIR",
+	    "/run/kaizen"));
+	snprintf(tmp, sizeof(tmp), "%s", self);
+	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
+	e |= copy(c->run_dir, sizeof(c->run_dir), rd, "KZ_RUN_DIR", why, wlen);
+	snprintf(d, sizeof(d), "%s/kz-lease.sock", rd);
+	e |= copy(c->lease_sock, sizeof(c->lease_sock),
+	    kz_conf_str(k, "KZ_LEASE_SOCKET", d), "KZ_LEASE_SOCKET", why, wlen);
+	e |= copy(c->audit_sock, sizeof(c->audit_sock),
+	    kz_conf_str(k, "KZ_AUDIT_SOCKET", ""), "KZ_AUDIT_SOCKET", why,
+	    wlen);
+	snprintf(d, sizeof(d), "%s/field.key", rd);
+	e |= copy(c->key_file, sizeof(c->key_file),
+	    kz_conf_str(k, "KZ_FIELD_KEY_FILE", d), "KZ_FIELD_KEY_FILE", why,
+	    wlen);
+	snprintf(d, sizeof(d), "%s/kz-sandbox", bindir);
+	e |= copy(c->sandbox_bin, sizeof(c->sandbox_bin),
+	    kz_conf_str(k, "RUN_SANDBOX_BIN", d), "RUN_SANDBOX_BIN", why, wlen);
+	snprintf(d, sizeof(d), "%s/kz-egress", bindir);
+	e |= copy(c->egress_bin, sizeof(c->egress_bin),
+	    kz_conf_str(k, "RUN_EGRESS_BIN", d), "RUN_EGRESS_BIN", why, wlen);
+	return e ? KZ_ECONF : 0;
+}
+
+int
+run_conf_load(struct run_conf *c, const char *path, const char *self,
+    char *why, size_t wlen)
+{
+	struct kz_conf *k = NULL;
+	int e;
+
+	memset(c, 0, sizeof(*c));
+	if ((e = kz_conf_load(path, known, &k, why, wlen)) != 0)
+		return e;
+	if ((e = paths(c, k, self, why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "RUN_TIMEOUT_MS", 60000, 1, 3600000,
+	    &c->timeout_ms, why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "RUN_LEASE_WAIT_MS", 30000, 0, 600000,
+	    &c->lease_wait_ms, why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "RUN_IO_TIMEOUT_MS", 30000, 100, 600000,
+	    &c->io_timeout_ms, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "RUN_FILE_MAX", 16 << 20, 1ULL << 32,
+	    &c->file_max, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "RUN_FILES_TOTAL_MAX", 64 << 20, 1ULL << 34,
+	    &c->total_max, why, wlen)) != 0 ||
+	    (e = kz_conf_bool(k, "RUN_SNAPSHOT", true, &c->snapshot, why,
+	    wlen)) != 0)
+		goto out;
+out:
+	kz_conf_free(k);
+	return e;
+}
