@@ -15,7 +15,7 @@ static const char *const known[] = {
 	"LEASE_TICK_MS", "LEASE_RECONCILE_MS", "LEASE_CREATE_TIMEOUT_MS",
 	"LEASE_RESET_GRACE_MS", "LEASE_RESET_TIMEOUT_MS",
 	"LEASE_WORKERS_DIR", "LEASE_WORKER_BIN", "LEASE_WORKER_ARGS",
-	"LEASE_RESET_BIN", "LEASE_SNAPSHOT_DIR", "LEASE_EGRESS_SOCKET", NULL,
+	"LEASE_RESET_BIN", "LEASE_SNAPSHOT_DIR", "LEASE_EGRESS_SOCKET", "LEASE_STOP_WORKERS", NULL,
 };
 
 static int
@@ -134,6 +134,8 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	    (e = load_ints(c, k, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	    KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
+	    (e = kz_conf_bool(k, "LEASE_STOP_WORKERS", true, &c->stop_workers,
+	    why, wlen)) != 0 ||
 	    (e = kz_peer_policy_parse(kz_conf_str(k, "KZ_PEER_UIDS", ""),
 	    kz_conf_str(k, "KZ_PEER_GIDS", ""), &c->peers, why, wlen)) != 0)
 		goto out;

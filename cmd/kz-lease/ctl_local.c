@@ -21,6 +21,7 @@
 #include "kz_conf.h"
 #include "kz_frame.h"
 #include "kz_json.h"
+#include "kz_log.h"
 #include "kz_pool.h"
 #include "lease.h"
 #include "banned.h"
@@ -300,4 +301,30 @@ ctl_list(const struct lease_conf *c, struct ctl_inv *inv, char *why,
 	}
 	closedir(d);
 	return 0;
+}
+
+/*
+ * Stops every worker of this host's inventory (kz-lease's exit with
+ * LEASE_STOP_WORKERS): all are asked to stop first, then each deletion is
+ * confirmed.  Their store records are found absent by the next reconcile.
+ */
+void
+ctl_stop_all(const struct lease_conf *c)
+{
+	static struct ctl_inv inv;
+	char dir[PATH_MAX], why[128];
+	pid_t pid;
+	size_t i;
+
+	if (ctl_list(c, &inv, why, sizeof(why)) != 0)
+		return;
+	for (i = 0; i < inv.n; i++)
+		if (kz_pool_wpath(c->workers_dir, inv.id[i], "", dir,
+		    sizeof(dir)) == 0 && (pid = read_pid(dir)) > 0 &&
+		    is_worker(pid, inv.id[i]))
+			kill(pid, SIGTERM);
+	for (i = 0; i < inv.n; i++)
+		if (ctl_delete(c, inv.id[i], why, sizeof(why)) != 0)
+			kz_log(KZ_LOG_WARN, "worker.delete", KZ_ESTATE, why,
+			    "worker", inv.id[i], NULL);
 }

@@ -37,6 +37,7 @@ struct lease_conf {
 	int64_t capacity, member_limit, ttl_ms, store_timeout_ms, tick_ms;
 	int64_t reconcile_ms, create_timeout_ms, reset_grace_ms;
 	int64_t reset_timeout_ms;
+	bool stop_workers;
 };
 
 /* conf.c: file (NULL: none) and environment over the defaults. */
@@ -61,6 +62,9 @@ KZ_WUR int ctl_delete(const struct lease_conf *c, const char *id,
 /* Inventory: every worker that exists on this host, alive or not. */
 KZ_WUR int ctl_list(const struct lease_conf *c, struct ctl_inv *inv,
     char *why, size_t wlen);
+
+/* Stops and deletes every worker in the inventory. */
+void ctl_stop_all(const struct lease_conf *c);
 
 /* serve.c */
 int lease_serve(struct lease_conf *c);

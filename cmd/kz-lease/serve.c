@@ -282,6 +282,10 @@ lease_serve(struct lease_conf *c)
 	    "reset_bin", c->reset_bin, "worker_bin", c->worker_bin, NULL);
 	event_base_dispatch(d.base);
 	rc = 0;
+	/* Workers are detached so that a restarted kz-lease finds them; a
+	 * deployment that is stopped stops them too. */
+	if (c->stop_workers)
+		ctl_stop_all(c);
 out:
 	jobs_stop(&d);
 	kz_srv_free(d.srv);

@@ -1,0 +1,64 @@
+#!/bin/bash
+# kz-run against real kz-sandbox workers leased from kz-lease: output and
+# exit status, read-only projection, workspace snapshot carried over in a
+# conversation but never to another actor in it, host administration
+# refused before dispatch, admission closed without the store, and the
+# audit trail of every step (with no raw identifier in it).
+. "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/stack.sh"
+plan 24
+start_stack 1
+t "a real worker becomes warm" wait_for warm 1
+
+cat >"$T/prog.py" <<'PY'
+import os, sys
+with open("notes.txt", "a") as f:
+    f.write("run\n")
+print("runs:", len(open("notes.txt").read().splitlines()))
+print("projected:", sorted(os.listdir("/projection")))
+try:
+    open("/projection/prog.py", "a")
+    print("projection writable")
+except OSError:
+    print("projection read-only")
+sys.exit(5)
+PY
+kz-run -q --actor alice --conversation c1 --file "$T/prog.py" -- python3 /projection/prog.py >"$T/o1" 2>"$T/e1"
+is "$?" 5 "kz-run exits with the code's exit status"
+like "$(cat "$T/o1")" "runs: 1" "the code's stdout is printed"
+like "$(cat "$T/o1")" "projected: \['prog.py'\]" "the file is projected"
+like "$(cat "$T/o1")" "projection read-only" "the projection is read-only to the code"
+kz-run --actor alice --conversation c1 -- sh -c 'cat notes.txt | wc -l; ls -A /projection | wc -l; echo oops >&2' >"$T/o2" 2>"$T/e2"
+is "$(head -1 "$T/o2")" 1 "the same actor and conversation get their workspace back"
+is "$(sed -n 2p "$T/o2")" 0 "the previous projection is gone"
+like "$(cat "$T/e2")" "oops" "the code's stderr is printed"
+like "$(cat "$T/e2")" "kz-run: exit 0 \(worker w" "and the exit status line"
+kz-run -q --actor bob --conversation c1 -- sh -c 'ls -A /workspace | wc -l' >"$T/o3" 2>&1
+is "$(cat "$T/o3")" 0 "another actor in the same conversation gets an empty workspace"
+n=$(ls "$T/snapshots" | wc -l)
+is "$n" 2 "two workspace keys, two snapshots"
+tar -tf "$(ls -d "$T"/snapshots/*.tar | head -1)" >"$T/list" 2>&1
+unlike "$(cat "$T/list")" "prog.py" "no snapshot holds the projection"
+
+# Host administration never reaches a worker.
+d0=$(audit_q --kind dispatch | wc -l)
+rc_is 1 "an inline script that needs root is refused" kz-run --actor alice --conversation c1 -- sh -c 'sudo id'
+printf '#!/bin/sh\necho x >> /etc/sudoers\n' >"$T/adm.sh"
+rc_is 1 "a projected script that needs root is refused" kz-run --actor alice --conversation c1 --file "$T/adm.sh" -- sh /projection/adm.sh
+is "$(audit_q --kind dispatch | wc -l)" "$d0" "neither was dispatched"
+is "$(audit_q --kind isolation_denial | grep -c host_administration)" 2 "both refusals are audited"
+
+# The audit trail: per run lease, dispatch (before and after), release,
+# and kz-reset's record; raw ids never stored.
+t "each run was leased, dispatched twice and released" sh -c "[ \$(kz-audit query --dir '$T/audit' --kind lease | wc -l) -ge 3 ] && [ \$(kz-audit query --dir '$T/audit' --kind dispatch | wc -l) -eq 6 ] && [ \$(kz-audit query --dir '$T/audit' --kind release | wc -l) -ge 3 ]"
+t "kz-reset audited a reset with projection evidence" sh -c "kz-audit query --dir '$T/audit' --kind reset | grep -q '\"projection_empty\":true'"
+unlike "$(cat "$T"/audit/*.jsonl)" 'alice|bob|"c1"' "no raw actor or conversation in the audit log"
+t "the audit chain verifies" kz-audit verify --dir "$T/audit"
+
+# Without the store admission closes: exit 3, audited as a denial.
+kill -9 "$STORE_PID"; sleep 1.2
+rc_is 3 "kz-run exits 3 when admission is closed" kz-run --actor alice --conversation c1 -- true
+like "$(cat "$T/.out")" admission_closed "and names admission_closed"
+t "the denial is audited" sh -c "kz-audit query --dir '$T/audit' --kind admission | grep -q '\"decision\":\"denied\"'"
+rc_is 2 "kz-run without a command is a usage error" kz-run --actor a --conversation c
+done_testing
