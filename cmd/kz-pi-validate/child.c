@@ -81,13 +81,26 @@ child_env(const struct pv_run *r, char **env, char *home)
 	env[n] = NULL;
 }
 
+/*
+ * The unshare mode's own limits.  kz-sandbox sets the code's limits
+ * itself, but its run places descriptors above 1100 before it does, so
+ * it gets the soft descriptor limit raised to the hard one (a service's
+ * soft limit is often 1024).
+ */
 static void
-limits(void)
+limits(enum pv_iso iso)
 {
 	struct rlimit core = {0, 0}, fsz = {256u << 20, 256u << 20};
 	struct rlimit nof = {1024, 1024};
 
 	setrlimit(RLIMIT_CORE, &core);
+	if (iso == PV_ISO_SANDBOX) {
+		if (getrlimit(RLIMIT_NOFILE, &nof) == 0) {
+			nof.rlim_cur = nof.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &nof);
+		}
+		return;
+	}
 	setrlimit(RLIMIT_FSIZE, &fsz);
 	setrlimit(RLIMIT_NOFILE, &nof);
 }
@@ -125,53 +138,12 @@ unshare_exec(const struct pv_run *r, char **env)
 	_exit(126);
 }
 
-/*
- * kz-sandbox run: the tree is its read-only /projection (PV_SANDBOX_ROOT),
- * the run's time limit is the deadline, the environment is passed by
- * --env, and the channel by --pass-fd, which keeps descriptors 3 and 4 at
- * their numbers.  A kz-sandbox without one of these refuses the command
- * line, and the validation fails closed.
- */
-static void
-sandbox_argv(const struct pv_run *r, char **a, int max)
-{
-	static char tmo[32];
-	int64_t left = (r->deadline_ms - pv_now_ms()) / 1000 + 1;
-	int n = 0;
-
-	snprintf(tmo, sizeof(tmo), "%lld", (long long)left);
-	a[n++] = (char *)r->sandbox_bin;
-	a[n++] = "run";
-	a[n++] = "--projection";
-	a[n++] = (char *)r->cwd;
-	a[n++] = "--timeout";
-	a[n++] = tmo;
-	a[n++] = "--env";
-	a[n++] = "HOME=/tmp";
-	a[n++] = "--env";
-	a[n++] = "LANG=C.UTF-8";
-	if (r->channel) {
-		a[n++] = "--env";
-		a[n++] = "KZ_PI_NONCE_FD=3";
-		a[n++] = "--env";
-		a[n++] = "KZ_PI_RESULT_FD=4";
-		a[n++] = "--pass-fd";
-		a[n++] = "3";
-		a[n++] = "--pass-fd";
-		a[n++] = "4";
-	}
-	a[n++] = "--";
-	for (int i = 0; r->argv[i] != NULL && n < max - 1; i++)
-		a[n++] = r->argv[i];
-	a[n] = NULL;
-}
-
 /* The child side of fork: descriptors in place, then isolation, exec. */
 static void
 child(const struct pv_run *r, struct pipes *p)
 {
 	char *env[12], home[4200];
-	char *sargv[64];
+	char *sargv[PV_SBX_ARGV_MAX];
 	int nul;
 
 	setsid();
@@ -191,11 +163,12 @@ child(const struct pv_run *r, struct pipes *p)
 	close_range(r->channel ? RESULT_FD + 1 : 3, ~0U, 0);
 	if (chdir(r->cwd) != 0)
 		_exit(125);
-	limits();
+	limits(r->iso);
 	child_env(r, env, home);
 	if (r->iso == PV_ISO_UNSHARE)
 		unshare_exec(r, env);
-	sandbox_argv(r, sargv, 64);
+	if (pv_sandbox_argv(r, sargv, PV_SBX_ARGV_MAX) != 0)
+		_exit(125);
 	execve(r->sandbox_bin, sargv, env);
 	_exit(126);
 }
@@ -249,6 +222,22 @@ drain(int fd, struct pv_outcome *o, int which, size_t max)
 	return 0;
 }
 
+/*
+ * kz-sandbox tears its run down (cgroup killed, mounts gone) on SIGTERM;
+ * the unshare mode's intermediate takes its pid namespace with it on
+ * SIGKILL.  wait_child() follows with SIGKILL after a grace period.
+ */
+static void
+stop_child(const struct pv_run *r, pid_t pid)
+{
+	if (r->iso == PV_ISO_SANDBOX) {
+		kill(pid, SIGTERM);
+		return;
+	}
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
 static void
 pump(const struct pv_run *r, struct pipes *p, pid_t pid,
     struct pv_outcome *o)
@@ -282,7 +271,7 @@ pump(const struct pv_run *r, struct pipes *p, pid_t pid,
 			break;
 	}
 	if (o->timed_out || o->over_bound)
-		kill(-pid, SIGKILL), kill(pid, SIGKILL);
+		stop_child(r, pid);
 }
 
 /*
@@ -310,7 +299,8 @@ reap_all(pid_t pid)
 static int
 wait_child(const struct pv_run *r, pid_t pid, struct pv_outcome *o)
 {
-	int64_t stop = r->deadline_ms;
+	bool stopping = o->timed_out || o->over_bound;
+	int64_t stop = stopping ? pv_now_ms() + 5000 : r->deadline_ms;
 
 	for (;;) {
 		pid_t w = waitpid(pid, &o->status, WNOHANG);
@@ -322,9 +312,13 @@ wait_child(const struct pv_run *r, pid_t pid, struct pv_outcome *o)
 		if (w < 0 && errno != EINTR)
 			return KZ_ESYS;
 		if (pv_now_ms() >= stop) {
-			o->timed_out = true;
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
+			if (!stopping) {
+				o->timed_out = stopping = true;
+				stop_child(r, pid);
+			} else {
+				kill(-pid, SIGKILL);
+				kill(pid, SIGKILL);
+			}
 			stop = pv_now_ms() + 5000;
 		}
 		usleep(5000);
@@ -395,9 +389,7 @@ pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
 	fcntl(p.err[0], F_SETFL, O_NONBLOCK);
 	pump(r, &p, pid, o);
 	rc = wait_child(r, pid, o);
-	/* kz-sandbox's own usage (2) and failed-closed (3) exits. */
-	if (r->iso == PV_ISO_SANDBOX && WIFEXITED(o->status) &&
-	    (WEXITSTATUS(o->status) == 2 || WEXITSTATUS(o->status) == 3))
+	if (r->iso == PV_ISO_SANDBOX && pv_sandbox_failed(o->status))
 		o->sandbox_failed = true;
 	if (WIFEXITED(o->status) && (WEXITSTATUS(o->status) == 125 ||
 	    WEXITSTATUS(o->status) == 126))
@@ -405,6 +397,23 @@ pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
 out:
 	pipes_close(&p);
 	return rc;
+}
+
+void
+pv_err_line(const struct pv_outcome *o, char *out, size_t olen)
+{
+	size_t n = strnlen(o->err_tail, sizeof(o->err_tail)), s, k = 0;
+
+	while (n > 0 && (o->err_tail[n - 1] == '\n' ||
+	    o->err_tail[n - 1] == '\r'))
+		n--;
+	for (s = n; s > 0 && o->err_tail[s - 1] != '\n'; s--)
+		;
+	for (size_t i = s; i < n && k + 1 < olen; i++)
+		out[k++] = (o->err_tail[i] >= 0x20 && o->err_tail[i] < 0x7f) ?
+		    o->err_tail[i] : '?';
+	if (olen > 0)
+		out[k] = '\0';
 }
 
 void

@@ -19,7 +19,8 @@
 static const char *const keys[] = {"KZ_FIELD_KEY_FILE", "KZ_PI_SANDBOX",
 	"KZ_SANDBOX_BIN", "KZ_PI_NODE", "KZ_PI_CHILD", "KZ_PI_MODULES",
 	"KZ_PI_VERSION", "KZ_PI_UID", "KZ_PI_RESULT_MAX",
-	"KZ_PI_DEADLINE_MAX_MS", "KZ_RUN_DIR", NULL};
+	"KZ_PI_DEADLINE_MAX_MS", "KZ_PI_NPM", "KZ_PI_NPM_CACHE",
+	"KZ_RUN_DIR", NULL};
 
 static void
 usage(FILE *f)
@@ -71,6 +72,10 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	c->child_js = kz_conf_str(*kc, "KZ_PI_CHILD", child);
 	c->modules = kz_conf_str(*kc, "KZ_PI_MODULES", mods);
 	c->pi_version = kz_conf_str(*kc, "KZ_PI_VERSION", "0.73.1");
+	c->npm = kz_conf_str(*kc, "KZ_PI_NPM", "/usr/bin/npm");
+	c->npm_cache = kz_conf_str(*kc, "KZ_PI_NPM_CACHE", NULL);
+	if (c->npm_cache != NULL && c->npm_cache[0] == '\0')
+		c->npm_cache = NULL;
 	iso = kz_conf_str(*kc, "KZ_PI_SANDBOX", "required");
 	if (strcmp(iso, "required") == 0)
 		c->iso = PV_ISO_SANDBOX;

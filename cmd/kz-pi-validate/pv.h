@@ -69,14 +69,23 @@ KZ_WUR int pv_static_read(int rootfd, const struct pv_profile *p,
 enum pv_iso { PV_ISO_SANDBOX, PV_ISO_UNSHARE };
 /* Where the child sees its tree under kz-sandbox (its --projection). */
 #define PV_SANDBOX_ROOT "/projection"
+/* The writable copy of the projection inside the sandbox's workspace. */
+#define PV_SANDBOX_PKG "/workspace/pkg"
+/* The in-sandbox step's exit when the copy or the strict reinstall fails. */
+#define PV_PREP_EXIT 86
+/* What the in-sandbox step does with the package's lock before the command. */
+enum pv_deps { PV_DEPS_NONE, PV_DEPS_TRY, PV_DEPS_STRICT };
 struct pv_run {
 	enum pv_iso iso;
 	const char *sandbox_bin;
-	uid_t uid; /* the unprivileged uid of the unshare mode */
+	uid_t uid; /* the child's unprivileged uid, in either mode */
 	const char *cwd;     /* the tree (host path) */
 	char *const *argv;   /* the command (node ...) */
-	const char *home;    /* HOME of the child */
+	const char *home;    /* HOME of the child (unshare mode) */
 	bool channel;	     /* set up the nonce/result channel */
+	/* kz-sandbox: the step's reinstall (the copy is always made). */
+	enum pv_deps deps;
+	const char *npm, *npm_cache; /* npm; its offline cache or NULL */
 	size_t result_max;
 	int64_t deadline_ms; /* absolute, CLOCK_MONOTONIC ms */
 };
@@ -84,7 +93,7 @@ struct pv_outcome {
 	int status;	     /* wait status */
 	bool timed_out;
 	bool over_bound;
-	bool sandbox_failed; /* kz-sandbox exited 3: isolation not set up */
+	bool sandbox_failed; /* kz-sandbox exited 2 or 3: nothing ran */
 	char *result;	     /* result channel bytes, NUL-terminated */
 	size_t rlen;
 	char nonce[PV_NONCE_BYTES * 2 + 1];
@@ -98,21 +107,65 @@ void pv_outcome_release(struct pv_outcome *o);
 /* Checks the observation: one JSON object carrying the nonce. */
 KZ_WUR int pv_observation(const struct pv_outcome *o, cJSON **obs,
     char *why, size_t wlen);
+/* The last line of the child's stderr, printable, for a one-line why. */
+void pv_err_line(const struct pv_outcome *o, char *out, size_t olen);
+
+/* sbx.c: the kz-sandbox command line and the in-sandbox step. */
+#define PV_SBX_ARGV_MAX 96
+KZ_WUR int pv_sandbox_argv(const struct pv_run *r, char **a, size_t max);
+bool pv_sandbox_failed(int status);
+
+/* verdict: reasons and bounded diagnostics, shared by every phase. */
+struct pv_verdict {
+	cJSON *reasons, *diags;
+	bool failed;
+};
+void pv_reason(struct pv_verdict *v, const char *what, const char *detail);
+void pv_diag(struct pv_verdict *v, const char *s);
+
+/* project.c: the untrusted observation, projected into the receipt body. */
+void pv_project(struct pv_verdict *v, cJSON *body, enum pv_kind kind,
+    const cJSON *obs);
+
+/* runtime.c: what the parent observes itself. */
+#define PV_NODE_MIN_MAJOR 20
+#define PV_NODE_MIN_MINOR 6
+/* 0 when "vMAJ.MIN.PATCH" is at least the minimum; KZ_EINVAL unparsable. */
+KZ_WUR int pv_node_version_ok(const char *v, bool *ok);
 
 /* validate.c */
 struct pv_conf {
 	const char *keyfile, *sandbox_bin, *node, *child_js, *modules;
-	const char *pi_version;
+	const char *pi_version, *npm, *npm_cache;
 	enum pv_iso iso;
 	uid_t uid;
 	size_t result_max;
 	int64_t deadline_max;
+};
+struct pv_job {
+	const struct pv_conf *c;
+	struct pv_profile prof;
+	struct pv_tree tree;
+	int filesfd;
+	char cwd[3000], run[3200];
+	int64_t deadline;
+	cJSON *body;
+	struct pv_verdict v;
+	char why[512];
 };
 bool pv_hex64(const char *s);
 int pv_validate(const struct pv_conf *c, const char *profile,
     const char *files, const char *contract, const char *out);
 int pv_verify(const struct pv_conf *c, const char *receipt,
     const char *files, const char *contract);
+
+/* runtime.c */
+int pv_runtime(struct pv_job *j);
+
+/* phase.c: each returns 0 (the verdict says pass or fail) or an exit code. */
+int pv_phase_tests(struct pv_job *j);
+int pv_phase_prepare(struct pv_job *j, const char *dir);
+int pv_phase_load(struct pv_job *j, const char *dir);
 
 /* receipt.c */
 KZ_WUR int pv_receipt_sign(cJSON *body, const char *keyfile, char **out,

@@ -4,7 +4,7 @@
 [ -d "$TOP/node_modules/@mariozechner/pi-coding-agent" ] || "$TOP/tests/npm-deps.sh"
 head -c 32 /dev/urandom >"$T/field.key"
 chmod 0600 "$T/field.key"
-export KZ_FIELD_KEY_FILE=$T/field.key KZ_PI_SANDBOX=unshare
+export KZ_FIELD_KEY_FILE=$T/field.key KZ_PI_SANDBOX=required
 unset KZ_CONFIG KZ_SANDBOX_BIN KZ_PI_MODULES KZ_PI_CHILD KZ_PI_NODE
 WS=$T/ws
 mkdir -m 0755 "$WS"
