@@ -49,6 +49,7 @@ struct conn {
 	struct eg_addr up_addr;
 	uint16_t up_port;
 	time_t last;	/* tunnel activity */
+	struct tunnel *tun;	/* after a CONNECT's 200 */
 };
 
 extern const char eg_resp_502[];
@@ -64,5 +65,9 @@ void conn_setup_client(struct conn *c);
 void conn_flush(struct bufferevent *b);
 void conn_connect_up(struct conn *c, const struct eg_addr *a);
 void conn_start_exchange(struct conn *c);
+/* tunnel.c */
+struct tunnel;
+int tunnel_start(struct conn *c);
+void tunnel_free(struct tunnel *t);
 
 #endif

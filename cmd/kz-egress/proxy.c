@@ -62,6 +62,7 @@ conn_free(struct conn *c)
 		evbuffer_free(c->head_out);
 	if (c->timer != NULL)
 		event_free(c->timer);
+	tunnel_free(c->tun);
 	c->px->nconns--;
 	free(c);
 }

@@ -18,7 +18,6 @@
 #include "banned.h"
 
 #define HIGH (1024 * 1024)
-#define TUNNEL_IO (256 * 1024)
 
 static const char RESP_200[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 static const char RESP_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -255,20 +254,6 @@ resp_head(struct conn *c)
 }
 
 static void
-tunnel_move(struct conn *c, struct bufferevent *src, struct bufferevent *dst)
-{
-	struct timeval now;
-
-	evbuffer_add_buffer(bufferevent_get_output(dst),
-	    bufferevent_get_input(src));
-	event_base_gettimeofday_cached(c->px->base, &now);
-	c->last = now.tv_sec;
-	conn_flush(dst);
-	if (evbuffer_get_length(bufferevent_get_output(dst)) > HIGH)
-		bufferevent_disable(src, EV_READ);
-}
-
-static void
 cli_read(struct bufferevent *b, void *arg)
 {
 	struct conn *c = arg;
@@ -279,9 +264,6 @@ cli_read(struct bufferevent *b, void *arg)
 		break;
 	case ST_EXCHANGE:
 		pump_req(c);
-		break;
-	case ST_TUNNEL:
-		tunnel_move(c, c->cli, c->up);
 		break;
 	default:
 		break;
@@ -294,9 +276,6 @@ up_read(struct bufferevent *b, void *arg)
 	struct conn *c = arg;
 
 	switch (c->st) {
-	case ST_TUNNEL:
-		tunnel_move(c, c->up, c->cli);
-		break;
 	case ST_EXCHANGE:
 		if (!c->resp_head_done)
 			resp_head(c);
@@ -329,27 +308,10 @@ on_write(struct bufferevent *b, void *arg)
 	if (other == NULL)
 		return;
 	bufferevent_enable(other, EV_READ);
-	if (c->st == ST_TUNNEL)
-		tunnel_move(c, other, b);
-	else if (c->st == ST_EXCHANGE && b == c->up)
+	if (c->st == ST_EXCHANGE && b == c->up)
 		pump_req(c);
 	else if (c->st == ST_EXCHANGE && c->resp_head_done)
 		pump_resp(c);
-}
-
-static void
-tunnel_end(struct conn *c, struct bufferevent *gone)
-{
-	struct bufferevent *rest = gone == c->cli ? c->up : c->cli;
-
-	evbuffer_add_buffer(bufferevent_get_output(rest),
-	    bufferevent_get_input(gone));
-	bufferevent_free(gone);
-	if (gone == c->cli)
-		c->cli = NULL;
-	else
-		c->up = NULL;
-	conn_close_after_flush(c);
 }
 
 static void
@@ -357,16 +319,13 @@ cli_event(struct bufferevent *b, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	if (c->st == ST_TUNNEL && (what & BEV_EVENT_EOF))
-		tunnel_end(c, c->cli);
-	else
-		conn_free(c);
+	conn_free(c);
 }
 
 static void
 on_connected(struct conn *c)
 {
-	struct timeval idle = {(time_t)c->px->p->idle_timeout, 0};
+	struct timeval idle = {(time_t)c->px->p->idle_timeout, 0}, now;
 	int one = 1;
 
 	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY,
@@ -376,17 +335,15 @@ on_connected(struct conn *c)
 		conn_start_exchange(c);
 		return;
 	}
-	bufferevent_set_timeouts(c->up, NULL, NULL);
 	bufferevent_write(c->cli, RESP_200, sizeof(RESP_200) - 1);
-	conn_flush(c->cli);
 	c->st = ST_TUNNEL;
-	/* Bulk transfers: fewer, larger reads and writes. */
-	(void)bufferevent_set_max_single_read(c->up, TUNNEL_IO);
-	(void)bufferevent_set_max_single_read(c->cli, TUNNEL_IO);
-	(void)bufferevent_set_max_single_write(c->up, TUNNEL_IO);
-	(void)bufferevent_set_max_single_write(c->cli, TUNNEL_IO);
 	evtimer_del(c->timer);
-	tunnel_move(c, c->cli, c->up);
+	event_base_gettimeofday_cached(c->px->base, &now);
+	c->last = now.tv_sec;
+	if (tunnel_start(c) != 0) {
+		conn_free(c);
+		return;
+	}
 	evtimer_add(c->timer, &idle);
 }
 
@@ -404,9 +361,6 @@ up_event(struct bufferevent *b, short what, void *arg)
 		kz_log(KZ_LOG_INFO, "egress.upstream", 0,
 		    "upstream connect failed", "host", c->up_host, NULL);
 		bad_gateway(c);
-		break;
-	case ST_TUNNEL:
-		tunnel_end(c, c->up);
 		break;
 	case ST_EXCHANGE:
 		if ((what & BEV_EVENT_EOF) && c->resp_head_done &&

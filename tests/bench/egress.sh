@@ -35,6 +35,7 @@ for b in wrk nginx squid tinyproxy curl python3; do
 done
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 wait_tcp() { # wait_tcp [NETNS] ADDR PORT
 	local ns=() i=0
 	if [ $# = 3 ]; then ns=(ip netns exec "$1"); shift; fi
@@ -158,7 +159,6 @@ printf '%-12s %12s %10s %10s\n' target req/s p50 p99
 for n in direct squid tinyproxy kz-egress; do
 	printf '%-12s %12s %10s %10s\n' "$n" "${RPS[$n]}" "${P50[$n]}" "${P99[$n]}"
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo "ratio d/a (kz-egress/direct):    $(ratio "${RPS[kz-egress]}" "${RPS[direct]}")  (target >= 0.5)"
 echo "ratio d/b (kz-egress/squid):     $(ratio "${RPS[kz-egress]}" "${RPS[squid]}")  (target >= 2.5)"
 echo "ratio d/c (kz-egress/tinyproxy): $(ratio "${RPS[kz-egress]}" "${RPS[tinyproxy]}")"
@@ -168,8 +168,14 @@ fi
 # ---- (e): bulk through a CONNECT tunnel ----
 if phase bulk; then
 bulk() { curl -s -o /dev/null -w '%{speed_download}' "$@"; }
-D1=$(bulk "http://$O/bulk")
-D2=$(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk")
+# 1 GiB each; one warm-up, then direct and tunnel alternately, twice.
+bulk "http://$O/bulk" >/dev/null
+D1=0 D2=0
+for i in 1 2; do
+	D1=$(awk -v a="$D1" -v b="$(bulk "http://$O/bulk")" 'BEGIN { print a + b / 2 }')
+	D2=$(awk -v a="$D2" -v b="$(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" \
+		"http://bench.kz.test/bulk")" 'BEGIN { print a + b / 2 }')
+done
 mib() { awk -v v="$1" 'BEGIN { printf "%.0f MiB/s", v / 1048576 }'; }
 echo "bulk direct:           $(mib "$D1")"
 echo "bulk CONNECT tunnel:   $(mib "$D2")"

@@ -1,0 +1,222 @@
+/*
+ * CONNECT tunnels after the 200: bytes move socket -> pipe -> socket with
+ * splice(2), never copied through the proxy's memory.  Each direction is a
+ * half with its own pipe, made when the first byte flows, so an idle
+ * tunnel holds two sockets and a few events and nothing else.  A half
+ * whose reader is slow stops reading (the pipe is its bound); end of input
+ * on one side is passed on as a shutdown of the other.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "conn.h"
+#include "banned.h"
+
+#define PIPE_BYTES (1024 * 1024)
+
+struct half {
+	struct tunnel *t;
+	int from, to;
+	int p[2];
+	size_t inpipe;
+	struct evbuffer *pre;	/* bytes buffered before the tunnel began */
+	struct event *rev, *wev;
+	bool eof, done;
+};
+
+struct tunnel {
+	struct conn *c;
+	int fd[2];		/* client, upstream */
+	struct half h[2];	/* client -> upstream, upstream -> client */
+};
+
+void
+tunnel_free(struct tunnel *t)
+{
+	if (t == NULL)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct half *h = &t->h[i];
+
+		if (h->rev != NULL)
+			event_free(h->rev);
+		if (h->wev != NULL)
+			event_free(h->wev);
+		if (h->pre != NULL)
+			evbuffer_free(h->pre);
+		if (h->p[0] >= 0)
+			close(h->p[0]);
+		if (h->p[1] >= 0)
+			close(h->p[1]);
+		if (t->fd[i] >= 0)
+			close(t->fd[i]);
+	}
+	free(t);
+}
+
+/* 1: everything pending is written; 0: the reader is slow; -1: error. */
+static int
+flush(struct half *h)
+{
+	ssize_t n;
+
+	while (evbuffer_get_length(h->pre) > 0) {
+		if (evbuffer_write(h->pre, h->to) < 0)
+			return errno == EAGAIN ? 0 : -1;
+	}
+	while (h->inpipe > 0) {
+		n = splice(h->p[0], NULL, h->to, NULL, h->inpipe,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -1;
+		h->inpipe -= (size_t)n;
+	}
+	return 1;
+}
+
+static int
+make_pipe(struct half *h)
+{
+	if (pipe2(h->p, O_NONBLOCK | O_CLOEXEC) != 0)
+		return -1;
+	/* Best effort: a larger pipe means fewer, larger splices. */
+	(void)fcntl(h->p[1], F_SETPIPE_SZ, PIPE_BYTES);
+	return 0;
+}
+
+static void
+touch(struct half *h)
+{
+	struct timeval now;
+
+	event_base_gettimeofday_cached(h->t->c->px->base, &now);
+	h->t->c->last = now.tv_sec;
+}
+
+/* Moves what it can; returns -1 when the tunnel must close. */
+static int
+pump(struct half *h)
+{
+	ssize_t n;
+	int r;
+
+	for (;;) {
+		if ((r = flush(h)) < 0)
+			return -1;
+		if (r == 0) {
+			event_del(h->rev);
+			event_add(h->wev, NULL);
+			return 0;
+		}
+		event_del(h->wev);
+		if (h->eof) {
+			(void)shutdown(h->to, SHUT_WR);
+			event_del(h->rev);
+			h->done = true;
+			return 0;
+		}
+		if (h->p[0] < 0 && make_pipe(h) != 0)
+			return -1;
+		n = splice(h->from, NULL, h->p[1], NULL, PIPE_BYTES,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			h->inpipe += (size_t)n;
+			touch(h);
+		} else if (n == 0) {
+			h->eof = true;
+		} else if (errno == EAGAIN) {
+			event_add(h->rev, NULL);
+			return 0;
+		} else {
+			return -1;
+		}
+	}
+}
+
+static void
+on_io(evutil_socket_t fd, short what, void *arg)
+{
+	struct half *h = arg;
+	struct tunnel *t = h->t;
+
+	if (pump(h) < 0 || (t->h[0].done && t->h[1].done))
+		conn_free(t->c);
+}
+
+/* Takes the descriptor out of a bufferevent and frees the bufferevent. */
+static int
+take_fd(struct bufferevent *b)
+{
+	int fd = bufferevent_getfd(b);
+
+	bufferevent_setfd(b, -1);
+	bufferevent_free(b);
+	return fd;
+}
+
+static int
+half_init(struct tunnel *t, int i, int from, int to)
+{
+	struct half *h = &t->h[i];
+	struct event_base *base = t->c->px->base;
+
+	h->t = t;
+	h->from = from;
+	h->to = to;
+	h->p[0] = h->p[1] = -1;
+	h->pre = evbuffer_new();
+	h->rev = event_new(base, from, EV_READ | EV_PERSIST, on_io, h);
+	h->wev = event_new(base, to, EV_WRITE | EV_PERSIST, on_io, h);
+	return h->pre && h->rev && h->wev ? 0 : -1;
+}
+
+/* A bufferevent's own buffers may be frozen against draining: copy. */
+static int
+copy(struct evbuffer *dst, struct evbuffer *src)
+{
+	size_t n = evbuffer_get_length(src);
+
+	if (n == 0)
+		return 0;
+	return evbuffer_add(dst, evbuffer_pullup(src, -1), n);
+}
+
+/*
+ * Turns the connection's two bufferevents into a spliced tunnel.  Bytes
+ * already buffered (our 200, early client data, an eager server's first
+ * bytes) go out first, in order.
+ */
+int
+tunnel_start(struct conn *c)
+{
+	struct tunnel *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return -1;
+	t->c = c;
+	t->fd[0] = t->fd[1] = -1;
+	t->h[0].p[0] = t->h[0].p[1] = t->h[1].p[0] = t->h[1].p[1] = -1;
+	c->tun = t;
+	if (half_init(t, 0, bufferevent_getfd(c->cli),
+	    bufferevent_getfd(c->up)) != 0 ||
+	    half_init(t, 1, bufferevent_getfd(c->up),
+	    bufferevent_getfd(c->cli)) != 0)
+		return -1;
+	if (copy(t->h[0].pre, bufferevent_get_output(c->up)) != 0 ||
+	    copy(t->h[0].pre, bufferevent_get_input(c->cli)) != 0 ||
+	    copy(t->h[1].pre, bufferevent_get_output(c->cli)) != 0 ||
+	    copy(t->h[1].pre, bufferevent_get_input(c->up)) != 0)
+		return -1;
+	t->fd[0] = take_fd(c->cli);
+	t->fd[1] = take_fd(c->up);
+	c->cli = c->up = NULL;
+	if (pump(&t->h[0]) < 0 || pump(&t->h[1]) < 0)
+		return -1;
+	return 0;
+}
