@@ -1,0 +1,48 @@
+#!/bin/bash
+# Store faults short of a crash: a store frozen (SIGSTOP) for longer than
+# the client timeout, and CLIENT PAUSE.  Admission closes while the store
+# does not answer (exit 3, never a local grant), reopens by itself, and a
+# lease whose reply was lost in the freeze is never given to two owners:
+# it expires and its worker goes through reset.
+. "$(dirname "$0")/lib.sh"
+plan 13
+start_store
+head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
+CG=kzt-$$
+on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+on_exit "kill -CONT $STORE_PID 2>/dev/null"
+export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
+export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+export LEASE_CAPACITY=2 LEASE_TTL_MS=2000 LEASE_STORE_TIMEOUT_MS=300
+export LEASE_RECONCILE_MS=300
+S=$T/kz-lease.sock
+bg kz-lease serve --socket "$S" 2>"$T/lease.log"
+wait_sock "$S"
+st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+t "two workers warm" wait_for warm 2
+
+kill -STOP "$STORE_PID"
+t0=$(date +%s%N)
+rc_is 3 "a lease while the store is frozen exits 3" kz-lease lease --socket "$S" --actor a --conversation c
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+like "$(cat "$T/.out")" admission_closed "it says admission_closed"
+t "the answer comes within the client timeout, not the freeze ($ms ms)" test "$ms" -lt 2000
+sleep 1
+is "$(st admission)" False "status reports admission closed during the freeze"
+kill -CONT "$STORE_PID"
+t "admission reopens by itself when the store answers" wait_for admission True
+L=$(st leased)
+t "at most one lease may have landed from the frozen call ($L)" test "$L" -le 1
+t "an unknown-outcome lease expires and its worker returns warm" wait_for warm 2 80
+kz-lease lease --socket "$S" --ttl-ms 60000 --actor a --conversation c >"$T/l1" 2>&1; ok $? "leasing works after the freeze"
+
+redis-cli -s "$STORE_SOCK" CLIENT PAUSE 2500 ALL >/dev/null
+sleep 0.2
+rc_is 3 "a lease during CLIENT PAUSE exits 3" kz-lease lease --socket "$S" --actor b --conversation c
+t "admission reopens after the pause" wait_for admission True 60
+kz-lease lease --socket "$S" --actor b --conversation c >"$T/l2" 2>&1; ok $? "leasing works after the pause"
+W1=$(python3 -c "import json; print(json.load(open('$T/l1'))['worker'])")
+W2=$(python3 -c "import json; print(json.load(open('$T/l2'))['worker'])")
+tnot "the two live leases hold different workers" test "$W1" = "$W2"
+done_testing

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Controller faults: a create that hangs and one whose process dies stay
+# counted against capacity (creating) until reconciliation proves them
+# absent or deletes them; the pool never holds more than its capacity, and
+# a good create afterwards fills it.
+. "$(dirname "$0")/lib.sh"
+plan 11
+start_store
+head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
+CG=kzt-$$
+on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
+export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/bad-worker.sh
+export LEASE_CAPACITY=1 LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=1500
+S=$T/kz-lease.sock
+echo hang >"$T/worker-mode"
+bg kz-lease serve --socket "$S" 2>"$T/lease.log"
+wait_sock "$S"
+st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+# Samples the pool's total every 0.1 s in the background.
+( while :; do st total >>"$T/totals" 2>/dev/null; sleep 0.1; done ) & SAMPLER=$!
+on_exit "kill $SAMPLER 2>/dev/null"
+
+t "a hanging create is counted as creating" wait_for creating 1 30
+W1=$(ls "$T/workers" | head -1)
+P1=$(cat "$T/workers/$W1/pid")
+is "$(st warm)" 0 "and is not warm"
+rc_is 1 "no lease is granted from it" kz-lease lease --socket "$S" --actor a --conversation c
+sleep 0.6
+is "$(st creating)" 1 "still counted after its reply would be due"
+t "past the create grace reconcile deletes it" sh -c "for i in \$(seq 1 60); do [ -d '$T/workers/$W1' ] || exit 0; sleep 0.1; done; exit 1"
+tnot "its process is gone" kill -0 "$P1"
+
+echo die >"$T/worker-mode"
+t "a create whose process died is counted too" sh -c "for i in \$(seq 1 60); do w=\$(ls '$T/workers' 2>/dev/null | grep -v '^$W1\$' | head -1); [ -n \"\$w\" ] && exit 0; sleep 0.05; done; exit 1"
+W2=$(ls "$T/workers" | head -1)
+is "$(st total)" 1 "it holds its place in the capacity"
+echo good >"$T/worker-mode"
+t "reconcile removes the dead create" sh -c "for i in \$(seq 1 60); do [ -d '$T/workers/$W2' ] || exit 0; sleep 0.1; done; exit 1"
+t "a good create then fills the pool" wait_for warm 1 60
+kill "$SAMPLER"
+is "$(sort -n "$T/totals" | tail -1)" 1 "the pool never exceeded its capacity"
+done_testing
