@@ -13,7 +13,7 @@ on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/
 on_exit "kill -CONT $STORE_PID 2>/dev/null"
 export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
-export LEASE_CAPACITY=2 LEASE_TTL_MS=2000 LEASE_STORE_TIMEOUT_MS=300
+export LEASE_CAPACITY=2 LEASE_TTL_MS=4000 LEASE_STORE_TIMEOUT_MS=300
 export LEASE_RECONCILE_MS=300
 S=$T/kz-lease.sock
 bg kz-lease serve --socket "$S" 2>"$T/lease.log"
@@ -35,9 +35,9 @@ t "admission reopens by itself when the store answers" wait_for admission True
 L=$(st leased)
 t "at most one lease may have landed from the frozen call ($L)" test "$L" -le 1
 t "an unknown-outcome lease expires and its worker returns warm" wait_for warm 2 80
-kz-lease lease --socket "$S" --ttl-ms 60000 --actor a --conversation c >"$T/l1" 2>&1; ok $? "leasing works after the freeze"
+kz-lease lease --socket "$S" --actor a --conversation c >"$T/l1" 2>&1; ok $? "leasing works after the freeze"
 
-redis-cli -s "$STORE_SOCK" CLIENT PAUSE 2500 ALL >/dev/null
+redis-cli -s "$STORE_SOCK" CLIENT PAUSE 1500 ALL >/dev/null
 sleep 0.2
 rc_is 3 "a lease during CLIENT PAUSE exits 3" kz-lease lease --socket "$S" --actor b --conversation c
 t "admission reopens after the pause" wait_for admission True 60
