@@ -17,7 +17,7 @@ struct proxy {
 	struct eg_dns *dns;
 	struct evconnlistener *ls[8];
 	size_t nls;
-	size_t nconns;
+	size_t nconns, max_conns;
 };
 
 enum conn_state { ST_HEAD, ST_LOOKUP, ST_CONNECTING, ST_EXCHANGE,

@@ -124,11 +124,13 @@ struct eg_policy {
 	char resolver[80];
 	char audit_sock[108];
 	int64_t max_conns;
+	int64_t threads;
 	int64_t header_timeout, connect_timeout, idle_timeout;
 };
 
 #define EG_TTL_DEFAULT 600
 #define EG_TTL_MAX 14400
+#define EG_THREADS_MAX 16
 
 /* Keys kz-egress accepts in its config file. */
 extern const char *const eg_conf_keys[];

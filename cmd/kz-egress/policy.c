@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <cJSON.h>
 
 #include "egress.h"
@@ -22,7 +23,7 @@ const char *const eg_conf_keys[] = {
 	"SANDBOX_EGRESS_RESOLVER", "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS",
 	"SANDBOX_EGRESS_LISTEN", "SANDBOX_EGRESS_PUBLIC_KEY_FILE",
 	"SANDBOX_EGRESS_TURN", "SANDBOX_EGRESS_AUDIT_SOCKET",
-	"SANDBOX_EGRESS_MAX_CONNECTIONS",
+	"SANDBOX_EGRESS_MAX_CONNECTIONS", "SANDBOX_EGRESS_THREADS",
 	"SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS",
@@ -216,8 +217,13 @@ load_numbers(struct eg_policy *p, const struct kz_conf *c)
 	}
 	p->ttl_clamped = ttl > EG_TTL_MAX;
 	p->ttl = p->ttl_clamped ? EG_TTL_MAX : ttl;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	ncpu = ncpu < 1 ? 1 : ncpu > 4 ? 4 : ncpu;
 	if (kz_conf_int(c, "SANDBOX_EGRESS_MAX_CONNECTIONS", 8192, 1, 1000000,
 	    &p->max_conns, why, sizeof(why)) != 0 ||
+	    kz_conf_int(c, "SANDBOX_EGRESS_THREADS", ncpu, 1, EG_THREADS_MAX,
+	    &p->threads, why, sizeof(why)) != 0 ||
 	    kz_conf_int(c, "SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS", 10, 1,
 	    3600, &p->header_timeout, why, sizeof(why)) != 0 ||
 	    kz_conf_int(c, "SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS", 10, 1,

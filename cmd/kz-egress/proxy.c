@@ -23,6 +23,8 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <event2/thread.h>
+#include <pthread.h>
 
 #include "egress.h"
 #include "kz_log.h"
@@ -391,7 +393,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct conn *c;
 	int one = 1;
 
-	if (px->nconns >= (size_t)px->p->max_conns ||
+	if (px->nconns >= px->max_conns ||
 	    (c = calloc(1, sizeof(*c))) == NULL) {
 		close(fd);
 		return;
@@ -413,27 +415,32 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	conn_await_head(c);
 }
 
+/*
+ * Each worker thread runs its own event loop, resolver and listeners: TCP
+ * listeners share a port through SO_REUSEPORT, Unix listeners share one
+ * socket.  A connection lives and dies on the thread that accepted it;
+ * the policy is read-only and refusal records go through a locked queue.
+ */
 static int
-listen_one(struct proxy *px, const struct eg_listen *l)
+listen_one(struct proxy *px, const struct eg_listen *l, int ufd)
 {
 	struct sockaddr_storage ss;
-	char why[160];
 	socklen_t sl;
 	int fd;
 
 	if (l->is_unix) {
-		if (kz_sock_listen(l->path, 4096, &fd, why, sizeof(why)) != 0) {
-			kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS, why,
-			    NULL);
+		if ((fd = dup(ufd)) < 0)
 			return KZ_ESYS;
-		}
 		px->ls[px->nls] = evconnlistener_new(px->base, on_accept, px,
 		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+		if (px->ls[px->nls] == NULL)
+			close(fd);
 	} else {
 		sl = eg_addr_sockaddr(&l->a, l->port, &ss);
 		px->ls[px->nls] = evconnlistener_new_bind(px->base, on_accept,
 		    px, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-		    LEV_OPT_REUSEABLE, 4096, (struct sockaddr *)&ss, (int)sl);
+		    LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT, 4096,
+		    (struct sockaddr *)&ss, (int)sl);
 	}
 	if (px->ls[px->nls] == NULL) {
 		kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS,
@@ -444,10 +451,59 @@ listen_one(struct proxy *px, const struct eg_listen *l)
 	return 0;
 }
 
+static int
+worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
+    size_t max_conns)
+{
+	char why[160];
+	int r;
+
+	px->p = p;
+	px->max_conns = max_conns;
+	if ((px->base = event_base_new()) == NULL)
+		return KZ_ENOMEM;
+	if ((r = eg_dns_new(px->base, p->resolver, &px->dns, why,
+	    sizeof(why))) != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.resolver", r, why, NULL);
+		return r;
+	}
+	for (size_t i = 0; i < p->nlisten; i++)
+		if ((r = listen_one(px, &p->listen[i], ufd[i])) != 0)
+			return r;
+	return 0;
+}
+
+static void
+worker_release(struct proxy *px)
+{
+	for (size_t i = 0; i < px->nls; i++)
+		evconnlistener_free(px->ls[i]);
+	eg_dns_free(px->dns);
+	if (px->base != NULL)
+		event_base_free(px->base);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct proxy *px = arg;
+
+	event_base_dispatch(px->base);
+	return NULL;
+}
+
+struct all {
+	struct proxy *w;
+	size_t n;
+};
+
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	event_base_loopbreak(arg);
+	struct all *a = arg;
+
+	for (size_t i = 0; i < a->n; i++)
+		event_base_loopbreak(a->w[i].base);
 }
 
 static void
@@ -462,51 +518,74 @@ raise_nofile(void)
 	}
 }
 
+static int
+open_unix(struct eg_policy *p, int *ufd)
+{
+	char why[160];
+
+	for (size_t i = 0; i < p->nlisten; i++) {
+		ufd[i] = -1;
+		if (p->listen[i].is_unix && kz_sock_listen(p->listen[i].path,
+		    4096, &ufd[i], why, sizeof(why)) != 0) {
+			kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS, why, NULL);
+			return KZ_ESYS;
+		}
+	}
+	return 0;
+}
+
 int
 eg_proxy_run(struct eg_policy *p)
 {
-	struct proxy px;
+	struct proxy w[EG_THREADS_MAX];
+	pthread_t tid[EG_THREADS_MAX];
 	struct event *sint = NULL, *sterm = NULL;
-	char why[160];
-	int r = 0;
+	struct all a = {w, 0};
+	size_t n = (size_t)p->threads, started = 0;
+	int ufd[8], r = 0;
 
-	memset(&px, 0, sizeof(px));
-	px.p = p;
+	memset(w, 0, sizeof(w));
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
-	if ((px.base = event_base_new()) == NULL)
-		return KZ_ENOMEM;
-	if ((r = eg_dns_new(px.base, p->resolver, &px.dns, why,
-	    sizeof(why))) != 0) {
-		kz_log(KZ_LOG_ERROR, "egress.resolver", r, why, NULL);
+	if (evthread_use_pthreads() != 0 || (r = open_unix(p, ufd)) != 0)
 		goto out;
-	}
-	for (size_t i = 0; i < p->nlisten; i++)
-		if ((r = listen_one(&px, &p->listen[i])) != 0)
+	for (a.n = 0; a.n < n; a.n++)
+		if ((r = worker_init(&w[a.n], p, ufd, (size_t)p->max_conns /
+		    n + 1)) != 0) {
+			a.n++;
 			goto out;
-	sint = evsignal_new(px.base, SIGINT, on_signal, px.base);
-	sterm = evsignal_new(px.base, SIGTERM, on_signal, px.base);
+		}
+	sint = evsignal_new(w[0].base, SIGINT, on_signal, &a);
+	sterm = evsignal_new(w[0].base, SIGTERM, on_signal, &a);
 	if (sint == NULL || sterm == NULL || evsignal_add(sint, NULL) != 0 ||
 	    evsignal_add(sterm, NULL) != 0) {
 		r = KZ_ESYS;
 		goto out;
 	}
 	eg_audit_start(p->audit_sock);
+	for (started = 1; started < n; started++)
+		if (pthread_create(&tid[started], NULL, worker_main,
+		    &w[started]) != 0)
+			break;
 	kz_log(KZ_LOG_INFO, "egress.start", 0, "serving",
 	    "mode", eg_mode_name(p->mode), NULL);
-	event_base_dispatch(px.base);
+	event_base_dispatch(w[0].base);
+	on_signal(0, 0, &a);
+	for (size_t i = 1; i < started; i++)
+		pthread_join(tid[i], NULL);
 	kz_log(KZ_LOG_INFO, "egress.stop", 0, "stopping", NULL);
 out:
-	for (size_t i = 0; i < px.nls; i++)
-		evconnlistener_free(px.ls[i]);
-	for (size_t i = 0; i < p->nlisten; i++)
-		if (p->listen[i].is_unix)
-			(void)unlink(p->listen[i].path);
 	if (sint != NULL)
 		event_free(sint);
 	if (sterm != NULL)
 		event_free(sterm);
-	eg_dns_free(px.dns);
-	event_base_free(px.base);
+	for (size_t i = 0; i < a.n; i++)
+		worker_release(&w[i]);
+	for (size_t i = 0; i < p->nlisten; i++) {
+		if (p->listen[i].is_unix && ufd[i] >= 0) {
+			close(ufd[i]);
+			(void)unlink(p->listen[i].path);
+		}
+	}
 	return r;
 }

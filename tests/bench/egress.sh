@@ -86,9 +86,10 @@ http_port 127.0.0.1:$SQ
 acl localnet src 127.0.0.1/32
 http_access allow localnet
 http_access deny all
+# Forwarding, not caching (every request must reach the origin, as it
+# does through the other proxies); access logging as Debian ships it.
 cache deny all
-cache_mem 8 MB
-access_log none
+access_log daemon:$T/squid/access.log squid
 cache_log $T/squid/cache.log
 pid_filename $T/squid/squid.pid
 coredump_dir $T/squid
