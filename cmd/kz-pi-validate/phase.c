@@ -136,7 +136,8 @@ pv_phase_tests(struct pv_job *j)
 	argv[n] = NULL;
 	run_init(j, &r, dir, argv, false);
 	/* The tests get the dependencies if the offline cache has them. */
-	r.deps = j->prof.lock != NULL ? PV_DEPS_TRY : PV_DEPS_NONE;
+	r.deps = j->prof.lock != NULL && j->c->npm_cache != NULL ?
+	    PV_DEPS_TRY : PV_DEPS_NONE;
 	if (pv_child_run(&r, &o, j->why, sizeof(j->why)) != 0)
 		return 4;
 	if (o.sandbox_failed)
@@ -161,8 +162,7 @@ unshare_reinstall(struct pv_job *j, const char *dir)
 	struct pv_outcome o;
 	struct pv_run r;
 
-	snprintf(cache, sizeof(cache), "%s", j->c->npm_cache != NULL ?
-	    j->c->npm_cache : "/nonexistent/kz-npm-cache");
+	snprintf(cache, sizeof(cache), "%s", j->c->npm_cache);
 	run_init(j, &r, dir, argv, false);
 	if (pv_child_run(&r, &o, j->why, sizeof(j->why)) != 0)
 		return 4;
@@ -209,7 +209,10 @@ pv_phase_prepare(struct pv_job *j, const char *dir)
 	cJSON *p = cJSON_AddObjectToObject(j->body, "preparation");
 	int rc = 0;
 
-	if (pv_materialize(j->filesfd, &j->tree, AT_FDCWD, dir, owner,
+	if (j->prof.lock != NULL && j->c->npm_cache == NULL)
+		pv_reason(&j->v, "preparation: the profile names a lock and no "
+		    "offline npm cache is configured", "");
+	else if (pv_materialize(j->filesfd, &j->tree, AT_FDCWD, dir, owner,
 	    j->why, sizeof(j->why)) != 0)
 		pv_reason(&j->v, "preparation: ", j->why);
 	else if (!sandboxed(j) && j->prof.lock != NULL)

@@ -73,7 +73,7 @@ pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 	ADD("--"); ADD("/bin/sh"); ADD("-c"); ADD(step); ADD("kz-pi-step");
 	ADD(deps_word[r->deps]);
 	ADD(r->npm);
-	ADD(r->npm_cache != NULL ? r->npm_cache : "/tmp/npm-cache");
+	ADD(r->npm_cache != NULL ? r->npm_cache : "-");
 	for (int i = 0; r->argv[i] != NULL; i++)
 		ADD(r->argv[i]);
 	if (n >= max)

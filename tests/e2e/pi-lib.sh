@@ -1,6 +1,6 @@
 # Shared set-up for the kz-pi-validate tests (sourced after lib.sh): a
-# field key, a workspace, the operator's unshare isolation mode (kz-sandbox
-# is tested for its absence only; see kz-pi-validate(8)), and helpers.
+# field key, a workspace, the default required isolation mode (the real
+# kz-sandbox of this tree), and helpers.
 [ -d "$TOP/node_modules/@mariozechner/pi-coding-agent" ] || "$TOP/tests/npm-deps.sh"
 head -c 32 /dev/urandom >"$T/field.key"
 chmod 0600 "$T/field.key"
@@ -21,7 +21,55 @@ pv() {
 		>"$T/$1.stdout" 2>"$T/$1.stderr" || RC=$?
 	OUT=$(cat "$T/$1.stderr")
 }
-# field NAME JS-EXPR: evaluates JS-EXPR with r = the receipt body
-field() { node -e "const r=JSON.parse(require('fs').readFileSync('$T/$1.receipt','utf8')).body; console.log(JSON.stringify($2))"; }
+# field NAME PY-EXPR: evaluates PY-EXPR with r = the receipt body (keys read
+# as attributes too; a missing one prints undefined), printed as compact
+# JSON.  python3, not node: node's start-up costs a second on a busy host.
+field() {
+	/usr/bin/python3 - "$T/$1.receipt" "$2" <<'PY'
+import json, sys
+class U:
+    def __getattr__(self, k): return self
+    def __getitem__(self, k): return self
+class O(dict):
+    def __getattr__(self, k): return self.get(k, U())
+r = json.load(open(sys.argv[1]), object_hook=O)["body"]
+v = eval(sys.argv[2])
+print("undefined" if isinstance(v, U) else
+      json.dumps(v, separators=(",", ":"), ensure_ascii=False))
+PY
+}
 # leftovers: processes of the child uid still alive
 leftovers() { pgrep -u 65534 -c node 2>/dev/null || true; }
+# deps_setup: an offline npm cache holding tests/pi/dep-src, in $NPMC (under
+# $TOP/build, since kz-sandbox gives the child its own /tmp), and the lock
+# for it written into $T/ext-deps (npm pack makes the tarball and its hash).
+deps_setup() {
+	mkdir -p "$TOP/build"
+	NPMC=$(mktemp -d "$TOP/build/pi-npm-cache.XXXXXX")
+	on_exit "rm -rf '$NPMC'"
+	rm -rf "$T/dep" && cp -r "$FIX/dep-src" "$T/dep"
+	(cd "$T/dep" && npm pack --silent >/dev/null 2>&1)
+	npm cache add "$T/dep/kz-fixture-dep-1.0.0.tgz" --cache "$NPMC" >/dev/null 2>&1
+	chmod -R a+rX "$NPMC"
+	node - "$T/dep/kz-fixture-dep-1.0.0.tgz" "$T/ext-deps/package-lock.json" <<'JS'
+const fs = require("fs"), crypto = require("crypto");
+const [tgz, out] = process.argv.slice(2);
+const integrity = "sha512-" + crypto.createHash("sha512")
+	.update(fs.readFileSync(tgz)).digest("base64");
+const dep = { "kz-fixture-dep": "1.0.0" };
+fs.writeFileSync(out, JSON.stringify({ name: "kz-fixture-deps",
+	version: "1.0.0", lockfileVersion: 3, requires: true, packages: {
+	"": { name: "kz-fixture-deps", version: "1.0.0", dependencies: dep },
+	"node_modules/kz-fixture-dep": { version: "1.0.0", resolved:
+	"https://registry.npmjs.org/kz-fixture-dep/-/kz-fixture-dep-1.0.0.tgz",
+	integrity } } }, null, 2) + "\n");
+JS
+}
+# fake_sandbox RC LINE: a kz-sandbox that logs its call to $T/sbx.calls,
+# prints LINE on stderr and exits RC without running anything
+fake_sandbox() {
+	printf '#!/bin/sh\necho call >>"%s/sbx.calls"\necho "%s" >&2\nexit %s\n' \
+		"$T" "$2" "$1" >"$T/fake-sandbox"
+	chmod 0755 "$T/fake-sandbox"
+	rm -f "$T/sbx.calls"
+}

@@ -1,10 +1,11 @@
 #!/bin/bash
-# kz-pi-validate, skill-only profiles: the real Pi skill loader, the
-# parent's own reading of static resources, escapes refused before any
-# loader runs, stale receipts, and failing closed without sandbox or loader.
+# kz-pi-validate, skill-only profiles: the real Pi skill loader under the
+# real kz-sandbox, the parent's own reading of static resources, escapes
+# refused before any loader runs, stale receipts, and failing closed
+# without sandbox, loader or a recent enough node.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 28
+plan 29
 
 fixture skill-ok
 pv skill-ok
@@ -13,6 +14,7 @@ is "$(field skill-ok r.result)" '"pass"' "receipt says pass"
 is "$(field skill-ok r.surface.skills)" '["hello"]' "the Pi skill loader found the skill"
 is "$(field skill-ok r.static.themes[\"themes/calm.json\"].name)" '"calm"' "the parent read the theme itself"
 is "$(field skill-ok r.runtime.pi)" '"0.73.1"' "the pinned Pi version is observed"
+is "$(field skill-ok r.runtime.isolation)" '"kz-sandbox"' "the loader ran under kz-sandbox"
 like "$(field skill-ok r.runtime.node)" '^"v[0-9]+\.' "the node version is observed"
 is "$(field skill-ok r.contract_digest)" "\"$C1\"" "receipt bound to the contract digest"
 is "$(ls "$WS")" "" "the workspace is left empty"
@@ -52,21 +54,12 @@ RC=0; (cd "$WS" && KZ_PI_SANDBOX=required KZ_SANDBOX_BIN=$T/no-such-sandbox \
 	--contract-digest "$C1" --out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?
 is "$RC" 3 "sandbox required but unavailable: exit 3"
 t "... and no receipt is written" test ! -e "$T/x.receipt"
-if [ -x "$BIN/kz-sandbox" ]; then
-	RC=0; (cd "$WS" && KZ_PI_SANDBOX=required kz-pi-validate --profile \
-		"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
-		--out "$T/s.receipt") >"$T/.out" 2>&1 || RC=$?
-	diag "with the real kz-sandbox: exit $RC"
-	if [ "$RC" = 3 ]; then
-		ok 0 "required mode with this kz-sandbox fails closed (exit 3)"
-		t "... and writes no receipt" test ! -e "$T/s.receipt"
-	else
-		is "$RC" 0 "required mode with this kz-sandbox passes"
-		is "$(field s r.runtime.isolation)" '"kz-sandbox"' "... under kz-sandbox"
-	fi
-else
-	ok 0 "# SKIP kz-sandbox not built"; ok 0 "# SKIP kz-sandbox not built"
-fi
+printf '#!/bin/sh\necho v18.20.4\n' >"$T/old-node"; chmod 0755 "$T/old-node"
+RC=0; (cd "$WS" && KZ_PI_NODE=$T/old-node kz-pi-validate --profile \
+	"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
+	--out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?
+is "$RC" 3 "node older than 20.6 (Debian 12's 18): exit 3"
+like "$(cat "$T/.out")" "node v18.20.4 is too old" "... saying why"
 RC=0; (cd "$WS" && KZ_PI_MODULES=$T/nowhere kz-pi-validate --profile \
 	"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
 	--out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?

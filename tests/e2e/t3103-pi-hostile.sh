@@ -1,7 +1,8 @@
 #!/bin/bash
 # kz-pi-validate against hostile extensions: a forged receipt on stdout, a
 # write to the advertised result descriptor, unsupported registrations, and
-# one that never returns.  Only the nonce-bearing result channel counts.
+# one that never returns, all under the real kz-sandbox.  Only the
+# nonce-bearing result channel counts.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
 plan 16
@@ -23,7 +24,7 @@ unlike "$(cat "$T/ext-write-fd.receipt")" "forged_tool" "the forged observation 
 fixture ext-unsupported
 pv ext-unsupported
 is "$RC" 1 "unsupported registrations fail validation"
-is "$(field ext-unsupported 'r.unsupported.map(u => u.kind + ":" + u.name).sort()')" \
+is "$(field ext-unsupported 'sorted(u.kind + ":" + u.name for u in r.unsupported)')" \
 	'["flag:turbo","handler:before_everything","provider:shadow-llm","shortcut:ctrl+k"]' \
 	"each unsupported registration is listed"
 is "$(field ext-unsupported r.surface.extensions[0].tools)" '["fine_tool"]' "supported tools still listed"
@@ -38,6 +39,6 @@ t "... within the deadline plus a margin (${e}s)" test "$e" -le 14
 is "$(leftovers)" 0 "no child process is left behind"
 fixture ext-netprobe
 pv ext-netprobe
-is "$RC" 0 "the child runs with no network, not as root, with no KZ_ variables"
+is "$RC" 0 "the child runs with no route out, not as root, with no KZ_ variables"
 is "$(field ext-netprobe r.tests.status)" '"pass"' "... as its tests observed"
 done_testing
