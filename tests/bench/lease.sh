@@ -1,0 +1,124 @@
+#!/bin/bash
+# Benchmark kz-lease and the main job (not a pass/fail test).  Prints:
+#  (a) redis-benchmark: a one-round-trip EVALSHA against the same store
+#      (32 clients), the store's ceiling in calls/s;
+#  (b) kz-lease lease+release cycles/s from 32 concurrent clients on a pool
+#      of warm (stand-in) workers, every release followed by a real
+#      kz-reset, as in production;
+#  (c) kz-run -- /bin/true end to end on warm real kz-sandbox workers
+#      (lease -> run -> release, audit on), p50 and p99, beside the cold
+#      bwrap --unshare-all ... /bin/true p50;
+# and the ratios b/a (target >= 0.4) and c50/bwrap50 (target <= 0.5).
+# Run as root: make deps-bench first (hyperfine).
+set -eu
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$TOP/bin
+SECS=${SECS:-5}
+RUNS=${RUNS:-200}
+T=$(mktemp -d /tmp/kz-bench.XXXXXX)
+chmod 0755 "$T"
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	sleep 0.5
+	for f in "$T"/*/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+srv=$(command -v valkey-server || command -v redis-server)
+bench=$(command -v valkey-benchmark || command -v redis-benchmark)
+
+# One deployment per part: store, kz-audit (c), kz-lease.
+stack() { # stack DIR
+	local d=$1
+	mkdir -p "$d"; chmod 0755 "$d"
+	head -c 32 /dev/urandom >"$d/field.key"; chmod 600 "$d/field.key"
+	"$srv" --port 0 --unixsocket "$d/store.sock" --unixsocketperm 600 --dir "$d" \
+		--appendonly yes --save '' --daemonize no --loglevel warning >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	for _ in $(seq 100); do [ -S "$d/store.sock" ] && break; sleep 0.05; done
+}
+wait_warm() { # wait_warm SOCK N
+	for _ in $(seq 600); do
+		"$BIN/kz-lease" status --socket "$1" 2>/dev/null | grep -q "\"warm\":$2," && return 0
+		sleep 0.1
+	done
+	echo "bench: the pool did not become warm" >&2; exit 3
+}
+
+# (a) the store's ceiling: one EVALSHA round trip of a script of the same
+# shape as the pool's (reads and writes keys under one hash tag).
+A=$T/a; stack "$A"
+sha=$(redis-cli -s "$A/store.sock" SCRIPT LOAD \
+	"local v = redis.call('HGET', KEYS[1], 'n'); redis.call('HSET', KEYS[1], 'n', (tonumber(v) or 0) + 1); return v")
+a=$("$bench" -s "$A/store.sock" -c 32 -n 200000 -q --csv EVALSHA "$sha" 1 'kz:{bench}:w:x' 2>/dev/null |
+	tail -1 | cut -d, -f2 | tr -d '"')
+
+# (b) lease+release through kz-lease (one daemon), 32 clients.
+B=$T/b; stack "$B"
+CG=kzb-$$
+(
+	export KZ_RUN_DIR=$B KZ_STORE_SOCKET=$B/store.sock KZ_FIELD_KEY_FILE=$B/field.key STANDIN_CGROUP=$CG
+	export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+	export LEASE_CAPACITY=${POOL:-48} LEASE_MEMBER_LIMIT=64 LEASE_RECONCILE_MS=2000
+	exec "$BIN/kz-lease" serve --socket "$B/kz-lease.sock" 2>"$B/lease.log"
+) & PIDS="$PIDS $!"
+for _ in $(seq 100); do [ -S "$B/kz-lease.sock" ] && break; sleep 0.05; done
+wait_warm "$B/kz-lease.sock" "${POOL:-48}"
+python3 - "$B/kz-lease.sock" "$SECS" >"$T/b.out" <<'PY'
+import json, socket, struct, sys, threading, time
+path, secs = sys.argv[1], float(sys.argv[2])
+cyc, busy, lock = [0], [0], threading.Lock()
+end = time.monotonic() + secs
+def call(s, req):
+    b = json.dumps(req).encode(); s.sendall(struct.pack(">I", len(b)) + b)
+    n = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+    return json.loads(s.recv(n, socket.MSG_WAITALL))
+def client(k):
+    s = socket.socket(socket.AF_UNIX); s.connect(path)
+    c = b = 0
+    while time.monotonic() < end:
+        r = call(s, {"v": 1, "op": "lease", "id": "l", "actor": "a%d" % k, "conversation": "c"})
+        if not r["ok"]:
+            b += 1; time.sleep(0.001); continue
+        call(s, {"v": 1, "op": "release", "id": "r", "lease_id": r["lease_id"], "token": r["token"]})
+        c += 1
+    with lock: cyc[0] += c; busy[0] += b
+ts = [threading.Thread(target=client, args=(k,)) for k in range(32)]
+t0 = time.monotonic(); [t.start() for t in ts]; [t.join() for t in ts]
+el = time.monotonic() - t0
+print("%.0f %.0f" % (cyc[0] / el, busy[0] / el))
+PY
+read -r b bbusy <"$T/b.out"
+for c in memory pids; do rmdir /sys/fs/cgroup/$c/$CG/* /sys/fs/cgroup/$c/$CG 2>/dev/null || true; done
+
+# (c) kz-run -- /bin/true on warm real workers, audit on, no snapshot.
+C=$T/c; stack "$C"
+export KZ_RUN_DIR=$C KZ_STORE_SOCKET=$C/store.sock KZ_FIELD_KEY_FILE=$C/field.key
+export KZ_AUDIT_SOCKET=$C/kz-audit.sock KZ_LEASE_SOCKET=$C/kz-lease.sock
+"$BIN/kz-audit" serve --socket "$KZ_AUDIT_SOCKET" 2>"$C/audit.log" & PIDS="$PIDS $!"
+LEASE_CAPACITY=${CPOOL:-4} "$BIN/kz-lease" serve --socket "$KZ_LEASE_SOCKET" 2>"$C/lease.log" & PIDS="$PIDS $!"
+for _ in $(seq 100); do [ -S "$KZ_LEASE_SOCKET" ] && break; sleep 0.05; done
+wait_warm "$KZ_LEASE_SOCKET" "${CPOOL:-4}"
+pct() { # pct JSON Q
+	python3 -c 'import json,sys; t=sorted(json.load(open(sys.argv[1]))["results"][0]["times"]); q=float(sys.argv[2]); print("%.3f" % (t[min(len(t)-1, int(q*len(t)))]*1000))' "$1" "$2"
+}
+RUN_SNAPSHOT=no hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/c.json" \
+	"$BIN/kz-run -q --actor bench --conversation c -- /bin/true" >/dev/null 2>&1
+c50=$(pct "$T/c.json" 0.5) c99=$(pct "$T/c.json" 0.99)
+RUN_SNAPSHOT=yes hyperfine -N --warmup 5 --runs "$((RUNS / 2))" --export-json "$T/cs.json" \
+	"$BIN/kz-run -q --actor bench --conversation c -- /bin/true" >/dev/null 2>&1
+cs50=$(pct "$T/cs.json" 0.5)
+hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/w.json" \
+	"bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" >/dev/null 2>&1
+w50=$(pct "$T/w.json" 0.5)
+
+printf '(a) store EVALSHA, 32 clients           %10.0f calls/s\n' "$a"
+printf '(b) kz-lease lease+release, 32 clients  %10.0f cycles/s (%s busy replies/s, pool %s)\n' "$b" "$bbusy" "${POOL:-48}"
+printf '(c) kz-run /bin/true warm end to end    p50 %8.3f ms  p99 %8.3f ms\n' "$c50" "$c99"
+printf '    the same with workspace snapshots   p50 %8.3f ms\n' "$cs50"
+printf '    bwrap --unshare-all /bin/true cold  p50 %8.3f ms\n' "$w50"
+python3 -c 'import sys; a,b,c,w=map(float,sys.argv[1:])
+print("b/a = %.3f (target >= 0.4)" % (b/a)); print("c50/bwrap50 = %.2f (target <= 0.5)" % (c/w))' "$a" "$b" "$c50" "$w50"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
