@@ -99,9 +99,13 @@ touch(struct half *h)
 	h->t->c->last = now.tv_sec;
 }
 
-/* Moves what it can; returns -1 when the tunnel must close. */
+/*
+ * Moves what it can; returns -1 when the tunnel must close.  The pipe is
+ * made only once the source has something to say (readable): an idle
+ * tunnel costs no pipe descriptors.
+ */
 static int
-pump(struct half *h)
+pump(struct half *h, bool readable)
 {
 	ssize_t n;
 	int r;
@@ -119,6 +123,10 @@ pump(struct half *h)
 			(void)shutdown(h->to, SHUT_WR);
 			event_del(h->rev);
 			h->done = true;
+			return 0;
+		}
+		if (h->p[0] < 0 && !readable) {
+			event_add(h->rev, NULL);
 			return 0;
 		}
 		if (h->p[0] < 0 && make_pipe(h) != 0)
@@ -145,7 +153,8 @@ on_io(evutil_socket_t fd, short what, void *arg)
 	struct half *h = arg;
 	struct tunnel *t = h->t;
 
-	if (pump(h) < 0 || (t->h[0].done && t->h[1].done))
+	if (pump(h, (what & EV_READ) != 0) < 0 ||
+	    (t->h[0].done && t->h[1].done))
 		conn_free(t->c);
 }
 
@@ -216,7 +225,7 @@ tunnel_start(struct conn *c)
 	t->fd[0] = take_fd(c->cli);
 	t->fd[1] = take_fd(c->up);
 	c->cli = c->up = NULL;
-	if (pump(&t->h[0]) < 0 || pump(&t->h[1]) < 0)
+	if (pump(&t->h[0], false) < 0 || pump(&t->h[1], false) < 0)
 		return -1;
 	return 0;
 }

@@ -216,4 +216,6 @@ echo "idle tunnels open:     ${OPEN:-0} of $TUNNELS"
 echo "kz-egress RSS:         ${R0} KiB before, ${R1} KiB with the tunnels"
 awk -v a="$R0" -v b="$R1" -v n="${OPEN:-0}" 'BEGIN { if (n > 0) printf "memory per idle tunnel: %.1f KiB  (target <= 16 KiB)\n", (b - a) / n }'
 kill "$TPID" 2>/dev/null
+R=$(grep -o '"reason":"[a-z_]*"' "$T/egress.log" | sort | uniq -c | tr '\n' ' ')
+[ -n "$R" ] && echo "# kz-egress refusals during the run: $R"
 fi
