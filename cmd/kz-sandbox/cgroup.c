@@ -61,14 +61,26 @@ rfile(const char *dir, const char *file, char *buf, size_t len)
 	return n;
 }
 
+/* Reads a kept descriptor from the start; -1 when closed or failing. */
+static ssize_t
+rfd(int fd, char *buf, size_t len)
+{
+	ssize_t n;
+
+	if (fd < 0 || (n = pread(fd, buf, len - 1, 0)) < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 /* The value after "key " in a flat-keyed file; 0 when absent. */
 static uint64_t
-keyed(const char *dir, const char *file, const char *key)
+keyed_fd(int fd, const char *key)
 {
 	char buf[4096], *p;
 	size_t kl = strlen(key);
 
-	if (rfile(dir, file, buf, sizeof(buf)) < 0)
+	if (rfd(fd, buf, sizeof(buf)) < 0)
 		return 0;
 	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p)
 		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
@@ -85,6 +97,34 @@ sbx_cg_init(struct sbx_cg *g)
 	memset(g, 0, sizeof(*g));
 	for (int i = 0; i < SBX_CG_N; i++)
 		g->procs_fd[i] = -1;
+	g->peak_fd = g->oom_fd = g->pev_fd = g->count_fd = -1;
+}
+
+static int
+open_at(const char *dir, const char *file, int flags)
+{
+	char p[PATH_MAX];
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, file) >= sizeof(p))
+		return -1;
+	return open(p, flags | O_CLOEXEC);
+}
+
+/* The descriptors of the agent's per-run accounting. */
+static int
+stat_fds(struct sbx_cg *g)
+{
+	int m = g->v2 ? 0 : SBX_CG_MEM, pi = g->v2 ? 0 : SBX_CG_PIDS;
+
+	g->peak_fd = open_at(g->run[m], g->v2 ? "memory.peak" :
+	    "memory.max_usage_in_bytes", O_RDWR);
+	g->oom_fd = open_at(g->run[m], g->v2 ? "memory.events" :
+	    "memory.oom_control", O_RDONLY);
+	g->pev_fd = open_at(g->run[pi], "pids.events", O_RDONLY);
+	g->count_fd = open_at(g->run[pi], "pids.current", O_RDONLY);
+	/* memory.peak is optional on v2 (kernels before 5.19). */
+	return (g->peak_fd < 0 && !g->v2) || g->oom_fd < 0 || g->pev_fd < 0 ||
+	    g->count_fd < 0 ? KZ_ESYS : 0;
 }
 
 static bool
@@ -282,11 +322,21 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
 		char p[PATH_MAX];
 
-		snprintf(p, sizeof(p), "%s/cgroup.procs", g->run[i]);
+		/* v1: the code process joins by writing 0 to "tasks" while it
+		 * is single-threaded, which moves it alone without the
+		 * cgroup-wide threadgroup lock that a cgroup.procs write takes
+		 * (and its RCU grace period, milliseconds on a quiet host). */
+		snprintf(p, sizeof(p), "%s/%s", g->run[i], g->v2 ?
+		    "cgroup.procs" : "tasks");
 		if ((g->procs_fd[i] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
 			kz_why(why, wlen, "cgroup: cannot open the run cgroup");
 			return KZ_EUNAVAIL;
 		}
+	}
+	if (stat_fds(g) != 0) {
+		kz_why(why, wlen, "cgroup: cannot open the run cgroup's "
+		    "accounting files");
+		return KZ_EUNAVAIL;
 	}
 	if (join) {
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
@@ -329,11 +379,10 @@ sbx_cg_attach_init(const struct sbx_cg *g, pid_t pid)
 void
 sbx_cg_reset_peak(const struct sbx_cg *g)
 {
-	if (!g->v2)
-		(void)wfile(g->run[SBX_CG_MEM], "memory.max_usage_in_bytes",
-		    "0");
-	else
-		(void)wfile(g->run[0], "memory.peak", "0");
+	/* v1 resets on any write; v2 (6.12+) on a write of "reset" to an
+	 * open descriptor, which then reports the peak since the reset. */
+	if (g->peak_fd >= 0)
+		(void)!write(g->peak_fd, g->v2 ? "reset" : "0", g->v2 ? 5 : 1);
 }
 
 void
@@ -342,19 +391,10 @@ sbx_cg_stats(const struct sbx_cg *g, struct sbx_cg_stats *st)
 	char buf[64];
 
 	memset(st, 0, sizeof(*st));
-	if (g->v2) {
-		if (rfile(g->run[0], "memory.peak", buf, sizeof(buf)) > 0)
-			st->peak = strtoull(buf, NULL, 10);
-		st->oom_kills = keyed(g->run[0], "memory.events", "oom_kill");
-		st->pids_max_hits = keyed(g->run[0], "pids.events", "max");
-		return;
-	}
-	if (rfile(g->run[SBX_CG_MEM], "memory.max_usage_in_bytes", buf,
-	    sizeof(buf)) > 0)
+	if (rfd(g->peak_fd, buf, sizeof(buf)) > 0)
 		st->peak = strtoull(buf, NULL, 10);
-	st->oom_kills = keyed(g->run[SBX_CG_MEM], "memory.oom_control",
-	    "oom_kill");
-	st->pids_max_hits = keyed(g->run[SBX_CG_PIDS], "pids.events", "max");
+	st->oom_kills = keyed_fd(g->oom_fd, "oom_kill");
+	st->pids_max_hits = keyed_fd(g->pev_fd, "max");
 }
 
 /* Calls fn for each pid listed in dir/cgroup.procs; returns the count. */
@@ -386,9 +426,20 @@ kill9(pid_t p)
 	(void)kill(p, SIGKILL);
 }
 
+/*
+ * The number of processes in the run cgroup.  pids.current (read fresh
+ * through the kept descriptor) answers the common case, an empty cgroup,
+ * without listing it; a v1 cgroup.procs must be opened anew each time,
+ * since an open descriptor keeps serving the pid list it first built.
+ */
 int
 sbx_cg_count_run(const struct sbx_cg *g)
 {
+	char buf[32];
+
+	if (rfd(g->count_fd, buf, sizeof(buf)) > 0 &&
+	    strtoll(buf, NULL, 10) == 0)
+		return 0;
 	return each_pid(g->run[g->v2 ? 0 : SBX_CG_PIDS], NULL);
 }
 
@@ -441,6 +492,18 @@ sbx_cg_only(const struct sbx_cg *g, pid_t pid)
 }
 
 void
+sbx_cg_close_stats(struct sbx_cg *g)
+{
+	int *fds[] = {&g->peak_fd, &g->oom_fd, &g->pev_fd, &g->count_fd};
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
+void
 sbx_cg_teardown(struct sbx_cg *g)
 {
 	char pid[32];
@@ -450,9 +513,12 @@ sbx_cg_teardown(struct sbx_cg *g)
 			close(g->procs_fd[i]);
 			g->procs_fd[i] = -1;
 		}
-	if (!g->made)
+	if (!g->made) {
+		sbx_cg_close_stats(g);
 		return;
+	}
 	(void)sbx_cg_kill_run(g);
+	sbx_cg_close_stats(g);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
 		if (g->joined)

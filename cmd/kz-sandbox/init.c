@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -45,14 +46,25 @@ report(int fd, int kind, int status, const char *step, const char *why)
 	(void)!write(fd, &r, sizeof(r));
 }
 
+/*
+ * The init resets every disposition once at start (SIGPIPE stays ignored
+ * for its own writes), so a code process only has to restore SIGPIPE and
+ * its mask: two calls instead of one per signal.
+ */
 static void
-reset_signals(void)
+init_signals(void)
+{
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			(void)signal(s, s == SIGPIPE ? SIG_IGN : SIG_DFL);
+}
+
+static void
+code_signals(void)
 {
 	sigset_t none;
 
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			(void)signal(s, SIG_DFL);
+	(void)signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
@@ -107,17 +119,44 @@ place_fds(struct job *j, int *rep)
 	return 0;
 }
 
+#define CODE_STACK (256 * 1024)
+
+struct spawn {
+	struct sbx_worker *w;
+	struct job *j;
+};
+
+static void code_exec(struct sbx_worker *w, struct job *j)
+    __attribute__((noreturn));
+
+static int
+code_main(void *arg)
+{
+	struct spawn *sp = arg;
+
+	code_exec(sp->w, sp->j);
+	return 127;
+}
+
 #define FAIL(step, why) do { report(rep, REP_FAIL, 0, step, why); \
 	_exit(127); } while (0)
 
-/* The code process: never returns. */
+/*
+ * The code process: never returns.  It runs on its own stack in the
+ * init's memory (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does),
+ * so starting it copies no page tables and takes no copy-on-write faults;
+ * the init is suspended until the exec or the exit, and only system calls
+ * and libcap-ng's state (unused by the init) are touched meanwhile.  The
+ * credentials, descriptor table, signal state, rlimits and seccomp filter
+ * are the child's own (no CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD).
+ */
 static void
 code_exec(struct sbx_worker *w, struct job *j)
 {
 	char why[192], cwd[PATH_MAX];
 	int rep = j->fd[3];
 
-	reset_signals();
+	code_signals();
 	if (sbx_cg_attach(&w->cg, 0) != 0)
 		FAIL("cgroup", "cannot join the run cgroup");
 	if (unshare(CLONE_NEWCGROUP) < 0)
@@ -284,24 +323,61 @@ keep_only(const struct sbx_worker *w, int sock)
 	(void)syscall(SYS_close_range, lo, ~0u, 0);
 }
 
+/* A stack for the code process between clone and exec, with a guard
+ * page below it; allocated once and reused by every run. */
+static char *
+code_stack(void)
+{
+	char *s = mmap(NULL, CODE_STACK + 4096, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+	if (s == MAP_FAILED || mprotect(s, 4096, PROT_NONE) < 0)
+		return NULL;
+	return s + 4096 + CODE_STACK;
+}
+
+/* Starts the code of one job; returns its pid or -1. */
+static pid_t
+spawn(struct sbx_worker *w, struct job *j, char *stack)
+{
+	char **saved = environ;
+	struct spawn sp = {w, j};
+	pid_t pid;
+
+	pid = clone(code_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
+	environ = saved;	/* the child pointed it at the job's env */
+	return pid;
+}
+
 /* The run namespace's init (pid 1 there): never returns. */
 static void
 zygote(struct sbx_worker *w, int sock)
 {
 	static char buf[ZMSG_MAX];
 	struct sbx_mnt zm = {.stage = ""};
-	char why[192], b = 0;
+	char why[192], b = 0, *stack;
 	pid_t cur = 0;
 	sigset_t set;
 	int sfd;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	keep_only(w, sock);
+	init_signals();
 	if (read(sock, &b, 1) != 1 || b != 'g')
 		_exit(1);
 	if (sbx_mnt_build(&w->mnt, w->c, why, sizeof(why)) != 0 ||
 	    sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
 		report(sock, REP_FAIL, 0, "mount", why);
+		_exit(1);
+	}
+	/* The bounding and ambient sets are emptied here once, so each code
+	 * process inherits them empty and only has to drop its own sets. */
+	if (sbx_caps_bound(why, sizeof(why)) != 0) {
+		report(sock, REP_FAIL, 0, "capabilities", why);
+		_exit(1);
+	}
+	if ((stack = code_stack()) == NULL) {
+		report(sock, REP_FAIL, 0, "init", "cannot map the code stack");
 		_exit(1);
 	}
 	sigemptyset(&set);
@@ -337,12 +413,7 @@ zygote(struct sbx_worker *w, int sock)
 			z_wipe(w, &zm, sock);
 		if (r != 0 || cur != 0)
 			continue;
-		if ((cur = fork()) == 0) {
-			close(sock);
-			close(sfd);
-			code_exec(w, &j);
-		}
-		if (cur < 0) {
+		if ((cur = spawn(w, &j, stack)) < 0) {
 			report(j.fd[3], REP_FAIL, 0, "fork", strerror(errno));
 			report(sock, REP_DONE, 127 << 8, NULL, NULL);
 			cur = 0;

@@ -350,6 +350,31 @@ send_job(struct sbx_worker *w, struct sbx_req *rq, const int fds[ZFDS])
 	    KZ_ESYS;
 }
 
+/*
+ * Captured output goes to the worker's buffers, allocated once at the
+ * configured caps and reused, so a run does not grow and trim the heap;
+ * a larger cap (a snapshot) gets a buffer of its own.
+ */
+static int
+out_bufs(struct sbx_worker *w, const struct sbx_req *rq, struct sbx_res *rs)
+{
+	const uint64_t cfg[2] = {w->c->stdout_max, w->c->stderr_max};
+
+	for (int i = 0; i < 2; i++) {
+		if (rq->out_fd[i] >= 0)
+			continue;
+		if (rq->out_max[i] <= cfg[i] && w->obuf[i] == NULL &&
+		    (w->obuf[i] = malloc(cfg[i] + 1)) != NULL)
+			w->ocap[i] = cfg[i] + 1;
+		if (rq->out_max[i] + 1 <= w->ocap[i]) {
+			rs->buf[i] = w->obuf[i];
+			rs->lent[i] = true;
+		} else if ((rs->buf[i] = malloc(rq->out_max[i] + 1)) == NULL)
+			return KZ_ENOMEM;
+	}
+	return 0;
+}
+
 int
 sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 {
@@ -362,10 +387,8 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 	memset(rs, 0, sizeof(*rs));
 	memset(&l, 0, sizeof(l));
 	l.rq = rq, l.rs = rs, l.infd = l.outfd[0] = l.outfd[1] = -1;
-	for (int i = 0; i < 2; i++)
-		if (rq->out_fd[i] < 0 &&
-		    (rs->buf[i] = malloc(rq->out_max[i] + 1)) == NULL)
-			return KZ_ENOMEM;
+	if (out_bufs(w, rq, rs) != 0)
+		return KZ_ENOMEM;
 	if (w->broken) {
 		setup_fail(rs, "init", "the worker's init is gone");
 		return 0;
@@ -442,8 +465,10 @@ void
 sbx_res_release(struct sbx_res *rs)
 {
 	for (int i = 0; i < 2; i++) {
-		free(rs->buf[i]);
+		if (!rs->lent[i])
+			free(rs->buf[i]);
 		rs->buf[i] = NULL;
+		rs->lent[i] = false;
 	}
 }
 
@@ -515,4 +540,9 @@ sbx_worker_release(struct sbx_worker *w)
 	sbx_cg_teardown(&w->cg);
 	sbx_mnt_release(&w->mnt);
 	sbx_seccomp_free(&w->prog);
+	for (int i = 0; i < 2; i++) {
+		free(w->obuf[i]);
+		w->obuf[i] = NULL;
+		w->ocap[i] = 0;
+	}
 }

@@ -78,7 +78,10 @@ struct sbx_cg {
 	char init[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/init */
 	char orig[SBX_CG_N][PATH_MAX];		/* agent's cgroup before */
 	char agent[PATH_MAX];	/* where the agent sits (v2: a leaf) */
-	int procs_fd[SBX_CG_N];			/* run/cgroup.procs */
+	int procs_fd[SBX_CG_N];	/* run/tasks (v1), run/cgroup.procs (v2) */
+	/* The agent's per-run reads and writes go through descriptors
+	 * opened once (pread at 0), not a path walk each time. */
+	int peak_fd, oom_fd, pev_fd, count_fd;
 	bool joined, made;
 };
 struct sbx_cg_stats {
@@ -97,6 +100,7 @@ int sbx_cg_kill_run(const struct sbx_cg *g);
  * holds exactly pid. */
 int sbx_cg_count_run(const struct sbx_cg *g);
 bool sbx_cg_only(const struct sbx_cg *g, pid_t pid);
+void sbx_cg_close_stats(struct sbx_cg *g);
 void sbx_cg_teardown(struct sbx_cg *g);
 const char *sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len);
 
@@ -134,7 +138,11 @@ KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, char *why,
 KZ_WUR int sbx_seccomp_load(const struct sock_fprog *prog);
 void sbx_seccomp_free(struct sock_fprog *prog);
 
-/* caps.c: securebits, uid/gid switch, every capability set emptied. */
+/* caps.c: securebits, uid/gid switch, every capability set emptied.
+ * sbx_caps_bound empties the bounding and ambient sets of the run init
+ * once; sbx_caps_drop (in each code process) then fails closed unless all
+ * five sets are empty. */
+KZ_WUR int sbx_caps_bound(char *why, size_t wlen);
 KZ_WUR int sbx_caps_drop(uid_t uid, gid_t gid, char *why, size_t wlen);
 
 /* rlimit.c */
@@ -182,6 +190,8 @@ struct sbx_worker {
 	struct sock_fprog prog;
 	int zsock;		/* to the run namespace's init */
 	pid_t zpid;
+	unsigned char *obuf[2];	/* output buffers reused across runs */
+	size_t ocap[2];
 	uint64_t generation;
 	bool serve, broken;
 };
@@ -208,6 +218,7 @@ struct sbx_res {
 	int code, sig;
 	const char *limit;	/* NULL, "timeout", "memory", "pids", "output" */
 	unsigned char *buf[2];
+	bool lent[2];		/* buf is the worker's, not to be freed */
 	size_t len[2];
 	bool trunc[2];
 	int64_t wall_ms, cpu_ms;

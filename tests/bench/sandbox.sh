@@ -6,7 +6,7 @@
 # and the ratios c/b (target <= 1.0) and d/a (target <= 2.0).
 set -eu
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-SB=$TOP/bin/kz-sandbox
+SB=${KZ_SANDBOX_BIN:-$TOP/bin/kz-sandbox}
 RUNS=${RUNS:-100}
 T=$(mktemp -d /tmp/kz-bench.XXXXXX)
 WPID=

@@ -72,7 +72,7 @@ $C "$S" run '{"argv":["/bin/sh","-c","setsid sleep 88 >/dev/null 2>&1 & sleep 5"
 sleep 1
 kill -9 "$(cat "$T/pid2")"
 sleep 0.5
-tnot "a killed worker leaves no code process behind" pgrep -f 'sleep 88'
+tnot "a killed worker leaves no code process behind" pgrep -fx 'sleep 88'
 rm -f "$S"
 bg "$SB" serve --id "$ID" --socket "$S"
 wait_sock "$S" 10
