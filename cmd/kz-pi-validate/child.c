@@ -105,6 +105,28 @@ limits(enum pv_iso iso)
 	setrlimit(RLIMIT_NOFILE, &nof);
 }
 
+/* The intermediate: the code's status, or 125 if its set-up failed. */
+static void
+unshare_wait(pid_t pid, int setup)
+{
+	char b;
+	int st;
+
+	/*
+	 * The set-up pipe is close-on-exec: a byte means the set-up failed,
+	 * end of file means the code was exec'd.  The code's own 125 and 126
+	 * become 1, so only the set-up can say that isolation failed.
+	 */
+	if (read(setup, &b, 1) == 1)
+		_exit(125);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st))
+		_exit(128 + WTERMSIG(st));
+	_exit(WEXITSTATUS(st) == 125 || WEXITSTATUS(st) == 126 ? 1 :
+	    WEXITSTATUS(st));
+}
+
 /*
  * The operator's unshare mode: new network (empty: no interface up), IPC,
  * UTS and pid namespaces; all groups dropped; an unprivileged uid; no new
@@ -115,26 +137,28 @@ limits(enum pv_iso iso)
 static void
 unshare_exec(const struct pv_run *r, char **env)
 {
+	int sp[2];
 	pid_t pid;
-	int st;
 
 	if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-	    CLONE_NEWPID) != 0)
+	    CLONE_NEWPID) != 0 || pipe2(sp, O_CLOEXEC) != 0)
 		_exit(125);
 	if ((pid = fork()) < 0)
 		_exit(125);
 	if (pid > 0) {
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+		close(sp[1]);
+		unshare_wait(pid, sp[0]);
 	}
+	close(sp[0]);
 	if (setgroups(0, NULL) != 0 || setresgid(r->uid, r->uid, r->uid) ||
-	    setresuid(r->uid, r->uid, r->uid) != 0)
+	    setresuid(r->uid, r->uid, r->uid) != 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		(void)!write(sp[1], "x", 1);
 		_exit(125);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		_exit(125);
+	}
 	execve(r->argv[0], r->argv, env);
+	(void)!write(sp[1], "x", 1);
 	_exit(126);
 }
 
@@ -344,6 +368,28 @@ make_pipes(struct pipes *p, bool channel, uid_t uid)
 	return 0;
 }
 
+/* Closes the child's ends, delivers the nonce, makes reads non-blocking. */
+static void
+parent_ends(const struct pv_run *r, struct pipes *p, struct pv_outcome *o,
+    char *why, size_t wlen)
+{
+	close(p->out[1]), close(p->err[1]);
+	p->out[1] = p->err[1] = -1;
+	if (r->channel) {
+		close(p->nonce[0]), close(p->result[1]);
+		p->nonce[0] = p->result[1] = -1;
+		/* A child that never drains it cannot stall us: 64 bytes fit. */
+		if (write(p->nonce[1], o->nonce, PV_NONCE_BYTES * 2) !=
+		    PV_NONCE_BYTES * 2)
+			kz_why(why, wlen, "nonce not delivered");
+		close(p->nonce[1]);
+		p->nonce[1] = -1;
+		fcntl(p->result[0], F_SETFL, O_NONBLOCK);
+	}
+	fcntl(p->out[0], F_SETFL, O_NONBLOCK);
+	fcntl(p->err[0], F_SETFL, O_NONBLOCK);
+}
+
 int
 pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
     size_t wlen)
@@ -372,21 +418,7 @@ pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
 	}
 	if (pid == 0)
 		child(r, &p);
-	close(p.out[1]), close(p.err[1]);
-	p.out[1] = p.err[1] = -1;
-	if (r->channel) {
-		close(p.nonce[0]), close(p.result[1]);
-		p.nonce[0] = p.result[1] = -1;
-		/* A child that never drains it cannot stall us: 64 bytes fit. */
-		if (write(p.nonce[1], o->nonce, PV_NONCE_BYTES * 2) !=
-		    PV_NONCE_BYTES * 2)
-			kz_why(why, wlen, "nonce not delivered");
-		close(p.nonce[1]);
-		p.nonce[1] = -1;
-		fcntl(p.result[0], F_SETFL, O_NONBLOCK);
-	}
-	fcntl(p.out[0], F_SETFL, O_NONBLOCK);
-	fcntl(p.err[0], F_SETFL, O_NONBLOCK);
+	parent_ends(r, &p, o, why, wlen);
 	pump(r, &p, pid, o);
 	rc = wait_child(r, pid, o);
 	if (r->iso == PV_ISO_SANDBOX && pv_sandbox_failed(o->status))

@@ -77,14 +77,12 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	if (c->npm_cache != NULL && c->npm_cache[0] == '\0')
 		c->npm_cache = NULL;
 	iso = kz_conf_str(*kc, "KZ_PI_SANDBOX", "required");
-	if (strcmp(iso, "required") == 0)
-		c->iso = PV_ISO_SANDBOX;
-	else if (strcmp(iso, "unshare") == 0)
-		c->iso = PV_ISO_UNSHARE;
-	else {
+	if (strcmp(iso, "required") != 0 && strcmp(iso, "unshare") != 0) {
 		kz_why(why, sizeof(why), "KZ_PI_SANDBOX: required or unshare");
 		goto bad;
 	}
+	c->iso = strcmp(iso, "required") == 0 ? PV_ISO_SANDBOX :
+	    PV_ISO_UNSHARE;
 	if (kz_conf_int(*kc, "KZ_PI_UID", 65534, 1, 2147483647, &v, why,
 	    sizeof(why)) != 0)
 		goto bad;

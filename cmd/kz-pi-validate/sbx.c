@@ -20,9 +20,10 @@
 /*
  * $1 deps (none, try, strict), $2 npm, $3 offline cache; the command
  * follows.  The reinstall never sees the channel (3 and 4 closed) and
- * runs no package script.  The command's exits 2, 3 and 86 become 1, so
- * the parent can trust that 2 and 3 come from kz-sandbox itself (nothing
- * ran) and 86 from this step (preparation failed).
+ * runs no package script.  The command's exits 2, 3, 86, 125 and 126
+ * become 1, so the parent can trust that 2 and 3 come from kz-sandbox
+ * itself (nothing ran), 86 from this step (preparation failed), and that
+ * authored code cannot pass for an unavailable sandbox.
  */
 static const char step[] =
     "d=$1 npm=$2 cache=$3; shift 3\n"
@@ -40,7 +41,7 @@ static const char step[] =
     "	fi\n"
     "fi\n"
     "\"$@\"; r=$?\n"
-    "case $r in 2|3|86) r=1;; esac\n"
+    "case $r in 2|3|86|125|126) r=1;; esac\n"
     "exit $r\n";
 
 static const char *const deps_word[] = {"none", "try", "strict"};

@@ -5,7 +5,7 @@
 # nonce-bearing result channel counts.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 16
+plan 18
 
 fixture ext-forge-stdout
 pv ext-forge-stdout
@@ -37,6 +37,10 @@ is "$RC" 1 "an extension that never returns is refused"
 like "$(field ext-hang r.reasons)" "deadline" "... for missing the deadline"
 t "... within the deadline plus a margin (${e}s)" test "$e" -le 14
 is "$(leftovers)" 0 "no child process is left behind"
+fixture ext-exit3
+pv ext-exit3
+is "$RC" 1 "authored code exiting 3 is a failed validation, not an unavailable sandbox"
+like "$(field ext-exit3 r.reasons)" "no observation" "... with no observation"
 fixture ext-netprobe
 pv ext-netprobe
 is "$RC" 0 "the child runs with no route out, not as root, with no KZ_ variables"
