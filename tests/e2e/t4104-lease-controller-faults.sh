@@ -11,7 +11,7 @@ CG=kzt-$$
 on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
 export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/bad-worker.sh
-export LEASE_CAPACITY=1 LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=1500
+export LEASE_CAPACITY=1 LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=2500
 S=$T/kz-lease.sock
 echo hang >"$T/worker-mode"
 bg kz-lease serve --socket "$S" 2>"$T/lease.log"
@@ -27,7 +27,7 @@ W1=$(ls "$T/workers" | head -1)
 P1=$(cat "$T/workers/$W1/pid")
 is "$(st warm)" 0 "and is not warm"
 rc_is 1 "no lease is granted from it" kz-lease lease --socket "$S" --actor a --conversation c
-sleep 0.6
+sleep 1
 is "$(st creating)" 1 "still counted after its reply would be due"
 t "past the create grace reconcile deletes it" sh -c "for i in \$(seq 1 60); do [ -d '$T/workers/$W1' ] || exit 0; sleep 0.1; done; exit 1"
 tnot "its process is gone" kill -0 "$P1"
@@ -35,7 +35,11 @@ tnot "its process is gone" kill -0 "$P1"
 echo die >"$T/worker-mode"
 t "a create whose process died is counted too" sh -c "for i in \$(seq 1 60); do w=\$(ls '$T/workers' 2>/dev/null | grep -v '^$W1\$' | head -1); [ -n \"\$w\" ] && exit 0; sleep 0.05; done; exit 1"
 W2=$(ls "$T/workers" | head -1)
-is "$(st total)" 1 "it holds its place in the capacity"
+# The store counts a create before its directory exists and forgets it
+# only after the directory is gone: a directory still present after the
+# status call was counted in it.
+tot=$(st total)
+t "it holds its place in the capacity ($tot)" sh -c "[ ! -d '$T/workers/$W2' ] || [ '$tot' = 1 ]"
 echo good >"$T/worker-mode"
 t "reconcile removes the dead create" sh -c "for i in \$(seq 1 60); do [ -d '$T/workers/$W2' ] || exit 0; sleep 0.1; done; exit 1"
 t "a good create then fills the pool" wait_for warm 1 60
