@@ -7,11 +7,15 @@
 # refuses to start.  One case runs in the operator's unshare mode.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 34
+plan 33
 
+# ext-ok's extension writes /tmp/kz-pi-canary-ran: the sandbox's own /tmp.
+on_exit "rm -rf /tmp/kz-pi-canary /tmp/kz-pi-canary-ran"
+rm -f /tmp/kz-pi-canary-ran
 fixture ext-ok
 pv ext-ok
 is "$RC" 0 "a valid extension with passing tests passes"
+t "... and its write to /tmp stayed in the sandbox" test ! -e /tmp/kz-pi-canary-ran
 is "$(field ext-ok r.runtime.isolation)" '"kz-sandbox"' "... under kz-sandbox"
 is "$(field ext-ok r.tests.status)" '"pass"' "its tests ran and passed"
 is "$(field ext-ok r.surface.extensions[0].tools)" '["word_count"]' "registered tool observed"
@@ -29,7 +33,6 @@ is "$(field ext-tests-fail r.surface)" "undefined" "the loader never ran"
 
 # The test rewrites extensions/index.js and leaves a symlink out of its tree.
 mkdir -p /tmp/kz-pi-canary && echo alive >/tmp/kz-pi-canary/file
-on_exit "rm -rf /tmp/kz-pi-canary /tmp/kz-pi-canary-ran"
 fixture ext-rewrite
 pv ext-rewrite
 is "$RC" 0 "a test that rewrites its source does not fail validation"
@@ -46,17 +49,10 @@ is "$(field u r.runtime.isolation)" '"unshare"' "... and the receipt names the m
 t "... and discarding the host test tree did not follow the symlink it left" \
 	test -f /tmp/kz-pi-canary/file
 
-# Authored code writes /tmp/kz-pi-canary-ran: the sandbox's own /tmp.
-rm -f /tmp/kz-pi-canary-ran
-fixture ext-canary
-pv ext-canary
-is "$RC" 0 "an extension writing to /tmp passes"
-t "... and its writes stayed in the sandbox" test ! -e /tmp/kz-pi-canary-ran
-
 # A kz-sandbox that cannot isolate: exit 3, its reason, nothing else runs.
 fake_sandbox 3 "kz-sandbox: isolation setup failed at cgroup: e2e"
 RC=0; (cd "$WS" && KZ_SANDBOX_BIN=$T/fake-sandbox kz-pi-validate --profile \
-	"$FIX/ext-canary/profile.json" --files "$T/ext-canary" --contract-digest "$C1" \
+	"$FIX/ext-ok/profile.json" --files "$T/ext-ok" --contract-digest "$C1" \
 	--out "$T/f.receipt") >"$T/.out" 2>&1 || RC=$?
 is "$RC" 3 "kz-sandbox failing to isolate: exit 3"
 like "$(cat "$T/.out")" "sandbox did not start: kz-sandbox: isolation setup failed at cgroup" \
@@ -66,7 +62,7 @@ t "... no receipt" test ! -e "$T/f.receipt"
 t "... and no authored code ran outside it" test ! -e /tmp/kz-pi-canary-ran
 fake_sandbox 2 "kz-sandbox: unknown option --pass-fd"
 RC=0; (cd "$WS" && KZ_SANDBOX_BIN=$T/fake-sandbox kz-pi-validate --profile \
-	"$FIX/ext-canary/profile.json" --files "$T/ext-canary" --contract-digest "$C1" \
+	"$FIX/ext-ok/profile.json" --files "$T/ext-ok" --contract-digest "$C1" \
 	--out "$T/f.receipt") >"$T/.out" 2>&1 || RC=$?
 is "$RC" 3 "kz-sandbox refusing the command line: exit 3"
 

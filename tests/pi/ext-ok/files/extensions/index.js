@@ -1,5 +1,10 @@
-// Counts words: one tool, one command, one supported hook.
+// Counts words: one tool, one command, one supported hook.  It also leaves
+// a mark in /tmp: under kz-sandbox that is the run's private /tmp, so the
+// host's /tmp shows it only if authored code ran outside the sandbox.
+import fs from "node:fs";
+
 export default function (pi) {
+	fs.writeFileSync("/tmp/kz-pi-canary-ran", "loader\n");
 	pi.registerTool({
 		name: "word_count", label: "Word count",
 		description: "Counts the words of a text.",
