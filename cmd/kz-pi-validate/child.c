@@ -378,7 +378,7 @@ parent_ends(const struct pv_run *r, struct pipes *p, struct pv_outcome *o,
 	if (r->channel) {
 		close(p->nonce[0]), close(p->result[1]);
 		p->nonce[0] = p->result[1] = -1;
-		/* A child that never drains it cannot stall us: 64 bytes fit. */
+		/* A child that never drains it cannot stall us: 64 B fit. */
 		if (write(p->nonce[1], o->nonce, PV_NONCE_BYTES * 2) !=
 		    PV_NONCE_BYTES * 2)
 			kz_why(why, wlen, "nonce not delivered");

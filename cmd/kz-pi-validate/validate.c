@@ -1,8 +1,8 @@
 /*
  * One validation, start to receipt: the job's inputs, the receipt body,
- * the run directory, the phases in order (runtime.c, phase.c).  Returns the process exit code:
- * 0 pass, 1 refused or failed, 2 bad input, 3 sandbox or loader
- * unavailable, 4 internal.
+ * the run directory, the phases in order (runtime.c, phase.c).  Returns
+ * the process exit code: 0 pass, 1 refused or failed, 2 bad input, 3
+ * sandbox or loader unavailable, 4 internal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,14 +52,16 @@ job_open(struct pv_job *j, const char *profile, const char *files,
 	j->deadline = pv_now_ms() + j->prof.deadline_ms;
 	if ((j->filesfd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	    0) {
-		kz_why(j->why, sizeof(j->why), "cannot open the files directory");
+		kz_why(j->why, sizeof(j->why), "cannot open the files "
+		    "directory");
 		return 2;
 	}
 	/* Resources first: nothing is read before every one resolves. */
 	if (pv_resources_check(j->filesfd, &j->prof, j->why,
 	    sizeof(j->why)) != 0)
 		return 1;
-	if (pv_tree_scan(j->filesfd, false, &j->tree, j->why, sizeof(j->why)) != 0)
+	if (pv_tree_scan(j->filesfd, false, &j->tree, j->why,
+	    sizeof(j->why)) != 0)
 		return 1;
 	for (size_t i = 0; i < j->tree.n; i++)
 		if (strncmp(j->tree.paths[i], "node_modules/", 13) == 0) {
@@ -100,7 +102,8 @@ write_receipt(struct pv_job *j, const char *out)
 	size_t len;
 	int fd, rc = 0;
 
-	cJSON_AddStringToObject(j->body, "result", j->v.failed ? "fail" : "pass");
+	cJSON_AddStringToObject(j->body, "result", j->v.failed ? "fail" :
+	    "pass");
 	if (pv_receipt_sign(j->body, j->c->keyfile, &text, j->why,
 	    sizeof(j->why)) != 0)
 		return 3;

@@ -14,9 +14,8 @@
 #include "banned.h"
 
 static char key1[64], key2[64];
-static const char *A = "1111111111111111111111111111111111111111111111111111111111111111";
-static const char *B = "2222222222222222222222222222222222222222222222222222222222222222";
-static const char *C = "3333333333333333333333333333333333333333333333333333333333333333";
+#define H16(c) c c c c c c c c c c c c c c c c
+static const char *A = H16("1111"), *B = H16("2222"), *C = H16("3333");
 
 static void
 setup(void)
