@@ -5,6 +5,7 @@
  */
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,5 +103,8 @@ main(int argc, char **argv)
 	}
 	if (sodium_init() < 0)
 		return RUN_EXIT_INTERNAL;
+	/* A reader that goes away (kz-run ... | head) must not keep the
+	 * lease from being released. */
+	signal(SIGPIPE, SIG_IGN);
 	return run_dispatch(&c, &o);
 }
