@@ -66,7 +66,7 @@ sbx_caps_bound(char *why, size_t wlen)
 }
 
 int
-sbx_caps_drop(uid_t uid, gid_t gid, char *why, size_t wlen)
+sbx_caps_drop(uid_t uid, gid_t gid, bool userns, char *why, size_t wlen)
 {
 	uid_t ru, eu, su;
 
@@ -82,11 +82,23 @@ sbx_caps_drop(uid_t uid, gid_t gid, char *why, size_t wlen)
 		    strerror(errno));
 		return KZ_ESYS;
 	}
+	/* Entering a user namespace refills the bounding set (inside it):
+	 * empty it again, with the calls libcap-ng would make, minus its
+	 * /proc reads. */
+	for (int c = 0; userns && c <= CAP_LAST_CAP; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL) {
+			kz_why(why, wlen, "capabilities: bounding set: %s",
+			    strerror(errno));
+			return KZ_ESYS;
+		}
 	/* The state may hold the init's pid (sbx_caps_bound ran there, in
 	 * the same memory): capset must name this process. */
 	capng_setpid((int)getpid());
 	capng_clear(CAPNG_SELECT_ALL);
-	if (capng_change_id((int)uid, (int)gid, CAPNG_DROP_SUPP_GRP) != 0) {
+	/* In a user namespace setgroups is denied; the groups were emptied
+	 * before it was made, and the check below holds either way. */
+	if (capng_change_id((int)uid, (int)gid, userns ? 0 :
+	    CAPNG_DROP_SUPP_GRP) != 0) {
 		kz_why(why, wlen, "capabilities: change id: %s",
 		    strerror(errno));
 		return KZ_ESYS;

@@ -11,7 +11,7 @@
 #include "sbx.h"
 #include "banned.h"
 
-enum ktype { K_STR, K_SIZE, K_INT };
+enum ktype { K_STR, K_SIZE, K_INT, K_BOOL };
 
 struct key {
 	const char *key;
@@ -65,6 +65,12 @@ static const struct key keys[] = {
 	    0, "", "kz-egress socket; empty: no network"},
 	{"SANDBOX_RELAY_PORT", "relay-port", K_INT, N(relay_port), 1, 65535,
 	    "3128", "loopback port of the egress relay"},
+	{"SANDBOX_USERNS", "userns", K_BOOL, N(userns), 0, 0, "off",
+	    "run the code in its own user namespace (on or off)"},
+	{"SANDBOX_USERNS_HOST_UID", "userns-host-uid", K_INT, N(userns_uid), 1,
+	    2147483646, "65534", "host uid the sandbox uid maps to (--userns on)"},
+	{"SANDBOX_USERNS_HOST_GID", "userns-host-gid", K_INT, N(userns_gid), 1,
+	    2147483646, "65534", "host gid the sandbox gid maps to (--userns on)"},
 	{"SANDBOX_CGROUP_PARENT", "cgroup-parent", K_STR, S(cg_parent), 0, 0,
 	    "kz-sandbox", "cgroup under which workers are created"},
 	{"SANDBOX_STATE_DIR", "state-dir", K_STR, S(state_dir), 0, 0,
@@ -113,6 +119,19 @@ set(struct sbx_conf *c, const struct key *k, const char *v, char *why,
 			return KZ_ERANGE;
 		}
 		memcpy(base + k->off, &u, sizeof(u));
+		return 0;
+	case K_BOOL:
+		if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0 ||
+		    strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+			i = 1;
+		else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0 ||
+		    strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+			i = 0;
+		else {
+			kz_why(why, wlen, "%s must be on or off", k->key);
+			return KZ_EINVAL;
+		}
+		memcpy(base + k->off, &i, sizeof(i));
 		return 0;
 	case K_INT:
 		if (kz_parse_int(v, k->min, k->max, &i) != 0) {

@@ -237,9 +237,12 @@ writable(const struct sbx_conf *c, const char *stage, const char *rel,
 	uint64_t size = c->tmp_size;
 
 	if (strcmp(rel, "workspace") == 0) {
+		/* Host ids: with a user namespace, the ones the code's ids
+		 * map to. */
 		snprintf(opt, sizeof(opt), "size=%llu,mode=0755,uid=%lld,"
 		    "gid=%lld", (unsigned long long)c->ws_size,
-		    (long long)c->uid, (long long)c->gid);
+		    (long long)(c->userns ? c->userns_uid : c->uid),
+		    (long long)(c->userns ? c->userns_gid : c->gid));
 	} else {
 		if (strcmp(rel, "dev/shm") == 0)
 			size = c->shm_size;

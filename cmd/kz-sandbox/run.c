@@ -510,6 +510,7 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 	w->c = c;
 	w->serve = serve;
 	w->zsock = -1;
+	w->userns_fd = -1;
 	sbx_cg_init(&w->cg);
 	if (c->id[0] == '\0')
 		snprintf(c->id, sizeof(c->id), "run-%d", (int)getpid());

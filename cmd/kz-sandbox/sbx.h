@@ -52,6 +52,8 @@ struct sbx_conf {
 	uint64_t stdout_max, stderr_max, frame_max, snapshot_max;
 	int64_t uid, gid, pids, cpu_milli, nofile, timeout_s, relay_port;
 	int64_t io_timeout_ms;
+	int64_t userns;			/* 0 or 1 */
+	int64_t userns_uid, userns_gid;	/* host ids of uid and gid */
 };
 
 /* conf.c */
@@ -143,7 +145,8 @@ void sbx_seccomp_free(struct sock_fprog *prog);
  * once; sbx_caps_drop (in each code process) then fails closed unless all
  * five sets are empty. */
 KZ_WUR int sbx_caps_bound(char *why, size_t wlen);
-KZ_WUR int sbx_caps_drop(uid_t uid, gid_t gid, char *why, size_t wlen);
+KZ_WUR int sbx_caps_drop(uid_t uid, gid_t gid, bool userns, char *why,
+    size_t wlen);
 
 /* rlimit.c */
 KZ_WUR int sbx_rlimit_apply(const struct sbx_conf *c, char *why,
@@ -190,6 +193,7 @@ struct sbx_worker {
 	struct sock_fprog prog;
 	int zsock;		/* to the run namespace's init */
 	pid_t zpid;
+	int userns_fd;		/* in the init: the code's user namespace */
 	unsigned char *obuf[2];	/* output buffers reused across runs */
 	size_t ocap[2];
 	uint64_t generation;

@@ -270,6 +270,7 @@ op_health(struct sbx_worker *w, const cJSON *req)
 	cJSON_AddNumberToObject(o, "init_pid", (double)w->zpid);
 	cJSON_AddStringToObject(o, "cgroup", sbx_cg_relpath(w->c, cg,
 	    sizeof(cg)));
+	cJSON_AddBoolToObject(o, "userns", w->c->userns != 0);
 	return o;
 }
 

@@ -19,6 +19,8 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.ws_size, 256u << 20);
 	ck_assert_int_eq(c.timeout_s, 60);
 	ck_assert_str_eq(c.egress_sock, "");
+	ck_assert_int_eq(c.userns, 0);
+	ck_assert_int_eq(c.userns_uid, 65534);
 	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), 0);
 }
 END_TEST
@@ -34,6 +36,9 @@ static const struct {
 	{"workspace-size", "2M", 0}, {"cpu", "5", KZ_ERANGE},
 	{"no-such-option", "1", KZ_ENOENT}, {"root", "/srv/root", 0},
 	{"stdout-max", "1K", 0}, {"stdout-max", "1", KZ_ERANGE},
+	{"userns", "on", 0}, {"userns", "off", 0}, {"userns", "maybe", KZ_EINVAL},
+	{"userns-host-uid", "0", KZ_ERANGE}, {"userns-host-uid", "100000", 0},
+	{"userns-host-gid", "0", KZ_ERANGE},
 };
 
 START_TEST(test_options)
