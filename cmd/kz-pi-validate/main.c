@@ -17,7 +17,7 @@
 #include "banned.h"
 
 static const char *const keys[] = {"KZ_FIELD_KEY_FILE", "KZ_PI_SANDBOX",
-	"KZ_SANDBOX_BIN", "KZ_PI_NODE", "KZ_PI_CHILD", "KZ_PI_MODULES",
+	"KZ_SANDBOX_BIN", "KZ_PI_SANDBOX_CONFIG", "KZ_PI_NODE", "KZ_PI_CHILD", "KZ_PI_MODULES",
 	"KZ_PI_VERSION", "KZ_PI_UID", "KZ_PI_RESULT_MAX",
 	"KZ_PI_DEADLINE_MAX_MS", "KZ_PI_NPM", "KZ_PI_NPM_CACHE",
 	"KZ_RUN_DIR", NULL};
@@ -68,6 +68,7 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	beside(sbx, sizeof(sbx), "bin/kz-sandbox");
 	c->keyfile = kz_conf_str(*kc, "KZ_FIELD_KEY_FILE", NULL);
 	c->sandbox_bin = kz_conf_str(*kc, "KZ_SANDBOX_BIN", sbx);
+	c->sandbox_conf = kz_conf_str(*kc, "KZ_PI_SANDBOX_CONFIG", NULL);
 	c->node = kz_conf_str(*kc, "KZ_PI_NODE", "/usr/bin/node");
 	c->child_js = kz_conf_str(*kc, "KZ_PI_CHILD", child);
 	c->modules = kz_conf_str(*kc, "KZ_PI_MODULES", mods);

@@ -37,6 +37,7 @@ run_init(struct pv_job *j, struct pv_run *r, const char *cwd, char **argv,
 	snprintf(home, sizeof(home), "%s/home", j->run);
 	r->iso = j->c->iso;
 	r->sandbox_bin = j->c->sandbox_bin;
+	r->sandbox_conf = j->c->sandbox_conf;
 	r->uid = j->c->uid;
 	r->cwd = cwd;
 	r->argv = argv;

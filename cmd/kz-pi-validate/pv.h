@@ -78,6 +78,7 @@ enum pv_deps { PV_DEPS_NONE, PV_DEPS_TRY, PV_DEPS_STRICT };
 struct pv_run {
 	enum pv_iso iso;
 	const char *sandbox_bin;
+	const char *sandbox_conf; /* kz-sandbox --config, or NULL */
 	uid_t uid; /* the child's unprivileged uid, in either mode */
 	const char *cwd;     /* the tree (host path) */
 	char *const *argv;   /* the command (node ...) */
@@ -135,7 +136,8 @@ KZ_WUR int pv_node_version_ok(const char *v, bool *ok);
 
 /* validate.c */
 struct pv_conf {
-	const char *keyfile, *sandbox_bin, *node, *child_js, *modules;
+	const char *keyfile, *sandbox_bin, *sandbox_conf, *node, *child_js;
+	const char *modules;
 	const char *pi_version, *npm, *npm_cache;
 	enum pv_iso iso;
 	uid_t uid;

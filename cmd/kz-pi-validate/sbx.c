@@ -59,6 +59,9 @@ pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 	snprintf(tmo, sizeof(tmo), "%lld", (long long)(left > 0 ? left : 1));
 	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
 	ADD(r->sandbox_bin); ADD("run");
+	if (r->sandbox_conf != NULL) {
+		ADD("--config"); ADD(r->sandbox_conf);
+	}
 	ADD("--projection"); ADD(r->cwd);
 	ADD("--timeout"); ADD(tmo);
 	ADD("--uid"); ADD(uid); ADD("--gid"); ADD(uid);

@@ -5,7 +5,7 @@
 # without sandbox, loader or a recent enough node.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 29
+plan 31
 
 fixture skill-ok
 pv skill-ok
@@ -54,6 +54,11 @@ RC=0; (cd "$WS" && KZ_PI_SANDBOX=required KZ_SANDBOX_BIN=$T/no-such-sandbox \
 	--contract-digest "$C1" --out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?
 is "$RC" 3 "sandbox required but unavailable: exit 3"
 t "... and no receipt is written" test ! -e "$T/x.receipt"
+RC=0; (cd "$WS" && KZ_PI_SANDBOX_CONFIG=$T/no-such.conf kz-pi-validate --profile \
+	"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
+	--out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?
+is "$RC" 3 "a kz-sandbox config it cannot read: kz-sandbox refuses, exit 3"
+like "$(cat "$T/.out")" "sandbox did not start: .*config" "... with kz-sandbox's reason"
 printf '#!/bin/sh\necho v18.20.4\n' >"$T/old-node"; chmod 0755 "$T/old-node"
 RC=0; (cd "$WS" && KZ_PI_NODE=$T/old-node kz-pi-validate --profile \
 	"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \

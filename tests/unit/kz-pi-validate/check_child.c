@@ -130,6 +130,7 @@ START_TEST(test_sandbox_argv)
 	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
 	ck_assert_str_eq(a[0], "/sbx");
 	ck_assert_str_eq(a[1], "run");
+	ck_assert_int_lt(find(a, "--config"), 0);
 	ck_assert_str_eq(a[find(a, "--projection") + 1], "/run/pv/load");
 	ck_assert_str_eq(a[find(a, "--uid") + 1], "4242");
 	ck_assert_str_eq(a[find(a, "--timeout") + 1], "10");
@@ -150,6 +151,10 @@ START_TEST(test_sandbox_argv)
 	ck_assert_int_lt(find(a, "--pass-fd"), 0);
 	ck_assert_int_lt(find(a, "KZ_PI_NONCE_FD=3"), 0);
 	ck_assert_str_eq(a[find(a, "--") + 5], "none");
+	r.sandbox_conf = "/etc/kaizen/pi-sandbox.conf";
+	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
+	ck_assert_str_eq(a[2], "--config");
+	ck_assert_str_eq(a[3], "/etc/kaizen/pi-sandbox.conf");
 	/* a command that does not fit is refused, not cut */
 	ck_assert_int_eq(pv_sandbox_argv(&r, a, 20), KZ_ETOOBIG);
 }
