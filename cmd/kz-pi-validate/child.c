@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -361,9 +362,14 @@ make_pipes(struct pipes *p, bool channel, uid_t uid)
 	/*
 	 * The child reopens its result end through /proc/self/fd under the
 	 * unprivileged uid, and a pipe's inode belongs to its creator with
-	 * mode 0600: hand that inode to the child's uid.
+	 * mode 0600: hand that inode to the child's uid.  Under a kz-sandbox
+	 * user namespace the child's host uid is SANDBOX_USERNS_HOST_UID,
+	 * which the validator does not know, so others may write too.  That
+	 * widens nothing: only a process that may already reach the child's
+	 * /proc/PID/fd (root, or the child's own uid) can open the pipe.
 	 */
-	if (channel && fchown(p->result[1], uid, uid) != 0)
+	if (channel && (fchown(p->result[1], uid, uid) != 0 ||
+	    fchmod(p->result[1], 0622) != 0))
 		return KZ_ESYS;
 	return 0;
 }

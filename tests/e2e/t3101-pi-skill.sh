@@ -5,7 +5,7 @@
 # without sandbox, loader or a recent enough node.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 31
+plan 33
 
 fixture skill-ok
 pv skill-ok
@@ -59,6 +59,19 @@ RC=0; (cd "$WS" && KZ_PI_SANDBOX_CONFIG=$T/no-such.conf kz-pi-validate --profile
 	--out "$T/x.receipt") >"$T/.out" 2>&1 || RC=$?
 is "$RC" 3 "a kz-sandbox config it cannot read: kz-sandbox refuses, exit 3"
 like "$(cat "$T/.out")" "sandbox did not start: .*config" "... with kz-sandbox's reason"
+# kz-sandbox's own settings come only from KZ_PI_SANDBOX_CONFIG: a user
+# namespace mapping the child to another host uid still returns a result.
+printf 'SANDBOX_USERNS = on\nSANDBOX_USERNS_HOST_UID = 60001\nSANDBOX_USERNS_HOST_GID = 60001\n' \
+	>"$T/userns.conf"
+if kz-sandbox run --config "$T/userns.conf" -- /bin/true >/dev/null 2>&1; then
+	RC=0; (cd "$WS" && KZ_PI_SANDBOX_CONFIG=$T/userns.conf kz-pi-validate --profile \
+		"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
+		--out "$T/ns.receipt") >"$T/.out" 2>&1 || RC=$?
+	is "$RC" 0 "under a kz-sandbox user namespace (host uid 60001): passes"
+	is "$(field ns r.surface.skills)" '["hello"]' "... with the loader's observation"
+else
+	ok 0 "# SKIP kz-sandbox cannot make a user namespace here"; ok 0 "# SKIP"
+fi
 printf '#!/bin/sh\necho v18.20.4\n' >"$T/old-node"; chmod 0755 "$T/old-node"
 RC=0; (cd "$WS" && KZ_PI_NODE=$T/old-node kz-pi-validate --profile \
 	"$FIX/skill-ok/profile.json" --files "$T/skill-ok" --contract-digest "$C1" \
