@@ -1,7 +1,8 @@
 /*
  * Warm-run client for tests/bench/sandbox.sh: sends N "run /bin/true"
  * frames over one connection to a kz-sandbox serve socket and prints the
- * median and mean round trip in milliseconds.  Built by the bench script.
+ * median and mean round trip in milliseconds, or with -r every round trip
+ * on a line of its own.  Built by the bench script.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -78,6 +79,11 @@ main(int argc, char **argv)
 			fprintf(stderr, "bad reply: %.200s\n", buf);
 			return 5;
 		}
+	}
+	if (argc > 3 && strcmp(argv[3], "-r") == 0) {
+		for (int i = 0; i < n; i++)
+			printf("%.4f\n", t[i]);
+		return 0;
 	}
 	qsort(t, (size_t)n, sizeof(*t), cmp);
 	printf("%.3f %.3f\n", t[n / 2], sum / n);
