@@ -53,10 +53,34 @@ beside(char *out, size_t len, const char *rel)
 	snprintf(out, len, "%s/../%s", dirname(exe), rel);
 }
 
+/*
+ * The default node and npm: the first on PATH (an operator's Node 20 may
+ * live in /usr/local/bin), else the Debian location.  The result is an
+ * absolute path, so the sandbox runs exactly what was found here.
+ */
+static const char *
+on_path(const char *name, const char *dflt, char *buf, size_t len)
+{
+	const char *path = getenv("PATH"), *p, *e;
+
+	for (p = path; p != NULL && *p != '\0'; p = *e ? e + 1 : e) {
+		int n;
+
+		e = strchrnul(p, ':');
+		if (*p != '/')
+			continue;
+		n = snprintf(buf, len, "%.*s/%s", (int)(e - p), p, name);
+		if (n > 0 && (size_t)n < len && access(buf, X_OK) == 0)
+			return buf;
+	}
+	return dflt;
+}
+
 static int
 load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 {
 	static char child[PATH_MAX], mods[PATH_MAX], sbx[PATH_MAX];
+	static char node[PATH_MAX], npm[PATH_MAX];
 	char why[256];
 	const char *iso;
 	int64_t v;
@@ -69,11 +93,13 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	c->keyfile = kz_conf_str(*kc, "KZ_FIELD_KEY_FILE", NULL);
 	c->sandbox_bin = kz_conf_str(*kc, "KZ_SANDBOX_BIN", sbx);
 	c->sandbox_conf = kz_conf_str(*kc, "KZ_PI_SANDBOX_CONFIG", NULL);
-	c->node = kz_conf_str(*kc, "KZ_PI_NODE", "/usr/bin/node");
+	c->node = kz_conf_str(*kc, "KZ_PI_NODE",
+	    on_path("node", "/usr/bin/node", node, sizeof(node)));
 	c->child_js = kz_conf_str(*kc, "KZ_PI_CHILD", child);
 	c->modules = kz_conf_str(*kc, "KZ_PI_MODULES", mods);
 	c->pi_version = kz_conf_str(*kc, "KZ_PI_VERSION", "0.73.1");
-	c->npm = kz_conf_str(*kc, "KZ_PI_NPM", "/usr/bin/npm");
+	c->npm = kz_conf_str(*kc, "KZ_PI_NPM",
+	    on_path("npm", "/usr/bin/npm", npm, sizeof(npm)));
 	c->npm_cache = kz_conf_str(*kc, "KZ_PI_NPM_CACHE", NULL);
 	if (c->npm_cache != NULL && c->npm_cache[0] == '\0')
 		c->npm_cache = NULL;
