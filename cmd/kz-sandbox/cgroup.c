@@ -20,7 +20,6 @@
 #include "sbx.h"
 #include "banned.h"
 
-#define CGROOT "/sys/fs/cgroup"
 
 static const char *const v1name[SBX_CG_N] = {"memory", "pids", "cpu",
     "freezer"};
@@ -127,20 +126,40 @@ stat_fds(struct sbx_cg *g)
 	    g->count_fd < 0 ? KZ_ESYS : 0;
 }
 
+/* Whether the v2 root offers memory, pids and cpu; missing lists the
+ * ones it does not offer. */
 static bool
-v2_usable(void)
+v2_usable(const struct sbx_cg *g, char *missing, size_t mlen)
 {
-	char buf[512];
+	static const char *const need[] = {"memory", "pids", "cpu"};
+	char buf[512], word[16];
 
-	if (rfile(CGROOT, "cgroup.controllers", buf, sizeof(buf)) < 0)
-		return false;
-	return strstr(buf, "memory") && strstr(buf, "pids") &&
-	    strstr(buf, "cpu");
+	snprintf(missing, mlen, "%s", "");
+	if (rfile(g->root, "cgroup.controllers", buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		bool have = false;
+
+		for (char *p = buf; *p != '\0';) {
+			size_t n = strcspn(p, " \n");
+
+			snprintf(word, sizeof(word), "%.*s", (int)n, p);
+			have |= strcmp(word, need[i]) == 0;
+			p += n + (p[n] != '\0');
+		}
+		if (!have) {
+			size_t l = strlen(missing);
+
+			snprintf(missing + l, mlen - l, "%s%s", l ? " " : "",
+			    need[i]);
+		}
+	}
+	return missing[0] == '\0';
 }
 
 /* The agent's current cgroup in hierarchy i, from /proc/self/cgroup. */
 static int
-own_cgroup(bool v2, int i, char *out, size_t len)
+own_cgroup(const struct sbx_cg *g, bool v2, int i, char *out, size_t len)
 {
 	char buf[4096], *line, *save = NULL;
 	int fd;
@@ -166,9 +185,9 @@ own_cgroup(bool v2, int i, char *out, size_t len)
 		    (i == SBX_CG_CPU && strcmp(c1 + 1, "cpu,cpuacct") == 0);
 		if (hit) {
 			if (v2)
-				snprintf(out, len, "%s%s", CGROOT, c2 + 1);
+				snprintf(out, len, "%s%s", g->root, c2 + 1);
 			else
-				snprintf(out, len, "%s/%s%s", CGROOT, c1 + 1,
+				snprintf(out, len, "%s/%s%s", g->root, c1 + 1,
 				    c2 + 1);
 			return 0;
 		}
@@ -234,12 +253,12 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
 		struct stat st;
 
 		if (g->v2)
-			snprintf(base, sizeof(base), "%s", CGROOT);
+			snprintf(base, sizeof(base), "%s", g->root);
 		else
-			snprintf(base, sizeof(base), "%s/%s", CGROOT,
+			snprintf(base, sizeof(base), "%s/%s", g->root,
 			    v1name[i]);
 		if (stat(base, &st) < 0 && !(i == SBX_CG_CPU &&
-		    snprintf(base, sizeof(base), "%s/cpu,cpuacct", CGROOT) &&
+		    snprintf(base, sizeof(base), "%s/cpu,cpuacct", g->root) &&
 		    stat(base, &st) == 0)) {
 			kz_why(why, wlen, "cgroup: no %s controller", v1name[i]);
 			return KZ_EUNAVAIL;
@@ -257,7 +276,7 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
 		if (i == 0 && (size_t)snprintf(g->agent, PATH_MAX, "%s%s", wk,
 		    g->v2 ? "/agent" : "") >= PATH_MAX)
 			return KZ_ETOOBIG;
-		if (own_cgroup(g->v2, i, g->orig[i], PATH_MAX) != 0) {
+		if (own_cgroup(g, g->v2, i, g->orig[i], PATH_MAX) != 0) {
 			kz_why(why, wlen, "cgroup: cannot read own cgroup");
 			return KZ_EUNAVAIL;
 		}
@@ -269,14 +288,23 @@ int
 sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
     char *why, size_t wlen)
 {
-	char pid[32];
+	char pid[32], missing[64];
 	int r;
 
-	g->v2 = v2_usable();
+
+	snprintf(g->root, sizeof(g->root), "%s", c->cg_root);
+	g->v2 = v2_usable(g, missing, sizeof(missing));
+	if (strcmp(c->cg_version, "v1") == 0)
+		g->v2 = false;
+	else if (strcmp(c->cg_version, "v2") == 0 && !g->v2) {
+		kz_why(why, wlen, "cgroup: v2 is configured but its root does "
+		    "not offer %s", missing);
+		return KZ_EUNAVAIL;
+	}
 	if ((r = paths(g, c, why, wlen)) != 0)
 		return r;
 	if (g->v2)
-		(void)wfile(CGROOT, "cgroup.subtree_control",
+		(void)wfile(g->root, "cgroup.subtree_control",
 		    "+memory +pids +cpu");
 	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
 		char parent[PATH_MAX];

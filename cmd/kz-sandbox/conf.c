@@ -73,6 +73,10 @@ static const struct key keys[] = {
 	    2147483646, "65534", "host gid the sandbox gid maps to (--userns on)"},
 	{"SANDBOX_CGROUP_PARENT", "cgroup-parent", K_STR, S(cg_parent), 0, 0,
 	    "kz-sandbox", "cgroup under which workers are created"},
+	{"SANDBOX_CGROUP_ROOT", "cgroup-root", K_STR, S(cg_root), 0, 0,
+	    "/sys/fs/cgroup", "where the cgroup hierarchies are mounted"},
+	{"SANDBOX_CGROUP_VERSION", "cgroup-version", K_STR, S(cg_version), 0, 0,
+	    "auto", "auto, v1 or v2 (auto: v2 when it offers the controllers)"},
 	{"SANDBOX_STATE_DIR", "state-dir", K_STR, S(state_dir), 0, 0,
 	    "/run/kz-sandbox", "host directory for the workers' root views"},
 	{"SANDBOX_MASK", "mask", K_STR, S(masks), 0, 0,
@@ -226,6 +230,18 @@ sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 		kz_why(why, wlen, "SANDBOX_ROOT, SANDBOX_STATE_DIR and "
 		    "SANDBOX_PROJECTION_DIR must be absolute paths without "
 		    "dot segments");
+		return KZ_ECONF;
+	}
+	if (!abs_path_ok(c->cg_root)) {
+		kz_why(why, wlen, "SANDBOX_CGROUP_ROOT must be an absolute "
+		    "path without dot segments");
+		return KZ_ECONF;
+	}
+	if (strcmp(c->cg_version, "auto") != 0 &&
+	    strcmp(c->cg_version, "v1") != 0 &&
+	    strcmp(c->cg_version, "v2") != 0) {
+		kz_why(why, wlen, "SANDBOX_CGROUP_VERSION must be auto, v1 or "
+		    "v2");
 		return KZ_ECONF;
 	}
 	if (!sbx_id_valid(c->cg_parent)) {

@@ -42,6 +42,8 @@ struct sbx_conf {
 	char egress_sock[108];
 	char state_dir[PATH_MAX];
 	char cg_parent[128];
+	char cg_root[256];
+	char cg_version[8];	/* auto, v1 or v2 */
 	char masks[4096];
 	char hostname[64];
 	char sock[108];
@@ -75,6 +77,7 @@ KZ_WUR bool sbx_id_valid(const char *id);
 enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_N };
 struct sbx_cg {
 	bool v2;
+	char root[256];				/* SANDBOX_CGROUP_ROOT */
 	char worker[SBX_CG_N][PATH_MAX];	/* .../<parent>/<id> */
 	char run[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/run */
 	char init[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/init */

@@ -38,7 +38,7 @@ static const struct {
 	{"stdout-max", "1K", 0}, {"stdout-max", "1", KZ_ERANGE},
 	{"userns", "on", 0}, {"userns", "off", 0}, {"userns", "maybe", KZ_EINVAL},
 	{"userns-host-uid", "0", KZ_ERANGE}, {"userns-host-uid", "100000", 0},
-	{"userns-host-gid", "0", KZ_ERANGE},
+	{"userns-host-gid", "0", KZ_ERANGE}, {"cgroup-root", "/cg", 0},
 };
 
 START_TEST(test_options)
@@ -68,6 +68,13 @@ START_TEST(test_checks)
 	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
 	sbx_conf_defaults(&c);
 	snprintf(c.id, sizeof(c.id), "../x");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	sbx_conf_defaults(&c);
+	snprintf(c.cg_version, sizeof(c.cg_version), "v3");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	snprintf(c.cg_version, sizeof(c.cg_version), "v2");
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), 0);
+	snprintf(c.cg_root, sizeof(c.cg_root), "sys/fs/cgroup");
 	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
 	ck_assert(sbx_id_valid("w-1.a_b"));
 	ck_assert(!sbx_id_valid(""));
