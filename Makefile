@@ -23,7 +23,7 @@ B       ?= build
 
 # Debian packages the build, the tests and the benchmarks need.
 # valkey-server where the distribution ships it, else Redis 7 (wire-compatible).
-STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server || echo redis-server)
+STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server valkey-tools || echo redis-server redis-tools)
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev check
 DEPS_TEST  = $(STORE_PKG) clang libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \

@@ -42,7 +42,8 @@ start_store() {
 	local srv; srv=$(command -v valkey-server || command -v redis-server)
 	STORE_SOCK=$T/store.sock
 	bg "$srv" --port 0 --unixsocket "$STORE_SOCK" --unixsocketperm 600 \
-		--dir "$T" --appendonly yes --save '' --daemonize no --loglevel warning
+		--dir "$T" --appendonly yes --save '' --daemonize no --loglevel warning \
+		--logfile "$T/store.log"
 	STORE_PID=$LASTPID
 	wait_sock "$STORE_SOCK" 10
 }
