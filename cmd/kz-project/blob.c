@@ -113,15 +113,30 @@ out:
 }
 
 int
+kzp_blob_dir(const char *blobdir, int *dfd)
+{
+	*dfd = open(blobdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return *dfd >= 0 ? 0 : KZ_ENOENT;
+}
+
+int
+kzp_blob_open_at(int dfd, const char *sha, int *fd)
+{
+	if (!kzp_sha_ok(sha))
+		return KZ_EINVAL;
+	return kz_path_open(dfd, sha, KZP_SHA_HEX, KZ_PATH_FILE, fd, NULL, 0);
+}
+
+int
 kzp_blob_open(const char *blobdir, const char *sha, int *fd)
 {
 	int dfd, e;
 
 	if (!kzp_sha_ok(sha))
 		return KZ_EINVAL;
-	if ((dfd = open(blobdir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return KZ_ENOENT;
-	e = kz_path_open(dfd, sha, KZP_SHA_HEX, KZ_PATH_FILE, fd, NULL, 0);
+	if ((e = kzp_blob_dir(blobdir, &dfd)) != 0)
+		return e;
+	e = kzp_blob_open_at(dfd, sha, fd);
 	close(dfd);
 	return e;
 }

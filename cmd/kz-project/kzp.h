@@ -40,6 +40,7 @@ struct kzp {
 	const char *out_types;	/* comma-separated extensions */
 	int64_t snap_ttl;
 	bool pointer_shared;	/* default pointer for new links */
+	bool oneshot;		/* one op per process: EVAL, no SCRIPT LOAD */
 };
 
 /* A refusal or failure: wire code and one-line reason. */
@@ -72,8 +73,12 @@ KZ_WUR int kzp_facts(struct kzp *p, const char *rid, const char *mh,
 /* Commits an admission: checks aver/seq, stores the snapshot, the scope. */
 KZ_WUR int kzp_commit(struct kzp *p, const cJSON *view, const cJSON *snap,
     const char *mh, const cJSON *scope_add, struct kzp_res *r);
-/* The stored copy of a snapshot; NULL (0 returned) if unknown. */
-KZ_WUR int kzp_snap_get(struct kzp *p, const char *sid, cJSON **out,
+/*
+ * One atomic read for verification: the view for mh with rids, and the
+ * stored copy of snapshot sid (*stored NULL, 0 returned, if unknown).
+ */
+KZ_WUR int kzp_live(struct kzp *p, const char *rh, const char *mh,
+    const cJSON *rids, const char *sid, cJSON **view, cJSON **stored,
     struct kzp_res *r);
 
 /* admit.c: the policy, pure over a view (unit-tested). */
@@ -102,6 +107,9 @@ KZ_WUR int kzp_snap_check(const cJSON *snap, struct kzp_res *r);
 KZ_WUR int kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
     char sha[KZP_SHA_HEX + 1], int64_t *size, struct kzp_res *r);
 KZ_WUR int kzp_blob_open(const char *blobdir, const char *sha, int *fd);
+/* The blob directory once (O_PATH), then each blob beneath it. */
+KZ_WUR int kzp_blob_dir(const char *blobdir, int *dfd);
+KZ_WUR int kzp_blob_open_at(int dfd, const char *sha, int *fd);
 bool kzp_sha_ok(const char *s);
 
 /* materialize.c */

@@ -141,8 +141,10 @@ main(int argc, char **argv)
 			c.sock = strdup(sock);
 		}
 		rc = c.sock != NULL ? kzp_serve(&p, &c) : 4;
-	} else
+	} else {
+		p.oneshot = true;
 		rc = one_shot(&p, argv[1], n, rest);
+	}
 out:
 	kz_store_free(p.st);
 	kz_key_wipe(&p.idkey);

@@ -70,6 +70,14 @@ rm_tree(const char *dir)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Closes fd unless it is the projection's root. */
+static void
+e_close(int fd, int root)
+{
+	if (fd != root)
+		close(fd);
+}
+
 static int
 write_all(int fd, const unsigned char *b, size_t n)
 {
@@ -86,32 +94,42 @@ write_all(int fd, const unsigned char *b, size_t n)
 	return 0;
 }
 
-/* Opens (creating) the parent directory of rel beneath root, O_NOFOLLOW. */
+/* A projection being written: its private root and the blob directory. */
+struct proj {
+	int root;
+	int blobs;
+	bool subdirs;		/* directories made below the root */
+};
+
+/*
+ * Opens (creating) the parent directory of rel beneath the root, each step
+ * O_NOFOLLOW.  A file at the top is written through the root itself.
+ */
 static int
-open_parent(int root, const char *rel, int *pfd, const char **base)
+open_parent(struct proj *pj, const char *rel, int *pfd, const char **base)
 {
 	char seg[KZ_PATH_SEG_MAX + 1];
 	const char *s = rel, *slash;
-	int fd = dup(root), nfd;
+	int fd = pj->root, nfd;
 
-	if (fd < 0)
-		return KZ_ESYS;
 	while ((slash = strchr(s, '/')) != NULL) {
 		size_t n = (size_t)(slash - s);
 
 		if (n == 0 || n > KZ_PATH_SEG_MAX) {
-			close(fd);
+			e_close(fd, pj->root);
 			return KZ_EPATH_SEGLEN;
 		}
 		memcpy(seg, s, n);
 		seg[n] = '\0';
-		if (mkdirat(fd, seg, 0700) != 0 && errno != EEXIST) {
-			close(fd);
+		if (mkdirat(fd, seg, 0700) == 0)
+			pj->subdirs = true;
+		else if (errno != EEXIST) {
+			e_close(fd, pj->root);
 			return KZ_ESYS;
 		}
 		nfd = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
-		close(fd);
+		e_close(fd, pj->root);
 		if (nfd < 0)
 			return KZ_EPATH_SYMLINK;
 		fd = nfd;
@@ -122,10 +140,16 @@ open_parent(int root, const char *rel, int *pfd, const char **base)
 	return 0;
 }
 
-/* Copies one blob to rel beneath root and proves its size and digest. */
+/*
+ * Copies exactly the admitted size from one blob to rel beneath the root,
+ * hashing the same buffer that is written, so the bytes proven are the
+ * bytes delivered (one read of each byte).  The blob's size must be the
+ * admitted size; a blob that shrinks while read comes up short and one
+ * that grows adds nothing that is delivered: either way what lands is
+ * exactly the admitted size and digest, or nothing.
+ */
 static int
-put_one(const struct kzp *p, int root, const cJSON *it, int64_t *bytes,
-    struct kzp_res *r)
+put_one(struct proj *pj, const cJSON *it, int64_t *bytes, struct kzp_res *r)
 {
 	static unsigned char buf[COPY_BUF];
 	const char *rel = cJSON_GetStringValue(kz_json_get(it, "path"));
@@ -140,12 +164,12 @@ put_one(const struct kzp *p, int root, const cJSON *it, int64_t *bytes,
 	int in = -1, out = -1, pfd = -1, e;
 	ssize_t n;
 
-	if (kzp_blob_open(p->blobdir, sha, &in) != 0 || fstat(in, &sb) != 0 ||
-	    sb.st_size != want) {
+	if (kzp_blob_open_at(pj->blobs, sha, &in) != 0 ||
+	    fstat(in, &sb) != 0 || sb.st_size != want) {
 		e = KZ_ECRYPTO;
 		goto out;
 	}
-	if ((e = open_parent(root, rel, &pfd, &base)) != 0)
+	if ((e = open_parent(pj, rel, &pfd, &base)) != 0)
 		goto out;
 	if ((out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600)) < 0) {
@@ -153,13 +177,17 @@ put_one(const struct kzp *p, int root, const cJSON *it, int64_t *bytes,
 		goto out;
 	}
 	crypto_hash_sha256_init(&st);
-	while ((n = read(in, buf, sizeof(buf))) != 0) {
-		if (n < 0 && errno == EINTR)
+	while (total < want) {
+		size_t ask = want - total < (int64_t)sizeof(buf) ?
+		    (size_t)(want - total) : sizeof(buf);
+
+		if ((n = read(in, buf, ask)) < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || (total += n) > want) {
+		if (n <= 0) {
 			e = n < 0 ? KZ_ESYS : KZ_ECRYPTO;
 			goto out;
 		}
+		total += n;
 		crypto_hash_sha256_update(&st, buf, (size_t)n);
 		if (write_all(out, buf, (size_t)n) != 0) {
 			e = KZ_ESYS;
@@ -170,6 +198,11 @@ put_one(const struct kzp *p, int root, const cJSON *it, int64_t *bytes,
 	kz_hex(h, sizeof(h), got);
 	if (total != want || strcmp(got, sha) != 0) {
 		e = KZ_ECRYPTO;
+		goto out;
+	}
+	/* Read-only now; the tree stays private (0700) until delivered. */
+	if (fchmod(out, 0444) != 0) {
+		e = KZ_ESYS;
 		goto out;
 	}
 	*bytes += total;
@@ -186,7 +219,7 @@ out:
 	if (out >= 0)
 		close(out);
 	if (pfd >= 0)
-		close(pfd);
+		e_close(pfd, pj->root);
 	return e;
 }
 
@@ -213,10 +246,11 @@ int
 kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
     int64_t *files, int64_t *bytes, struct kzp_res *r)
 {
+	struct proj pj = {.root = -1, .blobs = -1};
 	char tmp[PATH_MAX];
 	const cJSON *it;
 	struct stat sb;
-	int root = -1, e;
+	int e;
 
 	*files = *bytes = 0;
 	if (lstat(dest, &sb) == 0 || errno != ENOENT ||
@@ -225,14 +259,17 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 		    "absolute path in an existing directory");
 		return KZ_EINVAL;
 	}
-	if ((root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	if ((pj.root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) < 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "the projection could not start");
 		e = KZ_ESYS;
 		goto out;
 	}
+	/* A missing blob directory fails the first file, as a missing blob. */
+	if (kzp_blob_dir(p->blobdir, &pj.blobs) != 0)
+		pj.blobs = -1;
 	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
-		if ((e = put_one(p, root, it, bytes, r)) != 0)
+		if ((e = put_one(&pj, it, bytes, r)) != 0)
 			goto out;
 		(*files)++;
 	}
@@ -245,7 +282,9 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 		e = KZ_ETOOBIG;
 		goto out;
 	}
-	if (nftw(tmp, chmod_ro, 16, FTW_DEPTH | FTW_PHYS) != 0 ||
+	/* Files are 0444 already; directories become 0555 last. */
+	if ((pj.subdirs && nftw(tmp, chmod_ro, 16, FTW_DEPTH | FTW_PHYS) !=
+	    0) || fchmod(pj.root, 0555) != 0 ||
 	    renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
 		kzp_fail(r, KZ_WE_REFUSED, "the projection could not be "
 		    "delivered");
@@ -254,8 +293,10 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 	}
 	e = 0;
 out:
-	if (root >= 0)
-		close(root);
+	if (pj.root >= 0)
+		close(pj.root);
+	if (pj.blobs >= 0)
+		close(pj.blobs);
 	if (e != 0)
 		rm_tree(tmp);
 	return e;

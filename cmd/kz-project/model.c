@@ -32,6 +32,7 @@ static struct kz_script scripts[] = {
 	{"declare_source", LUA_DECLARE_SOURCE, ""},
 	{"facts", LUA_FACTS, ""},
 	{"view", LUA_VIEW, ""},
+	{"live", LUA_LIVE, ""},
 	{"commit", LUA_COMMIT, ""},
 	{NULL, NULL, ""},
 };
@@ -140,7 +141,7 @@ static int
 eval(struct kzp *p, const char *name, int argc, const char **argv,
     redisReply **rep, struct kzp_res *r)
 {
-	const char *av[ARGS_MAX + 2];
+	const char *av[ARGS_MAX + 5];
 	struct kz_script *sc = script(name);
 	char why[KZP_WHY] = "";
 	int e;
@@ -151,10 +152,23 @@ eval(struct kzp *p, const char *name, int argc, const char **argv,
 	}
 	if ((e = kzp_connect(p, r)) != 0)
 		return e;
-	av[0] = kz_store_prefix(p->st);
-	av[1] = kz_store_prefix(p->st);
-	memcpy(av + 2, argv, (size_t)argc * sizeof(*argv));
-	e = kz_store_eval(p->st, sc, 1, argc + 2, av, rep, why, sizeof(why));
+	av[0] = "EVAL";
+	av[1] = sc->src;
+	av[2] = "1";
+	av[3] = kz_store_prefix(p->st);
+	av[4] = kz_store_prefix(p->st);
+	memcpy(av + 5, argv, (size_t)argc * sizeof(*argv));
+	/*
+	 * A one-shot process runs a script once or twice: EVAL carries it in
+	 * the one round trip, where SCRIPT LOAD then EVALSHA would take two
+	 * (the server caches the script either way).  The daemon sends the
+	 * digest only.
+	 */
+	if (p->oneshot)
+		e = kz_store_cmd(p->st, argc + 5, av, rep, why, sizeof(why));
+	else
+		e = kz_store_eval(p->st, sc, 1, argc + 2, av + 3, rep, why,
+		    sizeof(why));
 	return e == 0 ? 0 : eval_fail(p, e, why, r);
 }
 
@@ -193,29 +207,77 @@ eval_json(struct kzp *p, const char *name, int argc, const char **argv,
 	return 0;
 }
 
+/* One JSON argument: a manifest may name more ids than EVAL args. */
+static char *
+rids_json(const cJSON *rids, struct kzp_res *r)
+{
+	char *js = rids != NULL ? kz_json_print(rids) : strdup("[]");
+
+	if (js == NULL)
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+	return js;
+}
+
 int
 kzp_view(struct kzp *p, const char *rh, const char *mh, const cJSON *rids,
     cJSON **out, struct kzp_res *r)
 {
 	const char *av[3] = {rh, mh, NULL};
-	char *js = NULL;
-	cJSON *empty = NULL;
+	char *js;
 	int e;
 
-	/* One JSON argument: a manifest may name more ids than EVAL args. */
-	if (rids == NULL && (rids = empty = cJSON_CreateArray()) == NULL) {
-		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+	if ((js = rids_json(rids, r)) == NULL)
 		return KZ_ENOMEM;
-	}
-	if ((js = kz_json_print(rids)) == NULL) {
-		cJSON_Delete(empty);
-		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
-		return KZ_ENOMEM;
-	}
 	av[2] = js;
 	e = eval_json(p, "view", 3, av, out, r);
 	free(js);
-	cJSON_Delete(empty);
+	return e;
+}
+
+static int
+parse_str(const redisReply *e, cJSON **out)
+{
+	*out = NULL;
+	if (e->type != REDIS_REPLY_STRING)
+		return -1;
+	*out = cJSON_ParseWithLength(e->str, e->len);
+	return *out != NULL ? 0 : -1;
+}
+
+int
+kzp_live(struct kzp *p, const char *rh, const char *mh, const cJSON *rids,
+    const char *sid, cJSON **view, cJSON **stored, struct kzp_res *r)
+{
+	const char *av[4] = {rh, mh, NULL, sid};
+	redisReply *rep = NULL;
+	char *js;
+	int e;
+
+	*view = *stored = NULL;
+	/* Snapshot ids are what admit makes: 32 lowercase hex digits. */
+	if (strlen(sid) != 32 || strspn(sid, "0123456789abcdef") != 32) {
+		kzp_fail(r, KZ_WE_REFUSED, "the admission snapshot cannot be "
+		    "proven");
+		return KZ_EDENIED;
+	}
+	if ((js = rids_json(rids, r)) == NULL)
+		return KZ_ENOMEM;
+	av[2] = js;
+	e = eval(p, "live", 4, av, &rep, r);
+	free(js);
+	if (e != 0)
+		return e;
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    parse_str(rep->element[0], view) != 0 ||
+	    (rep->elements > 1 && rep->element[1]->type != REDIS_REPLY_NIL &&
+	    parse_str(rep->element[1], stored) != 0)) {
+		cJSON_Delete(*view);
+		cJSON_Delete(*stored);
+		*view = *stored = NULL;
+		kzp_fail(r, KZ_WE_INTERNAL, "store view unreadable");
+		e = KZ_EINTERNAL;
+	}
+	freeReplyObject(rep);
 	return e;
 }
 
@@ -270,28 +332,4 @@ kzp_commit(struct kzp *p, const cJSON *view, const cJSON *snap,
 	free(js);
 	free(sc);
 	return e;
-}
-
-int
-kzp_snap_get(struct kzp *p, const char *sid, cJSON **out, struct kzp_res *r)
-{
-	char key[KZ_STORE_KEY_MAX], suf[80], why[KZP_WHY];
-	const char *argv[2] = {"GET", key};
-	redisReply *rep;
-	int e;
-
-	*out = NULL;
-	if ((e = kzp_connect(p, r)) != 0)
-		return e;
-	snprintf(suf, sizeof(suf), "snap:%s", sid);
-	if (kz_store_key(p->st, suf, key, sizeof(key)) != 0) {
-		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad snapshot id");
-		return KZ_EINVAL;
-	}
-	if ((e = kz_store_cmd(p->st, 2, argv, &rep, why, sizeof(why))) != 0)
-		return eval_fail(p, e, why, r);
-	if (rep->type == REDIS_REPLY_STRING)
-		*out = cJSON_ParseWithLength(rep->str, rep->len);
-	freeReplyObject(rep);
-	return 0;
 }

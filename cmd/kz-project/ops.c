@@ -626,20 +626,22 @@ check_live(struct kzp *p, const cJSON *snap, struct kzp_res *r)
 
 	if ((e = kzp_snap_check(snap, r)) != 0)
 		return e;
-	if ((e = kzp_snap_get(p, sid, &stored, r)) != 0)
-		return e;
+	if ((ids = cJSON_CreateArray()) == NULL) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		return KZ_ENOMEM;
+	}
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
+		cJSON_AddItemToArray(ids, cJSON_CreateString(
+		    cJSON_GetStringValue(kz_json_get(it, "id"))));
+	/* The stored snapshot and live state, in one atomic read. */
+	if ((e = kzp_live(p, rh, mh, ids, sid, &view, &stored, r)) != 0)
+		goto out;
 	if (stored == NULL || !cJSON_Compare(stored, snap, true)) {
 		kzp_fail(r, KZ_WE_REFUSED, "the admission snapshot cannot be "
 		    "proven");
 		e = KZ_EDENIED;
 		goto out;
 	}
-	ids = cJSON_CreateArray();
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
-		cJSON_AddItemToArray(ids, cJSON_CreateString(
-		    cJSON_GetStringValue(kz_json_get(it, "id"))));
-	if ((e = kzp_view(p, rh, mh, ids, &view, r)) != 0)
-		goto out;
 	e = kzp_verify_decide(snap, view, &p->b, r);
 out:
 	cJSON_Delete(stored);

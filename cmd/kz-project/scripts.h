@@ -233,27 +233,44 @@
 #define LUA_FACTS LUA_LIB LUA_FACTS_FN \
 "return cjson.encode(facts(ARGV[2], ARGV[3]))\n"
 
+/* Everything admission and verification decide on, for one member. */
+#define LUA_VIEW_FN \
+"local function view(rh, mh, extra)\n" \
+"  local h = redis.call('HMGET', K('room', rh), 'aver', 'seq')\n" \
+"  if not h[1] then return {exists = false} end\n" \
+"  local out = {exists = true, aver = tonumber(h[1]), seq = tonumber(h[2]), roster = roster(rh),\n" \
+"               links = {}, sel = {}, scope = {}, res = {}}\n" \
+"  local want = {}\n" \
+"  local l = redis.call('HGETALL', K('room', rh, 'links'))\n" \
+"  for i = 1, #l, 2 do local rec = cjson.decode(l[i + 1]); rec.rid = l[i]\n" \
+"    out.links[#out.links + 1] = rec; want[l[i]] = true end\n" \
+"  local s = redis.call('HGETALL', K('room', rh, 'sel'))\n" \
+"  for i = 1, #s, 2 do out.sel[#out.sel + 1] = {rid = s[i], owner = s[i + 1]}; want[s[i]] = true end\n" \
+"  for _, r in ipairs(redis.call('SMEMBERS', K('room', rh, 'scope', mh))) do\n" \
+"    out.scope[#out.scope + 1] = r; want[r] = true end\n" \
+"  for _, r in ipairs(cjson.decode(extra)) do want[r] = true end\n" \
+"  for rid in pairs(want) do out.res[#out.res + 1] = facts(rid, mh) end\n" \
+"  return out\n" \
+"end\n"
+
 /*
- * ARGV: rh, mh, extra rids (a JSON array).  One atomic read of everything admission and
- * verification decide on.
+ * ARGV: rh, mh, extra rids (a JSON array).  One atomic read of everything
+ * admission decides on.
  */
-#define LUA_VIEW LUA_LIB LUA_FACTS_FN \
-"local rh, mh = ARGV[2], ARGV[3]\n" \
-"local h = redis.call('HMGET', K('room', rh), 'aver', 'seq')\n" \
-"if not h[1] then return cjson.encode({exists = false}) end\n" \
-"local out = {exists = true, aver = tonumber(h[1]), seq = tonumber(h[2]), roster = roster(rh),\n" \
-"             links = {}, sel = {}, scope = {}, res = {}}\n" \
-"local want = {}\n" \
-"local l = redis.call('HGETALL', K('room', rh, 'links'))\n" \
-"for i = 1, #l, 2 do local rec = cjson.decode(l[i + 1]); rec.rid = l[i]\n" \
-"  out.links[#out.links + 1] = rec; want[l[i]] = true end\n" \
-"local s = redis.call('HGETALL', K('room', rh, 'sel'))\n" \
-"for i = 1, #s, 2 do out.sel[#out.sel + 1] = {rid = s[i], owner = s[i + 1]}; want[s[i]] = true end\n" \
-"for _, r in ipairs(redis.call('SMEMBERS', K('room', rh, 'scope', mh))) do\n" \
-"  out.scope[#out.scope + 1] = r; want[r] = true end\n" \
-"for _, r in ipairs(cjson.decode(ARGV[4])) do want[r] = true end\n" \
-"for rid in pairs(want) do out.res[#out.res + 1] = facts(rid, mh) end\n" \
-"return cjson.encode(out)\n"
+#define LUA_VIEW LUA_LIB LUA_FACTS_FN LUA_VIEW_FN \
+"return cjson.encode(view(ARGV[2], ARGV[3], ARGV[4]))\n"
+
+/*
+ * ARGV: rh, mh, extra rids, sid.  What verification decides on: the view
+ * and the stored snapshot, read atomically in one round trip (the stored
+ * copy is returned as stored, never re-encoded, so it compares exactly).
+ * Replies {view} when no such snapshot is stored.
+ */
+#define LUA_LIVE LUA_LIB LUA_FACTS_FN LUA_VIEW_FN \
+"local v = cjson.encode(view(ARGV[2], ARGV[3], ARGV[4]))\n" \
+"local s = redis.call('GET', K('snap', ARGV[5]))\n" \
+"if not s then return {v} end\n" \
+"return {v, s}\n"
 
 /* ARGV: rh, aver, seq, sid, snapshot, ttl, mh, scope rids (JSON array). */
 #define LUA_COMMIT LUA_LIB \
