@@ -1,7 +1,8 @@
 /*
  * Audit records of a run.  Every record carries the raw actor and
  * conversation (the sink replaces them by keyed hashes before writing),
- * the capability, the run id and the manifest digest, and nothing else
+ * the capability, the run id, the manifest digest and, for a room's turn,
+ * the admitted audience version, and nothing else
  * of the run: no output, no file names, no environment.
  */
 #include <stdio.h>
@@ -37,10 +38,18 @@ run_audit(const struct run_ctx *x, const char *kind, cJSON *ev)
 	}
 	cJSON_AddStringToObject(ev, "actor", x->o->actor);
 	cJSON_AddStringToObject(ev, "conversation", x->o->conv);
+	/* The sink stores member_hash under the same keyed hash kz-project
+	 * records as actor_hash: one member's turn can be followed across
+	 * both services' records. */
+	if (x->o->member != NULL)
+		cJSON_AddStringToObject(ev, "member", x->o->member);
 	cJSON_AddStringToObject(ev, "capability", x->o->cap);
 	cJSON_AddStringToObject(ev, "rid", x->rid);
 	if (x->manifest[0] != '\0')
 		cJSON_AddStringToObject(ev, "manifest_digest", x->manifest);
+	if (x->audience >= 0)
+		cJSON_AddNumberToObject(ev, "audience_version",
+		    (double)x->audience);
 	e = kz_audit_send(x->c->audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS,
 	    why, sizeof(why));
 	if (e != 0)

@@ -8,7 +8,7 @@
 #include "banned.h"
 
 static const char *const known[] = {
-	"KZ_RUN_DIR", "KZ_LEASE_SOCKET", "KZ_AUDIT_SOCKET",
+	"KZ_RUN_DIR", "KZ_LEASE_SOCKET", "KZ_PROJECT_SOCKET", "KZ_AUDIT_SOCKET",
 	"KZ_FIELD_KEY_FILE", "KZ_STORE_SOCKET", "RUN_SANDBOX_BIN",
 	"RUN_EGRESS_BIN", "RUN_TIMEOUT_MS", "RUN_LEASE_WAIT_MS",
 	"RUN_IO_TIMEOUT_MS", "RUN_FILE_MAX", "RUN_FILES_TOTAL_MAX",
@@ -41,6 +41,10 @@ paths(struct run_conf *c, const struct kz_conf *k, const char *self,
 	snprintf(d, sizeof(d), "%s/kz-lease.sock", rd);
 	e |= copy(c->lease_sock, sizeof(c->lease_sock),
 	    kz_conf_str(k, "KZ_LEASE_SOCKET", d), "KZ_LEASE_SOCKET", why, wlen);
+	snprintf(d, sizeof(d), "%s/kz-project.sock", rd);
+	e |= copy(c->project_sock, sizeof(c->project_sock),
+	    kz_conf_str(k, "KZ_PROJECT_SOCKET", d), "KZ_PROJECT_SOCKET", why,
+	    wlen);
 	e |= copy(c->audit_sock, sizeof(c->audit_sock),
 	    kz_conf_str(k, "KZ_AUDIT_SOCKET", ""), "KZ_AUDIT_SOCKET", why,
 	    wlen);

@@ -1,6 +1,6 @@
 /*
- * The main job: classify -> lease -> restore -> project -> run -> outputs
- * -> snapshot -> release, each step audited.  The reset is kz-lease's (it
+ * The main job: classify -> admit -> lease -> restore -> verify and
+ * project -> run -> outputs -> snapshot -> release, each step audited.  The reset is kz-lease's (it
  * starts kz-reset for every released worker).  A denial at any step ends
  * the attempt; nothing is retried at a weaker boundary.
  */
@@ -59,7 +59,9 @@ denied(const struct run_ctx *x, const char *kind, const char *stage,
 
 	if (ev == NULL)
 		return;
-	if (strcmp(kind, "admission") == 0)
+	/* The admission and projection kinds carry a decision, the
+	 * isolation denial an error code (kz-audit's closed schema). */
+	if (strcmp(kind, "isolation_denial") != 0)
 		cJSON_AddStringToObject(ev, "decision", "denied");
 	else
 		cJSON_AddStringToObject(ev, "error", error);
@@ -67,22 +69,6 @@ denied(const struct run_ctx *x, const char *kind, const char *stage,
 	cJSON_AddStringToObject(ev, "outcome", error);
 	cJSON_AddStringToObject(ev, "reason", reason);
 	(void)run_audit(x, kind, ev);
-}
-
-static int
-exit_for(const char *code)
-{
-	if (code == NULL)
-		return RUN_EXIT_INTERNAL;
-	if (strcmp(code, "admission_closed") == 0 ||
-	    strcmp(code, "store_unavailable") == 0 ||
-	    strcmp(code, "unavailable") == 0)
-		return RUN_EXIT_UNAVAIL;
-	if (strcmp(code, "bad_request") == 0)
-		return RUN_EXIT_USAGE;
-	if (strcmp(code, "internal") == 0)
-		return RUN_EXIT_INTERNAL;
-	return RUN_EXIT_REFUSED;
 }
 
 /* One lease call; a lost reply is retried once under the same op id, so
@@ -144,7 +130,7 @@ get_lease(const struct run_ctx *x, struct lease *l)
 		    "internal", reason ? reason : "");
 		denied(x, "admission", "lease", code ? code : "internal",
 		    reason ? reason : "lease refused");
-		return exit_for(code);
+		return run_exit_for(code);
 	}
 	l->worker = str(l->rep, "worker");
 	l->lid = str(l->rep, "lease_id");
@@ -320,14 +306,78 @@ put(int fd, const char *b64)
 static int run_exec(const struct run_ctx *x, const struct lease *l,
     const char *grant);
 
+/* The room's projection, verified by kz-project right before the code
+ * starts; or the caller's --file copies. */
+static int
+project(struct run_ctx *x, const struct lease *l, const struct run_adm *a)
+{
+	struct run_refusal f;
+	char why[256] = "";
+	uint64_t bytes = 0;
+	int64_t files = 0;
+	cJSON *ev;
+	int rc, e;
+
+	if (x->o->room != NULL) {
+		if ((rc = run_materialize(x, a, l->proj, &f)) != 0) {
+			fprintf(stderr, "kz-run: projection refused: %s: %s\n",
+			    f.code, f.reason);
+			denied(x, "projection", f.stage, f.code, f.reason);
+			return rc;
+		}
+		files = a->files;
+		bytes = (uint64_t)a->bytes;
+	} else if (x->o->nfiles > 0) {
+		if (l->proj == NULL || (e = run_project(x->c, l->proj,
+		    x->o->files, x->o->nfiles, x->manifest, &bytes, why,
+		    sizeof(why))) != 0) {
+			fprintf(stderr, "kz-run: projection refused: %s\n",
+			    l->proj ? why : "the worker has no projection "
+			    "directory");
+			denied(x, "projection", "copy", "refused",
+			    "the projection could not be made");
+			return RUN_EXIT_REFUSED;
+		}
+		files = (int64_t)x->o->nfiles;
+	} else
+		return 0;
+	if ((ev = cJSON_CreateObject()) != NULL) {
+		cJSON_AddNumberToObject(ev, "files", (double)files);
+		cJSON_AddNumberToObject(ev, "bytes", (double)bytes);
+		cJSON_AddStringToObject(ev, "decision", "projected");
+		(void)run_audit(x, "projection", ev);
+	}
+	return 0;
+}
+
+/* kz-project admits the turn before any worker is leased. */
+static int
+admit(struct run_ctx *x, struct run_adm *a)
+{
+	struct run_refusal f;
+	int rc;
+
+	if (x->o->room == NULL)
+		return 0;
+	if ((rc = run_admit(x, a, &f)) != 0) {
+		fprintf(stderr, "kz-run: admission refused: %s: %s\n", f.code,
+		    f.reason);
+		denied(x, "admission", f.stage, f.code, f.reason);
+		return rc;
+	}
+	snprintf(x->manifest, sizeof(x->manifest), "%s", a->manifest);
+	x->audience = a->audience;
+	return 0;
+}
+
 int
 run_dispatch(const struct run_conf *c, const struct run_opts *o)
 {
-	struct run_ctx x = {.c = c, .o = o};
+	struct run_ctx x = {.c = c, .o = o, .audience = -1};
+	struct run_adm adm = {.audience = -1};
 	struct lease l = {0};
 	char why[256] = "", grant[GRANT_MAX] = "";
 	unsigned char b[16];
-	uint64_t bytes = 0;
 	cJSON *ev;
 	int e, rc;
 
@@ -343,11 +393,14 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		    "the script classifier could not run");
 		return e == 1 ? RUN_EXIT_REFUSED : RUN_EXIT_UNAVAIL;
 	}
+	if ((rc = admit(&x, &adm)) != 0)
+		goto out;
 	if (o->egress && egress_grant(&x, grant, sizeof(grant)) != 0) {
 		fprintf(stderr, "kz-run: no egress grant could be made\n");
 		denied(&x, "isolation_denial", "egress", "unavailable",
 		    "no egress grant could be made");
-		return RUN_EXIT_UNAVAIL;
+		rc = RUN_EXIT_UNAVAIL;
+		goto out;
 	}
 	l.t0 = kz_now_ms();
 	if ((rc = get_lease(&x, &l)) != 0)
@@ -359,21 +412,8 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		(void)run_audit(&x, "lease", ev);
 	}
 	restore(&x, &l);
-	if (o->nfiles > 0 && (l.proj == NULL || (e = run_project(c, l.proj,
-	    o->files, o->nfiles, x.manifest, &bytes, why, sizeof(why))) != 0)) {
-		fprintf(stderr, "kz-run: projection refused: %s\n",
-		    l.proj ? why : "the worker has no projection directory");
-		denied(&x, "projection", "copy", "refused",
-		    "the projection could not be made");
-		rc = RUN_EXIT_REFUSED;
+	if ((rc = project(&x, &l, &adm)) != 0)
 		goto release;
-	}
-	if (o->nfiles > 0 && (ev = cJSON_CreateObject()) != NULL) {
-		cJSON_AddNumberToObject(ev, "files", (double)o->nfiles);
-		cJSON_AddNumberToObject(ev, "bytes", (double)bytes);
-		cJSON_AddStringToObject(ev, "decision", "projected");
-		(void)run_audit(&x, "projection", ev);
-	}
 	rc = run_exec(&x, &l, grant);
 	snapshot(&x, &l);
 release:
@@ -381,6 +421,7 @@ release:
 out:
 	sodium_memzero(grant, sizeof(grant));
 	cJSON_Delete(l.rep);
+	run_adm_release(&adm);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 /*
  * kz-run --actor A --conversation C [--egress] [--file PATH]... -- CMD...
- * leases a worker, runs CMD in it, prints its output and exit status,
+ * kz-run --room R --member M [--select ID]... [--contract] -- CMD...
+ * has kz-project admit the turn (with --room), leases a worker, runs CMD in it, prints its output and exit status,
  * releases it and leaves the reset to kz-lease (kz-run(1)).
  */
 #include <getopt.h>
@@ -24,56 +25,82 @@ usage(FILE *fp)
 	    "              [--file PATH]... [--config FILE] [--socket PATH] "
 	    "[-q]\n"
 	    "              -- CMD [ARG]...\n"
+	    "       kz-run --room R --member M [--select ID]... "
+	    "[--retrieved ID]...\n"
+	    "              [--contract] [--turn T] [--capability X] "
+	    "[--egress]\n"
+	    "              [--config FILE] [--socket PATH] [-q] "
+	    "-- CMD [ARG]...\n"
 	    "       kz-run --help | --version\n");
 }
 
 static int
+add(const char **list, size_t *n, size_t max, const char *v)
+{
+	if (*n == max)
+		return -1;
+	list[(*n)++] = v;
+	return 0;
+}
+
+static const struct option lo[] = {
+	{"actor", required_argument, NULL, 'a'},
+	{"conversation", required_argument, NULL, 'C'},
+	{"capability", required_argument, NULL, 'x'},
+	{"egress", no_argument, NULL, 'e'},
+	{"file", required_argument, NULL, 'f'},
+	{"room", required_argument, NULL, 'r'},
+	{"member", required_argument, NULL, 'm'},
+	{"select", required_argument, NULL, 'S'},
+	{"retrieved", required_argument, NULL, 'R'},
+	{"contract", no_argument, NULL, 'k'},
+	{"turn", required_argument, NULL, 't'},
+	{"config", required_argument, NULL, 'c'},
+	{"socket", required_argument, NULL, 's'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static int
 parse(int argc, char **argv, struct run_opts *o)
 {
-	static const struct option lo[] = {
-		{"actor", required_argument, NULL, 'a'},
-		{"conversation", required_argument, NULL, 'C'},
-		{"capability", required_argument, NULL, 'x'},
-		{"egress", no_argument, NULL, 'e'},
-		{"file", required_argument, NULL, 'f'},
-		{"config", required_argument, NULL, 'c'},
-		{"socket", required_argument, NULL, 's'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
-	};
-	int ch;
+	int ch, e = 0;
 
-	while ((ch = getopt_long(argc, argv, "+q", lo, NULL)) != -1) {
+	while (e == 0 && (ch = getopt_long(argc, argv, "+q", lo, NULL)) !=
+	    -1) {
 		switch (ch) {
 		case 'a': o->actor = optarg; break;
 		case 'C': o->conv = optarg; break;
 		case 'x': o->cap = optarg; break;
 		case 'e': o->egress = true; break;
+		case 'r': o->room = optarg; break;
+		case 'm': o->member = optarg; break;
+		case 'k': o->contract = true; break;
+		case 't': o->turn = optarg; break;
 		case 'c': o->config = optarg; break;
 		case 's': o->socket = optarg; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("kz-run " RUN_VERSION "\n"); exit(0);
 		case 'f':
-			if (o->nfiles == RUN_FILES_MAX)
-				return -1;
-			o->files[o->nfiles++] = optarg;
+			e = add(o->files, &o->nfiles, RUN_FILES_MAX, optarg);
+			break;
+		case 'S':
+			e = add(o->select, &o->nselect, RUN_IDS_MAX, optarg);
+			break;
+		case 'R':
+			e = add(o->retrieved, &o->nretrieved, RUN_IDS_MAX,
+			    optarg);
 			break;
 		default:
 			return -1;
 		}
 	}
-	if (o->actor == NULL || o->conv == NULL || *o->actor == '\0' ||
-	    *o->conv == '\0' || strlen(o->actor) > 256 ||
-	    strlen(o->conv) > 256 || optind >= argc || argc - optind > 256)
-		return -1;
-	if (o->cap == NULL)
-		o->cap = "code.run";
 	o->argc = argc - optind;
 	o->argv = argv + optind;
-	return 0;
+	return e;
 }
 
 int
@@ -85,6 +112,11 @@ main(int argc, char **argv)
 
 	kz_log_init("kz-run", KZ_LOG_WARN);
 	if (parse(argc, argv, &o) != 0) {
+		usage(stderr);
+		return RUN_EXIT_USAGE;
+	}
+	if (run_opts_check(&o, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-run: %s\n", why);
 		usage(stderr);
 		return RUN_EXIT_USAGE;
 	}

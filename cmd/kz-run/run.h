@@ -15,6 +15,8 @@
 
 #define RUN_VERSION "0.1.0"
 #define RUN_FILES_MAX 64
+#define RUN_IDS_MAX 64		/* --select and --retrieved, as kz-project */
+#define RUN_ID_MAX 128
 #define RUN_DIGEST_MAX 80	/* "sha256:" and 64 hex */
 
 /* Exit codes besides the code's own status (kz conventions). */
@@ -26,6 +28,7 @@
 struct run_conf {
 	char run_dir[PATH_MAX];
 	char lease_sock[108];
+	char project_sock[108];
 	char audit_sock[108];
 	char key_file[PATH_MAX];
 	char sandbox_bin[PATH_MAX];
@@ -39,6 +42,12 @@ struct run_opts {
 	const char *config, *actor, *conv, *cap, *socket;
 	const char *files[RUN_FILES_MAX];
 	size_t nfiles;
+	/* The turn kz-project admits: the room is the conversation and the
+	 * member the actor; ids are selectors, never authority. */
+	const char *room, *member, *turn;
+	const char *select[RUN_IDS_MAX], *retrieved[RUN_IDS_MAX];
+	size_t nselect, nretrieved;
+	bool contract;
 	bool egress, quiet;
 	int argc;
 	char **argv;
@@ -64,12 +73,58 @@ KZ_WUR int run_project(const struct run_conf *c, const char *dir,
 /* The manifest digest of an empty projection. */
 void run_manifest_empty(char digest[RUN_DIGEST_MAX]);
 
+/* opts.c: defaults and the rules between options (--room and --file are
+ * exclusive; the room is the conversation, the member the actor).  0 or
+ * -1 with why. */
+int run_opts_check(struct run_opts *o, char *why, size_t wlen);
+
+/* admit.c: the kz-project client.  The admission snapshot, owned by the
+ * caller, and what its records carry. */
+struct run_adm {
+	cJSON *snap;
+	int64_t audience;	/* -1: none */
+	int64_t files, bytes;
+	char manifest[RUN_DIGEST_MAX];
+};
+/* The admit request of this turn (rid is the default turn id). */
+cJSON *run_admit_req(const struct run_opts *o, const char *rid);
+/* Takes the snapshot out of an admit reply and checks the fields the run
+ * records; KZ_EPROTO when one is missing or malformed. */
+KZ_WUR int run_adm_take(cJSON *rep, struct run_adm *a);
+void run_adm_release(struct run_adm *a);
+/* One kz-project call: 0 with *rep (ok or not), or a kz_err when the
+ * service could not be reached. */
+KZ_WUR int run_project_call(const struct run_conf *c, cJSON *req,
+    cJSON **rep);
+/* Exit code for a wire error code (exit 1 for policy refusals). */
+int run_exit_for(const char *code);
+
+/* Why a step was refused: the wire code and kz-project's one line, for
+ * the member (stderr) and the audit record. */
+struct run_refusal {
+	const char *stage;
+	char code[48];
+	char reason[200];
+};
+struct run_ctx;
+/* Admission of the turn before the lease: 0 with a filled, or an exit
+ * code with f filled. */
+int run_admit(const struct run_ctx *x, struct run_adm *a,
+    struct run_refusal *f);
+/* Right before the code starts: verify, then materialize into a new
+ * directory RUN_PROJECTION_SUBDIR under the worker's (empty) projection
+ * directory.  0, or an exit code with f filled. */
+int run_materialize(const struct run_ctx *x, const struct run_adm *a,
+    const char *proj, struct run_refusal *f);
+#define RUN_PROJECTION_SUBDIR "files"
+
 /* audit.c: one record; the common correlation fields are added here. */
 struct run_ctx {
 	const struct run_conf *c;
 	const struct run_opts *o;
 	char rid[33];
 	char manifest[RUN_DIGEST_MAX];
+	int64_t audience;	/* audience_version; -1: no admission */
 };
 /* Consumes ev.  A failure is logged; only the dispatch record is
  * required (no record, no run). */
