@@ -1,8 +1,9 @@
 /*
  * The main job: classify -> admit -> lease -> restore -> verify and
- * project -> run -> outputs -> snapshot -> release, each step audited.  The reset is kz-lease's (it
- * starts kz-reset for every released worker).  A denial at any step ends
- * the attempt; nothing is retried at a weaker boundary.
+ * project -> run -> outputs -> snapshot -> release, each step audited.
+ * The reset is kz-lease's (it starts kz-reset for every released worker).
+ * A denial at any step ends the attempt; nothing is retried at a weaker
+ * boundary.
  */
 #include <errno.h>
 #include <fcntl.h>

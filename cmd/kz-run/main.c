@@ -1,8 +1,9 @@
 /*
  * kz-run --actor A --conversation C [--egress] [--file PATH]... -- CMD...
  * kz-run --room R --member M [--select ID]... [--contract] -- CMD...
- * has kz-project admit the turn (with --room), leases a worker, runs CMD in it, prints its output and exit status,
- * releases it and leaves the reset to kz-lease (kz-run(1)).
+ * has kz-project admit the turn (with --room), leases a worker, runs CMD
+ * in it, prints its output and exit status, releases it and leaves the
+ * reset to kz-lease (kz-run(1)).
  */
 #include <getopt.h>
 #include <limits.h>
