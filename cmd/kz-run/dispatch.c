@@ -321,7 +321,7 @@ project(struct run_ctx *x, const struct lease *l, const struct run_adm *a)
 
 	if (x->o->room != NULL) {
 		if ((rc = run_materialize(x, a, l->proj, &f)) != 0) {
-			fprintf(stderr, "kz-run: projection refused: %s: %s\n",
+			fprintf(stderr, "kz-run: projection: %s: %s\n",
 			    f.code, f.reason);
 			denied(x, "projection", f.stage, f.code, f.reason);
 			return rc;
@@ -361,7 +361,7 @@ admit(struct run_ctx *x, struct run_adm *a)
 	if (x->o->room == NULL)
 		return 0;
 	if ((rc = run_admit(x, a, &f)) != 0) {
-		fprintf(stderr, "kz-run: admission refused: %s: %s\n", f.code,
+		fprintf(stderr, "kz-run: admission: %s: %s\n", f.code,
 		    f.reason);
 		denied(x, "admission", f.stage, f.code, f.reason);
 		return rc;

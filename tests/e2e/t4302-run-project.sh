@@ -111,7 +111,7 @@ q room-create --room rb --member bob
 l0=$(n_kind lease) d0=$(n_kind dispatch)
 rc_is 1 "a member who cannot read the selected id is refused" \
 	kz-run --room rb --member bob --select d3 -- cat /projection/files/private.txt
-like "$(cat "$T/.out")" "admission refused: refused" "with kz-project's refusal"
+like "$(cat "$T/.out")" "kz-run: admission: refused: " "with kz-project's refusal"
 unlike "$(cat "$T/.out")" "alice only" "and none of the file's bytes"
 is "$(n_kind lease) $(n_kind dispatch)" "$l0 $d0" "nothing was leased or dispatched"
 t "the denial is audited by kz-run and by kz-project" sh -c \
