@@ -7,7 +7,7 @@
 # cannot read a selected id is refused before anything is leased.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 35
+plan 39
 start_stack 1
 export KZ_PROJECT_SOCKET=$T/kz-project.sock KZ_PROJECT_BLOB_DIR=$T/blobs
 bg kz-project serve --socket "$KZ_PROJECT_SOCKET" 2>"$T/project.log"
@@ -104,6 +104,30 @@ like "$o2" "projected: \['one.txt'\]" "the withdrawn file is not projected"
 t "no workspace snapshot holds a projected file" sh -c \
 	"for f in '$T'/snapshots/*.tar; do tar -tf \"\$f\"; done | grep -q mine.txt &&
 	 ! { for f in '$T'/snapshots/*.tar; do tar -tf \"\$f\"; done | grep -Eq 'one.txt|data.csv'; }"
+
+# The audience moves between admission and verify: bob joins while kz-run,
+# admitted, waits for the only worker (held by another lease).  The worker
+# is leased and released, and nothing runs.
+wait_for warm 1
+kz-lease lease --socket "$S" --actor holder --conversation hold >"$T/hold.json"
+lid=$(field "$T/hold.json" lease_id) tok=$(field "$T/hold.json" token)
+na=$(audit_q --kind admission | grep -c '"decision":"allow"')
+d0=$(n_kind dispatch)
+RUN_LEASE_WAIT_MS=20000 kz-run --room r1 --member alice -- sh -c 'echo ran' >"$T/o3" 2>"$T/e3" &
+runpid=$!
+for _ in $(seq 1 100); do
+	[ "$(audit_q --kind admission | grep -c '"decision":"allow"')" -gt "$na" ] && break
+	sleep 0.05
+done
+q room-join --room r1 --member bob
+kz-lease release --socket "$S" --lease-id "$lid" --token "$tok" >/dev/null
+wait "$runpid"
+is "$?" 1 "an audience change after admission refuses the run at verify"
+like "$(cat "$T/e3")" "kz-run: projection: resource_audience_changed" "with kz-project's code"
+is "$(cat "$T/o3")$(n_kind dispatch)" "$d0" "nothing ran, nothing was dispatched"
+t "the refusal is audited at the verify stage" sh -c \
+	"kz-audit query --dir '$T/audit' --kind projection | grep '\"decision\":\"denied\"' | grep -q '\"stage\":\"verify\"'"
+q room-leave --room r1 --member bob
 
 # Refusals: nothing is leased, nothing dispatched.
 doc alice d3 private.txt "alice only"
