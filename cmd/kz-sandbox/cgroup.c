@@ -367,6 +367,10 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		return KZ_EUNAVAIL;
 	}
 	if (join) {
+		/* Set first: a join that fails half-way (e.g. a real-time
+		 * agent refused by the cpu hierarchy) is undone by the
+		 * teardown, which can then remove the cgroups. */
+		g->joined = true;
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
 		for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
 			if (wfile(i == 0 ? g->agent : g->worker[i],
@@ -375,7 +379,6 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 				    "cgroup");
 				return KZ_EUNAVAIL;
 			}
-		g->joined = true;
 	}
 	return 0;
 }

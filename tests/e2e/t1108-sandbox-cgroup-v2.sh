@@ -6,7 +6,8 @@
 # cpu are bound to v1 hierarchies that hold cgroups, and a controller
 # belongs to one hierarchy at a time, so any cgroup2 mount offers only the
 # others -- the worker must refuse to start, name the missing controllers
-# and leave nothing behind.  v1 can be forced too.
+# and leave nothing behind.  v1 can be forced too, and a v1 join that fails
+# half-way leaves no cgroup behind.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
@@ -25,8 +26,21 @@ full=1
 for c in memory pids cpu; do case " $ctrl " in *" $c "*) ;; *) full=0;; esac; done
 on_exit "for d in run init agent ''; do rmdir /sys/fs/cgroup/unified/$PARENT/$ID/\$d 2>/dev/null; done; rmdir /sys/fs/cgroup/unified/$PARENT 2>/dev/null"
 
+# rt_v1: a real-time agent is refused by a v1 cpu hierarchy without
+# real-time runtime, after it has joined memory and pids.
+rt_v1() {
+	if [ ! -e /sys/fs/cgroup/cpu/cpu.rt_runtime_us ]; then
+		ok 0 "# SKIP no real-time group scheduling"; ok 0 "# SKIP"; return
+	fi
+	local out rc=0 id=e2e-rt-$$
+	out=$(SANDBOX_CGROUP_VERSION=v1 chrt -f 10 "$SB" serve --id "$id" --socket "$T/rt.sock" 2>&1) || rc=$?
+	is "$rc" 3 "an agent the cpu hierarchy refuses half-way fails closed"
+	tnot "and leaves no cgroup of its own behind" sh -c "ls -d /sys/fs/cgroup/*/kz-sandbox/$id 2>/dev/null | grep ."
+}
+
 if [ "$full" = 0 ]; then
-	plan 6
+	plan 8
+	rt_v1
 	diag "cgroup2 here offers only: ${ctrl:-nothing}; the v2 path must fail closed"
 	out=$(in_ns "$SB" run --id "$ID" -- /bin/sh -c 'echo RAN' 2>&1); rc=$?
 	is "$rc" 3 "forced v2 without its controllers: the run is refused (exit 3)"
@@ -41,7 +55,8 @@ if [ "$full" = 0 ]; then
 	exit
 fi
 
-plan 8
+plan 10
+rt_v1
 bg in_ns "$SB" serve --id "$ID" --socket "$T/w.sock" --pids 32 --memory 64M
 wait_sock "$T/w.sock" 10
 CG=/sys/fs/cgroup/unified/$PARENT/$ID
