@@ -44,7 +44,7 @@ call(const struct worker_rec *w, const char *op, int timeout_ms)
 static ssize_t
 read_text(const char *path, char *buf, size_t len)
 {
-	ssize_t n, t = 0;
+	ssize_t n = 0, t = 0;
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
