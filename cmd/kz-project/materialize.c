@@ -5,6 +5,8 @@
  * are checked against the snapshot, and only when every file matches is
  * the tree made read-only (files 0444, directories 0555) and renamed into
  * place.  A mismatch removes the temporary tree: no byte is delivered.
+ * Nothing is fsynced: a projection serves one run, its destination must
+ * be new, and a crash that could leave it unsynced ends that run too.
  */
 #include <errno.h>
 #include <fcntl.h>

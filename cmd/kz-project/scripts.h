@@ -4,7 +4,9 @@
  * slot of the hash tag).  Every change to who can see a room bumps the
  * room's audience version ("aver") in the same script, so no reader can see
  * the new roster with the old version.  Refusals come back as error replies
- * "KZ <code> <reason>".
+ * "KZ <code> <reason>".  A room's roster is read once per script call and
+ * kept for the rest of it (a view asks for it once per linked file); no
+ * script changes a roster after reading it.
  *
  * Layout:
  *   member:M                 exists once the member is created
@@ -33,20 +35,24 @@
 "local function fail(c, w) return redis.error_reply('KZ ' .. c .. ' ' .. w) end\n" \
 "local function ismember(m) return redis.call('EXISTS', K('member', m)) == 1 end\n" \
 "local function exists(k) return redis.call('EXISTS', k) == 1 end\n" \
-"local function roster(rh)\n" \
-"  local set, out = {}, {}\n" \
+"local rosters = {}\n" \
+"local function rosterset(rh)\n" \
+"  if rosters[rh] then return rosters[rh] end\n" \
+"  local set = {}\n" \
 "  for _, m in ipairs(redis.call('SMEMBERS', K('room', rh, 'members'))) do set[m] = true end\n" \
 "  for _, p in ipairs(redis.call('SMEMBERS', K('room', rh, 'projects'))) do\n" \
 "    for _, m in ipairs(redis.call('SMEMBERS', K('proj', p, 'members'))) do set[m] = true end\n" \
 "  end\n" \
-"  for m in pairs(set) do out[#out + 1] = m end\n" \
+"  rosters[rh] = set\n" \
+"  return set\n" \
+"end\n" \
+"local function roster(rh)\n" \
+"  local out = {}\n" \
+"  for m in pairs(rosterset(rh)) do out[#out + 1] = m end\n" \
 "  table.sort(out)\n" \
 "  return out\n" \
 "end\n" \
-"local function inroster(rh, m)\n" \
-"  for _, x in ipairs(roster(rh)) do if x == m then return true end end\n" \
-"  return false\n" \
-"end\n" \
+"local function inroster(rh, m) return rosterset(rh)[m] == true end\n" \
 "local function bump(rh) return redis.call('HINCRBY', K('room', rh), 'aver', 1) end\n" \
 "local function aver(rh) return tonumber(redis.call('HGET', K('room', rh), 'aver')) end\n"
 
