@@ -86,15 +86,21 @@ struct job {
  * Puts the code's descriptors in place: stdio on 0-2, each passed
  * descriptor at its number (without close-on-exec), the report pipe high
  * and close-on-exec, and nothing else open.  Everything is first moved
- * above HIGH_FD so no placement can clobber a descriptor not yet placed.
+ * above the highest target so no placement can clobber a descriptor not
+ * yet placed.
  */
 static int
 place_fds(struct job *j, int *rep)
 {
-	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], lo = 3;
+	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], lo = 3, base = 3;
 
+	/* Above every target, but no higher: a fixed high base fails under
+	 * a 1024 open-files limit (systemd's default soft limit). */
+	for (int i = 0; i < j->npass; i++)
+		if (j->target[i] >= base)
+			base = j->target[i] + 1;
 	for (int i = 0; i < n; i++)
-		if ((hi[i] = fcntl(j->fd[i], F_DUPFD_CLOEXEC, HIGH_FD)) < 0)
+		if ((hi[i] = fcntl(j->fd[i], F_DUPFD_CLOEXEC, base)) < 0)
 			return -1;
 	for (int i = 0; i < 3; i++)
 		if (dup2(hi[i], i) < 0)
@@ -104,7 +110,7 @@ place_fds(struct job *j, int *rep)
 			return -1;
 	*rep = hi[3];
 	/* Close 3.. except the targets (ascending) and the report pipe. */
-	for (int t = 3; t < HIGH_FD; t++) {
+	for (int t = 3; t < base; t++) {
 		bool keep = false;
 
 		for (int i = 0; i < j->npass; i++)

@@ -4,7 +4,7 @@
 # one-shot run, fail-closed setup naming the failed step, and classify.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
-plan 36
+plan 38
 
 t "--version" sh -c "$SB --version | grep -qx 'kz-sandbox 0.1.0'"
 t "--help lists the options" sh -c "$SB --help | grep -q -- '--workspace-size'"
@@ -33,6 +33,10 @@ out=$("$SB" run --pass-fd 3 --pass-fd 4 -- /bin/sh -c 'echo to3 >&3; read x <&4;
 like "$out" "got four" "--pass-fd hands a descriptor to the code at its number"
 is "$(cat "$T/p3")" to3 "the code writes through a passed descriptor"
 rc_is 2 "--pass-fd of a closed descriptor is refused" "$SB" run --pass-fd 9 -- /bin/true
+# systemd's default soft limit on open files is 1024: the run must fit.
+rc_is 0 "a run works under a 1024 open-files limit" bash -c "ulimit -n 1024; exec \"$SB\" run -- /bin/true"
+out=$(bash -c "ulimit -n 1024; exec \"$SB\" run --pass-fd 7 -- /bin/sh -c 'echo seven >&7'" 7>&1)
+is "$out" "seven" "--pass-fd works under a 1024 open-files limit"
 
 # Limits.
 s=$(date +%s%N)
