@@ -67,15 +67,70 @@ count(const cJSON *arr)
 	return n;
 }
 
-static const cJSON *
-facts_of(const cJSON *view, const char *rid)
+/*
+ * An array of objects sorted by one string member, for lookups by id: a
+ * view holds one entry per file and a decision looks each one up per link
+ * and per item, which a linear scan makes quadratic.
+ */
+struct idx {
+	const cJSON **v;
+	size_t n;
+};
+
+static int
+idx_cmp(const void *a, const void *b, void *key)
+{
+	return strcmp(jstr(*(const cJSON *const *)a, key),
+	    jstr(*(const cJSON *const *)b, key));
+}
+
+static int
+idx_build(struct idx *ix, const cJSON *arr, const char *key)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, kz_json_get(view, "res"))
-		if (jeq(c, "id", rid))
-			return c;
-	return NULL;
+	ix->n = 0;
+	if ((ix->v = calloc((size_t)count(arr) + 1, sizeof(*ix->v))) == NULL)
+		return KZ_ENOMEM;
+	cJSON_ArrayForEach(c, arr)
+		if (jstr(c, key) != NULL)
+			ix->v[ix->n++] = c;
+	qsort_r(ix->v, ix->n, sizeof(*ix->v), idx_cmp, (void *)key);
+	return 0;
+}
+
+/* The entry whose key is s (ids are unique within a view or manifest). */
+static const cJSON *
+idx_find(const struct idx *ix, const char *key, const char *s)
+{
+	size_t lo = 0, hi = ix->n;
+
+	if (s == NULL)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(jstr(ix->v[mid], key), s) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ix->n && strcmp(jstr(ix->v[lo], key), s) == 0 ?
+	    ix->v[lo] : NULL;
+}
+
+static void
+idx_free(struct idx *ix)
+{
+	free(ix->v);
+	ix->v = NULL;
+	ix->n = 0;
+}
+
+static const cJSON *
+facts_of(const struct idx *res, const char *rid)
+{
+	return idx_find(res, "id", rid);
 }
 
 static const cJSON *
@@ -240,6 +295,7 @@ sort_items(cJSON *items, struct kzp_res *r)
 
 struct adm {
 	const cJSON *view;
+	struct idx res;		/* the view's facts by id */
 	const struct kzp_turn *t;
 	const struct kzp_bounds *b;
 	cJSON *items;
@@ -268,7 +324,7 @@ add_requested(struct adm *a, const cJSON *ids, const char *src,
 			    "projected only in a private turn");
 			return KZ_EDENIED;
 		}
-		f = facts_of(a->view, c->valuestring);
+		f = facts_of(&a->res, c->valuestring);
 		if (!kzp_can_read(f, a->t->mh)) {
 			kzp_fail(r, KZ_WE_REFUSED, "a requested id is not "
 			    "readable by the initiating member");
@@ -306,7 +362,7 @@ add_room(struct adm *a, struct kzp_res *r)
 
 		if (rid == NULL || (!jtrue(c, "shared") && !jeq(c, "by", mh)))
 			continue;
-		f = facts_of(a->view, rid);
+		f = facts_of(&a->res, rid);
 		/* A file still uploading is not yet part of the room. */
 		if (!kzp_can_read(f, mh) || !ready(f) ||
 		    item_of(a->items, rid) != NULL)
@@ -318,7 +374,7 @@ add_room(struct adm *a, struct kzp_res *r)
 		if (!cJSON_IsString(c) ||
 		    item_of(a->items, c->valuestring) != NULL)
 			continue;
-		f = facts_of(a->view, c->valuestring);
+		f = facts_of(&a->res, c->valuestring);
 		if (!kzp_can_read(f, mh) || !ready(f)) {
 			kzp_fail(r, KZ_WE_REFUSED, "the conversation's "
 			    "resolved scope is no longer readable");
@@ -351,7 +407,7 @@ add_selection(struct adm *a, struct kzp_res *r)
 			a->selection = "not_considered";
 			goto out;
 		}
-		f = facts_of(a->view, jstr(c, "rid"));
+		f = facts_of(&a->res, jstr(c, "rid"));
 		if (!kzp_can_read(f, mh) || !jeq(f, "owner", mh) ||
 		    !jeq(f, "kind", "library"))
 			reason = "a selected file cannot be resolved";
@@ -438,7 +494,8 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 
 	a.items = cJSON_CreateArray();
 	a.scope_add = cJSON_CreateArray();
-	if (a.items == NULL || a.scope_add == NULL) {
+	if (a.items == NULL || a.scope_add == NULL ||
+	    idx_build(&a.res, kz_json_get(view, "res"), "id") != 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		e = KZ_ENOMEM;
 		goto out;
@@ -471,6 +528,7 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 	*scope_add = a.scope_add;
 	a.scope_add = NULL;
 out:
+	idx_free(&a.res);
 	cJSON_Delete(a.items);
 	cJSON_Delete(a.scope_add);
 	return e;
@@ -483,18 +541,36 @@ changed(struct kzp_res *r, const char *code, const char *why)
 	return KZ_EDENIED;
 }
 
+/* The view and snapshot, indexed for one verification. */
+struct vix {
+	struct idx res;		/* the view's facts by id */
+	struct idx links;	/* the room's links by rid */
+	struct idx items;	/* the snapshot's items by id */
+};
+
+static bool
+selected(const cJSON *view, const char *id)
+{
+	const cJSON *l;
+
+	cJSON_ArrayForEach(l, kz_json_get(view, "sel"))
+		if (jeq(l, "rid", id))
+			return true;
+	return false;
+}
+
 /* Rule 8, the admitted side: each item still resolves to the same bytes. */
 static int
-verify_items(const cJSON *snap, const cJSON *view, struct kzp_res *r)
+verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
+    struct kzp_res *r)
 {
 	const char *mh = jstr(snap, "actor_hash");
-	const cJSON *it, *f, *l;
+	const cJSON *it, *f;
 
 	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
 		const char *id = jstr(it, "id"), *src = jstr(it, "src");
-		bool linked = false;
 
-		f = facts_of(view, id);
+		f = facts_of(&x->res, id);
 		if (!kzp_can_read(f, mh) || !ready(f))
 			return changed(r, KZ_WE_MANIFEST_CHANGED, "an admitted "
 			    "file was removed or is no longer readable");
@@ -506,23 +582,19 @@ verify_items(const cJSON *snap, const cJSON *view, struct kzp_res *r)
 		    jnum(f, "size") != jnum(it, "size"))
 			return changed(r, KZ_WE_MANIFEST_CHANGED, "an admitted "
 			    "file changed after admission");
-		if (strcmp(src, "room") == 0 || strcmp(src, "selection") == 0) {
-			const char *lk = src[0] == 'r' ? "links" : "sel";
-
-			cJSON_ArrayForEach(l, kz_json_get(view, lk))
-				if (jeq(l, "rid", id))
-					linked = true;
-			if (!linked)
-				return changed(r, KZ_WE_MANIFEST_CHANGED, "an "
-				    "admitted file was removed from the room");
-		}
+		if ((strcmp(src, "room") == 0 &&
+		    idx_find(&x->links, "rid", id) == NULL) ||
+		    (strcmp(src, "selection") == 0 && !selected(view, id)))
+			return changed(r, KZ_WE_MANIFEST_CHANGED, "an admitted "
+			    "file was removed from the room");
 	}
 	return 0;
 }
 
 /* Rule 8, the live side: only this run's own later links are tolerated. */
 static int
-verify_links(const cJSON *snap, const cJSON *view, struct kzp_res *r)
+verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
+    struct kzp_res *r)
 {
 	const char *mh = jstr(snap, "actor_hash"), *turn = jstr(snap, "turn");
 	const cJSON *l, *f;
@@ -532,9 +604,9 @@ verify_links(const cJSON *snap, const cJSON *view, struct kzp_res *r)
 
 		if (rid == NULL || (!jtrue(l, "shared") && !jeq(l, "by", mh)))
 			continue;
-		if (item_of(kz_json_get(snap, "items"), rid) != NULL)
+		if (idx_find(&x->items, "id", rid) != NULL)
 			continue;
-		f = facts_of(view, rid);
+		f = facts_of(&x->res, rid);
 		if (!kzp_can_read(f, mh) || !ready(f))
 			continue;
 		if (jeq(l, "by", mh) && jeq(l, "turn", turn) &&
@@ -553,6 +625,7 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 	const char *mh = jstr(snap, "actor_hash");
 	const cJSON *roster = kz_json_get(view, "roster"), *it;
 	char rd[KZP_SHA_HEX + 1];
+	struct vix x = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
 	bool sel = false;
 	int e;
 
@@ -571,13 +644,24 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 	if (sel && !roster_alone(roster, mh))
 		return changed(r, KZ_WE_AUDIENCE_CHANGED, "the member is no "
 		    "longer the room's entire audience");
-	if ((e = verify_items(snap, view, r)) != 0 ||
-	    (e = verify_links(snap, view, r)) != 0)
-		return e;
+	if (idx_build(&x.res, kz_json_get(view, "res"), "id") != 0 ||
+	    idx_build(&x.links, kz_json_get(view, "links"), "rid") != 0 ||
+	    idx_build(&x.items, kz_json_get(snap, "items"), "id") != 0) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		e = KZ_ENOMEM;
+		goto out;
+	}
+	if ((e = verify_items(snap, view, &x, r)) != 0 ||
+	    (e = verify_links(snap, view, &x, r)) != 0)
+		goto out;
 	if (!within(kz_json_get(snap, "items"), NULL, b))
-		return changed(r, KZ_WE_REFUSED, "the projection is over the "
+		e = changed(r, KZ_WE_REFUSED, "the projection is over the "
 		    "configured bounds");
-	return 0;
+out:
+	idx_free(&x.res);
+	idx_free(&x.links);
+	idx_free(&x.items);
+	return e;
 }
 
 /* Rule 13: a snapshot whose shape or digests do not hold proves nothing. */
