@@ -15,6 +15,17 @@
 #include "kzp.h"
 #include "banned.h"
 
+/* A capability is a dotted name shared with kz-run and the audit log
+ * ("code.run"): lower case, digits, '.', '_' and '-'. */
+static bool
+cap_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= 32 && s[0] != '.' && s[n - 1] != '.' &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
 static int
 bad(struct kzp_res *r, const char *why)
 {
@@ -562,10 +573,10 @@ op_admit(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r)
 		goto out;
 	if (kz_json_str_opt(req, "turn", KZP_ID_MAX, "-", &t.turn, why,
 	    sizeof(why)) != 0 || kz_json_str_opt(req, "capability", 32,
-	    "code", &t.capability, why, sizeof(why)) != 0 ||
+	    "code.run", &t.capability, why, sizeof(why)) != 0 ||
 	    kz_json_bool_opt(req, "contract", false, &t.contract, why,
 	    sizeof(why)) != 0 || !kzp_id_ok(t.turn) ||
-	    !kzp_id_ok(t.capability)) {
+	    !cap_ok(t.capability)) {
 		e = bad(r, "bad 'turn', 'capability' or 'contract'");
 		goto out;
 	}

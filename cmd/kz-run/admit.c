@@ -29,10 +29,8 @@ add_ids(cJSON *req, const char *key, const char *const *ids, size_t n)
 		cJSON_AddItemToArray(a, cJSON_CreateString(ids[i]));
 }
 
-/*
- * The capability is not sent: kz-project's capability is one of its own
- * ids ("code" by default) and kz-run's ("code.run") is a record label.
- */
+/* The capability travels with the turn, so kz-project's records and
+ * kz-run's name the same one. */
 cJSON *
 run_admit_req(const struct run_opts *o, const char *rid)
 {
@@ -46,6 +44,7 @@ run_admit_req(const struct run_opts *o, const char *rid)
 	cJSON_AddStringToObject(r, "room", o->room);
 	cJSON_AddStringToObject(r, "member", o->member);
 	cJSON_AddStringToObject(r, "turn", o->turn != NULL ? o->turn : rid);
+	cJSON_AddStringToObject(r, "capability", o->cap);
 	add_ids(r, "select", o->select, o->nselect);
 	add_ids(r, "retrieved", o->retrieved, o->nretrieved);
 	if (o->contract)
