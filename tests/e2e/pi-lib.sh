@@ -6,6 +6,18 @@ head -c 32 /dev/urandom >"$T/field.key"
 chmod 0600 "$T/field.key"
 export KZ_FIELD_KEY_FILE=$T/field.key KZ_PI_SANDBOX=required
 unset KZ_CONFIG KZ_SANDBOX_BIN KZ_PI_MODULES KZ_PI_CHILD KZ_PI_NODE
+# The child script and the Pi loaders are read by path inside kz-sandbox,
+# whose root view hides /tmp, /root, /home, /var/tmp and the like: a source
+# tree checked out there is invisible to the child.  Stage them where an
+# installation puts them (under /usr/local), as hard links when the
+# filesystem allows, and remove them at exit.
+PI_STAGE=$(mktemp -d /usr/local/lib/kz-pi-e2e.XXXXXX)
+on_exit "rm -rf '$PI_STAGE'"
+chmod 0755 "$PI_STAGE"
+cp "$TOP/cmd/kz-pi-validate/child.mjs" "$PI_STAGE/child.mjs"
+cp -al "$TOP/node_modules" "$PI_STAGE/node_modules" 2>/dev/null ||
+	{ rm -rf "$PI_STAGE/node_modules"; cp -a "$TOP/node_modules" "$PI_STAGE/node_modules"; }
+export KZ_PI_CHILD=$PI_STAGE/child.mjs KZ_PI_MODULES=$PI_STAGE/node_modules
 WS=$T/ws
 mkdir -m 0755 "$WS"
 FIX=$TOP/tests/pi
