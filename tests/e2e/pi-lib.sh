@@ -52,12 +52,11 @@ PY
 }
 # leftovers: processes of the child uid still alive
 leftovers() { pgrep -u 65534 -c node 2>/dev/null || true; }
-# deps_setup: an offline npm cache holding tests/pi/dep-src, in $NPMC (under
-# $TOP/build, since kz-sandbox gives the child its own /tmp), and the lock
-# for it written into $T/ext-deps (npm pack makes the tarball and its hash).
+# deps_setup: an offline npm cache holding tests/pi/dep-src, in $NPMC (in the
+# stage, which kz-sandbox's root view shows), and the lock for it written
+# into $T/ext-deps (npm pack makes the tarball and its hash).
 deps_setup() {
-	mkdir -p "$TOP/build"
-	NPMC=$(mktemp -d "$TOP/build/pi-npm-cache.XXXXXX")
+	NPMC=$(mktemp -d "$PI_STAGE/npm-cache.XXXXXX")
 	on_exit "rm -rf '$NPMC'"
 	rm -rf "$T/dep" && cp -r "$FIX/dep-src" "$T/dep"
 	(cd "$T/dep" && npm pack --silent >/dev/null 2>&1)
