@@ -157,6 +157,10 @@ kzp_can_read(const cJSON *f, const char *mh)
 
 	if (f == NULL || !jtrue(f, "exists") || jtrue(f, "revoked"))
 		return false;
+	/* Rule 12: a connection-bound item resolves only through its
+	 * connection under this member, owner included. */
+	if (kz_json_get(f, "conn") != NULL && !jtrue(f, "conn_ok"))
+		return false;
 	if (jeq(f, "owner", mh))
 		return true;
 	if (jeq(f, "kind", "library"))

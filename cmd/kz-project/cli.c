@@ -17,7 +17,8 @@
 static bool
 is_list(const char *f)
 {
-	return strcmp(f, "select") == 0 || strcmp(f, "retrieved") == 0;
+	return strcmp(f, "select") == 0 || strcmp(f, "retrieved") == 0 ||
+	    strcmp(f, "serves") == 0;
 }
 
 static bool

@@ -30,6 +30,7 @@ static struct kz_script scripts[] = {
 	{"withdraw", LUA_WITHDRAW, ""},
 	{"select", LUA_SELECT, ""},
 	{"declare_source", LUA_DECLARE_SOURCE, ""},
+	{"conn_create", LUA_CONN_CREATE, ""},
 	{"facts", LUA_FACTS, ""},
 	{"view", LUA_VIEW, ""},
 	{"live", LUA_LIVE, ""},

@@ -226,7 +226,7 @@ op_resource_create(struct kzp *p, const cJSON *req, cJSON *out,
 	static const char *const kinds[] = {"document", "artifact", "output",
 	    "library", "prompt", NULL};
 	char mh[KZ_IDHASH_HEX + 1], why[KZP_WHY];
-	const char *rid, *kind, *av[3] = {NULL, mh, NULL};
+	const char *rid, *kind, *conn, *obj, *av[5] = {NULL, mh, NULL};
 	bool ok = false;
 	int e;
 
@@ -240,9 +240,89 @@ op_resource_create(struct kzp *p, const cJSON *req, cJSON *out,
 		ok |= strcmp(kind, kinds[i]) == 0;
 	if (!ok)
 		return bad(r, "unknown resource kind");
+	/* Rule 12: an object key is resolved only through a connection. */
+	if (kz_json_str_opt(req, "connection", KZP_ID_MAX, "", &conn, why,
+	    sizeof(why)) != 0 || kz_json_str_opt(req, "object", KZP_PATH_MAX,
+	    "", &obj, why, sizeof(why)) != 0)
+		return bad(r, "bad 'connection' or 'object'");
+	if ((*conn != '\0' && !kzp_id_ok(conn)) ||
+	    (*conn == '\0') != (*obj == '\0') ||
+	    (*obj != '\0' && kzp_relpath_ok(obj) != 0))
+		return bad(r, "'connection' and 'object' come together: an id "
+		    "and a relative object key");
 	av[0] = rid;
 	av[2] = kind;
-	return mutate_simple(p, "res_create", 3, av, out, r);
+	av[3] = conn;
+	av[4] = obj;
+	return mutate_simple(p, "res_create", *conn != '\0' ? 5 : 3, av, out,
+	    r);
+}
+
+#define CONN_SERVES_MAX 64
+
+/*
+ * Rule 12: a platform-managed connection is created by the operator with
+ * the members (or one project's members) it serves.  It is never derived
+ * from a declared source and carries no credential: the embedded default
+ * has no object-store client, so the connection is the authority check and
+ * content still comes from the blob store by digest.
+ */
+static int
+op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
+    struct kzp_res *r)
+{
+	char why[KZP_WHY], mh[KZ_IDHASH_HEX + 1];
+	const char *cid, *bucket, *pid, *av[4];
+	const cJSON *sv = kz_json_get(req, "serves"), *c;
+	cJSON *ms = cJSON_CreateArray();
+	char *js = NULL;
+	int e = 0, n = 0;
+
+	if (ms == NULL) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		return KZ_ENOMEM;
+	}
+	if ((e = req_id(req, "connection", &cid, r)) != 0)
+		goto out;
+	if (kz_json_str_opt(req, "bucket", 256, "", &bucket, why,
+	    sizeof(why)) != 0 || kz_json_str_opt(req, "project", KZP_ID_MAX,
+	    "", &pid, why, sizeof(why)) != 0 ||
+	    (*pid != '\0' && !kzp_id_ok(pid)) ||
+	    (sv != NULL && !cJSON_IsArray(sv))) {
+		e = bad(r, "bad 'bucket', 'project' or 'serves'");
+		goto out;
+	}
+	cJSON_ArrayForEach(c, sv) {
+		if (!cJSON_IsString(c) || !kzp_id_ok(c->valuestring) ||
+		    ++n > CONN_SERVES_MAX) {
+			e = bad(r, "'serves' is a bounded list of member ids");
+			goto out;
+		}
+		if (kzp_hash(p, "member", c->valuestring, mh) != 0) {
+			kzp_fail(r, KZ_WE_INTERNAL, "identifier hashing failed");
+			e = KZ_EINTERNAL;
+			goto out;
+		}
+		cJSON_AddItemToArray(ms, cJSON_CreateString(mh));
+	}
+	if (n == 0 && *pid == '\0') {
+		e = bad(r, "a connection serves named members or a project");
+		goto out;
+	}
+	if ((js = kz_json_print(ms)) == NULL) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		e = KZ_ENOMEM;
+		goto out;
+	}
+	av[0] = cid;
+	av[1] = bucket;
+	av[2] = js;
+	av[3] = pid;
+	e = mutate_simple(p, "conn_create", 4, av, out, r);
+out:
+	free(js);
+	cJSON_Delete(ms);
+	return e;
 }
 
 static int
@@ -403,9 +483,9 @@ op_unselect(struct kzp *p, const cJSON *q, cJSON *o, struct kzp_res *r)
 
 /*
  * Rule 12: a declared object-store source is kept as an inert record.  It
- * is never consulted by can-read or admit; resolution must go through a
- * platform-managed connection under the current member, which kz-project
- * does not hold, so such a source grants nothing here.
+ * is never consulted by can-read, resolve or admit, and no connection is
+ * ever made from it; resolution goes only through a platform-managed
+ * connection (connection-create) under the current member.
  */
 static int
 op_declare_source(struct kzp *p, const cJSON *req, cJSON *out,
@@ -484,6 +564,53 @@ op_can_read(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r)
 		return KZ_EDENIED;
 	}
 	cJSON_AddBoolToObject(out, "read", true);
+	return 0;
+}
+
+/*
+ * Rule 12: reading a connection-bound resource resolves through its
+ * platform-managed connection under the current member: the connection must
+ * serve the member now and the member must otherwise be able to read the
+ * item.  A declared source is no resource and resolves nothing.  The reply
+ * names the content by digest (the blob store holds the bytes); it carries
+ * no object key, bucket or credential.
+ */
+static int
+op_resolve(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r)
+{
+	char mh[KZ_IDHASH_HEX + 1];
+	cJSON *f = NULL;
+	const char *rid, *why = NULL;
+	int e;
+
+	if ((e = req_hash(p, req, "member", "member", mh, r)) != 0 ||
+	    (e = req_id(req, "resource", &rid, r)) != 0 ||
+	    (e = kzp_facts(p, rid, mh, &f, r)) != 0)
+		return e;
+	if (!cJSON_IsString(kz_json_get(f, "conn")))
+		why = "the item is not bound to a platform-managed connection";
+	else if (!cJSON_IsTrue(kz_json_get(f, "conn_ok")))
+		why = "the connection does not serve the member";
+	else if (!kzp_can_read(f, mh))
+		why = "the member cannot read the item";
+	else if (!cJSON_IsTrue(kz_json_get(f, "ready")) ||
+	    !cJSON_IsString(kz_json_get(f, "sha")))
+		why = "the item has no ready version";
+	if (why != NULL) {
+		cJSON_Delete(f);
+		kzp_fail(r, KZ_WE_REFUSED, "%s", why);
+		return KZ_EDENIED;
+	}
+	cJSON_AddStringToObject(out, "connection",
+	    cJSON_GetStringValue(kz_json_get(f, "conn")));
+	cJSON_AddNumberToObject(out, "version",
+	    cJSON_GetNumberValue(kz_json_get(f, "cur")));
+	cJSON_AddStringToObject(out, "sha256",
+	    cJSON_GetStringValue(kz_json_get(f, "sha")));
+	cJSON_AddNumberToObject(out, "size",
+	    cJSON_GetNumberValue(kz_json_get(f, "size")));
+	cJSON_AddStringToObject(out, "content", "blob");
+	cJSON_Delete(f);
 	return 0;
 }
 
@@ -744,8 +871,10 @@ const struct kzp_opdef kzp_ops[] = {
 	{"room-unlink-project", F("room", "project", "member"),
 	    op_room_unlink_project},
 	{"blob-put", F("file"), op_blob_put},
-	{"resource-create", F("resource", "member", "kind"),
-	    op_resource_create},
+	{"connection-create", F("connection", "bucket", "serves", "project"),
+	    op_connection_create},
+	{"resource-create", F("resource", "member", "kind", "connection",
+	    "object"), op_resource_create},
 	{"version-new", F("resource", "member", "path", "blob", "pending"),
 	    op_version_new},
 	{"resource-revoke", F("resource", "member"), op_resource_revoke},
@@ -758,6 +887,7 @@ const struct kzp_opdef kzp_ops[] = {
 	    "key", "prefix", "endpoint", "manifest", "url"),
 	    op_declare_source},
 	{"can-read", F("member", "resource", "room"), op_can_read},
+	{"resolve", F("member", "resource"), op_resolve},
 	{"admit", F("room", "member", "turn", "select", "retrieved",
 	    "contract", "capability"), op_admit},
 	{"verify", F("snapshot"), op_verify},

@@ -20,7 +20,9 @@
  *   proj:P:members, :rooms   sets
  *   proj:P:links             hash rid -> {by, turn, seq, shared}
  *   proj:P:sources           hash name -> declared source (inert)
- *   res:I                    hash owner, kind, revoked, cur
+ *   conn:C                   hash bucket (a platform-managed connection)
+ *   conn:C:members, :projects  sets of members and projects it serves
+ *   res:I                    hash owner, kind, revoked, cur[, conn, obj]
  *   res:I:v:N                hash path, size, sha, ready
  *   res:I:in                 set of "r:R" / "p:P" where I is linked
  *   snap:S                   an admission snapshot (JSON, with a TTL)
@@ -119,12 +121,32 @@
 "if ch == 1 then return bump(rh) end\n" \
 "return aver(rh)\n"
 
-/* ARGV: rid, mh, kind. */
+/*
+ * ARGV: rid, mh, kind[, conn, object].  A resource bound to a connection
+ * names an existing platform-managed connection; nothing else binds it.
+ */
 #define LUA_RES_CREATE LUA_LIB \
-"local rid, mh, kind = ARGV[2], ARGV[3], ARGV[4]\n" \
+"local rid, mh, kind, conn, obj = ARGV[2], ARGV[3], ARGV[4], ARGV[5] or '', ARGV[6] or ''\n" \
 "if not ismember(mh) then return fail('refused', 'unknown member') end\n" \
 "if exists(K('res', rid)) then return fail('refused', 'resource exists') end\n" \
+"if conn ~= '' and not exists(K('conn', conn)) then return fail('refused', 'unknown connection') end\n" \
 "redis.call('HSET', K('res', rid), 'owner', mh, 'kind', kind, 'cur', 0, 'revoked', 0)\n" \
+"if conn ~= '' then redis.call('HSET', K('res', rid), 'conn', conn, 'obj', obj) end\n" \
+"return 1\n"
+
+/*
+ * ARGV: cid, bucket, served member hashes (JSON array), pid or "".  A
+ * platform-managed connection: created by the operator, never from a
+ * declared source.
+ */
+#define LUA_CONN_CREATE LUA_LIB \
+"local cid, bucket, ms, pid = ARGV[2], ARGV[3], cjson.decode(ARGV[4]), ARGV[5]\n" \
+"if exists(K('conn', cid)) then return fail('refused', 'connection exists') end\n" \
+"for _, m in ipairs(ms) do if not ismember(m) then return fail('refused', 'unknown member') end end\n" \
+"if pid ~= '' and not exists(K('proj', pid)) then return fail('refused', 'unknown project') end\n" \
+"redis.call('HSET', K('conn', cid), 'bucket', bucket)\n" \
+"for _, m in ipairs(ms) do redis.call('SADD', K('conn', cid, 'members'), m) end\n" \
+"if pid ~= '' then redis.call('SADD', K('conn', cid, 'projects'), pid) end\n" \
 "return 1\n"
 
 /* ARGV: rid, mh, path, size, sha, ready.  Only the owner writes. */
@@ -209,12 +231,22 @@
 "redis.call('HSET', K('proj', pid, 'sources'), ARGV[4], ARGV[5])\n" \
 "return 1\n"
 
+/* Whether connection c serves member mh now (directly or by project). */
 #define LUA_FACTS_FN \
+"local function serves(c, mh)\n" \
+"  if not exists(K('conn', c)) then return false end\n" \
+"  if redis.call('SISMEMBER', K('conn', c, 'members'), mh) == 1 then return true end\n" \
+"  for _, p in ipairs(redis.call('SMEMBERS', K('conn', c, 'projects'))) do\n" \
+"    if redis.call('SISMEMBER', K('proj', p, 'members'), mh) == 1 then return true end\n" \
+"  end\n" \
+"  return false\n" \
+"end\n" \
 "local function facts(rid, mh)\n" \
-"  local h = redis.call('HMGET', K('res', rid), 'owner', 'kind', 'revoked', 'cur')\n" \
+"  local h = redis.call('HMGET', K('res', rid), 'owner', 'kind', 'revoked', 'cur', 'conn')\n" \
 "  if not h[1] then return {id = rid, exists = false} end\n" \
 "  local f = {id = rid, exists = true, owner = h[1], kind = h[2], revoked = (h[3] == '1'),\n" \
 "             cur = tonumber(h[4] or '0'), grants = {}}\n" \
+"  if h[5] and h[5] ~= '' then f.conn = h[5]; f.conn_ok = serves(h[5], mh) end\n" \
 "  if f.cur > 0 then\n" \
 "    local v = redis.call('HMGET', K('res', rid, 'v', f.cur), 'path', 'size', 'sha', 'ready')\n" \
 "    f.path = v[1]; f.size = tonumber(v[2]); f.sha = v[3]; f.ready = (v[4] == '1')\n" \

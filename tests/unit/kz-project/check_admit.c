@@ -217,6 +217,21 @@ START_TEST(can_read_predicate)
 		{"{\"exists\":true,\"owner\":\"A\",\"revoked\":true}", "A",
 		    false},
 		{"{\"exists\":false}", "A", false},
+		/* Rule 12: a connection-bound item resolves only through a
+		 * connection serving this member, owner included. */
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+		    "\"conn\":\"c1\",\"conn_ok\":false}", "A", false},
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+		    "\"conn\":\"c1\",\"conn_ok\":true,"
+		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
+		    true},
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+		    "\"conn\":\"c1\",\"conn_ok\":false,"
+		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
+		    false},
+		/* Served, but with no grant: the connection is no grant. */
+		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+		    "\"conn\":\"c1\",\"conn_ok\":true}", "B", false},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
