@@ -53,6 +53,10 @@ _cleanup() {
 	for p in $_pids; do kill "$p" 2>/dev/null; done
 	for p in $_pids; do kill -0 "$p" 2>/dev/null && sleep 0.2 && kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	# Once more now that the processes are gone: what they held (a cgroup
+	# with a daemon's workers in it, say) can only be removed after them.
+	sleep 0.3
+	eval "$_cleanups" 2>/dev/null
 	rm -rf "$T"
 }
 trap _cleanup EXIT
