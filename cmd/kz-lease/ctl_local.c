@@ -246,6 +246,28 @@ rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 	    ENOENT ? 0 : -1;
 }
 
+/*
+ * A worker that had to be killed never removed its cgroups (kz-sandbox(8):
+ * <parent>/<id>, with init and run below it, in each v1 hierarchy).  They
+ * are empty once it is gone; rmdir refuses any that is not, and a cgroup
+ * left that way is what the next reconcile will see.
+ */
+static void
+rm_cgroups(const char *id)
+{
+	static const char *const ctrl[] = {"memory", "pids", "cpu", "freezer",
+	    NULL};
+	static const char *const sub[] = {"/run", "/init", "", NULL};
+	char p[PATH_MAX];
+
+	for (int i = 0; ctrl[i] != NULL; i++)
+		for (int k = 0; sub[k] != NULL; k++) {
+			snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/kz-sandbox/"
+			    "%s%s", ctrl[i], id, sub[k]);
+			(void)rmdir(p);
+		}
+}
+
 int
 ctl_delete(const struct lease_conf *c, const char *id, char *why,
     size_t wlen)
@@ -268,6 +290,7 @@ ctl_delete(const struct lease_conf *c, const char *id, char *why,
 			kz_why(why, wlen, "worker did not stop");
 			return KZ_ESTATE;
 		}
+		rm_cgroups(id);
 	}
 	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
 	    errno != ENOENT) {
