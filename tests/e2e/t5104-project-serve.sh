@@ -6,18 +6,7 @@
 # nothing.  The store going away is a refusal, and the daemon recovers.
 . "$(dirname "$0")/lib.sh"
 plan 17
-start_store || { echo "Bail out! no store"; exit 1; }
-export KZ_STORE_SOCKET=$STORE_SOCK KZ_RUN_DIR=$T KZ_FIELD_KEY_FILE=$T/field.key \
-	KZ_PROJECT_BLOB_DIR=$T/blobs
-unset KZ_AUDIT_SOCKET KZ_CONFIG
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-
-q() { kz-project "$@" >/dev/null 2>&1; }
-blob() { printf '%s' "$1" >"$T/in"; kz-project blob-put --file "$T/in" |
-	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["sha256"])'; }
-doc() { q resource-create --resource "$2" --member "$1" &&
-	q version-new --resource "$2" --member "$1" --path "$3" --blob "$(blob "$4")"; }
+. "$(dirname "$0")/project-lib.sh"
 S=$T/kzp.sock
 msg() { kz-msg "$S" "$1"; }
 # req OP SNAPFILE [EDIT]: a request carrying the admission in SNAPFILE,

@@ -5,18 +5,7 @@
 # no URL, never the provider's call id), against a real redis-server.
 . "$(dirname "$0")/lib.sh"
 plan 29
-start_store || { echo "Bail out! no store"; exit 1; }
-export KZ_STORE_SOCKET=$STORE_SOCK KZ_RUN_DIR=$T KZ_FIELD_KEY_FILE=$T/field.key \
-	KZ_PROJECT_BLOB_DIR=$T/blobs
-unset KZ_AUDIT_SOCKET KZ_CONFIG
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-
-q() { kz-project "$@" >/dev/null 2>&1; }
-js() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
-blob() { printf '%s' "$1" >"$T/in"; kz-project blob-put --file "$T/in" |
-	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["sha256"])'; }
-code() { kz-project "$@" 2>&1 >/dev/null | sed -n 's/^kz-project: \([a-z_]*\):.*/\1/p'; }
+. "$(dirname "$0")/project-lib.sh"
 
 for m in alice bob carol dave erin; do q member-create --member $m; done
 q room-create --room r12 --member alice
