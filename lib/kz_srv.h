@@ -2,7 +2,8 @@
  * A framed request/response server on libevent, shared by every daemon.
  * Each connection is checked with SO_PEERCRED on accept, reads one frame at
  * a time with a size limit checked before allocation, and runs at most one
- * request at a time: the next frame is read only after the reply is sent.
+ * request at a time: the next frame is taken only after the reply is
+ * queued (meanwhile at most one maximal frame is read ahead).
  * A bad frame is answered once with an error and the connection is closed.
  * Slow peers are timed out; a slow peer never stalls the others.
  */

@@ -4,7 +4,7 @@
 #include <sys/queue.h>
 #include <unistd.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/listener.h>
 
 #include "kz_frame.h"
@@ -12,15 +12,28 @@
 #include "kz_srv.h"
 #include "banned.h"
 
+/*
+ * Each connection is driven by two raw events on its socket rather than a
+ * bufferevent: a request costs one read() and its reply one write(), with
+ * no epoll_ctl() and no FIONREAD ioctl in between.  The read event stays
+ * armed while a request is being handled (the bytes of the next frames
+ * are read, up to one maximal frame, but taken only after the reply); the
+ * write event is armed only when the socket could not take a reply at once.
+ */
+#define READ_CHUNK 16384
+
 enum conn_state { C_READING, C_BUSY, C_CLOSING };
 
 struct conn {
 	LIST_ENTRY(conn) link;
 	struct kz_srv *srv;
-	struct bufferevent *bev;
-	struct event *kick;
+	int fd;
+	struct event *rev, *wev, *kick;
+	struct evbuffer *in, *out;
 	struct kz_peer peer;
 	enum conn_state state;
+	bool reading;		/* rev is armed */
+	bool eof;		/* the peer will send nothing more */
 	struct kz_req *pending;
 };
 
@@ -55,12 +68,87 @@ conn_free(struct conn *cn)
 		cn->pending->conn = NULL;
 	LIST_REMOVE(cn, link);
 	cn->srv->st.open_conns--;
-	event_free(cn->kick);
-	bufferevent_free(cn->bev);
+	if (cn->rev)
+		event_free(cn->rev);
+	if (cn->wev)
+		event_free(cn->wev);
+	if (cn->kick)
+		event_free(cn->kick);
+	if (cn->in)
+		evbuffer_free(cn->in);
+	if (cn->out)
+		evbuffer_free(cn->out);
+	close(cn->fd);
 	free(cn);
 }
 
-/* Queues reply; a connection in C_CLOSING is freed once it is flushed. */
+/* The connection cannot go on: it is freed from the loop, never from
+ * inside a caller that still holds it. */
+static void
+conn_abort(struct conn *cn)
+{
+	cn->state = C_CLOSING;
+	evbuffer_drain(cn->out, evbuffer_get_length(cn->out));
+	event_active(cn->kick, EV_TIMEOUT, 0);
+}
+
+/* Arms the read event with the timeout the state calls for: none while a
+ * request is handled, the I/O timeout mid-frame, else the idle timeout. */
+static void
+arm_read(struct conn *cn)
+{
+	size_t have = evbuffer_get_length(cn->in);
+	struct timeval tv;
+
+	if (cn->eof || cn->state == C_CLOSING ||
+	    have >= cn->srv->c.frame_max + KZ_FRAME_HDR) {
+		if (cn->reading)
+			event_del(cn->rev);
+		cn->reading = false;
+		return;
+	}
+	if (cn->state == C_BUSY) {
+		if (!cn->reading)
+			event_add(cn->rev, NULL);
+		else
+			event_remove_timer(cn->rev);
+	} else {
+		tv_ms(&tv, have > 0 ? cn->srv->c.io_timeout_ms :
+		    cn->srv->c.idle_timeout_ms);
+		event_add(cn->rev, &tv);
+	}
+	cn->reading = true;
+}
+
+/* Writes what the socket takes now; the rest waits for the write event. */
+static void
+flush_out(struct conn *cn)
+{
+	struct timeval tv;
+	int n;
+
+	while (evbuffer_get_length(cn->out) > 0) {
+		n = evbuffer_write(cn->out, cn->fd);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			conn_abort(cn);
+			return;
+		}
+	}
+	if (evbuffer_get_length(cn->out) > 0) {
+		tv_ms(&tv, cn->srv->c.io_timeout_ms);
+		event_add(cn->wev, &tv);
+	} else {
+		event_del(cn->wev);
+		if (cn->state == C_CLOSING)
+			event_active(cn->kick, EV_TIMEOUT, 0);
+	}
+}
+
+/* Queues reply and sends it at once when the socket takes it. */
 static void
 conn_send(struct conn *cn, cJSON *reply)
 {
@@ -69,7 +157,7 @@ conn_send(struct conn *cn, cJSON *reply)
 
 	if (reply != NULL &&
 	    kz_frame_encode(reply, cn->srv->c.frame_max, &buf, &len) == 0) {
-		bufferevent_write(cn->bev, buf, len);
+		evbuffer_add(cn->out, buf, len);
 		free(buf);
 	} else if (reply != NULL) {
 		/* The reply itself was too large: the client gets an error. */
@@ -78,12 +166,13 @@ conn_send(struct conn *cn, cJSON *reply)
 
 		if (e && kz_frame_encode(e, cn->srv->c.frame_max, &buf,
 		    &len) == 0) {
-			bufferevent_write(cn->bev, buf, len);
+			evbuffer_add(cn->out, buf, len);
 			free(buf);
 		}
 		cJSON_Delete(e);
 	}
 	cJSON_Delete(reply);
+	flush_out(cn);
 }
 
 static void
@@ -92,9 +181,9 @@ conn_fail(struct conn *cn, const char *code, const char *reason)
 	cn->srv->st.bad_frames++;
 	conn_send(cn, kz_reply_err(NULL, code, reason));
 	cn->state = C_CLOSING;
-	bufferevent_disable(cn->bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_output(cn->bev)) == 0)
-		conn_free(cn);
+	arm_read(cn);
+	if (evbuffer_get_length(cn->out) == 0)
+		event_active(cn->kick, EV_TIMEOUT, 0);
 }
 
 static const struct kz_op *
@@ -105,7 +194,6 @@ find_op(const struct kz_srv *s, const char *op)
 			return o;
 	return NULL;
 }
-
 /* Checks the envelope and the op's fields; returns the op or replies. */
 static const struct kz_op *
 check_request(struct conn *cn, cJSON *j)
@@ -147,36 +235,31 @@ bad:
 static int
 take_frame(struct conn *cn, cJSON **out, char *why, size_t wlen)
 {
-	struct evbuffer *in = bufferevent_get_input(cn->bev);
 	unsigned char hdr[KZ_FRAME_HDR];
-	struct timeval tv;
 	uint32_t n;
 	int r;
 
-	if (evbuffer_get_length(in) < KZ_FRAME_HDR)
+	if (evbuffer_get_length(cn->in) < KZ_FRAME_HDR)
 		return 0;
-	evbuffer_copyout(in, hdr, sizeof(hdr));
+	evbuffer_copyout(cn->in, hdr, sizeof(hdr));
 	if ((r = kz_frame_hdr(hdr, cn->srv->c.frame_max, &n)) != 0) {
 		kz_why(why, wlen, "%s", r == KZ_ETOOBIG ?
 		    "frame longer than the limit" : "zero-length frame");
 		return r;
 	}
-	if (evbuffer_get_length(in) < KZ_FRAME_HDR + (size_t)n) {
-		/* Mid-frame: the rest must arrive within the I/O timeout. */
-		tv_ms(&tv, cn->srv->c.io_timeout_ms);
-		bufferevent_set_timeouts(cn->bev, &tv, &tv);
-		return 0;
-	}
-	r = kz_frame_decode((const char *)evbuffer_pullup(in,
+	if (evbuffer_get_length(cn->in) < KZ_FRAME_HDR + (size_t)n)
+		return 0;	/* mid-frame: arm_read() sets the I/O timeout */
+	r = kz_frame_decode((const char *)evbuffer_pullup(cn->in,
 	    KZ_FRAME_HDR + n) + KZ_FRAME_HDR, n, out, why, wlen);
-	evbuffer_drain(in, KZ_FRAME_HDR + n);
+	evbuffer_drain(cn->in, KZ_FRAME_HDR + n);
 	return r == 0 ? 1 : r;
 }
 
+/* Runs the frames that are in; called only from the loop's callbacks,
+ * so it may free the connection. */
 static void
 conn_process(struct conn *cn)
 {
-	struct timeval idle, io;
 	char why[160];
 	cJSON *j;
 	int r;
@@ -206,15 +289,17 @@ conn_process(struct conn *cn)
 		req->peer = cn->peer;
 		cn->pending = req;
 		cn->state = C_BUSY;
-		bufferevent_disable(cn->bev, EV_READ);
 		op->fn(req, cn->srv->c.arg);
 	}
-	if (cn->state == C_READING && evbuffer_get_length(
-	    bufferevent_get_input(cn->bev)) == 0) {
-		tv_ms(&idle, cn->srv->c.idle_timeout_ms);
-		tv_ms(&io, cn->srv->c.io_timeout_ms);
-		bufferevent_set_timeouts(cn->bev, &idle, &io);
+	if (cn->state == C_READING && cn->eof) {
+		/* The peer is done and every whole frame is answered. */
+		cn->state = C_CLOSING;
+		if (evbuffer_get_length(cn->out) == 0) {
+			conn_free(cn);
+			return;
+		}
 	}
+	arm_read(cn);
 }
 
 static void
@@ -222,32 +307,58 @@ kick_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct conn *cn = arg;
 
-	if (cn->state == C_READING) {
-		bufferevent_enable(cn->bev, EV_READ);
+	if (cn->state == C_READING)
 		conn_process(cn);
-	}
-}
-
-static void
-read_cb(struct bufferevent *bev, void *arg)
-{
-	conn_process(arg);
-}
-
-static void
-write_cb(struct bufferevent *bev, void *arg)
-{
-	struct conn *cn = arg;
-
-	if (cn->state == C_CLOSING)
+	else if (cn->state == C_CLOSING && evbuffer_get_length(cn->out) == 0)
 		conn_free(cn);
 }
 
 static void
-event_cb(struct bufferevent *bev, short what, void *arg)
+read_cb(evutil_socket_t fd, short ev, void *arg)
 {
-	/* EOF, error or timeout: the connection is done. */
-	conn_free(arg);
+	struct conn *cn = arg;
+	size_t room = cn->srv->c.frame_max + KZ_FRAME_HDR -
+	    evbuffer_get_length(cn->in);
+	struct evbuffer_iovec v;
+	ssize_t n;
+
+	if (ev & EV_TIMEOUT) {
+		conn_free(cn);	/* idle, or a frame too slow to arrive */
+		return;
+	}
+	if (room > READ_CHUNK)
+		room = READ_CHUNK;
+	if (room == 0 || evbuffer_reserve_space(cn->in, (ev_ssize_t)room, &v,
+	    1) < 1) {
+		arm_read(cn);
+		return;
+	}
+	n = read(fd, v.iov_base, v.iov_len < room ? v.iov_len : room);
+	if (n > 0) {
+		v.iov_len = (size_t)n;
+		evbuffer_commit_space(cn->in, &v, 1);
+	} else if (n == 0)
+		cn->eof = true;
+	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		conn_free(cn);	/* reset by the peer */
+		return;
+	}
+	if (cn->state == C_READING)
+		conn_process(cn);
+	else if (cn->eof || n > 0)
+		arm_read(cn);
+}
+
+static void
+write_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct conn *cn = arg;
+
+	if (ev & EV_TIMEOUT) {
+		conn_free(cn);	/* the peer does not take its reply */
+		return;
+	}
+	flush_out(cn);
 }
 
 const cJSON *
@@ -269,8 +380,8 @@ kz_req_reply(struct kz_req *req, cJSON *reply)
 
 	if (cn != NULL) {
 		cn->pending = NULL;
-		conn_send(cn, reply);
 		cn->state = C_READING;
+		conn_send(cn, reply);
 		/* Process frames that arrived meanwhile from the loop, not
 		 * from inside the handler that is replying. */
 		event_active(cn->kick, EV_TIMEOUT, 0);
@@ -316,35 +427,28 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		return;
 	}
 	cn->srv = s;
-	cn->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	cn->kick = event_new(s->base, -1, 0, kick_cb, cn);
-	if (cn->bev == NULL || cn->kick == NULL) {
-		if (cn->bev)
-			bufferevent_free(cn->bev);
-		else
-			close(fd);
-		if (cn->kick)
-			event_free(cn->kick);
-		free(cn);
-		return;
-	}
+	cn->fd = fd;
 	LIST_INSERT_HEAD(&s->conns, cn, link);
 	s->st.open_conns++;
-	/* Never buffer more than one maximal frame from a client. */
-	bufferevent_setwatermark(cn->bev, EV_READ, 0,
-	    s->c.frame_max + KZ_FRAME_HDR);
-	bufferevent_setcb(cn->bev, read_cb, write_cb, event_cb, cn);
+	cn->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, read_cb, cn);
+	cn->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, write_cb, cn);
+	cn->kick = event_new(s->base, -1, 0, kick_cb, cn);
+	cn->in = evbuffer_new();
+	cn->out = evbuffer_new();
+	if (!cn->rev || !cn->wev || !cn->kick || !cn->in || !cn->out) {
+		conn_free(cn);
+		return;
+	}
 	if (kz_peer_check(fd, &s->c.peers, &cn->peer) != 0) {
 		s->st.peer_refused++;
 		conn_send(cn, kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
 		    "peer credentials are not allowed"));
 		cn->state = C_CLOSING;
+		event_active(cn->kick, EV_TIMEOUT, 0);
 		return;
 	}
-	bufferevent_enable(cn->bev, EV_READ | EV_WRITE);
-	conn_process(cn);
+	arm_read(cn);
 }
-
 int
 kz_srv_new(struct event_base *base, const struct kz_srv_conf *c,
     struct kz_srv **out, char *why, size_t wlen)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -266,6 +267,88 @@ START_TEST(test_deferred_and_pipelined)
 }
 END_TEST
 
+START_TEST(test_half_closed_peer_gets_every_reply)
+{
+	int fd = dial();
+	const char *a = "{\"v\":1,\"op\":\"defer\",\"id\":\"h1\"}";
+	const char *b = "{\"v\":1,\"op\":\"echo\",\"id\":\"h2\"}";
+	char buf[256];
+	size_t n = 0;
+	cJSON *r;
+
+	/* Two requests, then the peer shuts its sending side (as `socat` or
+	 * a shell pipeline does): both are answered, then the server
+	 * closes. */
+	for (int i = 0; i < 2; i++) {
+		const char *s = i ? b : a;
+		size_t l = strlen(s);
+
+		buf[n++] = 0;
+		buf[n++] = 0;
+		buf[n++] = 0;
+		buf[n++] = (char)l;
+		memcpy(buf + n, s, l);
+		n += l;
+	}
+	ck_assert_int_eq(kz_write_full(fd, buf, n, -1), 0);
+	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	r = call_raw(fd, NULL, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(kz_json_get(r, "id")->valuestring, "h1");
+	cJSON_Delete(r);
+	r = call_raw(fd, NULL, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(kz_json_get(r, "id")->valuestring, "h2");
+	cJSON_Delete(r);
+	ck_assert(closed(fd));
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_pipelined_flood_is_bounded_and_served_in_order)
+{
+	int fd = dial();
+	const char *d = "{\"v\":1,\"op\":\"defer\",\"id\":\"p0\"}";
+	char one[64], *buf;
+	size_t n = 0, each, k = 400;	/* 400 frames: ~10x the frame limit */
+	cJSON *r;
+
+	/* While the first request is deferred, the peer pipelines far more
+	 * than one maximal frame; the server reads at most that much ahead
+	 * and still answers every frame, in order. */
+	buf = malloc(64 * (k + 1));
+	ck_assert_ptr_nonnull(buf);
+	buf[n++] = 0;
+	buf[n++] = 0;
+	buf[n++] = 0;
+	buf[n++] = (char)strlen(d);
+	memcpy(buf + n, d, strlen(d));
+	n += strlen(d);
+	for (size_t i = 1; i <= k; i++) {
+		each = (size_t)snprintf(one, sizeof(one),
+		    "{\"v\":1,\"op\":\"echo\",\"id\":\"p%zu\"}", i);
+		buf[n++] = 0;
+		buf[n++] = 0;
+		buf[n++] = 0;
+		buf[n++] = (char)each;
+		memcpy(buf + n, one, each);
+		n += each;
+	}
+	ck_assert_int_eq(kz_write_full(fd, buf, n, -1), 0);
+	for (size_t i = 0; i <= k; i++) {
+		char want[16];
+
+		r = call_raw(fd, NULL, 0);
+		ck_assert_msg(r != NULL, "no reply %zu", i);
+		snprintf(want, sizeof(want), "p%zu", i);
+		ck_assert_str_eq(kz_json_get(r, "id")->valuestring, want);
+		cJSON_Delete(r);
+	}
+	free(buf);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_peer_credentials_checked)
 {
 	pid_t pid;
@@ -317,6 +400,8 @@ main(void)
 	    sizeof(bads) / sizeof(bads[0]));
 	tcase_add_test(tc, test_slow_peer_times_out_without_stalling_others);
 	tcase_add_test(tc, test_deferred_and_pipelined);
+	tcase_add_test(tc, test_half_closed_peer_gets_every_reply);
+	tcase_add_test(tc, test_pipelined_flood_is_bounded_and_served_in_order);
 	tcase_add_test(tc, test_peer_credentials_checked);
 	tcase_add_test(tc, test_listen_refuses_live_socket);
 	suite_add_tcase(s, tc);
