@@ -5,11 +5,52 @@
 #ifndef EGRESS_CONN_H
 #define EGRESS_CONN_H
 
+#include <stdbool.h>
+#include <sys/time.h>
 #include <time.h>
-#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/listener.h>
 
 #include "egress.h"
+
+/* ---- sio.c: a socket with buffers, for the plain-HTTP path ---- */
+
+/* Input waiting beyond this stops reading; output beyond it stops the
+ * other side's reading.  The bound on memory per direction. */
+#define SIO_HIGH (1024 * 1024)
+
+enum { SIO_EOF = 1, SIO_ERROR = 2, SIO_TIMEOUT = 4, SIO_CONNECTED = 8 };
+
+struct sio;
+typedef void (*sio_data_fn)(struct sio *s, void *arg);
+typedef void (*sio_event_fn)(struct sio *s, short what, void *arg);
+
+struct sio {
+	struct event_base *base;
+	int fd;
+	struct evbuffer *in, *out;
+	struct event *rev, *wev;
+	bool reading;		/* the owner wants input */
+	bool connecting;
+	bool has_rto;
+	struct timeval rto;	/* read (and connect) timeout */
+	sio_data_fn readcb, writecb;	/* input arrived; output drained */
+	sio_event_fn eventcb;
+	void *arg;
+};
+
+struct sio *sio_new(struct event_base *base, int fd, sio_data_fn readcb,
+    sio_data_fn writecb, sio_event_fn eventcb, void *arg);
+int sio_setfd(struct sio *s, int fd);
+void sio_free(struct sio *s);
+/* Frees s but leaves its descriptor open and returns it. */
+int sio_take_fd(struct sio *s);
+int sio_connect(struct sio *s, const struct sockaddr *sa, socklen_t sl,
+    const struct timeval *timeout);
+void sio_read(struct sio *s, bool on);
+void sio_set_read_timeout(struct sio *s, const struct timeval *tv);
+void sio_flush(struct sio *s);
+size_t sio_pending(const struct sio *s);
 
 struct proxy {
 	struct event_base *base;
@@ -26,7 +67,7 @@ enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 struct conn {
 	struct proxy *px;
-	struct bufferevent *cli, *up;
+	struct sio *cli, *up;
 	struct event *timer;
 	struct eg_lookup *lk;
 	struct evbuffer *head_out;	/* request head for the upstream */
@@ -61,8 +102,7 @@ void conn_refuse(struct conn *c, const char *reason);
 void conn_process_input(struct conn *c);
 void conn_await_head(struct conn *c);
 /* pump.c */
-void conn_setup_client(struct conn *c);
-void conn_flush(struct bufferevent *b);
+struct sio *conn_client_new(struct conn *c, int fd);
 void conn_connect_up(struct conn *c, const struct eg_addr *a);
 void conn_start_exchange(struct conn *c);
 /* tunnel.c */

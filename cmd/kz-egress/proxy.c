@@ -20,7 +20,6 @@
 #include <unistd.h>
 #include <sodium.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
@@ -56,10 +55,8 @@ conn_free(struct conn *c)
 {
 	if (c->lk != NULL)
 		eg_lookup_cancel(c->lk);
-	if (c->cli != NULL)
-		bufferevent_free(c->cli);
-	if (c->up != NULL)
-		bufferevent_free(c->up);
+	sio_free(c->cli);
+	sio_free(c->up);
 	if (c->head_out != NULL)
 		evbuffer_free(c->head_out);
 	if (c->timer != NULL)
@@ -72,8 +69,7 @@ conn_free(struct conn *c)
 void
 conn_close_up(struct conn *c)
 {
-	if (c->up != NULL)
-		bufferevent_free(c->up);
+	sio_free(c->up);
 	c->up = NULL;
 	c->up_host[0] = '\0';
 }
@@ -90,7 +86,7 @@ arm(struct conn *c, int64_t secs)
 void
 conn_close_after_flush(struct conn *c)
 {
-	struct bufferevent *b = c->cli != NULL ? c->cli : c->up;
+	struct sio *b = c->cli != NULL ? c->cli : c->up;
 
 	c->st = ST_CLOSING;
 	if (c->lk != NULL) {
@@ -98,13 +94,12 @@ conn_close_after_flush(struct conn *c)
 		c->lk = NULL;
 	}
 	if (b != NULL)
-		conn_flush(b);
-	if (b == NULL || evbuffer_get_length(bufferevent_get_output(b)) == 0) {
+		sio_flush(b);
+	if (b == NULL || sio_pending(b) == 0) {
 		conn_free(c);
 		return;
 	}
-	bufferevent_disable(b, EV_READ);
-	bufferevent_enable(b, EV_WRITE);
+	sio_read(b, false);
 	arm(c, c->px->p->header_timeout);
 }
 
@@ -112,7 +107,7 @@ static void
 respond(struct conn *c, const char *canned, size_t n)
 {
 	conn_close_up(c);
-	bufferevent_write(c->cli, canned, n);
+	evbuffer_add(c->cli->out, canned, n);
 	conn_close_after_flush(c);
 }
 
@@ -298,7 +293,7 @@ judge(struct conn *c)
 static void
 handle_head(struct conn *c, size_t hlen)
 {
-	struct evbuffer *in = bufferevent_get_input(c->cli);
+	struct evbuffer *in = c->cli->in;
 	char *buf = (char *)evbuffer_pullup(in, (ev_ssize_t)hlen);
 	char host[EG_HOST_MAX + 3];
 	struct eg_head hd;
@@ -336,7 +331,7 @@ handle_head(struct conn *c, size_t hlen)
 void
 conn_process_input(struct conn *c)
 {
-	struct evbuffer *in = bufferevent_get_input(c->cli);
+	struct evbuffer *in = c->cli->in;
 	struct evbuffer_ptr pos;
 	size_t len = evbuffer_get_length(in);
 
@@ -403,7 +398,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	if (sa->sa_family != AF_UNIX)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
-	c->cli = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->cli = conn_client_new(c, fd);
 	c->timer = evtimer_new(px->base, on_timer, c);
 	if (c->cli == NULL || c->timer == NULL) {
 		if (c->cli == NULL)
@@ -411,7 +406,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		conn_free(c);
 		return;
 	}
-	conn_setup_client(c);
+	sio_read(c->cli, true);
 	conn_await_head(c);
 }
 

@@ -10,14 +10,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "conn.h"
 #include "kz_log.h"
 #include "banned.h"
 
-#define HIGH (1024 * 1024)
+#define HIGH SIO_HIGH
 
 static const char RESP_200[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 static const char RESP_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -25,30 +24,12 @@ static const char RESP_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 static void pump_req(struct conn *c);
 static void pump_resp(struct conn *c);
 
-/*
- * Writes what is buffered now instead of waiting for the loop to poll for
- * writability: in the common case the socket takes it all and no write
- * event is ever registered (two epoll_ctl calls saved per write).  Only a
- * remainder enables the bufferevent's own writing.
- */
-void
-conn_flush(struct bufferevent *b)
-{
-	struct evbuffer *o = bufferevent_get_output(b);
-
-	if (evbuffer_get_length(o) == 0)
-		return;
-	if (evbuffer_write(o, bufferevent_getfd(b)) < 0 ||
-	    evbuffer_get_length(o) > 0)
-		bufferevent_enable(b, EV_WRITE);
-}
-
 static void
 bad_gateway(struct conn *c)
 {
 	conn_close_up(c);
 	if (!c->resp_head_done)
-		bufferevent_write(c->cli, eg_resp_502, strlen(eg_resp_502));
+		evbuffer_add(c->cli->out, eg_resp_502, strlen(eg_resp_502));
 	conn_close_after_flush(c);
 }
 
@@ -68,7 +49,7 @@ exchange_check(struct conn *c)
 		conn_close_after_flush(c);
 		return;
 	}
-	bufferevent_enable(c->cli, EV_READ);
+	sio_read(c->cli, true);
 	conn_await_head(c);
 }
 
@@ -133,17 +114,16 @@ pump_req(struct conn *c)
 
 	if (c->req_done)
 		return;
-	if (move_body(bufferevent_get_input(c->cli),
-	    bufferevent_get_output(c->up), c->req_mode, &c->req_left,
+	if (move_body(c->cli->in, c->up->out, c->req_mode, &c->req_left,
 	    &c->req_ck, &done) != 0) {
 		kz_log(KZ_LOG_INFO, "egress.bad_request", 0,
 		    "malformed request body", "reason", "bad_chunk", NULL);
 		bad_gateway(c);
 		return;
 	}
-	conn_flush(c->up);
-	if (evbuffer_get_length(bufferevent_get_output(c->up)) > HIGH)
-		bufferevent_disable(c->cli, EV_READ);
+	sio_flush(c->up);
+	if (sio_pending(c->up) > HIGH)
+		sio_read(c->cli, false);
 	if (done) {
 		c->req_done = true;
 		exchange_check(c);
@@ -155,15 +135,14 @@ pump_resp(struct conn *c)
 {
 	bool done;
 
-	if (move_body(bufferevent_get_input(c->up),
-	    bufferevent_get_output(c->cli), c->resp_mode, &c->resp_left,
+	if (move_body(c->up->in, c->cli->out, c->resp_mode, &c->resp_left,
 	    &c->resp_ck, &done) != 0) {
 		bad_gateway(c);
 		return;
 	}
-	conn_flush(c->cli);
-	if (evbuffer_get_length(bufferevent_get_output(c->cli)) > HIGH)
-		bufferevent_disable(c->up, EV_READ);
+	sio_flush(c->cli);
+	if (sio_pending(c->cli) > HIGH)
+		sio_read(c->up, false);
 	if (done && c->resp_mode != BODY_UNTIL_CLOSE) {
 		c->resp_done = true;
 		exchange_check(c);
@@ -175,7 +154,7 @@ static void
 write_resp_head(struct conn *c, const char *buf, const struct eg_head *hd,
     bool final)
 {
-	struct evbuffer *o = bufferevent_get_output(c->cli);
+	struct evbuffer *o = c->cli->out;
 	const char *eol = memchr(buf, '\r', EG_HDR_MAX_BYTES);
 
 	evbuffer_add(o, "HTTP/1.1", 8);
@@ -201,7 +180,7 @@ write_resp_head(struct conn *c, const char *buf, const struct eg_head *hd,
 static void
 resp_head(struct conn *c)
 {
-	struct evbuffer *in = bufferevent_get_input(c->up);
+	struct evbuffer *in = c->up->in;
 	struct evbuffer_ptr pos;
 	struct eg_head hd;
 	size_t hlen;
@@ -245,7 +224,7 @@ resp_head(struct conn *c)
 	c->resp_head_done = true;
 	if (c->resp_mode == BODY_NONE || (c->resp_mode == BODY_LENGTH &&
 	    c->resp_left == 0)) {
-		conn_flush(c->cli);
+		sio_flush(c->cli);
 		c->resp_done = true;
 		exchange_check(c);
 		return;
@@ -254,7 +233,7 @@ resp_head(struct conn *c)
 }
 
 static void
-cli_read(struct bufferevent *b, void *arg)
+cli_read(struct sio *b, void *arg)
 {
 	struct conn *c = arg;
 
@@ -271,7 +250,7 @@ cli_read(struct bufferevent *b, void *arg)
 }
 
 static void
-up_read(struct bufferevent *b, void *arg)
+up_read(struct sio *b, void *arg)
 {
 	struct conn *c = arg;
 
@@ -293,21 +272,18 @@ up_read(struct bufferevent *b, void *arg)
 
 /* Output drained: read the other side again. */
 static void
-on_write(struct bufferevent *b, void *arg)
+on_write(struct sio *b, void *arg)
 {
 	struct conn *c = arg;
-	struct bufferevent *other = b == c->cli ? c->up : c->cli;
+	struct sio *other = b == c->cli ? c->up : c->cli;
 
 	if (c->st == ST_CLOSING) {
-		if (evbuffer_get_length(bufferevent_get_output(b)) == 0)
-			conn_free(c);
+		conn_free(c);
 		return;
 	}
-	if (evbuffer_get_length(bufferevent_get_output(b)) == 0)
-		bufferevent_disable(b, EV_WRITE);
 	if (other == NULL)
 		return;
-	bufferevent_enable(other, EV_READ);
+	sio_read(other, true);
 	if (c->st == ST_EXCHANGE && b == c->up)
 		pump_req(c);
 	else if (c->st == ST_EXCHANGE && c->resp_head_done)
@@ -315,7 +291,7 @@ on_write(struct bufferevent *b, void *arg)
 }
 
 static void
-cli_event(struct bufferevent *b, short what, void *arg)
+cli_event(struct sio *b, short what, void *arg)
 {
 	struct conn *c = arg;
 
@@ -328,14 +304,15 @@ on_connected(struct conn *c)
 	struct timeval idle = {(time_t)c->px->p->idle_timeout, 0}, now;
 	int one = 1;
 
-	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY,
-	    &one, sizeof(one));
+	(void)setsockopt(c->up->fd, IPPROTO_TCP, TCP_NODELAY, &one,
+	    sizeof(one));
 	if (!c->is_connect) {
-		bufferevent_set_timeouts(c->up, &idle, NULL);
+		sio_set_read_timeout(c->up, &idle);
+		sio_read(c->up, true);
 		conn_start_exchange(c);
 		return;
 	}
-	bufferevent_write(c->cli, RESP_200, sizeof(RESP_200) - 1);
+	evbuffer_add(c->cli->out, RESP_200, sizeof(RESP_200) - 1);
 	c->st = ST_TUNNEL;
 	evtimer_del(c->timer);
 	event_base_gettimeofday_cached(c->px->base, &now);
@@ -348,11 +325,11 @@ on_connected(struct conn *c)
 }
 
 static void
-up_event(struct bufferevent *b, short what, void *arg)
+up_event(struct sio *b, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	if (what & BEV_EVENT_CONNECTED) {
+	if (what & SIO_CONNECTED) {
 		on_connected(c);
 		return;
 	}
@@ -363,7 +340,7 @@ up_event(struct bufferevent *b, short what, void *arg)
 		bad_gateway(c);
 		break;
 	case ST_EXCHANGE:
-		if ((what & BEV_EVENT_EOF) && c->resp_head_done &&
+		if ((what & SIO_EOF) && c->resp_head_done &&
 		    c->resp_mode == BODY_UNTIL_CLOSE) {
 			pump_resp(c);
 			c->resp_done = true;
@@ -385,12 +362,10 @@ up_event(struct bufferevent *b, short what, void *arg)
 	}
 }
 
-void
-conn_setup_client(struct conn *c)
+struct sio *
+conn_client_new(struct conn *c, int fd)
 {
-	bufferevent_setcb(c->cli, cli_read, on_write, cli_event, c);
-	bufferevent_setwatermark(c->cli, EV_READ, 0, HIGH);
-	bufferevent_enable(c->cli, EV_READ);
+	return sio_new(c->px->base, fd, cli_read, on_write, cli_event, c);
 }
 
 void
@@ -400,23 +375,21 @@ conn_connect_up(struct conn *c, const struct eg_addr *a)
 	struct sockaddr_storage ss;
 	socklen_t sl = eg_addr_sockaddr(a, c->dest.port, &ss);
 
-	c->up = bufferevent_socket_new(c->px->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	c->up = sio_new(c->px->base, -1, up_read, on_write, up_event, c);
 	if (c->up == NULL) {
 		bad_gateway(c);
 		return;
 	}
-	bufferevent_setcb(c->up, up_read, on_write, up_event, c);
-	bufferevent_setwatermark(c->up, EV_READ, 0, HIGH);
-	bufferevent_set_timeouts(c->up, &ct, &ct);
 	snprintf(c->up_host, sizeof(c->up_host), "%s", c->dest.host);
 	c->up_addr = *a;
 	c->up_port = c->dest.port;
 	c->st = ST_CONNECTING;
 	c->resp_head_done = false;
-	bufferevent_enable(c->up, EV_READ);
-	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&ss,
-	    (int)sl) != 0)
+	if (sio_connect(c->up, (struct sockaddr *)&ss, sl, &ct) != 0) {
+		kz_log(KZ_LOG_INFO, "egress.upstream", 0,
+		    "upstream connect failed", "host", c->up_host, NULL);
 		bad_gateway(c);
+	}
 }
 
 void
@@ -426,11 +399,11 @@ conn_start_exchange(struct conn *c)
 	c->req_done = c->req_mode == BODY_NONE;
 	c->resp_done = c->resp_head_done = false;
 	c->up_close = false;
-	evbuffer_add_buffer(bufferevent_get_output(c->up), c->head_out);
+	evbuffer_add_buffer(c->up->out, c->head_out);
 	if (c->expect100 && !c->req_done) {
-		bufferevent_write(c->cli, RESP_100, sizeof(RESP_100) - 1);
-		conn_flush(c->cli);
+		evbuffer_add(c->cli->out, RESP_100, sizeof(RESP_100) - 1);
+		sio_flush(c->cli);
 	}
-	conn_flush(c->up);
+	sio_flush(c->up);
 	pump_req(c);
 }

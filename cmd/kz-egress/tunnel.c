@@ -12,7 +12,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "conn.h"
@@ -158,17 +157,6 @@ on_io(evutil_socket_t fd, short what, void *arg)
 		conn_free(t->c);
 }
 
-/* Takes the descriptor out of a bufferevent and frees the bufferevent. */
-static int
-take_fd(struct bufferevent *b)
-{
-	int fd = bufferevent_getfd(b);
-
-	bufferevent_setfd(b, -1);
-	bufferevent_free(b);
-	return fd;
-}
-
 static int
 half_init(struct tunnel *t, int i, int from, int to)
 {
@@ -185,19 +173,8 @@ half_init(struct tunnel *t, int i, int from, int to)
 	return h->pre && h->rev && h->wev ? 0 : -1;
 }
 
-/* A bufferevent's own buffers may be frozen against draining: copy. */
-static int
-copy(struct evbuffer *dst, struct evbuffer *src)
-{
-	size_t n = evbuffer_get_length(src);
-
-	if (n == 0)
-		return 0;
-	return evbuffer_add(dst, evbuffer_pullup(src, -1), n);
-}
-
 /*
- * Turns the connection's two bufferevents into a spliced tunnel.  Bytes
+ * Turns the connection's two sockets into a spliced tunnel.  Bytes
  * already buffered (our 200, early client data, an eager server's first
  * bytes) go out first, in order.
  */
@@ -212,18 +189,16 @@ tunnel_start(struct conn *c)
 	t->fd[0] = t->fd[1] = -1;
 	t->h[0].p[0] = t->h[0].p[1] = t->h[1].p[0] = t->h[1].p[1] = -1;
 	c->tun = t;
-	if (half_init(t, 0, bufferevent_getfd(c->cli),
-	    bufferevent_getfd(c->up)) != 0 ||
-	    half_init(t, 1, bufferevent_getfd(c->up),
-	    bufferevent_getfd(c->cli)) != 0)
+	if (half_init(t, 0, c->cli->fd, c->up->fd) != 0 ||
+	    half_init(t, 1, c->up->fd, c->cli->fd) != 0)
 		return -1;
-	if (copy(t->h[0].pre, bufferevent_get_output(c->up)) != 0 ||
-	    copy(t->h[0].pre, bufferevent_get_input(c->cli)) != 0 ||
-	    copy(t->h[1].pre, bufferevent_get_output(c->cli)) != 0 ||
-	    copy(t->h[1].pre, bufferevent_get_input(c->up)) != 0)
+	if (evbuffer_add_buffer(t->h[0].pre, c->up->out) != 0 ||
+	    evbuffer_add_buffer(t->h[0].pre, c->cli->in) != 0 ||
+	    evbuffer_add_buffer(t->h[1].pre, c->cli->out) != 0 ||
+	    evbuffer_add_buffer(t->h[1].pre, c->up->in) != 0)
 		return -1;
-	t->fd[0] = take_fd(c->cli);
-	t->fd[1] = take_fd(c->up);
+	t->fd[0] = sio_take_fd(c->cli);
+	t->fd[1] = sio_take_fd(c->up);
 	c->cli = c->up = NULL;
 	if (pump(&t->h[0], false) < 0 || pump(&t->h[1], false) < 0)
 		return -1;
