@@ -8,7 +8,9 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kz_frame.h"
 #include "kz_json.h"
@@ -172,6 +174,71 @@ call(const struct run_conf *c, const char *stage, cJSON *req, cJSON **rep,
 	return run_exit_for(f->code);
 }
 
+static cJSON *
+snap_req(const char *op, const char *rid, const cJSON *snap)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	if (r == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(r, "v", 1);
+	cJSON_AddStringToObject(r, "op", op);
+	cJSON_AddStringToObject(r, "id", rid);
+	cJSON_AddItemToObject(r, "snapshot", cJSON_Duplicate(snap, true));
+	return r;
+}
+
+/*
+ * A room's files reach the run as a projection, not as --file: they are
+ * classified like any script before a worker is leased.  kz-project
+ * materializes the admitted snapshot into a private directory in the run
+ * dir; materialize checks every digest against the snapshot, so these are
+ * the bytes the worker will be given.  The copy is removed afterwards.
+ */
+static int
+classify_admitted(const struct run_ctx *x, const struct run_adm *a,
+    struct run_refusal *f)
+{
+	char stage[PATH_MAX], dest[PATH_MAX], why[200] = "";
+	cJSON *req, *rep = NULL;
+	int rc, e;
+
+	if (a->files == 0)
+		return 0;
+	if ((size_t)snprintf(stage, sizeof(stage), "%s/kz-run-classify.XXXXXX",
+	    x->c->run_dir) >= sizeof(stage) || mkdtemp(stage) == NULL) {
+		refuse(f, "classify", "unavailable", "the admitted files could "
+		    "not be staged for classification");
+		return RUN_EXIT_UNAVAIL;
+	}
+	if ((size_t)snprintf(dest, sizeof(dest), "%s/files", stage) >=
+	    sizeof(dest)) {
+		(void)rmdir(stage);
+		refuse(f, "classify", "unavailable", "the admitted files could "
+		    "not be staged for classification");
+		return RUN_EXIT_UNAVAIL;
+	}
+	if ((req = snap_req("materialize", x->rid, a->snap)) != NULL)
+		cJSON_AddStringToObject(req, "dest", dest);
+	rc = call(x->c, "classify", req, &rep, f);
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	if (rc == 0 && (e = run_classify_dir(x->c, dest, why,
+	    sizeof(why))) != 0) {
+		refuse(f, "classify", e == 1 ? "host_administration" :
+		    "unavailable", why);
+		rc = e == 1 ? RUN_EXIT_REFUSED : RUN_EXIT_UNAVAIL;
+	}
+	if (run_tree_remove(stage) != 0 && rc == 0) {
+		/* What cannot be removed may not be left for a later turn
+		 * to find; nothing is leased. */
+		refuse(f, "classify", "unavailable", "the classified copy "
+		    "could not be removed");
+		rc = RUN_EXIT_UNAVAIL;
+	}
+	return rc;
+}
+
 int
 run_admit(const struct run_ctx *x, struct run_adm *a, struct run_refusal *f)
 {
@@ -187,21 +254,9 @@ run_admit(const struct run_ctx *x, struct run_adm *a, struct run_refusal *f)
 	}
 	cJSON_Delete(req);
 	cJSON_Delete(rep);
+	if (rc == 0)
+		rc = classify_admitted(x, a, f);
 	return rc;
-}
-
-static cJSON *
-snap_req(const char *op, const char *rid, const cJSON *snap)
-{
-	cJSON *r = cJSON_CreateObject();
-
-	if (r == NULL)
-		return NULL;
-	cJSON_AddNumberToObject(r, "v", 1);
-	cJSON_AddStringToObject(r, "op", op);
-	cJSON_AddStringToObject(r, "id", rid);
-	cJSON_AddItemToObject(r, "snapshot", cJSON_Duplicate(snap, true));
-	return r;
 }
 
 /* A leftover in the projection directory is a reset that did not hold. */

@@ -1,0 +1,96 @@
+#!/bin/bash
+# kz-run with --room classifies the files kz-project admitted, the same way
+# it classifies --file and inline scripts, before any worker is leased: a
+# projected script that needs sudo is refused (exit 1, audited as an
+# admission denial at the classify stage), whatever the command names; a
+# classifier that cannot run refuses too (exit 3); clean files run, and the
+# copy made for the check is never left behind.
+. "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/stack.sh"
+plan 27
+start_stack 1
+export KZ_PROJECT_SOCKET=$T/kz-project.sock KZ_PROJECT_BLOB_DIR=$T/blobs
+bg kz-project serve --socket "$KZ_PROJECT_SOCKET" 2>"$T/project.log"
+t "kz-project serves" wait_sock "$KZ_PROJECT_SOCKET"
+t "a real worker becomes warm" wait_for warm 1
+
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
+q() { kz-project "$@" >/dev/null 2>"$T/q.err" || { cat "$T/q.err" >&2; return 1; }; }
+blob() { printf '%s' "$1" >"$T/in"; kz-project blob-put --file "$T/in" |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["sha256"])'; }
+doc() { q resource-create --resource "$2" --member "$1" --kind document &&
+	q version-new --resource "$2" --member "$1" --path "$3" --blob "$(blob "$4")"; }
+n_kind() { audit_q --kind "$1" | wc -l; }
+staged() { ls -d "$T"/kz-run-classify.* 2>/dev/null | wc -l; }
+# The store's fencing-token counter: every lease and release moves it.
+tokc() { redis-cli -s "$STORE_SOCK" GET 'kz:{default}:tok'; }
+
+q member-create --member alice && q room-create --room r1 --member alice &&
+	doc alice d1 tools/hello.sh 'echo "hello from the room"' &&
+	doc alice d2 data.csv "a,b
+1,2" &&
+	q link --resource d1 --member alice --room r1 --turn t0 --shared &&
+	q link --resource d2 --member alice --room r1 --turn t0 --shared
+ok $? "a room with a clean script and a data file"
+
+# Pass: clean files are classified and run.
+l0=$(n_kind lease)
+kz-run -q --room r1 --member alice -- sh /projection/files/tools/hello.sh >"$T/o1" 2>"$T/e1"
+is "$?" 0 "a clean projected script runs"
+is "$(cat "$T/o1")" "hello from the room" "with its output"
+is "$(n_kind lease)" "$((l0 + 1))" "one worker was leased for it"
+is "$(staged)" 0 "the copy made for the check is gone"
+
+# A script that needs sudo, linked in a subdirectory of the room.
+wait_for warm 1
+doc alice d3 tools/setup/install.sh '#!/bin/sh
+set -e
+sudo apt-get install -y cowsay
+echo installed' &&
+	q link --resource d3 --member alice --room r1 --turn t1 --shared
+ok $? "a script that needs sudo is linked to the room"
+l0=$(n_kind lease) d0=$(n_kind dispatch) k0=$(tokc)
+kz-run --room r1 --member alice -- sh /projection/files/tools/setup/install.sh >"$T/o2" 2>"$T/e2"
+is "$?" 1 "running the projected sudo script is refused"
+like "$(cat "$T/e2")" "kz-run: admission: host_administration: a projected file is host administration" \
+	"stderr names host administration"
+is "$(cat "$T/o2")" "" "nothing ran"
+is "$(n_kind lease) $(n_kind dispatch)" "$l0 $d0" "no worker was leased, nothing dispatched"
+is "$(tokc) $(st warm)" "$k0 1" "the pool issued no token: no lease was asked for"
+den=$(audit_q --kind admission | grep '"decision":"denied"' | tail -1)
+like "$den" '"stage":"classify"' "kz-run audited the denial at the classify stage"
+like "$den" '"outcome":"host_administration"' "with the host_administration outcome"
+unlike "$den" 'install.sh|tools/setup|sudo' "the record names no file and no content"
+is "$(staged)" 0 "the copy made for the check is gone after a refusal"
+
+# The command does not have to name the file: what is projected is checked.
+rc_is 1 "a run whose command ignores the sudo script is refused too" \
+	kz-run --room r1 --member alice -- true
+is "$(n_kind lease)" "$l0" "and nothing was leased"
+
+# --select brings in the member's own file, not linked to the room: it is
+# projected, and checked, as well.
+q withdraw --resource d3 --member alice --room r1
+doc alice d4 fix.py 'import os
+if os.geteuid() != 0:
+    raise SystemExit("must be run as root")'
+rc_is 1 "a selected file with a root check is refused" \
+	kz-run --room r1 --member alice --select d4 -- python3 /projection/files/fix.py
+like "$(cat "$T/.out")" "admission: host_administration" "at the classify step"
+is "$(n_kind lease)" "$l0" "and nothing was leased"
+
+# Fail closed: a classifier that cannot run refuses with exit 3.
+RUN_SANDBOX_BIN=$T/no-such-sandbox rc_is 3 "no classifier: exit 3" \
+	kz-run --room r1 --member alice -- sh /projection/files/tools/hello.sh
+like "$(cat "$T/.out")" "admission: unavailable: the script classifier could not run" \
+	"with the reason"
+is "$(n_kind lease) $(staged)" "$l0 0" "nothing was leased, no copy left"
+
+# The same member in another room, with only the clean script linked:
+# refusals in r1 leave no mark, the run goes through.
+q room-create --room r2 --member alice &&
+	q link --resource d1 --member alice --room r2 --turn t0 --shared
+kz-run -q --room r2 --member alice -- sh /projection/files/tools/hello.sh >"$T/o3" 2>"$T/e3"; r3=$?
+is "$r3:$(cat "$T/o3")" "0:hello from the room" "a clean room runs"
+t "the audit chain verifies" kz-audit verify --dir "$T/audit"
+done_testing
