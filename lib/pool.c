@@ -131,7 +131,8 @@
 	"end\n" \
 	"local id = redis.call('SRANDMEMBER', S('warm'))\n" \
 	"if not id then return fail('no_worker', 'no warm worker available') end\n" \
-	"local h = redis.call('HMGET', W(id), 'state', 'token', 'endpoint', 'gen')\n" \
+	"local h = redis.call('HMGET', W(id), 'state', 'token', 'endpoint', 'gen',\n" \
+	"  'clean')\n" \
 	"if h[1] ~= 'warm' or ep_of(h[2]) ~= EP then\n" \
 	"  return fail('internal', 'warm set disagrees with a worker record')\n" \
 	"end\n" \
@@ -145,7 +146,8 @@
 	"redis.call('HINCRBY', P .. 'members', member, 1)\n" \
 	"redis.call('SET', P .. 'l:' .. lid, id)\n" \
 	"return done(opid, {worker = id, endpoint = h[3], gen = h[4], lease_id = lid,\n" \
-	"  token = tok, expires_ms = exp, ttl_ms = ttl})\n"
+	"  token = tok, expires_ms = exp, ttl_ms = ttl,\n" \
+	"  clean_token = h[5] or nil})\n"
 
 #define S_RELEASE \
 	"local lid, tok = ARGV[2], ARGV[3]\n" \
@@ -205,7 +207,7 @@
 	"  return fail('stale_token', 'reset token does not match')\n" \
 	"end\n" \
 	"move(id, 'resetting', 'warm', now())\n" \
-	"redis.call('HSET', W(id), 'gen', ARGV[4])\n" \
+	"redis.call('HSET', W(id), 'gen', ARGV[4], 'clean', tok)\n" \
 	"redis.call('HDEL', W(id), 'wskey')\n" \
 	"return done(opid, {worker = id, state = 'warm'})\n"
 

@@ -13,9 +13,10 @@ static const char *const known[] = {
 	"KZ_DEPLOYMENT", "LEASE_CONTROLLER", "LEASE_CAPACITY",
 	"LEASE_MEMBER_LIMIT", "LEASE_TTL_MS", "LEASE_STORE_TIMEOUT_MS",
 	"LEASE_TICK_MS", "LEASE_RECONCILE_MS", "LEASE_CREATE_TIMEOUT_MS",
-	"LEASE_RESET_GRACE_MS", "LEASE_RESET_TIMEOUT_MS",
-	"LEASE_WORKERS_DIR", "LEASE_WORKER_BIN", "LEASE_WORKER_ARGS",
-	"LEASE_RESET_BIN", "LEASE_SNAPSHOT_DIR", "LEASE_EGRESS_SOCKET", "LEASE_STOP_WORKERS", NULL,
+	"LEASE_RESET_GRACE_MS", "LEASE_RESET_CONCURRENCY",
+	"RESET_IO_TIMEOUT_MS", "LEASE_WORKERS_DIR", "LEASE_WORKER_BIN",
+	"LEASE_WORKER_ARGS", "LEASE_SNAPSHOT_DIR", "LEASE_EGRESS_SOCKET",
+	"LEASE_STOP_WORKERS", NULL,
 };
 
 static int
@@ -46,7 +47,9 @@ static const struct ikey ikeys[] = {
 	{"LEASE_CREATE_TIMEOUT_MS", 15000, 100, 600000,
 	    OFF(create_timeout_ms)},
 	{"LEASE_RESET_GRACE_MS", 60000, 100, 3600000, OFF(reset_grace_ms)},
-	{"LEASE_RESET_TIMEOUT_MS", 20000, 100, 600000, OFF(reset_timeout_ms)},
+	/* The agent's wipe and health calls, each (kz-reset's key). */
+	{"RESET_IO_TIMEOUT_MS", 5000, 10, 600000, OFF(reset_io_timeout_ms)},
+	{"LEASE_RESET_CONCURRENCY", 8, 1, 64, OFF(reset_threads)},
 	{NULL, 0, 0, 0, 0},
 };
 
@@ -100,10 +103,6 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	    wlen);
 	e |= copy(c->worker_args, sizeof(c->worker_args),
 	    kz_conf_str(k, "LEASE_WORKER_ARGS", ""), "LEASE_WORKER_ARGS", why,
-	    wlen);
-	snprintf(dflt, sizeof(dflt), "%s/kz-reset", bindir);
-	e |= copy(c->reset_bin, sizeof(c->reset_bin),
-	    kz_conf_str(k, "LEASE_RESET_BIN", dflt), "LEASE_RESET_BIN", why,
 	    wlen);
 	snprintf(dflt, sizeof(dflt), "%s/snapshots", rd);
 	e |= copy(c->snap_dir, sizeof(c->snap_dir),

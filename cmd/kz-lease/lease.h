@@ -29,14 +29,13 @@ struct lease_conf {
 	char workers_dir[PATH_MAX];
 	char worker_bin[PATH_MAX];
 	char worker_args[1024];
-	char reset_bin[PATH_MAX];
 	char snap_dir[PATH_MAX];
 	char egress_sock[108];
 	struct kz_peer_policy peers;
 	uint64_t frame_max;
 	int64_t capacity, member_limit, ttl_ms, store_timeout_ms, tick_ms;
 	int64_t reconcile_ms, create_timeout_ms, reset_grace_ms;
-	int64_t reset_timeout_ms;
+	int64_t reset_io_timeout_ms, reset_threads;
 	bool stop_workers;
 };
 

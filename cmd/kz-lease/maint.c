@@ -1,16 +1,13 @@
 /*
- * Pool upkeep: expired leases go to reset, workers are created up to the
- * capacity the store counts, the store is reconciled against the
- * controller's inventory, and kz-reset runs for every worker that left its
- * owner.  A reset that did not end in a clean publish retires the worker.
+ * Pool upkeep: expired leases go to reset (reset.c), workers are created
+ * up to the capacity the store counts, and the store is reconciled against
+ * the controller's inventory.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <sodium.h>
 
@@ -23,8 +20,8 @@
 #define CREATES_MAX 2
 #define SWEEP_MAX "64"
 
-static void
-nothing(struct d *d, int err, cJSON *res, const char *why, void *arg)
+void
+maint_nothing(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
 	(void)d;
 	(void)res;
@@ -34,13 +31,12 @@ nothing(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 static struct job *
-job_new(struct d *d, enum job_kind k, const char *w, const char *t)
+job_new(struct d *d, const char *w, const char *t)
 {
 	struct job *j = calloc(1, sizeof(*j));
 
 	if (j == NULL)
 		return NULL;
-	j->kind = k;
 	snprintf(j->worker, sizeof(j->worker), "%s", w);
 	snprintf(j->token, sizeof(j->token), "%s", t);
 	LIST_INSERT_HEAD(&d->jobs, j, link);
@@ -55,109 +51,13 @@ job_free(struct d *d, struct job *j)
 	free(j);
 }
 
-/* ---- resets ---- */
-
-static void
-retire(struct d *d, const char *w, const char *t, const char *why)
-{
-	char op[KZ_OPID_HEX + 1];
-	const char *av[4] = {op, w, t, why};
-
-	kz_store_opid(op);
-	kz_log(KZ_LOG_WARN, "worker.retire", 0, why, "worker", w, NULL);
-	(void)pool_async(d, KZ_POOL_RETIRE, 4, av, nothing, "retire");
-	d->next_reconcile = 0;
-}
-
-static void
-reset_child(struct d *d, const char *worker, const char *token)
-{
-	char *av[] = {d->c->reset_bin, "--worker", (char *)worker,
-		"--token", (char *)token, NULL};
-	int fd;
-
-	setenv("KZ_STORE_SOCKET", d->c->store_sock, 1);
-	setenv("KZ_DEPLOYMENT", d->c->dep, 1);
-	setenv("LEASE_WORKERS_DIR", d->c->workers_dir, 1);
-	if (d->c->audit_sock[0] != '\0')
-		setenv("KZ_AUDIT_SOCKET", d->c->audit_sock, 1);
-	/* The evidence is audited by kz-reset; stdout is the daemon's. */
-	if ((fd = open("/dev/null", O_WRONLY | O_CLOEXEC)) >= 0)
-		dup2(fd, 1);
-	execv(av[0], av);
-	_exit(4);
-}
-
-void
-reset_start(struct d *d, const char *worker, const char *token)
-{
-	struct job *j;
-	pid_t pid;
-
-	if ((j = job_new(d, JOB_RESET, worker, token)) == NULL) {
-		retire(d, worker, token, "reset could not start");
-		return;
-	}
-	if ((pid = fork()) < 0) {
-		job_free(d, j);
-		retire(d, worker, token, "reset could not start");
-		return;
-	}
-	if (pid == 0)
-		reset_child(d, worker, token);
-	j->pid = pid;
-	j->deadline = kz_now_ms() + d->c->reset_timeout_ms;
-	kz_log(KZ_LOG_INFO, "reset.start", 0, "reset started", "worker",
-	    worker, NULL);
-}
-
-static void
-reset_ended(struct d *d, struct job *j, int st)
-{
-	char n[16];
-
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-		kz_log(KZ_LOG_INFO, "reset.warm", 0, "published warm",
-		    "worker", j->worker, NULL);
-	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 1) {
-		/* kz-reset retired it (or the token was stale). */
-		d->next_reconcile = 0;
-	} else {
-		snprintf(n, sizeof(n), "%d", WIFEXITED(st) ? WEXITSTATUS(st) :
-		    -WTERMSIG(st));
-		kz_log(KZ_LOG_WARN, "reset.fail", 0, "reset did not finish",
-		    "worker", j->worker, "status", n, NULL);
-		retire(d, j->worker, j->token, "reset did not finish");
-	}
-	job_free(d, j);
-}
-
-void
-jobs_reap(struct d *d)
-{
-	struct job *j;
-	pid_t pid;
-	int st;
-
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		LIST_FOREACH(j, &d->jobs, link)
-			if (j->kind == JOB_RESET && j->pid == pid)
-				break;
-		if (j != NULL)
-			reset_ended(d, j, st);
-	}
-}
-
 void
 jobs_stop(struct d *d)
 {
 	struct job *j;
 
-	while ((j = LIST_FIRST(&d->jobs)) != NULL) {
-		if (j->kind == JOB_RESET && j->pid > 0)
-			kill(j->pid, SIGKILL);
+	while ((j = LIST_FIRST(&d->jobs)) != NULL)
 		job_free(d, j);
-	}
 }
 
 /* ---- creation ---- */
@@ -207,7 +107,7 @@ begin_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	if (err != 0 || kz_pool_errcode(res) != NULL ||
 	    kz_json_str(res, "id", KZ_POOL_ID_MAX, &id, NULL, 0) != 0 ||
 	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &tok, NULL, 0) != 0 ||
-	    (j = job_new(d, JOB_CREATE, id, tok)) == NULL) {
+	    (j = job_new(d, id, tok)) == NULL) {
 		d->creates--;
 		return;
 	}
@@ -220,7 +120,7 @@ begin_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		av[2] = tok;
 		if (access(j->endpoint, F_OK) != 0)
 			(void)pool_async(d, KZ_POOL_CREATE_ABORT, 3, av,
-			    nothing, "create_abort");
+			    maint_nothing, "create_abort");
 		d->creates--;
 		job_free(d, j);
 	}
@@ -265,7 +165,7 @@ static void
 sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
 	const cJSON *x, *e = kz_json_get(res, "expired");
-	const char *w, *t;
+	const char *w, *t, *ep;
 
 	(void)why;
 	(void)arg;
@@ -278,7 +178,9 @@ sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		    0) == 0) {
 			kz_log(KZ_LOG_INFO, "lease.expire", 0, "lease expired",
 			    "worker", w, NULL);
-			reset_start(d, w, t);
+			if (kz_json_str(x, "endpoint", 107, &ep, NULL, 0) != 0)
+				ep = NULL;
+			reset_start(d, w, t, ep, NULL);
 		}
 }
 
@@ -303,7 +205,7 @@ delete_one(struct d *d, const char *w, const char *t)
 	    "worker", w, NULL);
 	if (t != NULL) {
 		kz_store_opid(op);
-		(void)pool_async(d, KZ_POOL_DELETED, 3, av, nothing,
+		(void)pool_async(d, KZ_POOL_DELETED, 3, av, maint_nothing,
 		    "delete_confirmed");
 	}
 }
@@ -401,13 +303,7 @@ maint_tick(struct d *d)
 
 	for (j = LIST_FIRST(&d->jobs); j != NULL; j = n) {
 		n = LIST_NEXT(j, link);
-		if (j->kind == JOB_CREATE)
-			create_poll(d, j);
-		else if (!j->busy && now > j->deadline) {
-			/* Reaped as a failed reset: the worker retires. */
-			kill(j->pid, SIGKILL);
-			j->busy = true;
-		}
+		create_poll(d, j);
 	}
 	if (!d->reconciling && now >= d->next_reconcile) {
 		d->next_reconcile = now + d->c->reconcile_ms;

@@ -153,22 +153,41 @@ op_lease(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, "store unavailable");
 }
 
+/*
+ * The released worker goes to reset (reset.c) under the token the release
+ * script issued, at the endpoint the store recorded; the reset's audit
+ * record names the run that released it.  The client is answered first:
+ * the reset is kz-lease's, not the client's, and takes no fork.
+ */
 static void
 release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
-	const char *w, *t;
+	struct kz_req *req = arg;
+	char w[KZ_POOL_ID_MAX + 1] = "", t[KZ_POOL_TOKEN_MAX + 1] = "";
+	char ep[108] = "", rid[KZ_RUN_ID_MAX + 1] = "";
+	const char *v;
 
 	if (err == 0 && kz_pool_errcode(res) == NULL &&
 	    !cJSON_IsTrue(kz_json_get(res, "replay")) &&
-	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
-	    kz_json_str(res, "reset_token", KZ_POOL_TOKEN_MAX, &t, NULL,
-	    0) == 0)
-		reset_start(d, w, t);
+	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &v, NULL, 0) == 0 &&
+	    snprintf(w, sizeof(w), "%s", v) > 0 &&
+	    kz_json_str(res, "reset_token", KZ_POOL_TOKEN_MAX, &v, NULL,
+	    0) == 0) {
+		snprintf(t, sizeof(t), "%s", v);
+		if (kz_json_str(res, "endpoint", sizeof(ep) - 1, &v, NULL,
+		    0) == 0)
+			snprintf(ep, sizeof(ep), "%s", v);
+		if (kz_json_str_opt(kz_req_json(req), "run_id", KZ_RUN_ID_MAX,
+		    NULL, &v, NULL, 0) == 0 && v != NULL)
+			snprintf(rid, sizeof(rid), "%s", v);
+	}
 	if (res != NULL) {
 		cJSON_DeleteItemFromObjectCaseSensitive(res, "reset_token");
 		cJSON_DeleteItemFromObjectCaseSensitive(res, "wskey");
 	}
 	pass(d, err, res, why, arg);
+	if (t[0] != '\0')
+		reset_start(d, w, t, ep, rid[0] ? rid : NULL);
 }
 
 static int
@@ -176,11 +195,16 @@ lease_args(struct kz_req *req, const char **lid, const char **tok,
     char *op)
 {
 	const cJSON *j = kz_req_json(req);
+	const char *rid = NULL;
 
 	if (kz_json_str(j, "lease_id", KZ_OPID_HEX, lid, NULL, 0) != 0 ||
 	    kz_json_str(j, "token", KZ_POOL_TOKEN_MAX, tok, NULL, 0) != 0 ||
-	    opid_of(req, op) != 0) {
-		kz_req_err(req, KZ_WE_BAD_REQUEST, "needs lease_id and token");
+	    opid_of(req, op) != 0 ||
+	    kz_json_str_opt(j, "run_id", KZ_RUN_ID_MAX, NULL, &rid, NULL,
+	    0) != 0 || (rid != NULL && (*rid == '\0' ||
+	    strspn(rid, "0123456789abcdef") != strlen(rid)))) {
+		kz_req_err(req, KZ_WE_BAD_REQUEST, "needs lease_id and token "
+		    "(run_id, if given, is lowercase hex)");
 		return -1;
 	}
 	return 0;
@@ -237,7 +261,9 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	cJSON_AddStringToObject(o, "admission_reason", d->open ? "" :
 	    d->closed_why);
 	cJSON_AddBoolToObject(o, "draining", d->draining);
-	cJSON_AddNumberToObject(o, "resets_running", (double)d->creates);
+	cJSON_AddNumberToObject(o, "resets_running",
+	    (double)resets_running(d));
+	cJSON_AddNumberToObject(o, "creates_running", (double)d->creates);
 	kz_req_ok(req, o);
 }
 
@@ -277,7 +303,8 @@ op_drain(struct kz_req *req, void *arg)
 
 static const char *const f_lease[] = {"actor", "conversation", "capability",
 	"ttl_ms", "op_id", NULL};
-static const char *const f_release[] = {"lease_id", "token", "op_id", NULL};
+static const char *const f_release[] = {"lease_id", "token", "op_id",
+	"run_id", NULL};
 static const char *const f_renew[] = {"lease_id", "token", "ttl_ms", "op_id",
 	NULL};
 static const char *const f_none[] = {NULL};

@@ -1,7 +1,7 @@
 /*
  * The kz-lease daemon: framed ops over the async store client.  Every
  * decision about a worker is a store script; this process only runs the
- * scripts, drives the controller, and runs kz-reset for released workers.
+ * scripts, drives the controller, and resets released workers (reset.c).
  * Admission is open only while the store has answered its epoch check and
  * the controller's inventory was readable at the last look.
  */
@@ -182,7 +182,10 @@ sig_cb(evutil_socket_t sig, short ev, void *arg)
 
 	(void)ev;
 	if (sig == SIGCHLD) {
-		jobs_reap(d);
+		/* The controller waits for its own children; this only
+		 * keeps any other from lingering as a zombie. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
 		return;
 	}
 	kz_log(KZ_LOG_INFO, "serve.stop", 0, "stopping", NULL);
@@ -278,8 +281,12 @@ lease_serve(struct lease_conf *c)
 	}
 	if (setup_events(&d) != 0)
 		goto out;
+	if ((e = resets_new(&d, (int)c->reset_threads)) != 0) {
+		kz_log(KZ_LOG_ERROR, "serve.reset", e, "reset threads", NULL);
+		goto out;
+	}
 	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
-	    "reset_bin", c->reset_bin, "worker_bin", c->worker_bin, NULL);
+	    "worker_bin", c->worker_bin, NULL);
 	event_base_dispatch(d.base);
 	rc = 0;
 	/* Workers are detached so that a restarted kz-lease finds them; a
@@ -287,6 +294,7 @@ lease_serve(struct lease_conf *c)
 	if (c->stop_workers)
 		ctl_stop_all(c);
 out:
+	resets_free(&d);
 	jobs_stop(&d);
 	kz_srv_free(d.srv);
 	kz_astore_free(d.st);

@@ -15,18 +15,18 @@
 #include "kz_store.h"
 #include "lease.h"
 
-/* A child (kz-reset) or a worker being created, tracked until done. */
-enum job_kind { JOB_RESET, JOB_CREATE };
+/* The longest run id a release may name (kz-run's are 32 hex). */
+#define KZ_RUN_ID_MAX 64
+
+/* A worker being created, tracked until it answers or times out. */
 struct job {
 	LIST_ENTRY(job) link;
-	enum job_kind kind;
-	pid_t pid;
 	char worker[KZ_POOL_ID_MAX + 1];
 	char token[KZ_POOL_TOKEN_MAX + 1];
 	char endpoint[108];
 	int64_t deadline;
-	bool busy;
 };
+struct resets;
 
 struct d {
 	struct lease_conf *c;
@@ -42,6 +42,7 @@ struct d {
 	bool reconciling, sweeping, statusing;
 	int creates;
 	LIST_HEAD(, job) jobs;
+	struct resets *resets;
 };
 
 typedef void (*pool_fn)(struct d *d, int err, cJSON *res, const char *why,
@@ -53,12 +54,23 @@ int pool_async(struct d *d, enum kz_pool_script which, int argc,
 /* ops.c */
 extern const struct kz_op lease_ops[];
 
-/* maint.c: creation, expiry sweep, reconcile, resets. */
+/* maint.c: creation, expiry sweep, reconcile. */
 void maint_tick(struct d *d);
 void maint_reconcile_now(struct d *d, struct kz_req *req);
-void jobs_reap(struct d *d);
 void jobs_stop(struct d *d);
-/* Starts kz-reset for a worker that just left its owner. */
-void reset_start(struct d *d, const char *worker, const char *token);
+/* A pool_fn for calls whose result only matters when it failed (arg: a
+ * const string naming the call, logged). */
+void maint_nothing(struct d *d, int err, cJSON *res, const char *why,
+    void *arg);
+
+/* reset.c: in-process fenced resets on a pool of nthreads threads. */
+KZ_WUR int resets_new(struct d *d, int nthreads);
+void resets_free(struct d *d);
+int resets_running(const struct d *d);
+/* Resets a worker that just left its owner (reset token, the endpoint
+ * the store recorded, the releasing run's id or NULL); retires it when
+ * the reset cannot even start. */
+void reset_start(struct d *d, const char *worker, const char *token,
+    const char *endpoint, const char *rid);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "kz_audit.h"
 #include "kz_conf.h"
+#include "kz_evidence.h"
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
@@ -27,7 +28,8 @@ static const char *const known[] = {"KZ_STORE_SOCKET", "KZ_AUDIT_SOCKET",
 static void
 usage(FILE *fp)
 {
-	fprintf(fp, "usage: kz-reset --worker ID --token T [--config FILE]\n"
+	fprintf(fp, "usage: kz-reset --worker ID --token T [--rid RUN] "
+	    "[--config FILE]\n"
 	    "       kz-reset --help | --version\n");
 }
 
@@ -113,42 +115,27 @@ transition(const struct reset_conf *c, struct kz_store **s,
 	return KZ_EUNAVAIL;
 }
 
-static int64_t
-tok_n(const char *t)
-{
-	const char *p = strchr(t, ':');
-	int64_t v;
-
-	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ?
-	    v : 0;
-}
-
 static void
 report(const struct reset_conf *c, const char *kind, const char *id,
     const char *token, cJSON *out, int64_t t0)
 {
-	cJSON *a = cJSON_Duplicate(out, 1);
+	int64_t ms = kz_now_ms() - t0;
 	char why[128] = "", *s;
+	cJSON *a;
 	int e;
 
-	cJSON_AddNumberToObject(out, "duration_ms",
-	    (double)(kz_now_ms() - t0));
+	cJSON_AddNumberToObject(out, "duration_ms", (double)ms);
 	if ((s = kz_json_print(out)) != NULL)
 		printf("%s\n", s);
 	free(s);
 	fflush(stdout);
-	if (a == NULL || c->audit_sock[0] == '\0') {
-		cJSON_Delete(a);
+	if (c->audit_sock[0] == '\0')
 		return;
-	}
-	cJSON_DeleteItemFromObjectCaseSensitive(a, "worker");
-	cJSON_DeleteItemFromObjectCaseSensitive(a, "token");
-	cJSON_AddStringToObject(a, "worker_id", id);
-	cJSON_AddNumberToObject(a, "token", (double)tok_n(token));
-	cJSON_AddNumberToObject(a, "duration_ms", (double)(kz_now_ms() - t0));
-	if ((e = kz_audit_send(c->audit_sock, kind, a, KZ_AUDIT_TIMEOUT_MS,
+	if ((a = kz_evidence_record(out, id, token, c->rid, ms)) == NULL ||
+	    (e = kz_audit_send(c->audit_sock, kind, a, KZ_AUDIT_TIMEOUT_MS,
 	    why, sizeof(why))) != 0)
-		kz_log(KZ_LOG_WARN, "audit.fail", e, why, NULL);
+		kz_log(KZ_LOG_WARN, "audit.fail", a == NULL ? KZ_ENOMEM : e,
+		    a == NULL ? "out of memory" : why, NULL);
 	cJSON_Delete(a);
 }
 
@@ -157,11 +144,11 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 {
 	struct kz_store *s = NULL;
 	struct worker_rec w = {0};
-	char why[128] = "", gen[32], op[KZ_OPID_HEX + 1], miss[256] = "";
+	char why[128] = "", gen[KZ_EVIDENCE_GEN_MAX], op[KZ_OPID_HEX + 1];
+	char miss[KZ_EVIDENCE_MISSING_MAX];
 	const char *av[4] = {op, id, token, NULL};
 	cJSON *out = cJSON_CreateObject(), *ev = cJSON_CreateObject(), *m,
 	    *res = NULL;
-	const cJSON *x;
 	int64_t t0 = kz_now_ms();
 	int e, rc = 4;
 
@@ -183,13 +170,12 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 		rc = 1;
 		goto out;
 	}
-	evidence_collect(c, &w, ev, gen, sizeof(gen));
-	m = evidence_missing(ev);
+	kz_evidence_collect(c->workers_dir, w.id, w.endpoint,
+	    (int)c->io_timeout_ms, ev, gen, sizeof(gen));
+	if ((m = kz_evidence_missing(ev, miss, sizeof(miss))) == NULL)
+		goto out;
 	cJSON_AddItemToObject(out, "evidence", ev);
 	ev = NULL;
-	cJSON_ArrayForEach(x, m)
-		snprintf(miss + strlen(miss), sizeof(miss) - strlen(miss),
-		    "%s%s", miss[0] ? "," : "", x->valuestring);
 	cJSON_AddItemToObject(out, "missing", m);
 	kz_store_opid(op);
 	av[3] = cJSON_GetArraySize(m) == 0 ? gen : miss;
@@ -228,12 +214,14 @@ main(int argc, char **argv)
 	static const struct option lo[] = {
 		{"worker", required_argument, NULL, 'w'},
 		{"token", required_argument, NULL, 't'},
+		{"rid", required_argument, NULL, 'r'},
 		{"config", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *id = NULL, *token = NULL, *cf = getenv("KZ_CONFIG");
+	const char *id = NULL, *token = NULL, *rid = "";
+	const char *cf = getenv("KZ_CONFIG");
 	struct reset_conf c = {0};
 	char why[256] = "";
 	int ch;
@@ -243,6 +231,7 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'w': id = optarg; break;
 		case 't': token = optarg; break;
+		case 'r': rid = optarg; break;
 		case 'c': cf = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("kz-reset " RESET_VERSION "\n"); return 0;
@@ -250,7 +239,9 @@ main(int argc, char **argv)
 		}
 	}
 	if (optind != argc || id == NULL || token == NULL ||
-	    !kz_pool_id_ok(id) || strlen(token) > KZ_POOL_TOKEN_MAX) {
+	    !kz_pool_id_ok(id) || strlen(token) > KZ_POOL_TOKEN_MAX ||
+	    strlen(rid) >= sizeof(c.rid) ||
+	    strspn(rid, "0123456789abcdef") != strlen(rid)) {
 		usage(stderr);
 		return 2;
 	}
@@ -258,5 +249,6 @@ main(int argc, char **argv)
 		fprintf(stderr, "kz-reset: config: %s\n", why);
 		return 2;
 	}
+	snprintf(c.rid, sizeof(c.rid), "%s", rid);
 	return reset(&c, id, token);
 }

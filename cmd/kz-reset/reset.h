@@ -1,7 +1,7 @@
 /*
- * kz-reset internals.  Evidence is collected into a flat JSON object of
- * name -> bool (or integer); a check that could not run is recorded as
- * false, never skipped, so absence of an error is never taken as proof.
+ * kz-reset internals.  The evidence itself is libkz's (kz_evidence.h),
+ * shared with kz-lease, which runs the same reset in-process for every
+ * released or expired worker; this command is the operator's.
  */
 #ifndef RESET_H
 #define RESET_H
@@ -21,6 +21,7 @@ struct reset_conf {
 	char audit_sock[108];
 	char dep[65];
 	char workers_dir[PATH_MAX];
+	char rid[65];		/* the run that released it; "" when none */
 	int64_t io_timeout_ms, store_timeout_ms;
 };
 
@@ -31,16 +32,5 @@ struct worker_rec {
 	char token[65];
 	char gen[32];
 };
-
-/* evidence.c: every check; ev gets one member per check. */
-void evidence_collect(const struct reset_conf *c,
-    const struct worker_rec *w, cJSON *ev, char *gen, size_t glen);
-/* The names of the checks that failed, as a JSON array. */
-cJSON *evidence_missing(const cJSON *ev);
-/* Whether a cgroup.procs text holds exactly pid (tests use it). */
-bool evidence_procs_only(const char *text, pid_t pid);
-/* Empties a host directory without following symlinks; true when it then
- * lists empty. */
-bool evidence_projection(const char *path);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * Positive evidence that a worker is clean: the agent wipes on request and
- * reports, and this program checks independently what it can see from the
- * host.  Each item is recorded true only when a check ran and passed.
+ * Positive evidence that a worker is clean (kz_evidence.h): the agent wipes
+ * on request and reports, and the host checks independently what it can
+ * see.  Each item is recorded true only when a check ran and passed.  No
+ * static buffers: kz-lease runs several resets at once in threads.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,32 +14,56 @@
 #include <unistd.h>
 
 #include "kz_conf.h"
+#include "kz_evidence.h"
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_pool.h"
-#include "reset.h"
+#include "kz_sock.h"
 #include "banned.h"
 
 #define TEXT_MAX 65536
 
+/*
+ * One agent call on an open connection; the reply must answer this very
+ * request (its id), so a late reply to an earlier call is never taken for
+ * this one.  NULL when the call failed or was refused.
+ */
 static cJSON *
-call(const struct worker_rec *w, const char *op, int timeout_ms)
+call(int fd, const char *op, int timeout_ms)
 {
 	cJSON *req = cJSON_CreateObject(), *rep = NULL;
+	const cJSON *id;
+	char rid[32];
 
-	if (req == NULL)
+	if (req == NULL || fd < 0) {
+		cJSON_Delete(req);
 		return NULL;
+	}
+	snprintf(rid, sizeof(rid), "kz-reset.%s", op);
 	cJSON_AddNumberToObject(req, "v", 1);
 	cJSON_AddStringToObject(req, "op", op);
-	cJSON_AddStringToObject(req, "id", "kz-reset");
-	if (kz_frame_call(w->endpoint, req, timeout_ms, &rep, NULL, 0) != 0)
+	cJSON_AddStringToObject(req, "id", rid);
+	if (kz_frame_write(fd, req, KZ_FRAME_MAX_DEFAULT, timeout_ms) != 0 ||
+	    kz_frame_read(fd, KZ_FRAME_MAX_DEFAULT, timeout_ms, &rep, NULL,
+	    0) != 0)
 		rep = NULL;
 	cJSON_Delete(req);
-	if (rep != NULL && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
+	id = kz_json_get(rep, "id");
+	if (rep != NULL && (!cJSON_IsTrue(kz_json_get(rep, "ok")) ||
+	    !cJSON_IsString(id) || strcmp(id->valuestring, rid) != 0)) {
 		cJSON_Delete(rep);
 		rep = NULL;
 	}
 	return rep;
+}
+
+static int
+agent_open(const char *endpoint, int timeout_ms)
+{
+	int fd;
+
+	return kz_sock_connect(endpoint, timeout_ms, &fd, NULL, 0) == 0 ? fd :
+	    -1;
 }
 
 static ssize_t
@@ -60,7 +85,7 @@ read_text(const char *path, char *buf, size_t len)
 }
 
 bool
-evidence_procs_only(const char *text, pid_t pid)
+kz_evidence_procs_only(const char *text, pid_t pid)
 {
 	char want[32];
 
@@ -69,12 +94,12 @@ evidence_procs_only(const char *text, pid_t pid)
 }
 
 static pid_t
-agent_pid(const struct reset_conf *c, const char *id)
+agent_pid(const char *workers_dir, const char *id)
 {
 	char p[PATH_MAX], buf[32];
 	int64_t v;
 
-	if (kz_pool_wpath(c->workers_dir, id, "pid", p, sizeof(p)) != 0 ||
+	if (kz_pool_wpath(workers_dir, id, "pid", p, sizeof(p)) != 0 ||
 	    read_text(p, buf, sizeof(buf)) <= 0)
 		return -1;
 	buf[strcspn(buf, "\n")] = '\0';
@@ -89,37 +114,44 @@ agent_pid(const struct reset_conf *c, const char *id)
 static bool
 cgroup_only_agent(pid_t pid)
 {
-	static char text[TEXT_MAX], procs[TEXT_MAX];
 	char p[64], path[PATH_MAX + 64], *line, *save = NULL, *ctl, *rel;
+	char *text = malloc(TEXT_MAX), *procs = malloc(TEXT_MAX);
 	int checked = 0;
-	bool ok = true;
+	bool ok = text != NULL && procs != NULL;
 
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
-	if (read_text(p, text, sizeof(text)) <= 0)
-		return false;
+	if (!ok || read_text(p, text, TEXT_MAX) <= 0) {
+		ok = false;
+		goto out;
+	}
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		if ((ctl = strchr(line, ':')) == NULL ||
-		    (rel = strchr(ctl + 1, ':')) == NULL)
-			return false;
+		    (rel = strchr(ctl + 1, ':')) == NULL) {
+			ok = false;
+			break;
+		}
 		*rel++ = '\0';
 		ctl++;
 		if (strcmp(ctl, "memory") != 0 && strcmp(ctl, "pids") != 0)
 			continue;
 		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s/cgroup.procs",
 		    ctl, rel);
-		if (read_text(path, procs, sizeof(procs)) < 0 ||
-		    !evidence_procs_only(procs, pid))
+		if (read_text(path, procs, TEXT_MAX) < 0 ||
+		    !kz_evidence_procs_only(procs, pid))
 			ok = false;
 		snprintf(path, sizeof(path),
 		    "/sys/fs/cgroup/%s%s/run/cgroup.procs", ctl, rel);
-		if (read_text(path, procs, sizeof(procs)) < 0) {
+		if (read_text(path, procs, TEXT_MAX) < 0) {
 			if (errno != ENOENT)
 				ok = false;
 		} else if (procs[0] != '\0')
 			ok = false;
 		checked++;
 	}
+out:
+	free(text);
+	free(procs);
 	return ok && checked > 0;
 }
 
@@ -194,7 +226,7 @@ lists_empty(int dfd)
  * and bound read-only into the worker: the host wipes it and lists it.
  */
 bool
-evidence_projection(const char *path)
+kz_evidence_projection(const char *path)
 {
 	int dfd;
 	bool ok;
@@ -243,16 +275,25 @@ gen_of(const cJSON *o, char *gen, size_t glen)
 }
 
 void
-evidence_collect(const struct reset_conf *c, const struct worker_rec *w,
-    cJSON *ev, char *gen, size_t glen)
+kz_evidence_collect(const char *workers_dir, const char *id,
+    const char *endpoint, int io_timeout_ms, cJSON *ev, char *gen,
+    size_t glen)
 {
 	cJSON *wipe, *health;
-	char hgen[32] = "", proj[PATH_MAX];
+	char hgen[KZ_EVIDENCE_GEN_MAX] = "", proj[PATH_MAX];
 	const char *hid = NULL;
-	pid_t pid = agent_pid(c, w->id);
+	pid_t pid = agent_pid(workers_dir, id);
+	int fd = agent_open(endpoint, io_timeout_ms);
 
 	gen[0] = '\0';
-	wipe = call(w, "wipe", (int)c->io_timeout_ms);
+	/* Wipe and health share one connection (the agent serves requests
+	 * on a connection in turn); after a failed wipe, health asks on a
+	 * fresh one. */
+	wipe = call(fd, "wipe", io_timeout_ms);
+	if (wipe == NULL && fd >= 0) {
+		close(fd);
+		fd = agent_open(endpoint, io_timeout_ms);
+	}
 	cJSON_AddBoolToObject(ev, "wipe_ok", wipe != NULL);
 	cJSON_AddBoolToObject(ev, "places_empty", wipe != NULL &&
 	    agent_places(wipe, ev));
@@ -264,9 +305,11 @@ evidence_collect(const struct reset_conf *c, const struct worker_rec *w,
 	cJSON_AddBoolToObject(ev, "cgroup_only_agent", pid > 0 &&
 	    cgroup_only_agent(pid));
 	cJSON_AddBoolToObject(ev, "projection_empty",
-	    kz_pool_wpath(c->workers_dir, w->id, "projection", proj,
-	    sizeof(proj)) == 0 && evidence_projection(proj));
-	health = call(w, "health", (int)c->io_timeout_ms);
+	    kz_pool_wpath(workers_dir, id, "projection", proj,
+	    sizeof(proj)) == 0 && kz_evidence_projection(proj));
+	health = call(fd, "health", io_timeout_ms);
+	if (fd >= 0)
+		close(fd);
 	if (health != NULL) {
 		gen_of(health, hgen, sizeof(hgen));
 		if (kz_json_str_opt(health, "worker", 64, NULL, &hid, NULL,
@@ -276,7 +319,7 @@ evidence_collect(const struct reset_conf *c, const struct worker_rec *w,
 				hid = NULL;
 	}
 	cJSON_AddBoolToObject(ev, "health_id", hid != NULL &&
-	    strcmp(hid, w->id) == 0);
+	    strcmp(hid, id) == 0);
 	cJSON_AddBoolToObject(ev, "health_generation", gen[0] != '\0' &&
 	    strcmp(hgen, gen) == 0);
 	cJSON_Delete(wipe);
@@ -284,13 +327,56 @@ evidence_collect(const struct reset_conf *c, const struct worker_rec *w,
 }
 
 cJSON *
-evidence_missing(const cJSON *ev)
+kz_evidence_missing(const cJSON *ev, char *buf, size_t len)
 {
 	cJSON *m = cJSON_CreateArray();
 	const cJSON *x;
+	size_t n = 0;
 
-	cJSON_ArrayForEach(x, ev)
-		if (cJSON_IsBool(x) && !cJSON_IsTrue(x))
-			cJSON_AddItemToArray(m, cJSON_CreateString(x->string));
+	if (len > 0)
+		buf[0] = '\0';
+	if (m == NULL)
+		return NULL;
+	cJSON_ArrayForEach(x, ev) {
+		if (!cJSON_IsBool(x) || cJSON_IsTrue(x))
+			continue;
+		cJSON_AddItemToArray(m, cJSON_CreateString(x->string));
+		if (n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s",
+			    n > 0 ? "," : "", x->string);
+	}
 	return m;
+}
+
+static int64_t
+tok_n(const char *t)
+{
+	const char *p = strchr(t, ':');
+	int64_t v;
+
+	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ?
+	    v : 0;
+}
+
+cJSON *
+kz_evidence_record(const cJSON *out, const char *id, const char *token,
+    const char *rid, int64_t duration_ms)
+{
+	static const char *const keep[] = {"evidence", "missing", "result",
+		NULL};
+	cJSON *a = cJSON_CreateObject(), *x;
+	size_t i;
+
+	if (a == NULL)
+		return NULL;
+	for (i = 0; keep[i] != NULL; i++)
+		if ((x = kz_json_get(out, keep[i])) != NULL)
+			cJSON_AddItemToObject(a, keep[i],
+			    cJSON_Duplicate(x, 1));
+	cJSON_AddStringToObject(a, "worker_id", id);
+	cJSON_AddNumberToObject(a, "token", (double)tok_n(token));
+	if (rid != NULL && *rid != '\0')
+		cJSON_AddStringToObject(a, "rid", rid);
+	cJSON_AddNumberToObject(a, "duration_ms", (double)duration_ms);
+	return a;
 }

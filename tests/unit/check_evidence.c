@@ -1,5 +1,6 @@
-/* kz-reset evidence.c: cgroup.procs text, the projection wipe (never
- * following a symlink out of it), and the list of missing evidence. */
+/* lib/evidence.c (kz-reset and kz-lease's resets): cgroup.procs text, the
+ * projection wipe (never following a symlink out of it), the list of
+ * missing evidence and the audit record of an outcome. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,17 +9,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reset.h"
+#include "kz_evidence.h"
+#include "kz_json.h"
 #include "banned.h"
 
 START_TEST(test_procs_only)
 {
-	ck_assert(evidence_procs_only("123\n", 123));
-	ck_assert(!evidence_procs_only("", 123));
-	ck_assert(!evidence_procs_only("123\n456\n", 123));
-	ck_assert(!evidence_procs_only("456\n123\n", 123));
-	ck_assert(!evidence_procs_only("1234\n", 123));
-	ck_assert(!evidence_procs_only("123", 123));
+	ck_assert(kz_evidence_procs_only("123\n", 123));
+	ck_assert(!kz_evidence_procs_only("", 123));
+	ck_assert(!kz_evidence_procs_only("123\n456\n", 123));
+	ck_assert(!kz_evidence_procs_only("456\n123\n", 123));
+	ck_assert(!kz_evidence_procs_only("1234\n", 123));
+	ck_assert(!kz_evidence_procs_only("123", 123));
 }
 END_TEST
 
@@ -59,15 +61,15 @@ START_TEST(test_projection_wipe)
 	snprintf(cmd, sizeof(cmd), "%s/outside/keep", d);
 	ck_assert(symlink(cmd, p) == 0);
 	snprintf(p, sizeof(p), "%s/proj", d);
-	ck_assert(evidence_projection(p));
+	ck_assert(kz_evidence_projection(p));
 	ck_assert(stat(cmd, &sb) == 0);
 	/* A projection path that is itself a symlink is not evidence. */
 	snprintf(p, sizeof(p), "%s/projlink", d);
 	ck_assert(symlink(out, p) == 0);
-	ck_assert(!evidence_projection(p));
+	ck_assert(!kz_evidence_projection(p));
 	ck_assert(stat(cmd, &sb) == 0);
 	snprintf(p, sizeof(p), "%s/absent", d);
-	ck_assert(!evidence_projection(p));
+	ck_assert(!kz_evidence_projection(p));
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
 	ck_assert(system(cmd) == 0);
 }
@@ -76,18 +78,51 @@ END_TEST
 START_TEST(test_missing)
 {
 	cJSON *ev = cJSON_CreateObject(), *m;
+	char buf[64];
 
 	cJSON_AddBoolToObject(ev, "wipe_ok", true);
 	cJSON_AddBoolToObject(ev, "health_id", false);
 	cJSON_AddNumberToObject(ev, "count", 0);
 	cJSON_AddBoolToObject(ev, "projection_empty", false);
-	m = evidence_missing(ev);
+	m = kz_evidence_missing(ev, buf, sizeof(buf));
 	ck_assert_int_eq(cJSON_GetArraySize(m), 2);
+	ck_assert_str_eq(buf, "health_id,projection_empty");
 	ck_assert_str_eq(cJSON_GetArrayItem(m, 0)->valuestring, "health_id");
 	ck_assert_str_eq(cJSON_GetArrayItem(m, 1)->valuestring,
 	    "projection_empty");
+	/* A buffer too small keeps what fits, terminated. */
+	cJSON_Delete(m);
+	m = kz_evidence_missing(ev, buf, 12);
+	ck_assert_str_eq(buf, "health_id,p");
 	cJSON_Delete(m);
 	cJSON_Delete(ev);
+}
+END_TEST
+
+/* The record carries the outcome, the integer token and the run id, and
+ * nothing of the host-side output ("worker", the raw token). */
+START_TEST(test_record)
+{
+	cJSON *out = cJSON_CreateObject(), *r;
+
+	cJSON_AddStringToObject(out, "worker", "w1");
+	cJSON_AddItemToObject(out, "evidence", cJSON_CreateObject());
+	cJSON_AddItemToObject(out, "missing", cJSON_CreateArray());
+	cJSON_AddStringToObject(out, "result", "warm");
+	r = kz_evidence_record(out, "w1", "0123abcd:42", "00ff", 7);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(kz_json_get(r, "worker_id")->valuestring, "w1");
+	ck_assert_int_eq(kz_json_get(r, "token")->valueint, 42);
+	ck_assert_str_eq(kz_json_get(r, "rid")->valuestring, "00ff");
+	ck_assert_str_eq(kz_json_get(r, "result")->valuestring, "warm");
+	ck_assert_int_eq(kz_json_get(r, "duration_ms")->valueint, 7);
+	ck_assert_ptr_null(kz_json_get(r, "worker"));
+	cJSON_Delete(r);
+	r = kz_evidence_record(out, "w1", "bad", NULL, 0);
+	ck_assert_ptr_null(kz_json_get(r, "rid"));
+	ck_assert_int_eq(kz_json_get(r, "token")->valueint, 0);
+	cJSON_Delete(r);
+	cJSON_Delete(out);
 }
 END_TEST
 
@@ -102,6 +137,7 @@ main(void)
 	tcase_add_test(tc, test_procs_only);
 	tcase_add_test(tc, test_projection_wipe);
 	tcase_add_test(tc, test_missing);
+	tcase_add_test(tc, test_record);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,385 @@
+/*
+ * Fenced resets, in-process.  Every worker that left its owner (released,
+ * or its lease expired) is reset here, as kz-reset(8) would, without a
+ * fork and exec: a small pool of threads does the blocking parts (the
+ * agent's wipe and health calls, the host-side checks, the audit append),
+ * and the event loop runs the store scripts.  A job moves
+ *
+ *	EVIDENCE (thread) -> DECIDE (loop: publish or retire script)
+ *	    -> AUDIT (thread) -> freed (loop)
+ *
+ * and publishes the worker warm only with every item of evidence in hand
+ * and only if its reset token is still current (the script checks both
+ * state and token).  Anything missing retires it.  The threads touch only
+ * their job and the configuration; pool state stays in the store.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/queue.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kz_audit.h"
+#include "kz_evidence.h"
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "serve.h"
+#include "banned.h"
+
+#define RESET_THREADS_MAX 64
+#define RESET_STOP_WAIT_MS 2000
+
+enum rphase { RP_EVIDENCE, RP_DECIDE, RP_AUDIT, RP_DONE };
+
+struct rjob {
+	TAILQ_ENTRY(rjob) link;
+	enum rphase phase;
+	char worker[KZ_POOL_ID_MAX + 1];
+	char token[KZ_POOL_TOKEN_MAX + 1];
+	char endpoint[108];
+	char rid[KZ_RUN_ID_MAX + 1];
+	char gen[KZ_EVIDENCE_GEN_MAX];
+	char miss[KZ_EVIDENCE_MISSING_MAX];
+	const char *kind;	/* "reset" or "retire" */
+	int64_t t0;
+	cJSON *out;		/* worker, evidence, missing, result */
+	bool clean;
+};
+TAILQ_HEAD(rjobq, rjob);
+
+struct resets {
+	struct d *d;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct rjobq todo, done;	/* under mu */
+	bool stop;			/* under mu */
+	int live;			/* threads still running, under mu */
+	pthread_t thr[RESET_THREADS_MAX];
+	int nthr;
+	int efd;
+	struct event *ev;
+	/* Loop thread only. */
+	int inflight;
+	/* Copies for the threads (the configuration never changes). */
+	char workers_dir[PATH_MAX];
+	char audit_sock[108];
+	int io_timeout_ms;
+};
+
+static void
+rjob_free(struct rjob *j)
+{
+	if (j == NULL)
+		return;
+	cJSON_Delete(j->out);
+	free(j);
+}
+
+/* ---- the threads ---- */
+
+static void
+do_evidence(const struct resets *r, struct rjob *j)
+{
+	cJSON *ev = cJSON_CreateObject(), *m = NULL;
+
+	j->clean = false;
+	if ((j->out = cJSON_CreateObject()) == NULL || ev == NULL) {
+		cJSON_Delete(ev);
+		snprintf(j->miss, sizeof(j->miss), "out_of_memory");
+		return;
+	}
+	cJSON_AddStringToObject(j->out, "worker", j->worker);
+	kz_evidence_collect(r->workers_dir, j->worker, j->endpoint,
+	    r->io_timeout_ms, ev, j->gen, sizeof(j->gen));
+	m = kz_evidence_missing(ev, j->miss, sizeof(j->miss));
+	cJSON_AddItemToObject(j->out, "evidence", ev);
+	if (m == NULL) {
+		snprintf(j->miss, sizeof(j->miss), "out_of_memory");
+		return;
+	}
+	j->clean = cJSON_GetArraySize(m) == 0 && j->gen[0] != '\0';
+	cJSON_AddItemToObject(j->out, "missing", m);
+}
+
+static void
+do_audit(const struct resets *r, struct rjob *j)
+{
+	char why[128] = "";
+	cJSON *a;
+	int e;
+
+	a = kz_evidence_record(j->out, j->worker, j->token, j->rid,
+	    kz_now_ms() - j->t0);
+	if (a == NULL || (e = kz_audit_send(r->audit_sock, j->kind, a,
+	    KZ_AUDIT_TIMEOUT_MS, why, sizeof(why))) != 0)
+		kz_log(KZ_LOG_WARN, "audit.fail", a == NULL ? KZ_ENOMEM : e,
+		    a == NULL ? "out of memory" : why, "kind", j->kind,
+		    "worker", j->worker, NULL);
+	cJSON_Delete(a);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct resets *r = arg;
+	uint64_t one = 1;
+	struct rjob *j;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (TAILQ_EMPTY(&r->todo) && !r->stop)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (r->stop)
+			break;
+		j = TAILQ_FIRST(&r->todo);
+		TAILQ_REMOVE(&r->todo, j, link);
+		pthread_mutex_unlock(&r->mu);
+		if (j->phase == RP_EVIDENCE) {
+			do_evidence(r, j);
+			j->phase = RP_DECIDE;
+		} else {
+			do_audit(r, j);
+			j->phase = RP_DONE;
+		}
+		pthread_mutex_lock(&r->mu);
+		TAILQ_INSERT_TAIL(&r->done, j, link);
+		/* The loop reads the eventfd; a full counter cannot happen
+		 * (it holds 2^64-2). */
+		(void)!write(r->efd, &one, sizeof(one));
+	}
+	r->live--;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static void
+enqueue(struct resets *r, struct rjob *j)
+{
+	pthread_mutex_lock(&r->mu);
+	TAILQ_INSERT_TAIL(&r->todo, j, link);
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- the loop ---- */
+
+static void
+finish(struct resets *r, struct rjob *j)
+{
+	r->inflight--;
+	rjob_free(j);
+}
+
+static void
+decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	struct rjob *j = arg;
+	struct resets *r = d->resets;
+	const char *result;
+
+	if (err != 0) {
+		/* Outcome unknown: the worker stays resetting until
+		 * reconcile retires it (LEASE_RESET_GRACE_MS); it is never
+		 * leased from that state. */
+		kz_log(KZ_LOG_WARN, "reset.fail", err, why, "worker",
+		    j->worker, NULL);
+		finish(r, j);
+		return;
+	}
+	if (kz_pool_errcode(res) != NULL) {
+		result = "stale_token";
+		j->kind = "retire";
+		kz_log(KZ_LOG_WARN, "reset.stale", 0, "reset token is stale",
+		    "worker", j->worker, NULL);
+	} else if (j->clean) {
+		result = "warm";
+		j->kind = "reset";
+		kz_log(KZ_LOG_INFO, "reset.warm", 0, "published warm",
+		    "worker", j->worker, NULL);
+	} else {
+		result = "retired";
+		j->kind = "retire";
+		kz_log(KZ_LOG_WARN, "worker.retire", 0, "missing evidence",
+		    "worker", j->worker, "missing", j->miss, NULL);
+		d->next_reconcile = 0;
+	}
+	cJSON_AddStringToObject(j->out, "result", result);
+	if (r->audit_sock[0] == '\0') {
+		finish(r, j);
+		return;
+	}
+	j->phase = RP_AUDIT;
+	enqueue(r, j);
+}
+
+static void
+decide(struct resets *r, struct rjob *j)
+{
+	char op[KZ_OPID_HEX + 1];
+	const char *av[4] = {op, j->worker, j->token, NULL};
+	int e;
+
+	if (j->out == NULL) {
+		decided(r->d, KZ_ENOMEM, NULL, "out of memory", j);
+		return;
+	}
+	kz_store_opid(op);
+	av[3] = j->clean ? j->gen : j->miss[0] ? j->miss : "no_generation";
+	e = pool_async(r->d, j->clean ? KZ_POOL_PUBLISH : KZ_POOL_RETIRE, 4,
+	    av, decided, j);
+	if (e != 0)
+		decided(r->d, e, NULL, "store unavailable", j);
+}
+
+static void
+done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct resets *r = arg;
+	struct rjobq q;
+	struct rjob *j;
+	uint64_t n;
+
+	(void)what;
+	(void)!read(fd, &n, sizeof(n));
+	TAILQ_INIT(&q);
+	pthread_mutex_lock(&r->mu);
+	TAILQ_CONCAT(&q, &r->done, link);
+	pthread_mutex_unlock(&r->mu);
+	while ((j = TAILQ_FIRST(&q)) != NULL) {
+		TAILQ_REMOVE(&q, j, link);
+		if (j->phase == RP_DECIDE)
+			decide(r, j);
+		else
+			finish(r, j);
+	}
+}
+
+int
+resets_new(struct d *d, int nthreads)
+{
+	struct resets *r;
+	int i;
+
+	if (nthreads < 1 || nthreads > RESET_THREADS_MAX ||
+	    (r = calloc(1, sizeof(*r))) == NULL)
+		return KZ_EINVAL;
+	r->d = d;
+	TAILQ_INIT(&r->todo);
+	TAILQ_INIT(&r->done);
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	snprintf(r->workers_dir, sizeof(r->workers_dir), "%s",
+	    d->c->workers_dir);
+	snprintf(r->audit_sock, sizeof(r->audit_sock), "%s",
+	    d->c->audit_sock);
+	r->io_timeout_ms = (int)d->c->reset_io_timeout_ms;
+	d->resets = r;
+	if ((r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    (r->ev = event_new(d->base, r->efd, EV_READ | EV_PERSIST, done_cb,
+	    r)) == NULL || event_add(r->ev, NULL) != 0)
+		return KZ_ESYS;
+	for (i = 0; i < nthreads; i++) {
+		if (pthread_create(&r->thr[i], NULL, worker_main, r) != 0)
+			return KZ_ESYS;
+		r->nthr++;
+		r->live++;
+	}
+	return 0;
+}
+
+/*
+ * Resets still running are abandoned: their workers stay resetting and
+ * reconcile retires them (a reset is never resumed by a later process).
+ * Threads blocked in an agent call are waited for a short while; if one
+ * is still blocked the state is left allocated for it (the process is
+ * about to exit).
+ */
+void
+resets_free(struct d *d)
+{
+	struct resets *r = d->resets;
+	struct timespec ts;
+	struct rjob *j;
+	int i, e = 0;
+
+	if (r == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += RESET_STOP_WAIT_MS / 1000;
+	pthread_mutex_lock(&r->mu);
+	r->stop = true;
+	pthread_cond_broadcast(&r->cv);
+	while (r->live > 0 && e != ETIMEDOUT)
+		e = pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+	pthread_mutex_unlock(&r->mu);
+	if (r->ev != NULL)
+		event_free(r->ev);
+	r->ev = NULL;
+	d->resets = NULL;
+	if (r->live > 0) {
+		kz_log(KZ_LOG_WARN, "reset.abandon", 0,
+		    "resets still running at exit", NULL);
+		return;
+	}
+	for (i = 0; i < r->nthr; i++)
+		pthread_join(r->thr[i], NULL);
+	while ((j = TAILQ_FIRST(&r->todo)) != NULL) {
+		TAILQ_REMOVE(&r->todo, j, link);
+		rjob_free(j);
+	}
+	while ((j = TAILQ_FIRST(&r->done)) != NULL) {
+		TAILQ_REMOVE(&r->done, j, link);
+		rjob_free(j);
+	}
+	if (r->efd >= 0)
+		close(r->efd);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}
+
+int
+resets_running(const struct d *d)
+{
+	return d->resets != NULL ? d->resets->inflight : 0;
+}
+
+static void
+retire_now(struct d *d, const char *w, const char *t, const char *why)
+{
+	char op[KZ_OPID_HEX + 1];
+	const char *av[4] = {op, w, t, why};
+
+	kz_store_opid(op);
+	kz_log(KZ_LOG_WARN, "worker.retire", 0, why, "worker", w, NULL);
+	(void)pool_async(d, KZ_POOL_RETIRE, 4, av, maint_nothing, "retire");
+	d->next_reconcile = 0;
+}
+
+void
+reset_start(struct d *d, const char *worker, const char *token,
+    const char *endpoint, const char *rid)
+{
+	struct rjob *j;
+
+	if (d->resets == NULL || endpoint == NULL || *endpoint == '\0' ||
+	    strlen(endpoint) >= sizeof(j->endpoint) ||
+	    (j = calloc(1, sizeof(*j))) == NULL) {
+		retire_now(d, worker, token, "reset could not start");
+		return;
+	}
+	j->phase = RP_EVIDENCE;
+	j->t0 = kz_now_ms();
+	snprintf(j->worker, sizeof(j->worker), "%s", worker);
+	snprintf(j->token, sizeof(j->token), "%s", token);
+	snprintf(j->endpoint, sizeof(j->endpoint), "%s", endpoint);
+	snprintf(j->rid, sizeof(j->rid), "%s", rid != NULL ? rid : "");
+	d->resets->inflight++;
+	enqueue(d->resets, j);
+}
