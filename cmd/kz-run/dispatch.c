@@ -1,9 +1,14 @@
 /*
  * The main job: classify -> admit -> lease -> restore -> verify and
  * project -> run -> outputs -> snapshot -> release, each step audited.
- * The reset is kz-lease's (it starts kz-reset for every released worker).
- * A denial at any step ends the attempt; nothing is retried at a weaker
- * boundary.
+ * The reset is kz-lease's (it resets every released worker, and its reset
+ * record names this run).  A denial at any step ends the attempt; nothing
+ * is retried at a weaker boundary.
+ *
+ * Audit records go out concurrently with the steps (audit.c): only the
+ * dispatch record is waited for before the code starts, and every record
+ * is waited for before kz-run exits; one the sink did not acknowledge
+ * makes a run that would have exited 0 exit 3.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -172,6 +177,7 @@ release(const struct run_ctx *x, struct lease *l)
 	if (req != NULL) {
 		cJSON_AddStringToObject(req, "lease_id", l->lid);
 		cJSON_AddStringToObject(req, "token", l->token);
+		cJSON_AddStringToObject(req, "run_id", x->rid);
 		e = kz_frame_call(x->c->lease_sock, req,
 		    (int)x->c->io_timeout_ms, &rep, why, sizeof(why));
 		ok = e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"));
@@ -386,13 +392,15 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	kz_hex(b, sizeof(b), x.rid);
 	kz_log_set_rid(x.rid);
 	run_manifest_empty(x.manifest);
+	x.aq = run_aq_new();
 	if ((e = run_classify(c, o, why, sizeof(why))) != 0) {
 		fprintf(stderr, "kz-run: refused: %s\n", why);
 		denied(&x, "isolation_denial", "classify", e == 1 ?
 		    "host_administration" : "unavailable", e == 1 ?
 		    "a script requires host administration" :
 		    "the script classifier could not run");
-		return e == 1 ? RUN_EXIT_REFUSED : RUN_EXIT_UNAVAIL;
+		rc = e == 1 ? RUN_EXIT_REFUSED : RUN_EXIT_UNAVAIL;
+		goto out;
 	}
 	if ((rc = admit(&x, &adm)) != 0)
 		goto out;
@@ -420,6 +428,13 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 release:
 	release(&x, &l);
 out:
+	if (run_audit_wait(&x, RUN_AUDIT_ALL) != 0) {
+		fprintf(stderr, "kz-run: the audit sink did not acknowledge "
+		    "every record of this run\n");
+		if (rc == 0)
+			rc = RUN_EXIT_UNAVAIL;
+	}
+	run_aq_free(x.aq);
 	sodium_memzero(grant, sizeof(grant));
 	cJSON_Delete(l.rep);
 	run_adm_release(&adm);
@@ -441,8 +456,9 @@ run_exec(const struct run_ctx *x, const struct lease *l, const char *grant)
 		goto out;
 	cJSON_AddStringToObject(ev, "egress", *grant ? "granted" : "none");
 	cJSON_AddStringToObject(ev, "outcome", "started");
-	/* No record, no run: the audit sink must hold the dispatch first. */
-	if (run_audit(x, "dispatch", ev) != 0) {
+	/* No record, no run: the audit sink must hold the dispatch first
+	 * (the lease record, sent just before, shares its fsync). */
+	if (run_audit_wait(x, run_audit(x, "dispatch", ev)) != 0) {
 		fprintf(stderr, "kz-run: the audit sink did not record the "
 		    "dispatch; nothing ran\n");
 		rc = RUN_EXIT_UNAVAIL;

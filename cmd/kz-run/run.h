@@ -129,17 +129,30 @@ int run_materialize(const struct run_ctx *x, const struct run_adm *a,
     const char *proj, struct run_refusal *f);
 #define RUN_PROJECTION_SUBDIR "files"
 
-/* audit.c: one record; the common correlation fields are added here. */
+/* audit.c: records; the common correlation fields are added here. */
+struct run_aq;
 struct run_ctx {
 	const struct run_conf *c;
 	const struct run_opts *o;
 	char rid[33];
 	char manifest[RUN_DIGEST_MAX];
 	int64_t audience;	/* audience_version; -1: no admission */
+	struct run_aq *aq;	/* records in flight; NULL: send in line */
 };
-/* Consumes ev.  A failure is logged; only the dispatch record is
- * required (no record, no run). */
+#define RUN_AUDIT_DONE INT_MAX	/* a ticket already acknowledged */
+#define RUN_AUDIT_ALL INT_MIN	/* run_audit_wait: every record */
+struct run_aq *run_aq_new(void);
+/* Waits for what is still in flight, then frees. */
+void run_aq_free(struct run_aq *q);
+/* Consumes ev and sends it at once, without waiting for the sink: a
+ * ticket for run_audit_wait, or a negative kz_err when it could not be
+ * sent (logged, and counted as lost). */
 int run_audit(const struct run_ctx *x, const char *kind, cJSON *ev);
+/* 0 once the sink acknowledged the ticket's record (fsync'd), else the
+ * error; with RUN_AUDIT_ALL, 0 only when every record of the run so far
+ * was acknowledged.  The dispatch record is waited for before the code
+ * starts (no record, no run). */
+int run_audit_wait(const struct run_ctx *x, int ticket);
 /* Token "EPOCH:N" -> N, for the audit schema's integer token. */
 int64_t run_token_n(const char *token);
 

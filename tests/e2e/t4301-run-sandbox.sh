@@ -2,11 +2,13 @@
 # kz-run against real kz-sandbox workers leased from kz-lease: output and
 # exit status, read-only projection, workspace snapshot carried over in a
 # conversation but never to another actor in it, host administration
-# refused before dispatch, admission closed without the store, and the
-# audit trail of every step (with no raw identifier in it).
+# refused before dispatch, admission closed without the store, the audit
+# trail of every step (with no raw identifier in it; kz-lease's reset
+# record names the run that released the worker), and no run without a
+# durable dispatch record.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 24
+plan 28
 start_stack 1
 t "a real worker becomes warm" wait_for warm 1
 
@@ -54,6 +56,23 @@ t "each run was leased, dispatched twice and released" sh -c "[ \$(kz-audit quer
 t "kz-reset audited a reset with projection evidence" sh -c "kz-audit query --dir '$T/audit' --kind reset | grep -q '\"projection_empty\":true'"
 unlike "$(cat "$T"/audit/*.jsonl)" 'alice|bob|"c1"' "no raw actor or conversation in the audit log"
 t "the audit chain verifies" kz-audit verify --dir "$T/audit"
+# The reset after bob's run names his run: its rid is the one on his
+# dispatch records.
+rid=$(audit_q --kind dispatch | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["event"]["rid"])')
+t "the reset after a run carries that run's rid" sh -c "for i in \$(seq 1 50); do kz-audit query --dir '$T/audit' --kind reset | grep -q '\"rid\":\"$rid\"' && exit 0; sleep 0.1; done; exit 1"
+
+# No durable dispatch record, no run: with the audit sink stopped, the
+# code never starts and kz-run exits 3.
+wait_for warm 1
+kill -STOP "$AUDIT_PID"
+kz-run -q --actor alice --conversation c1 -- sh -c 'echo ran >>notes.txt' >"$T/o4" 2>&1
+rc=$?
+kill -CONT "$AUDIT_PID"
+is "$rc" 3 "kz-run exits 3 when the sink does not acknowledge the dispatch"
+like "$(cat "$T/o4")" "did not record the dispatch; nothing ran" "and says nothing ran"
+wait_for warm 1
+kz-run -q --actor alice --conversation c1 -- sh -c 'grep -c ran notes.txt' >"$T/o5" 2>&1
+is "$(cat "$T/o5")" 0 "the code did not run (nothing it would write is in the workspace)"
 
 # Without the store admission closes: exit 3, audited as a denial.
 kill -9 "$STORE_PID"; sleep 1.2
