@@ -1,0 +1,602 @@
+/* lib/pool.c's transition scripts against a real redis-server/valkey-
+ * server (teststore.h): each checks state and fencing token before it
+ * writes; a worker is leased only from warm and by one owner; a stale
+ * token is refused; a retried op id is answered from its stored result;
+ * an epoch change fences every older token; admission is counted. */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "kz_pool.h"
+#include "teststore.h"
+#include "banned.h"
+
+#define CAP "4"
+#define TTL "60000"
+
+static struct kz_store *s;
+static char epoch[KZ_POOL_EPOCH_HEX + 1];
+
+/* Runs a script with the NULL-terminated args; the parsed reply. */
+static cJSON *
+run(enum kz_pool_script which, ...)
+{
+	const char *av[16];
+	char why[200] = "";
+	cJSON *res = NULL;
+	va_list ap;
+	int n = 0;
+
+	va_start(ap, which);
+	while (n < 16 && (av[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	ck_assert_msg(kz_pool_call(s, which, n, av, &res, why,
+	    sizeof(why)) == 0, "%s: %s", kz_pool_script_name(which), why);
+	return res;
+}
+
+static const char *
+sget(const cJSON *o, const char *k)
+{
+	const char *v = cJSON_GetStringValue(kz_json_get(o, k));
+
+	return v != NULL ? v : "";
+}
+
+/* The error code of a script, the reply freed. */
+static char errbuf[64];
+static const char *
+err_of(cJSON *res)
+{
+	const char *e = kz_pool_errcode(res);
+
+	snprintf(errbuf, sizeof(errbuf), "%s", e != NULL ? e : "");
+	cJSON_Delete(res);
+	return errbuf;
+}
+
+static long long
+status(const char *field)
+{
+	cJSON *st = run(KZ_POOL_STATUS, CAP, NULL);
+	long long v = (long long)cJSON_GetNumberValue(kz_json_get(st, field));
+
+	cJSON_Delete(st);
+	return v;
+}
+
+static char *
+raw(const char *suffix, const char *field)
+{
+	static char out[128];
+	char key[KZ_STORE_KEY_MAX];
+	const char *av[3] = {field ? "HGET" : "GET", key, field};
+	redisReply *r;
+
+	ck_assert(kz_store_key(s, suffix, key, sizeof(key)) == 0);
+	ck_assert(kz_store_cmd(s, field ? 3 : 2, av, &r, NULL, 0) == 0);
+	snprintf(out, sizeof(out), "%s", r->type == REDIS_REPLY_STRING ?
+	    r->str : "");
+	freeReplyObject(r);
+	return out;
+}
+
+static char *
+wstate(const char *id)
+{
+	char k[80];
+
+	snprintf(k, sizeof(k), "w:%s", id);
+	return raw(k, "state");
+}
+
+static char opbuf[KZ_OPID_HEX + 1];
+static const char *
+op(void)
+{
+	kz_store_opid(opbuf);
+	return opbuf;
+}
+
+/* A warm worker id (create-begin then create-commit). */
+static void
+warm(const char *id)
+{
+	cJSON *b = run(KZ_POOL_CREATE_BEGIN, op(), id, CAP, NULL), *c;
+	char tok[KZ_POOL_TOKEN_MAX + 1];
+
+	ck_assert_ptr_null(kz_pool_errcode(b));
+	snprintf(tok, sizeof(tok), "%s", sget(b, "token"));
+	cJSON_Delete(b);
+	c = run(KZ_POOL_CREATE_COMMIT, op(), id, tok, "/tmp/x.sock", "g1",
+	    NULL);
+	ck_assert_str_eq(sget(c, "state"), "warm");
+	cJSON_Delete(c);
+}
+
+struct lease {
+	char worker[65], lid[40], token[KZ_POOL_TOKEN_MAX + 1];
+};
+
+static int
+lease(const char *member, const char *limit, const char *opid,
+    struct lease *l, const char **code)
+{
+	cJSON *r;
+	char lid[40];
+
+	snprintf(lid, sizeof(lid), "lid-%s", op());
+	r = run(KZ_POOL_LEASE, opid ? opid : op(), member, "wskey", TTL,
+	    limit, lid, "code.run", NULL);
+	if (kz_pool_errcode(r) != NULL) {
+		if (code != NULL)
+			*code = err_of(r);
+		else
+			cJSON_Delete(r);
+		return -1;
+	}
+	snprintf(l->worker, sizeof(l->worker), "%s", sget(r, "worker"));
+	snprintf(l->lid, sizeof(l->lid), "%s", sget(r, "lease_id"));
+	snprintf(l->token, sizeof(l->token), "%s", sget(r, "token"));
+	cJSON_Delete(r);
+	return 0;
+}
+
+static void
+setup(void)
+{
+	const char *fl[] = {"FLUSHALL"};
+	redisReply *r;
+	char why[200] = "";
+	bool changed = false;
+
+	ck_assert_msg(kz_store_open(ts_sock, "t", 2000, &s, why,
+	    sizeof(why)) == 0, "%s", why);
+	ck_assert(kz_store_cmd(s, 1, fl, &r, NULL, 0) == 0);
+	freeReplyObject(r);
+	ck_assert(kz_pool_init(s, epoch, sizeof(epoch), &changed, why,
+	    sizeof(why)) == 0);
+	ck_assert(changed);
+}
+
+static void
+teardown(void)
+{
+	kz_store_free(s);
+	s = NULL;
+}
+
+START_TEST(test_init_epoch)
+{
+	char again[KZ_POOL_EPOCH_HEX + 1];
+	bool changed = true;
+	const char *del[] = {"DEL", "kz:{t}:epoch"};
+	redisReply *r;
+
+	ck_assert_uint_eq(strspn(epoch, "0123456789abcdef"),
+	    KZ_POOL_EPOCH_HEX);
+	ck_assert(kz_pool_init(s, again, sizeof(again), &changed, NULL,
+	    0) == 0);
+	ck_assert(!changed);
+	ck_assert_str_eq(again, epoch);
+	/* The store came back without its data: a fresh epoch. */
+	ck_assert(kz_store_cmd(s, 2, del, &r, NULL, 0) == 0);
+	freeReplyObject(r);
+	ck_assert(kz_pool_init(s, again, sizeof(again), &changed, NULL,
+	    0) == 0);
+	ck_assert(changed);
+	ck_assert_str_ne(again, epoch);
+}
+END_TEST
+
+START_TEST(test_create_capacity_and_exists)
+{
+	cJSON *r;
+
+	warm("w1");
+	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_BEGIN, op(), "w1", CAP,
+	    NULL)), "exists");
+	warm("w2");
+	r = run(KZ_POOL_CREATE_BEGIN, op(), "w3", "3", NULL);
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	cJSON_Delete(r);
+	/* A create in flight counts against capacity. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_BEGIN, op(), "w4", "3",
+	    NULL)), "capacity");
+	ck_assert_int_eq(status("creating"), 1);
+	ck_assert_int_eq(status("warm"), 2);
+	ck_assert_int_eq(status("total"), 3);
+}
+END_TEST
+
+START_TEST(test_create_commit_token)
+{
+	cJSON *b = run(KZ_POOL_CREATE_BEGIN, op(), "w1", CAP, NULL);
+	char tok[KZ_POOL_TOKEN_MAX + 1];
+	struct lease l;
+	const char *code = NULL;
+
+	snprintf(tok, sizeof(tok), "%s", sget(b, "token"));
+	cJSON_Delete(b);
+	ck_assert(strncmp(tok, epoch, KZ_POOL_EPOCH_HEX) == 0 &&
+	    tok[KZ_POOL_EPOCH_HEX] == ':');
+	/* A creating worker is never leased. */
+	ck_assert_int_eq(lease("m", "8", NULL, &l, &code), -1);
+	ck_assert_str_eq(code, "no_worker");
+	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_COMMIT, op(), "w1",
+	    "bogus:1", "/e", "g", NULL)), "stale_token");
+	ck_assert_str_eq(wstate("w1"), "creating");
+	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_ABORT, op(), "w1", tok,
+	    NULL)), "");
+	ck_assert_str_eq(wstate("w1"), "");
+	ck_assert_int_eq(status("total"), 0);
+}
+END_TEST
+
+START_TEST(test_lease_one_owner)
+{
+	struct lease a, b;
+	const char *code = NULL;
+
+	warm("w1");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	ck_assert_str_eq(a.worker, "w1");
+	ck_assert_str_eq(wstate("w1"), "leased");
+	/* The only worker is leased: nobody else gets it. */
+	ck_assert_int_eq(lease("bob", "8", NULL, &b, &code), -1);
+	ck_assert_str_eq(code, "no_worker");
+	ck_assert_int_eq(lease("alice", "8", NULL, &b, &code), -1);
+	ck_assert_str_eq(code, "no_worker");
+	ck_assert_int_eq(status("leased"), 1);
+	ck_assert_int_eq(status("warm"), 0);
+}
+END_TEST
+
+START_TEST(test_lease_id_reuse_writes_nothing)
+{
+	struct lease a;
+	cJSON *r;
+	char tok0[32];
+
+	warm("w1");
+	warm("w2");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	snprintf(tok0, sizeof(tok0), "%s", raw("tok", NULL));
+	r = run(KZ_POOL_LEASE, op(), "bob", "k", TTL, "8", a.lid, "c", NULL);
+	ck_assert_str_eq(err_of(r), "bad_request");
+	/* Checked before the first write: no token, no move, no count. */
+	ck_assert_str_eq(raw("tok", NULL), tok0);
+	ck_assert_int_eq(status("warm"), 1);
+	ck_assert_str_eq(raw("members", "bob"), "");
+}
+END_TEST
+
+START_TEST(test_release_and_stale_tokens)
+{
+	struct lease a;
+	cJSON *r;
+	char rt[KZ_POOL_TOKEN_MAX + 1];
+
+	warm("w1");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "nope", a.token,
+	    NULL)), "not_owner");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid,
+	    "0000000000000000:1", NULL)), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, "x:1", TTL,
+	    NULL)), "stale_token");
+	ck_assert_str_eq(wstate("w1"), "leased");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, a.token, TTL,
+	    NULL)), "");
+	r = run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL);
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	snprintf(rt, sizeof(rt), "%s", sget(r, "reset_token"));
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate("w1"), "resetting");
+	ck_assert_str_ne(rt, a.token);
+	/* The old owner's token is dead: no second release, no renew. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid, a.token,
+	    NULL)), "not_owner");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, a.token, TTL,
+	    NULL)), "not_owner");
+	/* Released, not yet reset: not leasable. */
+	ck_assert_int_eq(status("warm"), 0);
+	/* Publish only with the reset token. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", a.token,
+	    "g2", NULL)), "stale_token");
+	ck_assert_str_eq(wstate("w1"), "resetting");
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", rt, "g2",
+	    NULL)), "");
+	ck_assert_str_eq(wstate("w1"), "warm");
+	/* The same reset token cannot publish twice. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", rt, "g3",
+	    NULL)), "stale_token");
+	ck_assert_str_eq(raw("w:w1", "gen"), "g2");
+}
+END_TEST
+
+/* A retried op id (the first reply was lost) is answered from the stored
+ * result and applied once. */
+START_TEST(test_opid_replay)
+{
+	struct lease a, b;
+	char id[KZ_OPID_HEX + 1], tok0[32];
+	cJSON *r;
+
+	warm("w1");
+	warm("w2");
+	snprintf(id, sizeof(id), "%s", op());
+	ck_assert_int_eq(lease("alice", "8", id, &a, NULL), 0);
+	snprintf(tok0, sizeof(tok0), "%s", raw("tok", NULL));
+	r = run(KZ_POOL_LEASE, id, "alice", "wskey", TTL, "8", "other-lid",
+	    "c", NULL);
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "replay")));
+	ck_assert_str_eq(sget(r, "worker"), a.worker);
+	ck_assert_str_eq(sget(r, "token"), a.token);
+	ck_assert_str_eq(sget(r, "lease_id"), a.lid);
+	cJSON_Delete(r);
+	ck_assert_str_eq(raw("tok", NULL), tok0);
+	ck_assert_int_eq(status("leased"), 1);
+	ck_assert_str_eq(raw("members", "alice"), "1");
+	/* A replayed release does not release twice either. */
+	snprintf(id, sizeof(id), "%s", op());
+	cJSON_Delete(run(KZ_POOL_RELEASE, id, a.lid, a.token, NULL));
+	ck_assert_int_eq(lease("bob", "8", NULL, &b, NULL), 0);
+	r = run(KZ_POOL_RELEASE, id, a.lid, a.token, NULL);
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "replay")));
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate(b.worker), "leased");
+	/* A failure is not stored: the same id may try again. */
+	snprintf(id, sizeof(id), "%s", op());
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, id, "nope", "x:1",
+	    NULL)), "not_owner");
+	ck_assert_str_eq(raw("op:", NULL), "");
+}
+END_TEST
+
+START_TEST(test_member_limit)
+{
+	struct lease a, b, c;
+	const char *code = NULL;
+
+	warm("w1");
+	warm("w2");
+	warm("w3");
+	ck_assert_int_eq(lease("alice", "1", NULL, &a, NULL), 0);
+	ck_assert_int_eq(lease("alice", "1", NULL, &b, &code), -1);
+	ck_assert_str_eq(code, "member_limit");
+	ck_assert_int_eq(status("warm"), 2);
+	ck_assert_int_eq(lease("bob", "1", NULL, &b, NULL), 0);
+	ck_assert_int_eq(status("members"), 2);
+	cJSON_Delete(run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL));
+	ck_assert_str_eq(raw("members", "alice"), "");
+	ck_assert_int_eq(status("members"), 1);
+	ck_assert_int_eq(lease("alice", "1", NULL, &c, NULL), 0);
+	ck_assert_str_eq(raw("members", "alice"), "1");
+}
+END_TEST
+
+/* An expired lease goes to reset, never to a new owner, and its member
+ * count is returned. */
+START_TEST(test_sweep_expired)
+{
+	cJSON *r;
+	const char *code = NULL;
+	struct lease l;
+
+	warm("w1");
+	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidx", "c",
+	    NULL);
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	cJSON_Delete(r);
+	ts_nap(20);
+	r = run(KZ_POOL_SWEEP, op(), "10", NULL);
+	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r, "n")), 1);
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate("w1"), "resetting");
+	ck_assert_str_eq(raw("members", "alice"), "");
+	ck_assert_int_eq(lease("bob", "8", NULL, &l, &code), -1);
+	ck_assert_str_eq(code, "no_worker");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), "lidx", "x:1", TTL,
+	    NULL)), "not_owner");
+}
+END_TEST
+
+START_TEST(test_retire_and_delete)
+{
+	struct lease a;
+	cJSON *r;
+	char t[KZ_POOL_TOKEN_MAX + 1];
+
+	warm("w1");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, op(), "w1", "x:1", "why",
+	    NULL)), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, op(), "w9", a.token,
+	    "why", NULL)), "not_found");
+	r = run(KZ_POOL_RETIRE, op(), "w1", a.token, "evidence", NULL);
+	ck_assert_str_eq(sget(r, "state"), "retiring");
+	snprintf(t, sizeof(t), "%s", sget(r, "token"));
+	cJSON_Delete(r);
+	ck_assert_str_eq(raw("members", "alice"), "");
+	/* The owner's lease died with it. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid, a.token,
+	    NULL)), "not_owner");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, op(), "w1", t, "again",
+	    NULL)), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", a.token,
+	    NULL)), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", t, NULL)),
+	    "");
+	ck_assert_int_eq(status("total"), 0);
+}
+END_TEST
+
+/* The store came back without its data and a counter could reissue old
+ * tokens: every token of the older epoch is fenced off. */
+START_TEST(test_epoch_change_fences)
+{
+	struct lease a;
+	cJSON *r;
+	char rt[KZ_POOL_TOKEN_MAX + 1], ep2[KZ_POOL_EPOCH_HEX + 1];
+	const char *del[] = {"DEL", "kz:{t}:epoch"}, *code = NULL;
+	redisReply *x;
+	bool changed;
+
+	warm("w1");
+	warm("w2");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	r = run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL);
+	snprintf(rt, sizeof(rt), "%s", sget(r, "reset_token"));
+	cJSON_Delete(r);
+	ck_assert(kz_store_cmd(s, 2, del, &x, NULL, 0) == 0);
+	freeReplyObject(x);
+	/* No epoch: no mutating script writes anything. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), a.worker, rt,
+	    "g", NULL)), "store_unavailable");
+	ck_assert_int_eq(lease("bob", "8", NULL, &a, &code), -1);
+	ck_assert_str_eq(code, "store_unavailable");
+	ck_assert(kz_pool_init(s, ep2, sizeof(ep2), &changed, NULL, 0) == 0);
+	ck_assert(changed);
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), a.worker, rt,
+	    "g", NULL)), "stale_token");
+	ck_assert_str_eq(wstate(a.worker), "resetting");
+	/* A warm worker of the old epoch is not handed out... */
+	ck_assert_int_eq(lease("bob", "8", NULL, &a, &code), -1);
+	ck_assert_str_ne(code, "");
+	ck_assert_int_eq(status("leased"), 0);
+	/* ...and reconcile retires every one of them. */
+	r = run(KZ_POOL_RECONCILE, op(), "[\"w1\",\"w2\",\"w7\"]", "60000",
+	    "60000", NULL);
+	ck_assert_int_eq(cJSON_GetArraySize(kz_json_get(r, "retire")), 2);
+	ck_assert_int_eq(cJSON_GetArraySize(kz_json_get(r, "orphans")), 1);
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate("w1"), "retiring");
+	ck_assert_str_eq(wstate("w2"), "retiring");
+	r = run(KZ_POOL_GET, "w1", NULL);
+	ck_assert_int_eq(strncmp(sget(r, "token"), ep2, KZ_POOL_EPOCH_HEX),
+	    0);
+	cJSON_Delete(r);
+}
+END_TEST
+
+/* A real restart: the run id changes, so the epoch does. */
+START_TEST(test_restart_new_epoch)
+{
+	char ep2[KZ_POOL_EPOCH_HEX + 1], why[200] = "";
+	bool changed = false;
+
+	kz_store_free(s);
+	s = NULL;
+	ck_assert_int_eq(ts_restart(), 0);
+	ck_assert(kz_store_open(ts_sock, "t", 2000, &s, why,
+	    sizeof(why)) == 0);
+	ck_assert_msg(kz_pool_init(s, ep2, sizeof(ep2), &changed, why,
+	    sizeof(why)) == 0, "%s", why);
+	ck_assert(changed);
+	ck_assert_str_ne(ep2, epoch);
+}
+END_TEST
+
+START_TEST(test_reconcile_inventory)
+{
+	cJSON *r, *b;
+
+	warm("w1");
+	warm("w2");
+	b = run(KZ_POOL_CREATE_BEGIN, op(), "w3", CAP, NULL);
+	cJSON_Delete(b);
+	/* w2 is gone from the inventory; w3's create is young: counted. */
+	r = run(KZ_POOL_RECONCILE, op(), "[\"w1\"]", "60000", "60000", NULL);
+	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r,
+	    "removed")), 1);
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate("w2"), "");
+	ck_assert_str_eq(wstate("w3"), "creating");
+	/* Past the grace, a create not in the inventory is proven absent. */
+	ts_nap(20);
+	r = run(KZ_POOL_RECONCILE, op(), "[\"w1\"]", "1", "60000", NULL);
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate("w3"), "");
+	ck_assert_int_eq(status("total"), 1);
+}
+END_TEST
+
+/* Every key the scripts wrote carries the one hash tag. */
+START_TEST(test_one_hash_tag)
+{
+	struct lease a;
+	const char *keys[] = {"KEYS", "*"};
+	redisReply *r;
+	size_t i;
+
+	warm("w1");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	cJSON_Delete(run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL));
+	ck_assert(kz_store_cmd(s, 2, keys, &r, NULL, 0) == 0);
+	ck_assert_uint_gt(r->elements, 3);
+	for (i = 0; i < r->elements; i++)
+		ck_assert_msg(strncmp(r->element[i]->str, "kz:{t}:", 7) == 0,
+		    "%s", r->element[i]->str);
+	freeReplyObject(r);
+}
+END_TEST
+
+START_TEST(test_ids_and_paths)
+{
+	char buf[64];
+
+	ck_assert(kz_pool_id_ok("w-1_a"));
+	ck_assert(!kz_pool_id_ok(""));
+	ck_assert(!kz_pool_id_ok("../x"));
+	ck_assert(!kz_pool_id_ok("a b"));
+	ck_assert_int_eq(kz_pool_wpath("/r", "w1", "sock", buf, sizeof(buf)),
+	    0);
+	ck_assert_str_eq(buf, "/r/w1/sock");
+	ck_assert_int_eq(kz_pool_wpath("/r", "w1", "", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "/r/w1");
+	ck_assert_int_eq(kz_pool_wpath("/r", "../w", "x", buf, sizeof(buf)),
+	    KZ_EINVAL);
+	ck_assert_int_eq(kz_pool_wpath("/r", "w1", "sock", buf, 6),
+	    KZ_ETOOBIG);
+	ck_assert_str_eq(kz_pool_script_name(KZ_POOL_NSCRIPTS), "?");
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *su = suite_create("pool");
+	TCase *tc = tcase_create("scripts");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_unchecked_fixture(tc, ts_start, ts_stop);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, test_init_epoch);
+	tcase_add_test(tc, test_create_capacity_and_exists);
+	tcase_add_test(tc, test_create_commit_token);
+	tcase_add_test(tc, test_lease_one_owner);
+	tcase_add_test(tc, test_lease_id_reuse_writes_nothing);
+	tcase_add_test(tc, test_release_and_stale_tokens);
+	tcase_add_test(tc, test_opid_replay);
+	tcase_add_test(tc, test_member_limit);
+	tcase_add_test(tc, test_sweep_expired);
+	tcase_add_test(tc, test_retire_and_delete);
+	tcase_add_test(tc, test_epoch_change_fences);
+	tcase_add_test(tc, test_reconcile_inventory);
+	tcase_add_test(tc, test_one_hash_tag);
+	tcase_add_test(tc, test_ids_and_paths);
+	tcase_add_test(tc, test_restart_new_epoch);
+	suite_add_tcase(su, tc);
+	sr = srunner_create(su);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
