@@ -183,6 +183,12 @@ decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	struct resets *r = d->resets;
 	const char *result;
 
+	if (r == NULL) {
+		/* Shutting down: the store client answers what is pending
+		 * after the reset threads are gone. */
+		rjob_free(j);
+		return;
+	}
 	if (err != 0) {
 		/* Outcome unknown: the worker stays resetting until
 		 * reconcile retires it (LEASE_RESET_GRACE_MS); it is never
