@@ -5,6 +5,7 @@
 #ifndef EGRESS_CONN_H
 #define EGRESS_CONN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/time.h>
 #include <time.h>
@@ -58,7 +59,9 @@ struct proxy {
 	struct eg_dns *dns;
 	struct evconnlistener *ls[8];
 	size_t nls;
-	size_t nconns, max_conns;
+	/* connections open on all threads: the bound is the process's */
+	atomic_size_t *nconns;
+	size_t max_conns;
 };
 
 enum conn_state { ST_HEAD, ST_LOOKUP, ST_CONNECTING, ST_EXCHANGE,

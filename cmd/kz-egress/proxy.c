@@ -62,7 +62,7 @@ conn_free(struct conn *c)
 	if (c->timer != NULL)
 		event_free(c->timer);
 	tunnel_free(c->tun);
-	c->px->nconns--;
+	atomic_fetch_sub(c->px->nconns, 1);
 	free(c);
 }
 
@@ -388,12 +388,16 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct conn *c;
 	int one = 1;
 
-	if (px->nconns >= px->max_conns ||
-	    (c = calloc(1, sizeof(*c))) == NULL) {
+	if (atomic_fetch_add(px->nconns, 1) >= px->max_conns) {
+		atomic_fetch_sub(px->nconns, 1);
 		close(fd);
 		return;
 	}
-	px->nconns++;
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		atomic_fetch_sub(px->nconns, 1);
+		close(fd);
+		return;
+	}
 	c->px = px;
 	if (sa->sa_family != AF_UNIX)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
@@ -448,13 +452,14 @@ listen_one(struct proxy *px, const struct eg_listen *l, int ufd)
 
 static int
 worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
-    size_t max_conns)
+    atomic_size_t *nconns)
 {
 	char why[160];
 	int r;
 
 	px->p = p;
-	px->max_conns = max_conns;
+	px->nconns = nconns;
+	px->max_conns = (size_t)p->max_conns;
 	if ((px->base = event_base_new()) == NULL)
 		return KZ_ENOMEM;
 	if ((r = eg_dns_new(px->base, p->resolver, &px->dns, why,
@@ -538,6 +543,7 @@ eg_proxy_run(struct eg_policy *p)
 	struct all a = {w, 0};
 	size_t n = (size_t)p->threads, started = 0;
 	int ufd[8], r = 0;
+	atomic_size_t nconns = 0;
 
 	memset(w, 0, sizeof(w));
 	signal(SIGPIPE, SIG_IGN);
@@ -545,8 +551,7 @@ eg_proxy_run(struct eg_policy *p)
 	if (evthread_use_pthreads() != 0 || (r = open_unix(p, ufd)) != 0)
 		goto out;
 	for (a.n = 0; a.n < n; a.n++)
-		if ((r = worker_init(&w[a.n], p, ufd, (size_t)p->max_conns /
-		    n + 1)) != 0) {
+		if ((r = worker_init(&w[a.n], p, ufd, &nconns)) != 0) {
 			a.n++;
 			goto out;
 		}

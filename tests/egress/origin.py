@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tiny HTTP/1.1 origin for the kz-egress tests, run inside a test network
 namespace.  GET answers "origin <host> <path>" (GET /headers: the request
-headers it received); POST answers "got N <sha256>"
+headers it received; GET /bytes/N: N bytes of "x"); POST answers "got N <sha256>"
 for the body it read (Content-Length or chunked).  Keep-alive on.
 
 usage: origin.py ADDR PORT
@@ -27,6 +27,16 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b)
 
     def do_GET(self):
+        if self.path.startswith("/bytes/"):
+            n = int(self.path[7:])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            block = b"x" * 65536
+            while n > 0:
+                self.wfile.write(block[:min(n, len(block))])
+                n -= min(n, len(block))
+            return
         if self.path == "/headers":
             self.reply("".join("%s: %s\n" % kv for kv in self.headers.items()))
             return
