@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <stdlib.h>
@@ -65,6 +66,30 @@ kz_frame_encode(const cJSON *obj, size_t max, char **out, size_t *outlen)
 	memcpy(buf + KZ_FRAME_HDR, s, n);
 	free(s);
 	*out = buf;
+	*outlen = n + KZ_FRAME_HDR;
+	return 0;
+}
+
+int
+kz_frame_encode_to(const cJSON *obj, size_t max, char *buf, size_t cap,
+    size_t *outlen)
+{
+	size_t n;
+
+	/* cJSON asks for 5 bytes beyond what it prints. */
+	if (cap < KZ_FRAME_HDR + 6 || cap - KZ_FRAME_HDR > INT_MAX ||
+	    !cJSON_PrintPreallocated((cJSON *)obj, buf + KZ_FRAME_HDR,
+	    (int)(cap - KZ_FRAME_HDR), 0))
+		return KZ_ENOSPC;
+	n = strlen(buf + KZ_FRAME_HDR);
+	if (n + 5 > cap - KZ_FRAME_HDR)
+		return KZ_ENOSPC;
+	if (n == 0 || n > max || n > UINT32_MAX)
+		return KZ_ETOOBIG;
+	buf[0] = (char)(n >> 24);
+	buf[1] = (char)(n >> 16);
+	buf[2] = (char)(n >> 8);
+	buf[3] = (char)n;
 	*outlen = n + KZ_FRAME_HDR;
 	return 0;
 }

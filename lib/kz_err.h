@@ -59,7 +59,8 @@
 	X(KZ_EPATH_DEVICE, "path is a device node")                          \
 	X(KZ_EPATH_NLINK, "unexpected hard link count")                      \
 	X(KZ_EPATH_NOENT, "path does not exist")                             \
-	X(KZ_EINTERNAL, "internal error")
+	X(KZ_EINTERNAL, "internal error")                                    \
+	X(KZ_ENOSPC, "does not fit in the buffer")
 
 enum kz_err {
 	KZ_OK = 0,

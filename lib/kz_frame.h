@@ -24,6 +24,10 @@ KZ_WUR int kz_frame_decode(const char *payload, size_t len, cJSON **out,
 /* Encodes obj as header+payload into a malloc'd buffer. */
 KZ_WUR int kz_frame_encode(const cJSON *obj, size_t max, char **out,
     size_t *outlen);
+/* The same into buf without allocating; KZ_ENOSPC when it does not fit in
+ * cap (then use kz_frame_encode), KZ_ETOOBIG over max. */
+KZ_WUR int kz_frame_encode_to(const cJSON *obj, size_t max, char *buf,
+    size_t cap, size_t *outlen);
 
 /*
  * Blocking I/O on a (possibly non-blocking) descriptor.  timeout_ms bounds

@@ -152,11 +152,15 @@ flush_out(struct conn *cn)
 static void
 conn_send(struct conn *cn, cJSON *reply)
 {
-	char *buf = NULL;
+	char small[4096], *buf = NULL;
 	size_t len;
+	int r = KZ_ENOMEM;
 
-	if (reply != NULL &&
-	    kz_frame_encode(reply, cn->srv->c.frame_max, &buf, &len) == 0) {
+	if (reply != NULL && (r = kz_frame_encode_to(reply,
+	    cn->srv->c.frame_max, small, sizeof(small), &len)) == 0)
+		evbuffer_add(cn->out, small, len);
+	else if (r == KZ_ENOSPC && kz_frame_encode(reply,
+	    cn->srv->c.frame_max, &buf, &len) == 0) {
 		evbuffer_add(cn->out, buf, len);
 		free(buf);
 	} else if (reply != NULL) {
