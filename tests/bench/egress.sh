@@ -4,14 +4,18 @@
 # threads and duration: (a) straight to the origin, (b) through squid,
 # (c) through tinyproxy, (d) through kz-egress with a valid grant and the
 # origin named by a name the test DNS server answers (every new upstream
-# connection re-resolves).  (e) bulk bytes through a CONNECT tunnel vs a
-# direct connection.  (f) memory per idle tunnel with 5,000 open tunnels.
+# connection re-resolves), ROUNDS rounds with the targets interleaved,
+# medians compared, with each server's CPU per request.  (e) bulk bytes
+# through a CONNECT tunnel vs a direct connection, BULK_ROUNDS alternating
+# rounds, medians compared.  (f) memory per idle tunnel with 5,000 open
+# tunnels.  The machine may be shared: the load average is printed.
 # Needs root, wrk, nginx-light, squid, tinyproxy, curl, python3.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$TOP/bin:$PATH
 PHASES=${PHASES:-"wrk bulk tunnels"}
-CONNS=${CONNS:-32} THREADS=${THREADS:-2} DUR=${DUR:-10s}
+CONNS=${CONNS:-32} THREADS=${THREADS:-2} DUR=${DUR:-10s} ROUNDS=${ROUNDS:-3}
+BULK_ROUNDS=${BULK_ROUNDS:-5}
 TUNNELS=${TUNNELS:-5000}
 T=$(mktemp -d /tmp/kz-bench-egress.XXXXXX)
 chmod 0755 "$T"
@@ -122,10 +126,25 @@ SANDBOX_EGRESS_PUBLIC_KEY_FILE = $EG_PK
 SANDBOX_EGRESS_LISTEN = 127.0.0.1:$EP
 SANDBOX_EGRESS_MAX_CONNECTIONS = 20000
 EOF
+# KZ_THREADS: the daemon's worker threads (default: its own default).
+if [ -n "${KZ_THREADS:-}" ]; then
+	echo "SANDBOX_EGRESS_THREADS = $KZ_THREADS" >>"$T/egress.conf"
+fi
 GRANT=$(kz-egress grant --field-key "$EG_KEY" --run bench)
 KZ_LOG_LEVEL=warn bg kz-egress serve --config "$T/egress.conf" 2>"$T/egress.log"
 KPID=$LASTPID
 wait_tcp 127.0.0.1 "$SQ"; wait_tcp 127.0.0.1 "$TP"; wait_tcp 127.0.0.1 "$EP"
+
+# CPU of a process and its children (threads included), in clock ticks.
+ticks() {
+	local p t=0
+	for p in $1 $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # ---- (a)-(d): wrk ----
 phase() { case " $PHASES " in *" $1 "*) return 0;; esac; return 1; }
@@ -140,26 +159,45 @@ proxy_lua() { # proxy_lua HOST [AUTH]: absolute-form requests for wrk
 proxy_lua "$O" >"$T/sq.lua"
 proxy_lua bench.kz.test "Bearer $GRANT" >"$T/kz.lua"
 
-declare -A RPS P50 P99
-run_wrk() { # run_wrk NAME URL [SCRIPT]
-	local name=$1 url=$2 out
-	shift 2
+declare -A RPS P50 P99 RUNS CPU
+run_wrk() { # run_wrk NAME PID URL [SCRIPT]: one round; PID's CPU is counted
+	local name=$1 pid=$2 url=$3 out c0 c1 r n
+	shift 3
+	c0=$(ticks "$pid")
 	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency "$@" "$url" 2>&1)
-	RPS[$name]=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-	P50[$name]=$(awk '$1 == "50%" {print $2}' <<<"$out")
-	P99[$name]=$(awk '$1 == "99%" {print $2}' <<<"$out")
-	if [ -z "${RPS[$name]}" ]; then echo "$out" | sed 's/^/#   /'; RPS[$name]=0; fi
+	c1=$(ticks "$pid")
+	r=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	if [ -z "$r" ]; then echo "$out" | sed 's/^/#   /'; r=0 n=0; fi
 	if grep -q "Non-2xx" <<<"$out"; then echo "# $name: $(grep Non-2xx <<<"$out")"; fi
+	RUNS[$name]="${RUNS[$name]:-} $r"
+	# the latency of the round closest to the median is kept
+	P50[$name:$r]=$(awk '$1 == "50%" {print $2}' <<<"$out")
+	P99[$name:$r]=$(awk '$1 == "99%" {print $2}' <<<"$out")
+	if [ "$n" -gt 0 ]; then
+		CPU[$name]="${CPU[$name]:-} $(awk -v c=$((c1 - c0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.1f", c / hz * 1e6 / n }')"
+	fi
 }
-echo "# wrk -t$THREADS -c$CONNS -d$DUR, origin nginx-light in netns $EG_NS"
-run_wrk direct "http://$O/"
-run_wrk squid "http://127.0.0.1:$SQ" -s "$T/sq.lua"
-run_wrk tinyproxy "http://127.0.0.1:$TP" -s "$T/sq.lua"
-run_wrk kz-egress "http://127.0.0.1:$EP" -s "$T/kz.lua"
-printf '%-12s %12s %10s %10s\n' target req/s p50 p99
-for n in direct squid tinyproxy kz-egress; do
-	printf '%-12s %12s %10s %10s\n' "$n" "${RPS[$n]}" "${P50[$n]}" "${P99[$n]}"
+NGINX=$(cat "$T/nginx/nginx.pid")
+SQPID=$(pgrep -f "squid -N -f $T/squid.conf" | head -1)
+TPPID=$(pgrep -f "tinyproxy -d -c $T/tinyproxy.conf" | head -1)
+echo "# wrk -t$THREADS -c$CONNS -d$DUR, $ROUNDS rounds, targets interleaved; origin nginx-light in netns $EG_NS"
+echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for i in $(seq "$ROUNDS"); do
+	run_wrk direct "$NGINX" "http://$O/"
+	run_wrk squid "$SQPID" "http://127.0.0.1:$SQ" -s "$T/sq.lua"
+	run_wrk tinyproxy "$TPPID" "http://127.0.0.1:$TP" -s "$T/sq.lua"
+	run_wrk kz-egress "$KPID" "http://127.0.0.1:$EP" -s "$T/kz.lua"
 done
+echo "# load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-12s %12s %10s %10s %12s  %s\n' target "req/s(med)" p50 p99 "cpu us/req" "rounds req/s"
+for n in direct squid tinyproxy kz-egress; do
+	RPS[$n]=$(tr ' ' '\n' <<<"${RUNS[$n]}" | grep . | median)
+	m=$(tr ' ' '\n' <<<"${RUNS[$n]}" | grep . | awk -v m="${RPS[$n]}" '{ d = $1 - m; d = d < 0 ? -d : d; if (NR == 1 || d < b) { b = d; r = $1 } } END { print r }')
+	c=$(tr ' ' '\n' <<<"${CPU[$n]:-}" | grep . | median)
+	printf '%-12s %12s %10s %10s %12s  %s\n' "$n" "${RPS[$n]}" "${P50[$n:$m]:-}" "${P99[$n:$m]:-}" "$c" "${RUNS[$n]# }"
+done
+echo "# cpu us/req: CPU time of the serving process and its children per request (direct: nginx)"
 echo "ratio d/a (kz-egress/direct):    $(ratio "${RPS[kz-egress]}" "${RPS[direct]}")  (target >= 0.5)"
 echo "ratio d/b (kz-egress/squid):     $(ratio "${RPS[kz-egress]}" "${RPS[squid]}")  (target >= 2.5)"
 echo "ratio d/c (kz-egress/tinyproxy): $(ratio "${RPS[kz-egress]}" "${RPS[tinyproxy]}")"
@@ -169,18 +207,34 @@ fi
 # ---- (e): bulk through a CONNECT tunnel ----
 if phase bulk; then
 bulk() { curl -s -o /dev/null -w '%{speed_download}' "$@"; }
-# 1 GiB each; one warm-up, then direct and tunnel alternately, twice.
+# 1 GiB each: one warm-up of each, then BULK_ROUNDS pairs, the order
+# alternating within each pair; medians compared.
 bulk "http://$O/bulk" >/dev/null
-D1=0 D2=0
-for i in 1 2; do
-	D1=$(awk -v a="$D1" -v b="$(bulk "http://$O/bulk")" 'BEGIN { print a + b / 2 }')
-	D2=$(awk -v a="$D2" -v b="$(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" \
-		"http://bench.kz.test/bulk")" 'BEGIN { print a + b / 2 }')
+bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk" >/dev/null
+DL="" TL="" c0=$(ticks "$KPID")
+for i in $(seq "$BULK_ROUNDS"); do
+	if [ $((i % 2)) = 1 ]; then
+		DL="$DL $(bulk "http://$O/bulk")"
+		TL="$TL $(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk")"
+	else
+		TL="$TL $(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk")"
+		DL="$DL $(bulk "http://$O/bulk")"
+	fi
 done
+c1=$(ticks "$KPID")
+D1=$(tr ' ' '\n' <<<"$DL" | grep . | median)
+D2=$(tr ' ' '\n' <<<"$TL" | grep . | median)
 mib() { awk -v v="$1" 'BEGIN { printf "%.0f MiB/s", v / 1048576 }'; }
-echo "bulk direct:           $(mib "$D1")"
-echo "bulk CONNECT tunnel:   $(mib "$D2")"
-echo "ratio tunnel/direct:   $(ratio "$D2" "$D1")  (target >= 0.8)"
+mibs() { for v in $1; do printf '%s ' "$(awk -v v="$v" 'BEGIN { printf "%.0f", v / 1048576 }')"; done; }
+echo "# bulk: 1 GiB per transfer, $BULK_ROUNDS rounds each, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bulk direct:           $(mib "$D1") (median; rounds: $(mibs "$DL")MiB/s)"
+echo "bulk CONNECT tunnel:   $(mib "$D2") (median; rounds: $(mibs "$TL")MiB/s)"
+echo "kz-egress CPU per GiB tunnelled: $(awk -v c=$((c1 - c0)) -v hz="$HZ" -v n="$BULK_ROUNDS" 'BEGIN { printf "%.0f ms", c / hz * 1000 / n }')"
+# Each round's pair ran back to back, so its ratio saw one load: the
+# median of the rounds' ratios is the figure least moved by other work.
+PR=$(paste <(tr ' ' '\n' <<<"$DL" | grep .) <(tr ' ' '\n' <<<"$TL" | grep .) |
+	awk '$1 > 0 { print $2 / $1 }' | median)
+echo "ratio tunnel/direct:   $(awk -v r="$PR" 'BEGIN { printf "%.2f", r }')  (median of the rounds' ratios; of the medians $(ratio "$D2" "$D1"); target >= 0.8)"
 
 fi
 
