@@ -210,6 +210,30 @@ START_TEST(test_frame_partial_and_timeout)
 }
 END_TEST
 
+START_TEST(test_frame_encode_to)
+{
+	cJSON *o = cJSON_CreateObject();
+	char small[16], big[256], *heap;
+	size_t n, hn;
+
+	cJSON_AddStringToObject(o, "key", "a value longer than sixteen");
+	cJSON_AddNumberToObject(o, "n", 1234567);
+	/* Into a buffer: the same bytes as the allocating encoder. */
+	ck_assert_int_eq(kz_frame_encode_to(o, 4096, big, sizeof(big), &n), 0);
+	ck_assert_int_eq(kz_frame_encode(o, 4096, &heap, &hn), 0);
+	ck_assert_uint_eq(n, hn);
+	ck_assert_int_eq(memcmp(big, heap, n), 0);
+	free(heap);
+	/* Too small a buffer says so, never a cut frame; over the frame
+	 * limit is still KZ_ETOOBIG. */
+	ck_assert_int_eq(kz_frame_encode_to(o, 4096, small, sizeof(small),
+	    &n), KZ_ENOSPC);
+	ck_assert_int_eq(kz_frame_encode_to(o, 8, big, sizeof(big), &n),
+	    KZ_ETOOBIG);
+	cJSON_Delete(o);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -225,6 +249,7 @@ main(void)
 	tcase_add_loop_test(tc, test_frame_table, 0,
 	    sizeof(fcases) / sizeof(fcases[0]));
 	tcase_add_test(tc, test_frame_partial_and_timeout);
+	tcase_add_test(tc, test_frame_encode_to);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
