@@ -1,8 +1,11 @@
 /*
- * The resource envelope.  Each worker has a cgroup <parent>/<id> holding the
- * agent alone, a child <parent>/<id>/init holding the run namespace's init,
- * and a child <parent>/<id>/run holding every process of the code, with the
- * memory, pids and cpu limits on it.  cgroup v2 is
+ * The resource envelope.  Each served worker has a cgroup <parent>/<id>
+ * holding the agent alone, a child <parent>/<id>/init holding the run
+ * namespace's init, and a child <parent>/<id>/run holding every process of
+ * the code, with the memory, pids and cpu limits on it.  A one-shot run
+ * (whose agent and init stay where they were started) has only
+ * <parent>/<id>, which is its run cgroup: a third of the cgroups to make and
+ * remove, in each hierarchy.  cgroup v2 is
  * used when its root offers memory, pids and cpu; otherwise the v1
  * hierarchies memory, pids, cpu and freezer must all be mounted.  Anything
  * else fails closed.
@@ -184,12 +187,11 @@ own_cgroup(const struct sbx_cg *g, bool v2, int i, char *out, size_t len)
 		    strcmp(c1 + 1, v1name[i]) == 0 ||
 		    (i == SBX_CG_CPU && strcmp(c1 + 1, "cpu,cpuacct") == 0);
 		if (hit) {
-			if (v2)
-				snprintf(out, len, "%s%s", g->root, c2 + 1);
-			else
-				snprintf(out, len, "%s/%s%s", g->root, c1 + 1,
-				    c2 + 1);
-			return 0;
+			int w = v2 ? snprintf(out, len, "%s%s", g->root,
+			    c2 + 1) : snprintf(out, len, "%s/%s%s", g->root,
+			    c1 + 1, c2 + 1);
+
+			return w >= 0 && (size_t)w < len ? 0 : KZ_ETOOBIG;
 		}
 	}
 	return KZ_ENOENT;
@@ -202,12 +204,25 @@ sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len)
 	return buf;
 }
 
-static int
-mk(const char *p)
+/* Whether <id> has the children of a served worker. */
+static bool
+served_layout(const struct sbx_cg *g)
 {
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		return KZ_ESYS;
-	return 0;
+	char p[PATH_MAX + 8];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/run", g->worker[0]);
+	return stat(p, &st) == 0;
+}
+
+/* Makes a directory; *fresh is cleared when it was there already. */
+static int
+mk(const char *p, bool *fresh)
+{
+	if (mkdir(p, 0755) == 0)
+		return 0;
+	*fresh = false;
+	return errno == EEXIST ? 0 : KZ_ESYS;
 }
 
 static int
@@ -246,7 +261,8 @@ limits_v2(struct sbx_cg *g, const struct sbx_conf *c)
 }
 
 static int
-paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
+paths(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
+    size_t wlen)
 {
 	for (int i = 0; i < SBX_CG_N; i++) {
 		char base[PATH_MAX], wk[PATH_MAX + 256];
@@ -263,20 +279,27 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
 			kz_why(why, wlen, "cgroup: no %s controller", v1name[i]);
 			return KZ_EUNAVAIL;
 		}
+		/* One-shot: <id> is the run cgroup and there is no init. */
 		if ((size_t)snprintf(wk, sizeof(wk), "%s/%s/%s", base,
-		    c->cg_parent, c->id) >= PATH_MAX ||
-		    (size_t)snprintf(g->run[i], PATH_MAX, "%s/run", wk) >=
-		    PATH_MAX ||
-		    (size_t)snprintf(g->init[i], PATH_MAX, "%s/init", wk) >=
-		    PATH_MAX)
+		    c->cg_parent, c->id) >= SBX_CG_PATH ||
+		    (size_t)snprintf(g->run[i], SBX_CG_PATH, "%s%s", wk,
+		    join ? "/run" : "") >= SBX_CG_PATH ||
+		    (size_t)snprintf(g->init[i], SBX_CG_PATH, "%s%s",
+		    join ? wk : "", join ? "/init" : "") >= SBX_CG_PATH) {
+			kz_why(why, wlen, "cgroup: path too long");
 			return KZ_ETOOBIG;
+		}
 		memcpy(g->worker[i], wk, strlen(wk) + 1);
 		/* v2 allows no process in a cgroup that delegates controllers
 		 * to a child, so there the agent sits in a leaf of its own. */
-		if (i == 0 && (size_t)snprintf(g->agent, PATH_MAX, "%s%s", wk,
-		    g->v2 ? "/agent" : "") >= PATH_MAX)
+		if (i == 0 && (size_t)snprintf(g->agent, SBX_CG_PATH, "%s%s",
+		    wk, g->v2 ? "/agent" : "") >= SBX_CG_PATH) {
+			kz_why(why, wlen, "cgroup: path too long");
 			return KZ_ETOOBIG;
-		if (own_cgroup(g, g->v2, i, g->orig[i], PATH_MAX) != 0) {
+		}
+		/* Only an agent that joins has to move back. */
+		if (join && own_cgroup(g, g->v2, i, g->orig[i],
+		    SBX_CG_PATH) != 0) {
 			kz_why(why, wlen, "cgroup: cannot read own cgroup");
 			return KZ_EUNAVAIL;
 		}
@@ -289,8 +312,8 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
     char *why, size_t wlen)
 {
 	char pid[32], missing[64];
+	bool fresh = true;
 	int r;
-
 
 	snprintf(g->root, sizeof(g->root), "%s", c->cg_root);
 	g->v2 = v2_usable(g, missing, sizeof(missing));
@@ -301,46 +324,56 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		    "not offer %s", missing);
 		return KZ_EUNAVAIL;
 	}
-	if ((r = paths(g, c, why, wlen)) != 0)
+	if ((r = paths(g, c, join, why, wlen)) != 0)
 		return r;
 	if (g->v2)
 		(void)wfile(g->root, "cgroup.subtree_control",
 		    "+memory +pids +cpu");
 	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
 		char parent[PATH_MAX];
+		bool dummy = true;
 
 		snprintf(parent, sizeof(parent), "%s", g->worker[i]);
 		*strrchr(parent, '/') = '\0';
-		if (mk(parent) != 0 || mk(g->worker[i]) != 0) {
+		if (mk(parent, &dummy) != 0 || mk(g->worker[i], &fresh) != 0) {
 			kz_why(why, wlen, "cgroup: cannot create the worker "
 			    "cgroup: %s", strerror(errno));
 			return KZ_EUNAVAIL;
 		}
 		g->made = true;
-		if (g->v2) {
+		if (g->v2)
 			(void)wfile(parent, "cgroup.subtree_control",
 			    "+memory +pids +cpu");
+		if (!join)
+			continue;
+		if (g->v2)
 			(void)wfile(g->worker[i], "cgroup.subtree_control",
 			    "+memory +pids +cpu");
-		}
-		if (g->v2 && mk(g->agent) != 0) {
+		if (g->v2 && mk(g->agent, &fresh) != 0) {
 			kz_why(why, wlen, "cgroup: cannot create the agent "
 			    "cgroup: %s", strerror(errno));
 			return KZ_EUNAVAIL;
 		}
-		if (mk(g->run[i]) != 0 || mk(g->init[i]) != 0) {
+		if (mk(g->run[i], &fresh) != 0 || mk(g->init[i], &fresh) != 0) {
 			kz_why(why, wlen, "cgroup: cannot create the run "
 			    "cgroup: %s", strerror(errno));
 			return KZ_EUNAVAIL;
 		}
 	}
 	/* A worker that crashed may have left processes behind under the
-	 * same id: none of them survives into the new worker. */
-	if (sbx_cg_kill_run(g) != 0) {
+	 * same id: none of them survives into the new worker.  Cgroups this
+	 * call has just made hold no process.  A one-shot run never takes
+	 * over a served worker's cgroup (its agent sits in <id>). */
+	if (!fresh && !join && served_layout(g)) {
+		kz_why(why, wlen, "cgroup: the id belongs to a worker");
+		g->made = false;
+		return KZ_EEXIST;
+	}
+	if (!fresh && sbx_cg_kill_run(g) != 0) {
 		kz_why(why, wlen, "cgroup: cannot empty a stale run cgroup");
 		return KZ_EUNAVAIL;
 	}
-	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+	for (int i = 0; !fresh && join && i < (g->v2 ? 1 : SBX_CG_N); i++)
 		(void)each_pid(g->init[i], kill9);
 	if ((g->v2 ? limits_v2(g, c) : limits_v1(g, c)) != 0) {
 		kz_why(why, wlen, "cgroup: cannot set the limits: %s",
@@ -555,10 +588,12 @@ sbx_cg_teardown(struct sbx_cg *g)
 		if (g->joined)
 			(void)wfile(g->orig[i], "cgroup.procs", pid);
 		(void)rmdir(g->run[i]);
-		(void)rmdir(g->init[i]);
-		if (g->v2)
+		if (g->init[i][0] != '\0')
+			(void)rmdir(g->init[i]);
+		if (g->v2 && strcmp(g->worker[i], g->run[i]) != 0)
 			(void)rmdir(g->agent);
-		(void)rmdir(g->worker[i]);
+		if (strcmp(g->worker[i], g->run[i]) != 0)
+			(void)rmdir(g->worker[i]);
 	}
 	g->made = false;
 }

@@ -1,9 +1,11 @@
 /*
- * The run namespace's init.  Cloned once per worker into a new pid and
- * mount namespace, it pivots into the root view, mounts /proc, records the
- * mount table and then forks the code of each run on request, reaps it
- * and every orphan, and reports the status.  It also performs the wipe
- * from inside the namespace the code sees.
+ * The run namespace's init.  Cloned once per worker into new pid and mount
+ * namespaces, it pivots into the root view, mounts /proc and records the
+ * mount table while the agent makes the network, IPC and UTS namespaces and
+ * the cgroups and compiles the seccomp filter; then it joins those
+ * namespaces, takes the rest from the agent and forks the code of each run
+ * on request, reaps it and every orphan, and reports the status.  It also
+ * performs the wipe from inside the namespace the code sees.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,17 +49,45 @@ report(int fd, int kind, int status, const char *step, const char *why)
 	(void)!write(fd, &r, sizeof(r));
 }
 
+/* The signals ignored, from the SigIgn line of /proc/self/status (all of
+ * them when it cannot be read). */
+static uint64_t
+sig_ignored(void)
+{
+	char st[4096], *p;
+	uint64_t m = ~0ull;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return m;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return m;
+	st[n] = '\0';
+	if ((p = strstr(st, "\nSigIgn:")) != NULL)
+		m = strtoull(p + 8, NULL, 16);
+	return m;
+}
+
 /*
- * The init resets every disposition once at start (SIGPIPE stays ignored
- * for its own writes), so a code process only has to restore SIGPIPE and
- * its mask: two calls instead of one per signal.
+ * The init starts with every signal the agent handled at its default
+ * (sbx_clone); it resets the ones still ignored (inherited from whoever
+ * started the agent) once, SIGPIPE excepted, which stays ignored for its
+ * own writes.  So a code process only has to restore SIGPIPE and its mask:
+ * two calls instead of one per signal.
  */
 static void
 init_signals(void)
 {
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			(void)signal(s, s == SIGPIPE ? SIG_IGN : SIG_DFL);
+	uint64_t ign = sig_ignored();
+
+	for (int s = 1; s < NSIG && s <= 64; s++)
+		if ((ign & (1ull << (s - 1))) && s != SIGKILL &&
+		    s != SIGSTOP && s != SIGPIPE)
+			(void)signal(s, SIG_DFL);
+	(void)signal(SIGPIPE, SIG_IGN);
 }
 
 static void
@@ -305,32 +335,90 @@ z_wipe(struct sbx_worker *w, struct sbx_mnt *zm, int sock)
 	report(sock, REP_WIPED, (int)bits, "wipe", why);
 }
 
-/* Closes every descriptor but the init's socket and the run cgroup's
- * cgroup.procs files (the code joins through them): the init must not
- * hold the worker's listening socket or a client connection. */
-static int
-cmpint(const void *a, const void *b)
+/* Closes every descriptor but the init's socket: the init must not hold
+ * the worker's listening socket or a client connection.  (The run
+ * cgroup's descriptors come later, in the setup message.) */
+static void
+keep_only(int sock)
 {
-	return *(const int *)a - *(const int *)b;
+	if (sock > 3)
+		(void)syscall(SYS_close_range, 3, sock - 1, 0);
+	(void)syscall(SYS_close_range, sock + 1, ~0u, 0);
 }
 
-static void
-keep_only(const struct sbx_worker *w, int sock)
-{
-	int keep[SBX_CG_N + 1], n = 0, lo = 3;
+/*
+ * The agent's setup message: the compiled seccomp filter, then, as
+ * SCM_RIGHTS, a pidfd of the agent (whose network, IPC and UTS namespaces
+ * the init joins) and the run cgroup's tasks (v1: one per hierarchy) or
+ * cgroup.procs (v2) file the code joins through.  The agent makes all of
+ * them while the init builds the root view.
+ */
+struct setup_hdr {
+	char magic[4];
+	uint32_t nfd;
+	uint32_t len;	/* bytes of filter that follow */
+};
+#define SETUP_FDS (1 + SBX_CG_N)
 
-	keep[n++] = sock;
-	for (int i = 0; i < SBX_CG_N; i++)
-		if (w->cg.procs_fd[i] >= 0)
-			keep[n++] = w->cg.procs_fd[i];
-	qsort(keep, (size_t)n, sizeof(keep[0]), cmpint);
-	for (int i = 0; i < n; i++) {
-		if (keep[i] > lo)
-			(void)syscall(SYS_close_range, lo, keep[i] - 1, 0);
-		if (keep[i] >= lo)
-			lo = keep[i] + 1;
+/* 0; -1 for a malformed message, -2 when the agent is gone, -3 when the
+ * agent's namespaces cannot be joined. */
+static int
+take_setup(struct sbx_worker *w, int sock, char *buf, size_t cap)
+{
+	char cb[CMSG_SPACE(sizeof(int) * SETUP_FDS)];
+	struct iovec iov = {buf, cap};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cb, .msg_controllen = sizeof(cb)};
+	struct cmsghdr *c;
+	struct setup_hdr h;
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	int nfd = 0, fds[SETUP_FDS];
+	struct sock_filter *f = NULL;
+
+	if (n <= 0)
+		return -2;
+	c = CMSG_FIRSTHDR(&mh);
+	if (c != NULL && c->cmsg_level == SOL_SOCKET &&
+	    c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		/* The control buffer's padding has room for one more. */
+		if (nfd > SETUP_FDS) {
+			for (int i = 0; i < nfd; i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int),
+				    sizeof(int));
+				close(fd);
+			}
+			return -1;
+		}
+		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfd);
 	}
-	(void)syscall(SYS_close_range, lo, ~0u, 0);
+	memcpy(&h, buf, (size_t)n < sizeof(h) ? (size_t)n : sizeof(h));
+	if ((size_t)n < sizeof(h) || (mh.msg_flags & (MSG_TRUNC |
+	    MSG_CTRUNC)) || memcmp(h.magic, "SETU", 4) != 0 ||
+	    h.nfd != (uint32_t)nfd || (nfd != 2 && nfd != SETUP_FDS) ||
+	    h.len == 0 || h.len % sizeof(struct sock_filter) != 0 ||
+	    h.len / sizeof(struct sock_filter) > BPF_MAXINSNS ||
+	    (size_t)n != sizeof(h) + h.len || (f = malloc(h.len)) == NULL) {
+		for (int i = 0; i < nfd; i++)
+			close(fds[i]);
+		return -1;
+	}
+	if (setns(fds[0], SBX_NS_WORKER) < 0) {
+		for (int i = 0; i < nfd; i++)
+			close(fds[i]);
+		free(f);
+		return -3;
+	}
+	close(fds[0]);
+	memcpy(f, buf + sizeof(h), h.len);
+	w->prog.filter = f;
+	w->prog.len = (unsigned short)(h.len / sizeof(struct sock_filter));
+	w->cg.v2 = nfd == 2;
+	for (int i = 1; i < nfd; i++)
+		w->cg.procs_fd[i - 1] = fds[i];
+	return 0;
 }
 
 static int
@@ -463,60 +551,87 @@ spawn(struct sbx_worker *w, struct job *j, char *stack)
 	return pid;
 }
 
+/*
+ * After a failure report: wait until the agent has sent its setup message
+ * or gone, then exit.  Exiting first would let the agent's send find the
+ * socket closed, and such a send discards what is queued for the sender,
+ * the report included; the agent's setns would fail too.
+ */
+static void fail_exit(int sock) __attribute__((noreturn));
+
+static void
+fail_exit(int sock)
+{
+	char b;
+
+	(void)!read(sock, &b, 1);
+	_exit(1);
+}
+
 /* The run namespace's init (pid 1 there): never returns. */
 static void
 zygote(struct sbx_worker *w, int sock)
 {
 	static char buf[ZMSG_MAX];
 	struct sbx_mnt zm = {.stage = ""};
-	char why[192], b = 0, *stack;
+	char why[192], *stack;
 	pid_t cur = 0;
 	sigset_t set;
-	int sfd;
+	int sfd, r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	keep_only(w, sock);
+	keep_only(sock);
 	init_signals();
-	if (read(sock, &b, 1) != 1 || b != 'g')
-		_exit(1);
 	if (sbx_mnt_build(&w->mnt, w->c, why, sizeof(why)) != 0 ||
 	    sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
 		report(sock, REP_FAIL, 0, "mount", why);
-		_exit(1);
+		fail_exit(sock);
 	}
 	if (w->c->userns && userns_make(w->c, &w->userns_fd, why,
 	    sizeof(why)) != 0) {
 		report(sock, REP_FAIL, 0, "namespaces", why);
-		_exit(1);
+		fail_exit(sock);
 	}
 	/* The bounding and ambient sets are emptied here once, so each code
 	 * process inherits them empty and only has to drop its own sets. */
 	if (sbx_caps_bound(why, sizeof(why)) != 0) {
 		report(sock, REP_FAIL, 0, "capabilities", why);
-		_exit(1);
+		fail_exit(sock);
 	}
 	if ((stack = code_stack()) == NULL) {
 		report(sock, REP_FAIL, 0, "init", "cannot map the code stack");
-		_exit(1);
+		fail_exit(sock);
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	(void)sigprocmask(SIG_BLOCK, &set, NULL);
 	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
 		report(sock, REP_FAIL, 0, "init", "signalfd");
-		_exit(1);
+		fail_exit(sock);
 	}
-	if (sbx_mnt_record(&zm) != 0) {
+	/* The baseline is the wipe's evidence; a one-shot run is never
+	 * wiped. */
+	if (w->serve && sbx_mnt_record(&zm) != 0) {
 		report(sock, REP_FAIL, 0, "mount", "cannot record the mount "
 		    "table");
-		_exit(1);
+		fail_exit(sock);
+	}
+	/* Nothing runs before the agent's cgroups and filter are here; an
+	 * agent that failed or went away sends nothing (and kills us). */
+	if ((r = take_setup(w, sock, buf, sizeof(buf))) != 0) {
+		if (r == -1)
+			report(sock, REP_FAIL, 0, "init", "init: bad setup "
+			    "message");
+		if (r == -3)
+			report(sock, REP_FAIL, 0, "namespaces", "namespaces: "
+			    "the init cannot join the worker's namespaces");
+		fail_exit(sock);
 	}
 	report(sock, REP_READY, 0, NULL, NULL);
 	for (;;) {
 		struct pollfd p[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
 		struct signalfd_siginfo si;
 		struct job j;
-		int r;
 
 		if (poll(p, 2, -1) < 0)
 			continue;
@@ -542,10 +657,13 @@ zygote(struct sbx_worker *w, int sock)
 	}
 }
 
+/*
+ * Clones the init into new pid and mount namespaces.  It starts on the root
+ * view at once; sbx_init_go hands it the rest.
+ */
 int
 sbx_init_start(struct sbx_worker *w, char *why, size_t wlen)
 {
-	struct report r;
 	int sv[2], pidfd = -1, big = 4 << 20;
 	pid_t pid;
 
@@ -561,24 +679,69 @@ sbx_init_start(struct sbx_worker *w, char *why, size_t wlen)
 		zygote(w, sv[1]);
 	}
 	close(sv[1]);
-	if (pidfd >= 0)
-		close(pidfd);
 	if (pid < 0) {
 		close(sv[0]);
 		kz_why(why, wlen, "namespaces: clone: %s", strerror(errno));
 		return KZ_ESYS;
 	}
-	w->zsock = sv[0], w->zpid = pid;
+	w->zsock = sv[0], w->zpid = pid, w->zpidfd = pidfd;
+	if (pidfd < 0) {
+		kz_why(why, wlen, "namespaces: clone gave no pidfd");
+		return KZ_ESYS;
+	}
+	return 0;
+}
+
+int
+sbx_init_go(struct sbx_worker *w, char *why, size_t wlen)
+{
+	struct setup_hdr h = {{'S', 'E', 'T', 'U'}, 0, 0};
+	char cb[CMSG_SPACE(sizeof(int) * SETUP_FDS)];
+	struct iovec iov[2];
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2,
+	    .msg_control = cb};
+	struct cmsghdr *c;
+	struct report r;
+	int ncg = w->cg.v2 ? 1 : SBX_CG_N, nfd = 1 + ncg, self;
+	ssize_t n, sent;
+
 	/* A one-shot run leaves its init in the agent's cgroup, so the
 	 * teardown need not wait for the pid namespace to unwind. */
-	if (w->serve && sbx_cg_attach_init(&w->cg, pid) != 0) {
+	if (w->serve && sbx_cg_attach_init(&w->cg, w->zpid) != 0) {
 		kz_why(why, wlen, "cgroup: cannot place the init");
 		return KZ_EUNAVAIL;
 	}
-	if (write(sv[0], "g", 1) != 1 || read(sv[0], &r, sizeof(r)) !=
-	    (ssize_t)sizeof(r) || r.kind != REP_READY) {
-		kz_why(why, wlen, "%s", r.kind == REP_FAIL ? r.why :
-		    "init: did not start");
+	h.nfd = (uint32_t)nfd;
+	h.len = (uint32_t)(w->prog.len * sizeof(struct sock_filter));
+	iov[0] = (struct iovec){&h, sizeof(h)};
+	iov[1] = (struct iovec){w->prog.filter, h.len};
+	memset(cb, 0, sizeof(cb));
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+	if ((self = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0) {
+		kz_why(why, wlen, "namespaces: pidfd_open: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	memcpy(CMSG_DATA(c), &self, sizeof(int));
+	memcpy(CMSG_DATA(c) + sizeof(int), w->cg.procs_fd,
+	    sizeof(int) * (size_t)ncg);
+	memset(&r, 0, sizeof(r));
+	/* An init that failed waits for this message before it exits (see
+	 * fail_exit), so its reason is still queued after the send. */
+	sent = sendmsg(w->zsock, &mh, MSG_NOSIGNAL);
+	close(self);
+	if (sent != (ssize_t)(sizeof(h) + h.len))
+		n = recv(w->zsock, &r, sizeof(r), MSG_DONTWAIT);
+	else
+		n = read(w->zsock, &r, sizeof(r));
+	if (n != (ssize_t)sizeof(r) || r.kind != REP_READY) {
+		r.why[sizeof(r.why) - 1] = '\0';
+		kz_why(why, wlen, "%s", n == (ssize_t)sizeof(r) &&
+		    r.kind == REP_FAIL ? r.why : "init: did not start");
 		return KZ_EUNAVAIL;
 	}
 	return 0;

@@ -1,7 +1,8 @@
 /*
- * Runs.  At start the worker clones one init into a fresh pid and mount
- * namespace (its own cgroup, <id>/init): it pivots into the root view,
- * mounts a /proc of that pid namespace and then waits for work.  For each
+ * Runs.  At start the worker clones one init into fresh pid, mount,
+ * network, IPC and UTS namespaces (a served worker then moves it to its own
+ * cgroup, <id>/init): it pivots into the root view, mounts a /proc of that
+ * pid namespace and then waits for work.  For each
  * run the agent hands it the run's descriptors and argv/env over a
  * SOCK_SEQPACKET pair; the init forks the code process, which joins the run
  * cgroup, applies rlimits, drops every privilege, loads the seccomp filter
@@ -36,6 +37,7 @@
 
 #define TICK_MS 50
 #define FLOOD_EXTRA (4u << 20)
+#define STDIN_BUF 65536
 
 /* Set from a signal handler of the one-shot run: stop the code, tear down
  * normally. */
@@ -47,7 +49,7 @@ struct loop {
 	int outfd[2];
 	int infd;
 	size_t in_off;
-	char inbuf[65536];
+	char *inbuf;		/* STDIN_BUF bytes */
 	size_t in_len;
 	bool in_eof;
 	uint64_t total[2];
@@ -86,7 +88,7 @@ feed(struct loop *l, short rev_src)
 		return;
 	if (rq->stdin_fd >= 0 && l->in_off == l->in_len && !l->in_eof &&
 	    (rev_src & (POLLIN | POLLHUP))) {
-		n = read(rq->stdin_fd, l->inbuf, sizeof(l->inbuf));
+		n = read(rq->stdin_fd, l->inbuf, STDIN_BUF);
 		l->in_off = 0;
 		l->in_len = n > 0 ? (size_t)n : 0;
 		l->in_eof = n <= 0;
@@ -378,6 +380,9 @@ out_bufs(struct sbx_worker *w, const struct sbx_req *rq, struct sbx_res *rs)
 int
 sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 {
+	/* Static, not in the loop state, so that clearing the state touches
+	 * no page of it: only a streamed stdin fills it. */
+	static char stdin_buf[STDIN_BUF];
 	int io[3][2], rep[2];
 	int64_t start = kz_now_ms();
 	struct sbx_cg_stats before, after;
@@ -387,6 +392,7 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 	memset(rs, 0, sizeof(*rs));
 	memset(&l, 0, sizeof(l));
 	l.rq = rq, l.rs = rs, l.infd = l.outfd[0] = l.outfd[1] = -1;
+	l.inbuf = stdin_buf;
 	if (out_bufs(w, rq, rs) != 0)
 		return KZ_ENOMEM;
 	if (w->broken) {
@@ -472,8 +478,15 @@ sbx_res_release(struct sbx_res *rs)
 	}
 }
 
+/*
+ * The stage, where the init assembles the root view in its own mount
+ * namespace.  A worker has a directory of its own under the state
+ * directory; a one-shot run mounts its stage over the state directory
+ * itself (only in its private mount namespace), so it has no host
+ * directory to make and remove.
+ */
 static int
-state_dir(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
+state_dir(struct sbx_mnt *m, const struct sbx_conf *c, bool serve, char *why,
     size_t wlen)
 {
 	if (mkdir(c->state_dir, 0700) < 0 && errno != EEXIST) {
@@ -485,7 +498,9 @@ state_dir(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 		kz_why(why, wlen, "state: the state directory path is too long");
 		return KZ_ETOOBIG;
 	}
-	memcpy(m->stage, c->state_dir, strlen(c->state_dir));
+	memcpy(m->stage, c->state_dir, strlen(c->state_dir) + 1);
+	if (!serve)
+		return 0;
 	m->stage[strlen(c->state_dir)] = '/';
 	memcpy(m->stage + strlen(c->state_dir) + 1, c->id, strlen(c->id) + 1);
 	/* A stale empty directory from a crashed worker is removed; a busy
@@ -510,19 +525,26 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 	w->c = c;
 	w->serve = serve;
 	w->zsock = -1;
+	w->zpidfd = -1;
 	w->userns_fd = -1;
 	sbx_cg_init(&w->cg);
 	if (c->id[0] == '\0')
 		snprintf(c->id, sizeof(c->id), "run-%d", (int)getpid());
-	if ((r = sbx_seccomp_build(&w->prog, why, wlen)) != 0)
+	if ((r = state_dir(&w->mnt, c, serve, why, wlen)) != 0)
 		return r;
-	if ((r = state_dir(&w->mnt, c, why, wlen)) != 0)
+	if ((r = sbx_init_start(w, why, wlen)) != 0)
+		return r;
+	/* While the init builds the root view, the agent makes the network,
+	 * IPC and UTS namespaces and the cgroups and compiles the filter;
+	 * the init runs nothing before it has joined the namespaces and has
+	 * the filter and the cgroups. */
+	if ((r = sbx_ns_enter_worker(c, why, wlen)) != 0)
 		return r;
 	if ((r = sbx_cg_setup(&w->cg, c, serve, why, wlen)) != 0)
 		return r;
-	if ((r = sbx_ns_enter_worker(c, why, wlen)) != 0)
+	if ((r = sbx_seccomp_build(&w->prog, why, wlen)) != 0)
 		return r;
-	return sbx_init_start(w, why, wlen);
+	return sbx_init_go(w, why, wlen);
 }
 
 void
@@ -530,6 +552,8 @@ sbx_worker_release(struct sbx_worker *w)
 {
 	if (w->zsock >= 0)
 		close(w->zsock);
+	if (w->zpidfd >= 0)
+		close(w->zpidfd);
 	if (w->zpid > 0) {
 		(void)kill(w->zpid, SIGKILL);
 		/* A one-shot run's init unwinds its namespaces after we exit;
@@ -537,7 +561,7 @@ sbx_worker_release(struct sbx_worker *w)
 		if (w->serve)
 			(void)waitpid(w->zpid, NULL, 0);
 	}
-	w->zsock = -1, w->zpid = 0;
+	w->zsock = -1, w->zpid = 0, w->zpidfd = -1;
 	sbx_cg_teardown(&w->cg);
 	sbx_mnt_release(&w->mnt);
 	sbx_seccomp_free(&w->prog);

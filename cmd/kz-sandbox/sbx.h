@@ -8,6 +8,7 @@
 #define SBX_H
 
 #include <limits.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,14 +76,18 @@ KZ_WUR bool sbx_id_valid(const char *id);
 
 /* cgroup.c: the worker's cgroup (the agent) and its run child (the code). */
 enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_N };
+/* Room for root (255), controller, parent (127), id (63) and a leaf, with
+ * no PATH_MAX arrays: the worker state is cleared at every start, and each
+ * page it spans is a page fault. */
+#define SBX_CG_PATH 512
 struct sbx_cg {
 	bool v2;
 	char root[256];				/* SANDBOX_CGROUP_ROOT */
-	char worker[SBX_CG_N][PATH_MAX];	/* .../<parent>/<id> */
-	char run[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/run */
-	char init[SBX_CG_N][PATH_MAX];		/* .../<parent>/<id>/init */
-	char orig[SBX_CG_N][PATH_MAX];		/* agent's cgroup before */
-	char agent[PATH_MAX];	/* where the agent sits (v2: a leaf) */
+	char worker[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id> */
+	char run[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id>/run */
+	char init[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id>/init */
+	char orig[SBX_CG_N][SBX_CG_PATH];	/* agent's cgroup before */
+	char agent[SBX_CG_PATH];	/* where the agent sits (v2: a leaf) */
 	int procs_fd[SBX_CG_N];	/* run/tasks (v1), run/cgroup.procs (v2) */
 	/* The agent's per-run reads and writes go through descriptors
 	 * opened once (pread at 0), not a path walk each time. */
@@ -109,7 +114,10 @@ void sbx_cg_close_stats(struct sbx_cg *g);
 void sbx_cg_teardown(struct sbx_cg *g);
 const char *sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len);
 
-/* ns.c */
+/* ns.c: the agent leaves the host's network, IPC and UTS namespaces
+ * (the init joins the new ones), names the host and brings up the
+ * loopback. */
+#define SBX_NS_WORKER (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
     size_t wlen);
 pid_t sbx_clone(unsigned long flags, int *pidfd);
@@ -196,6 +204,7 @@ struct sbx_worker {
 	struct sock_fprog prog;
 	int zsock;		/* to the run namespace's init */
 	pid_t zpid;
+	int zpidfd;
 	int userns_fd;		/* in the init: the code's user namespace */
 	unsigned char *obuf[2];	/* output buffers reused across runs */
 	size_t ocap[2];
@@ -266,7 +275,12 @@ struct report {
 	char why[192];
 };
 
+/* Clones the init, which starts building the root view at once. */
 KZ_WUR int sbx_init_start(struct sbx_worker *w, char *why, size_t wlen);
+/* Hands the init the seccomp filter, the run cgroup's descriptors and a
+ * pidfd of the agent (whose network, IPC and UTS namespaces it joins) and
+ * waits until it is ready (or has failed, with its reason). */
+KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
 
 /* serve.c */
 int sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
