@@ -25,11 +25,15 @@ RUNS=${RUNS:-200}
 T=$(mktemp -d /tmp/kz-bench.XXXXXX)
 chmod 0755 "$T"
 PIDS=
+CG=kzb-$$
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	sleep 0.5
 	for f in "$T"/*/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
 	wait 2>/dev/null
+	sleep 0.5
+	# The stand-in workers of (b) are gone now: their cgroups can go.
+	for c in memory pids; do rmdir /sys/fs/cgroup/$c/$CG/*/ /sys/fs/cgroup/$c/$CG 2>/dev/null || true; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -66,7 +70,6 @@ a=$("$bench" -s "$A/store.sock" -c 32 -n 200000 -q --csv EVALSHA "$sha" 1 'kz:{b
 
 # (b) lease+release through kz-lease (one daemon), 32 clients.
 B=$T/b; stack "$B"
-CG=kzb-$$
 (
 	export KZ_RUN_DIR=$B KZ_STORE_SOCKET=$B/store.sock KZ_FIELD_KEY_FILE=$B/field.key STANDIN_CGROUP=$CG
 	export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
@@ -88,7 +91,6 @@ l,s,w=[float(x)/hz*1000/n for x in sys.argv[4:]]; print("%.3f %.3f %.3f %.3f %.0
 read -r bc bl bs bw bmax <<<"$bcpu"
 # The daemon and store path alone (status: one EVALSHA, no lease, no reset).
 read -r bst _ < <(KZ_LOAD_STATUS=1 "$T/load" "$B/kz-lease.sock" 32 "$SECS")
-for c in memory pids; do rmdir /sys/fs/cgroup/$c/$CG/* /sys/fs/cgroup/$c/$CG 2>/dev/null || true; done
 
 # (c) kz-run -- /bin/true on warm real workers, audit on, no snapshot.
 C=$T/c; stack "$C"
