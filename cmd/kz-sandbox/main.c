@@ -14,6 +14,7 @@
 
 #include "kz_conf.h"
 #include "kz_log.h"
+#include "kz_classify.h"
 #include "sbx.h"
 #include "banned.h"
 
@@ -246,24 +247,17 @@ cmd_serve(struct sbx_conf *c, struct opts *o)
 static int
 cmd_classify(int argc, char **argv)
 {
-	static char buf[1 << 20];
 	int code = 0;
 
 	if (argc < 3)
 		return die(SBX_EXIT_USAGE, "classify needs FILE...");
 	for (int i = 2; i < argc; i++) {
-		char why[256];
-		ssize_t n;
-		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+		char why[256] = "";
+		int r = kz_classify_file(argv[i], why, sizeof(why));
 
-		if (fd < 0 || (n = read(fd, buf, sizeof(buf))) < 0) {
-			if (fd >= 0)
-				close(fd);
-			return die(SBX_EXIT_USAGE, "cannot read %s", argv[i]);
-		}
-		close(fd);
-		if (sbx_classify(buf, (size_t)n, why, sizeof(why)) ==
-		    SBX_CLASS_HOST_ADMIN) {
+		if (r < 0)
+			return die(SBX_EXIT_USAGE, "%s", why);
+		if (r == KZ_CLASS_HOST_ADMIN) {
 			printf("%s: host_administration\n", argv[i]);
 			fprintf(stderr, "kz-sandbox: %s: %s\n", argv[i], why);
 			code = SBX_EXIT_REFUSED;

@@ -1,6 +1,7 @@
 /*
  * kz-sandbox internals: one module per kernel concern (conf, cgroup, ns,
- * mount, seccomp, caps, rlimit, env, relay, classify, run, serve).  Module
+ * mount, seccomp, caps, rlimit, env, relay, run, serve; classification
+ * is libkz's).  Module
  * functions return 0 or a negative kz_err and fill (why, wlen) with a line
  * that names the failed step; they never print or exit.
  */
@@ -179,11 +180,6 @@ KZ_WUR int sbx_env_finish(struct sbx_env *e, int proxy_port, char *why,
     size_t wlen);
 void sbx_env_release(struct sbx_env *e);
 KZ_WUR bool sbx_env_name_ok(const char *name);
-
-/* classify.c */
-enum sbx_class { SBX_CLASS_OK, SBX_CLASS_HOST_ADMIN };
-enum sbx_class sbx_classify(const char *text, size_t len, char *why,
-    size_t wlen);
 
 /* relay.c */
 #define SBX_RELAY_HEAD_MAX (16 * 1024)
