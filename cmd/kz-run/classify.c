@@ -1,27 +1,24 @@
 /*
- * Classification before dispatch: every projected file and an inline
- * script ("sh -c TEXT") go through "kz-sandbox classify".  A script that
- * needs root is refused here and never reaches a worker; a classifier that
- * could not run refuses too (fail closed).  A room's projection is
- * classified the same way, from a copy kz-project materializes before the
- * lease (run_classify_dir), so no way into the run skips the check.
+ * Classification before dispatch, in-process with libkz's classifier (the
+ * one "kz-sandbox classify" runs): every --file, an inline script
+ * ("sh -c TEXT"), the command line itself ("sudo id") and every file of a
+ * room's projection (from a copy kz-project materializes before the lease,
+ * run_classify_dir).  A script that needs root is refused here and never
+ * reaches a worker; a file that cannot be classified whole (unreadable,
+ * not a regular file, too large) refuses too (fail closed).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "kz_frame.h"
+#include "kz_classify.h"
 #include "run.h"
 #include "banned.h"
 
-/* Files per "kz-sandbox classify" process, and in one tree at most. */
-#define BATCH 64
+/* Files in one projected tree at most. */
 #define TREE_MAX 65536
 
 /* Each interpreter and the option letters that take the script text. */
@@ -46,13 +43,45 @@ takes_script(const char *w, const char *flags)
 	    "VWXYZ") == strlen(w + 1) && strpbrk(w + 1, flags) != NULL;
 }
 
+/* How many leading words of argv only run the rest: "env A=1 -i",
+ * "nohup", "nice -n 5", "command", "time". */
+static int
+wrappers(int argc, char **argv)
+{
+	int k = 0;
+
+	while (k < argc) {
+		const char *w = strrchr(argv[k], '/') ? strrchr(argv[k], '/') + 1 :
+		    argv[k];
+
+		if (strcmp(w, "env") == 0) {
+			for (k++; k < argc && (strchr(argv[k], '=') != NULL ||
+			    argv[k][0] == '-'); k++)
+				if ((strcmp(argv[k], "-u") == 0 ||
+				    strcmp(argv[k], "-C") == 0) && k + 1 < argc)
+					k++;
+		} else if (strcmp(w, "nice") == 0) {
+			k++;
+			if (k + 1 < argc && strcmp(argv[k], "-n") == 0)
+				k += 2;
+		} else if (strcmp(w, "nohup") == 0 ||
+		    strcmp(w, "command") == 0 || strcmp(w, "time") == 0)
+			k++;
+		else
+			break;
+	}
+	return k;
+}
+
 bool
 run_inline_script(int argc, char **argv, const char **text)
 {
 	const char *b;
 	size_t i;
-	int k;
+	int k, w = wrappers(argc, argv);
 
+	argc -= w;
+	argv += w;
 	if (argc < 3)
 		return false;
 	b = strrchr(argv[0], '/');
@@ -72,161 +101,119 @@ run_inline_script(int argc, char **argv, const char **text)
 	return false;
 }
 
-static int
-write_inline(const char *text, char *path, size_t plen)
-{
-	int fd;
-	size_t n = strlen(text);
-
-	snprintf(path, plen, "%s/kz-run-inline.XXXXXX", getenv("TMPDIR") ?
-	    getenv("TMPDIR") : "/tmp");
-	if ((fd = mkstemp(path)) < 0)
-		return KZ_ESYS;
-	if (kz_write_full(fd, text, n, kz_now_ms() + 5000) != 0) {
-		close(fd);
-		unlink(path);
-		return KZ_ESYS;
-	}
-	close(fd);
-	return 0;
-}
-
 /*
- * One "kz-sandbox classify" over av (NULL-terminated, av[0] the binary):
- * 0 all ok, 1 one is host administration (*inl when the first line names
- * inl_path), or KZ_EUNAVAIL when the classifier could not run.
+ * The command line as the classifier should read it: the words kz-run
+ * execs directly, with every character a shell would treat specially
+ * turned into a space.  No shell runs it, so "echo 'a;sudo'" must not read
+ * as running sudo, while "sudo id", "env sudo id" and "cat /etc/sudoers"
+ * must.
  */
-static int
-classify_exec(const char **av, const char *inl_path, bool *inl)
+static char *
+command_line(int argc, char **argv)
 {
-	char line[256] = "", sink[512];
-	int st = 0, p[2];
-	ssize_t r;
-	pid_t pid;
+	size_t n = 1;
+	char *s, *p;
 
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return KZ_EUNAVAIL;
-	if ((pid = fork()) < 0) {
-		close(p[0]);
-		close(p[1]);
-		return KZ_EUNAVAIL;
+	for (int i = 0; i < argc; i++)
+		n += strlen(argv[i]) + 1;
+	if ((s = p = malloc(n)) == NULL)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		for (const char *a = argv[i]; *a != '\0'; a++)
+			*p++ = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+			    "QRSTUVWXYZ0123456789_./=:@%+,-", *a) != NULL ?
+			    *a : ' ';
+		*p++ = i + 1 < argc ? ' ' : '\n';
 	}
-	if (pid == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		execv(av[0], (char *const *)av);
-		_exit(127);
-	}
-	close(p[1]);
-	/* The first line decides the message; the rest is drained so the
-	 * classifier never blocks on a full pipe. */
-	if ((r = read(p[0], line, sizeof(line) - 1)) > 0) {
-		line[r] = '\0';
-		while (read(p[0], sink, sizeof(sink)) > 0)
-			;
-	}
-	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (inl != NULL)
-		*inl = inl_path != NULL && strstr(line, inl_path) != NULL;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 :
-	    WIFEXITED(st) && WEXITSTATUS(st) == 1 ? 1 : KZ_EUNAVAIL;
+	*p = '\0';
+	return s;
 }
 
 int
 run_classify(const struct run_conf *c, const struct run_opts *o, char *why,
     size_t wlen)
 {
-	char tmp[PATH_MAX] = "";
-	const char *av[RUN_FILES_MAX + 4], *text;
-	bool inl = false;
-	int n = 0, e;
+	char line_why[256] = "";
+	const char *text;
+	char *line;
 	size_t i;
+	int e;
 
-	av[n++] = c->sandbox_bin;
-	av[n++] = "classify";
 	for (i = 0; i < o->nfiles; i++)
-		av[n++] = o->files[i];
-	if (run_inline_script(o->argc, o->argv, &text)) {
-		if ((e = write_inline(text, tmp, sizeof(tmp))) != 0)
-			return e;
-		av[n++] = tmp;
+		if ((e = kz_classify_file(o->files[i], line_why,
+		    sizeof(line_why))) != KZ_CLASS_OK) {
+			kz_why(why, wlen, e == KZ_CLASS_HOST_ADMIN ?
+			    "a projected file is host administration" :
+			    "a projected file cannot be classified (%s)",
+			    kz_strerror(e));
+			return e == KZ_CLASS_HOST_ADMIN ? 1 : KZ_EUNAVAIL;
+		}
+	if (run_inline_script(o->argc, o->argv, &text) &&
+	    kz_classify(text, strlen(text), line_why, sizeof(line_why)) ==
+	    KZ_CLASS_HOST_ADMIN) {
+		kz_why(why, wlen, "the inline script is host administration");
+		return 1;
 	}
-	av[n] = NULL;
-	if (n == 2)
-		return 0;
-	e = classify_exec(av, tmp[0] ? tmp : NULL, &inl);
-	if (e == 1)
-		kz_why(why, wlen, "%s is host administration", inl ?
-		    "the inline script" : "a projected file");
-	else if (e != 0)
-		kz_why(why, wlen, "the script classifier could not run");
-	if (tmp[0] != '\0')
-		unlink(tmp);
-	return e;
+	if (o->argc > 0) {
+		if ((line = command_line(o->argc, o->argv)) == NULL) {
+			kz_why(why, wlen, "the command could not be "
+			    "classified");
+			return KZ_EUNAVAIL;
+		}
+		e = kz_classify(line, strlen(line), line_why,
+		    sizeof(line_why));
+		free(line);
+		if (e == KZ_CLASS_HOST_ADMIN) {
+			kz_why(why, wlen, "the command is host "
+			    "administration");
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* nftw has no argument for its callback: the walk's state (one walk at a
- * time, kz-run is single-threaded). */
+ * time; kz-run is single-threaded). */
 static struct {
-	char **paths;
 	size_t n;
-	bool odd;
+	int verdict;	/* KZ_CLASS_OK, KZ_CLASS_HOST_ADMIN or a KZ_E* */
 } walk;
 
 static int
-collect(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+visit(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
+	char why[256];
+
 	(void)ftw;
 	if (flag == FTW_D || flag == FTW_DP)
 		return 0;
 	/* A projection holds directories and regular files only; anything
 	 * else (a symlink, a file that could not be read) is not proven. */
-	if (flag != FTW_F || !S_ISREG(sb->st_mode) || walk.n == TREE_MAX) {
-		walk.odd = true;
+	if (flag != FTW_F || !S_ISREG(sb->st_mode) || walk.n++ == TREE_MAX) {
+		walk.verdict = KZ_EUNAVAIL;
 		return 1;
 	}
-	if ((walk.paths[walk.n] = strdup(p)) == NULL) {
-		walk.odd = true;
-		return 1;
-	}
-	walk.n++;
-	return 0;
+	walk.verdict = kz_classify_file(p, why, sizeof(why));
+	return walk.verdict != KZ_CLASS_OK;
 }
 
 int
 run_classify_dir(const struct run_conf *c, const char *dir, char *why,
     size_t wlen)
 {
-	const char *av[BATCH + 3];
-	size_t i, k;
-	int e = 0;
+	int r;
 
+	(void)c;
 	memset(&walk, 0, sizeof(walk));
-	if ((walk.paths = calloc(TREE_MAX, sizeof(char *))) == NULL)
-		return KZ_ENOMEM;
-	if (nftw(dir, collect, 16, FTW_PHYS | FTW_MOUNT) != 0 || walk.odd) {
-		kz_why(why, wlen, "the projected files could not be listed");
-		e = KZ_EUNAVAIL;
-		goto out;
-	}
-	for (i = 0; i < walk.n && e == 0; i += BATCH) {
-		av[0] = c->sandbox_bin;
-		av[1] = "classify";
-		for (k = 0; k < BATCH && i + k < walk.n; k++)
-			av[2 + k] = walk.paths[i + k];
-		av[2 + k] = NULL;
-		e = classify_exec(av, NULL, NULL);
-	}
-	if (e == 1)
+	r = nftw(dir, visit, 16, FTW_PHYS | FTW_MOUNT);
+	if (walk.verdict == KZ_CLASS_HOST_ADMIN) {
 		kz_why(why, wlen, "a projected file is host administration");
-	else if (e != 0)
-		kz_why(why, wlen, "the script classifier could not run");
-out:
-	for (i = 0; i < walk.n; i++)
-		free(walk.paths[i]);
-	free(walk.paths);
-	memset(&walk, 0, sizeof(walk));
-	return e;
+		return 1;
+	}
+	if (r != 0 || walk.verdict != KZ_CLASS_OK) {
+		kz_why(why, wlen, "the projected files could not be "
+		    "classified");
+		return KZ_EUNAVAIL;
+	}
+	return 0;
 }

@@ -9,10 +9,9 @@
 
 static const char *const known[] = {
 	"KZ_RUN_DIR", "KZ_LEASE_SOCKET", "KZ_PROJECT_SOCKET", "KZ_AUDIT_SOCKET",
-	"KZ_FIELD_KEY_FILE", "KZ_STORE_SOCKET", "RUN_SANDBOX_BIN",
-	"RUN_EGRESS_BIN", "RUN_TIMEOUT_MS", "RUN_LEASE_WAIT_MS",
-	"RUN_IO_TIMEOUT_MS", "RUN_FILE_MAX", "RUN_FILES_TOTAL_MAX",
-	"RUN_SNAPSHOT", NULL,
+	"KZ_FIELD_KEY_FILE", "KZ_STORE_SOCKET", "RUN_EGRESS_BIN",
+	"RUN_TIMEOUT_MS", "RUN_LEASE_WAIT_MS", "RUN_IO_TIMEOUT_MS",
+	"RUN_FILE_MAX", "RUN_FILES_TOTAL_MAX", "RUN_SNAPSHOT", NULL,
 };
 
 static int
@@ -52,9 +51,6 @@ paths(struct run_conf *c, const struct kz_conf *k, const char *self,
 	e |= copy(c->key_file, sizeof(c->key_file),
 	    kz_conf_str(k, "KZ_FIELD_KEY_FILE", d), "KZ_FIELD_KEY_FILE", why,
 	    wlen);
-	snprintf(d, sizeof(d), "%s/kz-sandbox", bindir);
-	e |= copy(c->sandbox_bin, sizeof(c->sandbox_bin),
-	    kz_conf_str(k, "RUN_SANDBOX_BIN", d), "RUN_SANDBOX_BIN", why, wlen);
 	snprintf(d, sizeof(d), "%s/kz-egress", bindir);
 	e |= copy(c->egress_bin, sizeof(c->egress_bin),
 	    kz_conf_str(k, "RUN_EGRESS_BIN", d), "RUN_EGRESS_BIN", why, wlen);

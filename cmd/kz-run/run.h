@@ -31,7 +31,6 @@ struct run_conf {
 	char project_sock[108];
 	char audit_sock[108];
 	char key_file[PATH_MAX];
-	char sandbox_bin[PATH_MAX];
 	char egress_bin[PATH_MAX];
 	int64_t timeout_ms, lease_wait_ms, io_timeout_ms;
 	uint64_t file_max, total_max;
@@ -57,8 +56,9 @@ struct run_opts {
 KZ_WUR int run_conf_load(struct run_conf *c, const char *path,
     const char *self, char *why, size_t wlen);
 
-/* classify.c: 0 ok, 1 host administration (why names the file), or a
- * negative kz_err when the classifier could not run. */
+/* classify.c: the --file files, an inline script and the command line:
+ * 0 ok, 1 host administration (why says which), or a negative kz_err when
+ * a file cannot be classified whole. */
 KZ_WUR int run_classify(const struct run_conf *c, const struct run_opts *o,
     char *why, size_t wlen);
 /* Whether argv is an inline shell or interpreter script ("sh -c TEXT",
@@ -67,7 +67,7 @@ KZ_WUR int run_classify(const struct run_conf *c, const struct run_opts *o,
 bool run_inline_script(int argc, char **argv, const char **text);
 /* Every regular file under dir (a room's projection, materialized for
  * this check): 0 ok, 1 host administration, or a negative kz_err when a
- * file could not be listed or the classifier could not run. */
+ * file could not be listed or classified. */
 KZ_WUR int run_classify_dir(const struct run_conf *c, const char *dir,
     char *why, size_t wlen);
 

@@ -8,7 +8,7 @@
 # durable dispatch record.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 28
+plan 32
 start_stack 1
 t "a real worker becomes warm" wait_for warm 1
 
@@ -47,8 +47,15 @@ d0=$(audit_q --kind dispatch | wc -l)
 rc_is 1 "an inline script that needs root is refused" kz-run --actor alice --conversation c1 -- sh -c 'sudo id'
 printf '#!/bin/sh\necho x >> /etc/sudoers\n' >"$T/adm.sh"
 rc_is 1 "a projected script that needs root is refused" kz-run --actor alice --conversation c1 --file "$T/adm.sh" -- sh /projection/adm.sh
-is "$(audit_q --kind dispatch | wc -l)" "$d0" "neither was dispatched"
-is "$(audit_q --kind isolation_denial | grep -c host_administration)" 2 "both refusals are audited"
+rc_is 1 "a command line that runs sudo is refused" kz-run --actor alice --conversation c1 -- env LC_ALL=C sudo id
+like "$(cat "$T/.out")" "the command is host administration" "and says it was the command"
+# bash runs what follows a NUL byte: the whole file is classified.
+printf 'echo one\necho two\0\nsudo id\n' >"$T/nul.sh"
+rc_is 1 "a script hiding sudo after a NUL byte is refused" kz-run --actor alice --conversation c1 --file "$T/nul.sh" -- bash /projection/nul.sh
+mkfifo "$T/fifo"
+rc_is 3 "a --file that is not a regular file cannot be classified: exit 3" kz-run --actor alice --conversation c1 --file "$T/fifo" -- true
+is "$(audit_q --kind dispatch | wc -l)" "$d0" "none was dispatched"
+is "$(audit_q --kind isolation_denial | grep -c host_administration)" 4 "every refusal is audited"
 
 # The audit trail: per run lease, dispatch (before and after), release,
 # and kz-reset's record; raw ids never stored.
