@@ -158,6 +158,21 @@ closed(int fd)
 	return poll(&p, 1, 2000) == 1 && read(fd, &c, 1) == 0;
 }
 
+/* Appends json as one frame (under 256 bytes) at buf + *n. */
+static void
+frame_add(char *buf, size_t *n, const char *json)
+{
+	size_t l = strlen(json);
+
+	ck_assert_uint_lt(l, 256);
+	buf[(*n)++] = 0;
+	buf[(*n)++] = 0;
+	buf[(*n)++] = 0;
+	buf[(*n)++] = (char)l;
+	memcpy(buf + *n, json, l);
+	*n += l;
+}
+
 START_TEST(test_echo_and_envelope)
 {
 	int fd = dial();
@@ -246,17 +261,8 @@ START_TEST(test_deferred_and_pipelined)
 	size_t n = 0;
 	cJSON *r;
 
-	for (int i = 0; i < 2; i++) {
-		const char *s = i ? b : a;
-		size_t l = strlen(s);
-
-		buf[n++] = 0;
-		buf[n++] = 0;
-		buf[n++] = 0;
-		buf[n++] = (char)l;
-		memcpy(buf + n, s, l);
-		n += l;
-	}
+	frame_add(buf, &n, a);
+	frame_add(buf, &n, b);
 	r = call_raw(fd, buf, n);
 	ck_assert_str_eq(kz_json_get(r, "id")->valuestring, "d1");
 	cJSON_Delete(r);
@@ -279,17 +285,8 @@ START_TEST(test_half_closed_peer_gets_every_reply)
 	/* Two requests, then the peer shuts its sending side (as `socat` or
 	 * a shell pipeline does): both are answered, then the server
 	 * closes. */
-	for (int i = 0; i < 2; i++) {
-		const char *s = i ? b : a;
-		size_t l = strlen(s);
-
-		buf[n++] = 0;
-		buf[n++] = 0;
-		buf[n++] = 0;
-		buf[n++] = (char)l;
-		memcpy(buf + n, s, l);
-		n += l;
-	}
+	frame_add(buf, &n, a);
+	frame_add(buf, &n, b);
 	ck_assert_int_eq(kz_write_full(fd, buf, n, -1), 0);
 	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
 	r = call_raw(fd, NULL, 0);
@@ -310,7 +307,7 @@ START_TEST(test_pipelined_flood_is_bounded_and_served_in_order)
 	int fd = dial();
 	const char *d = "{\"v\":1,\"op\":\"defer\",\"id\":\"p0\"}";
 	char one[64], *buf;
-	size_t n = 0, each, k = 400;	/* 400 frames: ~10x the frame limit */
+	size_t n = 0, k = 400;	/* 400 frames: ~10x the frame limit */
 	cJSON *r;
 
 	/* While the first request is deferred, the peer pipelines far more
@@ -318,21 +315,11 @@ START_TEST(test_pipelined_flood_is_bounded_and_served_in_order)
 	 * and still answers every frame, in order. */
 	buf = malloc(64 * (k + 1));
 	ck_assert_ptr_nonnull(buf);
-	buf[n++] = 0;
-	buf[n++] = 0;
-	buf[n++] = 0;
-	buf[n++] = (char)strlen(d);
-	memcpy(buf + n, d, strlen(d));
-	n += strlen(d);
+	frame_add(buf, &n, d);
 	for (size_t i = 1; i <= k; i++) {
-		each = (size_t)snprintf(one, sizeof(one),
+		snprintf(one, sizeof(one),
 		    "{\"v\":1,\"op\":\"echo\",\"id\":\"p%zu\"}", i);
-		buf[n++] = 0;
-		buf[n++] = 0;
-		buf[n++] = 0;
-		buf[n++] = (char)each;
-		memcpy(buf + n, one, each);
-		n += each;
+		frame_add(buf, &n, one);
 	}
 	ck_assert_int_eq(kz_write_full(fd, buf, n, -1), 0);
 	for (size_t i = 0; i <= k; i++) {
