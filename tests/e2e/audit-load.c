@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,9 @@ main(int argc, char **argv)
 	long n;
 	double t0;
 
+	/* A request written just as the daemon dies must count as an
+	 * error, not end the load with SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc == 4 && strcmp(argv[1], "raw") == 0)
 		return raw(argv[2], strtod(argv[3], NULL));
 	if (argc != 5) {
