@@ -50,7 +50,7 @@
 	"    end\n" \
 	"  end\n" \
 	"  redis.call('ZREM', P .. 'exp', id)\n" \
-	"  redis.call('HDEL', W(id), 'lease', 'owner', 'expires')\n" \
+	"  redis.call('HDEL', W(id), 'lease', 'owner', 'expires', 'rid')\n" \
 	"end\n" \
 	"local function forget(id, st)\n" \
 	"  if st == 'leased' then unlease(id) end\n" \
@@ -121,7 +121,7 @@
 
 #define S_LEASE \
 	"local member, wskey, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4])\n" \
-	"local limit, lid = tonumber(ARGV[5]), ARGV[6]\n" \
+	"local limit, lid, rid = tonumber(ARGV[5]), ARGV[6], ARGV[7]\n" \
 	"local cur = tonumber(redis.call('HGET', P .. 'members', member) or '0')\n" \
 	"if cur >= limit then\n" \
 	"  return fail('member_limit', 'member is at its concurrency limit')\n" \
@@ -142,6 +142,7 @@
 	"move(id, 'warm', 'leased', t)\n" \
 	"redis.call('HSET', W(id), 'token', tok, 'owner', member, 'wskey', wskey,\n" \
 	"  'lease', lid, 'expires', exp)\n" \
+	"if rid and rid ~= '' then redis.call('HSET', W(id), 'rid', rid) end\n" \
 	"redis.call('ZADD', P .. 'exp', exp, id)\n" \
 	"redis.call('HINCRBY', P .. 'members', member, 1)\n" \
 	"redis.call('SET', P .. 'l:' .. lid, id)\n" \
@@ -154,7 +155,7 @@
 	"local id = redis.call('GET', P .. 'l:' .. lid)\n" \
 	"if not id then return fail('not_owner', 'no such lease') end\n" \
 	"local h = redis.call('HMGET', W(id), 'state', 'token', 'wskey', 'endpoint',\n" \
-	"  'gen')\n" \
+	"  'gen', 'rid')\n" \
 	"if h[1] ~= 'leased' or h[2] ~= tok then\n" \
 	"  return fail('stale_token', 'lease token does not match')\n" \
 	"end\n" \
@@ -164,7 +165,7 @@
 	"move(id, 'leased', 'resetting', t)\n" \
 	"redis.call('HSET', W(id), 'token', rt)\n" \
 	"return done(opid, {worker = id, reset_token = rt, wskey = h[3],\n" \
-	"  endpoint = h[4], gen = h[5]})\n"
+	"  endpoint = h[4], gen = h[5], run_id = h[6] or nil})\n"
 
 #define S_RENEW \
 	"local lid, tok, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4])\n" \
@@ -186,14 +187,14 @@
 	"  tonumber(ARGV[2]))\n" \
 	"local out = {}\n" \
 	"for _, id in ipairs(ids) do\n" \
-	"  local h = redis.call('HMGET', W(id), 'state', 'endpoint', 'gen')\n" \
+	"  local h = redis.call('HMGET', W(id), 'state', 'endpoint', 'gen', 'rid')\n" \
 	"  if h[1] == 'leased' then\n" \
 	"    local rt = newtok(EP)\n" \
 	"    unlease(id)\n" \
 	"    move(id, 'leased', 'resetting', t)\n" \
 	"    redis.call('HSET', W(id), 'token', rt)\n" \
 	"    out[#out + 1] = {worker = id, reset_token = rt, endpoint = h[2],\n" \
-	"      gen = h[3]}\n" \
+	"      gen = h[3], run_id = h[4] or nil}\n" \
 	"  else\n" \
 	"    redis.call('ZREM', P .. 'exp', id)\n" \
 	"  end\n" \

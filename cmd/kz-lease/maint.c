@@ -165,7 +165,7 @@ static void
 sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
 	const cJSON *x, *e = kz_json_get(res, "expired");
-	const char *w, *t, *ep;
+	const char *w, *t, *ep, *rid;
 
 	(void)why;
 	(void)arg;
@@ -180,7 +180,11 @@ sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 			    "worker", w, NULL);
 			if (kz_json_str(x, "endpoint", 107, &ep, NULL, 0) != 0)
 				ep = NULL;
-			reset_start(d, w, t, ep, NULL);
+			/* The run that held the lease, if it said. */
+			if (kz_json_str(x, "run_id", KZ_RUN_ID_MAX, &rid, NULL,
+			    0) != 0 || *rid == '\0')
+				rid = NULL;
+			reset_start(d, w, t, ep, rid);
 		}
 }
 

@@ -124,19 +124,24 @@ op_lease(struct kz_req *req, void *arg)
 	const char *actor, *conv, *cap;
 	char member[KZ_IDHASH_HEX + 1], wskey[KZ_IDHASH_HEX + 1];
 	char op[KZ_OPID_HEX + 1], lid[KZ_OPID_HEX + 1], ttl[24], lim[24];
-	const char *av[6] = {op, member, wskey, ttl, lim, lid};
+	const char *rid, *av[7] = {op, member, wskey, ttl, lim, lid, ""};
 	int64_t t;
 
+	/* run_id, when given, is kept with the lease so that the reset of
+	 * a lease that expires (never released) still names its run. */
 	if (kz_json_str(j, "actor", ID_MAX, &actor, NULL, 0) != 0 ||
 	    kz_json_str(j, "conversation", ID_MAX, &conv, NULL, 0) != 0 ||
 	    kz_json_str_opt(j, "capability", 64, "code", &cap, NULL, 0) ||
 	    kz_json_int_opt(j, "ttl_ms", 100, d->c->ttl_ms, d->c->ttl_ms, &t,
 	    NULL, 0) != 0 || *actor == '\0' || *conv == '\0' ||
+	    kz_json_str_opt(j, "run_id", KZ_RUN_ID_MAX, "", &rid, NULL,
+	    0) != 0 || strspn(rid, "0123456789abcdef") != strlen(rid) ||
 	    opid_of(req, op) != 0) {
 		kz_req_err(req, KZ_WE_BAD_REQUEST, "lease needs actor and "
-		    "conversation");
+		    "conversation (run_id, if given, is lowercase hex)");
 		return;
 	}
+	av[6] = rid;
 	if (!admit(d, req))
 		return;
 	if (kz_key_idhash(&d->idkey, "actor", actor, member) != 0 ||
@@ -149,7 +154,7 @@ op_lease(struct kz_req *req, void *arg)
 	snprintf(lid, sizeof(lid), "%.16s%.16s", op + 16, op);
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)t);
 	snprintf(lim, sizeof(lim), "%lld", (long long)d->c->member_limit);
-	if (pool_async(d, KZ_POOL_LEASE, 6, av, lease_done, req) != 0)
+	if (pool_async(d, KZ_POOL_LEASE, 7, av, lease_done, req) != 0)
 		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, "store unavailable");
 }
 
@@ -177,13 +182,17 @@ release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		if (kz_json_str(res, "endpoint", sizeof(ep) - 1, &v, NULL,
 		    0) == 0)
 			snprintf(ep, sizeof(ep), "%s", v);
-		if (kz_json_str_opt(kz_req_json(req), "run_id", KZ_RUN_ID_MAX,
-		    NULL, &v, NULL, 0) == 0 && v != NULL)
+		/* The release names the run; else the lease did. */
+		if ((kz_json_str_opt(kz_req_json(req), "run_id",
+		    KZ_RUN_ID_MAX, NULL, &v, NULL, 0) == 0 && v != NULL) ||
+		    kz_json_str(res, "run_id", KZ_RUN_ID_MAX, &v, NULL,
+		    0) == 0)
 			snprintf(rid, sizeof(rid), "%s", v);
 	}
 	if (res != NULL) {
 		cJSON_DeleteItemFromObjectCaseSensitive(res, "reset_token");
 		cJSON_DeleteItemFromObjectCaseSensitive(res, "wskey");
+		cJSON_DeleteItemFromObjectCaseSensitive(res, "run_id");
 	}
 	pass(d, err, res, why, arg);
 	if (t[0] != '\0')
@@ -302,7 +311,7 @@ op_drain(struct kz_req *req, void *arg)
 }
 
 static const char *const f_lease[] = {"actor", "conversation", "capability",
-	"ttl_ms", "op_id", NULL};
+	"ttl_ms", "op_id", "run_id", NULL};
 static const char *const f_release[] = {"lease_id", "token", "op_id",
 	"run_id", NULL};
 static const char *const f_renew[] = {"lease_id", "token", "ttl_ms", "op_id",

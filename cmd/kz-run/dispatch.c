@@ -95,6 +95,8 @@ lease_once(const struct run_ctx *x, const char *opid, cJSON **rep)
 	cJSON_AddStringToObject(req, "conversation", x->o->conv);
 	cJSON_AddStringToObject(req, "capability", x->o->cap);
 	cJSON_AddStringToObject(req, "op_id", opid);
+	/* Kept with the lease: if it expires, its reset names this run. */
+	cJSON_AddStringToObject(req, "run_id", x->rid);
 	for (i = 0; i < 2; i++)
 		if ((e = kz_frame_call(x->c->lease_sock, req,
 		    (int)x->c->io_timeout_ms, rep, why, sizeof(why))) !=
