@@ -267,15 +267,16 @@ load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 	struct eg_addr a;
 	uint16_t port;
 
+	/* Unset or empty: the system's resolver, as documented. */
 	v = kz_conf_str(c, "SANDBOX_EGRESS_RESOLVER", NULL);
-	if (v == NULL)
+	if (v == NULL || *v == '\0')
 		default_resolver(p->resolver, sizeof(p->resolver));
 	else if (strlen(v) < sizeof(p->resolver))
 		snprintf(p->resolver, sizeof(p->resolver), "%s", v);
 	if (p->resolver[0] == '\0' || parse_hostport(p->resolver, &a, &port))
 		isolate(p, "no usable resolver (SANDBOX_EGRESS_RESOLVER)");
 	v = kz_conf_str(c, "SANDBOX_EGRESS_TURN", NULL);
-	if (v != NULL && (eg_http_authority(v, strlen(v), 0, p->turn_host,
+	if (v != NULL && *v != '\0' && (eg_http_authority(v, strlen(v), 0, p->turn_host,
 	    sizeof(p->turn_host), &p->turn_port) != 0 || p->turn_port == 0)) {
 		p->turn_host[0] = '\0';
 		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
