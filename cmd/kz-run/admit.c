@@ -6,7 +6,9 @@
  * audience version and manifest digest in its own audit records.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +197,38 @@ snap_req(const char *op, const char *rid, const cJSON *snap)
  * dir; materialize checks every digest against the snapshot, so these are
  * the bytes the worker will be given.  The copy is removed afterwards.
  */
+/*
+ * Copies left by a kz-run that died mid-check (their names carry the pid):
+ * removed once that pid is gone.  Only directories are touched.
+ */
+static void
+sweep_stale(const char *run_dir)
+{
+	static const char pre[] = "kz-run-classify.";
+	char path[PATH_MAX], *end;
+	struct dirent *de;
+	DIR *d = opendir(run_dir);
+	long pid;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR ||
+		    strncmp(de->d_name, pre, sizeof(pre) - 1) != 0)
+			continue;
+		pid = strtol(de->d_name + sizeof(pre) - 1, &end, 10);
+		if (pid <= 0 || *end != '.' || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", run_dir,
+		    de->d_name) >= sizeof(path))
+			continue;
+		if (run_tree_remove(path) != 0) {
+			/* Left for the next sweep. */
+		}
+	}
+	closedir(d);
+}
+
 static int
 classify_admitted(const struct run_ctx *x, const struct run_adm *a,
     struct run_refusal *f)
@@ -205,8 +239,10 @@ classify_admitted(const struct run_ctx *x, const struct run_adm *a,
 
 	if (a->files == 0)
 		return 0;
-	if ((size_t)snprintf(stage, sizeof(stage), "%s/kz-run-classify.XXXXXX",
-	    x->c->run_dir) >= sizeof(stage) || mkdtemp(stage) == NULL) {
+	sweep_stale(x->c->run_dir);
+	if ((size_t)snprintf(stage, sizeof(stage),
+	    "%s/kz-run-classify.%ld.XXXXXX", x->c->run_dir,
+	    (long)getpid()) >= sizeof(stage) || mkdtemp(stage) == NULL) {
 		refuse(f, "classify", "unavailable", "the admitted files could "
 		    "not be staged for classification");
 		return RUN_EXIT_UNAVAIL;

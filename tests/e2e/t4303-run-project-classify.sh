@@ -7,7 +7,7 @@
 # copy made for the check is never left behind.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 24
+plan 25
 start_stack 1
 export KZ_PROJECT_SOCKET=$T/kz-project.sock KZ_PROJECT_BLOB_DIR=$T/blobs
 bg kz-project serve --socket "$KZ_PROJECT_SOCKET" 2>"$T/project.log"
@@ -33,13 +33,22 @@ q member-create --member alice && q room-create --room r1 --member alice &&
 	q link --resource d2 --member alice --room r1 --turn t0 --shared
 ok $? "a room with a clean script and a data file"
 
+# Copies left by a kz-run that died mid-check: one whose pid is gone, one
+# whose pid still runs.
+true & dead=$!; wait $dead
+sleep 60 & live=$!; on_exit "kill $live 2>/dev/null"
+mkdir -p "$T/kz-run-classify.$dead.abcdef/files" "$T/kz-run-classify.$live.abcdef"
+echo x >"$T/kz-run-classify.$dead.abcdef/files/f"
+
 # Pass: clean files are classified and run.
 l0=$(n_kind lease)
 kz-run -q --room r1 --member alice -- sh /projection/files/tools/hello.sh >"$T/o1" 2>"$T/e1"
 is "$?" 0 "a clean projected script runs"
 is "$(cat "$T/o1")" "hello from the room" "with its output"
 is "$(n_kind lease)" "$((l0 + 1))" "one worker was leased for it"
-is "$(staged)" 0 "the copy made for the check is gone"
+is "$(staged)" 1 "the copy made for the check is gone, and so is a dead run's"
+t "a live run's copy is left alone" test -d "$T/kz-run-classify.$live.abcdef"
+rmdir "$T/kz-run-classify.$live.abcdef"
 
 # A script that needs sudo, linked in a subdirectory of the room.
 wait_for warm 1
