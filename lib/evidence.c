@@ -239,6 +239,20 @@ kz_evidence_projection(const char *path)
 	return ok;
 }
 
+bool
+kz_evidence_dir_empty(const char *path)
+{
+	int dfd;
+	bool ok;
+
+	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
+		return false;
+	ok = lists_empty(dfd);
+	close(dfd);
+	return ok;
+}
+
 static bool
 flag(const cJSON *o, const char *k)
 {

@@ -38,6 +38,9 @@ bool kz_evidence_procs_only(const char *text, pid_t pid);
 /* Empties a host directory without following symlinks; true when it then
  * lists empty. */
 bool kz_evidence_projection(const char *path);
+/* Whether path is a directory (not a symlink to one) that lists nothing;
+ * it changes nothing. */
+bool kz_evidence_dir_empty(const char *path);
 
 /*
  * The audit record ("reset" or "retire") of one outcome: out's evidence,

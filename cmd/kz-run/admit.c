@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kz_evidence.h"
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "run.h"
@@ -295,24 +296,6 @@ run_admit(const struct run_ctx *x, struct run_adm *a, struct run_refusal *f)
 	return rc;
 }
 
-/* A leftover in the projection directory is a reset that did not hold. */
-static bool
-dir_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	bool empty = true;
-
-	if (d == NULL)
-		return false;
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 &&
-		    strcmp(de->d_name, "..") != 0)
-			empty = false;
-	closedir(d);
-	return empty;
-}
-
 int
 run_materialize(const struct run_ctx *x, const struct run_adm *a,
     const char *proj, struct run_refusal *f)
@@ -321,7 +304,9 @@ run_materialize(const struct run_ctx *x, const struct run_adm *a,
 	cJSON *req, *rep = NULL;
 	int rc;
 
-	if (proj == NULL || proj[0] != '/' || !dir_empty(proj) ||
+	/* A leftover in the projection directory is a reset that did not
+	 * hold. */
+	if (proj == NULL || proj[0] != '/' || !kz_evidence_dir_empty(proj) ||
 	    (size_t)snprintf(dest, sizeof(dest), "%s/%s", proj,
 	    RUN_PROJECTION_SUBDIR) >= sizeof(dest)) {
 		refuse(f, "materialize", "unavailable", "the worker has no "

@@ -47,6 +47,7 @@ START_TEST(test_projection_wipe)
 	touch(p);
 	snprintf(p, sizeof(p), "%s/proj", d);
 	ck_assert(mkdir(p, 0755) == 0);
+	ck_assert(kz_evidence_dir_empty(p));
 	snprintf(p, sizeof(p), "%s/proj/f", d);
 	touch(p);
 	chmod(p, 0444);
@@ -61,15 +62,19 @@ START_TEST(test_projection_wipe)
 	snprintf(cmd, sizeof(cmd), "%s/outside/keep", d);
 	ck_assert(symlink(cmd, p) == 0);
 	snprintf(p, sizeof(p), "%s/proj", d);
+	ck_assert(!kz_evidence_dir_empty(p));	/* only looks */
 	ck_assert(kz_evidence_projection(p));
+	ck_assert(kz_evidence_dir_empty(p));
 	ck_assert(stat(cmd, &sb) == 0);
 	/* A projection path that is itself a symlink is not evidence. */
 	snprintf(p, sizeof(p), "%s/projlink", d);
 	ck_assert(symlink(out, p) == 0);
+	ck_assert(!kz_evidence_dir_empty(p));
 	ck_assert(!kz_evidence_projection(p));
 	ck_assert(stat(cmd, &sb) == 0);
 	snprintf(p, sizeof(p), "%s/absent", d);
 	ck_assert(!kz_evidence_projection(p));
+	ck_assert(!kz_evidence_dir_empty(p));
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
 	ck_assert(system(cmd) == 0);
 }
