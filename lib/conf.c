@@ -238,6 +238,26 @@ kz_conf_str(const struct kz_conf *c, const char *key, const char *dflt)
 	return v ? v : dflt;
 }
 
+int
+kz_conf_copy(const struct kz_conf *c, const char *key, const char *dir,
+    const char *dflt, char *out, size_t len, char *why, size_t wlen)
+{
+	const char *v = kz_conf_str(c, key, NULL);
+	int n;
+
+	if (v != NULL)
+		n = snprintf(out, len, "%s", v);
+	else if (dir != NULL)
+		n = snprintf(out, len, "%s/%s", dir, dflt);
+	else
+		n = snprintf(out, len, "%s", dflt);
+	if (n < 0 || (size_t)n >= len) {
+		kz_why(why, wlen, "%s is too long", key);
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
 const char *
 kz_conf_origin(const struct kz_conf *c, const char *key)
 {

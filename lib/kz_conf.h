@@ -28,6 +28,14 @@ void kz_conf_free(struct kz_conf *c);
 /* Value from environment, else file, else dflt. */
 const char *kz_conf_str(const struct kz_conf *c, const char *key,
     const char *dflt);
+/*
+ * A string setting copied into out (len bytes): the value, else dflt, or
+ * "dir/dflt" when dir is given (a file in the run dir, a tool beside the
+ * binary).  KZ_ECONF, naming key, when it does not fit.
+ */
+KZ_WUR int kz_conf_copy(const struct kz_conf *c, const char *key,
+    const char *dir, const char *dflt, char *out, size_t len, char *why,
+    size_t wlen);
 /* Where the value came from: "env", "file" or "default". */
 const char *kz_conf_origin(const struct kz_conf *c, const char *key);
 KZ_WUR int kz_conf_int(const struct kz_conf *c, const char *key,

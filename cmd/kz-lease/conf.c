@@ -19,17 +19,6 @@ static const char *const known[] = {
 	"LEASE_STOP_WORKERS", NULL,
 };
 
-static int
-copy(char *dst, size_t len, const char *src, const char *what, char *why,
-    size_t wlen)
-{
-	if ((size_t)snprintf(dst, len, "%s", src) >= len) {
-		kz_why(why, wlen, "%s is too long", what);
-		return KZ_ECONF;
-	}
-	return 0;
-}
-
 struct ikey {
 	const char *key;
 	int64_t dflt, min, max;
@@ -71,51 +60,36 @@ static int
 load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
     char *why, size_t wlen)
 {
-	char rd[PATH_MAX], dflt[PATH_MAX + 32], bindir[PATH_MAX], tmp[PATH_MAX];
+	char bindir[PATH_MAX], tmp[PATH_MAX];
+	const char *rd = c->run_dir;
 	int e = 0;
 
-	snprintf(rd, sizeof(rd), "%s", kz_conf_str(k, "KZ_RUN_DIR",
-	    "/run/kaizen"));
 	snprintf(tmp, sizeof(tmp), "%s", self);
 	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
-	e |= copy(c->run_dir, sizeof(c->run_dir), rd, "KZ_RUN_DIR", why, wlen);
-	snprintf(dflt, sizeof(dflt), "%s/kz-lease.sock", rd);
-	e |= copy(c->sock, sizeof(c->sock), kz_conf_str(k, "KZ_SOCKET", dflt),
-	    "KZ_SOCKET", why, wlen);
-	snprintf(dflt, sizeof(dflt), "%s/store.sock", rd);
-	e |= copy(c->store_sock, sizeof(c->store_sock),
-	    kz_conf_str(k, "KZ_STORE_SOCKET", dflt), "KZ_STORE_SOCKET", why,
-	    wlen);
-	e |= copy(c->audit_sock, sizeof(c->audit_sock),
-	    kz_conf_str(k, "KZ_AUDIT_SOCKET", ""), "KZ_AUDIT_SOCKET", why,
-	    wlen);
-	snprintf(dflt, sizeof(dflt), "%s/field.key", rd);
-	e |= copy(c->key_file, sizeof(c->key_file),
-	    kz_conf_str(k, "KZ_FIELD_KEY_FILE", dflt), "KZ_FIELD_KEY_FILE",
-	    why, wlen);
-	snprintf(dflt, sizeof(dflt), "%s/workers", rd);
-	e |= copy(c->workers_dir, sizeof(c->workers_dir),
-	    kz_conf_str(k, "LEASE_WORKERS_DIR", dflt), "LEASE_WORKERS_DIR",
-	    why, wlen);
-	snprintf(dflt, sizeof(dflt), "%s/kz-sandbox", bindir);
-	e |= copy(c->worker_bin, sizeof(c->worker_bin),
-	    kz_conf_str(k, "LEASE_WORKER_BIN", dflt), "LEASE_WORKER_BIN", why,
-	    wlen);
-	e |= copy(c->worker_args, sizeof(c->worker_args),
-	    kz_conf_str(k, "LEASE_WORKER_ARGS", ""), "LEASE_WORKER_ARGS", why,
-	    wlen);
-	snprintf(dflt, sizeof(dflt), "%s/snapshots", rd);
-	e |= copy(c->snap_dir, sizeof(c->snap_dir),
-	    kz_conf_str(k, "LEASE_SNAPSHOT_DIR", dflt), "LEASE_SNAPSHOT_DIR",
-	    why, wlen);
-	e |= copy(c->egress_sock, sizeof(c->egress_sock),
-	    kz_conf_str(k, "LEASE_EGRESS_SOCKET", ""), "LEASE_EGRESS_SOCKET",
-	    why, wlen);
-	e |= copy(c->dep, sizeof(c->dep), kz_conf_str(k, "KZ_DEPLOYMENT",
-	    "default"), "KZ_DEPLOYMENT", why, wlen);
-	e |= copy(c->controller, sizeof(c->controller),
-	    kz_conf_str(k, "LEASE_CONTROLLER", "local"), "LEASE_CONTROLLER",
-	    why, wlen);
+	e |= kz_conf_copy(k, "KZ_RUN_DIR", NULL, "/run/kaizen", c->run_dir,
+	    sizeof(c->run_dir), why, wlen);
+	e |= kz_conf_copy(k, "KZ_SOCKET", rd, "kz-lease.sock", c->sock,
+	    sizeof(c->sock), why, wlen);
+	e |= kz_conf_copy(k, "KZ_STORE_SOCKET", rd, "store.sock",
+	    c->store_sock, sizeof(c->store_sock), why, wlen);
+	e |= kz_conf_copy(k, "KZ_AUDIT_SOCKET", NULL, "", c->audit_sock,
+	    sizeof(c->audit_sock), why, wlen);
+	e |= kz_conf_copy(k, "KZ_FIELD_KEY_FILE", rd, "field.key",
+	    c->key_file, sizeof(c->key_file), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_WORKERS_DIR", rd, "workers",
+	    c->workers_dir, sizeof(c->workers_dir), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_WORKER_BIN", bindir, "kz-sandbox",
+	    c->worker_bin, sizeof(c->worker_bin), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_WORKER_ARGS", NULL, "", c->worker_args,
+	    sizeof(c->worker_args), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_SNAPSHOT_DIR", rd, "snapshots",
+	    c->snap_dir, sizeof(c->snap_dir), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_EGRESS_SOCKET", NULL, "", c->egress_sock,
+	    sizeof(c->egress_sock), why, wlen);
+	e |= kz_conf_copy(k, "KZ_DEPLOYMENT", NULL, "default", c->dep,
+	    sizeof(c->dep), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_CONTROLLER", NULL, "local", c->controller,
+	    sizeof(c->controller), why, wlen);
 	return e ? KZ_ECONF : 0;
 }
 

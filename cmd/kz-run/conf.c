@@ -15,45 +15,27 @@ static const char *const known[] = {
 };
 
 static int
-copy(char *dst, size_t len, const char *src, const char *what, char *why,
-    size_t wlen)
-{
-	if ((size_t)snprintf(dst, len, "%s", src) >= len) {
-		kz_why(why, wlen, "%s is too long", what);
-		return KZ_ECONF;
-	}
-	return 0;
-}
-
-static int
 paths(struct run_conf *c, const struct kz_conf *k, const char *self,
     char *why, size_t wlen)
 {
-	char rd[PATH_MAX], d[PATH_MAX + 32], bindir[PATH_MAX], tmp[PATH_MAX];
+	char bindir[PATH_MAX], tmp[PATH_MAX];
+	const char *rd = c->run_dir;
 	int e = 0;
 
-	snprintf(rd, sizeof(rd), "%s", kz_conf_str(k, "KZ_RUN_DIR",
-	    "/run/kaizen"));
 	snprintf(tmp, sizeof(tmp), "%s", self);
 	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
-	e |= copy(c->run_dir, sizeof(c->run_dir), rd, "KZ_RUN_DIR", why, wlen);
-	snprintf(d, sizeof(d), "%s/kz-lease.sock", rd);
-	e |= copy(c->lease_sock, sizeof(c->lease_sock),
-	    kz_conf_str(k, "KZ_LEASE_SOCKET", d), "KZ_LEASE_SOCKET", why, wlen);
-	snprintf(d, sizeof(d), "%s/kz-project.sock", rd);
-	e |= copy(c->project_sock, sizeof(c->project_sock),
-	    kz_conf_str(k, "KZ_PROJECT_SOCKET", d), "KZ_PROJECT_SOCKET", why,
-	    wlen);
-	e |= copy(c->audit_sock, sizeof(c->audit_sock),
-	    kz_conf_str(k, "KZ_AUDIT_SOCKET", ""), "KZ_AUDIT_SOCKET", why,
-	    wlen);
-	snprintf(d, sizeof(d), "%s/field.key", rd);
-	e |= copy(c->key_file, sizeof(c->key_file),
-	    kz_conf_str(k, "KZ_FIELD_KEY_FILE", d), "KZ_FIELD_KEY_FILE", why,
-	    wlen);
-	snprintf(d, sizeof(d), "%s/kz-egress", bindir);
-	e |= copy(c->egress_bin, sizeof(c->egress_bin),
-	    kz_conf_str(k, "RUN_EGRESS_BIN", d), "RUN_EGRESS_BIN", why, wlen);
+	e |= kz_conf_copy(k, "KZ_RUN_DIR", NULL, "/run/kaizen", c->run_dir,
+	    sizeof(c->run_dir), why, wlen);
+	e |= kz_conf_copy(k, "KZ_LEASE_SOCKET", rd, "kz-lease.sock",
+	    c->lease_sock, sizeof(c->lease_sock), why, wlen);
+	e |= kz_conf_copy(k, "KZ_PROJECT_SOCKET", rd, "kz-project.sock",
+	    c->project_sock, sizeof(c->project_sock), why, wlen);
+	e |= kz_conf_copy(k, "KZ_AUDIT_SOCKET", NULL, "", c->audit_sock,
+	    sizeof(c->audit_sock), why, wlen);
+	e |= kz_conf_copy(k, "KZ_FIELD_KEY_FILE", rd, "field.key",
+	    c->key_file, sizeof(c->key_file), why, wlen);
+	e |= kz_conf_copy(k, "RUN_EGRESS_BIN", bindir, "kz-egress",
+	    c->egress_bin, sizeof(c->egress_bin), why, wlen);
 	return e ? KZ_ECONF : 0;
 }
 

@@ -86,6 +86,24 @@ START_TEST(test_conf_values)
 	ck_assert_str_eq(kz_conf_origin(c, "KZ_B"), "env");
 	unsetenv("KZ_B");
 	ck_assert_str_eq(kz_conf_str(NULL, "KZ_B", "d"), "d");
+	{
+		char out[16];
+
+		/* A path setting: the value, else dir/default, else the
+		 * default; too long for out names the key. */
+		ck_assert_int_eq(kz_conf_copy(c, "KZ_B", "/run", "x", out,
+		    sizeof(out), why, sizeof(why)), 0);
+		ck_assert_str_eq(out, "file");
+		ck_assert_int_eq(kz_conf_copy(c, "KZ_NONE", "/run", "x.sock",
+		    out, sizeof(out), why, sizeof(why)), 0);
+		ck_assert_str_eq(out, "/run/x.sock");
+		ck_assert_int_eq(kz_conf_copy(c, "KZ_NONE", NULL, "", out,
+		    sizeof(out), why, sizeof(why)), 0);
+		ck_assert_str_eq(out, "");
+		ck_assert_int_eq(kz_conf_copy(c, "KZ_NONE", "/a/long/run/dir",
+		    "x.sock", out, sizeof(out), why, sizeof(why)), KZ_ECONF);
+		ck_assert_str_eq(why, "KZ_NONE is too long");
+	}
 	kz_conf_free(c);
 	unlink(p);
 	ck_assert_int_eq(kz_conf_load("/nonexistent/kz.conf", known, &c, why,
