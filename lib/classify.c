@@ -55,15 +55,6 @@ cmd_word(const char *p, const char *end, char *out, size_t cap)
 	return (size_t)(s - p);
 }
 
-static bool
-is_admin_cmd(const char *w)
-{
-	for (int i = 0; admin_cmds[i] != NULL; i++)
-		if (strcmp(w, admin_cmds[i]) == 0)
-			return true;
-	return false;
-}
-
 /* Words after which the next word is still in command position. */
 static const char *const keywords[] = {"then", "do", "else", "if", "elif",
     "while", "until", "time", "builtin", NULL};
@@ -125,7 +116,7 @@ scan_line(const char *p, const char *end, char w[64])
 		if (word_char((unsigned char)*p) || *p == '/') {
 			size_t n = cmd_word(p, end, w, 64);
 
-			if (cmdpos && is_admin_cmd(w))
+			if (cmdpos && in_list(w, admin_cmds))
 				return w;
 			if ((cmdpos && p + n < end && p[n] == '=') ||
 			    (wrapped && *p == '-')) {
