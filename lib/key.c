@@ -35,9 +35,10 @@ kz_key_load(const char *path, struct kz_key *out, char *why, size_t wlen)
 		kz_why(why, wlen, "field key is not a regular file");
 		goto out;
 	}
-	if ((st.st_mode & 07777) != 0600) {
-		kz_why(why, wlen, "field key mode is %04o, must be 0600",
-		    (unsigned)(st.st_mode & 07777));
+	/* 0400 is what systemd's LoadCredential= gives a unit. */
+	if ((st.st_mode & 07777) != 0600 && (st.st_mode & 07777) != 0400) {
+		kz_why(why, wlen, "field key mode is %04o, must be 0600 or "
+		    "0400", (unsigned)(st.st_mode & 07777));
 		goto out;
 	}
 	if (st.st_uid != geteuid() && geteuid() != 0) {

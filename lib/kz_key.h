@@ -29,7 +29,8 @@ struct kz_key {
 	unsigned char k[KZ_KEY_BYTES];
 };
 
-/* Loads a field key: a regular file of exactly 32 bytes, mode 0600. */
+/* Loads a field key: a regular file of exactly 32 bytes, mode 0600 or
+ * 0400 (a systemd credential), owned by us unless we are root. */
 KZ_WUR int kz_key_load(const char *path, struct kz_key *out, char *why,
     size_t wlen);
 /* Creates a new random key file (O_EXCL, 0600). */

@@ -12,8 +12,13 @@
 #include "kz_err.h"
 
 #define KZ_PEER_MAX 16
+/* Supplementary groups of a peer looked at (SO_PEERGROUPS). */
+#define KZ_PEER_GROUPS_MAX 256
 
-/* Peers allowed: uid 0 and the daemon's own uid always; plus these. */
+/*
+ * Peers allowed: uid 0 and the daemon's own uid always; plus these uids,
+ * and these gids as the peer's primary or one of its supplementary groups.
+ */
 struct kz_peer_policy {
 	uid_t uids[KZ_PEER_MAX];
 	size_t nuids;

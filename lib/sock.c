@@ -198,6 +198,28 @@ kz_peer_policy_parse(const char *uids, const char *gids,
 	return 0;
 }
 
+/*
+ * Whether the peer's supplementary groups (SO_PEERGROUPS, as they were at
+ * connect) hold one of the policy's gids: an operator is usually a member
+ * of the deployment's group, not a user whose primary group it is.  A peer
+ * with more groups than fit is matched on its primary gid only.
+ */
+static bool
+peer_groups_allowed(int fd, const struct kz_peer_policy *pol)
+{
+	gid_t g[KZ_PEER_GROUPS_MAX];
+	socklen_t len = sizeof(g);
+
+	if (pol->ngids == 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0)
+		return false;
+	for (size_t k = 0; k < len / sizeof(g[0]); k++)
+		for (size_t i = 0; i < pol->ngids; i++)
+			if (g[k] == pol->gids[i])
+				return true;
+	return false;
+}
+
 int
 kz_peer_check(int fd, const struct kz_peer_policy *pol, struct kz_peer *out)
 {
@@ -212,6 +234,8 @@ kz_peer_check(int fd, const struct kz_peer_policy *pol, struct kz_peer *out)
 		ok = uc.uid == pol->uids[i];
 	for (size_t i = 0; !ok && i < pol->ngids; i++)
 		ok = uc.gid == pol->gids[i];
+	if (!ok)
+		ok = peer_groups_allowed(fd, pol);
 	if (out != NULL) {
 		out->pid = uc.pid;
 		out->uid = uc.uid;

@@ -52,6 +52,14 @@ START_TEST(test_key_files)
 	chmod(p, 0644);
 	ck_assert_int_eq(kz_key_load(p, &k, why, sizeof(why)), KZ_EKEY);
 	ck_assert_ptr_nonnull(strstr(why, "0644"));
+	/* Owner-only read (a systemd credential) loads; group read does not. */
+	chmod(p, 0400);
+	ck_assert_int_eq(kz_key_load(p, &k, why, sizeof(why)), 0);
+	chmod(p, 0440);
+	ck_assert_int_eq(kz_key_load(p, &k, why, sizeof(why)), KZ_EKEY);
+	chmod(p, 0640);
+	ck_assert_int_eq(kz_key_load(p, &k, why, sizeof(why)), KZ_EKEY);
+	chmod(p, 0600);
 	write_file(p, b, 31, 0600);
 	ck_assert_int_eq(kz_key_load(p, &k, why, sizeof(why)), KZ_EKEY);
 	write_file(p, b, 33, 0600);

@@ -1,0 +1,184 @@
+/*
+ * sock.c's peer check over a real Unix socket: a peer connects from a
+ * child that has dropped to another uid with a chosen primary gid and
+ * supplementary groups, and the listening side checks it against tables
+ * of policies (needs root to change ids; skipped otherwise).  And what a
+ * refused client sees: kz_frame_call returns the daemon's one refusal
+ * even when the daemon closed before the request was written.
+ */
+#include <check.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kz_frame.h"
+#include "kz_json.h"
+#include "kz_sock.h"
+#include "banned.h"
+
+#define PEER_UID 47190
+#define PEER_GID 47191
+#define MEMBER_GID 47192
+#define OTHER_GID 47193
+
+static char dir[64], path[96];
+
+/* Accepts one connection from a child with these ids; the check's result. */
+static int
+check_peer(const struct kz_peer_policy *pol, const gid_t *groups, int ngroups)
+{
+	struct pollfd pf;
+	struct kz_peer peer;
+	pid_t pid;
+	int lfd, fd, r, st, p[2];
+
+	ck_assert_int_eq(kz_sock_listen(path, 4, &lfd, NULL, 0), 0);
+	/* Past the socket's mode (0660 root's): the peer check decides. */
+	ck_assert(chmod(path, 0666) == 0);
+	ck_assert(pipe(p) == 0);
+	if ((pid = fork()) == 0) {
+		char c;
+
+		close(p[1]);
+		if (setgroups((size_t)ngroups, groups) != 0 ||
+		    setgid(PEER_GID) != 0 || setuid(PEER_UID) != 0 ||
+		    kz_sock_connect(path, 1000, &fd, NULL, 0) != 0)
+			_exit(1);
+		/* Stay connected until the parent has looked. */
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	pf.fd = lfd;
+	pf.events = POLLIN;
+	ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+	ck_assert((fd = accept(lfd, NULL, NULL)) >= 0);
+	r = kz_peer_check(fd, pol, &peer);
+	ck_assert_int_eq(peer.uid, PEER_UID);
+	ck_assert_int_eq(peer.gid, PEER_GID);
+	close(p[1]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	close(fd);
+	close(lfd);
+	unlink(path);
+	return r;
+}
+
+static const struct {
+	const char *uids, *gids;
+	gid_t groups[3];
+	int ngroups, want;
+} cases[] = {
+	/* Nothing configured: only root and the daemon's own uid. */
+	{"", "", {MEMBER_GID}, 1, KZ_EPEER},
+	/* The primary gid, as before. */
+	{"", "47191", {0}, 0, 0},
+	/* A supplementary group: the operator's usual membership. */
+	{"", "47192", {MEMBER_GID}, 1, 0},
+	{"", "47192", {OTHER_GID, MEMBER_GID}, 2, 0},
+	{"", "47193,47192", {MEMBER_GID}, 1, 0},
+	/* Groups the policy does not name. */
+	{"", "47192", {OTHER_GID}, 1, KZ_EPEER},
+	{"", "47192", {0}, 0, KZ_EPEER},
+	/* A uid entry still works without any group. */
+	{"47190", "", {0}, 0, 0},
+	{"47194", "47193", {MEMBER_GID}, 1, KZ_EPEER},
+};
+
+START_TEST(test_peer_groups)
+{
+	struct kz_peer_policy pol;
+	char why[128];
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_int_eq(kz_peer_policy_parse(cases[_i].uids, cases[_i].gids,
+	    &pol, why, sizeof(why)), 0);
+	ck_assert_int_eq(check_peer(&pol, cases[_i].groups,
+	    cases[_i].ngroups), cases[_i].want);
+}
+END_TEST
+
+/*
+ * The daemon answers before reading anything and closes; the request is
+ * larger than the socket buffer, so its write fails with a broken pipe.
+ */
+START_TEST(test_call_reads_refusal_after_broken_pipe)
+{
+	cJSON *req = cJSON_CreateObject(), *rep = NULL, *err;
+	char *big = malloc(900000), why[128] = "";
+	struct pollfd pf;
+	pid_t pid;
+	int lfd, fd, st;
+
+	ck_assert_int_eq(kz_sock_listen(path, 4, &lfd, NULL, 0), 0);
+	if ((pid = fork()) == 0) {
+		pf.fd = lfd;
+		pf.events = POLLIN;
+		if (poll(&pf, 1, 5000) != 1 || (fd = accept(lfd, NULL,
+		    NULL)) < 0)
+			_exit(1);
+		err = kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER, "no");
+		_exit(kz_frame_write(fd, err, 1 << 20, 1000) == 0 ? 0 : 2);
+	}
+	memset(big, 'a', 899999);
+	big[899999] = '\0';
+	cJSON_AddStringToObject(req, "op", "x");
+	cJSON_AddStringToObject(req, "pad", big);
+	ck_assert_int_eq(kz_frame_call(path, req, 5000, &rep, why,
+	    sizeof(why)), 0);
+	ck_assert_str_eq(cJSON_GetStringValue(kz_json_get(rep, "error")),
+	    KZ_WE_UNAUTHORIZED_PEER);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	free(big);
+	close(lfd);
+}
+END_TEST
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/kz-sock-unit.XXXXXX");
+	ck_assert(mkdtemp(dir) != NULL);
+	ck_assert(chmod(dir, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/s", dir);
+}
+
+static void
+teardown(void)
+{
+	unlink(path);
+	rmdir(dir);
+}
+
+int
+main(void)
+{
+	Suite *s = suite_create("sock");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int nf;
+
+	signal(SIGPIPE, SIG_IGN);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_peer_groups, 0,
+	    sizeof(cases) / sizeof(cases[0]));
+	tcase_add_test(tc, test_call_reads_refusal_after_broken_pipe);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
