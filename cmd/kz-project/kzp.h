@@ -119,6 +119,10 @@ KZ_WUR int kzp_materialize(const struct kzp *p, const cJSON *snap,
 /* Opens rel beneath dirfd without following symlinks: a regular file. */
 KZ_WUR int kzp_open_beneath(int dirfd, const char *rel, int *fd);
 
+/* classify.c: *admin when an admitted file is host administration. */
+KZ_WUR int kzp_classify(const struct kzp *p, const cJSON *snap, bool *admin,
+    struct kzp_res *r);
+
 /* outputs.c */
 KZ_WUR int kzp_output_check(const char *name, const char *types,
     const unsigned char *head, size_t headlen, struct kzp_res *r);

@@ -852,6 +852,27 @@ op_materialize(struct kzp *p, const cJSON *req, cJSON *out,
 	return e;
 }
 
+/*
+ * The admitted files, classified before a worker is leased (classify.c);
+ * the snapshot must still hold, as for materialize.  kz-run refuses a
+ * turn whose verdict is host_administration.
+ */
+static int
+op_classify(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r)
+{
+	const cJSON *snap;
+	bool admin = false;
+	int e;
+
+	if ((snap = req_snap(req, r)) == NULL)
+		return KZ_EINVAL;
+	if ((e = check_live(p, snap, r)) == 0 &&
+	    (e = kzp_classify(p, snap, &admin, r)) == 0)
+		cJSON_AddStringToObject(out, "verdict", admin ?
+		    "host_administration" : "ok");
+	return e;
+}
+
 int kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
     struct kzp_res *r);
 int kzp_op_placeholder(struct kzp *p, const cJSON *req, cJSON *out,
@@ -891,6 +912,7 @@ const struct kzp_opdef kzp_ops[] = {
 	{"admit", F("room", "member", "turn", "select", "retrieved",
 	    "contract", "capability"), op_admit},
 	{"verify", F("snapshot"), op_verify},
+	{"classify", F("snapshot"), op_classify},
 	{"materialize", F("snapshot", "dest"), op_materialize},
 	{"link-output", F("room", "member", "turn", "workspace", "file",
 	    "name"), kzp_op_link_output},

@@ -5,14 +5,10 @@
  * starts.  It keeps the snapshot only to hand it back and to record its
  * audience version and manifest digest in its own audit records.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kz_evidence.h"
 #include "kz_frame.h"
@@ -193,86 +189,35 @@ snap_req(const char *op, const char *rid, const cJSON *snap)
 
 /*
  * A room's files reach the run as a projection, not as --file: they are
- * classified like any script before a worker is leased.  kz-project
- * materializes the admitted snapshot into a private directory in the run
- * dir; materialize checks every digest against the snapshot, so these are
- * the bytes the worker will be given.  The copy is removed afterwards.
+ * classified like any script before a worker is leased.  kz-project reads
+ * each admitted blob, checks its digest against the snapshot (the bytes
+ * the worker will be given) and classifies it with libkz's classifier;
+ * nothing is copied to disk, so nothing has to be removed by a kz-run
+ * that may be neither root nor kz-project's user.
  */
-/*
- * Copies left by a kz-run that died mid-check (their names carry the pid):
- * removed once that pid is gone.  Only directories are touched.
- */
-static void
-sweep_stale(const char *run_dir)
-{
-	static const char pre[] = "kz-run-classify.";
-	char path[PATH_MAX], *end;
-	struct dirent *de;
-	DIR *d = opendir(run_dir);
-	long pid;
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_type != DT_DIR ||
-		    strncmp(de->d_name, pre, sizeof(pre) - 1) != 0)
-			continue;
-		pid = strtol(de->d_name + sizeof(pre) - 1, &end, 10);
-		if (pid <= 0 || *end != '.' || pid == (long)getpid() ||
-		    kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
-		    (size_t)snprintf(path, sizeof(path), "%s/%s", run_dir,
-		    de->d_name) >= sizeof(path))
-			continue;
-		if (run_tree_remove(path) != 0) {
-			/* Left for the next sweep. */
-		}
-	}
-	closedir(d);
-}
-
 static int
 classify_admitted(const struct run_ctx *x, const struct run_adm *a,
     struct run_refusal *f)
 {
-	char stage[PATH_MAX], dest[PATH_MAX], why[200] = "";
-	cJSON *req, *rep = NULL;
-	int rc, e;
+	cJSON *rep = NULL, *req;
+	const char *v;
+	int rc;
 
 	if (a->files == 0)
 		return 0;
-	sweep_stale(x->c->run_dir);
-	if ((size_t)snprintf(stage, sizeof(stage),
-	    "%s/kz-run-classify.%ld.XXXXXX", x->c->run_dir,
-	    (long)getpid()) >= sizeof(stage) || mkdtemp(stage) == NULL) {
-		refuse(f, "classify", "unavailable", "the admitted files could "
-		    "not be staged for classification");
-		return RUN_EXIT_UNAVAIL;
-	}
-	if ((size_t)snprintf(dest, sizeof(dest), "%s/files", stage) >=
-	    sizeof(dest)) {
-		(void)rmdir(stage);
-		refuse(f, "classify", "unavailable", "the admitted files could "
-		    "not be staged for classification");
-		return RUN_EXIT_UNAVAIL;
-	}
-	if ((req = snap_req("materialize", x->rid, a->snap)) != NULL)
-		cJSON_AddStringToObject(req, "dest", dest);
+	req = snap_req("classify", x->rid, a->snap);
 	rc = call(x->c, "classify", req, &rep, f);
 	cJSON_Delete(req);
+	v = rc == 0 ? cJSON_GetStringValue(kz_json_get(rep, "verdict")) : NULL;
+	if (rc == 0 && (v == NULL || strcmp(v, "ok") != 0)) {
+		bool admin = v != NULL && strcmp(v, "host_administration") == 0;
+
+		refuse(f, "classify", admin ? "host_administration" :
+		    "internal", admin ? "a projected file is host "
+		    "administration" : "malformed classification verdict");
+		rc = admin ? RUN_EXIT_REFUSED : RUN_EXIT_INTERNAL;
+	}
 	cJSON_Delete(rep);
-	if (rc == 0 && (e = run_classify_dir(x->c, dest, why,
-	    sizeof(why))) != 0) {
-		refuse(f, "classify", e == 1 ? "host_administration" :
-		    "unavailable", why);
-		rc = e == 1 ? RUN_EXIT_REFUSED : RUN_EXIT_UNAVAIL;
-	}
-	if (run_tree_remove(stage) != 0 && rc == 0) {
-		/* What cannot be removed may not be left for a later turn
-		 * to find; nothing is leased. */
-		refuse(f, "classify", "unavailable", "the classified copy "
-		    "could not be removed");
-		rc = RUN_EXIT_UNAVAIL;
-	}
 	return rc;
 }
 

@@ -1,25 +1,19 @@
 /*
  * Classification before dispatch, in-process with libkz's classifier (the
  * one "kz-sandbox classify" runs): every --file, an inline script
- * ("sh -c TEXT"), the command line itself ("sudo id") and every file of a
- * room's projection (from a copy kz-project materializes before the lease,
- * run_classify_dir).  A script that needs root is refused here and never
- * reaches a worker; a file that cannot be classified whole (unreadable,
- * not a regular file, too large) refuses too (fail closed).
+ * ("sh -c TEXT") and the command line itself ("sudo id"); a room's files
+ * are classified the same way by kz-project (its classify op, asked
+ * before the lease: admit.c).  A script that needs root is refused here
+ * and never reaches a worker; a file that cannot be classified whole
+ * (unreadable, not a regular file, too large) refuses too (fail closed).
  */
-#include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "kz_classify.h"
 #include "run.h"
 #include "banned.h"
-
-/* Files in one projected tree at most. */
-#define TREE_MAX 65536
 
 /* Each interpreter and the option letters that take the script text. */
 static const struct {
@@ -168,52 +162,6 @@ run_classify(const struct run_conf *c, const struct run_opts *o, char *why,
 			    "administration");
 			return 1;
 		}
-	}
-	return 0;
-}
-
-/* nftw has no argument for its callback: the walk's state (one walk at a
- * time; kz-run is single-threaded). */
-static struct {
-	size_t n;
-	int verdict;	/* KZ_CLASS_OK, KZ_CLASS_HOST_ADMIN or a KZ_E* */
-} walk;
-
-static int
-visit(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	char why[256];
-
-	(void)ftw;
-	if (flag == FTW_D || flag == FTW_DP)
-		return 0;
-	/* A projection holds directories and regular files only; anything
-	 * else (a symlink, a file that could not be read) is not proven. */
-	if (flag != FTW_F || !S_ISREG(sb->st_mode) || walk.n++ == TREE_MAX) {
-		walk.verdict = KZ_EUNAVAIL;
-		return 1;
-	}
-	walk.verdict = kz_classify_file(p, why, sizeof(why));
-	return walk.verdict != KZ_CLASS_OK;
-}
-
-int
-run_classify_dir(const struct run_conf *c, const char *dir, char *why,
-    size_t wlen)
-{
-	int r;
-
-	(void)c;
-	memset(&walk, 0, sizeof(walk));
-	r = nftw(dir, visit, 16, FTW_PHYS | FTW_MOUNT);
-	if (walk.verdict == KZ_CLASS_HOST_ADMIN) {
-		kz_why(why, wlen, "a projected file is host administration");
-		return 1;
-	}
-	if (r != 0 || walk.verdict != KZ_CLASS_OK) {
-		kz_why(why, wlen, "the projected files could not be "
-		    "classified");
-		return KZ_EUNAVAIL;
 	}
 	return 0;
 }

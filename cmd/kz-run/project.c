@@ -1,11 +1,9 @@
 /*
  * The projection without kz-project: the named files are copied, each
- * read-only (0444, root's), into the leased worker's projection directory,
+ * read-only (0444, the caller's), into the leased worker's projection directory,
  * which the worker binds read-only at /projection, outside the workspace.
  * The manifest digest covers each file's name, size and SHA-256, in the
  * order given, so an audit record names exactly what was projected.
- * run_tree_remove takes away the copy of a room's projection that was
- * materialized only to be classified.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -138,35 +136,4 @@ run_project(const struct run_conf *c, const char *dir,
 	close(dfd);
 	finish(&m, digest);
 	return e;
-}
-
-/* kz-project leaves directories 0555: they are opened up first, walking
- * down, then emptied walking up.  Symlinks are removed, never followed. */
-static int
-open_up(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	if (flag == FTW_D)
-		(void)chmod(p, 0700);
-	return 0;
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	(void)(flag == FTW_DP ? rmdir(p) : unlink(p));
-	return 0;
-}
-
-int
-run_tree_remove(const char *dir)
-{
-	struct stat sb;
-
-	(void)nftw(dir, open_up, 16, FTW_PHYS | FTW_MOUNT);
-	(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-	return lstat(dir, &sb) != 0 && errno == ENOENT ? 0 : KZ_ESYS;
 }

@@ -65,11 +65,6 @@ KZ_WUR int run_classify(const struct run_conf *c, const struct run_opts *o,
  * "bash -ec TEXT", "perl -e TEXT"); *text is that script.  Exposed for
  * the unit tests. */
 bool run_inline_script(int argc, char **argv, const char **text);
-/* Every regular file under dir (a room's projection, materialized for
- * this check): 0 ok, 1 host administration, or a negative kz_err when a
- * file could not be listed or classified. */
-KZ_WUR int run_classify_dir(const struct run_conf *c, const char *dir,
-    char *why, size_t wlen);
 
 /* project.c: copies the files read-only into dir (which must be empty)
  * and computes the manifest digest over names, sizes and contents. */
@@ -78,9 +73,6 @@ KZ_WUR int run_project(const struct run_conf *c, const char *dir,
     uint64_t *bytes, char *why, size_t wlen);
 /* The manifest digest of an empty projection. */
 void run_manifest_empty(char digest[RUN_DIGEST_MAX]);
-/* Removes a projection tree kz-run asked for (its directories are 0555)
- * without following symlinks; 0 when nothing is left. */
-KZ_WUR int run_tree_remove(const char *dir);
 
 /* opts.c: defaults and the rules between options (--room and --file are
  * exclusive; the room is the conversation, the member the actor).  0 or
@@ -117,9 +109,8 @@ struct run_refusal {
 };
 struct run_ctx;
 /* Admission of the turn before the lease, and the classification of
- * what it admitted (stage "classify": a copy kz-project materializes in
- * the run dir and kz-run removes): 0 with a filled, or an exit code with
- * f filled. */
+ * what it admitted (stage "classify": kz-project's classify op): 0 with a
+ * filled, or an exit code with f filled. */
 int run_admit(const struct run_ctx *x, struct run_adm *a,
     struct run_refusal *f);
 /* Right before the code starts: verify, then materialize into a new

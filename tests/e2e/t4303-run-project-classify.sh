@@ -3,13 +3,16 @@
 # it classifies --file and inline scripts, before any worker is leased: a
 # projected script that needs sudo is refused (exit 1, audited as an
 # admission denial at the classify stage), whatever the command names;
-# clean files run, and the
-# copy made for the check is never left behind.
+# clean files run.  kz-project classifies the admitted blobs themselves
+# (its classify op): no copy is made on disk for the check, and a blob
+# whose bytes are not the admitted ones is refused.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 25
+plan 27
 . "$TOP/tests/e2e/room-run-lib.sh"
-staged() { ls -d "$T"/kz-run-classify.* 2>/dev/null | wc -l; }
+# Copies of the room's files anywhere in the run dir but the blob store.
+staged() { find "$T" -path "$T/blobs" -prune -o -type f \( -name hello.sh \
+	-o -name data.csv -o -name install.sh \) -print 2>/dev/null | wc -l; }
 # The store's fencing-token counter: every lease and release moves it.
 tokc() { redis-cli -s "$STORE_SOCK" GET 'kz:{default}:tok'; }
 
@@ -21,22 +24,14 @@ q member-create --member alice && q room-create --room r1 --member alice &&
 	q link --resource d2 --member alice --room r1 --turn t0 --shared
 ok $? "a room with a clean script and a data file"
 
-# Copies left by a kz-run that died mid-check: one whose pid is gone, one
-# whose pid still runs.
-true & dead=$!; wait $dead
-sleep 60 & live=$!; on_exit "kill $live 2>/dev/null"
-mkdir -p "$T/kz-run-classify.$dead.abcdef/files" "$T/kz-run-classify.$live.abcdef"
-echo x >"$T/kz-run-classify.$dead.abcdef/files/f"
-
 # Pass: clean files are classified and run.
 l0=$(n_kind lease)
 kz-run -q --room r1 --member alice -- sh /projection/files/tools/hello.sh >"$T/o1" 2>"$T/e1"
 is "$?" 0 "a clean projected script runs"
 is "$(cat "$T/o1")" "hello from the room" "with its output"
 is "$(n_kind lease)" "$((l0 + 1))" "one worker was leased for it"
-is "$(staged)" 1 "the copy made for the check is gone, and so is a dead run's"
-t "a live run's copy is left alone" test -d "$T/kz-run-classify.$live.abcdef"
-rmdir "$T/kz-run-classify.$live.abcdef"
+wait_for warm 1
+is "$(staged)" 0 "no copy of the room's files is left (the reset wiped the projection)"
 
 # A script that needs sudo, linked in a subdirectory of the room.
 wait_for warm 1
@@ -58,7 +53,7 @@ den=$(audit_q --kind admission | grep '"decision":"denied"' | tail -1)
 like "$den" '"stage":"classify"' "kz-run audited the denial at the classify stage"
 like "$den" '"outcome":"host_administration"' "with the host_administration outcome"
 unlike "$den" 'install.sh|tools/setup|sudo' "the record names no file and no content"
-is "$(staged)" 0 "the copy made for the check is gone after a refusal"
+is "$(staged)" 0 "no copy was made for the check"
 
 # The command does not have to name the file: what is projected is checked.
 rc_is 1 "a run whose command ignores the sudo script is refused too" \
@@ -82,5 +77,16 @@ q room-create --room r2 --member alice &&
 	q link --resource d1 --member alice --room r2 --turn t0 --shared
 kz-run -q --room r2 --member alice -- sh /projection/files/tools/hello.sh >"$T/o3" 2>"$T/e3"; r3=$?
 is "$r3:$(cat "$T/o3")" "0:hello from the room" "a clean room runs"
+
+# The blob behind the clean script is rewritten after it was admitted
+# (same size): what would be classified is not what was admitted.
+h=$(printf 'echo "hello from the room"' | sha256sum | cut -d' ' -f1)
+chmod u+w "$T/blobs/$h" && printf 'sudo id; echo "hello from the x"' | head -c "$(stat -c %s "$T/blobs/$h")" >"$T/blobs/$h"
+l0=$(n_kind lease)
+rc_is 1 "a blob changed behind kz-project's back is refused" \
+	kz-run --room r2 --member alice -- sh /projection/files/tools/hello.sh
+like "$(cat "$T/.out")" "admission: refused: a file's bytes do not match the admitted digest" \
+	"at the classify step, naming the digest"
+is "$(n_kind lease)" "$l0" "and nothing was leased"
 t "the audit chain verifies" kz-audit verify --dir "$T/audit"
 done_testing

@@ -1,7 +1,6 @@
-/* kz-run classify.c and project.c's tree removal: which command lines are
- * inline scripts, the command line itself, the classification of a
- * materialized tree (every file, fail closed on anything odd) and the
- * removal of that tree. */
+/* kz-run classify.c: which command lines are inline scripts, the command
+ * line itself and --file files whole.  A room's files are classified by
+ * kz-project (tests/unit/kz-project/check_classify.c). */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,18 +14,6 @@
 
 static char dir[64], tree[96];
 static struct run_conf conf;
-
-static void
-put(const char *rel, const char *text)
-{
-	char p[256];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	ck_assert((f = fopen(p, "w")) != NULL);
-	fputs(text, f);
-	fclose(f);
-}
 
 static void
 setup(void)
@@ -46,89 +33,6 @@ teardown(void)
 	snprintf(cmd, sizeof(cmd), "chmod -R u+w %s; rm -rf %s", dir, dir);
 	ck_assert(system(cmd) == 0);
 }
-
-START_TEST(test_tree_clean)
-{
-	char why[200] = "", p[128];
-
-	snprintf(p, sizeof(p), "%s/a", tree);
-	ck_assert(mkdir(p, 0755) == 0);
-	snprintf(p, sizeof(p), "%s/a/b", tree);
-	ck_assert(mkdir(p, 0755) == 0);
-	put("a/b/x.sh", "echo hi\n");
-	put("top.csv", "a,b\n");
-	ck_assert_int_eq(run_classify_dir(&conf, tree, why, sizeof(why)), 0);
-}
-END_TEST
-
-START_TEST(test_tree_nested_admin)
-{
-	char why[200] = "", p[128];
-
-	snprintf(p, sizeof(p), "%s/deep", tree);
-	ck_assert(mkdir(p, 0755) == 0);
-	put("ok.sh", "echo fine\n");
-	put("deep/setup.sh", "sudo apt-get install x\n");
-	ck_assert_int_eq(run_classify_dir(&conf, tree, why, sizeof(why)), 1);
-	ck_assert_str_eq(why, "a projected file is host administration");
-	/* The reason names no file (it is audited). */
-	ck_assert_ptr_null(strstr(why, "setup"));
-}
-END_TEST
-
-/* 150 files, each one classified; one bad file among them refuses the
- * tree. */
-START_TEST(test_tree_batches)
-{
-	char why[200] = "", name[32];
-	int i;
-
-	for (i = 0; i < 150; i++) {
-		snprintf(name, sizeof(name), "f%03d.txt", i);
-		put(name, "data\n");
-	}
-	ck_assert_int_eq(run_classify_dir(&conf, tree, why, sizeof(why)), 0);
-	put("f077.txt", "sudo id\n");
-	ck_assert_int_eq(run_classify_dir(&conf, tree, why, sizeof(why)), 1);
-}
-END_TEST
-
-START_TEST(test_tree_empty)
-{
-	char why[200] = "";
-
-	ck_assert_int_eq(run_classify_dir(&conf, tree, why, sizeof(why)), 0);
-}
-END_TEST
-
-/* Anything that is not a directory or a regular file is not proven. */
-START_TEST(test_tree_symlink_refused)
-{
-	char why[200] = "", p[128];
-
-	put("ok.txt", "x\n");
-	snprintf(p, sizeof(p), "%s/link", tree);
-	ck_assert(symlink("/etc/passwd", p) == 0);
-	ck_assert_int_eq(run_classify_dir(&conf, tree, why, sizeof(why)),
-	    KZ_EUNAVAIL);
-}
-END_TEST
-
-START_TEST(test_tree_missing_or_fifo)
-{
-	char why[200] = "", p[128];
-
-	snprintf(p, sizeof(p), "%s/nope", dir);
-	ck_assert_int_eq(run_classify_dir(&conf, p, why, sizeof(why)),
-	    KZ_EUNAVAIL);
-	put("a.sh", "echo\n");
-	snprintf(p, sizeof(p), "%s/pipe", tree);
-	ck_assert(mkfifo(p, 0600) == 0);
-	ck_assert_int_eq(run_classify_dir(&conf, tree, why, sizeof(why)),
-	    KZ_EUNAVAIL);
-	ck_assert_str_eq(why, "the projected files could not be classified");
-}
-END_TEST
 
 /* The command line is classified as the words kz-run execs, and --file
  * files whole. */
@@ -188,30 +92,6 @@ START_TEST(test_files_whole)
 }
 END_TEST
 
-/* A materialized tree: 0444 files, 0555 directories, and a symlink to a
- * file outside, which must be removed and not followed. */
-START_TEST(test_tree_remove)
-{
-	char p[128], out[128], sub[128];
-	struct stat sb;
-
-	snprintf(sub, sizeof(sub), "%s/d", tree);
-	ck_assert(mkdir(sub, 0755) == 0);
-	put("d/x", "x");
-	snprintf(out, sizeof(out), "%s/outside", dir);
-	ck_assert(close(open(out, O_CREAT | O_WRONLY, 0600)) == 0);
-	snprintf(p, sizeof(p), "%s/d/l", tree);
-	ck_assert(symlink(out, p) == 0);
-	snprintf(p, sizeof(p), "%s/d/x", tree);
-	ck_assert(chmod(p, 0444) == 0 && chmod(sub, 0555) == 0 &&
-	    chmod(tree, 0555) == 0);
-	ck_assert_int_eq(run_tree_remove(tree), 0);
-	ck_assert(lstat(tree, &sb) != 0);
-	ck_assert(stat(out, &sb) == 0);
-	ck_assert_int_eq(run_tree_remove(tree), 0);
-}
-END_TEST
-
 static const struct {
 	const char *argv[6];
 	int argc, text;		/* text: index of the script, -1 none */
@@ -260,16 +140,9 @@ main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_tree_clean);
-	tcase_add_test(tc, test_tree_nested_admin);
-	tcase_add_test(tc, test_tree_batches);
-	tcase_add_test(tc, test_tree_empty);
-	tcase_add_test(tc, test_tree_symlink_refused);
-	tcase_add_test(tc, test_tree_missing_or_fifo);
 	tcase_add_loop_test(tc, test_command_line, 0, sizeof(cmd_cases) /
 	    sizeof(cmd_cases[0]));
 	tcase_add_test(tc, test_files_whole);
-	tcase_add_test(tc, test_tree_remove);
 	tcase_add_loop_test(tc, test_inline_forms, 0, sizeof(inl_cases) /
 	    sizeof(inl_cases[0]));
 	suite_add_tcase(s, tc);
