@@ -127,13 +127,16 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
 		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/etc/kaizen \
-		$(DESTDIR)$(PREFIX)/lib/systemd/system
+		$(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
 	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(PREFIX)/bin/
 	for s in 1 5 7 8; do for m in man/man$$s/*.$$s; do [ -f $$m ] && \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done; done; true
 	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(PREFIX)/etc/kaizen/$${c##*/}; \
-		[ -f $$t ] || install -m 0640 $$c $$t; done
+		[ -f $$t ] || install -m 0644 $$c $$t; done
 	install -m 0644 etc/systemd/* $(DESTDIR)$(PREFIX)/lib/systemd/system/
+	install -m 0644 etc/sysusers.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/
+	install -m 0644 etc/tmpfiles.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/
 	# kz-pi-validate's child script and the pinned Pi loaders beside it.
 	install -d $(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate
 	install -m 0644 cmd/kz-pi-validate/child.mjs \

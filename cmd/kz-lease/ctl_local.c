@@ -46,9 +46,70 @@ split_args(char *s, char **av, int max)
 	return n;
 }
 
+/* "KEY=" and the ids, comma-separated; NULL when out of memory. */
+static char *
+ids_var(const char *key, const unsigned *ids, size_t n)
+{
+	size_t len = strlen(key) + 2 + n * 11, o;
+	char *s = malloc(len);
+
+	if (s == NULL)
+		return NULL;
+	o = (size_t)snprintf(s, len, "%s=", key);
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(s + o, len - o, "%s%u", i ? "," : "",
+		    ids[i]);
+	return s;
+}
+
+/*
+ * The worker's environment: kz-lease's, with KZ_PEER_UIDS and KZ_PEER_GIDS
+ * set to kz-lease's own peer policy, so that whoever may lease a worker
+ * may also run on it, whether the policy came from the file or the
+ * environment.  Built before the fork (it allocates).
+ */
+static char **
+worker_env(const struct lease_conf *c)
+{
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	if ((env = calloc(n + 3, sizeof(*env))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "KZ_PEER_UIDS=", 13) != 0 &&
+		    strncmp(environ[i], "KZ_PEER_GIDS=", 13) != 0)
+			env[k++] = environ[i];
+	env[k] = ids_var("KZ_PEER_UIDS", c->peers.uids, c->peers.nuids);
+	env[k + 1] = ids_var("KZ_PEER_GIDS", c->peers.gids, c->peers.ngids);
+	if (env[k] == NULL || env[k + 1] == NULL) {
+		free(env[k]);
+		free(env[k + 1]);
+		free(env);
+		return NULL;
+	}
+	return env;
+}
+
+static void
+worker_env_free(char **env)
+{
+	size_t n = 0;
+
+	while (env[n] != NULL)
+		n++;
+	/* Only the two last entries are ours. */
+	free(env[n - 1]);
+	free(env[n - 2]);
+	free(env);
+}
+
 /* The grandchild: a session of its own, so kz-lease can come and go. */
 static void
-exec_worker(const struct lease_conf *c, const char *id, const char *dir)
+exec_worker(const struct lease_conf *c, const char *id, char **env)
 {
 	char sock[PATH_MAX], state[PATH_MAX], log[PATH_MAX], extra[1024];
 	char proj[PATH_MAX];
@@ -61,7 +122,6 @@ exec_worker(const struct lease_conf *c, const char *id, const char *dir)
 	    kz_pool_wpath(c->workers_dir, id, "projection", proj,
 	    sizeof(proj)))
 		_exit(127);
-	(void)dir;
 	snprintf(extra, sizeof(extra), "%s", c->worker_args);
 	av[n++] = (char *)c->worker_bin;
 	av[n++] = "serve";
@@ -88,7 +148,7 @@ exec_worker(const struct lease_conf *c, const char *id, const char *dir)
 	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 	    0600)) >= 0)
 		dup2(fd, 2);
-	execv(av[0], av);
+	execve(av[0], av, env);
 	_exit(127);
 }
 
@@ -108,11 +168,36 @@ write_pid(const char *dir, pid_t pid)
 	return n;
 }
 
+/*
+ * Modes are set explicitly, whatever the umask (the unit's is 0077); the
+ * group is kz-lease's own (the unit's Group=, the deployment's group).
+ * The workers directory and each worker's are traversable by that group
+ * (its callers reach the worker's socket); the projection directory is
+ * writable by it too (kz-project and kz-run --file fill it), sticky, and
+ * readable by others: the code reads it, read-only, at /projection.
+ */
+static int
+make_dirs(const struct lease_conf *c, const char *dir, const char *proj)
+{
+	if (mkdir(c->workers_dir, 0750) == 0 &&
+	    chmod(c->workers_dir, 0750) != 0)
+		return -1;
+	if (mkdir(dir, 0750) != 0)
+		return -1;
+	if (chmod(dir, 0750) != 0 || mkdir(proj, 0700) != 0 ||
+	    chmod(proj, LEASE_PROJECTION_MODE) != 0) {
+		rmdir(proj);
+		rmdir(dir);
+		return -1;
+	}
+	return 0;
+}
+
 int
 ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
     size_t elen, char *why, size_t wlen)
 {
-	char dir[PATH_MAX], proj[PATH_MAX];
+	char dir[PATH_MAX], proj[PATH_MAX], **env;
 	pid_t mid, w;
 	int st;
 
@@ -121,13 +206,14 @@ ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
 	    kz_pool_wpath(c->workers_dir, id, "projection", proj,
 	    sizeof(proj)) != 0)
 		return KZ_EINVAL;
-	(void)mkdir(c->workers_dir, 0750);
-	if (mkdir(dir, 0750) != 0 || mkdir(proj, 0755) != 0 ||
-	    chmod(proj, 0755) != 0) {
+	if (make_dirs(c, dir, proj) != 0) {
 		kz_why(why, wlen, "cannot make the worker directory");
 		return KZ_ESYS;
 	}
-	if ((mid = fork()) < 0) {
+	if ((env = worker_env(c)) == NULL || (mid = fork()) < 0) {
+		if (env != NULL)
+			worker_env_free(env);
+		rmdir(proj);
 		rmdir(dir);
 		kz_why(why, wlen, "fork failed");
 		return KZ_ESYS;
@@ -137,9 +223,10 @@ ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
 		if ((w = fork()) < 0)
 			_exit(1);
 		if (w == 0)
-			exec_worker(c, id, dir);
+			exec_worker(c, id, env);
 		_exit(write_pid(dir, w) == 0 ? 0 : 1);
 	}
+	worker_env_free(env);
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {

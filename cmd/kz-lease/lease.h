@@ -17,6 +17,12 @@
 
 #define LEASE_VERSION "0.1.0"
 #define LEASE_INV_MAX 1024
+/* A worker's projection directory: group-writable, sticky, world-readable
+ * (ctl_local.c says why). */
+#define LEASE_PROJECTION_MODE 01775
+/* The workspace snapshots: the worker (root) writes one, kz-run (a member
+ * of kz-lease's group) renames it into place. */
+#define LEASE_SNAPSHOT_DIR_MODE 0770
 
 struct lease_conf {
 	char sock[108];

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <event2/event.h>
@@ -237,6 +238,24 @@ load_idkey(struct d *d, char *why, size_t wlen)
 	return e;
 }
 
+/*
+ * The snapshot directory is made here, not by kz-run: a kz-run that is
+ * not root cannot create it in the run directory, only rename into it.
+ */
+static void
+make_snap_dir(const struct lease_conf *c)
+{
+	if (mkdir(c->snap_dir, 0700) == 0) {
+		if (chmod(c->snap_dir, LEASE_SNAPSHOT_DIR_MODE) == 0)
+			return;
+		(void)rmdir(c->snap_dir);
+	} else if (errno == EEXIST)
+		return;
+	kz_log(KZ_LOG_WARN, "serve.snapshots", KZ_ESYS,
+		    "no snapshot directory: workspaces will not be saved",
+		    NULL);
+}
+
 int
 lease_serve(struct lease_conf *c)
 {
@@ -255,6 +274,7 @@ lease_serve(struct lease_conf *c)
 		kz_log(KZ_LOG_ERROR, "serve.key", e, why, NULL);
 		return 3;
 	}
+	make_snap_dir(c);
 	if ((d.base = event_base_new()) == NULL)
 		goto out;
 	ac.sock = c->store_sock;

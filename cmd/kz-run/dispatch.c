@@ -83,10 +83,10 @@ denied(const struct run_ctx *x, const char *kind, const char *stage,
 /* One lease call; a lost reply is retried once under the same op id, so
  * a lease granted meanwhile is answered, not granted twice. */
 static int
-lease_once(const struct run_ctx *x, const char *opid, cJSON **rep)
+lease_once(const struct run_ctx *x, const char *opid, cJSON **rep,
+    char *why, size_t wlen)
 {
 	cJSON *req = request("lease", x->rid);
-	char why[160];
 	int e, i;
 
 	if (req == NULL)
@@ -99,7 +99,7 @@ lease_once(const struct run_ctx *x, const char *opid, cJSON **rep)
 	cJSON_AddStringToObject(req, "run_id", x->rid);
 	for (i = 0; i < 2; i++)
 		if ((e = kz_frame_call(x->c->lease_sock, req,
-		    (int)x->c->io_timeout_ms, rep, why, sizeof(why))) !=
+		    (int)x->c->io_timeout_ms, rep, why, wlen)) !=
 		    KZ_ETIMEDOUT && e != KZ_EEOF)
 			break;
 	cJSON_Delete(req);
@@ -111,15 +111,19 @@ get_lease(const struct run_ctx *x, struct lease *l)
 {
 	int64_t deadline = kz_now_ms() + x->c->lease_wait_ms, nap = 20000;
 	unsigned char b[16];
-	char opid[33];
+	char opid[33], why[160] = "";
 	const char *code, *reason;
 	int e;
 
 	for (;;) {
 		randombytes_buf(b, sizeof(b));
 		kz_hex(b, sizeof(b), opid);
-		if ((e = lease_once(x, opid, &l->rep)) != 0) {
-			fprintf(stderr, "kz-run: kz-lease unreachable\n");
+		if ((e = lease_once(x, opid, &l->rep, why, sizeof(why))) !=
+		    0) {
+			/* The reason (no path in it) tells a caller outside
+			 * the deployment's group from a daemon that is down. */
+			fprintf(stderr, "kz-run: kz-lease unreachable%s%s\n",
+			    why[0] ? ": " : "", why);
 			denied(x, "admission", "lease", "unavailable",
 			    "the lease service could not be reached");
 			return RUN_EXIT_UNAVAIL;
