@@ -3,15 +3,17 @@
 #  (a) redis-benchmark: a one-round-trip EVALSHA against the same store
 #      (32 clients), the store's ceiling in calls/s;
 #  (b) kz-lease lease+release cycles/s from 32 concurrent clients on a pool
-#      of warm (stand-in) workers, every release followed by kz-lease's
-#      real in-process reset (agent wipe + health, host-side cgroup and
+#      of POOL warm kz-sandbox workers (real ones, as kz-lease's local
+#      controller starts them), every release followed by kz-lease's
+#      in-process reset (agent wipe + health, host-side cgroup and
 #      projection checks, publish script), as in production.  Only honest
 #      cycles count: leases of a worker a reset proved clean since its last
 #      lease (lease-load.c); leases of fresh workers and any reused clean
 #      token are reported beside it.  The CPU every process spent per
-#      cycle shows what a release->warm costs and the ceiling it sets on 2
-#      cores; beside it the daemon's own path (status ops/s: one EVALSHA
-#      each, no lease and no reset);
+#      cycle (kz-lease, the store, the workers' agents) shows what a
+#      release->warm costs and the ceiling it sets on 2 cores; beside it
+#      the daemon's own path (status ops/s: one EVALSHA each, no lease and
+#      no reset);
 #  (c) kz-run -- /bin/true end to end on warm real kz-sandbox workers
 #      (lease -> run -> release, audit on), p50 and p99, beside the cold
 #      bwrap --unshare-all ... /bin/true p50;
@@ -25,15 +27,12 @@ RUNS=${RUNS:-200}
 T=$(mktemp -d /tmp/kz-bench.XXXXXX)
 chmod 0755 "$T"
 PIDS=
-CG=kzb-$$
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	sleep 0.5
 	for f in "$T"/*/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
 	wait 2>/dev/null
 	sleep 0.5
-	# The stand-in workers of (b) are gone now: their cgroups can go.
-	for c in memory pids; do rmdir /sys/fs/cgroup/$c/$CG/*/ /sys/fs/cgroup/$c/$CG 2>/dev/null || true; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -71,19 +70,18 @@ a=$("$bench" -s "$A/store.sock" -c 32 -n 200000 -q --csv EVALSHA "$sha" 1 'kz:{b
 # (b) lease+release through kz-lease (one daemon), 32 clients.
 B=$T/b; stack "$B"
 (
-	export KZ_RUN_DIR=$B KZ_STORE_SOCKET=$B/store.sock KZ_FIELD_KEY_FILE=$B/field.key STANDIN_CGROUP=$CG
-	export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+	export KZ_RUN_DIR=$B KZ_STORE_SOCKET=$B/store.sock KZ_FIELD_KEY_FILE=$B/field.key
 	export LEASE_CAPACITY=${POOL:-32} LEASE_MEMBER_LIMIT=64 LEASE_RECONCILE_MS=2000
 	exec "$BIN/kz-lease" serve --socket "$B/kz-lease.sock" 2>"$B/lease.log"
 ) & PIDS="$PIDS $!"
 for _ in $(seq 100); do [ -S "$B/kz-lease.sock" ] && break; sleep 0.05; done
 wait_warm "$B/kz-lease.sock" "${POOL:-32}"
-# CPU (utime+stime, clock ticks) of kz-lease, the store and the stand-in
-# agents of (b), and of this shell's children (the load client).
+# CPU (utime+stime, clock ticks) of kz-lease, the store and the workers'
+# agents of (b).
 cpu() { local p s=0; for p in $(pgrep -f "$1"); do s=$((s + $(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $s; }
-L0=$(cpu "kz-lease serve --socket $B/") S0=$(cpu "unixsocket:$B/store.sock") W0=$(cpu "standin-worker.py.*$B/")
+L0=$(cpu "kz-lease serve --socket $B/") S0=$(cpu "unixsocket:$B/store.sock") W0=$(cpu "kz-sandbox serve.*$B/")
 "$T/load" "$B/kz-lease.sock" 32 "$SECS" >"$T/b.out"
-L1=$(cpu "kz-lease serve --socket $B/") S1=$(cpu "unixsocket:$B/store.sock") W1=$(cpu "standin-worker.py.*$B/")
+L1=$(cpu "kz-lease serve --socket $B/") S1=$(cpu "unixsocket:$B/store.sock") W1=$(cpu "kz-sandbox serve.*$B/")
 read -r b bbusy bfresh breused <"$T/b.out"
 bcpu=$(python3 -c 'import sys; hz=float(sys.argv[1]); n=float(sys.argv[2])*float(sys.argv[3])
 l,s,w=[float(x)/hz*1000/n for x in sys.argv[4:]]; print("%.3f %.3f %.3f %.3f %.0f" % (l+s+w, l, s, w, 2000/(l+s+w)))' \
@@ -117,7 +115,7 @@ printf '(a) store EVALSHA, 32 clients           %10.0f calls/s\n' "$a"
 printf '(b) kz-lease lease+release, 32 clients  %10.0f cycles/s (pool %s), each a lease of a worker reset and proven clean\n' "$b" "${POOL:-32}"
 printf '    not counted                          %10s fresh-worker leases, %s reused clean tokens (must be 0)\n' "$bfresh" "$breused"
 printf '    kz-lease requests answered           %10.0f req/s (%s busy replies/s while resets ran)\n' "$((2 * b + bbusy))" "$bbusy"
-printf '    CPU per cycle (lease+release+reset)  %10.3f ms: kz-lease %.3f, store %.3f, stand-in agents %.3f\n' "$bc" "$bl" "$bs" "$bw"
+printf '    CPU per cycle (lease+release+reset)  %10.3f ms: kz-lease %.3f, store %.3f, worker agents %.3f\n' "$bc" "$bl" "$bs" "$bw"
 printf '    ceiling at that cost on 2 CPUs       %10.0f cycles/s, %.4f of (a)\n' "$bmax" "$(python3 -c "print($bmax/$a)")"
 printf '    kz-lease status ops (no reset)       %10.0f ops/s, %.3f of (a)\n' "$bst" "$(python3 -c "print($bst/$a)")"
 printf '(c) kz-run /bin/true warm end to end    p50 %8.3f ms  p99 %8.3f ms\n' "$c50" "$c99"
