@@ -116,7 +116,12 @@ on_writable(evutil_socket_t fd, short what, void *arg)
 		s->eventcb(s, err == 0 ? SIO_CONNECTED : SIO_ERROR, s->arg);
 		return;
 	}
-	if (evbuffer_write(s->out, s->fd) < 0 && errno != EAGAIN &&
+	/* The event may still be armed when sio_flush already wrote the
+	 * rest: evbuffer_write of an empty buffer returns -1 and leaves
+	 * errno as it was (once, the connect's EINPROGRESS), which is no
+	 * error of this socket. */
+	if (evbuffer_get_length(s->out) > 0 &&
+	    evbuffer_write(s->out, s->fd) < 0 && errno != EAGAIN &&
 	    errno != EINTR) {
 		event_del(s->wev);
 		s->eventcb(s, SIO_ERROR, s->arg);
