@@ -256,6 +256,7 @@ struct eg_head {
 	bool has_length;
 	uint64_t length;
 	bool close;		/* Connection: close, or 1.0 without keep-alive */
+	bool has_connection;	/* a Connection header names hop-by-hop ones */
 	bool expect_continue;
 	const struct eg_hdr *proxy_auth;
 };

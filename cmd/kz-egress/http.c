@@ -4,6 +4,7 @@
  * Content-Lengths, codings other than chunked, folded lines, bare LF, bad
  * chunk sizes) is refused: the proxy never guesses where a message ends.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -12,12 +13,22 @@
 #include "egress.h"
 #include "banned.h"
 
+/* RFC 9110 tchar.  A switch, not strchr: it runs for every byte of
+ * every header name and method. */
 static bool
 is_tchar(unsigned char ch)
 {
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	    (ch >= '0' && ch <= '9') || (ch != 0 && strchr("!#$%&'*+-.^_`|~",
-	    ch) != NULL);
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9'))
+		return true;
+	switch (ch) {
+	case '!': case '#': case '$': case '%': case '&': case '\'':
+	case '*': case '+': case '-': case '.': case '^': case '_':
+	case '`': case '|': case '~':
+		return true;
+	default:
+		return false;
+	}
 }
 
 static bool
@@ -156,6 +167,7 @@ framing(struct eg_head *hd, const struct eg_hdr *h, bool is_req)
 			return "bad_transfer_encoding";
 		hd->chunked = true;
 	} else if (eg_hdr_is(h, "connection")) {
+		hd->has_connection = true;
 		if (lists(h, "close"))
 			hd->close = true;
 	} else if (is_req && eg_hdr_is(h, "expect")) {
@@ -185,7 +197,9 @@ eg_http_parse(char *buf, size_t len, bool is_req, struct eg_head *hd)
 {
 	const char *p = buf, *end = buf + len, *e, *r;
 
-	memset(hd, 0, sizeof(*hd));
+	/* Everything but the header array, which is read only below nh. */
+	memset(hd, 0, offsetof(struct eg_head, h));
+	memset(&hd->nh, 0, sizeof(*hd) - offsetof(struct eg_head, nh));
 	if (len < 4 || memcmp(end - 4, "\r\n\r\n", 4) != 0)
 		return "bad_head";
 	if ((e = line_end(p, end)) == NULL)
@@ -215,21 +229,28 @@ eg_http_parse(char *buf, size_t len, bool is_req, struct eg_head *hd)
 bool
 eg_hdr_hop(const struct eg_head *hd, const struct eg_hdr *h)
 {
-	static const char *const hop[] = {"connection", "keep-alive",
-		"proxy-connection", "proxy-authorization", "proxy-authenticate",
-		"te", "upgrade", "expect", "host", NULL};
+#define HOP(s) { s, sizeof(s) - 1 }
+	static const struct {
+		const char *s;
+		size_t n;
+	} hop[] = {HOP("connection"), HOP("keep-alive"),
+		HOP("proxy-connection"), HOP("proxy-authorization"),
+		HOP("proxy-authenticate"), HOP("te"), HOP("upgrade"),
+		HOP("expect"), HOP("host")};
+#undef HOP
 	char name[64];
 
-	for (int i = 0; hop[i] != NULL; i++)
-		if (eg_hdr_is(h, hop[i]))
+	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		if (hop[i].n == h->nlen &&
+		    strncasecmp(h->name, hop[i].s, h->nlen) == 0)
 			return true;
-	if (h->nlen >= sizeof(name))
+	/* Transfer-Encoding stays: chunked bodies pass through unchanged.
+	 * Without a Connection header no other name is hop-by-hop. */
+	if (!hd->has_connection || h->nlen >= sizeof(name) ||
+	    eg_hdr_is(h, "transfer-encoding"))
 		return false;
 	memcpy(name, h->name, h->nlen);
 	name[h->nlen] = '\0';
-	/* Transfer-Encoding stays: chunked bodies pass through unchanged. */
-	if (strcasecmp(name, "transfer-encoding") == 0)
-		return false;
 	for (size_t i = 0; i < hd->nh; i++)
 		if (eg_hdr_is(&hd->h[i], "connection") &&
 		    lists(&hd->h[i], name))

@@ -125,6 +125,47 @@ START_TEST(test_hop_by_hop)
 	ck_assert(eg_hdr_hop(&hd, &hd.h[3]));
 	ck_assert(!eg_hdr_hop(&hd, &hd.h[4]));
 	ck_assert(!eg_hdr_hop(&hd, &hd.h[5]));
+	/* A name listed by a Connection header that comes after it; a
+	 * response's own; none without a Connection header. */
+	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.1\r\nX-Secret: 1\r\n"
+	    "X-Fine: 2\r\nconnection: x-fine , X-SECRET\r\n\r\n", true, &hd));
+	ck_assert(eg_hdr_hop(&hd, &hd.h[0]));
+	ck_assert(eg_hdr_hop(&hd, &hd.h[1]));
+	ck_assert_ptr_null(parse("HTTP/1.1 200 OK\r\nConnection: X-Up\r\n"
+	    "X-Up: 1\r\nUpgrade: h2c\r\nTE: trailers\r\nX-Down: 1\r\n\r\n",
+	    false, &hd));
+	ck_assert(eg_hdr_hop(&hd, &hd.h[1]));
+	ck_assert(eg_hdr_hop(&hd, &hd.h[2]));
+	ck_assert(eg_hdr_hop(&hd, &hd.h[3]));
+	ck_assert(!eg_hdr_hop(&hd, &hd.h[4]));
+	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.1\r\nHost: a\r\n"
+	    "X-Secret: 1\r\n\r\n", true, &hd));
+	ck_assert(eg_hdr_hop(&hd, &hd.h[0]));
+	ck_assert(!eg_hdr_hop(&hd, &hd.h[1]));
+}
+END_TEST
+
+/* Every byte as the first of a header name and of a method: only
+ * RFC 9110 tchars are taken. */
+START_TEST(test_tchar)
+{
+	const char *tchars = "!#$%&'*+-.^_`|~";
+	struct eg_head hd;
+	char req[64];
+
+	for (int c = 1; c < 256; c++) {
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr(tchars, c) != NULL;
+
+		snprintf(req, sizeof(req), "GET http://a/ HTTP/1.1\r\n"
+		    "%cX: 1\r\n\r\n", c);
+		ck_assert_msg((parse(req, true, &hd) == NULL) == ok,
+		    "header name byte 0x%02x", c);
+		snprintf(req, sizeof(req), "%cET http://a/ HTTP/1.1\r\n\r\n",
+		    c);
+		ck_assert_msg((parse(req, true, &hd) == NULL) == ok,
+		    "method byte 0x%02x", c);
+	}
 }
 END_TEST
 
@@ -243,6 +284,7 @@ main(void)
 	tcase_add_test(tc, test_header_count);
 	tcase_add_test(tc, test_framing_and_close);
 	tcase_add_test(tc, test_hop_by_hop);
+	tcase_add_test(tc, test_tchar);
 	tcase_add_test(tc, test_targets);
 	tcase_add_test(tc, test_grant_header);
 	tcase_add_test(tc, test_chunks);
