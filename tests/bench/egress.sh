@@ -5,10 +5,11 @@
 # (c) through tinyproxy, (d) through kz-egress with a valid grant and the
 # origin named by a name the test DNS server answers (every new upstream
 # connection re-resolves), ROUNDS rounds with the targets interleaved,
-# medians compared, with each server's CPU per request.  (e) bulk bytes
-# through a CONNECT tunnel vs a direct connection, BULK_ROUNDS alternating
-# rounds, medians compared.  (f) memory per idle tunnel with 5,000 open
-# tunnels.  The machine may be shared: the load average is printed.
+# with each server's CPU per request.  (e) bulk bytes through a CONNECT
+# tunnel vs a direct connection, BULK_ROUNDS alternating rounds.  Ratios
+# are the median of the rounds' ratios (the ratio of the medians beside
+# it).  (f) memory per idle tunnel with 5,000 open tunnels.  The machine
+# may be shared: the load average and the host's steal time are printed.
 # Needs root, wrk, nginx-light, squid, tinyproxy, curl, python3.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,6 +40,12 @@ for b in wrk nginx squid tinyproxy curl python3; do
 done
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
+# The host's steal time (the 8th value of /proc/stat's cpu line): on a
+# shared machine it says how much of a round's CPU went elsewhere.
+steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+steal_since() { # steal_since "STEAL TOTAL"
+	echo "$1 $(steal)" | awk '{ if ($4 > $2) printf "%.1f%%", ($3 - $1) * 100 / ($4 - $2); else print "n/a" }'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 wait_tcp() { # wait_tcp [NETNS] ADDR PORT
 	local ns=() i=0
@@ -183,13 +190,14 @@ SQPID=$(pgrep -f "squid -N -f $T/squid.conf" | head -1)
 TPPID=$(pgrep -f "tinyproxy -d -c $T/tinyproxy.conf" | head -1)
 echo "# wrk -t$THREADS -c$CONNS -d$DUR, $ROUNDS rounds, targets interleaved; origin nginx-light in netns $EG_NS"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+ST0=$(steal)
 for i in $(seq "$ROUNDS"); do
 	run_wrk direct "$NGINX" "http://$O/"
 	run_wrk squid "$SQPID" "http://127.0.0.1:$SQ" -s "$T/sq.lua"
 	run_wrk tinyproxy "$TPPID" "http://127.0.0.1:$TP" -s "$T/sq.lua"
 	run_wrk kz-egress "$KPID" "http://127.0.0.1:$EP" -s "$T/kz.lua"
 done
-echo "# load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# load average after:  $(cut -d' ' -f1-3 /proc/loadavg); CPU time stolen by the host during the rounds: $(steal_since "$ST0")"
 printf '%-12s %12s %10s %10s %12s  %s\n' target "req/s(med)" p50 p99 "cpu us/req" "rounds req/s"
 for n in direct squid tinyproxy kz-egress; do
 	RPS[$n]=$(tr ' ' '\n' <<<"${RUNS[$n]}" | grep . | median)
@@ -198,9 +206,19 @@ for n in direct squid tinyproxy kz-egress; do
 	printf '%-12s %12s %10s %10s %12s  %s\n' "$n" "${RPS[$n]}" "${P50[$n:$m]:-}" "${P99[$n:$m]:-}" "$c" "${RUNS[$n]# }"
 done
 echo "# cpu us/req: CPU time of the serving process and its children per request (direct: nginx)"
-echo "ratio d/a (kz-egress/direct):    $(ratio "${RPS[kz-egress]}" "${RPS[direct]}")  (target >= 0.5)"
-echo "ratio d/b (kz-egress/squid):     $(ratio "${RPS[kz-egress]}" "${RPS[squid]}")  (target >= 2.5)"
-echo "ratio d/c (kz-egress/tinyproxy): $(ratio "${RPS[kz-egress]}" "${RPS[tinyproxy]}")"
+# Each round ran the four targets back to back: the median of the
+# rounds' ratios is the figure least moved by load that comes and goes
+# (as for the bulk ratio below); the ratio of the medians is beside it.
+rratio() { # rratio NUM DEN: median over rounds of NUM's req/s / DEN's
+	paste <(tr ' ' '\n' <<<"${RUNS[$1]}" | grep .) <(tr ' ' '\n' <<<"${RUNS[$2]}" | grep .) |
+		awk '$2 > 0 { print $1 / $2 }' | median | awk '{ printf "%.2f", $1 }'
+}
+for r in "d/a direct 0.5" "d/b squid 2.5" "d/c tinyproxy"; do
+	set -- $r
+	printf 'ratio %s (kz-egress/%s):%*s%s  (median of the rounds'"'"' ratios; of the medians %s%s)\n' \
+		"$1" "$2" $((10 - ${#2})) '' "$(rratio kz-egress "$2")" "$(ratio "${RPS[kz-egress]}" "${RPS[$2]}")" \
+		"${3:+; target >= $3}"
+done
 
 fi
 
@@ -211,7 +229,7 @@ bulk() { curl -s -o /dev/null -w '%{speed_download}' "$@"; }
 # alternating within each pair; medians compared.
 bulk "http://$O/bulk" >/dev/null
 bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk" >/dev/null
-DL="" TL="" c0=$(ticks "$KPID")
+DL="" TL="" c0=$(ticks "$KPID") ST0=$(steal)
 for i in $(seq "$BULK_ROUNDS"); do
 	if [ $((i % 2)) = 1 ]; then
 		DL="$DL $(bulk "http://$O/bulk")"
@@ -226,7 +244,7 @@ D1=$(tr ' ' '\n' <<<"$DL" | grep . | median)
 D2=$(tr ' ' '\n' <<<"$TL" | grep . | median)
 mib() { awk -v v="$1" 'BEGIN { printf "%.0f MiB/s", v / 1048576 }'; }
 mibs() { for v in $1; do printf '%s ' "$(awk -v v="$v" 'BEGIN { printf "%.0f", v / 1048576 }')"; done; }
-echo "# bulk: 1 GiB per transfer, $BULK_ROUNDS rounds each, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# bulk: 1 GiB per transfer, $BULK_ROUNDS rounds each, load average $(cut -d' ' -f1-3 /proc/loadavg), CPU time stolen by the host $(steal_since "$ST0")"
 echo "bulk direct:           $(mib "$D1") (median; rounds: $(mibs "$DL")MiB/s)"
 echo "bulk CONNECT tunnel:   $(mib "$D2") (median; rounds: $(mibs "$TL")MiB/s)"
 echo "kz-egress CPU per GiB tunnelled: $(awk -v c=$((c1 - c0)) -v hz="$HZ" -v n="$BULK_ROUNDS" 'BEGIN { printf "%.0f ms", c / hz * 1000 / n }')"
