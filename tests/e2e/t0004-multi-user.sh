@@ -30,10 +30,15 @@ uid_of() { case $1 in root) echo 0 ;; kz-audit) echo $((B + 1)) ;;
 	kz-egress) echo $((B + 4)) ;; *) return 1 ;; esac; }
 gid_of() { case $1 in root) echo 0 ;; kaizen) echo "$KAIZEN" ;;
 	kz-store) echo "$STOREG" ;; *) return 1 ;; esac; }
-# The binaries must be reachable by the other uids (a checkout under
-# /root is not).
+# The binaries and sample configs as an install lays them out (0755 and
+# 0644, in directories every uid may traverse): the other uids cannot
+# reach a checkout under /root, where CI's clone may be.
+install -d -m 0755 "$T/bin" "$T/etc" "$T/etc/kaizen"
+install -m 0755 "$BIN"/kz-* "$T/bin/"
+install -m 0644 "$TOP"/etc/kaizen/*.conf "$T/etc/kaizen/"
+BIN=$T/bin CONF=$T/etc/kaizen PATH=$T/bin:$PATH
 setpriv --reuid $OPER --regid $OPER --clear-groups test -x "$BIN/kz-run" ||
-	skip "$BIN is not executable by other users"
+	{ echo "Bail out! $BIN is not executable by other users"; exit 1; }
 
 RUN=$T/run LIB=$T/lib CRED=$T/cred
 # A unit's setting (the last one wins) and its Environment= entries.
@@ -44,7 +49,7 @@ unit_env() { sed -n 's/^Environment=//p' "$U/$1.service"; }
 map() { sed -e "s|/run/kaizen|$RUN|g" -e "s|/var/lib/kaizen|$LIB|g" \
 	-e "s|%d|$CRED/$2|g" -e "s|/usr/local/bin/|$BIN/|g" \
 	-e "s|/usr/bin/redis-server|$SRV|g" \
-	-e "s|/usr/local/etc/kaizen/|$TOP/etc/kaizen/|g" \
+	-e "s|/usr/local/etc/kaizen/|$CONF/|g" \
 	-e "s|^\(KZ_PEER_GIDS=\)kaizen$|\1$KAIZEN|" <<<"$1"; }
 
 plan 45
