@@ -40,12 +40,7 @@ for b in wrk nginx squid tinyproxy curl python3; do
 done
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-# The host's steal time (the 8th value of /proc/stat's cpu line): on a
-# shared machine it says how much of a round's CPU went elsewhere.
-steal() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-steal_since() { # steal_since "STEAL TOTAL"
-	echo "$1 $(steal)" | awk '{ if ($4 > $2) printf "%.1f%%", ($3 - $1) * 100 / ($4 - $2); else print "n/a" }'
-}
+. "$TOP/tests/bench/steal.bash"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 wait_tcp() { # wait_tcp [NETNS] ADDR PORT
 	local ns=() i=0

@@ -37,6 +37,8 @@ cleanup() {
 }
 trap cleanup EXIT
 srv=$(command -v valkey-server || command -v redis-server)
+. "$TOP/tests/bench/steal.bash"
+ST0=$(steal)
 cc -std=c11 -D_GNU_SOURCE -O2 -I"$TOP/lib" $(pkg-config --cflags libcjson) -o "$T/load" \
 	"$TOP/tests/bench/lease-load.c" "$TOP/build/libkz.a" $(pkg-config --libs libcjson libsodium) -lpthread
 bench=$(command -v valkey-benchmark || command -v redis-benchmark)
@@ -123,4 +125,4 @@ printf '    the same with workspace snapshots   p50 %8.3f ms\n' "$cs50"
 printf '    bwrap --unshare-all /bin/true cold  p50 %8.3f ms\n' "$w50"
 python3 -c 'import sys; a,b,c,w=map(float,sys.argv[1:])
 print("b/a = %.3f (target >= 0.4)" % (b/a)); print("c50/bwrap50 = %.2f (target <= 0.5)" % (c/w))' "$a" "$b" "$c50" "$w50"
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; CPU time stolen by the host during the run: $(steal_since "$ST0")"
