@@ -1,7 +1,8 @@
 /*
  * The projection without kz-project: the named files are copied, each
- * read-only (0444, the caller's), into the leased worker's projection directory,
- * which the worker binds read-only at /projection, outside the workspace.
+ * read-only (0444, the caller's), into the leased worker's projection
+ * directory, which the worker binds read-only at /projection, outside the
+ * workspace.
  * The manifest digest covers each file's name, size and SHA-256, in the
  * order given, so an audit record names exactly what was projected.
  */
