@@ -128,6 +128,24 @@ kzp_blob_open_at(int dfd, const char *sha, int *fd)
 }
 
 int
+kzp_blob_open_item(int dfd, const cJSON *item, int64_t *size, int *fd)
+{
+	const char *sha = cJSON_GetStringValue(kz_json_get(item, "sha256"));
+	struct stat sb;
+
+	*size = (int64_t)cJSON_GetNumberValue(kz_json_get(item, "size"));
+	*fd = -1;
+	if (sha == NULL || kzp_blob_open_at(dfd, sha, fd) != 0)
+		return KZ_ECRYPTO;
+	if (fstat(*fd, &sb) != 0 || sb.st_size != *size) {
+		close(*fd);
+		*fd = -1;
+		return KZ_ECRYPTO;
+	}
+	return 0;
+}
+
+int
 kzp_blob_open(const char *blobdir, const char *sha, int *fd)
 {
 	int dfd, e;

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
 
@@ -50,21 +49,16 @@ static int
 classify_one(int blobs, const cJSON *it)
 {
 	const char *sha = cJSON_GetStringValue(kz_json_get(it, "sha256"));
-	int64_t want = (int64_t)cJSON_GetNumberValue(kz_json_get(it, "size"));
 	unsigned char h[crypto_hash_sha256_BYTES];
 	char got[KZP_SHA_HEX + 1], why[128];
-	struct stat sb;
 	char *text = NULL;
+	int64_t want = (int64_t)cJSON_GetNumberValue(kz_json_get(it, "size"));
 	int fd = -1, e;
 
 	if (want < 0 || want > KZ_CLASSIFY_MAX)
 		return KZ_ETOOBIG;
-	if (sha == NULL || kzp_blob_open_at(blobs, sha, &fd) != 0 ||
-	    fstat(fd, &sb) != 0 || sb.st_size != want) {
-		e = KZ_ECRYPTO;
-		goto out;
-	}
-	if ((e = read_whole(fd, want, &text)) != 0)
+	if ((e = kzp_blob_open_item(blobs, it, &want, &fd)) != 0 ||
+	    (e = read_whole(fd, want, &text)) != 0)
 		goto out;
 	crypto_hash_sha256(h, (unsigned char *)text, (size_t)want);
 	kz_hex(h, sizeof(h), got);
@@ -102,8 +96,7 @@ kzp_classify(const struct kzp *p, const cJSON *snap, bool *admin,
 	if (blobs >= 0)
 		close(blobs);
 	if (e == KZ_ECRYPTO)
-		kzp_fail(r, KZ_WE_REFUSED, "a file's bytes do not match the "
-		    "admitted digest");
+		kzp_fail(r, KZ_WE_REFUSED, KZP_DIGEST_MISMATCH);
 	else if (e != 0)
 		kzp_fail(r, KZ_WE_UNAVAILABLE, "a file could not be "
 		    "classified whole");

@@ -110,6 +110,15 @@ KZ_WUR int kzp_blob_open(const char *blobdir, const char *sha, int *fd);
 /* The blob directory once (O_PATH), then each blob beneath it. */
 KZ_WUR int kzp_blob_dir(const char *blobdir, int *dfd);
 KZ_WUR int kzp_blob_open_at(int dfd, const char *sha, int *fd);
+/*
+ * The blob of one admitted manifest item (its "sha256"), which must still
+ * be the item's "size"; KZ_ECRYPTO when it is absent or another size.
+ * Its bytes are the caller's to check against the digest as it reads.
+ */
+KZ_WUR int kzp_blob_open_item(int dfd, const cJSON *item, int64_t *size,
+    int *fd);
+/* The refusal for bytes that are not the admitted ones. */
+#define KZP_DIGEST_MISMATCH "a file's bytes do not match the admitted digest"
 bool kzp_sha_ok(const char *s);
 
 /* materialize.c */

@@ -156,21 +156,16 @@ put_one(struct proj *pj, const cJSON *it, int64_t *bytes, struct kzp_res *r)
 	static unsigned char buf[COPY_BUF];
 	const char *rel = cJSON_GetStringValue(kz_json_get(it, "path"));
 	const char *sha = cJSON_GetStringValue(kz_json_get(it, "sha256"));
-	int64_t want = (int64_t)cJSON_GetNumberValue(kz_json_get(it, "size"));
 	crypto_hash_sha256_state st;
 	unsigned char h[32];
 	char got[KZP_SHA_HEX + 1];
 	const char *base;
-	struct stat sb;
-	int64_t total = 0;
+	int64_t want, total = 0;
 	int in = -1, out = -1, pfd = -1, e;
 	ssize_t n;
 
-	if (kzp_blob_open_at(pj->blobs, sha, &in) != 0 ||
-	    fstat(in, &sb) != 0 || sb.st_size != want) {
-		e = KZ_ECRYPTO;
+	if ((e = kzp_blob_open_item(pj->blobs, it, &want, &in)) != 0)
 		goto out;
-	}
 	if ((e = open_parent(pj, rel, &pfd, &base)) != 0)
 		goto out;
 	if ((out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
@@ -211,8 +206,7 @@ put_one(struct proj *pj, const cJSON *it, int64_t *bytes, struct kzp_res *r)
 	e = 0;
 out:
 	if (e == KZ_ECRYPTO)
-		kzp_fail(r, KZ_WE_REFUSED, "a file's bytes do not match the "
-		    "admitted digest");
+		kzp_fail(r, KZ_WE_REFUSED, KZP_DIGEST_MISMATCH);
 	else if (e != 0)
 		kzp_fail(r, KZ_WE_REFUSED, "the projection could not be "
 		    "written");
