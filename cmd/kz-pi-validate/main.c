@@ -110,7 +110,7 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	}
 	c->iso = strcmp(iso, "required") == 0 ? PV_ISO_SANDBOX :
 	    PV_ISO_UNSHARE;
-	if (kz_conf_int(*kc, "KZ_PI_UID", 65534, 1, 2147483647, &v, why,
+	if (kz_conf_int(*kc, "KZ_PI_UID", 2100000000, 1, 2147483647, &v, why,
 	    sizeof(why)) != 0)
 		goto bad;
 	c->uid = (uid_t)v;

@@ -18,14 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "kz_frame.h"
 #include "sbx.h"
 #include "banned.h"
 
 
 static const char *const v1name[SBX_CG_N] = {"memory", "pids", "cpu",
-    "freezer"};
+    "freezer", "blkio"};
 
 static int
 wfile(const char *dir, const char *file, const char *val)
@@ -225,6 +227,75 @@ mk(const char *p, bool *fresh)
 	return errno == EEXIST ? 0 : KZ_ESYS;
 }
 
+/*
+ * The block device the root view is read from, as "MAJOR:MINOR" of the
+ * whole disk (the throttle takes no partition), when I/O limits are set,
+ * the controller is there and the root is on a block device; else "".
+ * A root on a virtual file system (tmpfs, overlay: major 0) has no
+ * device to throttle.
+ */
+/* Whether dir/file, a list of words, holds word. */
+static bool
+has_word(const char *dir, const char *file, const char *word)
+{
+	char buf[512];
+	size_t wl = strlen(word);
+
+	if (rfile(dir, file, buf, sizeof(buf)) < 0)
+		return false;
+	for (char *p = buf; *p != '\0';) {
+		size_t n = strcspn(p, " \n");
+
+		if (n == wl && memcmp(p, word, n) == 0)
+			return true;
+		p += n + (p[n] != '\0');
+	}
+	return false;
+}
+
+static int
+io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why,
+    size_t wlen)
+{
+	char p[PATH_MAX], buf[512];
+	struct stat st;
+	unsigned ma, mi;
+
+	g->io[0] = '\0';
+	if (c->io_rbps == 0 && c->io_wbps == 0)
+		return 0;
+	snprintf(p, sizeof(p), "%s/blkio", g->root);
+	if (g->v2 ? !has_word(g->root, "cgroup.controllers", "io") :
+	    stat(p, &st) != 0)
+		return 0;
+	/* A root that is not there fails at the mount step, which names it;
+	 * one on a virtual file system has no disk to throttle. */
+	if (stat(c->root, &st) != 0 || major(st.st_dev) == 0)
+		return 0;
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(st.st_dev),
+	    minor(st.st_dev));
+	snprintf(buf, sizeof(buf), "/sys/dev/block/%u:%u/partition",
+	    major(st.st_dev), minor(st.st_dev));
+	if (access(buf, F_OK) == 0)
+		snprintf(p + strlen(p), sizeof(p) - strlen(p), "/..");
+	if (rfile(p, "dev", buf, sizeof(buf)) <= 0 ||
+	    sscanf(buf, "%u:%u", &ma, &mi) != 2) {
+		kz_why(why, wlen, "cgroup: cannot find the disk of the root "
+		    "view for the I/O limit");
+		return KZ_EUNAVAIL;
+	}
+	snprintf(g->io, sizeof(g->io), "%u:%u", ma, mi);
+	return 0;
+}
+
+/* The v2 controllers each level delegates to the next. */
+static const char *
+v2_ctrl(const struct sbx_cg *g)
+{
+	return g->io[0] != '\0' ? "+memory +pids +cpu +io" :
+	    "+memory +pids +cpu";
+}
+
 static int
 limits_v1(struct sbx_cg *g, const struct sbx_conf *c)
 {
@@ -233,6 +304,10 @@ limits_v1(struct sbx_cg *g, const struct sbx_conf *c)
 
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
 	r |= wfile(g->run[SBX_CG_MEM], "memory.limit_in_bytes", v);
+	/* v1 does not count socket buffers against the limit above: a run
+	 * could otherwise pin hundreds of MiB of TCP buffers on its own
+	 * loopback.  Their own limit, at the same figure, bounds them. */
+	r |= wfile(g->run[SBX_CG_MEM], "memory.kmem.tcp.limit_in_bytes", v);
 	/* With swap accounting, swap must not extend the limit. */
 	(void)wfile(g->run[SBX_CG_MEM], "memory.memsw.limit_in_bytes", v);
 	(void)wfile(g->run[SBX_CG_MEM], "memory.swappiness", "0");
@@ -241,6 +316,18 @@ limits_v1(struct sbx_cg *g, const struct sbx_conf *c)
 	r |= wfile(g->run[SBX_CG_CPU], "cpu.cfs_period_us", "100000");
 	snprintf(v, sizeof(v), "%lld", (long long)c->cpu_milli * 100);
 	r |= wfile(g->run[SBX_CG_CPU], "cpu.cfs_quota_us", v);
+	if (g->n > SBX_CG_IO) {
+		snprintf(v, sizeof(v), "%s %llu", g->io,
+		    (unsigned long long)c->io_rbps);
+		if (c->io_rbps > 0)
+			r |= wfile(g->run[SBX_CG_IO],
+			    "blkio.throttle.read_bps_device", v);
+		snprintf(v, sizeof(v), "%s %llu", g->io,
+		    (unsigned long long)c->io_wbps);
+		if (c->io_wbps > 0)
+			r |= wfile(g->run[SBX_CG_IO],
+			    "blkio.throttle.write_bps_device", v);
+	}
 	return r ? KZ_ESYS : 0;
 }
 
@@ -257,6 +344,18 @@ limits_v2(struct sbx_cg *g, const struct sbx_conf *c)
 	r |= wfile(g->run[0], "pids.max", v);
 	snprintf(v, sizeof(v), "%lld 100000", (long long)c->cpu_milli * 100);
 	r |= wfile(g->run[0], "cpu.max", v);
+	if (g->io[0] != '\0') {
+		char rb[24] = "max", wb[24] = "max";
+
+		if (c->io_rbps > 0)
+			snprintf(rb, sizeof(rb), "%llu",
+			    (unsigned long long)c->io_rbps);
+		if (c->io_wbps > 0)
+			snprintf(wb, sizeof(wb), "%llu",
+			    (unsigned long long)c->io_wbps);
+		snprintf(v, sizeof(v), "%s rbps=%s wbps=%s", g->io, rb, wb);
+		r |= wfile(g->run[0], "io.max", v);
+	}
 	return r ? KZ_ESYS : 0;
 }
 
@@ -264,7 +363,7 @@ static int
 paths(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
     size_t wlen)
 {
-	for (int i = 0; i < SBX_CG_N; i++) {
+	for (int i = 0; i < g->n; i++) {
 		char base[PATH_MAX], wk[PATH_MAX + 256];
 		struct stat st;
 
@@ -324,12 +423,14 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		    "not offer %s", missing);
 		return KZ_EUNAVAIL;
 	}
+	if ((r = io_device(g, c, why, wlen)) != 0)
+		return r;
+	g->n = g->v2 ? 1 : g->io[0] != '\0' ? SBX_CG_N : SBX_CG_IO;
 	if ((r = paths(g, c, join, why, wlen)) != 0)
 		return r;
 	if (g->v2)
-		(void)wfile(g->root, "cgroup.subtree_control",
-		    "+memory +pids +cpu");
-	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+		(void)wfile(g->root, "cgroup.subtree_control", v2_ctrl(g));
+	for (int i = 0; i < g->n; i++) {
 		char parent[PATH_MAX];
 		bool dummy = true;
 
@@ -343,12 +444,12 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		g->made = true;
 		if (g->v2)
 			(void)wfile(parent, "cgroup.subtree_control",
-			    "+memory +pids +cpu");
+			    v2_ctrl(g));
 		if (!join)
 			continue;
 		if (g->v2)
 			(void)wfile(g->worker[i], "cgroup.subtree_control",
-			    "+memory +pids +cpu");
+			    v2_ctrl(g));
 		if (g->v2 && mk(g->agent, &fresh) != 0) {
 			kz_why(why, wlen, "cgroup: cannot create the agent "
 			    "cgroup: %s", strerror(errno));
@@ -373,14 +474,14 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		kz_why(why, wlen, "cgroup: cannot empty a stale run cgroup");
 		return KZ_EUNAVAIL;
 	}
-	for (int i = 0; !fresh && join && i < (g->v2 ? 1 : SBX_CG_N); i++)
+	for (int i = 0; !fresh && join && i < g->n; i++)
 		(void)each_pid(g->init[i], kill9);
 	if ((g->v2 ? limits_v2(g, c) : limits_v1(g, c)) != 0) {
 		kz_why(why, wlen, "cgroup: cannot set the limits: %s",
 		    strerror(errno));
 		return KZ_EUNAVAIL;
 	}
-	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+	for (int i = 0; i < g->n; i++) {
 		char p[PATH_MAX];
 
 		/* v1: the code process joins by writing 0 to "tasks" while it
@@ -405,7 +506,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		 * teardown, which can then remove the cgroups. */
 		g->joined = true;
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+		for (int i = 0; i < g->n; i++)
 			if (wfile(i == 0 ? g->agent : g->worker[i],
 			    "cgroup.procs", pid) != 0) {
 				kz_why(why, wlen, "cgroup: cannot join the worker "
@@ -422,7 +523,7 @@ sbx_cg_attach(const struct sbx_cg *g, pid_t pid)
 	char v[32];
 	int n = snprintf(v, sizeof(v), "%d", (int)pid);
 
-	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+	for (int i = 0; i < g->n; i++)
 		if (write(g->procs_fd[i], v, (size_t)n) != n)
 			return KZ_ESYS;
 	return 0;
@@ -434,7 +535,7 @@ sbx_cg_attach_init(const struct sbx_cg *g, pid_t pid)
 	char v[32];
 
 	snprintf(v, sizeof(v), "%d", (int)pid);
-	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++)
+	for (int i = 0; i < g->n; i++)
 		if (wfile(g->init[i], "cgroup.procs", v) != 0)
 			return KZ_ESYS;
 	return 0;
@@ -536,12 +637,43 @@ sbx_cg_kill_run(const struct sbx_cg *g)
 	return left;
 }
 
+/*
+ * What the empty run cgroup is still charged for after a tenant is the
+ * page cache its code read and kernel objects in its name; the shared
+ * memory, sockets and tmpfs pages of its namespaces are released as those
+ * are torn down, some of it asynchronously.  Reclaim what can be and wait
+ * for the rest to go.
+ */
+bool
+sbx_cg_settle(const struct sbx_cg *g, uint64_t max, int wait_ms,
+    uint64_t *usage)
+{
+	const char *dir = g->run[g->v2 ? 0 : SBX_CG_MEM];
+	int64_t end = kz_now_ms() + wait_ms;
+	char buf[32];
+
+	for (;;) {
+		*usage = rfile(dir, g->v2 ? "memory.current" :
+		    "memory.usage_in_bytes", buf, sizeof(buf)) > 0 ?
+		    strtoull(buf, NULL, 10) : UINT64_MAX;
+		if (*usage <= max)
+			return true;
+		if (*usage == UINT64_MAX || kz_now_ms() >= end)
+			return false;
+		/* v1 reclaims everything on a write to force_empty (of an
+		 * empty cgroup); v2 reclaims the amount written. */
+		(void)wfile(dir, g->v2 ? "memory.reclaim" :
+		    "memory.force_empty", g->v2 ? buf : "0");
+		usleep(1000);
+	}
+}
+
 bool
 sbx_cg_only(const struct sbx_cg *g, pid_t pid)
 {
 	char buf[128];
 
-	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+	for (int i = 0; i < g->n; i++) {
 		char want[32];
 
 		snprintf(want, sizeof(want), "%d\n", (int)pid);
@@ -584,7 +716,7 @@ sbx_cg_teardown(struct sbx_cg *g)
 	(void)sbx_cg_kill_run(g);
 	sbx_cg_close_stats(g);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	for (int i = 0; i < (g->v2 ? 1 : SBX_CG_N); i++) {
+	for (int i = 0; i < g->n; i++) {
 		if (g->joined)
 			(void)wfile(g->orig[i], "cgroup.procs", pid);
 		(void)rmdir(g->run[i]);

@@ -3,6 +3,8 @@
  * type, bounds and default, so the file, the environment and the options
  * all go through the same parser and the same checks.
  */
+#include <grp.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,10 +39,10 @@ static const struct key keys[] = {
 	    "64M", "size of the /tmp tmpfs"},
 	{"SANDBOX_SHM_SIZE", "shm-size", K_SIZE, N(shm_size), 1 << 20, G(16),
 	    "64M", "size of the /dev/shm tmpfs"},
-	{"SANDBOX_UID", "uid", K_INT, N(uid), 1, 2147483646, "65534",
-	    "uid the code runs as (never 0)"},
-	{"SANDBOX_GID", "gid", K_INT, N(gid), 1, 2147483646, "65534",
-	    "gid the code runs as (never 0)"},
+	{"SANDBOX_UID", "uid", K_INT, N(uid), 1, 2147483646, "2100000000",
+	    "uid the code runs as (never 0 or nobody)"},
+	{"SANDBOX_GID", "gid", K_INT, N(gid), 1, 2147483646, "2100000000",
+	    "gid the code runs as (never 0 or nogroup)"},
 	{"SANDBOX_MEMORY", "memory", K_SIZE, N(memory), 8 << 20, G(1024),
 	    "512M", "memory limit of a run (cgroup)"},
 	{"SANDBOX_PIDS", "pids", K_INT, N(pids), 4, 65536, "128",
@@ -51,6 +53,19 @@ static const struct key keys[] = {
 	    "RLIMIT_NOFILE of a run"},
 	{"SANDBOX_FSIZE", "fsize", K_SIZE, N(fsize), 1 << 20, G(1024), "256M",
 	    "RLIMIT_FSIZE of a run"},
+	{"SANDBOX_SIGPENDING", "sigpending", K_INT, N(sigpending), 16, 1048576,
+	    "256", "RLIMIT_SIGPENDING of a run (queued signals, POSIX timers)"},
+	{"SANDBOX_MSGQUEUE", "msgqueue", K_SIZE, N(msgqueue), 0, G(1), "800K",
+	    "RLIMIT_MSGQUEUE of a run (POSIX message queue bytes)"},
+	{"SANDBOX_IO_READ_BPS", "io-read-bps", K_SIZE, N(io_rbps), 0, G(1024),
+	    "100M", "read bandwidth of a run from the root's disk (0: none)"},
+	{"SANDBOX_IO_WRITE_BPS", "io-write-bps", K_SIZE, N(io_wbps), 0,
+	    G(1024), "100M", "write bandwidth of a run to that disk (0: none)"},
+	{"SANDBOX_LEASES_MAX", "leases-max", K_INT, N(leases_max), 1, 1048576,
+	    "4096", "leases a served worker takes before a reset retires it"},
+	{"SANDBOX_CLEAN_MEMORY", "clean-memory", K_SIZE, N(clean_memory),
+	    64 << 10, G(1), "4M", "memory a reset must bring the run cgroup "
+	    "back under"},
 	{"SANDBOX_TIMEOUT", "timeout", K_INT, N(timeout_s), 1, 86400, "60",
 	    "wall-clock limit of a run in seconds"},
 	{"SANDBOX_STDOUT_MAX", "stdout-max", K_SIZE, N(stdout_max), 1024,
@@ -68,9 +83,11 @@ static const struct key keys[] = {
 	{"SANDBOX_USERNS", "userns", K_BOOL, N(userns), 0, 0, "off",
 	    "run the code in its own user namespace (on or off)"},
 	{"SANDBOX_USERNS_HOST_UID", "userns-host-uid", K_INT, N(userns_uid), 1,
-	    2147483646, "65534", "host uid the sandbox uid maps to (--userns on)"},
+	    2147483646, "2100000000",
+	    "host uid the sandbox uid maps to (--userns on)"},
 	{"SANDBOX_USERNS_HOST_GID", "userns-host-gid", K_INT, N(userns_gid), 1,
-	    2147483646, "65534", "host gid the sandbox gid maps to (--userns on)"},
+	    2147483646, "2100000000",
+	    "host gid the sandbox gid maps to (--userns on)"},
 	{"SANDBOX_CGROUP_PARENT", "cgroup-parent", K_STR, S(cg_parent), 0, 0,
 	    "kz-sandbox", "cgroup under which workers are created"},
 	{"SANDBOX_CGROUP_ROOT", "cgroup-root", K_STR, S(cg_root), 0, 0,
@@ -218,11 +235,40 @@ abs_path_ok(const char *p)
 	    strstr(p, "/./") == NULL && strcmp(p + strlen(p) - 1, ".") != 0;
 }
 
+/*
+ * The host's nobody and nogroup: the overflow id 65534 and whatever the
+ * host's databases name so.  Code that ran as them would share per-uid
+ * kernel limits with every other holder of the id.
+ */
+static bool
+is_nobody(int64_t uid, int64_t gid)
+{
+	const struct passwd *pw = getpwnam("nobody");
+	const struct group *gr = getgrnam("nogroup");
+
+	if (uid == 65534 || gid == 65534)
+		return true;
+	if (pw != NULL && (int64_t)pw->pw_uid == uid)
+		return true;
+	if (gr != NULL && (int64_t)gr->gr_gid == gid)
+		return true;
+	gr = getgrnam("nobody");
+	return gr != NULL && (int64_t)gr->gr_gid == gid;
+}
+
 int
 sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 {
 	if (c->uid == 0 || c->gid == 0) {
 		kz_why(why, wlen, "the code never runs as uid or gid 0");
+		return KZ_ECONF;
+	}
+	/* In a user namespace the host ids are the mapped ones. */
+	if (c->userns ? is_nobody(c->userns_uid, c->userns_gid) :
+	    is_nobody(c->uid, c->gid)) {
+		kz_why(why, wlen, "the code never runs as the host's nobody "
+		    "or nogroup (%s)", c->userns ? "SANDBOX_USERNS_HOST_UID, "
+		    "SANDBOX_USERNS_HOST_GID" : "SANDBOX_UID, SANDBOX_GID");
 		return KZ_ECONF;
 	}
 	if (!abs_path_ok(c->root) || !abs_path_ok(c->state_dir) ||

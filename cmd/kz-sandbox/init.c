@@ -1,12 +1,14 @@
 /*
- * The run namespace's init.  Cloned once per worker into new pid and mount
- * namespaces, it pivots into the root view, mounts /proc and records the
- * mount table while the agent makes the network, IPC and UTS namespaces and
- * the cgroups and compiles the seccomp filter; then it joins those
- * namespaces, takes the rest from the agent and forks the code of each run
- * on request, reaps it and every orphan, and reports the status.  It also
- * performs the wipe from inside the namespace the code sees.
+ * The run namespace's init.  Cloned into new pid and mount namespaces when
+ * the worker starts and again for every lease, it pivots into the root
+ * view, mounts /proc and records the mount table while the agent makes the
+ * network, IPC and UTS namespaces (and, at the start, the cgroups and the
+ * seccomp filter); then it joins those namespaces, takes the rest from the
+ * agent and forks the code of each run on request, reaps it and every
+ * orphan, and reports the status.  It also checks, from inside the
+ * namespaces the code sees, what the next tenant will find there.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -274,7 +276,7 @@ take(int sock, char *buf, size_t cap, struct job *j)
 
 	if (n <= 0)
 		return -2;
-	if (n == 4 && memcmp(buf, "WIPE", 4) == 0 && mh.msg_controllen == 0)
+	if (n == 4 && memcmp(buf, "CHCK", 4) == 0 && mh.msg_controllen == 0)
 		return 1;
 	c = CMSG_FIRSTHDR(&mh);
 	if (c == NULL || c->cmsg_type != SCM_RIGHTS ||
@@ -314,25 +316,92 @@ reap(int sock, pid_t *cur)
 	}
 }
 
+/* Whether the directory open at fd lists nothing but . and .. */
+static bool
+dir_empty_fd(int fd)
+{
+	union {
+		struct dirent64 d;
+		char b[1024];
+	} u;
+	ssize_t n;
+
+	while ((n = getdents64(fd, u.b, sizeof(u.b))) > 0)
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(u.b + off);
+
+			off += d->d_reclen;
+			if (strcmp(d->d_name, ".") != 0 &&
+			    strcmp(d->d_name, "..") != 0)
+				return false;
+		}
+	return n == 0;
+}
+
+/* Whether a /proc/sysvipc table lists no object (its header only). */
+static bool
+sysv_empty(const char *table)
+{
+	char p[64], buf[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/sysvipc/%s", table);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strchr(buf, '\n') == buf + n - 1;
+}
+
 /*
- * Wipes from inside the run namespace, where the code's view is: fresh
- * tmpfs instances for the three writable places, then positive evidence
- * that each is empty and that the mount table equals the one recorded when
- * the init started.
+ * Whether the IPC namespace holds no POSIX message queue.  The queues
+ * live in the namespace's mqueue file system, listed here through a
+ * detached mount of it that nothing else can see.
+ */
+static bool
+mqueue_empty(void)
+{
+	int fs, mnt, dir;
+	bool ok = false;
+
+	if ((fs = fsopen("mqueue", FSOPEN_CLOEXEC)) < 0)
+		return false;
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0 &&
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY)) >= 0) {
+		if ((dir = openat(mnt, ".", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) >= 0) {
+			ok = dir_empty_fd(dir);
+			close(dir);
+		}
+		close(mnt);
+	}
+	close(fs);
+	return ok;
+}
+
+/*
+ * Checks, from inside the namespaces the next tenant's code will run in,
+ * what it will find there: the three writable places empty, the mount
+ * table as recorded when the view was built, and no SysV IPC object or
+ * POSIX message queue.
  */
 static void
-z_wipe(struct sbx_worker *w, struct sbx_mnt *zm, int sock)
+z_check(struct sbx_mnt *zm, int sock)
 {
-	char why[192] = "";
-	unsigned bits = 0;
+	unsigned bits = SBX_CHK_DONE;
 
-	if (sbx_mnt_wipe(zm, w->c, why, sizeof(why)) == 0)
-		bits |= SBX_WIPE_DONE;
-	bits |= sbx_mnt_empty(zm, "workspace") ? SBX_WIPE_WS : 0;
-	bits |= sbx_mnt_empty(zm, "tmp") ? SBX_WIPE_TMP : 0;
-	bits |= sbx_mnt_empty(zm, "dev/shm") ? SBX_WIPE_SHM : 0;
-	bits |= sbx_mnt_baseline_ok(zm) ? SBX_WIPE_MOUNTS : 0;
-	report(sock, REP_WIPED, (int)bits, "wipe", why);
+	bits |= sbx_mnt_empty(zm, "workspace") ? SBX_CHK_WS : 0;
+	bits |= sbx_mnt_empty(zm, "tmp") ? SBX_CHK_TMP : 0;
+	bits |= sbx_mnt_empty(zm, "dev/shm") ? SBX_CHK_SHM : 0;
+	bits |= sbx_mnt_baseline_ok(zm) ? SBX_CHK_MOUNTS : 0;
+	bits |= sysv_empty("shm") && sysv_empty("msg") && sysv_empty("sem") ?
+	    SBX_CHK_SYSV : 0;
+	bits |= mqueue_empty() ? SBX_CHK_MQUEUE : 0;
+	report(sock, REP_CHECKED, (int)bits, "check", NULL);
 }
 
 /* Closes every descriptor but the init's socket: the init must not hold
@@ -397,7 +466,8 @@ take_setup(struct sbx_worker *w, int sock, char *buf, size_t cap)
 	memcpy(&h, buf, (size_t)n < sizeof(h) ? (size_t)n : sizeof(h));
 	if ((size_t)n < sizeof(h) || (mh.msg_flags & (MSG_TRUNC |
 	    MSG_CTRUNC)) || memcmp(h.magic, "SETU", 4) != 0 ||
-	    h.nfd != (uint32_t)nfd || (nfd != 2 && nfd != SETUP_FDS) ||
+	    h.nfd != (uint32_t)nfd || (nfd != 2 && nfd != SETUP_FDS &&
+	    nfd != SETUP_FDS - 1) ||
 	    h.len == 0 || h.len % sizeof(struct sock_filter) != 0 ||
 	    h.len / sizeof(struct sock_filter) > BPF_MAXINSNS ||
 	    (size_t)n != sizeof(h) + h.len || (f = malloc(h.len)) == NULL) {
@@ -416,6 +486,7 @@ take_setup(struct sbx_worker *w, int sock, char *buf, size_t cap)
 	w->prog.filter = f;
 	w->prog.len = (unsigned short)(h.len / sizeof(struct sock_filter));
 	w->cg.v2 = nfd == 2;
+	w->cg.n = nfd - 1;
 	for (int i = 1; i < nfd; i++)
 		w->cg.procs_fd[i - 1] = fds[i];
 	return 0;
@@ -644,7 +715,7 @@ zygote(struct sbx_worker *w, int sock)
 		if ((r = take(sock, buf, sizeof(buf), &j)) == -2)
 			_exit(0);
 		if (r == 1 && cur == 0)
-			z_wipe(w, &zm, sock);
+			z_check(&zm, sock);
 		if (r != 0 || cur != 0)
 			continue;
 		if ((cur = spawn(w, &j, stack)) < 0) {
@@ -702,7 +773,7 @@ sbx_init_go(struct sbx_worker *w, char *why, size_t wlen)
 	    .msg_control = cb};
 	struct cmsghdr *c;
 	struct report r;
-	int ncg = w->cg.v2 ? 1 : SBX_CG_N, nfd = 1 + ncg, self;
+	int ncg = w->cg.n, nfd = 1 + ncg, self;
 	ssize_t n, sent;
 
 	/* A one-shot run leaves its init in the agent's cgroup, so the
@@ -748,21 +819,19 @@ sbx_init_go(struct sbx_worker *w, char *why, size_t wlen)
 }
 
 int
-sbx_wipe(struct sbx_worker *w, unsigned *bits)
+sbx_check(struct sbx_worker *w, unsigned *bits)
 {
 	struct pollfd p = {.fd = w->zsock, .events = POLLIN};
 	struct report r;
 
 	*bits = 0;
-	if (w->broken || send(w->zsock, "WIPE", 4, MSG_NOSIGNAL) != 4 ||
+	if (w->broken || send(w->zsock, "CHCK", 4, MSG_NOSIGNAL) != 4 ||
 	    poll(&p, 1, 10000) != 1 ||
 	    read(w->zsock, &r, sizeof(r)) != (ssize_t)sizeof(r) ||
-	    r.kind != REP_WIPED) {
+	    r.kind != REP_CHECKED) {
 		w->broken = true;
 		return KZ_EUNAVAIL;
 	}
 	*bits = (unsigned)r.status;
-	w->generation++;
 	return 0;
 }
-

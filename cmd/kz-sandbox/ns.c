@@ -4,16 +4,20 @@
  * network, IPC and UTS namespaces (it keeps the host's file system view),
  * and the init joins the agent's new ones, through a pidfd of the agent, as
  * it takes its setup.  Each code process enters a cgroup namespace rooted at
- * the run cgroup.
+ * the run cgroup.  Every lease gets all five anew (sbx_worker_refresh), and
+ * the reset proves it with their ids.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/sched.h>
@@ -86,4 +90,72 @@ sbx_clone(unsigned long flags, int *pidfd)
 		if (s != SIGKILL && s != SIGSTOP)
 			(void)signal(s, SIG_DFL);
 	return pid;
+}
+
+/*
+ * NS_GET_ID (linux/nsfs.h, Linux 6.18): a namespace's 64-bit id, unique
+ * for the boot and never reused; Debian 12's headers predate it.
+ */
+#define SBX_NS_GET_ID _IOR(0xb7, 0xd, uint64_t)
+
+static const char *const ns_name[SBX_NS_N] = {"pid", "mnt", "net", "ipc",
+    "uts"};
+
+/* The ids of the namespaces pid sits in; 0 when one cannot be read. */
+int
+sbx_ns_ids(pid_t pid, struct sbx_nsid *out)
+{
+	char p[64];
+	struct stat st;
+	int fd, r = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < SBX_NS_N; i++) {
+		snprintf(p, sizeof(p), "/proc/%d/ns/%s", (int)pid, ns_name[i]);
+		if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0) {
+			r = KZ_ESYS;
+			continue;
+		}
+		if (fstat(fd, &st) == 0)
+			out->ino[i] = (uint64_t)st.st_ino;
+		else
+			r = KZ_ESYS;
+		if (ioctl(fd, SBX_NS_GET_ID, &out->id[i]) < 0)
+			out->id[i] = 0;
+		close(fd);
+	}
+	return r;
+}
+
+/* Whether id is among the n ids of hist. */
+static bool
+seen_id(const uint64_t *hist, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (hist[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * Whether every namespace in cur is one no earlier lease of this worker
+ * had.  The kernel's ids are never given twice in a boot but come in
+ * per-CPU batches, not in order, so each is looked up among every id the
+ * worker recorded (hist, n of them; SANDBOX_LEASES_MAX bounds it).  A
+ * kernel without ids leaves the inode numbers, which the kernel reuses
+ * once a namespace is freed: those are compared with the previous
+ * lease's, whose namespaces still existed when these were made.
+ */
+bool
+sbx_ns_new(const struct sbx_nsid *cur, const struct sbx_nsid *prev,
+    const uint64_t *hist, size_t n)
+{
+	for (int i = 0; i < SBX_NS_N; i++) {
+		if (cur->ino[i] == 0 || cur->ino[i] == prev->ino[i])
+			return false;
+		if (cur->id[i] != 0 ? seen_id(hist, n, cur->id[i]) :
+		    n > 0 || prev->id[i] != 0)
+			return false;
+	}
+	return true;
 }

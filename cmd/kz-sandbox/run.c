@@ -1,8 +1,9 @@
 /*
- * Runs.  At start the worker clones one init into fresh pid, mount,
- * network, IPC and UTS namespaces (a served worker then moves it to its own
- * cgroup, <id>/init): it pivots into the root view, mounts a /proc of that
- * pid namespace and then waits for work.  For each
+ * Runs.  At start, and for every lease after (sbx_worker_refresh), the
+ * worker clones an init into fresh pid, mount, network, IPC and UTS
+ * namespaces (a served worker then moves it to its own cgroup,
+ * <id>/init): it pivots into the root view, mounts a /proc of that pid
+ * namespace and then waits for work.  For each
  * run the agent hands it the run's descriptors and argv/env over a
  * SOCK_SEQPACKET pair; the init forks the code process, which joins the run
  * cgroup, applies rlimits, drops every privilege, loads the seccomp filter
@@ -515,6 +516,47 @@ state_dir(struct sbx_mnt *m, const struct sbx_conf *c, bool serve, char *why,
 	return 0;
 }
 
+/* Records the kernel ids of this lease's namespaces; false when the
+ * record is full (SANDBOX_LEASES_MAX) or out of memory. */
+static bool
+note_ids(struct sbx_worker *w, const struct sbx_nsid *cur)
+{
+	size_t cap = (size_t)w->c->leases_max * SBX_NS_N;
+
+	if (w->ns_n + SBX_NS_N > cap)
+		return false;
+	if (w->ns_n + SBX_NS_N > w->ns_cap) {
+		size_t nc = w->ns_cap ? w->ns_cap * 2 : 64 * SBX_NS_N;
+		uint64_t *h;
+
+		if (nc > cap)
+			nc = cap;
+		if ((h = realloc(w->ns_hist, nc * sizeof(*h))) == NULL)
+			return false;
+		w->ns_hist = h, w->ns_cap = nc;
+	}
+	for (int i = 0; i < SBX_NS_N; i++)
+		if (cur->id[i] != 0)
+			w->ns_hist[w->ns_n++] = cur->id[i];
+	return true;
+}
+
+/* Notes the namespaces of a new init as this lease's; false when they
+ * cannot be read, are not all new or cannot be recorded. */
+static bool
+note_ns(struct sbx_worker *w)
+{
+	struct sbx_nsid cur;
+	bool fresh;
+
+	w->leases++;
+	if (sbx_ns_ids(w->zpid, &cur) != 0)
+		return false;
+	fresh = sbx_ns_new(&cur, &w->ns_cur, w->ns_hist, w->ns_n);
+	w->ns_cur = cur;
+	return note_ids(w, &cur) && fresh;
+}
+
 int
 sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
     char *why, size_t wlen)
@@ -544,7 +586,64 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 		return r;
 	if ((r = sbx_seccomp_build(&w->prog, why, wlen)) != 0)
 		return r;
-	return sbx_init_go(w, why, wlen);
+	if ((r = sbx_init_go(w, why, wlen)) != 0)
+		return r;
+	if (serve && !note_ns(w)) {
+		kz_why(why, wlen, "namespaces: cannot read the run namespaces");
+		return KZ_EUNAVAIL;
+	}
+	return 0;
+}
+
+/* Kills an init and waits (bounded) until it is reaped; false if it
+ * could not be in time (it stays a zombie of ours, and the worker is
+ * not reused). */
+static bool
+end_init(pid_t pid, int pidfd, int wait_ms)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	if (pid <= 0)
+		return true;
+	(void)kill(pid, SIGKILL);
+	if (pidfd >= 0 && poll(&p, 1, wait_ms) != 1)
+		return false;
+	return waitpid(pid, NULL, pidfd >= 0 ? WNOHANG : 0) == pid;
+}
+
+int
+sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh, char *why,
+    size_t wlen)
+{
+	int osock = w->zsock, opidfd = w->zpidfd, r;
+	pid_t opid = w->zpid;
+
+	*gone = *fresh = false;
+	w->zsock = w->zpidfd = -1;
+	w->zpid = 0;
+	/* Every new namespace exists before the previous tenant's last
+	 * process is killed, so none can reuse a freed one's number. */
+	if ((r = sbx_init_start(w, why, wlen)) != 0 ||
+	    (r = sbx_ns_enter_worker(w->c, why, wlen)) != 0)
+		goto out;
+	close(osock);
+	osock = -1;
+	*gone = end_init(opid, opidfd, 5000);
+	opid = 0;
+	if ((r = sbx_init_go(w, why, wlen)) != 0)
+		goto out;
+	*fresh = note_ns(w);
+out:
+	if (osock >= 0)
+		close(osock);
+	if (opid > 0)
+		*gone = end_init(opid, opidfd, 5000);
+	if (opidfd >= 0)
+		close(opidfd);
+	if (r != 0)
+		w->broken = true;
+	w->generation++;
+	return r;
 }
 
 void
@@ -565,6 +664,9 @@ sbx_worker_release(struct sbx_worker *w)
 	sbx_cg_teardown(&w->cg);
 	sbx_mnt_release(&w->mnt);
 	sbx_seccomp_free(&w->prog);
+	free(w->ns_hist);
+	w->ns_hist = NULL;
+	w->ns_n = w->ns_cap = 0;
 	for (int i = 0; i < 2; i++) {
 		free(w->obuf[i]);
 		w->obuf[i] = NULL;

@@ -54,7 +54,9 @@ struct sbx_conf {
 	char peer_gids[1024];
 	uint64_t ws_size, tmp_size, shm_size, memory, fsize;
 	uint64_t stdout_max, stderr_max, frame_max, snapshot_max;
+	uint64_t msgqueue, io_rbps, io_wbps, clean_memory;
 	int64_t uid, gid, pids, cpu_milli, nofile, timeout_s, relay_port;
+	int64_t sigpending, leases_max;
 	int64_t io_timeout_ms;
 	int64_t userns;			/* 0 or 1 */
 	int64_t userns_uid, userns_gid;	/* host ids of uid and gid */
@@ -75,14 +77,18 @@ KZ_WUR int sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen);
 void sbx_conf_usage(void *fp);
 KZ_WUR bool sbx_id_valid(const char *id);
 
-/* cgroup.c: the worker's cgroup (the agent) and its run child (the code). */
-enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_N };
+/* cgroup.c: the worker's cgroup (the agent) and its run child (the code).
+ * v1 hierarchies, in order; blkio (last) only when I/O limits apply. */
+enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_IO,
+    SBX_CG_N };
 /* Room for root (255), controller, parent (127), id (63) and a leaf, with
  * no PATH_MAX arrays: the worker state is cleared at every start, and each
  * page it spans is a page fault. */
 #define SBX_CG_PATH 512
 struct sbx_cg {
 	bool v2;
+	int n;				/* hierarchies in use: 1 on v2 */
+	char io[24];			/* MAJOR:MINOR under the I/O limit */
 	char root[256];				/* SANDBOX_CGROUP_ROOT */
 	char worker[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id> */
 	char run[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id>/run */
@@ -110,18 +116,35 @@ int sbx_cg_kill_run(const struct sbx_cg *g);
 /* Number of processes in the run cgroup and whether the worker cgroup
  * holds exactly pid. */
 int sbx_cg_count_run(const struct sbx_cg *g);
+/* After a tenant: reclaims what the empty run cgroup is still charged for
+ * and waits (up to wait_ms) until its memory usage is at most max;
+ * *usage is the last reading (UINT64_MAX when it cannot be read). */
+bool sbx_cg_settle(const struct sbx_cg *g, uint64_t max, int wait_ms,
+    uint64_t *usage);
 bool sbx_cg_only(const struct sbx_cg *g, pid_t pid);
 void sbx_cg_close_stats(struct sbx_cg *g);
 void sbx_cg_teardown(struct sbx_cg *g);
 const char *sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len);
 
-/* ns.c: the agent leaves the host's network, IPC and UTS namespaces
- * (the init joins the new ones), names the host and brings up the
- * loopback. */
+/* ns.c: the agent leaves its network, IPC and UTS namespaces for new ones
+ * (the init joins them), names the host and brings up the loopback. */
 #define SBX_NS_WORKER (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
     size_t wlen);
 pid_t sbx_clone(unsigned long flags, int *pidfd);
+/* The namespaces of a run init, by kind: the kernel's 64-bit id where it
+ * has one (0: none) and the nsfs inode number. */
+enum { SBX_NS_PID, SBX_NS_MNT, SBX_NS_NET, SBX_NS_IPC, SBX_NS_UTS, SBX_NS_N };
+struct sbx_nsid {
+	uint64_t id[SBX_NS_N];
+	uint64_t ino[SBX_NS_N];
+};
+KZ_WUR int sbx_ns_ids(pid_t pid, struct sbx_nsid *out);
+/* Whether cur holds only namespaces no earlier lease had: prev is the
+ * previous lease's (alive when cur was made), hist the n kernel ids of
+ * every earlier lease. */
+bool sbx_ns_new(const struct sbx_nsid *cur, const struct sbx_nsid *prev,
+    const uint64_t *hist, size_t n);
 
 /* mount.c: the root view, assembled once per worker under stage. */
 struct sbx_mnt {
@@ -205,6 +228,10 @@ struct sbx_worker {
 	unsigned char *obuf[2];	/* output buffers reused across runs */
 	size_t ocap[2];
 	uint64_t generation;
+	struct sbx_nsid ns_cur;		/* this lease's namespaces */
+	uint64_t *ns_hist;		/* every lease's kernel ids */
+	size_t ns_n, ns_cap;
+	int64_t leases;			/* run namespaces made so far */
 	bool serve, broken;
 };
 struct sbx_req {
@@ -245,13 +272,26 @@ extern volatile sig_atomic_t sbx_interrupted;
 KZ_WUR int sbx_run(struct sbx_worker *w, struct sbx_req *rq,
     struct sbx_res *rs);
 void sbx_res_release(struct sbx_res *rs);
-/* Wipe evidence bits, from the run namespace itself. */
-#define SBX_WIPE_WS 1
-#define SBX_WIPE_TMP 2
-#define SBX_WIPE_SHM 4
-#define SBX_WIPE_MOUNTS 8
-#define SBX_WIPE_DONE 16
-KZ_WUR int sbx_wipe(struct sbx_worker *w, unsigned *bits);
+/* What the next tenant will find, checked by the run init from inside
+ * its namespaces (sbx_check). */
+#define SBX_CHK_WS 1		/* /workspace lists nothing */
+#define SBX_CHK_TMP 2		/* /tmp */
+#define SBX_CHK_SHM 4		/* /dev/shm */
+#define SBX_CHK_MOUNTS 8	/* the mount table equals the baseline */
+#define SBX_CHK_SYSV 16		/* no SysV shm, msg or sem object */
+#define SBX_CHK_MQUEUE 32	/* no POSIX message queue */
+#define SBX_CHK_DONE 64		/* every check ran */
+KZ_WUR int sbx_check(struct sbx_worker *w, unsigned *bits);
+/*
+ * The next tenant's run namespace, made during the reset: a new init in
+ * new pid and mount namespaces (a new root view, fresh tmpfs instances)
+ * joined to new network, IPC and UTS namespaces; then the previous init,
+ * the last process of the previous tenant's namespaces, is killed and
+ * reaped (*gone: it was, in time).  *fresh: every namespace of the new
+ * init is one no earlier lease had.  A failure leaves the worker broken.
+ */
+KZ_WUR int sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh,
+    char *why, size_t wlen);
 
 /* snapshot.c: ops snapshot and restore (tar runs inside the sandbox). */
 #include <cJSON.h>
@@ -262,7 +302,7 @@ cJSON *sbx_op_restore(struct sbx_worker *w, const cJSON *req);
 #define ZMSG_MAX (SBX_ARG_BYTES + SBX_ENV_BYTES + 8192)
 #define ZFDS 4		/* stdin, stdout, stderr, report */
 
-enum { REP_FAIL = 1, REP_DONE = 2, REP_READY = 3, REP_WIPED = 4 };
+enum { REP_FAIL = 1, REP_DONE = 2, REP_READY = 3, REP_CHECKED = 4 };
 struct report {
 	int kind;
 	int status;

@@ -274,44 +274,72 @@ op_health(struct sbx_worker *w, const cJSON *req)
 	return o;
 }
 
+/* The items of a reset's evidence, in the order kz-reset(8) lists them. */
+enum { EV_KILLED, EV_GONE, EV_NS, EV_LIMIT, EV_WS, EV_TMP, EV_SHM,
+    EV_MOUNTS, EV_IPC, EV_CGROUP, EV_MEMORY, EV_N };
+static const char *const ev_name[EV_N] = {"leftovers_killed",
+    "previous_gone", "namespaces_new", "within_lease_limit",
+    "workspace_empty", "tmp_empty", "shm_empty", "mounts_baseline",
+    "ipc_empty", "cgroup_only_agent", "memory_clean"};
+
+static cJSON *
+wipe_reply(const struct sbx_worker *w, const cJSON *req, const bool ev[EV_N],
+    uint64_t usage)
+{
+	bool clean = true;
+	cJSON *o, *e;
+
+	for (int i = 0; i < EV_N; i++)
+		clean = clean && ev[i];
+	o = clean ? kz_reply_ok(req) : kz_reply_err(req, KZ_WE_INTERNAL,
+	    "the reset could not be proven clean");
+	if (o == NULL || (e = cJSON_AddObjectToObject(o, "evidence")) == NULL)
+		return o;
+	for (int i = 0; i < EV_N; i++)
+		cJSON_AddBoolToObject(e, ev_name[i], ev[i]);
+	cJSON_AddNumberToObject(o, "memory_bytes", usage == UINT64_MAX ? -1 :
+	    (double)usage);
+	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	return o;
+}
+
 /*
- * Kills leftovers, replaces the three writable tmpfs instances, and answers
- * with positive evidence: each place empty, the run cgroup empty and the
- * worker cgroup holding only the agent, the mount table equal to the one
- * recorded at start.  ok is true only when every item holds.
+ * The reset of a worker between tenants: kill what is left of the code,
+ * give the next tenant a run namespace of its own (sbx_worker_refresh),
+ * let the previous one's memory go, and answer with positive evidence of
+ * each item (kz-reset(8)): ok only when every one holds.  A worker whose
+ * reset could not even run is broken and stops after the answer.
  */
 static cJSON *
 op_wipe(struct sbx_worker *w, const cJSON *req)
 {
-	bool ws, tmp, shm, cg, mt, killed;
+	bool ev[EV_N] = {false};
+	char why[256] = "";
+	uint64_t usage = UINT64_MAX;
 	unsigned bits = 0;
-	cJSON *o, *ev;
 
-	killed = sbx_cg_kill_run(&w->cg) == 0;
-	if (sbx_wipe(w, &bits) != 0 || !(bits & SBX_WIPE_DONE)) {
-		kz_log(KZ_LOG_ERROR, "sandbox.wipe", KZ_ESYS, "wipe failed",
-		    NULL);
-		return kz_reply_err(req, KZ_WE_INTERNAL, "wipe failed");
+	ev[EV_KILLED] = sbx_cg_kill_run(&w->cg) == 0;
+	if (sbx_worker_refresh(w, &ev[EV_GONE], &ev[EV_NS], why,
+	    sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "sandbox.reset", KZ_EUNAVAIL, why, NULL);
+		return wipe_reply(w, req, ev, usage);
 	}
-	ws = bits & SBX_WIPE_WS, tmp = bits & SBX_WIPE_TMP;
-	shm = bits & SBX_WIPE_SHM, mt = bits & SBX_WIPE_MOUNTS;
-	cg = killed && sbx_cg_only(&w->cg, getpid());
-	if (!(ws && tmp && shm && cg && mt)) {
-		kz_log(KZ_LOG_ERROR, "sandbox.wipe", KZ_ESTATE,
-		    "wipe not proven clean", NULL);
-		return kz_reply_err(req, KZ_WE_INTERNAL,
-		    "wipe could not be proven clean");
+	ev[EV_LIMIT] = w->leases <= w->c->leases_max;
+	ev[EV_MEMORY] = sbx_cg_settle(&w->cg, w->c->clean_memory, 1000,
+	    &usage);
+	if (sbx_check(w, &bits) == 0 && (bits & SBX_CHK_DONE)) {
+		ev[EV_WS] = bits & SBX_CHK_WS;
+		ev[EV_TMP] = bits & SBX_CHK_TMP;
+		ev[EV_SHM] = bits & SBX_CHK_SHM;
+		ev[EV_MOUNTS] = bits & SBX_CHK_MOUNTS;
+		ev[EV_IPC] = (bits & SBX_CHK_SYSV) && (bits & SBX_CHK_MQUEUE);
 	}
-	if ((o = kz_reply_ok(req)) == NULL)
-		return NULL;
-	ev = cJSON_AddObjectToObject(o, "evidence");
-	cJSON_AddBoolToObject(ev, "workspace_empty", ws);
-	cJSON_AddBoolToObject(ev, "tmp_empty", tmp);
-	cJSON_AddBoolToObject(ev, "shm_empty", shm);
-	cJSON_AddBoolToObject(ev, "cgroup_only_agent", cg);
-	cJSON_AddBoolToObject(ev, "mounts_baseline", mt);
-	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
-	return o;
+	ev[EV_CGROUP] = sbx_cg_only(&w->cg, getpid());
+	for (int i = 0; i < EV_N; i++)
+		if (!ev[i])
+			kz_log(KZ_LOG_ERROR, "sandbox.reset", KZ_ESTATE,
+			    "reset not proven clean", "item", ev_name[i], NULL);
+	return wipe_reply(w, req, ev, usage);
 }
 
 static cJSON *

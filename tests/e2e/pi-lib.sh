@@ -51,7 +51,7 @@ print("undefined" if isinstance(v, U) else
 PY
 }
 # leftovers: processes of the child uid still alive
-leftovers() { pgrep -u 65534 -c node 2>/dev/null || true; }
+leftovers() { pgrep -u 2100000000 -c node 2>/dev/null || true; }
 # deps_setup: an offline npm cache holding tests/pi/dep-src, in $NPMC (in the
 # stage, which kz-sandbox's root view shows), and the lock for it written
 # into $T/ext-deps (npm pack makes the tarball and its hash).

@@ -36,7 +36,7 @@ r=$($C "$S" run '{"argv":["/bin/sh","-c","setsid sleep 60 & echo x > /tmp/t; ech
 like "$r" '"exit_code": 0' "a run may leave a background process"
 is "$(cat $CG/run/cgroup.procs | wc -l)" 0 "the leftover is killed at the end of the run"
 w=$($C "$S" wipe)
-like "$w" '"workspace_empty": true.*"tmp_empty": true.*"shm_empty": true.*"cgroup_only_agent": true.*"mounts_baseline": true' "wipe answers with positive evidence"
+like "$w" '"ok": true, "evidence": \{"leftovers_killed": true, "previous_gone": true, "namespaces_new": true, "within_lease_limit": true, "workspace_empty": true, "tmp_empty": true, "shm_empty": true, "mounts_baseline": true, "ipc_empty": true, "cgroup_only_agent": true, "memory_clean": true\}' "wipe answers with positive evidence, item by item"
 r=$($C "$S" run '{"argv":["/bin/sh","-c","ls -A /workspace /tmp /dev/shm"]}')
 like "$r" '"stdout_b64": "L2Rldi9zaG06CgovdG1wOgoKL3dvcmtzcGFjZToK"' "after wipe the workspace, /tmp and /dev/shm are empty"
 r=$($C "$S" run '{"argv":["/bin/true"],"cwd":"../etc"}')

@@ -22,6 +22,7 @@ for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.05; done
 HOSTPORT=$(cat "$T/port")
 
 N=$("$T/proj/esc" list | wc -l)
+SU=2100000000	# SANDBOX_UID and SANDBOX_GID's default
 SH_TESTS=26
 plan $((N + SH_TESTS))
 
@@ -67,8 +68,8 @@ esc_sh "setuid-root binaries do not give root" \
 	"su root -c 'echo ESCAPED' </dev/null 2>/dev/null; [ \$(id -u) = 0 ] && echo ESCAPED; echo DONE"
 esc_sh "file capabilities do not apply (nosuid, no_new_privs)" \
 	"/projection/capsh -c 'grep CapEff /proc/self/status' | grep -v 0000000000000000 && echo ESCAPED; echo DONE"
-esc_sh "uid and gid are unprivileged" \
-	"[ \$(id -u) = 65534 ] && [ \$(id -g) = 65534 ] && [ -z \"\$(id -G | tr ' ' '\n' | grep -v 65534)\" ] && echo DONE"
+esc_sh "uid and gid are the sandbox's own, not root or nobody" \
+	"[ \$(id -u) = $SU ] && [ \$(id -g) = $SU ] && [ -z \"\$(id -G | tr ' ' '\n' | grep -v $SU)\" ] && echo DONE"
 esc_sh "DNS resolution fails (no network)" \
 	"getent hosts example.com && echo ESCAPED; echo DONE"
 esc_sh "only loopback exists in the network namespace" \

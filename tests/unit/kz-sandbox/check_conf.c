@@ -14,13 +14,16 @@ START_TEST(test_defaults)
 
 	sbx_conf_defaults(&c);
 	ck_assert_str_eq(c.root, "/");
-	ck_assert_int_eq(c.uid, 65534);
-	ck_assert_int_eq(c.gid, 65534);
+	ck_assert_int_eq(c.uid, 2100000000);
+	ck_assert_int_eq(c.gid, 2100000000);
 	ck_assert_uint_eq(c.ws_size, 256u << 20);
 	ck_assert_int_eq(c.timeout_s, 60);
 	ck_assert_str_eq(c.egress_sock, "");
 	ck_assert_int_eq(c.userns, 0);
-	ck_assert_int_eq(c.userns_uid, 65534);
+	ck_assert_int_eq(c.userns_uid, 2100000000);
+	ck_assert_int_eq(c.sigpending, 256);
+	ck_assert_uint_eq(c.msgqueue, 800u << 10);
+	ck_assert_int_eq(c.leases_max, 4096);
 	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), 0);
 }
 END_TEST
@@ -39,6 +42,10 @@ static const struct {
 	{"userns", "on", 0}, {"userns", "off", 0}, {"userns", "maybe", KZ_EINVAL},
 	{"userns-host-uid", "0", KZ_ERANGE}, {"userns-host-uid", "100000", 0},
 	{"userns-host-gid", "0", KZ_ERANGE}, {"cgroup-root", "/cg", 0},
+	{"sigpending", "8", KZ_ERANGE}, {"sigpending", "64", 0},
+	{"msgqueue", "0", 0}, {"msgqueue", "2G", KZ_ERANGE},
+	{"io-read-bps", "0", 0}, {"io-write-bps", "10M", 0},
+	{"leases-max", "0", KZ_ERANGE}, {"clean-memory", "1K", KZ_ERANGE},
 };
 
 START_TEST(test_options)
@@ -76,6 +83,22 @@ START_TEST(test_checks)
 	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), 0);
 	snprintf(c.cg_root, sizeof(c.cg_root), "sys/fs/cgroup");
 	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	/* The host's nobody and nogroup are never the code's ids: other
+	 * processes hold them and share their per-uid limits. */
+	sbx_conf_defaults(&c);
+	c.uid = 65534;
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	sbx_conf_defaults(&c);
+	c.gid = 65534;
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	sbx_conf_defaults(&c);
+	c.userns = 1;
+	c.userns_uid = 65534;
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), KZ_ECONF);
+	/* Inside a user namespace 65534 maps to an unprivileged host id. */
+	c.userns_uid = 300000;
+	c.uid = c.gid = 65534;
+	ck_assert_int_eq(sbx_conf_check(&c, why, sizeof(why)), 0);
 	ck_assert(sbx_id_valid("w-1.a_b"));
 	ck_assert(!sbx_id_valid(""));
 	ck_assert(!sbx_id_valid(".hidden"));
