@@ -26,10 +26,10 @@
 /*
  * One agent call on an open connection; the reply must answer this very
  * request (its id), so a late reply to an earlier call is never taken for
- * this one.  NULL when the call failed or was refused.
+ * this one.  NULL when the call failed or (unless any) was refused.
  */
 static cJSON *
-call(int fd, const char *op, int timeout_ms)
+call(int fd, const char *op, int timeout_ms, bool any)
 {
 	cJSON *req = cJSON_CreateObject(), *rep = NULL;
 	const cJSON *id;
@@ -49,7 +49,7 @@ call(int fd, const char *op, int timeout_ms)
 		rep = NULL;
 	cJSON_Delete(req);
 	id = kz_json_get(rep, "id");
-	if (rep != NULL && (!cJSON_IsTrue(kz_json_get(rep, "ok")) ||
+	if (rep != NULL && ((!any && !cJSON_IsTrue(kz_json_get(rep, "ok"))) ||
 	    !cJSON_IsString(id) || strcmp(id->valuestring, rid) != 0)) {
 		cJSON_Delete(rep);
 		rep = NULL;
@@ -259,20 +259,31 @@ flag(const cJSON *o, const char *k)
 	return cJSON_IsTrue(kz_json_get(o, k));
 }
 
-/* Copies the agent's own wipe evidence (booleans only) under "agent_". */
-static bool
-agent_places(const cJSON *wipe, cJSON *ev)
-{
-	const cJSON *e = kz_json_get(wipe, "evidence"), *x;
-	char name[64];
-	bool all = cJSON_IsObject(e) && e->child != NULL;
+/*
+ * What the agent proves from where it stands (kz-sandbox(8), op wipe), in
+ * the order kz-reset(8) lists it.  Each is recorded as "agent_<item>":
+ * true only when the agent's answer names it true.
+ */
+static const char *const agent_items[] = {"leftovers_killed",
+	"previous_gone", "namespaces_new", "within_lease_limit",
+	"workspace_empty", "tmp_empty", "shm_empty", "mounts_baseline",
+	"ipc_empty", "cgroup_only_agent", "memory_clean", NULL};
 
-	cJSON_ArrayForEach(x, e) {
-		snprintf(name, sizeof(name), "agent_%.40s", x->string);
-		cJSON_AddBoolToObject(ev, name, cJSON_IsTrue(x));
-		all = all && cJSON_IsTrue(x);
+static void
+agent_evidence(const cJSON *wipe, cJSON *ev)
+{
+	const cJSON *e = kz_json_get(wipe, "evidence"), *m;
+	char name[64];
+
+	for (int i = 0; agent_items[i] != NULL; i++) {
+		snprintf(name, sizeof(name), "agent_%s", agent_items[i]);
+		cJSON_AddBoolToObject(ev, name, cJSON_IsObject(e) &&
+		    flag(e, agent_items[i]));
 	}
-	return all;
+	m = kz_json_get(wipe, "memory_bytes");
+	if (cJSON_IsNumber(m) && m->valuedouble >= 0)
+		cJSON_AddNumberToObject(ev, "agent_memory_bytes",
+		    m->valuedouble);
 }
 
 static void
@@ -298,30 +309,29 @@ kz_evidence_collect(const char *workers_dir, const char *id,
 	const char *hid = NULL;
 	pid_t pid = agent_pid(workers_dir, id);
 	int fd = agent_open(endpoint, io_timeout_ms);
+	bool ok;
 
 	gen[0] = '\0';
 	/* Wipe and health share one connection (the agent serves requests
 	 * on a connection in turn); after a failed wipe, health asks on a
-	 * fresh one. */
-	wipe = call(fd, "wipe", io_timeout_ms);
+	 * fresh one.  A wipe the agent could not prove clean still names
+	 * what it could and could not prove. */
+	wipe = call(fd, "wipe", io_timeout_ms, true);
+	ok = cJSON_IsTrue(kz_json_get(wipe, "ok"));
 	if (wipe == NULL && fd >= 0) {
 		close(fd);
 		fd = agent_open(endpoint, io_timeout_ms);
 	}
-	cJSON_AddBoolToObject(ev, "wipe_ok", wipe != NULL);
-	cJSON_AddBoolToObject(ev, "places_empty", wipe != NULL &&
-	    agent_places(wipe, ev));
-	cJSON_AddBoolToObject(ev, "mounts_baseline", wipe != NULL &&
-	    (flag(wipe, "baseline") || flag(kz_json_get(wipe, "evidence"),
-	    "mounts_baseline")));
-	if (wipe != NULL)
+	cJSON_AddBoolToObject(ev, "wipe_ok", ok);
+	agent_evidence(wipe, ev);
+	if (ok)
 		gen_of(wipe, gen, glen);
 	cJSON_AddBoolToObject(ev, "cgroup_only_agent", pid > 0 &&
 	    cgroup_only_agent(pid));
 	cJSON_AddBoolToObject(ev, "projection_empty",
 	    kz_pool_wpath(workers_dir, id, "projection", proj,
 	    sizeof(proj)) == 0 && kz_evidence_projection(proj));
-	health = call(fd, "health", io_timeout_ms);
+	health = call(fd, "health", io_timeout_ms, false);
 	if (fd >= 0)
 		close(fd);
 	if (health != NULL) {
@@ -393,4 +403,59 @@ kz_evidence_record(const cJSON *out, const char *id, const char *token,
 		cJSON_AddStringToObject(a, "rid", rid);
 	cJSON_AddNumberToObject(a, "duration_ms", (double)duration_ms);
 	return a;
+}
+
+void
+kz_reset_prove(struct kz_reset *r, const char *workers_dir, const char *id,
+    const char *endpoint, int io_timeout_ms)
+{
+	cJSON *ev = cJSON_CreateObject(), *m;
+
+	memset(r, 0, sizeof(*r));
+	if ((r->out = cJSON_CreateObject()) == NULL || ev == NULL) {
+		cJSON_Delete(ev);
+		snprintf(r->miss, sizeof(r->miss), "out_of_memory");
+		return;
+	}
+	cJSON_AddStringToObject(r->out, "worker", id);
+	kz_evidence_collect(workers_dir, id, endpoint, io_timeout_ms, ev,
+	    r->gen, sizeof(r->gen));
+	m = kz_evidence_missing(ev, r->miss, sizeof(r->miss));
+	cJSON_AddItemToObject(r->out, "evidence", ev);
+	if (m == NULL) {
+		snprintf(r->miss, sizeof(r->miss), "out_of_memory");
+		return;
+	}
+	r->clean = cJSON_GetArraySize(m) == 0 && r->gen[0] != '\0';
+	cJSON_AddItemToObject(r->out, "missing", m);
+}
+
+enum kz_pool_script
+kz_reset_script(const struct kz_reset *r, const char **arg)
+{
+	if (r->clean) {
+		*arg = r->gen;
+		return KZ_POOL_PUBLISH;
+	}
+	*arg = r->miss[0] != '\0' ? r->miss : "no_generation";
+	return KZ_POOL_RETIRE;
+}
+
+const char *
+kz_reset_outcome(struct kz_reset *r, const cJSON *res)
+{
+	const char *result = kz_pool_errcode(res) != NULL ? "stale_token" :
+	    r->clean ? "warm" : "retired";
+
+	if (r->out != NULL)
+		cJSON_AddStringToObject(r->out, "result", result);
+	r->kind = strcmp(result, "warm") == 0 ? "reset" : "retire";
+	return result;
+}
+
+void
+kz_reset_release(struct kz_reset *r)
+{
+	cJSON_Delete(r->out);
+	r->out = NULL;
 }

@@ -18,6 +18,7 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_pool.h"
 
 #define KZ_EVIDENCE_GEN_MAX 32
 #define KZ_EVIDENCE_MISSING_MAX 256
@@ -51,5 +52,33 @@ bool kz_evidence_dir_empty(const char *path);
  */
 cJSON *kz_evidence_record(const cJSON *out, const char *id,
     const char *token, const char *rid, int64_t duration_ms);
+
+/*
+ * The reset's decision, once for kz-lease (in-process, every release)
+ * and kz-reset (the operator's): the evidence is collected, every item
+ * must hold and the agent must have named its generation, and only then
+ * is the worker published warm under its reset token; anything missing
+ * retires it.  The pool script then has the last word on the token.
+ */
+struct kz_reset {
+	cJSON *out;	/* worker, evidence, missing, then result; NULL: no
+			 * memory */
+	char gen[KZ_EVIDENCE_GEN_MAX];
+	char miss[KZ_EVIDENCE_MISSING_MAX];
+	const char *kind;	/* the audit kind, once decided */
+	bool clean;
+};
+/* Blocking (bounded by io_timeout_ms per agent call). */
+void kz_reset_prove(struct kz_reset *r, const char *workers_dir,
+    const char *id, const char *endpoint, int io_timeout_ms);
+/* The script the decision runs (ARGV: opid, id, reset token, *arg). */
+enum kz_pool_script kz_reset_script(const struct kz_reset *r,
+    const char **arg);
+/* From that script's parsed reply: "warm", "retired" or "stale_token"
+ * (the token was no longer current: nothing was written), also recorded
+ * as out's "result"; kind becomes the audit kind: "reset" for "warm",
+ * else "retire". */
+const char *kz_reset_outcome(struct kz_reset *r, const cJSON *res);
+void kz_reset_release(struct kz_reset *r);
 
 #endif

@@ -43,12 +43,8 @@ struct rjob {
 	char token[KZ_POOL_TOKEN_MAX + 1];
 	char endpoint[108];
 	char rid[KZ_RUN_ID_MAX + 1];
-	char gen[KZ_EVIDENCE_GEN_MAX];
-	char miss[KZ_EVIDENCE_MISSING_MAX];
-	const char *kind;	/* "reset" or "retire" */
 	int64_t t0;
-	cJSON *out;		/* worker, evidence, missing, result */
-	bool clean;
+	struct kz_reset rs;	/* the evidence and the decision */
 };
 TAILQ_HEAD(rjobq, rjob);
 
@@ -76,7 +72,7 @@ rjob_free(struct rjob *j)
 {
 	if (j == NULL)
 		return;
-	cJSON_Delete(j->out);
+	kz_reset_release(&j->rs);
 	free(j);
 }
 
@@ -85,25 +81,8 @@ rjob_free(struct rjob *j)
 static void
 do_evidence(const struct resets *r, struct rjob *j)
 {
-	cJSON *ev = cJSON_CreateObject(), *m = NULL;
-
-	j->clean = false;
-	if ((j->out = cJSON_CreateObject()) == NULL || ev == NULL) {
-		cJSON_Delete(ev);
-		snprintf(j->miss, sizeof(j->miss), "out_of_memory");
-		return;
-	}
-	cJSON_AddStringToObject(j->out, "worker", j->worker);
-	kz_evidence_collect(r->workers_dir, j->worker, j->endpoint,
-	    r->io_timeout_ms, ev, j->gen, sizeof(j->gen));
-	m = kz_evidence_missing(ev, j->miss, sizeof(j->miss));
-	cJSON_AddItemToObject(j->out, "evidence", ev);
-	if (m == NULL) {
-		snprintf(j->miss, sizeof(j->miss), "out_of_memory");
-		return;
-	}
-	j->clean = cJSON_GetArraySize(m) == 0 && j->gen[0] != '\0';
-	cJSON_AddItemToObject(j->out, "missing", m);
+	kz_reset_prove(&j->rs, r->workers_dir, j->worker, j->endpoint,
+	    r->io_timeout_ms);
 }
 
 static void
@@ -113,12 +92,12 @@ do_audit(const struct resets *r, struct rjob *j)
 	cJSON *a;
 	int e;
 
-	a = kz_evidence_record(j->out, j->worker, j->token, j->rid,
+	a = kz_evidence_record(j->rs.out, j->worker, j->token, j->rid,
 	    kz_now_ms() - j->t0);
-	if (a == NULL || (e = kz_audit_send(r->audit_sock, j->kind, a,
+	if (a == NULL || (e = kz_audit_send(r->audit_sock, j->rs.kind, a,
 	    KZ_AUDIT_TIMEOUT_MS, why, sizeof(why))) != 0)
 		kz_log(KZ_LOG_WARN, "audit.fail", a == NULL ? KZ_ENOMEM : e,
-		    a == NULL ? "out of memory" : why, "kind", j->kind,
+		    a == NULL ? "out of memory" : why, "kind", j->rs.kind,
 		    "worker", j->worker, NULL);
 	cJSON_Delete(a);
 }
@@ -198,24 +177,18 @@ decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		finish(r, j);
 		return;
 	}
-	if (kz_pool_errcode(res) != NULL) {
-		result = "stale_token";
-		j->kind = "retire";
+	result = kz_reset_outcome(&j->rs, res);
+	if (strcmp(result, "stale_token") == 0)
 		kz_log(KZ_LOG_WARN, "reset.stale", 0, "reset token is stale",
 		    "worker", j->worker, NULL);
-	} else if (j->clean) {
-		result = "warm";
-		j->kind = "reset";
+	else if (strcmp(result, "warm") == 0)
 		kz_log(KZ_LOG_INFO, "reset.warm", 0, "published warm",
 		    "worker", j->worker, NULL);
-	} else {
-		result = "retired";
-		j->kind = "retire";
+	else {
 		kz_log(KZ_LOG_WARN, "worker.retire", 0, "missing evidence",
-		    "worker", j->worker, "missing", j->miss, NULL);
+		    "worker", j->worker, "missing", j->rs.miss, NULL);
 		d->next_reconcile = 0;
 	}
-	cJSON_AddStringToObject(j->out, "result", result);
 	if (r->audit_sock[0] == '\0') {
 		finish(r, j);
 		return;
@@ -229,17 +202,16 @@ decide(struct resets *r, struct rjob *j)
 {
 	char op[KZ_OPID_HEX + 1];
 	const char *av[4] = {op, j->worker, j->token, NULL};
+	enum kz_pool_script which;
 	int e;
 
-	if (j->out == NULL) {
+	if (j->rs.out == NULL) {
 		decided(r->d, KZ_ENOMEM, NULL, "out of memory", j);
 		return;
 	}
 	kz_store_opid(op);
-	av[3] = j->clean ? j->gen : j->miss[0] ? j->miss : "no_generation";
-	e = pool_async(r->d, j->clean ? KZ_POOL_PUBLISH : KZ_POOL_RETIRE, 4,
-	    av, decided, j);
-	if (e != 0)
+	which = kz_reset_script(&j->rs, &av[3]);
+	if ((e = pool_async(r->d, which, 4, av, decided, j)) != 0)
 		decided(r->d, e, NULL, "store unavailable", j);
 }
 

@@ -144,17 +144,13 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 {
 	struct kz_store *s = NULL;
 	struct worker_rec w = {0};
-	char why[128] = "", gen[KZ_EVIDENCE_GEN_MAX], op[KZ_OPID_HEX + 1];
-	char miss[KZ_EVIDENCE_MISSING_MAX];
-	const char *av[4] = {op, id, token, NULL};
-	cJSON *out = cJSON_CreateObject(), *ev = cJSON_CreateObject(), *m,
-	    *res = NULL;
+	struct kz_reset rs = {0};
+	char why[128] = "", op[KZ_OPID_HEX + 1];
+	const char *av[4] = {op, id, token, NULL}, *result;
+	cJSON *res = NULL;
 	int64_t t0 = kz_now_ms();
 	int e, rc = 4;
 
-	if (out == NULL || ev == NULL)
-		goto out;
-	cJSON_AddStringToObject(out, "worker", id);
 	if ((e = kz_store_open(c->store_sock, c->dep, (int)c->store_timeout_ms,
 	    &s, why, sizeof(why))) != 0 ||
 	    (e = fetch(s, id, token, &w, why, sizeof(why))) < 0) {
@@ -164,46 +160,41 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 	}
 	if (e == 1) {
 		/* Another owner holds it, or it is gone: touch nothing. */
-		cJSON_AddStringToObject(out, "result", "stale_token");
-		report(c, "retire", id, token, out, t0);
+		if ((rs.out = cJSON_CreateObject()) == NULL)
+			goto out;
+		cJSON_AddStringToObject(rs.out, "worker", id);
+		cJSON_AddStringToObject(rs.out, "result", "stale_token");
+		report(c, "retire", id, token, rs.out, t0);
 		fprintf(stderr, "kz-reset: stale_token\n");
 		rc = 1;
 		goto out;
 	}
-	kz_evidence_collect(c->workers_dir, w.id, w.endpoint,
-	    (int)c->io_timeout_ms, ev, gen, sizeof(gen));
-	if ((m = kz_evidence_missing(ev, miss, sizeof(miss))) == NULL)
+	kz_reset_prove(&rs, c->workers_dir, w.id, w.endpoint,
+	    (int)c->io_timeout_ms);
+	if (rs.out == NULL)
 		goto out;
-	cJSON_AddItemToObject(out, "evidence", ev);
-	ev = NULL;
-	cJSON_AddItemToObject(out, "missing", m);
 	kz_store_opid(op);
-	av[3] = cJSON_GetArraySize(m) == 0 ? gen : miss;
-	e = transition(c, &s, cJSON_GetArraySize(m) == 0 ? KZ_POOL_PUBLISH :
-	    KZ_POOL_RETIRE, 4, av, &res);
+	e = transition(c, &s, kz_reset_script(&rs, &av[3]), 4, av, &res);
 	if (e != 0) {
 		fprintf(stderr, "kz-reset: store unavailable\n");
 		rc = 3;
 		goto out;
 	}
-	if (kz_pool_errcode(res) != NULL) {
-		cJSON_AddStringToObject(out, "result", "stale_token");
+	result = kz_reset_outcome(&rs, res);
+	if (strcmp(result, "stale_token") == 0) {
 		fprintf(stderr, "kz-reset: stale_token\n");
 		rc = 1;
-	} else if (cJSON_GetArraySize(m) == 0) {
-		cJSON_AddStringToObject(out, "result", "warm");
+	} else if (strcmp(result, "warm") == 0)
 		rc = 0;
-	} else {
-		cJSON_AddStringToObject(out, "result", "retired");
+	else {
 		fprintf(stderr, "kz-reset: retired: missing evidence: %s\n",
-		    miss);
+		    rs.miss);
 		rc = 1;
 	}
-	report(c, rc == 0 ? "reset" : "retire", id, token, out, t0);
+	report(c, rs.kind, id, token, rs.out, t0);
 out:
 	cJSON_Delete(res);
-	cJSON_Delete(ev);
-	cJSON_Delete(out);
+	kz_reset_release(&rs);
 	kz_store_free(s);
 	return rc;
 }

@@ -131,6 +131,69 @@ START_TEST(test_record)
 }
 END_TEST
 
+/*
+ * The one decision kz-lease and kz-reset share: publish only when clean
+ * with a generation, retire otherwise, and the script's refusal of the
+ * token is a stale token whatever the evidence said.
+ */
+START_TEST(test_decision)
+{
+	struct kz_reset r;
+	const char *arg = NULL;
+	cJSON *stale = cJSON_Parse("{\"err\":\"stale_token\"}");
+	cJSON *done = cJSON_Parse("{\"worker\":\"w1\"}");
+
+	memset(&r, 0, sizeof(r));
+	r.out = cJSON_CreateObject();
+	r.clean = true;
+	snprintf(r.gen, sizeof(r.gen), "7");
+	ck_assert_int_eq(kz_reset_script(&r, &arg), KZ_POOL_PUBLISH);
+	ck_assert_str_eq(arg, "7");
+	ck_assert_str_eq(kz_reset_outcome(&r, done), "warm");
+	ck_assert_str_eq(r.kind, "reset");
+	ck_assert_str_eq(kz_json_get(r.out, "result")->valuestring, "warm");
+	kz_reset_release(&r);
+	r.out = cJSON_CreateObject();
+	ck_assert_str_eq(kz_reset_outcome(&r, stale), "stale_token");
+	ck_assert_str_eq(r.kind, "retire");
+	kz_reset_release(&r);
+	r.clean = false;
+	snprintf(r.miss, sizeof(r.miss), "agent_ipc_empty");
+	ck_assert_int_eq(kz_reset_script(&r, &arg), KZ_POOL_RETIRE);
+	ck_assert_str_eq(arg, "agent_ipc_empty");
+	ck_assert_str_eq(kz_reset_outcome(&r, done), "retired");
+	ck_assert_str_eq(r.kind, "retire");
+	r.miss[0] = '\0';
+	ck_assert_int_eq(kz_reset_script(&r, &arg), KZ_POOL_RETIRE);
+	ck_assert_str_eq(arg, "no_generation");
+	kz_reset_release(&r);
+	kz_reset_release(&r);	/* twice is harmless */
+	cJSON_Delete(stale);
+	cJSON_Delete(done);
+}
+END_TEST
+
+/* A worker that does not answer proves nothing: every item is recorded,
+ * false, and the decision retires it. */
+START_TEST(test_silent_worker)
+{
+	struct kz_reset r;
+	const char *arg;
+	int n = 0;
+
+	kz_reset_prove(&r, "/nonexistent", "w1", "/nonexistent/sock", 100);
+	ck_assert_ptr_nonnull(r.out);
+	ck_assert(!r.clean);
+	for (const cJSON *x = kz_json_get(r.out, "evidence")->child; x != NULL;
+	    x = x->next)
+		n += cJSON_IsFalse(x);
+	ck_assert_int_ge(n, 16);
+	ck_assert_ptr_nonnull(strstr(r.miss, "agent_namespaces_new"));
+	ck_assert_int_eq(kz_reset_script(&r, &arg), KZ_POOL_RETIRE);
+	kz_reset_release(&r);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -143,6 +206,8 @@ main(void)
 	tcase_add_test(tc, test_projection_wipe);
 	tcase_add_test(tc, test_missing);
 	tcase_add_test(tc, test_record);
+	tcase_add_test(tc, test_decision);
+	tcase_add_test(tc, test_silent_worker);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

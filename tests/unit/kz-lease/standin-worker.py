@@ -10,6 +10,11 @@ import json, os, socket, struct, sys, threading
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
 wid, path = args["--id"], args["--socket"]
 gen = [0]
+# What a real worker proves on a wipe (kz-sandbox(8), kz-reset(8)).
+EVIDENCE = ("leftovers_killed", "previous_gone", "namespaces_new",
+            "within_lease_limit", "workspace_empty", "tmp_empty",
+            "shm_empty", "mounts_baseline", "ipc_empty", "cgroup_only_agent",
+            "memory_clean")
 hang = os.environ.get("STANDIN_HANG") == "1"
 
 def serve(c):
@@ -27,9 +32,8 @@ def serve(c):
                 rep.update(worker=wid, generation=gen[0], state="ready")
             elif req.get("op") == "wipe":
                 gen[0] += 1
-                rep.update(generation=gen[0], baseline=True,
-                           evidence={"workspace_empty": True,
-                                     "tmp_empty": True, "shm_empty": True})
+                rep.update(generation=gen[0], memory_bytes=0,
+                           evidence={k: True for k in EVIDENCE})
             else:
                 rep = {"v": 1, "id": req.get("id"), "ok": False,
                        "error": "bad_request", "reason": "unknown op"}
