@@ -16,7 +16,7 @@ static const char *const known[] = {
 	"LEASE_RESET_GRACE_MS", "LEASE_RESET_CONCURRENCY",
 	"RESET_IO_TIMEOUT_MS", "LEASE_WORKERS_DIR", "LEASE_WORKER_BIN",
 	"LEASE_WORKER_ARGS", "LEASE_SNAPSHOT_DIR", "LEASE_EGRESS_SOCKET",
-	"LEASE_STOP_WORKERS", NULL,
+	"LEASE_STOP_WORKERS", "LEASE_WORKER_IDS", NULL,
 };
 
 struct ikey {
@@ -93,6 +93,35 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	return e ? KZ_ECONF : 0;
 }
 
+/*
+ * LEASE_WORKER_IDS, "FIRST-LAST": the host uids (and gids, the same
+ * numbers) the local controller gives workers, one each.  Never 0 or the
+ * overflow id 65534 (nobody), which other processes hold too.
+ */
+static int
+load_ids(struct lease_conf *c, const struct kz_conf *k, char *why,
+    size_t wlen)
+{
+	char buf[64], *dash;
+	const char *v = kz_conf_str(k, "LEASE_WORKER_IDS",
+	    "2100000001-2100065536");
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	if (strlen(v) >= sizeof(buf) || (dash = strchr(buf, '-')) == NULL)
+		goto bad;
+	*dash = '\0';
+	if (kz_parse_int(buf, 1, 2147483646, &c->ids_first) != 0 ||
+	    kz_parse_int(dash + 1, 1, 2147483646, &c->ids_last) != 0 ||
+	    c->ids_last < c->ids_first ||
+	    (c->ids_first <= 65534 && c->ids_last >= 65534))
+		goto bad;
+	return 0;
+bad:
+	kz_why(why, wlen, "LEASE_WORKER_IDS must be FIRST-LAST, ids from 1 to "
+	    "2147483646 without 65534");
+	return KZ_ECONF;
+}
+
 int
 lease_conf_load(struct lease_conf *c, const char *path, const char *self,
     char *why, size_t wlen)
@@ -105,6 +134,7 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 		return e;
 	if ((e = load_paths(c, k, self, why, wlen)) != 0 ||
 	    (e = load_ints(c, k, why, wlen)) != 0 ||
+	    (e = load_ids(c, k, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	    KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (e = kz_conf_bool(k, "LEASE_STOP_WORKERS", true, &c->stop_workers,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,11 +110,12 @@ worker_env_free(char **env)
 
 /* The grandchild: a session of its own, so kz-lease can come and go. */
 static void
-exec_worker(const struct lease_conf *c, const char *id, char **env)
+exec_worker(const struct lease_conf *c, const char *id, int64_t hid,
+    char **env)
 {
 	char sock[PATH_MAX], state[PATH_MAX], log[PATH_MAX], extra[1024];
-	char proj[PATH_MAX];
-	char *av[ARGS_MAX + 16];
+	char proj[PATH_MAX], ids[24];
+	char *av[ARGS_MAX + 24];
 	int n = 0, fd;
 
 	if (kz_pool_wpath(c->workers_dir, id, "sock", sock, sizeof(sock)) ||
@@ -140,6 +142,13 @@ exec_worker(const struct lease_conf *c, const char *id, char **env)
 		av[n++] = (char *)c->egress_sock;
 	}
 	n += split_args(extra, av + n, ARGS_MAX);
+	/* Last, so that LEASE_WORKER_ARGS cannot give two workers one id:
+	 * the code runs as the worker's own uid and gid, in a user
+	 * namespace or not. */
+	snprintf(ids, sizeof(ids), "%lld", (long long)hid);
+	av[n++] = "--uid", av[n++] = ids, av[n++] = "--gid", av[n++] = ids;
+	av[n++] = "--userns-host-uid", av[n++] = ids;
+	av[n++] = "--userns-host-gid", av[n++] = ids;
 	av[n] = NULL;
 	if ((fd = open("/dev/null", O_RDWR)) >= 0) {
 		dup2(fd, 0);
@@ -193,10 +202,96 @@ make_dirs(const struct lease_conf *c, const char *dir, const char *proj)
 	return 0;
 }
 
+/* The id another worker holds, from WORKERS/<w>/ids; -1 when none. */
+static int64_t
+held_id(const struct lease_conf *c, const char *w)
+{
+	char p[PATH_MAX], buf[32];
+	int64_t v;
+	ssize_t n;
+	int fd;
+
+	if (kz_pool_wpath(c->workers_dir, w, "ids", p, sizeof(p)) != 0 ||
+	    (fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return kz_parse_int(buf, 1, INT64_MAX, &v) == 0 ? v : -1;
+}
+
+static int
+unlink_ids(const char *dir)
+{
+	char p[PATH_MAX + 8];
+
+	snprintf(p, sizeof(p), "%s/ids", dir);
+	return unlink(p);
+}
+
+static int
+cmp_id(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Gives the new worker dir (WORKERS/<id>) the lowest id of
+ * LEASE_WORKER_IDS no other worker directory holds, recorded in its "ids"
+ * file.  A lock on the workers directory makes the choice and the record
+ * one step for every kz-lease of this host; a worker's id is free again
+ * once its directory is gone.
+ */
+static int
+claim_id(const struct lease_conf *c, const char *id, const char *dir,
+    int64_t *out)
+{
+	static int64_t held[LEASE_INV_MAX];
+	static struct ctl_inv inv;
+	char p[PATH_MAX + 16], buf[24];
+	int64_t want = c->ids_first;
+	size_t nh = 0;
+	int lfd, fd, r = KZ_EUNAVAIL, n;
+
+	snprintf(p, sizeof(p), "%s/.ids.lock", c->workers_dir);
+	if ((lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+	    0600)) < 0)
+		return KZ_ESYS;
+	if (flock(lfd, LOCK_EX) != 0 || ctl_list(c, &inv, NULL, 0) != 0)
+		goto out;
+	for (size_t i = 0; i < inv.n; i++)
+		if (strcmp(inv.id[i], id) != 0 &&
+		    (held[nh] = held_id(c, inv.id[i])) > 0)
+			nh++;
+	qsort(held, nh, sizeof(held[0]), cmp_id);
+	for (size_t i = 0; i < nh && held[i] <= want; i++)
+		if (held[i] == want)
+			want++;
+	if (want > c->ids_last)
+		goto out;
+	snprintf(p, sizeof(p), "%s/ids", dir);
+	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)want);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	    0640)) < 0)
+		goto out;
+	r = write(fd, buf, (size_t)n) == n ? 0 : KZ_ESYS;
+	close(fd);
+	*out = want;
+out:
+	close(lfd);
+	return r;
+}
+
 int
 ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
     size_t elen, char *why, size_t wlen)
 {
+	int64_t hid = 0;
 	char dir[PATH_MAX], proj[PATH_MAX], **env;
 	pid_t mid, w;
 	int st;
@@ -210,9 +305,16 @@ ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
 		kz_why(why, wlen, "cannot make the worker directory");
 		return KZ_ESYS;
 	}
+	if (claim_id(c, id, dir, &hid) != 0) {
+		rmdir(proj);
+		rmdir(dir);
+		kz_why(why, wlen, "no free worker id in LEASE_WORKER_IDS");
+		return KZ_EUNAVAIL;
+	}
 	if ((env = worker_env(c)) == NULL || (mid = fork()) < 0) {
 		if (env != NULL)
 			worker_env_free(env);
+		(void)unlink_ids(dir);
 		rmdir(proj);
 		rmdir(dir);
 		kz_why(why, wlen, "fork failed");
@@ -223,7 +325,7 @@ ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
 		if ((w = fork()) < 0)
 			_exit(1);
 		if (w == 0)
-			exec_worker(c, id, env);
+			exec_worker(c, id, hid, env);
 		_exit(write_pid(dir, w) == 0 ? 0 : 1);
 	}
 	worker_env_free(env);
@@ -343,7 +445,7 @@ static void
 rm_cgroups(const char *id)
 {
 	static const char *const ctrl[] = {"memory", "pids", "cpu", "freezer",
-	    NULL};
+	    "blkio", NULL};
 	static const char *const sub[] = {"/run", "/init", "", NULL};
 	char p[PATH_MAX];
 

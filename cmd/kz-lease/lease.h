@@ -42,6 +42,7 @@ struct lease_conf {
 	int64_t capacity, member_limit, ttl_ms, store_timeout_ms, tick_ms;
 	int64_t reconcile_ms, create_timeout_ms, reset_grace_ms;
 	int64_t reset_io_timeout_ms, reset_threads;
+	int64_t ids_first, ids_last;	/* LEASE_WORKER_IDS */
 	bool stop_workers;
 };
 

@@ -164,7 +164,7 @@ op kz-run -q --actor ann --conversation c1 --file "$T/op/hello.txt" -- \
 	sh -c 'cat /projection/hello.txt; echo kept > notes; id -u' >"$T/o1" 2>"$T/e1"
 is "$?" 0 "the operator's kz-run with --file runs"
 is "$(head -1 "$T/o1")" "from the operator" "and the code reads the projected file"
-is "$(sed -n 2p "$T/o1")" 65534 "as the sandbox's uid"
+is "$(sed -n 2p "$T/o1")" "$(cat "$W/ids")" "as the worker's own uid, from LEASE_WORKER_IDS"
 is "$(cat "$T/e1")" "" "with nothing on stderr (the workspace was saved)"
 for _ in $(seq 1 100); do warm && break; sleep 0.1; done
 op kz-run -q --actor ann --conversation c1 -- cat notes >"$T/o2" 2>"$T/e2"
