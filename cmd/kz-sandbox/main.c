@@ -1,6 +1,7 @@
 /*
  * kz-sandbox: the code-sandbox worker.  run (one-shot), serve (a persistent
- * worker driven over its socket) and classify (artifact scripts).
+ * worker driven over its socket), classify (artifact scripts) and seccomp
+ * (print the system call policy).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ usage(FILE *fp)
 	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file FILE]\n"
 	    "           [--config FILE] [options]\n"
 	    "       kz-sandbox classify FILE...\n"
+	    "       kz-sandbox seccomp\n"
 	    "       kz-sandbox --help | --version\n"
 	    "options (each also a config key and environment variable):\n");
 	sbx_conf_usage(fp);
@@ -267,6 +269,23 @@ cmd_classify(int argc, char **argv)
 	return code;
 }
 
+/* Builds the filter as a worker would, so a list that cannot be built
+ * fails here too, then prints it. */
+static int
+cmd_seccomp(void)
+{
+	struct sock_fprog prog;
+	char why[256];
+
+	if (sbx_seccomp_build(&prog, why, sizeof(why)) != 0)
+		return die(SBX_EXIT_ISOLATION, "%s", why);
+	printf("# %u BPF instructions\n", (unsigned)prog.len);
+	sbx_seccomp_free(&prog);
+	if (sbx_seccomp_list(stdout, why, sizeof(why)) != 0)
+		return die(SBX_EXIT_ISOLATION, "%s", why);
+	return fflush(stdout) == 0 ? 0 : SBX_EXIT_INTERNAL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -292,6 +311,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "classify") == 0)
 		return cmd_classify(argc, argv);
+	if (strcmp(argv[1], "seccomp") == 0 && argc == 2)
+		return cmd_seccomp();
 	if (sodium_init() < 0)
 		return die(SBX_EXIT_INTERNAL, "libsodium init failed");
 	sbx_conf_defaults(&c);
