@@ -171,6 +171,12 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 
 	if (o->cmd == NULL || o->cmd[0] == NULL)
 		return die(SBX_EXIT_USAGE, "run needs -- CMD");
+	/* The job reaches the init as NUL-separated strings, where an empty
+	 * one would end the argument vector early; serve refuses it too. */
+	for (int i = 0; o->cmd[i] != NULL; i++)
+		if (o->cmd[i][0] == '\0')
+			return die(SBX_EXIT_USAGE, "run: argument %d is empty",
+			    i);
 	memset(&rq, 0, sizeof(rq));
 	sbx_env_init(&rq.env);
 	for (int i = 0; i < o->nenv; i++) {
