@@ -1,6 +1,7 @@
 /*
  * kz-sandbox: the code-sandbox worker.  run (one-shot), serve (a persistent
- * worker driven over its socket) and classify (artifact scripts).
+ * worker driven over its socket), classify (artifact scripts) and seccomp
+ * (print the system call policy).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ usage(FILE *fp)
 	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file FILE]\n"
 	    "           [--config FILE] [options]\n"
 	    "       kz-sandbox classify FILE...\n"
+	    "       kz-sandbox seccomp\n"
 	    "       kz-sandbox --help | --version\n"
 	    "options (each also a config key and environment variable):\n");
 	sbx_conf_usage(fp);
@@ -169,6 +171,12 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 
 	if (o->cmd == NULL || o->cmd[0] == NULL)
 		return die(SBX_EXIT_USAGE, "run needs -- CMD");
+	/* The job reaches the init as NUL-separated strings, where an empty
+	 * one would end the argument vector early; serve refuses it too. */
+	for (int i = 0; o->cmd[i] != NULL; i++)
+		if (o->cmd[i][0] == '\0')
+			return die(SBX_EXIT_USAGE, "run: argument %d is empty",
+			    i);
 	memset(&rq, 0, sizeof(rq));
 	sbx_env_init(&rq.env);
 	for (int i = 0; i < o->nenv; i++) {
@@ -267,6 +275,23 @@ cmd_classify(int argc, char **argv)
 	return code;
 }
 
+/* Builds the filter as a worker would, so a list that cannot be built
+ * fails here too, then prints it. */
+static int
+cmd_seccomp(void)
+{
+	struct sock_fprog prog;
+	char why[256];
+
+	if (sbx_seccomp_build(&prog, why, sizeof(why)) != 0)
+		return die(SBX_EXIT_ISOLATION, "%s", why);
+	printf("# %u BPF instructions\n", (unsigned)prog.len);
+	sbx_seccomp_free(&prog);
+	if (sbx_seccomp_list(stdout, why, sizeof(why)) != 0)
+		return die(SBX_EXIT_ISOLATION, "%s", why);
+	return fflush(stdout) == 0 ? 0 : SBX_EXIT_INTERNAL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -292,6 +317,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "classify") == 0)
 		return cmd_classify(argc, argv);
+	if (strcmp(argv[1], "seccomp") == 0 && argc == 2)
+		return cmd_seccomp();
 	if (sodium_init() < 0)
 		return die(SBX_EXIT_INTERNAL, "libsodium init failed");
 	sbx_conf_defaults(&c);

@@ -169,9 +169,17 @@ void sbx_mnt_release(struct sbx_mnt *m);
 /* Normalizes mountinfo text to the entries under prefix (for tests). */
 char *sbx_mnt_normalize(const char *mountinfo, const char *prefix);
 
-/* seccomp.c */
+/* seccomp.c: the allowlist filter.  Building it fails, naming the call,
+ * when libseccomp cannot resolve a listed name on this architecture. */
 KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, char *why,
     size_t wlen);
+/* Sets *nr to name's number on the native architecture; KZ_EUNAVAIL,
+ * naming the call in why, when libseccomp has none. */
+KZ_WUR int sbx_seccomp_resolve(const char *name, int *nr, char *why,
+    size_t wlen);
+/* Prints the policy to fp (a FILE *), one call a line:
+ * "allow|args|refuse NR NAME DETAIL". */
+KZ_WUR int sbx_seccomp_list(void *fp, char *why, size_t wlen);
 KZ_WUR int sbx_seccomp_load(const struct sock_fprog *prog);
 void sbx_seccomp_free(struct sock_fprog *prog);
 

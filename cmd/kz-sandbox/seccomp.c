@@ -1,14 +1,25 @@
 /*
  * The seccomp policy, built once per worker with libseccomp and exported as
- * a BPF program, so a run only pays for one prctl().  Default allow, with a
- * deny list of the calls that reach kernel surface an unprivileged program
- * has no business with (kz-sandbox(8) says why for each).  Only the native
- * x86-64 ABI is in the filter: i386 (int 0x80) and x32 calls hit the
- * bad-architecture action, which kills the process.
+ * a BPF program, so a run only pays for one prctl().  It is an allowlist:
+ * the groups below name what a tenant's programs may call, and any other
+ * call fails with ENOSYS, which the C library takes for a kernel without
+ * it and falls back from where it can (as containerd's default profile
+ * does).  That includes every call newer than the installed libseccomp's
+ * table, which the filter cannot even name.  The calls withheld on purpose
+ * fail with EPERM instead, as they did when the filter was a deny list, so
+ * a program learns they exist and are refused.  A listed name that
+ * libseccomp cannot resolve on this architecture fails the build of the
+ * filter, naming the call; it is never skipped.  So does a call named
+ * twice.  Only the native x86-64 ABI is in the filter: i386 (int 0x80)
+ * and x32 calls hit the bad-architecture action, which kills the
+ * process.  kz-sandbox(8) says why each group is there; "kz-sandbox
+ * seccomp" prints the list.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -23,78 +34,445 @@
 #include "sbx.h"
 #include "banned.h"
 
-/* Refused with EPERM. */
-static const char *const deny[] = {
+struct group {
+	const char *name;
+	const char *const *calls;	/* NULL-terminated */
+};
+
+/* Data through descriptors the process holds.  sync is not here: it
+ * flushes every file system of the host, while the sandbox's own are
+ * tmpfs; glibc's sync() ignores the error. */
+static const char *const g_io[] = {
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv",
+	"pwritev", "preadv2", "pwritev2", "lseek", "sendfile", "splice", "tee",
+	"vmsplice", "copy_file_range", "fsync", "fdatasync", "syncfs",
+	"sync_file_range", "fadvise64", "readahead", "fallocate", "ftruncate",
+	"flock", "close", "close_range", "dup", "dup2", "dup3", "fcntl",
+	"pipe", "pipe2",
+	NULL,
+};
+
+/* Paths and metadata.  The mount view (read-only root, nodev tmpfs for
+ * the writable places) and the uid decide what succeeds; mknod makes
+ * FIFOs and sockets, a device node needs a capability the code lacks. */
+static const char *const g_fs[] = {
+	"open", "openat", "openat2", "creat", "stat", "fstat", "lstat",
+	"newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat",
+	"faccessat2", "getdents", "getdents64", "getcwd", "chdir", "fchdir",
+	"mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2",
+	"link", "linkat", "unlink", "unlinkat", "symlink", "symlinkat",
+	"readlink", "readlinkat", "chmod", "fchmod", "fchmodat", "chown",
+	"fchown", "lchown", "fchownat", "umask", "utime", "utimes",
+	"utimensat", "futimesat", "mknod", "mknodat",
+	"getxattr", "lgetxattr", "fgetxattr", "setxattr", "lsetxattr",
+	"fsetxattr", "listxattr", "llistxattr", "flistxattr", "removexattr",
+	"lremovexattr", "fremovexattr",
+	NULL,
+};
+
+/* Waiting for descriptors, file changes, signals and timers: the event
+ * loops of Node, Python's asyncio, make and file watchers. */
+static const char *const g_events[] = {
+	"poll", "ppoll", "select", "pselect6", "epoll_create",
+	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+	"epoll_pwait2", "eventfd", "eventfd2", "inotify_init",
+	"inotify_init1", "inotify_add_watch", "inotify_rm_watch", "signalfd",
+	"signalfd4", "timerfd_create", "timerfd_settime", "timerfd_gettime",
+	NULL,
+};
+
+/* Linux native AIO, which container runtimes allow and some databases
+ * use; io_uring is withheld below. */
+static const char *const g_aio[] = {
+	"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents",
+	"io_pgetevents",
+	NULL,
+};
+
+/* The process's own address space; RLIMIT_MEMLOCK and the memory cgroup
+ * bound what it can pin or map.  NUMA placement (mbind, set_mempolicy)
+ * is not here: libnuma takes ENOSYS for a machine without NUMA. */
+static const char *const g_memory[] = {
+	"brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "mincore",
+	"msync", "mlock", "mlock2", "munlock", "mlockall", "munlockall",
+	"membarrier", "memfd_create", "pkey_alloc", "pkey_free",
+	"pkey_mprotect",
+	NULL,
+};
+
+/* Processes and threads: the C library's plumbing for both (clone has
+ * an argument rule below), within the run's pid namespace and cgroup.
+ * seccomp and landlock let a program confine itself further; neither
+ * can loosen this filter. */
+static const char *const g_process[] = {
+	"fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4",
+	"waitid", "set_tid_address", "set_robust_list", "futex",
+	"futex_waitv", "rseq", "arch_prctl", "prctl", "getpid", "getppid",
+	"gettid", "getpgid", "getpgrp", "getsid", "setpgid", "setsid",
+	"pidfd_open", "pidfd_send_signal", "getrlimit", "setrlimit",
+	"prlimit64", "getrusage", "seccomp", "landlock_create_ruleset",
+	"landlock_add_rule", "landlock_restrict_self",
+	NULL,
+};
+
+/* Scheduling of the process's own threads; a real-time class needs a
+ * capability or an RLIMIT_RTPRIO the code does not have, and the cpu
+ * cgroup bounds the rest. */
+static const char *const g_sched[] = {
+	"sched_yield", "sched_getaffinity", "sched_setaffinity",
+	"sched_getparam", "sched_setparam", "sched_getscheduler",
+	"sched_setscheduler", "sched_getattr", "sched_setattr",
+	"sched_get_priority_max", "sched_get_priority_min",
+	"sched_rr_get_interval", "getpriority", "setpriority", "ioprio_get",
+	"ioprio_set", "getcpu",
+	NULL,
+};
+
+/* Credentials: reading them, and the changes the kernel allows without
+ * capabilities, which gain nothing; programs that drop privileges expect
+ * an answer from these rather than ENOSYS. */
+static const char *const g_identity[] = {
+	"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
+	"getgroups", "setuid", "setgid", "setreuid", "setregid", "setresuid",
+	"setresgid", "setgroups", "setfsuid", "setfsgid", "capget", "capset",
+	NULL,
+};
+
+/* Signals; the pid namespace and the uid decide whom they reach. */
+static const char *const g_signal[] = {
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend",
+	"rt_sigpending", "rt_sigtimedwait", "rt_sigqueueinfo",
+	"rt_tgsigqueueinfo", "sigaltstack", "kill", "tkill", "tgkill",
+	"pause", "restart_syscall",
+	NULL,
+};
+
+/* Reading clocks, sleeping and interval timers; setting a clock is
+ * withheld. */
+static const char *const g_time[] = {
+	"clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep",
+	"gettimeofday", "time", "times", "alarm", "getitimer", "setitimer",
+	"timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
+	"timer_delete",
+	NULL,
+};
+
+/* Sockets of the families the socket rule allows; the network namespace
+ * has only loopback, and the egress relay when a run has a grant. */
+static const char *const g_socket[] = {
+	"bind", "listen", "accept", "accept4", "connect", "getsockname",
+	"getpeername", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg",
+	"recvmmsg", "shutdown", "setsockopt", "getsockopt",
+	NULL,
+};
+
+/* System V and POSIX IPC, in the worker's own IPC namespace: Python's
+ * multiprocessing, databases and the reset's proof that a tenant's
+ * objects are gone all use them. */
+static const char *const g_ipc[] = {
+	"shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop",
+	"semctl", "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open",
+	"mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+	"mq_getsetattr",
+	NULL,
+};
+
+/* Facts about the system (the UTS namespace's names) and randomness. */
+static const char *const g_system[] = {
+	"uname", "sysinfo", "getrandom",
+	NULL,
+};
+
+static const struct group allowed[] = {
+	{"io", g_io}, {"fs", g_fs}, {"events", g_events}, {"aio", g_aio},
+	{"memory", g_memory}, {"process", g_process}, {"sched", g_sched},
+	{"identity", g_identity}, {"signal", g_signal}, {"time", g_time},
+	{"socket", g_socket}, {"ipc", g_ipc}, {"system", g_system},
+	{NULL, NULL},
+};
+
+/* Reading or steering another process. */
+static const char *const w_process[] = {
 	"ptrace", "process_vm_readv", "process_vm_writev", "process_madvise",
 	"pidfd_getfd", "kcmp",
+	NULL,
+};
+
+/* Changing the file system view. */
+static const char *const w_mount[] = {
 	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
 	"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-	"unshare", "setns",
-	"keyctl", "add_key", "request_key",
-	"bpf", "perf_event_open", "userfaultfd", "fanotify_init",
-	"kexec_load", "kexec_file_load",
-	"init_module", "finit_module", "delete_module",
-	"open_by_handle_at", "name_to_handle_at",
-	"iopl", "ioperm", "modify_ldt",
-	"swapon", "swapoff", "reboot", "acct",
-	"clock_settime", "clock_adjtime", "settimeofday", "adjtimex",
-	"syslog", "sethostname", "setdomainname", "vhangup",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"quotactl", "quotactl_fd", "lookup_dcookie", "uselib", "nfsservctl",
-	"personality",
 	NULL,
+};
+
+/* New or foreign namespaces, the user namespace first of all. */
+static const char *const w_namespace[] = {
+	"unshare", "setns",
+	NULL,
+};
+
+/* The kernel keyring. */
+static const char *const w_keyring[] = {
+	"keyctl", "add_key", "request_key",
+	NULL,
+};
+
+/* Kernel surfaces with a record of exploitable bugs. */
+static const char *const w_kernel[] = {
+	"bpf", "perf_event_open", "userfaultfd", "fanotify_init",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	NULL,
+};
+
+/* Host administration. */
+static const char *const w_host[] = {
+	"kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "reboot", "swapon", "swapoff", "acct", "syslog",
+	"quotactl", "quotactl_fd", "lookup_dcookie", "uselib", "nfsservctl",
+	"vhangup", "personality",
+	NULL,
+};
+
+/* Opening files by handle, around the mount view. */
+static const char *const w_handle[] = {
+	"open_by_handle_at", "name_to_handle_at",
+	NULL,
+};
+
+/* Hardware and descriptor tables. */
+static const char *const w_hardware[] = {
+	"iopl", "ioperm", "modify_ldt",
+	NULL,
+};
+
+/* The clocks and the host's identity. */
+static const char *const w_clock[] = {
+	"clock_settime", "clock_adjtime", "settimeofday", "adjtimex",
+	"sethostname", "setdomainname",
+	NULL,
+};
+
+static const struct group withheld[] = {
+	{"process", w_process}, {"mount", w_mount},
+	{"namespace", w_namespace}, {"keyring", w_keyring},
+	{"kernel", w_kernel}, {"host", w_host}, {"handle", w_handle},
+	{"hardware", w_hardware}, {"clock", w_clock},
+	{NULL, NULL},
+};
+
+/* The calls whose arguments decide, as "kz-sandbox seccomp" lists them. */
+static const struct {
+	const char *name, *kind, *rule;
+} arg_rules[] = {
+	{"clone", "args", "allowed without namespace flags, EPERM with any"},
+	{"ioctl", "args", "allowed except TIOCSTI and TIOCLINUX (EPERM)"},
+	{"socket", "args", "AF_UNIX, AF_INET, AF_INET6, else EAFNOSUPPORT; "
+	    "SOCK_RAW and SOCK_PACKET EPERM"},
+	{"socketpair", "args", "AF_UNIX, else EAFNOSUPPORT"},
+	{"clone3", "refuse", "ENOSYS its flags are in memory, where a filter "
+	    "cannot look; libc falls back to clone"},
+	{NULL, NULL, NULL},
 };
 
 static const unsigned long ns_flags[] = {CLONE_NEWNS, CLONE_NEWUTS,
     CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
     0x00000080 /* CLONE_NEWTIME */};
 
+int
+sbx_seccomp_resolve(const char *name, int *nr, char *why, size_t wlen)
+{
+	const struct scmp_version *v = seccomp_version();
+	int n = seccomp_syscall_resolve_name(name);
+
+	/* Names of other architectures resolve to negative pseudo-numbers. */
+	if (n < 0) {
+		kz_why(why, wlen, "seccomp: libseccomp %u.%u.%u has no system "
+		    "call %s on this architecture", v->major, v->minor,
+		    v->micro, name);
+		return KZ_EUNAVAIL;
+	}
+	*nr = n;
+	return 0;
+}
+
+/* Numbers of the native calls the tables can name (x86-64 has fewer than
+ * 512; the x32 ones are a different ABI). */
+#define NR_MAX 1024
+
+/* Resolves name and claims its number: libseccomp takes a second rule
+ * for the same call without a word, so a call in two places of the
+ * tables (two groups, allowed and withheld, a group and an argument
+ * rule) fails the build instead of leaving the outcome to it. */
+static int
+claim(unsigned char *seen, const char *name, int *nr, char *why,
+    size_t wlen)
+{
+	int r;
+
+	if ((r = sbx_seccomp_resolve(name, nr, why, wlen)) != 0)
+		return r;
+	if (*nr >= NR_MAX || seen[*nr]) {
+		kz_why(why, wlen, "seccomp: %s is listed twice", name);
+		return KZ_EINTERNAL;
+	}
+	seen[*nr] = 1;
+	return 0;
+}
+
+/* One unconditional rule for each call of each group. */
+static int
+add_groups(scmp_filter_ctx ctx, uint32_t act, const struct group *g,
+    unsigned char *seen, char *why, size_t wlen)
+{
+	const char *const *c;
+	int nr, r;
+
+	for (; g->name != NULL; g++)
+		for (c = g->calls; *c != NULL; c++) {
+			if ((r = claim(seen, *c, &nr, why, wlen)) != 0)
+				return r;
+			if ((r = seccomp_rule_add_exact(ctx, act, nr, 0)) == 0)
+				continue;
+			kz_why(why, wlen, "seccomp: rule for %s: %s", *c,
+			    strerror(-r));
+			return KZ_EUNAVAIL;
+		}
+	return 0;
+}
+
+/*
+ * The argument rules below never overlap where their actions differ:
+ * libseccomp does not say which of two matching rules with different
+ * actions wins, and an unconditional rule would drop a call's
+ * conditional ones.  Each call's rules therefore split its arguments
+ * into disjoint sets, one action each, and what no rule covers falls to
+ * the default.  Comparisons of an int argument look at its low 32 bits,
+ * as the kernel does.
+ */
+#define LO32 0xffffffffu
+#define RULE(ctx, act, call, cmp) \
+	seccomp_rule_add_exact(ctx, act, SCMP_SYS(call), 1, cmp)
+
+/* clone without a namespace flag.  clone3 is left to the default: it
+ * takes its flags in memory, where a filter cannot look, and glibc falls
+ * back from it to clone on ENOSYS (and libseccomp refuses a rule whose
+ * action is the default's). */
+static int
+clone_rules(scmp_filter_ctx ctx)
+{
+	unsigned long all = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++) {
+		all |= ns_flags[i];
+		r |= RULE(ctx, SCMP_ACT_ERRNO(EPERM), clone,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+	}
+	r |= RULE(ctx, SCMP_ACT_ALLOW, clone,
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, all, 0));
+	return r;
+}
+
+/*
+ * Terminal input injection and console control: ioctl is refused for
+ * TIOCSTI and TIOCLINUX and allowed for every other command.  "Neither
+ * a nor b" takes two comparisons of one argument, which a libseccomp
+ * rule cannot hold, so the allowed commands are spelled as rules that
+ * cannot meet the two refusals: one for each bit where a and b agree
+ * (a command with the other value there is neither), and one for each
+ * command that agrees with both there and has neither's value in the
+ * bits where they differ.
+ */
+static int
+ioctl_rules(scmp_filter_ctx ctx)
+{
+	const uint32_t a = TIOCSTI, b = TIOCLINUX;
+	const uint32_t diff = a ^ b, same = ~diff;
+	uint32_t v = diff;
+	int r = 0;
+
+	r |= RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, LO32, a));
+	r |= RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, LO32, b));
+	for (int i = 0; i < 32; i++) {
+		uint32_t bit = 1u << i;
+
+		if ((same & bit) != 0)
+			r |= RULE(ctx, SCMP_ACT_ALLOW, ioctl,
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, bit, ~a & bit));
+	}
+	/* Every subset of the differing bits, diff itself down to 0. */
+	for (;;) {
+		if (v != (a & diff) && v != (b & diff))
+			r |= RULE(ctx, SCMP_ACT_ALLOW, ioctl,
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, LO32, (a & same) | v));
+		if (v == 0)
+			break;
+		v = (v - 1) & diff;
+	}
+	return r;
+}
+
+/*
+ * Socket families AF_UNIX, AF_INET and AF_INET6 only: AF_VSOCK does not
+ * respect network namespaces on these kernels, and AF_NETLINK and
+ * AF_PACKET reach kernel and link surface.  Raw and packet sockets are
+ * refused even in those families, and a type the kernel does not have
+ * falls to the default.  A type's low four bits name it; SOCK_NONBLOCK
+ * and SOCK_CLOEXEC sit above them.
+ */
+static int
+socket_rules(scmp_filter_ctx ctx)
+{
+	static const int fams[] = {AF_UNIX, AF_INET, AF_INET6};
+	static const int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET,
+	    SOCK_RDM, SOCK_DCCP};
+	const uint32_t eafnosupport = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+	int r = 0;
+
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+			r |= seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW,
+			    SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, fams[f]),
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, types[t]));
+		r |= seccomp_rule_add_exact(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, fams[f]),
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+		r |= seccomp_rule_add_exact(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, fams[f]),
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
+	}
+	for (int fam = 0; fam < AF_INET6; fam++)
+		if (fam != AF_UNIX && fam != AF_INET)
+			r |= RULE(ctx, eafnosupport, socket,
+			    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));
+	r |= RULE(ctx, eafnosupport, socket, SCMP_A0(SCMP_CMP_GT, AF_INET6));
+	r |= RULE(ctx, SCMP_ACT_ALLOW, socketpair,
+	    SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	r |= RULE(ctx, eafnosupport, socketpair, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	return r;
+}
+
 static int
 rules(scmp_filter_ctx ctx, char *why, size_t wlen)
 {
-	const int eperm = SCMP_ACT_ERRNO(EPERM);
-	int r = 0;
+	unsigned char seen[NR_MAX] = {0};
+	int nr, r;
 
-	for (int i = 0; deny[i] != NULL; i++) {
-		int nr = seccomp_syscall_resolve_name(deny[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue;	/* not on this architecture */
-		if ((r = seccomp_rule_add(ctx, eperm, nr, 0)) != 0) {
-			kz_why(why, wlen, "seccomp: rule %s", deny[i]);
+	for (int i = 0; arg_rules[i].name != NULL; i++)
+		if ((r = claim(seen, arg_rules[i].name, &nr, why, wlen)) != 0)
 			return r;
-		}
-	}
-	/* glibc falls back from clone3 to clone on ENOSYS; clone3 takes its
-	 * flags in memory, where a filter cannot look. */
-	r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3),
-	    0);
-	for (size_t i = 0; i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
-		r |= seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
-		    SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
-	/* Terminal injection and console control. */
-	r |= seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
-	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-	r |= seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
-	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
-	/* Socket families: AF_UNIX (1), AF_INET (2), AF_INET6 (10) only. */
-	for (int fam = 0; fam < 10; fam++)
-		if (fam != AF_UNIX && fam != AF_INET)
-			r |= seccomp_rule_add(ctx,
-			    SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-			    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));
-	r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
-	    SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_INET6));
-	r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
-	    SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-	/* Raw and packet sockets even where a family would allow them. */
-	r |= seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
-	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
-	r |= seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
-	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
-	if (r != 0)
+	if ((r = add_groups(ctx, SCMP_ACT_ALLOW, allowed, seen, why,
+	    wlen)) != 0 || (r = add_groups(ctx, SCMP_ACT_ERRNO(EPERM),
+	    withheld, seen, why, wlen)) != 0)
+		return r;
+	if (clone_rules(ctx) != 0 || ioctl_rules(ctx) != 0 ||
+	    socket_rules(ctx) != 0) {
 		kz_why(why, wlen, "seccomp: argument rules");
-	return r;
+		return KZ_EUNAVAIL;
+	}
+	return 0;
 }
 
 static int
@@ -108,6 +486,7 @@ export(scmp_filter_ctx ctx, struct sock_fprog *out, char *why, size_t wlen)
 		return KZ_ESYS;
 	if (seccomp_export_bpf(ctx, fd) != 0 || fstat(fd, &st) < 0 ||
 	    st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) ||
+	    st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS ||
 	    (buf = malloc((size_t)st.st_size)) == NULL ||
 	    pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
 		kz_why(why, wlen, "seccomp: export");
@@ -129,26 +508,67 @@ sbx_seccomp_build(struct sock_fprog *out, char *why, size_t wlen)
 	int r = KZ_EUNAVAIL;
 
 	memset(out, 0, sizeof(*out));
-	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+	if ((ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS))) == NULL) {
 		kz_why(why, wlen, "seccomp: init");
 		return KZ_ENOMEM;
 	}
 	/* Only the native ABI: foreign architectures are killed, and no
-	 * second architecture is ever added. */
+	 * second architecture is ever added.  A binary tree of system call
+	 * numbers keeps the list's cost logarithmic where the kernel's
+	 * cache of always-allowed calls does not apply. */
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS) != 0 ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) != 0 ||
 	    seccomp_arch_exist(ctx, SCMP_ARCH_NATIVE) != 0 ||
 	    seccomp_arch_exist(ctx, SCMP_ARCH_X86) != -EEXIST ||
 	    seccomp_arch_exist(ctx, SCMP_ARCH_X32) != -EEXIST) {
 		kz_why(why, wlen, "seccomp: architecture setup");
 		goto out;
 	}
-	if (rules(ctx, why, wlen) != 0 || export(ctx, out, why, wlen) != 0)
+	if ((r = rules(ctx, why, wlen)) != 0 ||
+	    (r = export(ctx, out, why, wlen)) != 0)
 		goto out;
 	r = 0;
 out:
 	seccomp_release(ctx);
 	return r;
+}
+
+static int
+list_groups(FILE *fp, const char *kind, const char *errname,
+    const struct group *g, char *why, size_t wlen)
+{
+	int nr, r;
+
+	for (; g->name != NULL; g++)
+		for (const char *const *c = g->calls; *c != NULL; c++) {
+			if ((r = sbx_seccomp_resolve(*c, &nr, why, wlen)) != 0)
+				return r;
+			fprintf(fp, "%-6s %3d %-24s %s%s\n", kind, nr, *c,
+			    errname, g->name);
+		}
+	return 0;
+}
+
+int
+sbx_seccomp_list(void *out, char *why, size_t wlen)
+{
+	FILE *fp = out;
+	int nr, r;
+
+	fprintf(fp, "# default ENOSYS: every call not listed here, and every "
+	    "call newer than\n# libseccomp's table; x86-64 native ABI only "
+	    "(i386 and x32 kill)\n");
+	if ((r = list_groups(fp, "allow", "", allowed, why, wlen)) != 0)
+		return r;
+	for (int i = 0; arg_rules[i].name != NULL; i++) {
+		if ((r = sbx_seccomp_resolve(arg_rules[i].name, &nr, why,
+		    wlen)) != 0)
+			return r;
+		fprintf(fp, "%-6s %3d %-24s %s\n", arg_rules[i].kind, nr,
+		    arg_rules[i].name, arg_rules[i].rule);
+	}
+	return list_groups(fp, "refuse", "EPERM ", withheld, why, wlen);
 }
 
 int

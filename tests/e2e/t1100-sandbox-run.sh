@@ -4,7 +4,7 @@
 # one-shot run, fail-closed setup naming the failed step, and classify.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
-plan 38
+plan 39
 
 t "--version" sh -c "$SB --version | grep -qx 'kz-sandbox 0.1.0'"
 t "--help lists the options" sh -c "$SB --help | grep -q -- '--workspace-size'"
@@ -20,6 +20,11 @@ out=$(echo piped | "$SB" run -- /bin/cat)
 is "$out" piped "stdin is streamed"
 rc_is 137 "death by signal is 128+signal" "$SB" run -- /bin/sh -c 'kill -9 $$'
 rc_is 127 "a missing command exits 127" "$SB" run -- /nonexistent
+# An empty argument used to end the job's argument vector early and hang
+# the agent; it is refused as serve refuses it.
+on_exit "rmdir /sys/fs/cgroup/*/kz-sandbox/e2e-empty-$$ 2>/dev/null"
+rc_is 2 "an empty argument is refused" timeout -s KILL 20 "$SB" run \
+	--id e2e-empty-$$ -- /bin/echo a "" b
 
 out=$(KZ_SECRET_TEST=s3cret "$SB" run --env FOO=bar -- /usr/bin/env)
 like "$out" "^FOO=bar" "requested env is passed"

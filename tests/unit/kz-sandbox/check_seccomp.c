@@ -1,0 +1,209 @@
+/* kz-sandbox seccomp.c: the allowlist builds, names resolve strictly, the
+ * listing is consistent, and a loaded filter answers as documented. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "sbx.h"
+#include "banned.h"
+
+START_TEST(test_build)
+{
+	struct sock_fprog prog;
+	char why[256] = "";
+
+	ck_assert_msg(sbx_seccomp_build(&prog, why, sizeof(why)) == 0, "%s",
+	    why);
+	ck_assert_uint_gt(prog.len, 0);
+	ck_assert_uint_le(prog.len, BPF_MAXINSNS);
+	sbx_seccomp_free(&prog);
+	ck_assert_ptr_null(prog.filter);
+}
+END_TEST
+
+/* Unknown names and names of other architectures (libseccomp gives those
+ * negative pseudo-numbers) are errors that name the call. */
+static const struct {
+	const char *name;
+	int nr;		/* -1: must fail */
+} names[] = {
+	{"read", 0}, {"execve", 59}, {"clone", 56}, {"ioctl", 16},
+	{"kz_no_such_call", -1}, {"socketcall", -1}, {"recv", -1},
+	{"chown32", -1}, {"", -1},
+};
+
+START_TEST(test_resolve)
+{
+	char why[256] = "";
+	int nr = -7, r;
+
+	r = sbx_seccomp_resolve(names[_i].name, &nr, why, sizeof(why));
+	if (names[_i].nr >= 0) {
+		ck_assert_int_eq(r, 0);
+		ck_assert_int_eq(nr, names[_i].nr);
+	} else {
+		ck_assert_int_eq(r, KZ_EUNAVAIL);
+		ck_assert_int_eq(nr, -7);
+		ck_assert_ptr_nonnull(strstr(why, "libseccomp"));
+		ck_assert_ptr_nonnull(strstr(why, names[_i].name));
+	}
+}
+END_TEST
+
+static char *
+listing(void)
+{
+	char why[256] = "", *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_msg(sbx_seccomp_list(fp, why, sizeof(why)) == 0, "%s", why);
+	ck_assert_int_eq(fclose(fp), 0);
+	return buf;
+}
+
+static const char *const withheld[] = {
+	"ptrace", "mount", "umount2", "unshare", "setns", "bpf",
+	"io_uring_setup", "keyctl", "perf_event_open", "userfaultfd",
+	"personality", "open_by_handle_at", "kexec_load", "init_module",
+	"clone3", NULL,
+};
+
+static bool
+is_withheld(const char *name)
+{
+	for (int i = 0; withheld[i] != NULL; i++)
+		if (strcmp(withheld[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Every line is "KIND NR NAME DETAIL", each number appears once, and the
+ * withheld calls are refused, never allowed. */
+START_TEST(test_list)
+{
+	static unsigned char seen[1024];
+	char *buf = listing(), *line, *save = NULL;
+	int nallow = 0, nrefuse = 0;
+
+	for (line = strtok_r(buf, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char kind[8], name[32], detail[16];
+		int nr;
+
+		if (line[0] == '#')
+			continue;
+		ck_assert_msg(sscanf(line, "%7s %d %31s %15s", kind, &nr, name,
+		    detail) == 4, "bad line: %s", line);
+		ck_assert_msg(nr >= 0 && nr < 1024 && !seen[nr],
+		    "number listed twice: %s", line);
+		seen[nr] = 1;
+		if (strcmp(kind, "allow") == 0 || strcmp(kind, "args") == 0) {
+			ck_assert_msg(!is_withheld(name), "allowed: %s", line);
+			nallow++;
+		} else {
+			ck_assert_str_eq(kind, "refuse");
+			nrefuse++;
+		}
+	}
+	ck_assert_int_gt(nallow, 200);
+	ck_assert_int_gt(nrefuse, 50);
+	free(buf);
+	buf = listing();
+	ck_assert_ptr_nonnull(strstr(buf, "\nallow    0 read "));
+	ck_assert_ptr_nonnull(strstr(buf, "\nargs    16 ioctl "));
+	ck_assert_ptr_nonnull(strstr(buf, "\nrefuse 101 ptrace "
+	    "                  EPERM"));
+	ck_assert_ptr_nonnull(strstr(buf, "\nrefuse 435 clone3 "
+	    "                  ENOSYS"));
+	free(buf);
+}
+END_TEST
+
+/* In a child with the filter loaded: each check's number is its exit
+ * code when it fails. */
+static int
+filtered(void)
+{
+	struct termios tio;
+	char c = 'x';
+	int fd = open("/dev/null", O_RDONLY);
+	int s[2];
+
+	if (fd < 0 || getppid() <= 0)
+		return 1;
+	if (syscall(457, 0, 0, 0, 0) != -1 || errno != ENOSYS)
+		return 2;	/* statmount, newer than libseccomp 2.5.4 */
+	if (ptrace(PTRACE_TRACEME, 0, 0, 0) != -1 || errno != EPERM)
+		return 3;
+	if (syscall(SYS_ioctl, fd, (1UL << 32) | TIOCSTI, &c) != -1 ||
+	    errno != EPERM)
+		return 4;
+	if (ioctl(fd, TCGETS, &tio) != -1 || errno != ENOTTY)
+		return 5;
+	if (socket(AF_NETLINK, SOCK_RAW, 0) != -1 || errno != EAFNOSUPPORT)
+		return 6;
+	if (socket(AF_INET, SOCK_RAW, 1) != -1 || errno != EPERM)
+		return 7;
+	if (syscall(SYS_clone3, NULL, 0) != -1 || errno != ENOSYS)
+		return 8;
+	if (syscall(SYS_unshare, 0x10000000) != -1 || errno != EPERM)
+		return 9;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0)
+		return 10;
+	if (syscall(SYS_sync) != -1 || errno != ENOSYS)
+		return 11;
+	return 0;
+}
+
+START_TEST(test_loaded)
+{
+	struct sock_fprog prog;
+	char why[256] = "";
+	int st;
+	pid_t p;
+
+	ck_assert_msg(sbx_seccomp_build(&prog, why, sizeof(why)) == 0, "%s",
+	    why);
+	if ((p = fork()) == 0)
+		_exit(sbx_seccomp_load(&prog) != 0 ? 100 : filtered());
+	ck_assert_int_gt(p, 0);
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	ck_assert_msg(WIFEXITED(st), "the child was killed (%d)", st);
+	ck_assert_msg(WEXITSTATUS(st) == 0, "check %d failed",
+	    WEXITSTATUS(st));
+	sbx_seccomp_free(&prog);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("sandbox-seccomp");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_test(tc, test_build);
+	tcase_add_loop_test(tc, test_resolve, 0,
+	    sizeof(names) / sizeof(names[0]));
+	tcase_add_test(tc, test_list);
+	tcase_add_test(tc, test_loaded);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
