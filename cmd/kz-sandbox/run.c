@@ -595,17 +595,15 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 	return 0;
 }
 
-/* Kills an init and waits (bounded) until it is reaped; false if it
- * could not be in time (it stays a zombie of ours, and the worker is
- * not reused). */
+/* Waits (bounded) until a killed init is reaped; false if it could not
+ * be in time (it stays a zombie of ours, and the worker is not reused). */
 static bool
-end_init(pid_t pid, int pidfd, int wait_ms)
+reap_init(pid_t pid, int pidfd, int wait_ms)
 {
 	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 
 	if (pid <= 0)
 		return true;
-	(void)kill(pid, SIGKILL);
 	if (pidfd >= 0 && poll(&p, 1, wait_ms) != 1)
 		return false;
 	return waitpid(pid, NULL, pidfd >= 0 ? WNOHANG : 0) == pid;
@@ -622,22 +620,25 @@ sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh, char *why,
 	w->zsock = w->zpidfd = -1;
 	w->zpid = 0;
 	/* Every new namespace exists before the previous tenant's last
-	 * process is killed, so none can reuse a freed one's number. */
+	 * process is killed, so none can reuse a freed one's number; the
+	 * previous namespaces are torn down while the new init builds its
+	 * view, and reaped before the reply. */
 	if ((r = sbx_init_start(w, why, wlen)) != 0 ||
 	    (r = sbx_ns_enter_worker(w->c, why, wlen)) != 0)
 		goto out;
 	close(osock);
 	osock = -1;
-	*gone = end_init(opid, opidfd, 5000);
-	opid = 0;
+	(void)kill(opid, SIGKILL);
 	if ((r = sbx_init_go(w, why, wlen)) != 0)
 		goto out;
 	*fresh = note_ns(w);
 out:
 	if (osock >= 0)
 		close(osock);
-	if (opid > 0)
-		*gone = end_init(opid, opidfd, 5000);
+	if (opid > 0) {
+		(void)kill(opid, SIGKILL);
+		*gone = reap_init(opid, opidfd, 5000);
+	}
 	if (opidfd >= 0)
 		close(opidfd);
 	if (r != 0)
