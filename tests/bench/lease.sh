@@ -16,8 +16,17 @@
 #      no reset);
 #  (c) kz-run -- /bin/true end to end on warm real kz-sandbox workers
 #      (lease -> run -> release, audit on), p50 and p99, beside the cold
-#      bwrap --unshare-all ... /bin/true p50;
-# and the ratios b/a (target >= 0.4) and c50/bwrap50 (target <= 0.5).
+#      bwrap --unshare-all ... /bin/true p50 and the floor measured in the
+#      same run (floor.c: one bare fork/exec of /bin/true and two appends
+#      made durable with fdatasync in the audit directory); the same with
+#      workspace snapshots (restore before, save after);
+#  (d) idle memory per warm worker: PSS of its agent and run init, and the
+#      kernel memory its cgroup's memory controller reports, beside an idle
+#      bwrap --unshare-all sandbox's (bwrap and its child, in a memory
+#      cgroup of its own);
+# and the ratios against the targets: (b) >= 800 cycles/s on 2 cores,
+# c50 <= 0.8 x bwrap50 and <= 3 x floor50, snapshots p50 <= 1.5 x c50,
+# PSS per warm worker <= 1 MiB.
 # Run as root: make deps-bench first (hyperfine).
 set -eu
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,6 +50,7 @@ srv=$(command -v valkey-server || command -v redis-server)
 ST0=$(steal)
 cc -std=c11 -D_GNU_SOURCE -O2 -I"$TOP/lib" $(pkg-config --cflags libcjson) -o "$T/load" \
 	"$TOP/tests/bench/lease-load.c" "$TOP/build/libkz.a" $(pkg-config --libs libcjson libsodium) -lpthread
+cc -std=c11 -O2 -o "$T/floor" "$TOP/tests/bench/floor.c"
 bench=$(command -v valkey-benchmark || command -v redis-benchmark)
 
 # One deployment per part: store, kz-audit (c), kz-lease.
@@ -78,17 +88,21 @@ B=$T/b; stack "$B"
 ) & PIDS="$PIDS $!"
 for _ in $(seq 100); do [ -S "$B/kz-lease.sock" ] && break; sleep 0.05; done
 wait_warm "$B/kz-lease.sock" "${POOL:-32}"
-# CPU (utime+stime, clock ticks) of kz-lease, the store and the workers'
-# agents of (b).
-cpu() { local p s=0; for p in $(pgrep -f "$1"); do s=$((s + $(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $s; }
-L0=$(cpu "kz-lease serve --socket $B/") S0=$(cpu "unixsocket:$B/store.sock") W0=$(cpu "kz-sandbox serve.*$B/")
+# CPU (utime+stime of the process and of its reaped children, clock ticks)
+# of kz-lease, the store and the workers (the agents, and the run inits they
+# start for every lease and reap), and of the whole machine (/proc/stat:
+# also the kernel's own workers, which tear a dead network namespace down,
+# and the load client).
+cpu() { local p s=0; for p in $(pgrep -f "$1"); do s=$((s + $(awk '{print $14+$15+$16+$17}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $s; }
+busy() { awk '/^cpu / {print $2+$3+$4+$7+$8}' /proc/stat; }
+L0=$(cpu "kz-lease serve --socket $B/") S0=$(cpu "unixsocket:$B/store.sock") W0=$(cpu "kz-sandbox serve.*$B/") A0=$(busy)
 "$T/load" "$B/kz-lease.sock" 32 "$SECS" >"$T/b.out"
-L1=$(cpu "kz-lease serve --socket $B/") S1=$(cpu "unixsocket:$B/store.sock") W1=$(cpu "kz-sandbox serve.*$B/")
+L1=$(cpu "kz-lease serve --socket $B/") S1=$(cpu "unixsocket:$B/store.sock") W1=$(cpu "kz-sandbox serve.*$B/") A1=$(busy)
 read -r b bbusy bfresh breused <"$T/b.out"
 bcpu=$(python3 -c 'import sys; hz=float(sys.argv[1]); n=float(sys.argv[2])*float(sys.argv[3])
-l,s,w=[float(x)/hz*1000/n for x in sys.argv[4:]]; print("%.3f %.3f %.3f %.3f %.0f" % (l+s+w, l, s, w, 2000/(l+s+w)))' \
-	"$(getconf CLK_TCK)" "$b" "$SECS" $((L1 - L0)) $((S1 - S0)) $((W1 - W0)))
-read -r bc bl bs bw bmax <<<"$bcpu"
+l,s,w,a=[float(x)/hz*1000/n for x in sys.argv[4:]]; print("%.3f %.3f %.3f %.3f %.3f %.0f" % (l+s+w, l, s, w, a, 2000/a))' \
+	"$(getconf CLK_TCK)" "$b" "$SECS" $((L1 - L0)) $((S1 - S0)) $((W1 - W0)) $((A1 - A0)))
+read -r bc bl bs bw ba bmax <<<"$bcpu"
 # The daemon and store path alone (status: one EVALSHA, no lease, no reset).
 read -r bst _ < <(KZ_LOAD_STATUS=1 "$T/load" "$B/kz-lease.sock" 32 "$SECS")
 
@@ -112,17 +126,48 @@ cs50=$(pct "$T/cs.json" 0.5)
 hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/w.json" \
 	"bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" >/dev/null 2>&1
 w50=$(pct "$T/w.json" 0.5)
+read -r f50 f99 < <("$T/floor" "$C/audit" "$RUNS")
+
+# (d) idle memory: the warm workers of (c), once their last reset is done,
+# and an idle bwrap sandbox in a memory cgroup of its own.
+wait_warm "$KZ_LEASE_SOCKET" "${CPOOL:-4}"
+pss() { awk '/^Pss:/ {s += $2} END {print s + 0}' /proc/"$1"/smaps_rollup 2>/dev/null || echo 0; }
+kmem() { cat "$1/memory.kmem.usage_in_bytes" 2>/dev/null || echo 0; }
+wp=0 wk=0 nw=0
+for f in "$C"/workers/*/pid; do
+	a=$(cat "$f") id=$(basename "$(dirname "$f")")
+	wp=$((wp + $(pss "$a"))); for i in $(pgrep -P "$a"); do wp=$((wp + $(pss "$i"))); done
+	wk=$((wk + $(kmem /sys/fs/cgroup/memory/kz-sandbox/"$id")))
+	nw=$((nw + 1))
+done
+BG=/sys/fs/cgroup/memory/kz-bench-bwrap-$$
+mkdir -p "$BG"
+bash -c 'echo $$ >"$1/cgroup.procs"; exec bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev sleep 600' bw "$BG" &
+BWP=$!; PIDS="$PIDS $BWP"
+sleep 1
+bp=0; for p in $(cat "$BG/cgroup.procs"); do bp=$((bp + $(pss "$p"))); done
+bk=$(kmem "$BG")
+kill "$BWP" 2>/dev/null; wait "$BWP" 2>/dev/null; sleep 0.2; rmdir "$BG" 2>/dev/null
 
 printf '(a) store EVALSHA, 32 clients           %10.0f calls/s\n' "$a"
 printf '(b) kz-lease lease+release, 32 clients  %10.0f cycles/s (pool %s), each a lease of a worker reset and proven clean\n' "$b" "${POOL:-32}"
 printf '    not counted                          %10s fresh-worker leases, %s reused clean tokens (must be 0)\n' "$bfresh" "$breused"
 printf '    kz-lease requests answered           %10.0f req/s (%s busy replies/s while resets ran)\n' "$((2 * b + bbusy))" "$bbusy"
-printf '    CPU per cycle (lease+release+reset)  %10.3f ms: kz-lease %.3f, store %.3f, worker agents %.3f\n' "$bc" "$bl" "$bs" "$bw"
+printf '    CPU per cycle (lease+release+reset)  %10.3f ms: kz-lease %.3f, store %.3f, workers (agents, run inits) %.3f\n' "$bc" "$bl" "$bs" "$bw"
+printf '    CPU per cycle, whole machine         %10.3f ms (kernel workers and the load client too)\n' "$ba"
 printf '    ceiling at that cost on 2 CPUs       %10.0f cycles/s, %.4f of (a)\n' "$bmax" "$(python3 -c "print($bmax/$a)")"
 printf '    kz-lease status ops (no reset)       %10.0f ops/s, %.3f of (a)\n' "$bst" "$(python3 -c "print($bst/$a)")"
 printf '(c) kz-run /bin/true warm end to end    p50 %8.3f ms  p99 %8.3f ms\n' "$c50" "$c99"
 printf '    the same with workspace snapshots   p50 %8.3f ms\n' "$cs50"
 printf '    bwrap --unshare-all /bin/true cold  p50 %8.3f ms\n' "$w50"
-python3 -c 'import sys; a,b,c,w=map(float,sys.argv[1:])
-print("b/a = %.3f (target >= 0.4)" % (b/a)); print("c50/bwrap50 = %.2f (target <= 0.5)" % (c/w))' "$a" "$b" "$c50" "$w50"
+printf '    floor: fork/exec + 2 fdatasync      p50 %8.3f ms  p99 %8.3f ms\n' "$f50" "$f99"
+printf '(d) idle warm worker (mean of %d)       PSS %8.0f KiB  cgroup kernel memory %8.0f KiB\n' \
+	"$nw" "$((wp / (nw ? nw : 1)))" "$((wk / 1024 / (nw ? nw : 1)))"
+printf '    idle bwrap --unshare-all sandbox    PSS %8.0f KiB  cgroup kernel memory %8.0f KiB\n' "$bp" "$((bk / 1024))"
+python3 -c 'import sys; a,b,c,cs,w,f,wp,nw,bp=map(float,sys.argv[1:])
+print("b = %.0f cycles/s (target >= 800); b/a = %.4f" % (b, b/a))
+print("c50/bwrap50 = %.2f (target <= 0.8); c50/floor50 = %.2f (target <= 3)" % (c/w, c/f))
+print("snapshots p50 / c50 = %.2f (target <= 1.5)" % (cs/c))
+print("PSS per warm worker = %.0f KiB (target <= 1024), %.2f of the idle bwrap sandbox" %
+      (wp/max(nw,1), wp/max(nw,1)/max(bp,1)))' "$a" "$b" "$c50" "$cs50" "$w50" "$f50" "$wp" "$nw" "$bp"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; CPU time stolen by the host during the run: $(steal_since "$ST0")"

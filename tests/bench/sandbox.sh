@@ -4,7 +4,12 @@
 #  proc and dev running /bin/true, (c) kz-sandbox run -- /bin/true (cold),
 #  (d) a run of /bin/true on a warm kz-sandbox serve worker,
 # and the ratios c/b (target <= 1.0) and d/a (target <= 2.0); for reference
-# also (e), (d) on a worker with --userns on.  (b) and (c) are also compared
+# also (e), (d) on a worker with --userns on, and (f) the reset between
+# tenants on a warm worker (op wipe: a new run init with fresh pid, mount,
+# network, IPC and UTS namespaces, the previous one killed and reaped, the
+# evidence): its round trip and the CPU it costs, the worker's own (agent
+# and reaped inits) and the whole machine's (the kernel's workers tear a
+# dead network namespace down asynchronously).  (b) and (c) are also compared
 # by CPU time per run, every process of the run counted (kz-sandbox's run
 # init is not waited for by the agent, so the time hyperfine reports leaves
 # it out), where the cgroup v1 cpuacct hierarchy is mounted.
@@ -81,6 +86,17 @@ for t in json.load(open(sys.argv[1]))["results"][0]["times"]: print("%.4f" % (t*
 	"$T/client" "$T/w.sock" "$(( (RUNS * 5 + ROUNDS - 1) / ROUNDS ))" -r >>"$T/d.txt"
 	"$T/client" "$T/u.sock" "$(( (RUNS + ROUNDS - 1) / ROUNDS ))" -r >>"$T/e.txt"
 done
+# (f): the whole machine's busy time and the worker's (agent and the inits
+# it reaped) around NW wipes.
+NW=${NW:-200}
+busy() { awk '/^cpu / {print $2+$3+$4+$7+$8}' /proc/stat; }
+wcpu() { awk '{print $14+$15+$16+$17}' /proc/"$WPID"/stat; }
+m0=$(busy) w0=$(wcpu)
+read -r f fmean < <("$T/client" "$T/w.sock" "$NW" -w)
+m1=$(busy) w1=$(wcpu)
+read -r fw fm < <(python3 -c 'import sys; hz, n = float(sys.argv[1]), float(sys.argv[2])
+print("%.3f %.3f" % ((float(sys.argv[3])) / hz * 1000 / n, float(sys.argv[4]) / hz * 1000 / n))' \
+	"$(getconf CLK_TCK)" "$NW" $((w1 - w0)) $((m1 - m0)))
 read -r a d dmean e < <(python3 -c 'import statistics as s,sys
 a, d, e = ([float(x) for x in open(f)] for f in sys.argv[1:])
 print("%.3f %.3f %.3f %.3f" % (s.median(a), s.median(d), s.mean(d), s.median(e)))' \
@@ -90,6 +106,8 @@ printf '(b) bwrap --unshare-all          median %8.3f ms\n' "$b"
 printf '(c) kz-sandbox run (cold)        median %8.3f ms\n' "$c"
 printf '(d) kz-sandbox serve run (warm)  median %8.3f ms (mean %.3f)\n' "$d" "$dmean"
 printf '(e) (d) with --userns on         median %8.3f ms\n' "$e"
+printf '(f) reset between tenants (wipe) median %8.3f ms (mean %.3f); CPU per reset: worker %.3f ms, whole machine %.3f ms\n' \
+	"$f" "$fmean" "$fw" "$fm"
 python3 -c 'import sys; a,b,c,d=map(float,sys.argv[1:5])
 print("c/b = %.2f (target <= 1.0)" % (c/b)); print("d/a = %.2f (target <= 2.0)" % (d/a))
 bc, cc = sys.argv[5:]

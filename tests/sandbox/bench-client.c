@@ -1,10 +1,12 @@
 /*
  * Warm-run client for tests/bench/sandbox.sh: sends N "run /bin/true"
- * frames over one connection to a kz-sandbox serve socket and prints the
- * median and mean round trip in milliseconds, or with -r every round trip
- * on a line of its own.  Built by the bench script.
+ * frames (with -w: N "wipe" frames, the reset between tenants) over one
+ * connection to a kz-sandbox serve socket and prints the median and mean
+ * round trip in milliseconds, or with -r every round trip on a line of its
+ * own.  Built by the bench script.
  */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +53,13 @@ cmp(const void *a, const void *b)
 int
 main(int argc, char **argv)
 {
-	static const char req[] = "{\"v\":1,\"op\":\"run\",\"id\":\"b\","
+	static const char run[] = "{\"v\":1,\"op\":\"run\",\"id\":\"b\","
 	    "\"argv\":[\"/bin/true\"]}";
+	static const char wipe[] = "{\"v\":1,\"op\":\"wipe\",\"id\":\"b\"}";
+	bool w = argc > 3 && strcmp(argv[argc - 1], "-w") == 0;
+	const char *req = w ? wipe : run, *want = w ? "\"ok\":true" :
+	    "\"exit_code\":0";
+	size_t rlen = strlen(req);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int n = argc > 2 ? atoi(argv[2]) : 200, fd;
 	double *t, sum = 0;
@@ -65,17 +72,17 @@ main(int argc, char **argv)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return 3;
 	for (int i = 0; i < n; i++) {
-		uint32_t len = htonl(sizeof(req) - 1), rl;
+		uint32_t len = htonl((uint32_t)rlen), rl;
 		double s = now_ms();
 
-		if (full(fd, &len, 4, 0) || full(fd, (void *)req,
-		    sizeof(req) - 1, 0) || full(fd, &rl, 4, 1) ||
+		if (full(fd, &len, 4, 0) || full(fd, (void *)req, rlen, 0) ||
+		    full(fd, &rl, 4, 1) ||
 		    ntohl(rl) >= sizeof(buf) || full(fd, buf, ntohl(rl), 1))
 			return 4;
 		t[i] = now_ms() - s;
 		sum += t[i];
 		buf[ntohl(rl)] = 0;
-		if (strstr(buf, "\"exit_code\":0") == NULL) {
+		if (strstr(buf, want) == NULL) {
 			fprintf(stderr, "bad reply: %.200s\n", buf);
 			return 5;
 		}
