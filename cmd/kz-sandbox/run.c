@@ -37,6 +37,7 @@
 #include "banned.h"
 
 #define TICK_MS 50
+#define INIT_LOST_MS 5000
 #define FLOOD_EXTRA (4u << 20)
 #define STDIN_BUF 65536
 
@@ -181,6 +182,13 @@ supervise(struct sbx_worker *w, struct loop *l, int rep,
 			stop(w, l->rs, "interrupted");
 		if (alive && (now >= deadline || l->rs->limit != NULL))
 			stop(w, l->rs, "timeout");
+		/* The run cgroup has been killed and the init still reports
+		 * nothing: it is lost, and the worker with it. */
+		if (alive && now >= deadline + INIT_LOST_MS) {
+			w->broken = true;
+			alive = false;
+			continue;
+		}
 		if (now >= next_tick) {
 			struct sbx_cg_stats st;
 
@@ -199,7 +207,7 @@ supervise(struct sbx_worker *w, struct loop *l, int rep,
 		}
 		if (!alive && now > ended + 2000)
 			break;
-		t = (alive ? (deadline < next_tick ? deadline : next_tick) :
+		t = (alive && deadline > now && deadline < next_tick ? deadline :
 		    next_tick) - now;
 		if (alive)
 			p[iz = np++] = (struct pollfd){w->zsock, POLLIN, 0};
