@@ -158,6 +158,45 @@ op_lease(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, "store unavailable");
 }
 
+/* The run a release names; else the one its lease was taken for. */
+static const char *
+release_rid(struct kz_req *req, const cJSON *res)
+{
+	const char *v = NULL;
+
+	if (kz_json_str_opt(kz_req_json(req), "run_id", KZ_RUN_ID_MAX, NULL,
+	    &v, NULL, 0) == 0 && v != NULL)
+		return v;
+	if (kz_json_str(res, "run_id", KZ_RUN_ID_MAX, &v, NULL, 0) == 0 &&
+	    *v != '\0')
+		return v;
+	return NULL;
+}
+
+/*
+ * The release script retired the worker (a stale token, or a lease that
+ * had expired): it is deleted now and the caller told stale_token.  A
+ * replayed answer deletes nothing: the first one did.
+ */
+static void
+release_retired(struct d *d, struct kz_req *req, const cJSON *res)
+{
+	const cJSON *r = kz_json_get(res, "reason");
+	const char *w, *t, *why;
+
+	if (!cJSON_IsTrue(kz_json_get(res, "replay")) &&
+	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0 &&
+	    kz_json_str(res, "retired", 32, &why, NULL, 0) == 0) {
+		kz_log(KZ_LOG_WARN, "worker.retire", 0, strcmp(why,
+		    "expired") == 0 ? "released after its lease expired" :
+		    "released under a stale token", "worker", w, NULL);
+		chore_delete(d, w, t, why, release_rid(req, res));
+	}
+	kz_req_err(req, KZ_WE_STALE_TOKEN, cJSON_IsString(r) ?
+	    r->valuestring : "lease token does not match");
+}
+
 /*
  * The released worker goes to reset (reset.c) under the token the release
  * script issued, at the endpoint the store recorded; the reset's audit
@@ -173,6 +212,11 @@ release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	const char *v;
 
 	if (err == 0 && kz_pool_errcode(res) == NULL &&
+	    kz_json_get(res, "retired") != NULL) {
+		release_retired(d, req, res);
+		return;
+	}
+	if (err == 0 && kz_pool_errcode(res) == NULL &&
 	    !cJSON_IsTrue(kz_json_get(res, "replay")) &&
 	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &v, NULL, 0) == 0 &&
 	    snprintf(w, sizeof(w), "%s", v) > 0 &&
@@ -182,11 +226,7 @@ release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		if (kz_json_str(res, "endpoint", sizeof(ep) - 1, &v, NULL,
 		    0) == 0)
 			snprintf(ep, sizeof(ep), "%s", v);
-		/* The release names the run; else the lease did. */
-		if ((kz_json_str_opt(kz_req_json(req), "run_id",
-		    KZ_RUN_ID_MAX, NULL, &v, NULL, 0) == 0 && v != NULL) ||
-		    kz_json_str(res, "run_id", KZ_RUN_ID_MAX, &v, NULL,
-		    0) == 0)
+		if ((v = release_rid(req, res)) != NULL)
 			snprintf(rid, sizeof(rid), "%s", v);
 	}
 	if (res != NULL) {
@@ -273,6 +313,8 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	cJSON_AddNumberToObject(o, "resets_running",
 	    (double)resets_running(d));
 	cJSON_AddNumberToObject(o, "creates_running", (double)d->creates);
+	cJSON_AddNumberToObject(o, "deletes_running",
+	    (double)chores_running(d));
 	kz_req_ok(req, o);
 }
 

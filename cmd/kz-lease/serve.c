@@ -1,7 +1,8 @@
 /*
  * The kz-lease daemon: framed ops over the async store client.  Every
  * decision about a worker is a store script; this process only runs the
- * scripts, drives the controller, and resets released workers (reset.c).
+ * scripts, drives the controller, resets released workers (reset.c) and
+ * deletes retired ones (chores.c).
  * Admission is open only while the store has answered its epoch check and
  * the controller's inventory was readable at the last look.
  */
@@ -305,15 +306,24 @@ lease_serve(struct lease_conf *c)
 		kz_log(KZ_LOG_ERROR, "serve.reset", e, "reset threads", NULL);
 		goto out;
 	}
+	if ((e = chores_new(&d)) != 0) {
+		kz_log(KZ_LOG_ERROR, "serve.chores", e, "deletion threads",
+		    NULL);
+		goto out;
+	}
 	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
 	    "worker_bin", c->worker_bin, NULL);
 	event_base_dispatch(d.base);
 	rc = 0;
+	/* Deletions in flight finish first: they and the stop below would
+	 * otherwise remove the same directories at once. */
+	chores_free(&d);
 	/* Workers are detached so that a restarted kz-lease finds them; a
 	 * deployment that is stopped stops them too. */
 	if (c->stop_workers)
 		ctl_stop_all(c);
 out:
+	chores_free(&d);
 	resets_free(&d);
 	jobs_stop(&d);
 	kz_srv_free(d.srv);

@@ -199,7 +199,7 @@ release(const struct run_ctx *x, struct lease *l)
 	}
 	if (!ok)
 		fprintf(stderr, "kz-run: release failed; the lease will "
-		    "expire and the worker will be reset\n");
+		    "expire and the worker will be retired\n");
 	if (l->result != NULL)
 		(void)run_audit(x, "dispatch", l->result);
 	l->result = NULL;
