@@ -1,9 +1,10 @@
 /*
  * Blocking upkeep, off the event loop: deleting workers through the
- * controller.  ctl_delete waits for the agent to stop (up to about 4 s
- * for one that is running code: SIGTERM, 2 s, SIGKILL, 2 s), so it runs
- * here, on threads of their own, and the loop only runs the store script
- * that confirms the deletion.
+ * controller, and the sweep of expired workspace snapshots (it reads the
+ * whole snapshot directory under its lock).  ctl_delete waits for the
+ * agent to stop (up to about 4 s for one that is running code: SIGTERM,
+ * 2 s, SIGKILL, 2 s), so it runs here, on threads of their own, and the
+ * loop only runs the store script that confirms the deletion.
  *
  *	queued (loop) -> ctl_delete [+ audit] (thread) -> DELETED (loop)
  *
@@ -26,6 +27,7 @@
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_snap.h"
 #include "serve.h"
 #include "banned.h"
 
@@ -33,9 +35,13 @@
 #define CHORE_STOP_WAIT_MS 5000
 #define CHORE_WHY_MAX 32
 
+enum ckind { C_DELETE, C_SNAP_SWEEP };
+
 struct chore {
 	TAILQ_ENTRY(chore) link;	/* todo or done, under mu */
 	LIST_ENTRY(chore) all;		/* loop thread only */
+	enum ckind kind;
+	int removed;			/* C_SNAP_SWEEP */
 	char worker[KZ_POOL_ID_MAX + 1];
 	char token[KZ_POOL_TOKEN_MAX + 1];	/* "": not in the store */
 	char why[CHORE_WHY_MAX];		/* "": no audit record */
@@ -60,6 +66,7 @@ struct chores {
 	 * queued once at a time), and how many. */
 	LIST_HEAD(, chore) all;
 	int inflight;
+	bool sweeping;
 	/* Copies for the threads (the configuration never changes). */
 	const struct lease_conf *c;
 	char audit_sock[108];
@@ -71,7 +78,7 @@ queued(struct chores *k, const char *w)
 	struct chore *j;
 
 	LIST_FOREACH(j, &k->all, all)
-		if (strcmp(j->worker, w) == 0)
+		if (j->kind == C_DELETE && strcmp(j->worker, w) == 0)
 			return true;
 	return false;
 }
@@ -108,6 +115,11 @@ run_chore(const struct chores *k, struct chore *j)
 {
 	int64_t t0 = kz_now_ms();
 
+	if (j->kind == C_SNAP_SWEEP) {
+		j->err = kz_snap_sweep(k->c->snap_dir, k->c->snap_ttl_ms,
+		    &j->removed);
+		return;
+	}
 	j->err = ctl_delete(k->c, j->worker, j->msg, sizeof(j->msg));
 	if (j->why[0] != '\0' && k->audit_sock[0] != '\0')
 		audit_retire(k, j, kz_now_ms() - t0);
@@ -163,9 +175,27 @@ deleted(struct d *d, const struct chore *j)
 }
 
 static void
+swept(struct chores *k, const struct chore *j)
+{
+	char n[24];
+
+	k->sweeping = false;
+	snprintf(n, sizeof(n), "%d", j->removed);
+	if (j->err != 0)
+		kz_log(KZ_LOG_WARN, "snapshot.sweep", j->err,
+		    "snapshot directory unreadable", NULL);
+	else if (j->removed > 0)
+		kz_log(KZ_LOG_INFO, "snapshot.expire", 0, "unused snapshots "
+		    "removed", "removed", n, NULL);
+}
+
+static void
 finish(struct chores *k, struct chore *j)
 {
-	deleted(k->d, j);
+	if (j->kind == C_SNAP_SWEEP)
+		swept(k, j);
+	else
+		deleted(k->d, j);
 	LIST_REMOVE(j, all);
 	k->inflight--;
 	free(j);
@@ -221,10 +251,26 @@ chore_delete(struct d *d, const char *worker, const char *token,
 	enqueue(k, j);
 }
 
+void
+chore_snap_sweep(struct d *d)
+{
+	struct chores *k = d->chores;
+	struct chore *j;
+
+	if (k == NULL || k->sweeping || (j = calloc(1, sizeof(*j))) == NULL)
+		return;
+	j->kind = C_SNAP_SWEEP;
+	k->sweeping = true;
+	enqueue(k, j);
+}
+
 int
 chores_running(const struct d *d)
 {
-	return d->chores != NULL ? d->chores->inflight : 0;
+	const struct chores *k = d->chores;
+
+	/* Deletions only: the sweep is not one. */
+	return k != NULL ? k->inflight - (k->sweeping ? 1 : 0) : 0;
 }
 
 int

@@ -1,8 +1,8 @@
 /*
  * Pool upkeep: expired leases retire their workers, which are deleted
  * (chores.c) and replaced; workers are created up to the capacity the
- * store counts, and the store is reconciled against the controller's
- * inventory.
+ * store counts, the store is reconciled against the controller's
+ * inventory, and expired workspace snapshots are swept.
  */
 #include <errno.h>
 #include <signal.h>
@@ -282,7 +282,7 @@ maint_reconcile_now(struct d *d, struct kz_req *req)
 void
 maint_tick(struct d *d)
 {
-	int64_t now = kz_now_ms();
+	int64_t now = kz_now_ms(), q;
 	char cap[24];
 	const char *av[2] = {"", SWEEP_MAX};
 	struct job *j, *n;
@@ -299,6 +299,14 @@ maint_tick(struct d *d)
 		d->next_sweep = now + 500;
 		if (pool_async(d, KZ_POOL_SWEEP, 2, av, sweep_done, NULL) == 0)
 			d->sweeping = true;
+	}
+	/* Snapshots expire in days: a sweep every quarter of the expiry,
+	 * 1 s to 60 s apart, keeps them within a minute of it. */
+	if (now >= d->next_snap_sweep) {
+		q = d->c->snap_ttl_ms / 4;
+		d->next_snap_sweep = now + (q < 1000 ? 1000 : q > 60000 ?
+		    60000 : q);
+		chore_snap_sweep(d);
 	}
 	if (!d->statusing) {
 		snprintf(cap, sizeof(cap), "%lld", (long long)d->c->capacity);

@@ -8,6 +8,7 @@
 
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_snap.h"
 #include "serve.h"
 #include "banned.h"
 
@@ -90,6 +91,32 @@ pass(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 /*
+ * The snapshot of the workspace key, DIR/ACTOR/WSKEY.tar, and the bounds
+ * the dispatch client saves it under.  Offering it marks it used (an
+ * expired one is removed instead: it is never restored).  A replay offers
+ * it again, which only marks it used again.
+ */
+static void
+add_snapshot(struct d *d, cJSON *res, const char *member, const char *wskey)
+{
+	char p[PATH_MAX + 96];
+	int e;
+
+	/* A directory that cannot be used (serve.snapshots said so at
+	 * start) still names the path: the save fails and says so. */
+	if ((e = kz_snap_offer(d->c->snap_dir, member, wskey,
+	    d->c->snap_ttl_ms, p, sizeof(p))) != 0 && e != KZ_ESYS)
+		return;
+	cJSON_AddStringToObject(res, "snapshot", p);
+	cJSON_AddNumberToObject(res, "snapshot_actor_max",
+	    (double)d->c->snap_actor_max);
+	cJSON_AddNumberToObject(res, "snapshot_total_max",
+	    (double)d->c->snap_total_max);
+	cJSON_AddNumberToObject(res, "snapshot_ttl_ms",
+	    (double)d->c->snap_ttl_ms);
+}
+
+/*
  * A granted lease also names, for the trusted dispatch client, the
  * worker's projection directory and the snapshot file of its workspace
  * key.  Both are derived here from the configuration, never stored.
@@ -99,19 +126,20 @@ lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
 	struct kz_req *req = arg;
 	const cJSON *j = kz_req_json(req);
-	char wskey[KZ_IDHASH_HEX + 1], p[PATH_MAX + 96];
+	char wskey[KZ_IDHASH_HEX + 1], member[KZ_IDHASH_HEX + 1];
+	char p[PATH_MAX + 96];
 	const char *w, *actor, *conv;
 
 	if (err == 0 && kz_pool_errcode(res) == NULL &&
 	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
 	    kz_json_str(j, "actor", ID_MAX, &actor, NULL, 0) == 0 &&
 	    kz_json_str(j, "conversation", ID_MAX, &conv, NULL, 0) == 0 &&
+	    kz_key_idhash(&d->idkey, "actor", actor, member) == 0 &&
 	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) == 0) {
 		if (kz_pool_wpath(d->c->workers_dir, w, "projection", p,
 		    sizeof(p)) == 0)
 			cJSON_AddStringToObject(res, "projection", p);
-		snprintf(p, sizeof(p), "%s/%s.tar", d->c->snap_dir, wskey);
-		cJSON_AddStringToObject(res, "snapshot", p);
+		add_snapshot(d, res, member, wskey);
 	}
 	pass(d, err, res, why, arg);
 }

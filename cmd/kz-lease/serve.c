@@ -239,13 +239,31 @@ load_idkey(struct d *d, char *why, size_t wlen)
 	return e;
 }
 
+/* Makes the parents of path that are missing, mode 0755. */
+static void
+make_parents(const char *path)
+{
+	char p[PATH_MAX];
+	char *s;
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (s = strchr(p + 1, '/'); s != NULL; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (mkdir(p, 0700) == 0)
+			(void)chmod(p, 0755);
+		*s = '/';
+	}
+}
+
 /*
  * The snapshot directory is made here, not by kz-run: a kz-run that is
- * not root cannot create it in the run directory, only rename into it.
+ * not root cannot create it (nor the actors' directories below it, made
+ * at lease time), only commit saves into them.
  */
 static void
 make_snap_dir(const struct lease_conf *c)
 {
+	make_parents(c->snap_dir);
 	if (mkdir(c->snap_dir, 0700) == 0) {
 		if (chmod(c->snap_dir, LEASE_SNAPSHOT_DIR_MODE) == 0)
 			return;

@@ -39,7 +39,7 @@ struct d {
 	bool store_ok, inv_ok, draining, open;
 	char epoch[KZ_POOL_EPOCH_HEX + 1];
 	char closed_why[64];
-	int64_t next_reconcile, next_sweep;
+	int64_t next_reconcile, next_sweep, next_snap_sweep;
 	bool reconciling, sweeping, statusing;
 	int creates;
 	LIST_HEAD(, job) jobs;
@@ -78,11 +78,15 @@ void reset_start(struct d *d, const char *worker, const char *token,
 /* chores.c: blocking upkeep on threads of their own. */
 KZ_WUR int chores_new(struct d *d);
 void chores_free(struct d *d);
+/* Deletions queued or running. */
 int chores_running(const struct d *d);
 /* Deletes a worker through the controller, then confirms it with the
  * DELETED script when token (its retiring or deleting token) is given.
  * why, when given, is audited with the run id in a retire record. */
 void chore_delete(struct d *d, const char *worker, const char *token,
     const char *why, const char *rid);
+/* Removes expired snapshots and leftover partial saves (one sweep at a
+ * time). */
+void chore_snap_sweep(struct d *d);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * The main job: classify -> admit -> lease -> restore -> verify and
- * project -> run -> outputs -> snapshot -> release, each step audited.
+ * project -> run -> outputs -> save (save.c) -> release, each step
+ * audited.
  * The reset is kz-lease's (it resets every released worker, and its reset
  * record names this run).  A denial at any step ends the attempt; nothing
  * is retried at a weaker boundary.
@@ -20,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,76 +46,6 @@ struct exec {
 	bool sent;	/* the command reached the worker */
 	bool ran;	/* and it answered: rc and ms are the code's */
 };
-
-/* A worker op with no payload of interest; 0 when it answered ok. */
-static int
-worker_op(const struct run_ctx *x, struct run_lease *l, const char *op,
-    const char *path, const char **code)
-{
-	cJSON *req = run_request(op, x->rid), *rep = NULL;
-	char why[160];
-	int e;
-
-	if (req == NULL)
-		return KZ_ENOMEM;
-	cJSON_AddStringToObject(req, "path", path);
-	e = run_worker_call(x, l, req, x->c->io_timeout_ms, NULL, &rep, why,
-	    sizeof(why));
-	cJSON_Delete(req);
-	if (e == 0 && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
-		if (code != NULL)
-			*code = run_str(rep, "error") && strcmp(run_str(rep,
-			    "error"), "refused") == 0 ? "refused" : "error";
-		e = KZ_EDENIED;
-	}
-	cJSON_Delete(rep);
-	return e;
-}
-
-/* The workspace of the previous lease under this workspace key. */
-static void
-restore(const struct run_ctx *x, struct run_lease *l)
-{
-	if (!x->c->snapshot || l->snap == NULL || access(l->snap, F_OK) != 0)
-		return;
-	if (worker_op(x, l, "restore", l->snap, NULL) != 0 && !l->lost)
-		fprintf(stderr, "kz-run: the saved workspace could not be "
-		    "restored; starting empty\n");
-}
-
-/*
- * Saves the workspace (never /projection) under the workspace key, once
- * kz-lease has confirmed the lease still holds: a run that returned after
- * its lease expired must not snapshot.
- */
-static void
-snapshot(const struct run_ctx *x, struct run_lease *l)
-{
-	char tmp[PATH_MAX + 64], dir[PATH_MAX];
-	const char *code = NULL;
-	int e;
-
-	if (!x->c->snapshot || l->snap == NULL ||
-	    run_lease_keep(x, l, true) != 0)
-		return;
-	snprintf(dir, sizeof(dir), "%s", l->snap);
-	(void)mkdir(dirname(dir), 0700);
-	snprintf(tmp, sizeof(tmp), "%s.%s.new", l->snap, x->rid);
-	if ((e = worker_op(x, l, "snapshot", tmp, &code)) == 0) {
-		if (rename(tmp, l->snap) != 0)
-			fprintf(stderr, "kz-run: the workspace could not be "
-			    "saved\n");
-	} else if (!l->lost) {
-		/* An old snapshot must not come back in place of a
-		 * workspace too big to save. */
-		if (code != NULL && strcmp(code, "refused") == 0)
-			(void)unlink(l->snap);
-		fprintf(stderr, "kz-run: the workspace was not saved%s\n",
-		    code && strcmp(code, "refused") == 0 ?
-		    " (over the snapshot size limit)" : "");
-	}
-	(void)unlink(tmp);
-}
 
 /* The grant comes from "kz-egress grant" (exec, not linking): it is read
  * from a pipe, never passed in an argument vector or the environment. */
@@ -245,9 +175,10 @@ lease_lost(const struct run_ctx *x, struct run_lease *l,
 	cJSON *ev;
 
 	fprintf(stderr, "kz-run: the lease expired %s (%s); the worker was "
-	    "retired and nothing more was sent to it\n", !ex->sent ?
+	    "retired and nothing more was sent to it%s\n", !ex->sent ?
 	    "before the run" : ex->ran ? "after the run" : "during the run",
-	    l->lost_why);
+	    l->lost_why, ex->sent && x->c->snapshot ? "; the workspace was "
+	    "not saved" : "");
 	if (ex->sent && !ex->ran && (ev = run_lease_ev(l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "duration_ms", (double)ex->ms);
 		cJSON_AddStringToObject(ev, "egress", *ex->grant ? "granted" :
@@ -261,26 +192,47 @@ lease_lost(const struct run_ctx *x, struct run_lease *l,
 	return RUN_EXIT_UNAVAIL;
 }
 
-/* Restore, project, run, snapshot: the steps on the leased worker. */
+/* The closing line (unless -q), and whether the workspace was saved
+ * (always: the next run would otherwise find it missing unannounced). */
+static void
+status(const struct run_ctx *x, const struct run_lease *l,
+    const struct exec *ex, int rc, const char *unsaved)
+{
+	if (ex->ran && !x->o->quiet)
+		fprintf(stderr, "kz-run: exit %d (worker %s, %lld ms)%s%s\n",
+		    rc, l->worker, (long long)ex->ms, *unsaved ?
+		    "; the workspace was not saved: " : "", unsaved);
+	else if (*unsaved)
+		fprintf(stderr, "kz-run: the workspace was not saved: %s\n",
+		    unsaved);
+}
+
+/*
+ * Restore, project, run, save: the steps on the leased worker.  A run
+ * that was never sent left the restored workspace as it was saved; one
+ * that was sent is saved, or its older snapshot removed.
+ */
 static int
 on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
     struct exec *ex)
 {
+	char unsaved[200] = "";
 	int rc;
 
-	restore(x, l);
+	run_restore(x, l);
 	if (run_lease_keep(x, l, false) != 0)
 		return lease_lost(x, l, ex);
 	if ((rc = project(x, l, a)) != 0)
 		return rc;
 	rc = run_exec(x, l, ex);
-	if (!l->lost)
-		snapshot(x, l);
-	if (l->lost)
+	if (ex->sent && x->c->snapshot && !l->lost)
+		(void)run_save(x, l, unsaved, sizeof(unsaved));
+	if (l->lost) {
+		if (ex->sent)
+			run_unsave(x, l);
 		return lease_lost(x, l, ex);
-	if (ex->ran && !x->o->quiet)
-		fprintf(stderr, "kz-run: exit %d (worker %s, %lld ms)\n", rc,
-		    l->worker, (long long)ex->ms);
+	}
+	status(x, l, ex, rc, unsaved);
 	return rc;
 }
 

@@ -101,6 +101,25 @@ lease_once(const struct run_ctx *x, const char *opid, cJSON **rep,
 	return e;
 }
 
+/* The snapshot comes with the bounds it is saved under, or not at all. */
+static void
+snap_bounds(struct run_lease *l)
+{
+	int64_t a, t, ttl;
+
+	if (l->snap == NULL || kz_json_int(l->rep, "snapshot_actor_max", 1,
+	    INT64_MAX, &a, NULL, 0) != 0 || kz_json_int(l->rep,
+	    "snapshot_total_max", 1, INT64_MAX, &t, NULL, 0) != 0 ||
+	    kz_json_int(l->rep, "snapshot_ttl_ms", 1, INT64_MAX, &ttl, NULL,
+	    0) != 0) {
+		l->snap = NULL;
+		return;
+	}
+	l->snapb.actor_max = (uint64_t)a;
+	l->snapb.total_max = (uint64_t)t;
+	l->snapb.ttl_ms = ttl;
+}
+
 static int
 lease_fields(struct run_lease *l, int64_t sent)
 {
@@ -119,6 +138,7 @@ lease_fields(struct run_lease *l, int64_t sent)
 		return RUN_EXIT_INTERNAL;
 	}
 	held(l, sent, ttl);
+	snap_bounds(l);
 	return 0;
 }
 

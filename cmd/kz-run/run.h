@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_snap.h"
 
 #define RUN_VERSION "0.1.0"
 #define RUN_FILES_MAX 64
@@ -158,6 +159,7 @@ struct run_lease {
 	int64_t next_renew;	/* monotonic ms */
 	bool lost;		/* gone: nothing more goes to the worker */
 	char lost_why[96];
+	struct kz_snap_bounds snapb;	/* with snap, from kz-lease */
 };
 cJSON *run_request(const char *op, const char *rid);
 const char *run_str(const cJSON *o, const char *k);
@@ -181,6 +183,20 @@ cJSON *run_lease_ev(const struct run_lease *l);
 /* Releases the lease (never a lost one) and sends the closing dispatch
  * and the release records. */
 void run_lease_release(const struct run_ctx *x, struct run_lease *l);
+
+/* save.c: the workspace snapshot, restored before the run and saved
+ * after it (lib/snap.c), only while the lease holds. */
+/* A worker op with no payload of interest; 0 when it answered ok, else
+ * a kz_err (KZ_EDENIED with *code "refused" or "error"). */
+KZ_WUR int run_worker_op(const struct run_ctx *x, struct run_lease *l,
+    const char *op, const char *path, const char **code);
+void run_restore(const struct run_ctx *x, struct run_lease *l);
+/* After a run was sent: 0 saved, else why (one line) is filled and no
+ * older snapshot is left to come back. */
+int run_save(const struct run_ctx *x, struct run_lease *l, char *why,
+    size_t wlen);
+/* The older snapshot must not come back (a run was sent, nothing saved). */
+void run_unsave(const struct run_ctx *x, const struct run_lease *l);
 
 /* An admission, projection or isolation_denial record of a refusal. */
 void run_denied(const struct run_ctx *x, const char *kind,

@@ -8,7 +8,7 @@
 # durable dispatch record.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 36
+plan 37
 start_stack 1
 t "a real worker becomes warm" wait_for warm 1
 
@@ -37,9 +37,10 @@ like "$(cat "$T/e2")" "oops" "the code's stderr is printed"
 like "$(cat "$T/e2")" "kz-run: exit 0 \(worker w" "and the exit status line"
 kz-run -q --actor bob --conversation c1 -- sh -c 'ls -A /workspace | wc -l' >"$T/o3" 2>&1
 is "$(cat "$T/o3")" 0 "another actor in the same conversation gets an empty workspace"
-n=$(ls "$T/snapshots" | wc -l)
+n=$(ls "$T"/snapshots/*/*.tar | wc -l)
 is "$n" 2 "two workspace keys, two snapshots"
-tar -tf "$(ls -d "$T"/snapshots/*.tar | head -1)" >"$T/list" 2>&1
+is "$(ls "$T/snapshots" | wc -l)" 2 "each in its actor's directory"
+tar -tf "$(ls -d "$T"/snapshots/*/*.tar | head -1)" >"$T/list" 2>&1
 unlike "$(cat "$T/list")" "prog.py" "no snapshot holds the projection"
 
 # Host administration never reaches a worker.
