@@ -338,7 +338,8 @@ make_room(int bfd, const char *actor, const char *self, uint64_t need,
 		if (strcmp(s.e[i].actor, actor) == 0)
 			u.actor += s.e[i].size;
 	}
-	qsort(s.e, s.n, sizeof(*s.e), by_use);
+	if (s.n > 0)
+		qsort(s.e, s.n, sizeof(*s.e), by_use);
 	e = evict(bfd, &s, actor, 1, need, b->actor_max, &u, evicted);
 	if (e == 0)
 		e = evict(bfd, &s, actor, 0, need, b->total_max, &u,
