@@ -13,7 +13,7 @@
 # never published warm.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 39
+plan 38
 export LEASE_TTL_MS=3000
 start_stack 1
 on_exit "kill -CONT $LEASE_PID 2>/dev/null"
@@ -44,7 +44,7 @@ tnot "a run frame to the expired endpoint gets no answer (exit $rc)" test "$rc" 
 unlike "$(cat "$T/o0")" '"ok"' "and no reply at all"
 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$EP0" 2>"$T/c0"
 like "$(cat "$T/c0")" "FileNotFoundError|ConnectionRefusedError" "nothing listens there"
-t "alice releases her lease" kz-lease release --socket "$S" --lease-id "$(field "$T/l1" lease_id)" --token "$(field "$T/l1" token)"
+# Alice's lease is left to expire too (3 s): its worker is replaced.
 wait_for warm 1
 kz-run -q --actor mallory --conversation m1 -- sh -c 'ls -A /workspace | grep -c pwned' >"$T/o1" 2>&1
 is "$(cat "$T/o1")" 0 "the expired holder's workspace key has no trace of the frame"
