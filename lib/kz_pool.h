@@ -3,7 +3,9 @@
  * transition) and kz-reset (publish, retire).  Each transition is one Lua
  * script that checks the expected state and fencing token before its first
  * write, and answers a JSON string: the result, or {"err":CODE,"reason":..}
- * with nothing written.  Key layout and states: kz-lease(8).
+ * with nothing written.  One refusal writes: a release under a stale token
+ * or after expiry retires the worker and answers {"retired":WHY,"token":..,
+ * "refused":CODE,"reason":..}.  Key layout and states: kz-lease(8).
  *
  * Fencing tokens are "EPOCH:N": N from one INCR counter, EPOCH a random id
  * replaced whenever the store comes back from a restart (its run id
@@ -17,6 +19,7 @@
 #define KZ_POOL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <cJSON.h>
 
 #include "kz_err.h"
@@ -79,6 +82,10 @@ KZ_WUR int kz_pool_init(struct kz_store *s, char *epoch, size_t len,
  */
 KZ_WUR int kz_pool_wpath(const char *workers_dir, const char *id,
     const char *leaf, char *buf, size_t len);
+
+/* The counter of a token "EPOCH:N" (what audit records carry), 0 when
+ * malformed. */
+int64_t kz_pool_token_n(const char *token);
 
 /* A fresh random epoch, KZ_POOL_EPOCH_HEX chars. */
 void kz_pool_new_epoch(char out[KZ_POOL_EPOCH_HEX + 1]);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sodium.h>
 
+#include "kz_conf.h"
 #include "kz_json.h"
 #include "kz_pool.h"
 #include "banned.h"
@@ -150,18 +151,37 @@
 	"  token = tok, expires_ms = exp, ttl_ms = ttl,\n" \
 	"  clean_token = h[5] or nil})\n"
 
+/*
+ * Only the owner's current token, before expiry, sends the worker to
+ * reset.  A release under a stale token, or of a lease that expired but
+ * was not swept yet, retires the worker instead (workers do not check
+ * tokens, so a holder of the old endpoint must find nothing there): the
+ * result names it with "retired" and carries the refusal for the caller.
+ */
 #define S_RELEASE \
 	"local lid, tok = ARGV[2], ARGV[3]\n" \
 	"local id = redis.call('GET', P .. 'l:' .. lid)\n" \
 	"if not id then return fail('not_owner', 'no such lease') end\n" \
 	"local h = redis.call('HMGET', W(id), 'state', 'token', 'wskey', 'endpoint',\n" \
-	"  'gen', 'rid')\n" \
-	"if h[1] ~= 'leased' or h[2] ~= tok then\n" \
+	"  'gen', 'rid', 'expires')\n" \
+	"if h[1] ~= 'leased' then\n" \
 	"  return fail('stale_token', 'lease token does not match')\n" \
 	"end\n" \
 	"local t = now()\n" \
+	"local why, reason = nil, nil\n" \
+	"if h[2] ~= tok then\n" \
+	"  why, reason = 'stale_release', 'lease token does not match'\n" \
+	"elseif tonumber(h[7] or '0') <= t then\n" \
+	"  why, reason = 'expired', 'lease expired'\n" \
+	"end\n" \
 	"local rt = newtok(EP)\n" \
 	"unlease(id)\n" \
+	"if why then\n" \
+	"  move(id, 'leased', 'retiring', t)\n" \
+	"  redis.call('HSET', W(id), 'token', rt, 'why', why)\n" \
+	"  return done(opid, {worker = id, retired = why, token = rt,\n" \
+	"    refused = 'stale_token', reason = reason, run_id = h[6] or nil})\n" \
+	"end\n" \
 	"move(id, 'leased', 'resetting', t)\n" \
 	"redis.call('HSET', W(id), 'token', rt)\n" \
 	"return done(opid, {worker = id, reset_token = rt, wskey = h[3],\n" \
@@ -181,20 +201,21 @@
 	"redis.call('ZADD', P .. 'exp', t + ttl, id)\n" \
 	"return done(opid, {worker = id, expires_ms = t + ttl, ttl_ms = ttl})\n"
 
+/* An expired lease retires its worker, never resets it for a new owner:
+ * kz-lease deletes it and a replacement is created. */
 #define S_SWEEP \
 	"local t = now()\n" \
 	"local ids = redis.call('ZRANGEBYSCORE', P .. 'exp', '-inf', t, 'LIMIT', 0,\n" \
 	"  tonumber(ARGV[2]))\n" \
 	"local out = {}\n" \
 	"for _, id in ipairs(ids) do\n" \
-	"  local h = redis.call('HMGET', W(id), 'state', 'endpoint', 'gen', 'rid')\n" \
+	"  local h = redis.call('HMGET', W(id), 'state', 'rid')\n" \
 	"  if h[1] == 'leased' then\n" \
 	"    local rt = newtok(EP)\n" \
 	"    unlease(id)\n" \
-	"    move(id, 'leased', 'resetting', t)\n" \
-	"    redis.call('HSET', W(id), 'token', rt)\n" \
-	"    out[#out + 1] = {worker = id, reset_token = rt, endpoint = h[2],\n" \
-	"      gen = h[3], run_id = h[4] or nil}\n" \
+	"    move(id, 'leased', 'retiring', t)\n" \
+	"    redis.call('HSET', W(id), 'token', rt, 'why', 'expired')\n" \
+	"    out[#out + 1] = {worker = id, token = rt, run_id = h[2] or nil}\n" \
 	"  else\n" \
 	"    redis.call('ZREM', P .. 'exp', id)\n" \
 	"  end\n" \
@@ -381,6 +402,16 @@ kz_pool_call(struct kz_store *s, enum kz_pool_script which, int argc,
 	e = kz_pool_parse(r, out, why, wlen);
 	freeReplyObject(r);
 	return e;
+}
+
+int64_t
+kz_pool_token_n(const char *token)
+{
+	const char *p = token != NULL ? strchr(token, ':') : NULL;
+	int64_t v;
+
+	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ?
+	    v : 0;
 }
 
 void

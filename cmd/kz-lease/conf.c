@@ -15,8 +15,9 @@ static const char *const known[] = {
 	"LEASE_TICK_MS", "LEASE_RECONCILE_MS", "LEASE_CREATE_TIMEOUT_MS",
 	"LEASE_RESET_GRACE_MS", "LEASE_RESET_CONCURRENCY",
 	"RESET_IO_TIMEOUT_MS", "LEASE_WORKERS_DIR", "LEASE_WORKER_BIN",
-	"LEASE_WORKER_ARGS", "LEASE_SNAPSHOT_DIR", "LEASE_EGRESS_SOCKET",
-	"LEASE_STOP_WORKERS", "LEASE_WORKER_IDS", NULL,
+	"LEASE_WORKER_ARGS", "LEASE_SNAPSHOT_DIR", "LEASE_SNAPSHOT_ACTOR_MAX",
+	"LEASE_SNAPSHOT_TOTAL_MAX", "LEASE_SNAPSHOT_TTL_MS",
+	"LEASE_EGRESS_SOCKET", "LEASE_STOP_WORKERS", "LEASE_WORKER_IDS", NULL,
 };
 
 struct ikey {
@@ -39,6 +40,9 @@ static const struct ikey ikeys[] = {
 	/* The agent's wipe and health calls, each (kz-reset's key). */
 	{"RESET_IO_TIMEOUT_MS", 5000, 10, 600000, OFF(reset_io_timeout_ms)},
 	{"LEASE_RESET_CONCURRENCY", 8, 1, 64, OFF(reset_threads)},
+	/* 30 days; at most ten years. */
+	{"LEASE_SNAPSHOT_TTL_MS", 2592000000LL, 1000, 315360000000LL,
+	    OFF(snap_ttl_ms)},
 	{NULL, 0, 0, 0, 0},
 };
 
@@ -82,8 +86,15 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	    c->worker_bin, sizeof(c->worker_bin), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_WORKER_ARGS", NULL, "", c->worker_args,
 	    sizeof(c->worker_args), why, wlen);
-	e |= kz_conf_copy(k, "LEASE_SNAPSHOT_DIR", rd, "snapshots",
-	    c->snap_dir, sizeof(c->snap_dir), why, wlen);
+	/* State that must survive a reboot: not under /run, unless the
+	 * deployment has a run directory of its own (kz-supervise). */
+	if (strcmp(kz_conf_origin(k, "KZ_RUN_DIR"), "default") != 0)
+		e |= kz_conf_copy(k, "LEASE_SNAPSHOT_DIR", rd, "snapshots",
+		    c->snap_dir, sizeof(c->snap_dir), why, wlen);
+	else
+		e |= kz_conf_copy(k, "LEASE_SNAPSHOT_DIR", NULL,
+		    LEASE_SNAPSHOT_DIR_DEFAULT, c->snap_dir,
+		    sizeof(c->snap_dir), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_EGRESS_SOCKET", NULL, "", c->egress_sock,
 	    sizeof(c->egress_sock), why, wlen);
 	e |= kz_conf_copy(k, "KZ_DEPLOYMENT", NULL, "default", c->dep,
@@ -122,6 +133,25 @@ bad:
 	return KZ_ECONF;
 }
 
+static int
+load_snap_bounds(struct lease_conf *c, const struct kz_conf *k, char *why,
+    size_t wlen)
+{
+	int e;
+
+	if ((e = kz_conf_size(k, "LEASE_SNAPSHOT_ACTOR_MAX", 1ULL << 30,
+	    1ULL << 50, &c->snap_actor_max, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "LEASE_SNAPSHOT_TOTAL_MAX", 20ULL << 30,
+	    1ULL << 50, &c->snap_total_max, why, wlen)) != 0)
+		return e;
+	if (c->snap_actor_max == 0 || c->snap_total_max == 0) {
+		kz_why(why, wlen, "LEASE_SNAPSHOT_ACTOR_MAX and "
+		    "LEASE_SNAPSHOT_TOTAL_MAX must be at least 1");
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
 int
 lease_conf_load(struct lease_conf *c, const char *path, const char *self,
     char *why, size_t wlen)
@@ -139,6 +169,7 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	    KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (e = kz_conf_bool(k, "LEASE_STOP_WORKERS", true, &c->stop_workers,
 	    why, wlen)) != 0 ||
+	    (e = load_snap_bounds(c, k, why, wlen)) != 0 ||
 	    (e = kz_peer_policy_parse(kz_conf_str(k, "KZ_PEER_UIDS", ""),
 	    kz_conf_str(k, "KZ_PEER_GIDS", ""), &c->peers, why, wlen)) != 0)
 		goto out;

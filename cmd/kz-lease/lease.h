@@ -20,9 +20,11 @@
 /* A worker's projection directory: group-writable, sticky, world-readable
  * (ctl_local.c says why). */
 #define LEASE_PROJECTION_MODE 01775
-/* The workspace snapshots: the worker (root) writes one, kz-run (a member
- * of kz-lease's group) renames it into place. */
-#define LEASE_SNAPSHOT_DIR_MODE 0770
+/* The workspace snapshots (lib/snap.c): kz-lease makes DIR and each
+ * actor's directory below it, where the worker (root) writes a save and
+ * kz-run (a member of kz-lease's group) commits it. */
+#define LEASE_SNAPSHOT_DIR_MODE 0750
+#define LEASE_SNAPSHOT_DIR_DEFAULT "/var/lib/kaizen/snapshots"
 
 struct lease_conf {
 	char sock[108];
@@ -36,6 +38,8 @@ struct lease_conf {
 	char worker_bin[PATH_MAX];
 	char worker_args[1024];
 	char snap_dir[PATH_MAX];
+	uint64_t snap_actor_max, snap_total_max;
+	int64_t snap_ttl_ms;
 	char egress_sock[108];
 	struct kz_peer_policy peers;
 	uint64_t frame_max;

@@ -1,7 +1,8 @@
 /*
- * Pool upkeep: expired leases go to reset (reset.c), workers are created
- * up to the capacity the store counts, and the store is reconciled against
- * the controller's inventory.
+ * Pool upkeep: expired leases retire their workers, which are deleted
+ * (chores.c) and replaced; workers are created up to the capacity the
+ * store counts, the store is reconciled against the controller's
+ * inventory, and expired workspace snapshots are swept.
  */
 #include <errno.h>
 #include <signal.h>
@@ -161,11 +162,15 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 
 /* ---- expiry ---- */
 
+/* An expired lease's worker was retired by the sweep script: it is
+ * deleted now, not at the next reconcile, so its endpoint stops
+ * answering as soon as possible; a replacement is created once the
+ * deletion is confirmed (the retiring worker counts against capacity). */
 static void
 sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
 	const cJSON *x, *e = kz_json_get(res, "expired");
-	const char *w, *t, *ep, *rid;
+	const char *w, *t, *rid;
 
 	(void)why;
 	(void)arg;
@@ -174,46 +179,23 @@ sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		return;
 	cJSON_ArrayForEach(x, e)
 		if (kz_json_str(x, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
-		    kz_json_str(x, "reset_token", KZ_POOL_TOKEN_MAX, &t, NULL,
+		    kz_json_str(x, "token", KZ_POOL_TOKEN_MAX, &t, NULL,
 		    0) == 0) {
-			kz_log(KZ_LOG_INFO, "lease.expire", 0, "lease expired",
-			    "worker", w, NULL);
-			if (kz_json_str(x, "endpoint", 107, &ep, NULL, 0) != 0)
-				ep = NULL;
 			/* The run that held the lease, if it said. */
 			if (kz_json_str(x, "run_id", KZ_RUN_ID_MAX, &rid, NULL,
 			    0) != 0 || *rid == '\0')
 				rid = NULL;
-			reset_start(d, w, t, ep, rid);
+			kz_log(KZ_LOG_INFO, "lease.expire", 0,
+			    "lease expired: worker retired", "worker", w,
+			    NULL);
+			chore_delete(d, w, t, "expired", rid);
 		}
 }
 
 /* ---- reconcile ---- */
 
-struct rec {
-	struct kz_req *req;
-};
-
-static void
-delete_one(struct d *d, const char *w, const char *t)
-{
-	char why[128], op[KZ_OPID_HEX + 1];
-	const char *av[3] = {op, w, t};
-	int e;
-
-	if ((e = ctl_delete(d->c, w, why, sizeof(why))) != 0) {
-		kz_log(KZ_LOG_WARN, "worker.delete", e, why, "worker", w, NULL);
-		return;
-	}
-	kz_log(KZ_LOG_INFO, "worker.deleted", 0, "deletion confirmed",
-	    "worker", w, NULL);
-	if (t != NULL) {
-		kz_store_opid(op);
-		(void)pool_async(d, KZ_POOL_DELETED, 3, av, maint_nothing,
-		    "delete_confirmed");
-	}
-}
-
+/* The backstop: whatever reconcile finds to delete (retiring or deleting
+ * workers still in the inventory, orphans) goes to the same threads. */
 static void
 delete_list(struct d *d, const cJSON *a)
 {
@@ -222,11 +204,11 @@ delete_list(struct d *d, const cJSON *a)
 
 	cJSON_ArrayForEach(x, a) {
 		if (cJSON_IsString(x))
-			delete_one(d, x->valuestring, NULL);
+			chore_delete(d, x->valuestring, NULL, NULL, NULL);
 		else if (kz_json_str(x, "worker", KZ_POOL_ID_MAX, &w, NULL,
 		    0) == 0 && kz_json_str(x, "token", KZ_POOL_TOKEN_MAX, &t,
 		    NULL, 0) == 0)
-			delete_one(d, w, t);
+			chore_delete(d, w, t, NULL, NULL);
 	}
 }
 
@@ -300,7 +282,7 @@ maint_reconcile_now(struct d *d, struct kz_req *req)
 void
 maint_tick(struct d *d)
 {
-	int64_t now = kz_now_ms();
+	int64_t now = kz_now_ms(), q;
 	char cap[24];
 	const char *av[2] = {"", SWEEP_MAX};
 	struct job *j, *n;
@@ -317,6 +299,14 @@ maint_tick(struct d *d)
 		d->next_sweep = now + 500;
 		if (pool_async(d, KZ_POOL_SWEEP, 2, av, sweep_done, NULL) == 0)
 			d->sweeping = true;
+	}
+	/* Snapshots expire in days: a sweep every quarter of the expiry,
+	 * 1 s to 60 s apart, keeps them within a minute of it. */
+	if (now >= d->next_snap_sweep) {
+		q = d->c->snap_ttl_ms / 4;
+		d->next_snap_sweep = now + (q < 1000 ? 1000 : q > 60000 ?
+		    60000 : q);
+		chore_snap_sweep(d);
 	}
 	if (!d->statusing) {
 		snprintf(cap, sizeof(cap), "%lld", (long long)d->c->capacity);

@@ -8,6 +8,7 @@
 
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_snap.h"
 #include "serve.h"
 #include "banned.h"
 
@@ -90,6 +91,32 @@ pass(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 /*
+ * The snapshot of the workspace key, DIR/ACTOR/WSKEY.tar, and the bounds
+ * the dispatch client saves it under.  Offering it marks it used (an
+ * expired one is removed instead: it is never restored).  A replay offers
+ * it again, which only marks it used again.
+ */
+static void
+add_snapshot(struct d *d, cJSON *res, const char *member, const char *wskey)
+{
+	char p[PATH_MAX + 96];
+	int e;
+
+	/* A directory that cannot be used (serve.snapshots said so at
+	 * start) still names the path: the save fails and says so. */
+	if ((e = kz_snap_offer(d->c->snap_dir, member, wskey,
+	    d->c->snap_ttl_ms, p, sizeof(p))) != 0 && e != KZ_ESYS)
+		return;
+	cJSON_AddStringToObject(res, "snapshot", p);
+	cJSON_AddNumberToObject(res, "snapshot_actor_max",
+	    (double)d->c->snap_actor_max);
+	cJSON_AddNumberToObject(res, "snapshot_total_max",
+	    (double)d->c->snap_total_max);
+	cJSON_AddNumberToObject(res, "snapshot_ttl_ms",
+	    (double)d->c->snap_ttl_ms);
+}
+
+/*
  * A granted lease also names, for the trusted dispatch client, the
  * worker's projection directory and the snapshot file of its workspace
  * key.  Both are derived here from the configuration, never stored.
@@ -99,19 +126,20 @@ lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
 	struct kz_req *req = arg;
 	const cJSON *j = kz_req_json(req);
-	char wskey[KZ_IDHASH_HEX + 1], p[PATH_MAX + 96];
+	char wskey[KZ_IDHASH_HEX + 1], member[KZ_IDHASH_HEX + 1];
+	char p[PATH_MAX + 96];
 	const char *w, *actor, *conv;
 
 	if (err == 0 && kz_pool_errcode(res) == NULL &&
 	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
 	    kz_json_str(j, "actor", ID_MAX, &actor, NULL, 0) == 0 &&
 	    kz_json_str(j, "conversation", ID_MAX, &conv, NULL, 0) == 0 &&
+	    kz_key_idhash(&d->idkey, "actor", actor, member) == 0 &&
 	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) == 0) {
 		if (kz_pool_wpath(d->c->workers_dir, w, "projection", p,
 		    sizeof(p)) == 0)
 			cJSON_AddStringToObject(res, "projection", p);
-		snprintf(p, sizeof(p), "%s/%s.tar", d->c->snap_dir, wskey);
-		cJSON_AddStringToObject(res, "snapshot", p);
+		add_snapshot(d, res, member, wskey);
 	}
 	pass(d, err, res, why, arg);
 }
@@ -158,6 +186,45 @@ op_lease(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_ADMISSION_CLOSED, "store unavailable");
 }
 
+/* The run a release names; else the one its lease was taken for. */
+static const char *
+release_rid(struct kz_req *req, const cJSON *res)
+{
+	const char *v = NULL;
+
+	if (kz_json_str_opt(kz_req_json(req), "run_id", KZ_RUN_ID_MAX, NULL,
+	    &v, NULL, 0) == 0 && v != NULL)
+		return v;
+	if (kz_json_str(res, "run_id", KZ_RUN_ID_MAX, &v, NULL, 0) == 0 &&
+	    *v != '\0')
+		return v;
+	return NULL;
+}
+
+/*
+ * The release script retired the worker (a stale token, or a lease that
+ * had expired): it is deleted now and the caller told stale_token.  A
+ * replayed answer deletes nothing: the first one did.
+ */
+static void
+release_retired(struct d *d, struct kz_req *req, const cJSON *res)
+{
+	const cJSON *r = kz_json_get(res, "reason");
+	const char *w, *t, *why;
+
+	if (!cJSON_IsTrue(kz_json_get(res, "replay")) &&
+	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0 &&
+	    kz_json_str(res, "retired", 32, &why, NULL, 0) == 0) {
+		kz_log(KZ_LOG_WARN, "worker.retire", 0, strcmp(why,
+		    "expired") == 0 ? "released after its lease expired" :
+		    "released under a stale token", "worker", w, NULL);
+		chore_delete(d, w, t, why, release_rid(req, res));
+	}
+	kz_req_err(req, KZ_WE_STALE_TOKEN, cJSON_IsString(r) ?
+	    r->valuestring : "lease token does not match");
+}
+
 /*
  * The released worker goes to reset (reset.c) under the token the release
  * script issued, at the endpoint the store recorded; the reset's audit
@@ -173,6 +240,11 @@ release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	const char *v;
 
 	if (err == 0 && kz_pool_errcode(res) == NULL &&
+	    kz_json_get(res, "retired") != NULL) {
+		release_retired(d, req, res);
+		return;
+	}
+	if (err == 0 && kz_pool_errcode(res) == NULL &&
 	    !cJSON_IsTrue(kz_json_get(res, "replay")) &&
 	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &v, NULL, 0) == 0 &&
 	    snprintf(w, sizeof(w), "%s", v) > 0 &&
@@ -182,11 +254,7 @@ release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		if (kz_json_str(res, "endpoint", sizeof(ep) - 1, &v, NULL,
 		    0) == 0)
 			snprintf(ep, sizeof(ep), "%s", v);
-		/* The release names the run; else the lease did. */
-		if ((kz_json_str_opt(kz_req_json(req), "run_id",
-		    KZ_RUN_ID_MAX, NULL, &v, NULL, 0) == 0 && v != NULL) ||
-		    kz_json_str(res, "run_id", KZ_RUN_ID_MAX, &v, NULL,
-		    0) == 0)
+		if ((v = release_rid(req, res)) != NULL)
 			snprintf(rid, sizeof(rid), "%s", v);
 	}
 	if (res != NULL) {
@@ -273,6 +341,8 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	cJSON_AddNumberToObject(o, "resets_running",
 	    (double)resets_running(d));
 	cJSON_AddNumberToObject(o, "creates_running", (double)d->creates);
+	cJSON_AddNumberToObject(o, "deletes_running",
+	    (double)chores_running(d));
 	kz_req_ok(req, o);
 }
 

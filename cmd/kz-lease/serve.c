@@ -1,7 +1,8 @@
 /*
  * The kz-lease daemon: framed ops over the async store client.  Every
  * decision about a worker is a store script; this process only runs the
- * scripts, drives the controller, and resets released workers (reset.c).
+ * scripts, drives the controller, resets released workers (reset.c) and
+ * deletes retired ones (chores.c).
  * Admission is open only while the store has answered its epoch check and
  * the controller's inventory was readable at the last look.
  */
@@ -238,13 +239,31 @@ load_idkey(struct d *d, char *why, size_t wlen)
 	return e;
 }
 
+/* Makes the parents of path that are missing, mode 0755. */
+static void
+make_parents(const char *path)
+{
+	char p[PATH_MAX];
+	char *s;
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (s = strchr(p + 1, '/'); s != NULL; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (mkdir(p, 0700) == 0)
+			(void)chmod(p, 0755);
+		*s = '/';
+	}
+}
+
 /*
  * The snapshot directory is made here, not by kz-run: a kz-run that is
- * not root cannot create it in the run directory, only rename into it.
+ * not root cannot create it (nor the actors' directories below it, made
+ * at lease time), only commit saves into them.
  */
 static void
 make_snap_dir(const struct lease_conf *c)
 {
+	make_parents(c->snap_dir);
 	if (mkdir(c->snap_dir, 0700) == 0) {
 		if (chmod(c->snap_dir, LEASE_SNAPSHOT_DIR_MODE) == 0)
 			return;
@@ -305,15 +324,24 @@ lease_serve(struct lease_conf *c)
 		kz_log(KZ_LOG_ERROR, "serve.reset", e, "reset threads", NULL);
 		goto out;
 	}
+	if ((e = chores_new(&d)) != 0) {
+		kz_log(KZ_LOG_ERROR, "serve.chores", e, "deletion threads",
+		    NULL);
+		goto out;
+	}
 	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
 	    "worker_bin", c->worker_bin, NULL);
 	event_base_dispatch(d.base);
 	rc = 0;
+	/* Deletions in flight finish first: they and the stop below would
+	 * otherwise remove the same directories at once. */
+	chores_free(&d);
 	/* Workers are detached so that a restarted kz-lease finds them; a
 	 * deployment that is stopped stops them too. */
 	if (c->stop_workers)
 		ctl_stop_all(c);
 out:
+	chores_free(&d);
 	resets_free(&d);
 	jobs_stop(&d);
 	kz_srv_free(d.srv);

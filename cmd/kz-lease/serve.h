@@ -27,6 +27,7 @@ struct job {
 	int64_t deadline;
 };
 struct resets;
+struct chores;
 
 struct d {
 	struct lease_conf *c;
@@ -38,11 +39,12 @@ struct d {
 	bool store_ok, inv_ok, draining, open;
 	char epoch[KZ_POOL_EPOCH_HEX + 1];
 	char closed_why[64];
-	int64_t next_reconcile, next_sweep;
+	int64_t next_reconcile, next_sweep, next_snap_sweep;
 	bool reconciling, sweeping, statusing;
 	int creates;
 	LIST_HEAD(, job) jobs;
 	struct resets *resets;
+	struct chores *chores;
 };
 
 typedef void (*pool_fn)(struct d *d, int err, cJSON *res, const char *why,
@@ -72,5 +74,19 @@ int resets_running(const struct d *d);
  * the reset cannot even start. */
 void reset_start(struct d *d, const char *worker, const char *token,
     const char *endpoint, const char *rid);
+
+/* chores.c: blocking upkeep on threads of their own. */
+KZ_WUR int chores_new(struct d *d);
+void chores_free(struct d *d);
+/* Deletions queued or running. */
+int chores_running(const struct d *d);
+/* Deletes a worker through the controller, then confirms it with the
+ * DELETED script when token (its retiring or deleting token) is given.
+ * why, when given, is audited with the run id in a retire record. */
+void chore_delete(struct d *d, const char *worker, const char *token,
+    const char *why, const char *rid);
+/* Removes expired snapshots and leftover partial saves (one sweep at a
+ * time). */
+void chore_snap_sweep(struct d *d);
 
 #endif

@@ -186,3 +186,23 @@ run_audit_wait(const struct run_ctx *x, int ticket)
 			e = f;
 	return e == 0 && q->lost > 0 ? KZ_EUNAVAIL : e;
 }
+
+void
+run_denied(const struct run_ctx *x, const char *kind, const char *stage,
+    const char *error, const char *reason)
+{
+	cJSON *ev = cJSON_CreateObject();
+
+	if (ev == NULL)
+		return;
+	/* The admission and projection kinds carry a decision, the
+	 * isolation denial an error code (kz-audit's closed schema). */
+	if (strcmp(kind, "isolation_denial") != 0)
+		cJSON_AddStringToObject(ev, "decision", "denied");
+	else
+		cJSON_AddStringToObject(ev, "error", error);
+	cJSON_AddStringToObject(ev, "stage", stage);
+	cJSON_AddStringToObject(ev, "outcome", error);
+	cJSON_AddStringToObject(ev, "reason", reason);
+	(void)run_audit(x, kind, ev);
+}

@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_snap.h"
 
 #define RUN_VERSION "0.1.0"
 #define RUN_FILES_MAX 64
@@ -146,6 +147,60 @@ int run_audit(const struct run_ctx *x, const char *kind, cJSON *ev);
 int run_audit_wait(const struct run_ctx *x, int ticket);
 /* Token "EPOCH:N" -> N, for the audit schema's integer token. */
 int64_t run_token_n(const char *token);
+
+/* lease.c: the lease and every call to its worker. */
+struct run_lease {
+	cJSON *rep;
+	cJSON *result;	/* the closing dispatch record, sent with release's */
+	const char *worker, *lid, *token, *endpoint, *proj, *snap;
+	int64_t t0;
+	int64_t ttl_ms;
+	int64_t valid_until;	/* monotonic ms: the lease holds until then */
+	int64_t next_renew;	/* monotonic ms */
+	bool lost;		/* gone: nothing more goes to the worker */
+	char lost_why[96];
+	struct kz_snap_bounds snapb;	/* with snap, from kz-lease */
+};
+cJSON *run_request(const char *op, const char *rid);
+const char *run_str(const cJSON *o, const char *k);
+/* Leases a worker, waiting up to RUN_LEASE_WAIT_MS for a warm one: 0,
+ * or an exit code (printed and audited). */
+int run_lease_get(const struct run_ctx *x, struct run_lease *l);
+/* 0 while the lease holds, renewing it when a third of its TTL has
+ * passed (now: at once); KZ_ESTATE once it is lost (l->lost, lost_why:
+ * refused, or not confirmed before it would expire). */
+KZ_WUR int run_lease_keep(const struct run_ctx *x, struct run_lease *l,
+    bool now);
+/* One call to the worker, only while the lease holds and renewing it
+ * while the reply is awaited (up to timeout_ms): KZ_ESTATE, with the
+ * connection closed, once the lease is lost.  *sent (may be NULL) tells
+ * whether the request reached the worker's socket. */
+KZ_WUR int run_worker_call(const struct run_ctx *x, struct run_lease *l,
+    const cJSON *req, int64_t timeout_ms, bool *sent, cJSON **rep,
+    char *why, size_t wlen);
+/* worker_id, lease_id and token, for the lease's records. */
+cJSON *run_lease_ev(const struct run_lease *l);
+/* Releases the lease (never a lost one) and sends the closing dispatch
+ * and the release records. */
+void run_lease_release(const struct run_ctx *x, struct run_lease *l);
+
+/* save.c: the workspace snapshot, restored before the run and saved
+ * after it (lib/snap.c), only while the lease holds. */
+/* A worker op with no payload of interest; 0 when it answered ok, else
+ * a kz_err (KZ_EDENIED with *code "refused" or "error"). */
+KZ_WUR int run_worker_op(const struct run_ctx *x, struct run_lease *l,
+    const char *op, const char *path, const char **code);
+void run_restore(const struct run_ctx *x, struct run_lease *l);
+/* After a run was sent: 0 saved, else why (one line) is filled and no
+ * older snapshot is left to come back. */
+int run_save(const struct run_ctx *x, struct run_lease *l, char *why,
+    size_t wlen);
+/* The older snapshot must not come back (a run was sent, nothing saved). */
+void run_unsave(const struct run_ctx *x, const struct run_lease *l);
+
+/* An admission, projection or isolation_denial record of a refusal. */
+void run_denied(const struct run_ctx *x, const char *kind,
+    const char *stage, const char *error, const char *reason);
 
 /* dispatch.c: the whole job; returns the exit code. */
 int run_dispatch(const struct run_conf *c, const struct run_opts *o);

@@ -52,7 +52,7 @@ map() { sed -e "s|/run/kaizen|$RUN|g" -e "s|/var/lib/kaizen|$LIB|g" \
 	-e "s|/usr/local/etc/kaizen/|$CONF/|g" \
 	-e "s|^\(KZ_PEER_GIDS=\)kaizen$|\1$KAIZEN|" <<<"$1"; }
 
-plan 45
+plan 47
 
 # The run dir as etc/tmpfiles.d makes it.
 read -r ty path mode owner group _ < <(grep '^d ' "$TOP/etc/tmpfiles.d/kaizen.conf")
@@ -151,7 +151,7 @@ is "$(mode "$RUN/workers")" "750 0:$K" "workers dir: 0750 root:kaizen (under UMa
 is "$(mode "$W")" "750 0:$K" "the worker's dir: 0750 root:kaizen"
 is "$(mode "$W/sock")" "660 0:$K" "the worker's socket: 0660 root:kaizen"
 is "$(mode "$W/projection")" "1775 0:$K" "its projection dir: 01775 root:kaizen"
-is "$(mode "$RUN/snapshots")" "770 0:$K" "the snapshot dir: 0770 root:kaizen"
+is "$(mode "$LIB/snapshots")" "750 0:$K" "the snapshot dir, under /var/lib: 0750 root:kaizen"
 is "$(stat -c '%a %u' "$CRED/kz-audit/field.key")" "400 $((B + 1))" \
 	"each unit reads a private 0400 copy of the field key"
 
@@ -166,6 +166,9 @@ is "$?" 0 "the operator's kz-run with --file runs"
 is "$(head -1 "$T/o1")" "from the operator" "and the code reads the projected file"
 is "$(sed -n 2p "$T/o1")" "$(cat "$W/ids")" "as the worker's own uid, from LEASE_WORKER_IDS"
 is "$(cat "$T/e1")" "" "with nothing on stderr (the workspace was saved)"
+A=$(ls -d "$LIB"/snapshots/*/ | head -1); A=${A%/}
+is "$(mode "$A")" "770 0:$K" "in its actor's directory: 0770 root:kaizen"
+is "$(ls "$A" | grep -c '\.tar$')" 1 "one snapshot in it"
 for _ in $(seq 1 100); do warm && break; sleep 0.1; done
 op kz-run -q --actor ann --conversation c1 -- cat notes >"$T/o2" 2>"$T/e2"
 is "$(cat "$T/o2")" kept "the next run gets the saved workspace back"

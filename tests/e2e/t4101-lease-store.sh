@@ -1,10 +1,12 @@
 #!/bin/bash
 # kz-lease against a real redis-server: lease, release, renew, fencing,
-# op-id replay, expiry to reset, admission closed while the store is gone,
+# op-id replay, an expired lease and a release under a stale token retire
+# the worker (deleted, replaced under a new id, never reset for a new
+# owner), admission closed while the store is gone,
 # and a store that comes back without its data gets a new epoch, under
 # which every old worker is retired and replaced.
 . "$(dirname "$0")/lib.sh"
-plan 22
+plan 30
 start_store
 head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
 CG=kzt-$$
@@ -27,12 +29,10 @@ rc_is 0 "lease succeeds" kz-lease lease --socket "$S" --actor alice --conversati
 cp "$T/.out" "$T/l1"
 L1=$(field "$T/l1" lease_id) K1=$(field "$T/l1" token) W1=$(field "$T/l1" worker)
 like "$K1" '^[0-9a-f]{16}:[0-9]+$' "token is epoch-qualified"
-rc_is 1 "release with a wrong token is refused" kz-lease release --socket "$S" --lease-id "$L1" --token "${K1%:*}:999999"
-like "$(cat "$T/.out")" stale_token "refusal says stale_token"
 rc_is 0 "renew with the right token" kz-lease renew --socket "$S" --lease-id "$L1" --token "$K1"
 rc_is 0 "second lease" kz-lease lease --socket "$S" --actor bob --conversation c1
 cp "$T/.out" "$T/l2"
-W2=$(field "$T/l2" worker)
+W2=$(field "$T/l2" worker) E2=$(field "$T/l2" endpoint)
 tnot "the two leases got different workers" test "$W1" = "$W2"
 rc_is 1 "third lease: no warm worker" kz-lease lease --socket "$S" --actor carol --conversation c2
 like "$(cat "$T/.out")" busy "it says busy"
@@ -50,11 +50,28 @@ def call(path, body):
 print(json.dumps([call(sys.argv[1], sys.argv[2]), call(sys.argv[1], sys.argv[2])]))
 PY
 like "$(cat "$T/r1")" '^\[\{[^]]*"ok": true[^]]*\}, \{[^]]*"ok": true' "release and its retry both succeed"
-t "worker comes back warm through kz-reset" wait_for warm 1
+t "the released worker comes back warm through its reset" wait_for warm 1
 
-# Bob never releases: his lease expires and the worker goes to reset.
-t "expired lease is reset and the worker is warm again" wait_for warm 2
+# Bob never releases: his lease expires and its worker is retired, never
+# reset for a new owner: deleted (its endpoint gone), and a replacement
+# with a new id is created.
+gone() { local i; for i in $(seq 1 200); do [ ! -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+t "the expired lease's worker is deleted" gone "$T/workers/$W2"
+tnot "its endpoint is gone with it" test -e "$E2"
+t "a replacement makes the pool warm again" wait_for warm 2
+tnot "the replacement has a new id" test -e "$T/workers/$W2"
+grep -q "\"event\":\"lease.expire\".*\"worker\":\"$W2\"" "$T/lease.log"; ok $? "lease.expire was logged for it"
 rc_is 1 "expired owner cannot release" kz-lease release --socket "$S" --lease-id "$(field "$T/l2" lease_id)" --token "$(field "$T/l2" token)"
+like "$(cat "$T/.out")" not_owner "it says not_owner (the lease is gone)"
+
+# A release naming a live lease under a stale token retires that worker.
+kz-lease lease --socket "$S" --actor carol --conversation c3 >"$T/l3" 2>&1
+L3=$(field "$T/l3" lease_id) K3=$(field "$T/l3" token) W3=$(field "$T/l3" worker)
+rc_is 1 "release with a wrong token is refused" kz-lease release --socket "$S" --lease-id "$L3" --token "${K3%:*}:999999"
+like "$(cat "$T/.out")" stale_token "refusal says stale_token"
+t "and that lease's worker is retired and deleted" gone "$T/workers/$W3"
+rc_is 1 "the owner's right token no longer renews it" kz-lease renew --socket "$S" --lease-id "$L3" --token "$K3"
+t "the pool is warm again" wait_for warm 2
 
 # The store dies: admission closes, nothing is granted.
 kill -9 "$STORE_PID"; sleep 0.8

@@ -8,7 +8,7 @@
 # durable dispatch record.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 35
+plan 37
 start_stack 1
 t "a real worker becomes warm" wait_for warm 1
 
@@ -37,9 +37,10 @@ like "$(cat "$T/e2")" "oops" "the code's stderr is printed"
 like "$(cat "$T/e2")" "kz-run: exit 0 \(worker w" "and the exit status line"
 kz-run -q --actor bob --conversation c1 -- sh -c 'ls -A /workspace | wc -l' >"$T/o3" 2>&1
 is "$(cat "$T/o3")" 0 "another actor in the same conversation gets an empty workspace"
-n=$(ls "$T/snapshots" | wc -l)
+n=$(ls "$T"/snapshots/*/*.tar | wc -l)
 is "$n" 2 "two workspace keys, two snapshots"
-tar -tf "$(ls -d "$T"/snapshots/*.tar | head -1)" >"$T/list" 2>&1
+is "$(ls "$T/snapshots" | wc -l)" 2 "each in its actor's directory"
+tar -tf "$(ls -d "$T"/snapshots/*/*.tar | head -1)" >"$T/list" 2>&1
 unlike "$(cat "$T/list")" "prog.py" "no snapshot holds the projection"
 
 # Host administration never reaches a worker.
@@ -67,12 +68,14 @@ t "the audit chain verifies" kz-audit verify --dir "$T/audit"
 # dispatch records.
 rid=$(audit_q --kind dispatch | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["event"]["rid"])')
 t "the reset after a run carries that run's rid" sh -c "for i in \$(seq 1 50); do kz-audit query --dir '$T/audit' --kind reset | grep -q '\"rid\":\"$rid\"' && exit 0; sleep 0.1; done; exit 1"
-# A lease that is never released expires; its reset still names the run
-# the lease was taken for (kept with the lease).
+# A lease that is never released expires; its worker is retired, never
+# reset, and the retire record names the run the lease was taken for
+# (kept with the lease).
 t "the pool is warm again" wait_for warm 1
 xr=feedc0ffee0123456789abcdef012345
 t "a lease for run $xr" kz-msg "$S" "{\"op\":\"lease\",\"actor\":\"carol\",\"conversation\":\"c9\",\"ttl_ms\":300,\"run_id\":\"$xr\"}"
-t "its expiry's reset carries that rid" sh -c "for i in \$(seq 1 100); do kz-audit query --dir '$T/audit' --kind reset | grep -q '\"rid\":\"$xr\"' && exit 0; sleep 0.1; done; exit 1"
+t "its expiry's retire record carries that rid" sh -c "for i in \$(seq 1 100); do kz-audit query --dir '$T/audit' --kind retire | grep '\"rid\":\"$xr\"' | grep -q '\"outcome\":\"expired\"' && exit 0; sleep 0.1; done; exit 1"
+unlike "$(audit_q --kind reset)" "\"rid\":\"$xr\"" "and no reset record names it"
 
 # No durable dispatch record, no run: with the audit sink stopped, the
 # code never starts and kz-run exits 3.

@@ -89,8 +89,8 @@ like "$o2" "mine: kept" "the workspace file is restored"
 like "$o2" "workspace: \['mine.txt'\]" "no projected file in the restored workspace"
 like "$o2" "projected: \['one.txt'\]" "the withdrawn file is not projected"
 t "no workspace snapshot holds a projected file" sh -c \
-	"for f in '$T'/snapshots/*.tar; do tar -tf \"\$f\"; done | grep -q mine.txt &&
-	 ! { for f in '$T'/snapshots/*.tar; do tar -tf \"\$f\"; done | grep -Eq 'one.txt|data.csv'; }"
+	"for f in '$T'/snapshots/*/*.tar; do tar -tf \"\$f\"; done | grep -q mine.txt &&
+	 ! { for f in '$T'/snapshots/*/*.tar; do tar -tf \"\$f\"; done | grep -Eq 'one.txt|data.csv'; }"
 
 # The audience moves between admission and verify: bob joins while kz-run,
 # admitted, waits for the only worker (held by another lease).  The worker

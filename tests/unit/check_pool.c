@@ -1,7 +1,8 @@
 /* lib/pool.c's transition scripts against a real redis-server/valkey-
  * server (teststore.h): each checks state and fencing token before it
  * writes; a worker is leased only from warm and by one owner; a stale
- * token is refused; a retried op id is answered from its stored result;
+ * token is refused, and a release under one, or after expiry, retires the
+ * worker, as the expiry sweep does; a retried op id is answered from its stored result;
  * an epoch change fences every older token; admission is counted. */
 #include <check.h>
 #include <stdarg.h>
@@ -284,8 +285,6 @@ START_TEST(test_release_and_stale_tokens)
 	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
 	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "nope", a.token,
 	    NULL)), "not_owner");
-	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid,
-	    "0000000000000000:1", NULL)), "stale_token");
 	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, "x:1", TTL,
 	    NULL)), "stale_token");
 	ck_assert_str_eq(wstate("w1"), "leased");
@@ -380,29 +379,112 @@ START_TEST(test_member_limit)
 }
 END_TEST
 
-/* An expired lease goes to reset, never to a new owner, and its member
- * count is returned. */
+/* An expired lease retires its worker, never resets it for a new owner,
+ * and its member count is returned. */
 START_TEST(test_sweep_expired)
 {
 	cJSON *r;
+	const cJSON *x;
 	const char *code = NULL;
 	struct lease l;
+	char t[KZ_POOL_TOKEN_MAX + 1];
 
 	warm("w1");
-	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidx", "c",
-	    NULL);
+	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidx",
+	    "feed01", NULL);
 	ck_assert_ptr_null(kz_pool_errcode(r));
 	cJSON_Delete(r);
 	ts_nap(20);
 	r = run(KZ_POOL_SWEEP, op(), "10", NULL);
 	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r, "n")), 1);
+	x = cJSON_GetArrayItem(kz_json_get(r, "expired"), 0);
+	ck_assert_str_eq(sget(x, "worker"), "w1");
+	ck_assert_str_eq(sget(x, "run_id"), "feed01");
+	ck_assert_ptr_null(kz_json_get(x, "reset_token"));
+	snprintf(t, sizeof(t), "%s", sget(x, "token"));
 	cJSON_Delete(r);
-	ck_assert_str_eq(wstate("w1"), "resetting");
+	ck_assert_str_eq(wstate("w1"), "retiring");
+	ck_assert_str_eq(raw("w:w1", "why"), "expired");
+	ck_assert_str_eq(raw("w:w1", "token"), t);
 	ck_assert_str_eq(raw("members", "alice"), "");
 	ck_assert_int_eq(lease("bob", "8", NULL, &l, &code), -1);
 	ck_assert_str_eq(code, "no_worker");
 	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), "lidx", "x:1", TTL,
 	    NULL)), "not_owner");
+	/* Only a confirmed deletion, under the retire token, forgets it. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", t, "g2",
+	    NULL)), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", t, NULL)),
+	    "");
+	ck_assert_int_eq(status("total"), 0);
+}
+END_TEST
+
+/* A lease that expired but was not swept yet can be neither renewed nor
+ * released into a reset: the release retires the worker. */
+START_TEST(test_release_after_expiry_retires)
+{
+	char tok[KZ_POOL_TOKEN_MAX + 1];
+	cJSON *r;
+
+	warm("w1");
+	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidy", "c",
+	    NULL);
+	snprintf(tok, sizeof(tok), "%s", sget(r, "token"));
+	cJSON_Delete(r);
+	ts_nap(20);
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), "lidy", tok, TTL,
+	    NULL)), "stale_token");
+	ck_assert_str_eq(wstate("w1"), "leased");
+	r = run(KZ_POOL_RELEASE, op(), "lidy", tok, NULL);
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	ck_assert_str_eq(sget(r, "retired"), "expired");
+	ck_assert_str_eq(sget(r, "refused"), "stale_token");
+	ck_assert_ptr_null(kz_json_get(r, "reset_token"));
+	ck_assert_str_eq(raw("w:w1", "token"), sget(r, "token"));
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate("w1"), "retiring");
+	ck_assert_str_eq(raw("members", "alice"), "");
+	/* Nothing is left to sweep, and the lease is gone. */
+	r = run(KZ_POOL_SWEEP, op(), "10", NULL);
+	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r, "n")), 0);
+	cJSON_Delete(r);
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "lidy", tok,
+	    NULL)), "not_owner");
+}
+END_TEST
+
+/* A release naming a live lease with a stale token retires that worker;
+ * one naming no lease touches nothing. */
+START_TEST(test_stale_release_retires)
+{
+	struct lease a, b;
+	cJSON *r;
+	char tok0[32], key[80];
+
+	warm("w1");
+	warm("w2");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	ck_assert_int_eq(lease("bob", "8", NULL, &b, NULL), 0);
+	snprintf(tok0, sizeof(tok0), "%s", raw("tok", NULL));
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "nope",
+	    "0000000000000000:1", NULL)), "not_owner");
+	ck_assert_str_eq(raw("tok", NULL), tok0);
+	r = run(KZ_POOL_RELEASE, op(), a.lid, "0000000000000000:1", NULL);
+	ck_assert_str_eq(sget(r, "retired"), "stale_release");
+	ck_assert_str_eq(sget(r, "worker"), a.worker);
+	cJSON_Delete(r);
+	ck_assert_str_eq(wstate(a.worker), "retiring");
+	snprintf(key, sizeof(key), "w:%s", a.worker);
+	ck_assert_str_eq(raw(key, "why"), "stale_release");
+	/* The owner's lease died with it; the other lease is untouched. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, a.token, TTL,
+	    NULL)), "not_owner");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid, a.token,
+	    NULL)), "not_owner");
+	ck_assert_str_eq(wstate(b.worker), "leased");
+	ck_assert_int_eq(status("leased"), 1);
+	ck_assert_int_eq(status("warm"), 0);
 }
 END_TEST
 
@@ -587,6 +669,8 @@ main(void)
 	tcase_add_test(tc, test_opid_replay);
 	tcase_add_test(tc, test_member_limit);
 	tcase_add_test(tc, test_sweep_expired);
+	tcase_add_test(tc, test_release_after_expiry_retires);
+	tcase_add_test(tc, test_stale_release_retires);
 	tcase_add_test(tc, test_retire_and_delete);
 	tcase_add_test(tc, test_epoch_change_fences);
 	tcase_add_test(tc, test_reconcile_inventory);

@@ -1,0 +1,110 @@
+/*
+ * The workspace snapshot of the workspace key H(actor, conversation):
+ * restored into the wiped worker before the run, saved after it.  kz-lease
+ * names the file and the bounds it is saved under (lib/snap.c keeps the
+ * layout, the bounds and the expiry).  A save that fails for any reason
+ * removes the older snapshot, so the next run never silently gets an
+ * older workspace than the one this run left; the status line says the
+ * workspace was not saved, and why.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kz_json.h"
+#include "kz_snap.h"
+#include "run.h"
+#include "banned.h"
+
+int
+run_worker_op(const struct run_ctx *x, struct run_lease *l, const char *op,
+    const char *path, const char **code)
+{
+	cJSON *req = run_request(op, x->rid), *rep = NULL;
+	const char *err;
+	char why[160];
+	int e;
+
+	if (req == NULL)
+		return KZ_ENOMEM;
+	cJSON_AddStringToObject(req, "path", path);
+	e = run_worker_call(x, l, req, x->c->io_timeout_ms, NULL, &rep, why,
+	    sizeof(why));
+	cJSON_Delete(req);
+	if (e == 0 && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
+		err = run_str(rep, "error");
+		if (code != NULL)
+			*code = err && strcmp(err, "refused") == 0 ?
+			    "refused" : "error";
+		e = KZ_EDENIED;
+	}
+	cJSON_Delete(rep);
+	return e;
+}
+
+void
+run_restore(const struct run_ctx *x, struct run_lease *l)
+{
+	int e;
+
+	if (!x->c->snapshot || l->snap == NULL)
+		return;
+	/* kz-lease removes an expired snapshot when it offers it; this
+	 * holds even if it did not. */
+	if ((e = kz_snap_fresh(l->snap, l->snapb.ttl_ms)) == KZ_ESTATE)
+		fprintf(stderr, "kz-run: the saved workspace had not been used "
+		    "for longer than its expiry and was removed; starting "
+		    "empty\n");
+	if (e != 0)
+		return;
+	if (run_worker_op(x, l, "restore", l->snap, NULL) != 0 && !l->lost)
+		fprintf(stderr, "kz-run: the saved workspace could not be "
+		    "restored; starting empty\n");
+}
+
+void
+run_unsave(const struct run_ctx *x, const struct run_lease *l)
+{
+	if (x->c->snapshot && l->snap != NULL)
+		kz_snap_drop(l->snap, NULL);
+}
+
+/*
+ * Saves the workspace (never /projection), once kz-lease has confirmed
+ * the lease still holds: a run that returned after its lease expired
+ * must not snapshot.  The worker writes the archive beside the snapshot;
+ * kz_snap_commit puts it in place under the bounds.
+ */
+int
+run_save(const struct run_ctx *x, struct run_lease *l, char *why,
+    size_t wlen)
+{
+	char tmp[PATH_MAX + 64];
+	const char *code = NULL;
+	int evicted, e;
+
+	if (l->snap == NULL) {
+		kz_why(why, wlen, "kz-lease named no snapshot for this "
+		    "workspace");
+		return KZ_ENOENT;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%s.new", l->snap, x->rid);
+	if (run_lease_keep(x, l, true) != 0 ||
+	    (e = run_worker_op(x, l, "snapshot", tmp, &code)) == KZ_ESTATE) {
+		/* The worker may still write it: the sweep removes a
+		 * partial file that is left over. */
+		kz_snap_drop(l->snap, tmp);
+		kz_why(why, wlen, "the lease expired");
+		return KZ_ESTATE;
+	}
+	if (e != 0) {
+		kz_snap_drop(l->snap, tmp);
+		if (code != NULL && strcmp(code, "refused") == 0)
+			kz_why(why, wlen, "the workspace is larger than the "
+			    "worker's snapshot bound (SANDBOX_SNAPSHOT_MAX)");
+		else
+			kz_why(why, wlen, "the worker could not archive the "
+			    "workspace");
+		return e;
+	}
+	return kz_snap_commit(l->snap, tmp, &l->snapb, &evicted, why, wlen);
+}

@@ -1,0 +1,441 @@
+/*
+ * Workspace snapshots on the host (see kz_snap.h).  Only names this
+ * module makes are looked at: DIR/NAME/ directories, and in them regular
+ * files ending in ".tar" (snapshots) or ".new" (partial saves); symlinks
+ * are never followed and anything else is left alone.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kz_snap.h"
+#include "banned.h"
+
+#define NAME_MAX_ 96
+
+struct ent {
+	int64_t used;		/* mtime, ms since the epoch */
+	uint64_t size;
+	char actor[NAME_MAX_];
+	char name[NAME_MAX_];
+	int gone;
+};
+
+struct scan {
+	struct ent *e;
+	size_t n, cap;
+};
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 +
+	    st->st_mtim.tv_nsec / 1000000;
+}
+
+static int
+ends_with(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n > m && strcmp(s + n - m, suf) == 0;
+}
+
+/* A size for a person: "512 bytes", "1.5M", "20G". */
+static void
+fmt_size(uint64_t v, char *buf, size_t len)
+{
+	static const char u[] = "KMGTP";
+	double d = (double)v;
+	int i = -1;
+
+	if (v < 1024) {
+		snprintf(buf, len, "%llu bytes", (unsigned long long)v);
+		return;
+	}
+	while (d >= 1024 && i < 4) {
+		d /= 1024;
+		i++;
+	}
+	if (d - (double)(uint64_t)d < 0.05)
+		snprintf(buf, len, "%.0f%c", d, u[i]);
+	else
+		snprintf(buf, len, "%.1f%c", d, u[i]);
+}
+
+int
+kz_snap_path(const char *dir, const char *actor, const char *wskey,
+    char *buf, size_t len)
+{
+	int n;
+
+	if (*actor == '\0' || *wskey == '\0' || strchr(actor, '/') != NULL ||
+	    strchr(wskey, '/') != NULL || actor[0] == '.')
+		return KZ_EINVAL;
+	n = snprintf(buf, len, "%s/%s/%s.tar", dir, actor, wskey);
+	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : 0;
+}
+
+/* DIR and DIR/ACTOR of a snapshot path; KZ_EINVAL when it is not one. */
+static int
+split(const char *path, char *base, char *actor, size_t len)
+{
+	const char *a, *b = strrchr(path, '/');
+
+	if (path[0] != '/' || b == NULL || !ends_with(b + 1, ".tar"))
+		return KZ_EINVAL;
+	for (a = b - 1; a > path && *a != '/'; a--)
+		;
+	if (a <= path || (size_t)(a - path) >= len ||
+	    (size_t)(b - a - 1) >= NAME_MAX_ || b - a - 1 == 0 ||
+	    (size_t)(b - path) >= len)
+		return KZ_EINVAL;
+	snprintf(base, len, "%.*s", (int)(a - path), path);
+	snprintf(actor, NAME_MAX_, "%.*s", (int)(b - a - 1), a + 1);
+	return 0;
+}
+
+int
+kz_snap_offer(const char *dir, const char *actor, const char *wskey,
+    int64_t ttl_ms, char *path, size_t len)
+{
+	char adir[4096];
+	struct stat st;
+	int e;
+
+	if ((e = kz_snap_path(dir, actor, wskey, path, len)) != 0)
+		return e;
+	if ((size_t)snprintf(adir, sizeof(adir), "%s/%s", dir, actor) >=
+	    sizeof(adir))
+		return KZ_ETOOBIG;
+	/* The mode is set whatever the umask (kz-lease's unit has 0077). */
+	if (mkdir(adir, 0700) == 0 && chmod(adir, KZ_SNAP_DIR_MODE) != 0)
+		return KZ_ESYS;
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : KZ_ESYS;
+	if (!S_ISREG(st.st_mode) || wall_ms() - mtime_ms(&st) > ttl_ms)
+		return unlink(path) == 0 || errno == ENOENT ? 0 : KZ_ESYS;
+	return utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) == 0 ?
+	    0 : KZ_ESYS;
+}
+
+int
+kz_snap_fresh(const char *path, int64_t ttl_ms)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? KZ_ENOENT : KZ_ESYS;
+	if (S_ISREG(st.st_mode) && wall_ms() - mtime_ms(&st) <= ttl_ms)
+		return 0;
+	(void)unlink(path);
+	return KZ_ESTATE;
+}
+
+void
+kz_snap_drop(const char *path, const char *tmp)
+{
+	if (path != NULL)
+		(void)unlink(path);
+	if (tmp != NULL)
+		(void)unlink(tmp);
+}
+
+/* ---- the locked directory ---- */
+
+static int
+lock_dir(const char *base)
+{
+	int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while (flock(fd, LOCK_EX) != 0)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
+static int
+scan_add(struct scan *s, const char *actor, const char *name,
+    const struct stat *st)
+{
+	struct ent *n;
+
+	if (strlen(actor) >= NAME_MAX_ || strlen(name) >= NAME_MAX_)
+		return 0;
+	if (s->n == s->cap) {
+		if (s->cap >= KZ_SNAP_SCAN_MAX)
+			return KZ_ETOOBIG;
+		s->cap = s->cap ? s->cap * 2 : 64;
+		if ((n = realloc(s->e, s->cap * sizeof(*n))) == NULL)
+			return KZ_ENOMEM;
+		s->e = n;
+	}
+	n = &s->e[s->n++];
+	memset(n, 0, sizeof(*n));
+	snprintf(n->actor, sizeof(n->actor), "%s", actor);
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	n->size = (uint64_t)st->st_size;
+	n->used = mtime_ms(st);
+	return 0;
+}
+
+/* The snapshots (with parts: partial files too) of one actor's dir. */
+static int
+scan_actor(int bfd, const char *actor, struct scan *s, int parts)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd, e = 0;
+
+	if ((fd = openat(bfd, actor, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
+		return 0;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return KZ_ESYS;
+	}
+	while (e == 0 && (de = readdir(d)) != NULL) {
+		if (!ends_with(de->d_name, ".tar") &&
+		    !(parts && ends_with(de->d_name, ".new")))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			e = scan_add(s, actor, de->d_name, &st);
+	}
+	closedir(d);
+	return e;
+}
+
+/* Every snapshot under the locked base; "" is the actor of files left
+ * in DIR itself by the flat layout (parts: partial files too). */
+static int
+scan_all(int bfd, struct scan *s, int parts)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd, e = 0;
+
+	/* A description of its own: readdir moves its offset. */
+	if ((fd = openat(bfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return KZ_ESYS;
+	}
+	while (e == 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || fstatat(bfd, de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			e = scan_actor(bfd, de->d_name, s, parts);
+		else if (parts && S_ISREG(st.st_mode) &&
+		    (ends_with(de->d_name, ".tar") ||
+		    ends_with(de->d_name, ".new")))
+			e = scan_add(s, "", de->d_name, &st);
+	}
+	closedir(d);
+	return e;
+}
+
+static int
+unlink_ent(int bfd, struct ent *n)
+{
+	char p[2 * NAME_MAX_ + 2];
+
+	if (n->actor[0] != '\0')
+		snprintf(p, sizeof(p), "%s/%s", n->actor, n->name);
+	else
+		snprintf(p, sizeof(p), "%s", n->name);
+	if (unlinkat(bfd, p, 0) != 0 && errno != ENOENT)
+		return -1;
+	n->gone = 1;
+	return 0;
+}
+
+static int
+by_use(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* ---- commit ---- */
+
+struct usage {
+	uint64_t actor, total;
+};
+
+/*
+ * Evicts the least recently used snapshots, only the actor's when mine,
+ * until need more bytes fit under max.  s is sorted by use.
+ */
+static int
+evict(int bfd, struct scan *s, const char *actor, int mine, uint64_t need,
+    uint64_t max, struct usage *u, int *evicted)
+{
+	uint64_t *used = mine ? &u->actor : &u->total;
+	size_t i;
+
+	for (i = 0; i < s->n && *used + need > max; i++) {
+		struct ent *n = &s->e[i];
+		int of_actor = strcmp(n->actor, actor) == 0;
+
+		if (n->gone || (mine && !of_actor) || unlink_ent(bfd, n) != 0)
+			continue;
+		u->total -= n->size;
+		if (of_actor)
+			u->actor -= n->size;
+		(*evicted)++;
+	}
+	return *used + need > max ? KZ_ESYS : 0;
+}
+
+static int
+make_room(int bfd, const char *actor, const char *self, uint64_t need,
+    const struct kz_snap_bounds *b, int *evicted, char *why, size_t wlen)
+{
+	struct scan s = {0};
+	struct usage u = {0, 0};
+	size_t i;
+	int e;
+
+	if ((e = scan_all(bfd, &s, 0)) != 0) {
+		kz_why(why, wlen, e == KZ_ETOOBIG ? "too many snapshots to "
+		    "account for" : "the snapshot directory is unreadable");
+		goto out;
+	}
+	for (i = 0; i < s.n; i++) {
+		/* The snapshot being replaced does not count. */
+		if (strcmp(s.e[i].actor, actor) == 0 &&
+		    strcmp(s.e[i].name, self) == 0) {
+			s.e[i].gone = 1;
+			continue;
+		}
+		u.total += s.e[i].size;
+		if (strcmp(s.e[i].actor, actor) == 0)
+			u.actor += s.e[i].size;
+	}
+	if (s.n > 0)
+		qsort(s.e, s.n, sizeof(*s.e), by_use);
+	e = evict(bfd, &s, actor, 1, need, b->actor_max, &u, evicted);
+	if (e == 0)
+		e = evict(bfd, &s, actor, 0, need, b->total_max, &u,
+		    evicted);
+	if (e != 0)
+		kz_why(why, wlen, "older snapshots could not be removed to "
+		    "make room");
+out:
+	free(s.e);
+	return e;
+}
+
+/* An archive larger than a bound on its own is never saved. */
+static int
+over_bound(uint64_t need, const struct kz_snap_bounds *b, char *why,
+    size_t wlen)
+{
+	char have[32], max[32];
+	int mine = need > b->actor_max;
+
+	if (!mine && need <= b->total_max)
+		return 0;
+	fmt_size(need, have, sizeof(have));
+	fmt_size(mine ? b->actor_max : b->total_max, max, sizeof(max));
+	kz_why(why, wlen, "the workspace archive (%s) is larger than the %s "
+	    "snapshot bound (%s)", have, mine ? "per-actor" :
+	    "deployment's", max);
+	return KZ_ETOOBIG;
+}
+
+int
+kz_snap_commit(const char *path, const char *tmp,
+    const struct kz_snap_bounds *b, int *evicted, char *why, size_t wlen)
+{
+	char base[4096], actor[NAME_MAX_];
+	struct stat st;
+	int fd = -1, e;
+
+	*evicted = 0;
+	if (split(path, base, actor, sizeof(base)) != 0) {
+		/* Not a path of this layout: only the partial file is ours
+		 * to remove. */
+		kz_snap_drop(NULL, tmp);
+		kz_why(why, wlen, "kz-lease named no snapshot of this layout");
+		return KZ_EINVAL;
+	}
+	if (lstat(tmp, &st) != 0 || !S_ISREG(st.st_mode)) {
+		kz_why(why, wlen, "the worker wrote no archive");
+		e = KZ_ESYS;
+		goto fail;
+	}
+	if ((e = over_bound((uint64_t)st.st_size, b, why, wlen)) != 0)
+		goto fail;
+	if ((fd = lock_dir(base)) < 0) {
+		kz_why(why, wlen, "the snapshot directory cannot be locked");
+		e = KZ_ESYS;
+		goto fail;
+	}
+	if ((e = make_room(fd, actor, strrchr(path, '/') + 1,
+	    (uint64_t)st.st_size, b, evicted, why, wlen)) != 0)
+		goto fail;
+	if (rename(tmp, path) != 0) {
+		kz_why(why, wlen, "the archive could not be put in place");
+		e = KZ_ESYS;
+		goto fail;
+	}
+	close(fd);
+	return 0;
+fail:
+	kz_snap_drop(path, tmp);
+	if (fd >= 0)
+		close(fd);
+	return e;
+}
+
+/* ---- expiry ---- */
+
+int
+kz_snap_sweep(const char *dir, int64_t ttl_ms, int *removed)
+{
+	struct scan s = {0};
+	int64_t now = wall_ms(), age;
+	size_t i;
+	int fd, e;
+
+	*removed = 0;
+	if ((fd = lock_dir(dir)) < 0)
+		return errno == ENOENT ? 0 : KZ_ESYS;
+	e = scan_all(fd, &s, 1);
+	for (i = 0; i < s.n; i++) {
+		age = now - s.e[i].used;
+		if ((ends_with(s.e[i].name, ".new") ? age > KZ_SNAP_PARTIAL_MS :
+		    age > ttl_ms) && unlink_ent(fd, &s.e[i]) == 0)
+			(*removed)++;
+	}
+	free(s.e);
+	close(fd);
+	return e;
+}
