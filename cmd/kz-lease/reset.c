@@ -155,6 +155,23 @@ finish(struct resets *r, struct rjob *j)
 	rjob_free(j);
 }
 
+/*
+ * The retire script moved the worker to retiring under a new token (in
+ * its reply): its deletion is confirmed with the controller now, and the
+ * creation loop replaces it; reconcile is the backstop.  The reset's own
+ * record already says why, so the deletion audits nothing more.
+ */
+static void
+retired(struct d *d, const cJSON *res, const char *worker)
+{
+	const char *t;
+
+	if (kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0)
+		chore_delete(d, worker, t, NULL, NULL);
+	else
+		d->next_reconcile = 0;
+}
+
 static void
 decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
@@ -187,7 +204,7 @@ decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	else {
 		kz_log(KZ_LOG_WARN, "worker.retire", 0, "missing evidence",
 		    "worker", j->worker, "missing", j->rs.miss, NULL);
-		d->next_reconcile = 0;
+		retired(d, res, j->worker);
 	}
 	if (r->audit_sock[0] == '\0') {
 		finish(r, j);
@@ -329,6 +346,22 @@ resets_running(const struct d *d)
 }
 
 static void
+retire_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+{
+	const char *w;
+
+	(void)arg;
+	if (err != 0 || kz_pool_errcode(res) != NULL) {
+		kz_log(KZ_LOG_WARN, "store.call", err, why, "what", "retire",
+		    NULL);
+		d->next_reconcile = 0;
+		return;
+	}
+	if (kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0)
+		retired(d, res, w);
+}
+
+static void
 retire_now(struct d *d, const char *w, const char *t, const char *why)
 {
 	char op[KZ_OPID_HEX + 1];
@@ -336,8 +369,8 @@ retire_now(struct d *d, const char *w, const char *t, const char *why)
 
 	kz_store_opid(op);
 	kz_log(KZ_LOG_WARN, "worker.retire", 0, why, "worker", w, NULL);
-	(void)pool_async(d, KZ_POOL_RETIRE, 4, av, maint_nothing, "retire");
-	d->next_reconcile = 0;
+	if (pool_async(d, KZ_POOL_RETIRE, 4, av, retire_done, NULL) != 0)
+		d->next_reconcile = 0;
 }
 
 void
