@@ -372,16 +372,6 @@ kz_evidence_missing(const cJSON *ev, char *buf, size_t len)
 	return m;
 }
 
-static int64_t
-tok_n(const char *t)
-{
-	const char *p = strchr(t, ':');
-	int64_t v;
-
-	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ?
-	    v : 0;
-}
-
 cJSON *
 kz_evidence_record(const cJSON *out, const char *id, const char *token,
     const char *rid, int64_t duration_ms)
@@ -398,7 +388,7 @@ kz_evidence_record(const cJSON *out, const char *id, const char *token,
 			cJSON_AddItemToObject(a, keep[i],
 			    cJSON_Duplicate(x, 1));
 	cJSON_AddStringToObject(a, "worker_id", id);
-	cJSON_AddNumberToObject(a, "token", (double)tok_n(token));
+	cJSON_AddNumberToObject(a, "token", (double)kz_pool_token_n(token));
 	if (rid != NULL && *rid != '\0')
 		cJSON_AddStringToObject(a, "rid", rid);
 	cJSON_AddNumberToObject(a, "duration_ms", (double)duration_ms);

@@ -41,16 +41,6 @@ struct run_aq {
 	int lost;
 };
 
-int64_t
-run_token_n(const char *token)
-{
-	const char *p = strchr(token, ':');
-	int64_t v;
-
-	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ?
-	    v : 0;
-}
-
 struct run_aq *
 run_aq_new(void)
 {

@@ -24,6 +24,7 @@
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_key.h"
+#include "kz_pool.h"
 #include "kz_sock.h"
 #include "run.h"
 #include "banned.h"
@@ -324,7 +325,7 @@ run_lease_ev(const struct run_lease *l)
 		cJSON_AddStringToObject(ev, "worker_id", l->worker);
 		cJSON_AddStringToObject(ev, "lease_id", l->lid);
 		cJSON_AddNumberToObject(ev, "token",
-		    (double)run_token_n(l->token));
+		    (double)kz_pool_token_n(l->token));
 	}
 	return ev;
 }

@@ -145,8 +145,6 @@ int run_audit(const struct run_ctx *x, const char *kind, cJSON *ev);
  * was acknowledged.  The dispatch record is waited for before the code
  * starts (no record, no run). */
 int run_audit_wait(const struct run_ctx *x, int ticket);
-/* Token "EPOCH:N" -> N, for the audit schema's integer token. */
-int64_t run_token_n(const char *token);
 
 /* lease.c: the lease and every call to its worker. */
 struct run_lease {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kz_pool.h"
 #include "run.h"
 #include "banned.h"
 
@@ -172,10 +173,10 @@ END_TEST
 
 START_TEST(test_token)
 {
-	ck_assert_int_eq(run_token_n("0123456789abcdef:42"), 42);
-	ck_assert_int_eq(run_token_n("nocolon"), 0);
-	ck_assert_int_eq(run_token_n("e:-1"), 0);
-	ck_assert_int_eq(run_token_n("e:99999999999999999999999"), 0);
+	ck_assert_int_eq(kz_pool_token_n("0123456789abcdef:42"), 42);
+	ck_assert_int_eq(kz_pool_token_n("nocolon"), 0);
+	ck_assert_int_eq(kz_pool_token_n("e:-1"), 0);
+	ck_assert_int_eq(kz_pool_token_n("e:99999999999999999999999"), 0);
 }
 END_TEST
 
