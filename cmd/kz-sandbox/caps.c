@@ -7,10 +7,10 @@
  * three, the CapBnd and CapAmb lines of /proc/self/status for the bounding
  * and ambient sets (one read instead of a prctl per capability and set, 82
  * system calls at about a microsecond each here).  The bounding and
- * ambient sets are emptied once in the run init (sbx_caps_bound), which
- * every code process is cloned from and inherits them from: libcap-ng reads
- * /proc/<pid>/status several times to clear them, over a millisecond per
- * run here, while the check below is one read.
+ * ambient sets are emptied once in the agent (sbx_caps_bound), which every
+ * run init and code process is cloned from and inherits them from:
+ * libcap-ng reads /proc/<pid>/status several times to clear them, a
+ * quarter of a millisecond here, while the check below is one read.
  */
 #include <errno.h>
 #include <fcntl.h>

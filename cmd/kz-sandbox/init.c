@@ -663,12 +663,6 @@ zygote(struct sbx_worker *w, int sock)
 		report(sock, REP_FAIL, 0, "namespaces", why);
 		fail_exit(sock);
 	}
-	/* The bounding and ambient sets are emptied here once, so each code
-	 * process inherits them empty and only has to drop its own sets. */
-	if (sbx_caps_bound(why, sizeof(why)) != 0) {
-		report(sock, REP_FAIL, 0, "capabilities", why);
-		fail_exit(sock);
-	}
 	if ((stack = code_stack()) == NULL) {
 		report(sock, REP_FAIL, 0, "init", "cannot map the code stack");
 		fail_exit(sock);

@@ -582,6 +582,11 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 		snprintf(c->id, sizeof(c->id), "run-%d", (int)getpid());
 	if ((r = state_dir(&w->mnt, c, serve, why, wlen)) != 0)
 		return r;
+	/* The agent execs nothing, so its bounding and ambient sets are
+	 * emptied once, here: every init it clones, for every lease, and
+	 * every code process inherit them empty. */
+	if ((r = sbx_caps_bound(why, wlen)) != 0)
+		return r;
 	if ((r = sbx_init_start(w, why, wlen)) != 0)
 		return r;
 	/* While the init builds the root view, the agent makes the network,

@@ -184,9 +184,9 @@ KZ_WUR int sbx_seccomp_load(const struct sock_fprog *prog);
 void sbx_seccomp_free(struct sock_fprog *prog);
 
 /* caps.c: securebits, uid/gid switch, every capability set emptied.
- * sbx_caps_bound empties the bounding and ambient sets of the run init
- * once; sbx_caps_drop (in each code process) then fails closed unless all
- * five sets are empty. */
+ * sbx_caps_bound empties the bounding and ambient sets of the agent once,
+ * which every run init and code process inherits; sbx_caps_drop (in each
+ * code process) then fails closed unless all five sets are empty. */
 KZ_WUR int sbx_caps_bound(char *why, size_t wlen);
 KZ_WUR int sbx_caps_drop(uid_t uid, gid_t gid, bool userns, char *why,
     size_t wlen);
