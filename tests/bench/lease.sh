@@ -147,7 +147,7 @@ BWP=$!; PIDS="$PIDS $BWP"
 sleep 1
 bp=0; for p in $(cat "$BG/cgroup.procs"); do bp=$((bp + $(pss "$p"))); done
 bk=$(kmem "$BG")
-kill "$BWP" 2>/dev/null; wait "$BWP" 2>/dev/null; sleep 0.2; rmdir "$BG" 2>/dev/null
+kill "$BWP" 2>/dev/null; wait "$BWP" 2>/dev/null || true; sleep 0.2; rmdir "$BG" 2>/dev/null || true
 
 printf '(a) store EVALSHA, 32 clients           %10.0f calls/s\n' "$a"
 printf '(b) kz-lease lease+release, 32 clients  %10.0f cycles/s (pool %s), each a lease of a worker reset and proven clean\n' "$b" "${POOL:-32}"
