@@ -146,7 +146,9 @@ lease_fields(struct run_lease *l, int64_t sent)
 int
 run_lease_get(const struct run_ctx *x, struct run_lease *l)
 {
-	int64_t deadline = kz_now_ms() + x->c->lease_wait_ms, nap = 20000;
+	/* A reset takes a few milliseconds: ask again soon, then less and
+	 * less often. */
+	int64_t deadline = kz_now_ms() + x->c->lease_wait_ms, nap = 2000;
 	int64_t sent;
 	unsigned char b[16];
 	char opid[33], why[160] = "";
