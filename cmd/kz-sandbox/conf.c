@@ -32,7 +32,7 @@ struct key {
 
 static const struct key keys[] = {
 	{"SANDBOX_ROOT", "root", K_STR, S(root), 0, 0, "/",
-	    "directory exposed read-only as /"},
+	    "/: the allowlisted host view; else a dedicated image root"},
 	{"SANDBOX_WORKSPACE_SIZE", "workspace-size", K_SIZE, N(ws_size), 1 << 20,
 	    G(64), "256M", "size of the /workspace tmpfs"},
 	{"SANDBOX_TMP_SIZE", "tmp-size", K_SIZE, N(tmp_size), 1 << 20, G(16),
@@ -96,9 +96,10 @@ static const struct key keys[] = {
 	    "auto", "auto, v1 or v2 (auto: v2 when it offers the controllers)"},
 	{"SANDBOX_STATE_DIR", "state-dir", K_STR, S(state_dir), 0, 0,
 	    "/run/kz-sandbox", "host directory for the workers' root views"},
-	{"SANDBOX_MASK", "mask", K_STR, S(masks), 0, 0,
-	    "/home,/root,/mnt,/media,/srv,/var/tmp,/var/lib,/var/spool,/var/mail,/var/log,/var/cache",
-	    "comma-separated paths hidden by an empty mount"},
+	{"SANDBOX_MASK", "mask", K_STR, S(masks), 0, 0, "",
+	    "comma-separated directories of the view hidden by an empty mount"},
+	{"SANDBOX_EXTRA_RO", "extra-ro", K_STR, S(extra_ro), 0, 0, "",
+	    "comma-separated host directories shown read-only at their path"},
 	{"SANDBOX_HOSTNAME", NULL, K_STR, S(hostname), 0, 0, "sandbox", NULL},
 	{"KZ_SOCKET", "socket", K_STR, S(sock), 0, 0, "", "serve socket"},
 	{"KZ_RUN_DIR", NULL, K_STR, S(run_dir), 0, 0, "", NULL},
@@ -300,7 +301,7 @@ sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 		    "[A-Za-z0-9._-]");
 		return KZ_ECONF;
 	}
-	return 0;
+	return sbx_view_check(c, why, wlen);
 }
 
 void

@@ -1,6 +1,6 @@
 /*
  * kz-sandbox internals: one module per kernel concern (conf, cgroup, ns,
- * mount, seccomp, caps, rlimit, env, relay, run, serve; classification
+ * mount, view, seccomp, caps, rlimit, env, relay, run, serve; classification
  * is libkz's).  Module
  * functions return 0 or a negative kz_err and fill (why, wlen) with a line
  * that names the failed step; they never print or exit.
@@ -47,6 +47,7 @@ struct sbx_conf {
 	char cg_root[256];
 	char cg_version[8];	/* auto, v1 or v2 */
 	char masks[4096];
+	char extra_ro[4096];
 	char hostname[64];
 	char sock[108];
 	char run_dir[PATH_MAX];
@@ -146,21 +147,23 @@ KZ_WUR int sbx_ns_ids(pid_t pid, struct sbx_nsid *out);
 bool sbx_ns_new(const struct sbx_nsid *cur, const struct sbx_nsid *prev,
     const uint64_t *hist, size_t n);
 
-/* mount.c: the root view, assembled once per worker under stage. */
+/*
+ * mount.c: the root view, assembled under stage in the run init's own
+ * mount namespace: the view itself on a tmpfs at stage/root (the code's
+ * root), the projection's source beside it where the code cannot see it.
+ */
 struct sbx_mnt {
 	char stage[PATH_MAX];
-	char *baseline;		/* normalized mount table of the stage */
+	char *baseline;		/* normalized mount table of the view */
 	bool made_dir;
 };
 KZ_WUR int sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c,
     char *why, size_t wlen);
-/* In a run's init (new mount and pid namespaces): pivot and fresh /proc. */
+/* In a run's init (new mount and pid namespaces): pivot into the stage,
+ * confine to the view and mount a fresh /proc. */
 KZ_WUR int sbx_mnt_enter(const struct sbx_mnt *m, char *why, size_t wlen);
-/* Records the mount table under the stage as the baseline. */
+/* Records the mount table of the view as the baseline. */
 KZ_WUR int sbx_mnt_record(struct sbx_mnt *m);
-/* Fresh tmpfs instances for workspace, /tmp and /dev/shm. */
-KZ_WUR int sbx_mnt_wipe(const struct sbx_mnt *m, const struct sbx_conf *c,
-    char *why, size_t wlen);
 /* Positive evidence: the three writable places are empty, the table
  * equals the baseline. */
 bool sbx_mnt_empty(const struct sbx_mnt *m, const char *rel);
@@ -168,6 +171,28 @@ bool sbx_mnt_baseline_ok(const struct sbx_mnt *m);
 void sbx_mnt_release(struct sbx_mnt *m);
 /* Normalizes mountinfo text to the entries under prefix (for tests). */
 char *sbx_mnt_normalize(const char *mountinfo, const char *prefix);
+
+/* view.c: what the read-only root view holds (kz-sandbox(8), Mount layout). */
+/* Fills the view's root tmpfs at root: the allowlisted system directories
+ * and a synthesized /etc (SANDBOX_ROOT /) or the image, the extra
+ * directories, then the masks; refuses anything not applicable exactly. */
+KZ_WUR int sbx_view_fill(const struct sbx_conf *c, const char *root,
+    char *why, size_t wlen);
+/* What the config alone can get wrong: the lists and the hostname. */
+KZ_WUR int sbx_view_check(const struct sbx_conf *c, char *why, size_t wlen);
+/* The text of a synthesized /etc file (passwd, group, hosts, hostname,
+ * nsswitch.conf): its length, KZ_ENOENT or KZ_ETOOBIG. */
+KZ_WUR int sbx_view_etc_text(const struct sbx_conf *c, const char *name,
+    char *buf, size_t len);
+/* An absolute path of at least one segment, without '.', '..' or empty
+ * segments. */
+KZ_WUR bool sbx_view_path_ok(const char *p);
+/* p is dir or lies beneath it (lexical). */
+KZ_WUR bool sbx_view_under(const char *p, const char *dir);
+/* A top-level link's target stays within the allowlisted entries. */
+KZ_WUR bool sbx_view_link_ok(const char *target);
+/* The next item of a comma-separated list, trimmed; false at its end. */
+bool sbx_view_next(const char **p, char *buf, size_t len);
 
 /* seccomp.c: the allowlist filter.  Building it fails, naming the call,
  * when libseccomp cannot resolve a listed name on this architecture. */

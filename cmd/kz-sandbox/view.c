@@ -1,0 +1,701 @@
+/*
+ * What the root view holds.  By default it is an allowlist of the host: the
+ * system directories (/usr and the /bin, /sbin, /lib* that usrmerge makes
+ * links into it), a /etc synthesized for the sandbox, the directories of
+ * SANDBOX_EXTRA_RO, and nothing else; a dedicated image (SANDBOX_ROOT other
+ * than /) is exposed whole instead.  Everything is applied exactly or the
+ * worker refuses to start naming the path: a system directory that is not
+ * one, a link out of the view, an extra directory that is missing, crosses
+ * a symlink or holds the run or state directory, a mask that names anything
+ * but a directory of the view.  Nothing is ever created in a bound host
+ * directory: the view's own directories live on its tmpfs.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+
+#include "kz_path.h"
+#include "sbx.h"
+#include "banned.h"
+
+/* The allowlist: usr is required, the others are taken where they exist. */
+static const char *const sysdirs[] = {"usr", "bin", "sbin", "lib", "lib32",
+    "lib64", "libx32", NULL};
+/* The view's own places, never taken from an image, masked or bound over. */
+static const char *const places[] = {"proc", "sys", "dev", "run", "tmp",
+    SBX_WS + 1, SBX_PROJ + 1, NULL};
+
+/*
+ * Host files of /etc that the code's tools read, bound read-only where the
+ * host has them as the type named (and left out otherwise): the loader's
+ * cache, the alternatives that Debian's cc, awk or editor links go through,
+ * the CA certificates (links into /usr/share/ca-certificates) and OpenSSL's
+ * configuration, and the name tables of libc and Python.
+ */
+static const struct {
+	const char *path;
+	mode_t type;
+} etc_binds[] = {
+	{"ld.so.cache", S_IFREG}, {"alternatives", S_IFDIR},
+	{"ssl/certs", S_IFDIR}, {"ssl/openssl.cnf", S_IFREG},
+	{"protocols", S_IFREG}, {"services", S_IFREG},
+	{"mime.types", S_IFREG},
+};
+
+/* Where a forbidden directory's canonical path is kept while building. */
+enum { F_RUN, F_STATE, F_KAIZEN, F_N };
+static const char *const fnames[F_N] = {"the run directory",
+    "the state directory", "/etc/kaizen"};
+
+struct fill {
+	const struct sbx_conf *c;
+	const char *root;	/* the view's root, under the stage */
+	int viewfd;		/* the view's root tmpfs */
+	const char *forbid[F_N];	/* canonical, or "" */
+	char *owned[F_N + 1];	/* what canon() allocated */
+	int nowned;
+	char *why;
+	size_t wlen;
+};
+
+static int
+refuse(struct fill *f, const char *what, const char *path,
+    const char *reason)
+{
+	kz_why(f->why, f->wlen, "mount: %s %s: %s", what, path, reason);
+	return KZ_EDENIED;
+}
+
+static int
+sys(struct fill *f, const char *what, const char *path)
+{
+	int e = errno;
+
+	kz_why(f->why, f->wlen, "mount: %s %s: %s", what, path, strerror(e));
+	errno = e;
+	return KZ_ESYS;
+}
+
+static bool
+in_list(const char *s, size_t n, const char *const *list)
+{
+	for (; *list != NULL; list++)
+		if (strlen(*list) == n && memcmp(s, *list, n) == 0)
+			return true;
+	return false;
+}
+
+/* Opens path below dirfd as O_PATH, never through a symlink (ELOOP). */
+static int
+open_exact(int dirfd, const char *path, unsigned long long resolve)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | resolve};
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/*
+ * Binds what src is open on (O_PATH) onto dstfd, or onto dst when dstfd is
+ * -1: what was checked is what is bound.  open_tree and move_mount take
+ * the descriptors themselves; a /proc/self/fd path would cost the init a
+ * walk through its own fresh /proc entries.
+ */
+static int
+bind_fd(int src, int dstfd, const char *dst, bool rec)
+{
+	int t, r;
+
+	if ((t = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+	    AT_EMPTY_PATH | (rec ? AT_RECURSIVE : 0))) < 0)
+		return -1;
+	r = move_mount(t, "", dstfd >= 0 ? dstfd : AT_FDCWD, dstfd >= 0 ? "" :
+	    dst, MOVE_MOUNT_F_EMPTY_PATH | (dstfd >= 0 ?
+	    MOVE_MOUNT_T_EMPTY_PATH : 0));
+	close(t);
+	return r;
+}
+
+/* Why an errno of open_exact keeps a path out of the view. */
+static const char *
+exact_reason(int e)
+{
+	if (e == ELOOP)
+		return "crosses a symlink";
+	if (e == ENOENT)
+		return "does not exist";
+	if (e == ENOTDIR)
+		return "not a directory, or crosses a non-directory";
+	return strerror(e);
+}
+
+bool
+sbx_view_path_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	return n > 1 && n < PATH_MAX && p[0] == '/' &&
+	    kz_path_check(p + 1, n - 1, NULL, 0) == 0;
+}
+
+/* Whether p is dir or lies beneath it (both absolute, lexical). */
+bool
+sbx_view_under(const char *p, const char *dir)
+{
+	size_t pl = strlen(p), dl = strlen(dir);
+
+	return (pl == dl && memcmp(p, dir, pl) == 0) ||
+	    kz_path_is_under(dir, dl, p, pl);
+}
+
+/*
+ * Whether a top-level link of the host may be recreated in the view: its
+ * target must name a path below an allowlisted entry, without "." or ".."
+ * (usrmerge's "usr/bin"; an absolute "/usr/bin" resolves the same inside).
+ */
+bool
+sbx_view_link_ok(const char *target)
+{
+	const char *t = target + (target[0] == '/');
+
+	return t[0] != '\0' && kz_path_check(t, strlen(t), NULL, 0) == 0 &&
+	    in_list(t, strcspn(t, "/"), sysdirs);
+}
+
+/* Copies the next comma-separated item of *p, trimmed, into buf. */
+bool
+sbx_view_next(const char **p, char *buf, size_t len)
+{
+	const char *s = *p;
+	size_t n;
+
+	while (*s == ',' || *s == ' ' || *s == '\t')
+		s++;
+	if (*s == '\0')
+		return false;
+	n = strcspn(s, ",");
+	*p = s + n;
+	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	snprintf(buf, len, "%.*s", (int)n, s);
+	return true;
+}
+
+/* The first of the view's own places that p is or lies beneath, or NULL. */
+static const char *
+reserved(const char *p, bool etc)
+{
+	char d[32];
+
+	if (etc && sbx_view_under(p, "/etc"))
+		return "/etc";
+	for (int i = 0; places[i] != NULL; i++) {
+		snprintf(d, sizeof(d), "/%s", places[i]);
+		if (sbx_view_under(p, d))
+			return places[i];
+	}
+	return NULL;
+}
+
+/* The checks a list can fail on its own, before any path is looked up. */
+static int
+check_list(const char *key, const char *list, bool bind, char *why,
+    size_t wlen)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	const char *p = list, *q, *r;
+	int n = 0;
+
+	while (sbx_view_next(&p, a, sizeof(a))) {
+		if (++n > SBX_MASK_MAX) {
+			kz_why(why, wlen, "%s has more than %d paths", key,
+			    SBX_MASK_MAX);
+			return KZ_ECONF;
+		}
+		if (!sbx_view_path_ok(a)) {
+			kz_why(why, wlen, "%s: %s is not an absolute path "
+			    "below / without '.', '..' or empty segments",
+			    key, a);
+			return KZ_ECONF;
+		}
+		if ((r = reserved(a, bind)) != NULL) {
+			kz_why(why, wlen, "%s: %s is the sandbox's own /%s",
+			    key, a, r + (r[0] == '/'));
+			return KZ_ECONF;
+		}
+		for (q = p; bind && sbx_view_next(&q, b, sizeof(b));)
+			if (sbx_view_under(a, b) || sbx_view_under(b, a)) {
+				kz_why(why, wlen, "%s: %s and %s overlap", key,
+				    a, b);
+				return KZ_ECONF;
+			}
+	}
+	return 0;
+}
+
+int
+sbx_view_check(const struct sbx_conf *c, char *why, size_t wlen)
+{
+	size_t n = strlen(c->hostname);
+	int r;
+
+	if (n == 0 || n > 63 || strspn(c->hostname, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != n) {
+		kz_why(why, wlen, "SANDBOX_HOSTNAME must be 1-63 characters of "
+		    "[A-Za-z0-9.-]");
+		return KZ_ECONF;
+	}
+	if ((r = check_list("SANDBOX_MASK", c->masks, false, why, wlen)) != 0)
+		return r;
+	return check_list("SANDBOX_EXTRA_RO", c->extra_ro, true, why, wlen);
+}
+
+int
+sbx_view_etc_text(const struct sbx_conf *c, const char *name, char *buf,
+    size_t len)
+{
+	long long uid = (long long)c->uid, gid = (long long)c->gid;
+	int n;
+
+	if (strcmp(name, "passwd") == 0)
+		n = snprintf(buf, len, "sandbox:x:%lld:%lld:sandbox:%s:"
+		    "/bin/sh\n", uid, gid, SBX_WS);
+	else if (strcmp(name, "group") == 0)
+		n = snprintf(buf, len, "sandbox:x:%lld:\n", gid);
+	else if (strcmp(name, "hosts") == 0)
+		n = snprintf(buf, len, "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n"
+		    "::1\tlocalhost ip6-localhost ip6-loopback\n",
+		    c->hostname);
+	else if (strcmp(name, "hostname") == 0)
+		n = snprintf(buf, len, "%s\n", c->hostname);
+	else if (strcmp(name, "nsswitch.conf") == 0)
+		n = snprintf(buf, len, "passwd: files\ngroup: files\n"
+		    "shadow: files\nhosts: files\nnetworks: files\n"
+		    "protocols: files\nservices: files\n");
+	else
+		return KZ_ENOENT;
+	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : n;
+}
+
+/*
+ * A canonical form of absolute path p: p itself when it has no dot or
+ * empty segment and resolves without a symlink (the common case, one
+ * system call), else what realpath makes of it, else p as configured (it
+ * does not exist yet).
+ */
+static const char *
+canon(struct fill *f, const char *p)
+{
+	char *r;
+	int fd;
+
+	if (sbx_view_path_ok(p) && (fd = open_exact(AT_FDCWD, p, 0)) >= 0) {
+		close(fd);
+		return p;
+	}
+	if (f->nowned < F_N + 1 && (r = realpath(p, NULL)) != NULL)
+		return f->owned[f->nowned++] = r;
+	return p;
+}
+
+/* The directories the view must never hold or lie in. */
+static void
+forbidden(struct fill *f)
+{
+	const char *p[F_N] = {f->c->run_dir, f->c->state_dir, "/etc/kaizen"};
+
+	for (int i = 0; i < F_N; i++)
+		f->forbid[i] = p[i][0] == '/' ? canon(f, p[i]) : "";
+}
+
+/* Refuses a host path that holds, is, or lies in a forbidden directory. */
+static int
+overlap(struct fill *f, const char *what, const char *path)
+{
+	char r[256];
+
+	for (int i = 0; i < F_N; i++)
+		if (f->forbid[i][0] != '\0' &&
+		    (sbx_view_under(f->forbid[i], path) ||
+		    sbx_view_under(path, f->forbid[i]))) {
+			snprintf(r, sizeof(r), "%s %s", sbx_view_under(path,
+			    f->forbid[i]) ? "is in" : "holds", fnames[i]);
+			return refuse(f, what, path, r);
+		}
+	return 0;
+}
+
+/* Binds the host directory open at fd onto name, made in the view. */
+static int
+bind_dir(struct fill *f, int fd, const char *name, const char *what)
+{
+	char dst[SBX_PBUF];
+
+	snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
+	if (mkdir(dst, 0755) < 0)
+		return sys(f, "mkdir", name);
+	return bind_fd(fd, -1, dst, true) < 0 ? sys(f, "bind", what) : 0;
+}
+
+/* One entry of the allowlist: a directory, a link inside it, or absent. */
+static int
+sysdir(struct fill *f, int host, const char *name)
+{
+	char path[64], tgt[PATH_MAX], dst[SBX_PBUF];
+	struct stat st;
+	ssize_t n;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "/%s", name);
+	if (fstatat(host, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT && strcmp(name, "usr") != 0 ? 0 :
+		    sys(f, "root view", path);
+	if (S_ISLNK(st.st_mode)) {
+		if ((n = readlinkat(host, name, tgt, sizeof(tgt) - 1)) < 0)
+			return sys(f, "readlink", path);
+		tgt[n] = '\0';
+		if (!sbx_view_link_ok(tgt))
+			return refuse(f, "root view", path, "a symlink out of "
+			    "the view");
+		snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
+		return symlink(tgt, dst) < 0 ? sys(f, "symlink", path) : 0;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return refuse(f, "root view", path, "not a directory");
+	if ((r = overlap(f, "root view", path)) != 0)
+		return r;
+	if ((fd = open_exact(host, name, RESOLVE_BENEATH)) < 0)
+		return sys(f, "open", path);
+	r = bind_dir(f, fd, name, path);
+	close(fd);
+	return r;
+}
+
+static int
+write_at(int dirfd, const char *name, const char *text, size_t n)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644);
+	ssize_t w;
+
+	if (fd < 0)
+		return -1;
+	w = write(fd, text, n);
+	close(fd);
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+/* One host file of /etc, bound where the host has it as the type named. */
+static int
+etc_bind(struct fill *f, int host, int etc, const char *rel, mode_t type)
+{
+	const char *slash = strrchr(rel, '/');
+	char dir[64];
+	struct stat st;
+	int src, dst = -1, r = 0;
+
+	if ((src = open_exact(host, rel, RESOLVE_BENEATH)) < 0)
+		return 0;
+	if (fstat(src, &st) < 0 || (st.st_mode & S_IFMT) != type)
+		goto out;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0,
+	    rel);
+	if (slash != NULL && mkdirat(etc, dir, 0755) < 0 && errno != EEXIST)
+		r = -1;
+	else if (type == S_IFDIR)
+		r = mkdirat(etc, rel, 0755);
+	else if ((r = openat(etc, rel, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0644)) >= 0)
+		r = close(r);
+	if (r == 0 && ((dst = open_exact(etc, rel, 0)) < 0 ||
+	    bind_fd(src, dst, NULL, false) < 0))
+		r = -1;
+out:
+	if (dst >= 0)
+		close(dst);
+	close(src);
+	return r < 0 ? sys(f, "bind /etc", rel) : 0;
+}
+
+static const char *const etc_files[] = {"passwd", "group", "hosts",
+    "hostname", "nsswitch.conf", NULL};
+
+/*
+ * /etc of the allowlisted view, on a tmpfs of its own: passwd and group
+ * name only the sandbox's ids, hosts and hostname only the sandbox's name;
+ * no host name, machine-id, resolv.conf, account database or kz config.
+ * No localtime: the code's local time is UTC.
+ */
+static int
+etc(struct fill *f)
+{
+	char p[SBX_PBUF], text[512];
+	int etcfd = -1, host = -1, n, r = 0;
+
+	snprintf(p, sizeof(p), "%s/etc", f->root);
+	if (mkdir(p, 0755) < 0 || mount("tmpfs", p, "tmpfs", MS_NOSUID |
+	    MS_NODEV | MS_NOEXEC, "size=256k,nr_inodes=64,mode=0755") < 0)
+		return sys(f, "tmpfs", "/etc");
+	if ((etcfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (host = open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		r = sys(f, "open", "/etc");
+		goto out;
+	}
+	for (int i = 0; r == 0 && etc_files[i] != NULL; i++)
+		if ((n = sbx_view_etc_text(f->c, etc_files[i], text,
+		    sizeof(text))) < 0 || write_at(etcfd, etc_files[i], text,
+		    (size_t)n) < 0)
+			r = sys(f, "write /etc", etc_files[i]);
+	if (r == 0 && symlinkat("../usr/lib/os-release", etcfd,
+	    "os-release") < 0)
+		r = sys(f, "symlink", "/etc/os-release");
+	for (size_t i = 0; r == 0 && i < sizeof(etc_binds) /
+	    sizeof(etc_binds[0]); i++)
+		r = etc_bind(f, host, etcfd, etc_binds[i].path,
+		    etc_binds[i].type);
+out:
+	if (etcfd >= 0)
+		close(etcfd);
+	if (host >= 0)
+		close(host);
+	return r;
+}
+
+/* The default view: the allowlisted system directories and /etc. */
+static int
+allowlist(struct fill *f)
+{
+	int host, r = 0;
+
+	if ((host = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sys(f, "open", "/");
+	for (int i = 0; r == 0 && sysdirs[i] != NULL; i++)
+		r = sysdir(f, host, sysdirs[i]);
+	close(host);
+	return r != 0 ? r : etc(f);
+}
+
+/* One top-level entry of an image: bound as it is, links recreated. */
+static int
+image_entry(struct fill *f, int img, const char *name)
+{
+	char tgt[PATH_MAX], dst[SBX_PBUF];
+	struct stat st;
+	ssize_t n;
+	int fd, r;
+
+	snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
+	if (fstatat(img, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return sys(f, "root", name);
+	if (S_ISLNK(st.st_mode)) {
+		/* Inside the view a link resolves within the image. */
+		if ((n = readlinkat(img, name, tgt, sizeof(tgt) - 1)) < 0)
+			return sys(f, "readlink", name);
+		tgt[n] = '\0';
+		return symlink(tgt, dst) < 0 ? sys(f, "symlink", name) : 0;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return refuse(f, "root", name, "neither a directory, a file "
+		    "nor a symlink");
+	if ((fd = open_exact(img, name, RESOLVE_BENEATH)) < 0)
+		return sys(f, "open", name);
+	if (S_ISDIR(st.st_mode))
+		r = bind_dir(f, fd, name, name);
+	else if ((r = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644)) >= 0) {
+		close(r);
+		r = bind_fd(fd, -1, dst, false) < 0 ? sys(f, "bind", name) : 0;
+	} else
+		r = sys(f, "create", name);
+	close(fd);
+	return r;
+}
+
+/*
+ * A dedicated image: every top-level entry but the view's own places.  It
+ * is read with getdents64 into a stack buffer, not opendir, whose 32 KiB
+ * heap buffer costs copy-on-write faults in the init.
+ */
+static int
+image(struct fill *f)
+{
+	union {
+		struct dirent64 d;
+		char b[4096];
+	} u;
+	const char *root = canon(f, f->c->root);
+	ssize_t n;
+	int fd, r;
+
+	if ((r = overlap(f, "root", root)) != 0)
+		return r;
+	if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sys(f, "open", "root");
+	while (r == 0 && (n = getdents64(fd, u.b, sizeof(u.b))) > 0)
+		for (ssize_t off = 0; r == 0 && off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(u.b + off);
+
+			off += d->d_reclen;
+			if (strcmp(d->d_name, ".") != 0 &&
+			    strcmp(d->d_name, "..") != 0 &&
+			    !in_list(d->d_name, strlen(d->d_name), places))
+				r = image_entry(f, fd, d->d_name);
+		}
+	if (r == 0 && n < 0)
+		r = sys(f, "read", "root");
+	close(fd);
+	return r;
+}
+
+/*
+ * The directory a bind goes on: made, with its parents, where it lies on
+ * the view's own tmpfs; below a bound directory it must exist already.
+ */
+static int
+mountpoint(struct fill *f, const char *path, int *out)
+{
+	char seg[KZ_PATH_SEG_MAX + 1];
+	const char *s = path + 1;
+	int cur = f->viewfd, fd = -1, e = 0;
+	bool own = true;
+	struct stat st;
+
+	while (*s != '\0' && e == 0) {
+		size_t n = strcspn(s, "/");
+
+		snprintf(seg, sizeof(seg), "%.*s", (int)n, s);
+		s += n + (s[n] == '/');
+		fd = open_exact(cur, seg, own ? RESOLVE_NO_XDEV : 0);
+		if (fd < 0 && errno == EXDEV) {
+			own = false;
+			fd = open_exact(cur, seg, 0);
+		} else if (fd < 0 && errno == ENOENT && own &&
+		    mkdirat(cur, seg, 0755) == 0)
+			fd = open_exact(cur, seg, RESOLVE_NO_XDEV);
+		e = fd < 0 ? errno : 0;
+		if (cur != f->viewfd)
+			close(cur);
+		cur = fd;
+	}
+	if (e == 0 && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)))
+		e = ENOTDIR;
+	if (e != 0) {
+		if (fd >= 0)
+			close(fd);
+		return refuse(f, "extra bind", path, e == ENOENT ? "not in the "
+		    "bound directory it lies in (nothing is made there)" :
+		    exact_reason(e));
+	}
+	*out = fd;
+	return 0;
+}
+
+/* One directory of SANDBOX_EXTRA_RO, bound at the same path. */
+static int
+extra_one(struct fill *f, const char *path)
+{
+	struct stat st;
+	int src, dst = -1, r;
+
+	if ((src = open_exact(AT_FDCWD, path, 0)) < 0)
+		return refuse(f, "extra bind", path, exact_reason(errno));
+	if (fstat(src, &st) < 0 || !S_ISDIR(st.st_mode))
+		r = refuse(f, "extra bind", path, "not a directory");
+	else if ((r = overlap(f, "extra bind", path)) == 0 &&
+	    (r = mountpoint(f, path, &dst)) == 0 &&
+	    bind_fd(src, dst, NULL, true) < 0)
+		r = sys(f, "extra bind", path);
+	if (dst >= 0)
+		close(dst);
+	close(src);
+	return r;
+}
+
+/*
+ * Hides one directory of the view under an empty read-only tmpfs.  It is
+ * resolved below the view without following any symlink; a mask of a file,
+ * a link or a path the view does not have refuses to start, since a mask
+ * that hides nothing now could fail to hide what appears there later.
+ */
+static int
+mask_one(struct fill *f, const char *path)
+{
+	char fdp[32];
+	struct stat st;
+	int fd, r = 0;
+
+	if ((fd = open_exact(f->viewfd, path + 1, RESOLVE_BENEATH)) < 0)
+		return refuse(f, "mask", path, errno == ENOENT ? "not in the "
+		    "root view" : exact_reason(errno));
+	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", fd);
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+		r = refuse(f, "mask", path, "not a directory (only a directory "
+		    "can be masked)");
+	else if (mount("tmpfs", fdp, "tmpfs", MS_RDONLY | MS_NOSUID |
+	    MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0755") < 0)
+		r = sys(f, "mask", path);
+	close(fd);
+	return r;
+}
+
+/*
+ * The projection is read-only but live, so it must not hold what the view
+ * never shows (kz-lease's lies inside the run directory, which is fine).
+ */
+static int
+projection(struct fill *f)
+{
+	const char *p;
+
+	if (access(f->c->projection, F_OK) < 0)
+		return sys(f, "bind", "projection");
+	p = canon(f, f->c->projection);
+	for (int i = 0; i < F_N; i++)
+		if (f->forbid[i][0] != '\0' && sbx_view_under(f->forbid[i],
+		    p)) {
+			char r[64];
+
+			snprintf(r, sizeof(r), "holds %s", fnames[i]);
+			return refuse(f, "projection", f->c->projection, r);
+		}
+	return 0;
+}
+
+int
+sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
+    size_t wlen)
+{
+	struct fill f = {.c = c, .root = root, .viewfd = -1, .why = why,
+	    .wlen = wlen};
+	char item[PATH_MAX];
+	const char *p;
+	int r = 0;
+
+	forbidden(&f);
+	if (c->projection[0] != '\0' && (r = projection(&f)) != 0)
+		goto out;
+	if ((f.viewfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		r = sys(&f, "open", "view");
+		goto out;
+	}
+	r = strcmp(c->root, "/") == 0 ? allowlist(&f) : image(&f);
+	for (p = c->extra_ro; r == 0 && sbx_view_next(&p, item, sizeof(item));)
+		r = extra_one(&f, item);
+	for (p = c->masks; r == 0 && sbx_view_next(&p, item, sizeof(item));)
+		r = mask_one(&f, item);
+out:
+	if (f.viewfd >= 0)
+		close(f.viewfd);
+	for (int i = 0; i < f.nowned; i++)
+		free(f.owned[i]);
+	return r;
+}
