@@ -651,9 +651,18 @@ zygote(struct sbx_worker *w, int sock)
 	int sfd, r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* A served worker's view is a copy of its template, to which only
+	 * what is each lease's own is added. */
+	if (w->tmpl_fd >= 0 && (setns(w->tmpl_fd, CLONE_NEWNS) < 0 ||
+	    unshare(CLONE_NEWNS) < 0)) {
+		report(sock, REP_FAIL, 0, "mount", "mount: cannot copy the "
+		    "template namespace");
+		fail_exit(sock);
+	}
 	keep_only(sock);
 	init_signals();
-	if (sbx_mnt_build(&w->mnt, w->c, why, sizeof(why)) != 0 ||
+	if ((w->tmpl_fd >= 0 ? sbx_mnt_lease(&w->mnt, w->c, why, sizeof(why)) :
+	    sbx_mnt_build(&w->mnt, w->c, why, sizeof(why))) != 0 ||
 	    sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
 		report(sock, REP_FAIL, 0, "mount", why);
 		fail_exit(sock);
@@ -738,7 +747,8 @@ sbx_init_start(struct sbx_worker *w, char *why, size_t wlen)
 	}
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
 	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
-	pid = sbx_clone(CLONE_NEWPID | CLONE_NEWNS, &pidfd);
+	pid = sbx_clone(CLONE_NEWPID | (w->tmpl_fd >= 0 ? 0 : CLONE_NEWNS),
+	    &pidfd);
 	if (pid == 0) {
 		close(sv[0]);
 		zygote(w, sv[1]);
@@ -755,6 +765,64 @@ sbx_init_start(struct sbx_worker *w, char *why, size_t wlen)
 		return KZ_ESYS;
 	}
 	return 0;
+}
+
+/* The template's builder: never returns. */
+static void
+build_template(struct sbx_worker *w, int sock)
+{
+	char msg[200], b;
+	int n;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	keep_only(sock);
+	memset(msg, 0, sizeof(msg));
+	msg[0] = sbx_mnt_base(&w->mnt, w->c, msg + 1, sizeof(msg) - 1) == 0 ?
+	    'y' : 'n';
+	n = (int)strlen(msg);
+	(void)!write(sock, msg, (size_t)n);
+	/* Until the agent holds the namespace open. */
+	(void)!read(sock, &b, 1);
+	_exit(0);
+}
+
+int
+sbx_template_make(struct sbx_worker *w, char *why, size_t wlen)
+{
+	char msg[200], p[64];
+	int sv[2], pidfd = -1, r = KZ_EUNAVAIL;
+	ssize_t n;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		kz_why(why, wlen, "mount: socketpair: %s", strerror(errno));
+		return KZ_ESYS;
+	}
+	if ((pid = sbx_clone(CLONE_NEWNS, &pidfd)) == 0) {
+		close(sv[0]);
+		build_template(w, sv[1]);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		kz_why(why, wlen, "mount: clone: %s", strerror(errno));
+		return KZ_ESYS;
+	}
+	n = read(sv[0], msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)pid);
+	if (n > 0 && msg[0] == 'y' &&
+	    (w->tmpl_fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0)
+		r = 0;
+	else
+		kz_why(why, wlen, "%s", n > 1 && msg[0] == 'n' ? msg + 1 :
+		    "mount: the template was not built");
+	close(sv[0]);
+	(void)kill(pid, SIGKILL);
+	(void)waitpid(pid, NULL, 0);
+	if (pidfd >= 0)
+		close(pidfd);
+	return r;
 }
 
 int

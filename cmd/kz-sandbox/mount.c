@@ -94,10 +94,6 @@ mkdev(const char *root, char *why, size_t wlen)
 	if (setattr(p, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
 	    why, wlen) != 0)
 		return KZ_ESYS;
-	snprintf(p, sizeof(p), "%s/dev/pts", root);
-	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
-	    "newinstance,ptmxmode=0666,mode=0620") < 0)
-		return fail(why, wlen, "devpts", "/dev/pts");
 	return 0;
 }
 
@@ -270,25 +266,11 @@ overlay(const char *dst)
 	    MS_NODEV, "lowerdir=projection:empty");
 }
 
-static int
-projection(const struct sbx_mnt *m, const struct sbx_conf *c, char *why,
-    size_t wlen)
-{
-	char p[SBX_PBUF];
-
-	snprintf(p, sizeof(p), "%s/projection", m->stage);
-	if (mount(c->projection, p, NULL, MS_BIND, NULL) < 0)
-		return fail(why, wlen, "bind", "projection");
-	if (chdir(m->stage) < 0 || overlay("root" SBX_PROJ) < 0)
-		return fail(why, wlen, "overlay", SBX_PROJ);
-	return 0;
-}
-
 int
-sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
+sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
     size_t wlen)
 {
-	char root[PATH_MAX + 8];
+	char root[PATH_MAX + 8], p[SBX_PBUF];
 	int r;
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -296,18 +278,50 @@ sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 	if ((r = stage(m, c, root, sizeof(root), why, wlen)) != 0 ||
 	    (r = sbx_view_fill(c, root, why, wlen)) != 0)
 		return r;
+	snprintf(p, sizeof(p), "%s/projection", m->stage);
 	if (c->projection[0] != '\0' &&
-	    (r = projection(m, c, why, wlen)) != 0)
-		return r;
+	    mount(c->projection, p, NULL, MS_BIND, NULL) < 0)
+		return fail(why, wlen, "bind", "projection");
 	if ((r = setattr(m->stage, AT_RECURSIVE, MOUNT_ATTR_RDONLY |
 	    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, why, wlen)) != 0)
 		return r;
-	if ((r = mkdev(root, why, wlen)) != 0)
-		return r;
+	return mkdev(root, why, wlen);
+}
+
+/*
+ * What no two leases share: the projection overlay (its lookups are
+ * cached), a devpts instance and the three writable tmpfs instances.
+ */
+int
+sbx_mnt_lease(const struct sbx_mnt *m, const struct sbx_conf *c, char *why,
+    size_t wlen)
+{
+	char root[PATH_MAX + 8], p[SBX_PBUF];
+	int r;
+
+	snprintf(root, sizeof(root), "%s/root", m->stage);
+	if (c->projection[0] != '\0' && (chdir(m->stage) < 0 ||
+	    overlay("root" SBX_PROJ) < 0))
+		return fail(why, wlen, "overlay", SBX_PROJ);
+	snprintf(p, sizeof(p), "%s/dev/pts", root);
+	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+	    "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return fail(why, wlen, "devpts", "/dev/pts");
 	for (int i = 0; wplaces[i] != NULL; i++)
 		if ((r = writable(c, root, wplaces[i], why, wlen)) != 0)
 			return r;
 	return 0;
+}
+
+int
+sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
+    size_t wlen)
+{
+	int r;
+
+	if ((r = sbx_mnt_base(m, c, why, wlen)) != 0)
+		return r;
+	return sbx_mnt_lease(m, c, why, wlen);
 }
 
 int

@@ -151,10 +151,10 @@ sbx_ns_new(const struct sbx_nsid *cur, const struct sbx_nsid *prev,
     const uint64_t *hist, size_t n)
 {
 	for (int i = 0; i < SBX_NS_N; i++) {
-		if (cur->ino[i] == 0 || cur->ino[i] == prev->ino[i])
+		if (cur->ino[i] == 0)
 			return false;
 		if (cur->id[i] != 0 ? seen_id(hist, n, cur->id[i]) :
-		    n > 0 || prev->id[i] != 0)
+		    n > 0 || prev->id[i] != 0 || cur->ino[i] == prev->ino[i])
 			return false;
 	}
 	return true;

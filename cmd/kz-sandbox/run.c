@@ -577,6 +577,7 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 	w->zsock = -1;
 	w->zpidfd = -1;
 	w->userns_fd = -1;
+	w->tmpl_fd = -1;
 	sbx_cg_init(&w->cg);
 	if (c->id[0] == '\0')
 		snprintf(c->id, sizeof(c->id), "run-%d", (int)getpid());
@@ -586,6 +587,8 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
 	 * emptied once, here: every init it clones, for every lease, and
 	 * every code process inherit them empty. */
 	if ((r = sbx_caps_bound(why, wlen)) != 0)
+		return r;
+	if (serve && (r = sbx_template_make(w, why, wlen)) != 0)
 		return r;
 	if ((r = sbx_init_start(w, why, wlen)) != 0)
 		return r;
@@ -628,6 +631,10 @@ sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh, char *why,
 {
 	int osock = w->zsock, opidfd = w->zpidfd, r;
 	pid_t opid = w->zpid;
+	/* Without the kernel's namespace ids, newness rests on inode
+	 * numbers, which a freed namespace gives back: the previous init
+	 * then lives until the new one has all of its namespaces. */
+	bool early = w->ns_cur.id[SBX_NS_MNT] != 0;
 
 	*gone = *fresh = false;
 	w->zsock = w->zpidfd = -1;
@@ -641,7 +648,8 @@ sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh, char *why,
 		goto out;
 	close(osock);
 	osock = -1;
-	(void)kill(opid, SIGKILL);
+	if (early)
+		(void)kill(opid, SIGKILL);
 	if ((r = sbx_init_go(w, why, wlen)) != 0)
 		goto out;
 	*fresh = note_ns(w);
@@ -678,6 +686,9 @@ sbx_worker_release(struct sbx_worker *w)
 	sbx_cg_teardown(&w->cg);
 	sbx_mnt_release(&w->mnt);
 	sbx_seccomp_free(&w->prog);
+	if (w->tmpl_fd >= 0)
+		close(w->tmpl_fd);
+	w->tmpl_fd = -1;
 	free(w->ns_hist);
 	w->ns_hist = NULL;
 	w->ns_n = w->ns_cap = 0;

@@ -159,6 +159,13 @@ struct sbx_mnt {
 };
 KZ_WUR int sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c,
     char *why, size_t wlen);
+/* sbx_mnt_build in two halves: what every lease of a worker shares, read
+ * only (built once, in the worker's template mount namespace), and what
+ * each lease gets fresh (in a copy of that namespace). */
+KZ_WUR int sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c,
+    char *why, size_t wlen);
+KZ_WUR int sbx_mnt_lease(const struct sbx_mnt *m, const struct sbx_conf *c,
+    char *why, size_t wlen);
 /* In a run's init (new mount and pid namespaces): pivot into the stage,
  * confine to the view and mount a fresh /proc. */
 KZ_WUR int sbx_mnt_enter(const struct sbx_mnt *m, char *why, size_t wlen);
@@ -258,6 +265,7 @@ struct sbx_worker {
 	pid_t zpid;
 	int zpidfd;
 	int userns_fd;		/* in the init: the code's user namespace */
+	int tmpl_fd;		/* served: the template mount namespace */
 	unsigned char *obuf[2];	/* output buffers reused across runs */
 	size_t ocap[2];
 	uint64_t generation;
@@ -344,8 +352,13 @@ struct report {
 	char why[192];
 };
 
-/* Clones the init, which starts building the root view at once. */
+/* Clones the init, which starts building the root view at once (a served
+ * worker's init copies it from the template). */
 KZ_WUR int sbx_init_start(struct sbx_worker *w, char *why, size_t wlen);
+/* A served worker's template mount namespace (w->tmpl_fd): the root view
+ * less what each lease gets fresh, built once by a short-lived child and
+ * never entered by code; every lease's init runs in a copy of it. */
+KZ_WUR int sbx_template_make(struct sbx_worker *w, char *why, size_t wlen);
 /* Hands the init the seccomp filter, the run cgroup's descriptors and a
  * pidfd of the agent (whose network, IPC and UTS namespaces it joins) and
  * waits until it is ready (or has failed, with its reason). */
