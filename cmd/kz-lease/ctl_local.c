@@ -202,17 +202,17 @@ make_dirs(const struct lease_conf *c, const char *dir, const char *proj)
 	return 0;
 }
 
-/* The id another worker holds, from WORKERS/<w>/ids; -1 when none. */
+/* The number in dir/leaf, one line, within [min, max]; -1 when none. */
 static int64_t
-held_id(const struct lease_conf *c, const char *w)
+read_num(const char *dir, const char *leaf, int64_t min, int64_t max)
 {
-	char p[PATH_MAX], buf[32];
+	char p[PATH_MAX + 16], buf[32];
 	int64_t v;
 	ssize_t n;
 	int fd;
 
-	if (kz_pool_wpath(c->workers_dir, w, "ids", p, sizeof(p)) != 0 ||
-	    (fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	snprintf(p, sizeof(p), "%s/%s", dir, leaf);
+	if ((fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -220,7 +220,18 @@ held_id(const struct lease_conf *c, const char *w)
 		return -1;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
-	return kz_parse_int(buf, 1, INT64_MAX, &v) == 0 ? v : -1;
+	return kz_parse_int(buf, min, max, &v) == 0 ? v : -1;
+}
+
+/* The id another worker holds, from WORKERS/<w>/ids; -1 when none. */
+static int64_t
+held_id(const struct lease_conf *c, const char *w)
+{
+	char dir[PATH_MAX];
+
+	if (kz_pool_wpath(c->workers_dir, w, "", dir, sizeof(dir)) != 0)
+		return -1;
+	return read_num(dir, "ids", 1, INT64_MAX);
 }
 
 static int
@@ -386,21 +397,7 @@ out:
 static pid_t
 read_pid(const char *dir)
 {
-	char p[PATH_MAX + 8], buf[32];
-	int64_t v;
-	ssize_t n;
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/pid", dir);
-	if ((fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return kz_parse_int(buf, 2, 1 << 22, &v) == 0 ? (pid_t)v : -1;
+	return (pid_t)read_num(dir, "pid", 2, 1 << 22);
 }
 
 /* Whether pid is still this worker's agent (not a recycled pid). */

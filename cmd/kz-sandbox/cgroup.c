@@ -299,7 +299,7 @@ v2_ctrl(const struct sbx_cg *g)
 static int
 limits_v1(struct sbx_cg *g, const struct sbx_conf *c)
 {
-	char v[64];
+	char v[96];
 	int r = 0;
 
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
@@ -334,7 +334,7 @@ limits_v1(struct sbx_cg *g, const struct sbx_conf *c)
 static int
 limits_v2(struct sbx_cg *g, const struct sbx_conf *c)
 {
-	char v[64];
+	char v[96];
 	int r = 0;
 
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
