@@ -701,6 +701,9 @@ zygote(struct sbx_worker *w, int sock)
 			    "the init cannot join the worker's namespaces");
 		fail_exit(sock);
 	}
+	/* Cloned during a reset, at its lower priority: the code gets the
+	 * normal one. */
+	(void)setpriority(PRIO_PROCESS, 0, 0);
 	report(sock, REP_READY, 0, NULL, NULL);
 	for (;;) {
 		struct pollfd p[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};

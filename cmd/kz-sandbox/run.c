@@ -639,6 +639,11 @@ sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh, char *why,
 	*gone = *fresh = false;
 	w->zsock = w->zpidfd = -1;
 	w->zpid = 0;
+	/* A reset costs milliseconds of CPU that a tenant's run on another
+	 * worker should not wait for: it runs at a lower priority, the new
+	 * init until it is ready and the previous init's teardown too. */
+	(void)setpriority(PRIO_PROCESS, 0, SBX_RESET_NICE);
+	(void)setpriority(PRIO_PROCESS, (id_t)opid, SBX_RESET_NICE);
 	/* Every new namespace exists before the previous tenant's last
 	 * process is killed, so none can reuse a freed one's number; the
 	 * previous namespaces are torn down while the new init builds its
@@ -664,6 +669,7 @@ out:
 		close(opidfd);
 	if (r != 0)
 		w->broken = true;
+	(void)setpriority(PRIO_PROCESS, 0, 0);
 	w->generation++;
 	return r;
 }

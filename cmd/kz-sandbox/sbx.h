@@ -28,6 +28,7 @@
 #define SBX_MASK_MAX 32
 #define SBX_PBUF (PATH_MAX * 2)
 #define SBX_PASS_MAX 8
+#define SBX_RESET_NICE 10	/* the reset's priority (nice) */
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
 
