@@ -1,73 +1,165 @@
 #!/bin/bash
-# The root view is an allowlist: the system directories, a synthesized
-# /etc, and only what the operator adds.  A host file outside it (under a
-# fresh top-level directory, under /home, /root, /var, /srv, /opt) is not
-# there; /etc names only the sandbox; the host's kernel command line is
-# not readable; mountinfo names no host path; a mask or an extra directory
-# that cannot be applied exactly, or that would show the run directory,
-# refuses to start, naming the path.
+# The root view is an allowlist: host files outside it (under a fresh
+# top-level directory, under /home) are invisible, /etc holds only what is
+# synthesized or listed, /proc/cmdline is empty, and mountinfo names no host
+# path, in a one-shot run and in a served worker laid out as kz-lease lays
+# it out.  Masks and extra binds apply exactly or the sandbox refuses to
+# start (exit 3) naming the path; a dedicated image root is exposed whole.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
-plan 26
-TOPD=/kz-e2e-top-$$
-mkdir -p "$TOPD" /home/kz-e2e-$$ /opt/kz-e2e-$$ && chmod 0755 "$TOPD" /home/kz-e2e-$$ /opt/kz-e2e-$$
-on_exit "rm -rf '$TOPD' /home/kz-e2e-$$ /opt/kz-e2e-$$"
-echo "top-secret-$$" >"$TOPD/s" && echo "home-secret-$$" >/home/kz-e2e-$$/s &&
-	echo "opt-$$" >/opt/kz-e2e-$$/s && chmod 0644 "$TOPD/s" /home/kz-e2e-$$/s /opt/kz-e2e-$$/s
-mkdir -p "$T/run" "$T/proj" && echo projected >"$T/proj/p.txt"
-export KZ_RUN_DIR=$T/run
-sbx() { "$SB" run --timeout 20 "$@"; }
-in_sbx() { sbx -- /bin/sh -c "$1" 2>&1; }
+C="python3 $TOP/tests/sandbox/client.py"
+plan 46
 
-is "$(in_sbx "cat $TOPD/s 2>&1 >/dev/null | grep -c 'No such file'")" 1 \
-	"a file under a fresh top-level host directory is not visible"
-is "$(in_sbx "cat /home/kz-e2e-$$/s 2>/dev/null; ls -A / | tr '\n' ' '")" \
-	"bin dev etc lib lib32 lib64 proc run sbin sys tmp usr workspace " \
-	"nor one under /home: the view's top level is the allowlist"
-like "$(in_sbx 'ls -A /etc | tr "\n" " "')" '^alternatives group hostname hosts ld.so.cache (mime.types )?nsswitch.conf os-release passwd protocols services ssl $' \
-	"/etc holds only the synthesized files and the few host files tools read"
-is "$(in_sbx 'cat /etc/passwd')" "sandbox:x:2100000000:2100000000:sandbox:/workspace:/bin/sh" \
-	"/etc/passwd names only the sandbox's ids"
-is "$(in_sbx 'cat /etc/group')" "sandbox:x:2100000000:" "/etc/group too"
-is "$(in_sbx 'cat /etc/hostname; uname -n')" "sandbox
-sandbox" "the host name is the neutral one, in /etc and the UTS namespace"
-unlike "$(in_sbx 'cat /etc/hosts')" "$(hostname)" "/etc/hosts does not name the host"
-is "$(in_sbx 'wc -c </proc/cmdline')" 0 "the host's kernel command line reads empty"
-unlike "$(in_sbx 'ls /etc/machine-id /etc/resolv.conf /etc/shadow /etc/kaizen 2>&1')" '^/etc/' \
-	"no machine-id, resolv.conf, shadow or kaizen config"
-like "$(in_sbx '/usr/bin/python3 -c "import ssl, json, email; ssl.create_default_context(); print(\"py ok\")"; grep -c BEGIN /etc/ssl/certs/ca-certificates.crt; getent passwd sandbox; id -un' | tr '\n' ' ')" \
-	"^py ok [1-9][0-9]* sandbox:x:2100000000:[^ ]* sandbox $" "interpreters, CA certificates and the account database work"
+TD=/kz-e2e-$$
+mkdir -p "$TD/pub/sub" "$TD/run" /home/kz-e2e-$$
+on_exit "rm -rf '$TD' /home/kz-e2e-$$"
+chmod 0755 "$TD" "$TD/pub" "$TD/pub/sub"
+echo "top-secret-$$" >"$TD/secret"
+echo "home-secret-$$" >/home/kz-e2e-$$/secret
+echo "pub-$$" >"$TD/pub/file"
+ln -s sub "$TD/pub/link"
+ln -s pub "$TD/publink"
+mkdir -p "$T/proj" "$T/state"
+echo "proj-$$" >"$T/proj/file"
 
-# mountinfo: nothing of the run directory, the projection's host path, the
-# state directory or the worker id.
-mi=$(sbx --projection "$T/proj" -- /bin/cat /proc/self/mountinfo 2>&1)
-like "$mi" ' /projection ' "the projection is mounted"
-unlike "$mi" "$T" "mountinfo does not name the test's directories (run dir, projection source)"
-unlike "$mi" "/run/kz-sandbox|run-[0-9]+" "nor the state directory or the worker id"
-is "$(sbx --projection "$T/proj" -- /bin/cat /projection/p.txt 2>&1)" projected "and the projection still reads"
-ID=e2e-rv-$$ C="python3 $TOP/tests/sandbox/client.py"
-bg "$SB" serve --id "$ID" --socket "$T/w.sock" --projection "$T/proj" --state-dir "$T/state"
-wait_sock "$T/w.sock" 10
-r=$($C "$T/w.sock" run '{"argv":["/bin/cat","/proc/self/mountinfo"]}')
-mi=$(printf '%s' "$r" | python3 -c 'import json,sys,base64; print(base64.b64decode(json.load(sys.stdin)["stdout_b64"]).decode())')
-unlike "$mi" "$ID|$T" "a served worker's mountinfo names neither its id nor its directories"
-$C "$T/w.sock" shutdown >/dev/null
+sbx() { "$SB" run --state-dir "$T/state" --projection "$T/proj" --pids 64 \
+	--workspace-size 2M --tmp-size 2M --shm-size 2M --timeout 20 "$@"; }
+out() { sbx "$@" 2>&1; }
 
-# What the operator adds is shown read-only, exactly as configured.
-is "$(sbx --extra-ro /opt/kz-e2e-$$ -- /bin/sh -c "cat /opt/kz-e2e-$$/s; : >/opt/kz-e2e-$$/x" 2>&1)" \
-	"opt-$$
-/bin/sh: 1: cannot create /opt/kz-e2e-$$/x: Read-only file system" "an extra directory is shown, read-only"
-rc_is 3 "a mask naming a regular file refuses to start" sbx --mask /etc/passwd -- /bin/true
-like "$(cat "$T/.out")" "mask /etc/passwd: not a directory" "naming the path"
-ln -s /usr/share "$TOPD/link"
-rc_is 3 "an extra directory that crosses a symlink refuses to start" sbx --extra-ro "$TOPD/link/doc" -- /bin/true
-like "$(cat "$T/.out")" "crosses a symlink" "saying so"
-rc_is 3 "a mask crossing a symlink refuses to start" sbx --mask /lib/x86_64-linux-gnu -- /bin/true
-like "$(cat "$T/.out")" "mask /lib/x86_64-linux-gnu: crosses a symlink" "naming the path"
-mkdir -p /srv/kz-e2e-$$/run && on_exit "rm -rf /srv/kz-e2e-$$"
-rc_is 3 "an extra directory holding the run directory refuses to start" \
-	env KZ_RUN_DIR=/srv/kz-e2e-$$/run "$SB" run --extra-ro /srv/kz-e2e-$$ -- /bin/true
-like "$(cat "$T/.out")" "holds the run directory" "saying so"
-rc_is 3 "an extra directory that does not exist refuses to start" sbx --extra-ro /opt/kz-e2e-$$/none -- /bin/true
-rc_is 2 "an extra directory over the sandbox's own /etc is a config error" sbx --extra-ro /etc/ssl -- /bin/true
+# What the host has of the allowlist, and what the view adds.
+want=$(for d in bin lib lib32 lib64 libx32 sbin usr; do
+	[ -e "/$d" ] || [ -L "/$d" ] && echo "$d"; done
+	printf '%s\n' dev etc proc projection run sys tmp workspace)
+is "$(out -- /bin/ls -A / | sort | tr '\n' ' ')" \
+	"$(printf '%s\n' $want | sort | tr '\n' ' ')" \
+	"/ holds only the allowlisted system directories and the view's own places"
+is "$(sbx -- /bin/sh -c "cat $TD/secret; ls -A $TD; echo done" 2>/dev/null)" "done" \
+	"a file under a fresh top-level directory is invisible"
+is "$(sbx -- /bin/sh -c "cat /home/kz-e2e-$$/secret; ls -A /home /root /srv /var /opt; echo done" 2>/dev/null)" \
+	"done" "a file under /home is invisible, and /home, /root, /srv, /var, /opt are absent"
+like "$(out -- /bin/sh -c 'cat /projection/file')" "^proj-$$" "the projection is visible"
+like "$(out -- /bin/sh -c '(: >/projection/x) 2>/dev/null || echo refused')" "refused" \
+	"... and read-only"
+etc_ok='^(alternatives|group|hostname|hosts|ld\.so\.cache|mime\.types|nsswitch\.conf|os-release|passwd|protocols|services|ssl)$'
+is "$(out -- /bin/ls -A /etc | grep -Evc "$etc_ok")" 0 "/etc has only the listed files"
+is "$(out -- /bin/ls -A /etc/ssl | tr '\n' ' ')" "certs openssl.cnf " \
+	"/etc/ssl has only the certificates and openssl.cnf (no private/)"
+unlike "$(out -- /bin/ls -A /etc)" "^(shadow|machine-id|resolv\.conf|kaizen|hostname~)$" \
+	"no shadow, machine-id, resolv.conf or kz config from the host"
+is "$(out -- /bin/cat /etc/passwd)" "sandbox:x:2100000000:2100000000:sandbox:/workspace:/bin/sh" \
+	"passwd names only the sandbox's ids"
+is "$(out --uid 20001 --gid 20002 -- /bin/sh -c 'cut -d: -f3,4 /etc/passwd; cut -d: -f3 /etc/group; id -un')" \
+	"20001:20002
+20002
+sandbox" "passwd and group follow --uid and --gid, and the code's user has a name"
+is "$(out -- /bin/sh -c 'cat /etc/hostname; hostname')" "sandbox
+sandbox" "the hostname is neutral"
+H=$(hostname)
+case $H in localhost|sandbox|'') H=no-host-name-$$ ;; esac
+unlike "$(out -- /bin/cat /etc/hosts)" "$H" "/etc/hosts does not name the host"
+is "$(out -- /bin/sh -c 'wc -c </proc/cmdline')" 0 "/proc/cmdline is empty (the host's command line is hidden)"
+like "$(out -- /bin/sh -c 'awk "BEGIN { print 40 + 2 }"; python3 -c "import ssl, os; print(os.path.exists(ssl.get_default_verify_paths().capath))"')" \
+	"^42
+True" "alternatives (awk) and the CA certificates resolve"
+
+mi=$(out -- /bin/cat /proc/self/mountinfo)
+unlike "$mi" "$T|kz-e2e|$TD|/state" "one-shot: mountinfo names neither the test dir, the state dir nor the projection's path"
+like "$mi" " / /projection ro,.* - overlay overlay ro,lowerdir=projection:empty" \
+	"... the projection is an overlay whose root is its own"
+
+# Masks: a directory is hidden; a file, a link, a path the view lacks refuse.
+is "$(out --mask /usr/share/doc -- /bin/ls -A /usr/share/doc | wc -l)" 0 \
+	"a mask hides a directory of the view"
+rc_is 3 "a mask naming a file refuses to start" sbx --mask /etc/passwd -- /bin/true
+like "$(cat "$T/.out")" "mask /etc/passwd: not a directory" "... naming the path"
+rc_is 3 "a mask crossing a symlink refuses to start" sbx --extra-ro "$TD/pub" \
+	--mask "$TD/pub/link" -- /bin/true
+like "$(cat "$T/.out")" "mask $TD/pub/link: crosses a symlink" "... naming the path"
+rc_is 3 "a mask of a path the view does not have refuses to start" sbx --mask /home -- /bin/true
+like "$(cat "$T/.out")" "mask /home: not in the root view" "... naming the path"
+rc_is 2 "a mask of the sandbox's own /proc is a config error" sbx --mask /proc/1 -- /bin/true
+if [ -L /bin ]; then
+	rc_is 3 "a mask of the top-level link /bin refuses to start" sbx --mask /bin -- /bin/true
+else
+	ok 0 "# SKIP /bin is not a link here"
+fi
+
+# Extra read-only directories: exactly as configured, never the run dir.
+r=$(KZ_RUN_DIR=$TD/run sbx --extra-ro "$TD/pub" -- /bin/sh -c \
+	"cat $TD/pub/file; ls $TD; cat $TD/secret; : >$TD/pub/x && echo WROTE" 2>&1)
+like "$r" "^pub-$$" "an extra directory is visible at its path"
+unlike "$r" "top-secret|WROTE|^run$" "... read-only, and its siblings stay invisible"
+rc_is 3 "an extra bind naming the run dir refuses to start" \
+	env KZ_RUN_DIR="$TD/run" "$SB" run --state-dir "$T/state" --extra-ro "$TD/run" -- /bin/true
+like "$(cat "$T/.out")" "extra bind $TD/run: is in the run directory" "... naming the path"
+rc_is 3 "an extra bind holding the run dir refuses to start" \
+	env KZ_RUN_DIR="$TD/run" "$SB" run --state-dir "$T/state" --extra-ro "$TD" -- /bin/true
+like "$(cat "$T/.out")" "extra bind $TD: holds the run directory" "... naming the path"
+rc_is 3 "an extra bind crossing a symlink refuses to start" sbx --extra-ro "$TD/publink" -- /bin/true
+like "$(cat "$T/.out")" "extra bind $TD/publink: crosses a symlink" "... naming the path"
+rc_is 3 "a missing extra directory refuses to start" sbx --extra-ro "$TD/none" -- /bin/true
+rc_is 2 "an extra bind over the sandbox's /etc is a config error" sbx --extra-ro /etc/kaizen -- /bin/true
+
+# A served worker laid out as kz-lease lays it out: its mountinfo names
+# neither the run dir, the worker's directory nor its id, before and after
+# a wipe, and the next lease's fresh overlay shows the projection as it is now.
+RD=$T/rd
+ID=rv$$w
+W=$RD/workers/$ID
+mkdir -p "$W/projection" "$W/state"
+chmod 0755 "$RD" "$RD/workers" "$W"
+chmod 1775 "$W/projection"
+echo "lease-one-$$" >"$W/projection/one"
+KZ_RUN_DIR=$RD bg "$SB" serve --id "$ID" --socket "$W/sock" --state-dir "$W/state" \
+	--projection "$W/projection" --timeout 10
+wait_sock "$W/sock" 10
+b64() { python3 -c 'import json,sys,base64; r=json.load(sys.stdin); print(base64.b64decode(r.get("stdout_b64","")).decode(), end="")'; }
+mi=$($C "$W/sock" run '{"argv":["/bin/cat","/proc/self/mountinfo"]}' | b64)
+like "$mi" " /projection " "served: the projection is mounted"
+unlike "$mi" "$T|$RD|$ID|workers|/state" "served: mountinfo names no run dir, worker directory, state dir or worker id"
+is "$($C "$W/sock" run '{"argv":["/bin/sh","-c","cat /projection/one; cat /projection/two 2>/dev/null; true"]}' | b64)" \
+	"lease-one-$$" "served: the first lease sees its projection"
+rm -f "$W/projection/one"
+echo "lease-two-$$" >"$W/projection/two"
+like "$($C "$W/sock" wipe)" '"mounts_baseline": true' "the reset's fresh init and overlay keep the mount table's baseline"
+is "$($C "$W/sock" run '{"argv":["/bin/sh","-c","cat /projection/one 2>/dev/null; cat /projection/two"]}' | b64)" \
+	"lease-two-$$" "after the wipe nothing the last lease looked up survives: its file is gone, the new one shows"
+unlike "$($C "$W/sock" run '{"argv":["/bin/cat","/proc/self/mountinfo"]}' | b64)" "$T|$ID" \
+	"... and mountinfo still names no host path"
+$C "$W/sock" shutdown >/dev/null
+for i in $(seq 40); do [ -S "$W/sock" ] || break; sleep 0.05; done
+is "$(grep -c -F "$T" /proc/self/mountinfo)" 0 "no mount is left on the host"
+
+# A dedicated image root is exposed whole, without its /proc or /tmp; a mask
+# through its top-level link (home -> var/home) refuses to start.
+IMG=$TD/img
+mkdir -p "$IMG/bin" "$IMG/data" "$IMG/etc" "$IMG/var/home" "$IMG/proc/x" "$IMG/tmp/x"
+cat >"$T/show.c" <<'EOF'
+#include <dirent.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+	for (int i = 1; i < argc; i++) {
+		DIR *d = opendir(argv[i]); struct dirent *e; FILE *f; int c;
+		if (d) { while ((e = readdir(d))) if (e->d_name[0] != '.') printf("%s ", e->d_name); puts(""); closedir(d); }
+		else if ((f = fopen(argv[i], "r"))) { while ((c = getc(f)) != EOF) putchar(c); fclose(f); }
+		else printf("none %s\n", argv[i]);
+	}
+	return 0;
+}
+EOF
+if cc -static -O1 -o "$IMG/bin/show" "$T/show.c" 2>/dev/null; then
+	echo "image-$$" >"$IMG/data/x"
+	echo "imghost" >"$IMG/etc/hostname"
+	ln -s var/home "$IMG/home"
+	chmod -R a+rX "$IMG"
+	r=$(out --root "$IMG" -- /bin/show /data/x /etc/hostname /proc/x /tmp)
+	like "$r" "^image-$$
+imghost" "an image root is exposed whole, its own /etc included"
+	like "$r" "none /proc/x" "... without its /proc or /tmp"
+	rc_is 3 "a mask through the image's top-level link refuses to start" \
+		sbx --root "$IMG" --mask /home -- /bin/show /
+	like "$(cat "$T/.out")" "mask /home: crosses a symlink" "... naming the path"
+else
+	for i in 1 2 3 4; do ok 0 "# SKIP cannot build a static helper"; done
+fi
 done_testing
