@@ -7,7 +7,7 @@ chmod 0600 "$T/field.key"
 export KZ_FIELD_KEY_FILE=$T/field.key KZ_PI_SANDBOX=required
 unset KZ_CONFIG KZ_SANDBOX_BIN KZ_PI_MODULES KZ_PI_CHILD KZ_PI_NODE
 # The child script and the Pi loaders are read by path inside kz-sandbox,
-# whose root view hides /tmp, /root, /home, /var/tmp and the like: a source
+# whose root view shows /usr and nothing of /tmp, /root, /home, /var: a source
 # tree checked out there is invisible to the child.  Stage them where an
 # installation puts them (under /usr/local), as hard links when the
 # filesystem allows, and remove them at exit.
