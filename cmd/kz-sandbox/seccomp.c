@@ -166,7 +166,7 @@ static const char *const g_socket[] = {
 	NULL,
 };
 
-/* System V and POSIX IPC, in the worker's own IPC namespace: Python's
+/* System V and POSIX IPC, in the lease's own IPC namespace: Python's
  * multiprocessing, databases and the reset's proof that a tenant's
  * objects are gone all use them. */
 static const char *const g_ipc[] = {
