@@ -88,3 +88,30 @@ kz_audit_send(const char *sock, const char *kind, const cJSON *event,
 	cJSON_Delete(rep);
 	return r;
 }
+
+int
+kz_audit_ping(const char *sock, int timeout_ms, char *why, size_t wlen)
+{
+	cJSON *req = cJSON_CreateObject(), *rep = NULL;
+	int r;
+
+	if (req == NULL || !cJSON_AddNumberToObject(req, "v", 1) ||
+	    !cJSON_AddStringToObject(req, "op", "ping") ||
+	    !cJSON_AddStringToObject(req, "id", "ping")) {
+		cJSON_Delete(req);
+		return KZ_ENOMEM;
+	}
+	r = kz_frame_call(sock, req, timeout_ms, &rep, why, wlen);
+	if (r == 0 && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
+		kz_why(why, wlen, "the sink refused a ping: %.160s",
+		    cJSON_GetStringValue(kz_json_get(rep, "reason")) ?
+		    cJSON_GetStringValue(kz_json_get(rep, "reason")) : "?");
+		r = KZ_EUNAVAIL;
+	} else if (r != 0 && r != KZ_ENOMEM) {
+		kz_why(why, wlen, "%s", kz_strerror(r));
+		r = KZ_EUNAVAIL;
+	}
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return r;
+}

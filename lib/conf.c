@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,96 @@ kz_conf_copy(const struct kz_conf *c, const char *key, const char *dir,
 		return KZ_ECONF;
 	}
 	return 0;
+}
+
+int
+kz_run_dir(const struct kz_conf *c, char *out, size_t len, char *why,
+    size_t wlen)
+{
+	if (kz_conf_copy(c, "KZ_RUN_DIR", NULL, KZ_RUN_DIR_DEFAULT, out, len,
+	    why, wlen) != 0)
+		return KZ_ECONF;
+	if (out[0] == '\0') {
+		kz_why(why, wlen, "KZ_RUN_DIR is empty");
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
+int
+kz_sock_default(const char *run_dir, const char *name, char *out,
+    size_t len)
+{
+	struct stat st;
+	char dir[PATH_MAX];
+	int n;
+
+	if (run_dir == NULL || name == NULL || *name == '\0' ||
+	    strchr(name, '/') != NULL)
+		return KZ_EINVAL;
+	n = snprintf(dir, sizeof(dir), "%s/%s", run_dir, name);
+	if (n < 0 || (size_t)n >= sizeof(dir))
+		return KZ_ERANGE;
+	/* stat, not lstat: a link to the daemon's directory is its
+	 * directory.  This only picks a name; connect() proves the rest. */
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		n = snprintf(out, len, "%s/%s.sock", dir, name);
+	else
+		n = snprintf(out, len, "%s.sock", dir);
+	return n < 0 || (size_t)n >= len ? KZ_ERANGE : 0;
+}
+
+int
+kz_conf_sock(const struct kz_conf *c, const char *key, const char *run_dir,
+    const char *name, char *out, size_t len, char *why, size_t wlen)
+{
+	const char *v = kz_conf_str(c, key, NULL);
+	int n;
+
+	if (v == NULL) {
+		if (kz_sock_default(run_dir, name, out, len) != 0) {
+			kz_why(why, wlen, "%s: the default under KZ_RUN_DIR "
+			    "is too long", key);
+			return KZ_ECONF;
+		}
+		return 0;
+	}
+	if (*v == '\0') {
+		kz_why(why, wlen, "%s is empty", key);
+		return KZ_ECONF;
+	}
+	n = snprintf(out, len, "%s", v);
+	if (n < 0 || (size_t)n >= len) {
+		kz_why(why, wlen, "%s is too long", key);
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
+int
+kz_conf_audit(const struct kz_conf *c, const char *run_dir, char *out,
+    size_t len, char *why, size_t wlen)
+{
+	const char *v;
+	bool on;
+	int e;
+
+	if ((e = kz_conf_bool(c, "KZ_AUDIT", true, &on, why, wlen)) != 0)
+		return e;
+	if (!on) {
+		if (len > 0)
+			out[0] = '\0';
+		return 0;
+	}
+	v = kz_conf_str(c, "KZ_AUDIT_SOCKET", NULL);
+	if (v != NULL && *v == '\0') {
+		/* Once "no audit": now a mistake, never a silent opt-out. */
+		kz_why(why, wlen, "KZ_AUDIT_SOCKET is empty: audit is "
+		    "mandatory (KZ_AUDIT = off records nothing)");
+		return KZ_ECONF;
+	}
+	return kz_conf_sock(c, "KZ_AUDIT_SOCKET", run_dir, "kz-audit", out,
+	    len, why, wlen);
 }
 
 const char *

@@ -36,6 +36,34 @@ const char *kz_conf_str(const struct kz_conf *c, const char *key,
 KZ_WUR int kz_conf_copy(const struct kz_conf *c, const char *key,
     const char *dir, const char *dflt, char *out, size_t len, char *why,
     size_t wlen);
+/*
+ * The run directory and what every binary finds in it (kaizen.conf(5),
+ * DEFAULTS): KZ_RUN_DIR, else /run/kaizen.  The socket of daemon NAME
+ * ("kz-audit", "kz-lease", "kz-project", "kz-egress", "store") is
+ * RUN/NAME/NAME.sock when RUN/NAME is a directory (the systemd units give
+ * a daemon that is not root a RuntimeDirectory of its own), else
+ * RUN/NAME.sock (kz-supervise's flat run dir); the field key is
+ * RUN/field.key and the audit log RUN/audit.  KZ_ECONF when it does not
+ * fit in len.
+ */
+#define KZ_RUN_DIR_DEFAULT "/run/kaizen"
+KZ_WUR int kz_run_dir(const struct kz_conf *c, char *out, size_t len,
+    char *why, size_t wlen);
+KZ_WUR int kz_sock_default(const char *run_dir, const char *name,
+    char *out, size_t len);
+/* key's value, else kz_sock_default(run_dir, name); an empty value is
+ * KZ_ECONF (a socket must be named). */
+KZ_WUR int kz_conf_sock(const struct kz_conf *c, const char *key,
+    const char *run_dir, const char *name, char *out, size_t len, char *why,
+    size_t wlen);
+/*
+ * The audit sink of a binary that audits: KZ_AUDIT (on, the default, or
+ * off: the explicit, debugging-only opt-out) and KZ_AUDIT_SOCKET (else
+ * kz-audit's socket under the run dir).  With audit off, out is "" and
+ * the caller records nothing and says so on every run.
+ */
+KZ_WUR int kz_conf_audit(const struct kz_conf *c, const char *run_dir,
+    char *out, size_t len, char *why, size_t wlen);
 /* Where the value came from: "env", "file" or "default". */
 const char *kz_conf_origin(const struct kz_conf *c, const char *key);
 KZ_WUR int kz_conf_int(const struct kz_conf *c, const char *key,

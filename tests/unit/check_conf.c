@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kz_conf.h"
@@ -135,6 +136,144 @@ START_TEST(test_parse_numbers)
 }
 END_TEST
 
+/*
+ * The one socket rule: RUN/NAME/NAME.sock when RUN/NAME is a directory,
+ * else RUN/NAME.sock; a name with a slash or an empty one is refused, and
+ * a path that does not fit is an error, not a truncation.
+ */
+struct scase {
+	const char *name;
+	bool mkdir, mkfile;
+	size_t len;
+	int want;
+	const char *leaf;	/* expected, after "RUN/" */
+};
+
+static const struct scase scases[] = {
+	{"kz-audit", false, false, 256, 0, "kz-audit.sock"},
+	{"kz-audit", true, false, 256, 0, "kz-audit/kz-audit.sock"},
+	{"store", true, false, 256, 0, "store/store.sock"},
+	/* A file of that name is no directory: the flat layout. */
+	{"kz-lease", false, true, 256, 0, "kz-lease.sock"},
+	{"", false, false, 256, KZ_EINVAL, NULL},
+	{"../x", false, false, 256, KZ_EINVAL, NULL},
+	{"a/b", false, false, 256, KZ_EINVAL, NULL},
+	{"kz-project", false, false, 8, KZ_ERANGE, NULL},
+	{"kz-project", true, false, 30, KZ_ERANGE, NULL},
+};
+
+START_TEST(test_sock_default)
+{
+	const struct scase *sc = &scases[_i];
+	char run[] = "/tmp/kzrun.XXXXXX", sub[128], want[256], out[256];
+	int r;
+
+	ck_assert_ptr_nonnull(mkdtemp(run));
+	snprintf(sub, sizeof(sub), "%s/%s", run, sc->name);
+	if (sc->mkdir)
+		ck_assert_int_eq(mkdir(sub, 0700), 0);
+	if (sc->mkfile)
+		fclose(fopen(sub, "w"));
+	memset(out, 'x', sizeof(out));
+	r = kz_sock_default(run, sc->name, out, sc->len);
+	ck_assert_msg(r == sc->want, "case %d: %s", _i, kz_errname(r));
+	if (sc->leaf != NULL) {
+		snprintf(want, sizeof(want), "%s/%s", run, sc->leaf);
+		ck_assert_str_eq(out, want);
+	}
+	if (sc->mkdir)
+		rmdir(sub);
+	if (sc->mkfile)
+		unlink(sub);
+	rmdir(run);
+}
+END_TEST
+
+/* KZ_AUDIT and KZ_AUDIT_SOCKET from the environment over the rule. */
+struct acase {
+	const char *audit, *sock;
+	int want;
+	const char *out;	/* NULL: RUN/kz-audit.sock */
+};
+
+static const struct acase acases[] = {
+	{NULL, NULL, 0, NULL},
+	{"on", NULL, 0, NULL},
+	{"yes", "/s/a.sock", 0, "/s/a.sock"},
+	{"off", NULL, 0, ""},
+	{"off", "/s/a.sock", 0, ""},
+	{"0", "", 0, ""},
+	{NULL, "", KZ_ECONF, NULL},
+	{"on", "", KZ_ECONF, NULL},
+	{"maybe", NULL, KZ_ECONF, NULL},
+	{"", NULL, KZ_ECONF, NULL},
+};
+
+START_TEST(test_conf_audit)
+{
+	const struct acase *ac = &acases[_i];
+	static const char *const keys[] = {"KZ_AUDIT", "KZ_AUDIT_SOCKET",
+	    NULL};
+	struct kz_conf *c = NULL;
+	char out[128] = "?", why[160] = "";
+	int r;
+
+	unsetenv("KZ_AUDIT");
+	unsetenv("KZ_AUDIT_SOCKET");
+	if (ac->audit != NULL)
+		setenv("KZ_AUDIT", ac->audit, 1);
+	if (ac->sock != NULL)
+		setenv("KZ_AUDIT_SOCKET", ac->sock, 1);
+	ck_assert_int_eq(kz_conf_load(NULL, keys, &c, why, sizeof(why)), 0);
+	r = kz_conf_audit(c, "/nonexistent-run", out, sizeof(out), why,
+	    sizeof(why));
+	ck_assert_msg(r == ac->want, "case %d: %s (%s)", _i, kz_errname(r),
+	    why);
+	if (r != 0)
+		ck_assert(why[0] != '\0');
+	else
+		ck_assert_str_eq(out, ac->out ? ac->out :
+		    "/nonexistent-run/kz-audit.sock");
+	kz_conf_free(c);
+	unsetenv("KZ_AUDIT");
+	unsetenv("KZ_AUDIT_SOCKET");
+}
+END_TEST
+
+START_TEST(test_conf_sock)
+{
+	static const char *const keys[] = {"KZ_S", "KZ_RUN_DIR", NULL};
+	struct kz_conf *c = NULL;
+	char out[64], why[128] = "", run[64];
+
+	unsetenv("KZ_RUN_DIR");
+	setenv("KZ_S", "/x/y.sock", 1);
+	ck_assert_int_eq(kz_conf_load(NULL, keys, &c, why, sizeof(why)), 0);
+	ck_assert_int_eq(kz_run_dir(c, run, sizeof(run), why, sizeof(why)),
+	    0);
+	ck_assert_str_eq(run, KZ_RUN_DIR_DEFAULT);
+	ck_assert_int_eq(kz_conf_sock(c, "KZ_S", run, "kz-lease", out,
+	    sizeof(out), why, sizeof(why)), 0);
+	ck_assert_str_eq(out, "/x/y.sock");
+	setenv("KZ_S", "", 1);
+	ck_assert_int_eq(kz_conf_sock(c, "KZ_S", run, "kz-lease", out,
+	    sizeof(out), why, sizeof(why)), KZ_ECONF);
+	ck_assert(strstr(why, "KZ_S") != NULL);
+	unsetenv("KZ_S");
+	ck_assert_int_eq(kz_conf_sock(c, "KZ_S", "/nonexistent-run",
+	    "kz-lease", out, sizeof(out), why, sizeof(why)), 0);
+	ck_assert_str_eq(out, "/nonexistent-run/kz-lease.sock");
+	ck_assert_int_eq(kz_conf_sock(c, "KZ_S", "/nonexistent-run-that-is-"
+	    "far-too-long-for-the-buffer", "kz-lease", out, 32, why,
+	    sizeof(why)), KZ_ECONF);
+	setenv("KZ_RUN_DIR", "", 1);
+	ck_assert_int_eq(kz_run_dir(c, run, sizeof(run), why, sizeof(why)),
+	    KZ_ECONF);
+	unsetenv("KZ_RUN_DIR");
+	kz_conf_free(c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -147,6 +286,11 @@ main(void)
 	    sizeof(ccases) / sizeof(ccases[0]));
 	tcase_add_test(tc, test_conf_values);
 	tcase_add_test(tc, test_parse_numbers);
+	tcase_add_loop_test(tc, test_sock_default, 0,
+	    sizeof(scases) / sizeof(scases[0]));
+	tcase_add_loop_test(tc, test_conf_audit, 0,
+	    sizeof(acases) / sizeof(acases[0]));
+	tcase_add_test(tc, test_conf_sock);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
