@@ -108,7 +108,9 @@ kz_audit_ping(const char *sock, int timeout_ms, char *why, size_t wlen)
 		    cJSON_GetStringValue(kz_json_get(rep, "reason")) : "?");
 		r = KZ_EUNAVAIL;
 	} else if (r != 0 && r != KZ_ENOMEM) {
-		kz_why(why, wlen, "%s", kz_strerror(r));
+		/* kz_frame_call's own reason (a refused connect says why). */
+		if (why != NULL && wlen > 0 && why[0] == '\0')
+			kz_why(why, wlen, "%s", kz_strerror(r));
 		r = KZ_EUNAVAIL;
 	}
 	cJSON_Delete(req);

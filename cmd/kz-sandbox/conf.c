@@ -114,7 +114,7 @@ static const struct key keys[] = {
 
 /* Keys every kz binary's config may carry that this one does not use. */
 static const char *const ignored[] = {"KZ_FIELD_KEY_FILE", "KZ_AUDIT_SOCKET",
-    "KZ_STORE_SOCKET", "KZ_LOG_LEVEL", NULL};
+    "KZ_AUDIT", "KZ_STORE_SOCKET", "KZ_LOG_LEVEL", NULL};
 
 static int
 set(struct sbx_conf *c, const struct key *k, const char *v, char *why,
