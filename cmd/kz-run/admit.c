@@ -161,6 +161,8 @@ call(const struct run_conf *c, const char *stage, cJSON *req, cJSON **rep,
 		return RUN_EXIT_INTERNAL;
 	}
 	if (run_project_call(c, req, rep) != 0) {
+		fprintf(stderr, "kz-run: kz-project unreachable at %s\n",
+		    c->project_sock);
 		refuse(f, stage, "unavailable", "the projection service could "
 		    "not be reached");
 		return RUN_EXIT_UNAVAIL;

@@ -9,7 +9,7 @@
 
 static const char *const known[] = {
 	"KZ_RUN_DIR", "KZ_LEASE_SOCKET", "KZ_PROJECT_SOCKET", "KZ_AUDIT_SOCKET",
-	"KZ_FIELD_KEY_FILE", "KZ_STORE_SOCKET", "RUN_EGRESS_BIN",
+	"KZ_FIELD_KEY_FILE", "KZ_STORE_SOCKET", "KZ_AUDIT", "RUN_EGRESS_BIN",
 	"RUN_TIMEOUT_MS", "RUN_LEASE_WAIT_MS", "RUN_IO_TIMEOUT_MS",
 	"RUN_FILE_MAX", "RUN_FILES_TOTAL_MAX", "RUN_SNAPSHOT", NULL,
 };
@@ -24,14 +24,15 @@ paths(struct run_conf *c, const struct kz_conf *k, const char *self,
 
 	snprintf(tmp, sizeof(tmp), "%s", self);
 	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
-	e |= kz_conf_copy(k, "KZ_RUN_DIR", NULL, "/run/kaizen", c->run_dir,
-	    sizeof(c->run_dir), why, wlen);
-	e |= kz_conf_copy(k, "KZ_LEASE_SOCKET", rd, "kz-lease.sock",
-	    c->lease_sock, sizeof(c->lease_sock), why, wlen);
-	e |= kz_conf_copy(k, "KZ_PROJECT_SOCKET", rd, "kz-project.sock",
-	    c->project_sock, sizeof(c->project_sock), why, wlen);
-	e |= kz_conf_copy(k, "KZ_AUDIT_SOCKET", NULL, "", c->audit_sock,
-	    sizeof(c->audit_sock), why, wlen);
+	/* Every socket's default is the one rule of kaizen.conf(5). */
+	if (kz_run_dir(k, c->run_dir, sizeof(c->run_dir), why, wlen) != 0 ||
+	    kz_conf_sock(k, "KZ_LEASE_SOCKET", rd, "kz-lease", c->lease_sock,
+	    sizeof(c->lease_sock), why, wlen) != 0 ||
+	    kz_conf_sock(k, "KZ_PROJECT_SOCKET", rd, "kz-project",
+	    c->project_sock, sizeof(c->project_sock), why, wlen) != 0 ||
+	    kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock), why,
+	    wlen) != 0)
+		return KZ_ECONF;
 	e |= kz_conf_copy(k, "KZ_FIELD_KEY_FILE", rd, "field.key",
 	    c->key_file, sizeof(c->key_file), why, wlen);
 	e |= kz_conf_copy(k, "RUN_EGRESS_BIN", bindir, "kz-egress",

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "kz_audit.h"
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_key.h"
@@ -199,9 +200,11 @@ status(const struct run_ctx *x, const struct run_lease *l,
     const struct exec *ex, int rc, const char *unsaved)
 {
 	if (ex->ran && !x->o->quiet)
-		fprintf(stderr, "kz-run: exit %d (worker %s, %lld ms)%s%s\n",
+		fprintf(stderr, "kz-run: exit %d (worker %s, %lld ms)%s%s%s\n",
 		    rc, l->worker, (long long)ex->ms, *unsaved ?
-		    "; the workspace was not saved: " : "", unsaved);
+		    "; the workspace was not saved: " : "", unsaved,
+		    x->c->audit_sock[0] == '\0' ? "; audit off, nothing "
+		    "recorded" : "");
 	else if (*unsaved)
 		fprintf(stderr, "kz-run: the workspace was not saved: %s\n",
 		    unsaved);
@@ -236,6 +239,30 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 	return rc;
 }
 
+/*
+ * Audit is part of the boundary: a sink that does not answer now gets
+ * nothing dispatched (no admission, no lease), and the explicit opt-out
+ * is said on every run.
+ */
+static int
+audit_ready(const struct run_conf *c)
+{
+	char why[160] = "";
+
+	if (c->audit_sock[0] == '\0') {
+		fprintf(stderr, "kz-run: audit is off (KZ_AUDIT = off): nothing "
+		    "of this run is recorded\n");
+		return 0;
+	}
+	if (kz_audit_ping(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, why,
+	    sizeof(why)) != 0) {
+		fprintf(stderr, "kz-run: audit sink %s unreachable (%s); "
+		    "nothing was dispatched\n", c->audit_sock, why);
+		return RUN_EXIT_UNAVAIL;
+	}
+	return 0;
+}
+
 int
 run_dispatch(const struct run_conf *c, const struct run_opts *o)
 {
@@ -253,6 +280,8 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	kz_log_set_rid(x.rid);
 	run_manifest_empty(x.manifest);
 	x.aq = run_aq_new();
+	if ((rc = audit_ready(c)) != 0)
+		goto out;
 	if ((e = run_classify(c, o, why, sizeof(why))) != 0) {
 		fprintf(stderr, "kz-run: refused: %s\n", why);
 		run_denied(&x, "isolation_denial", "classify", e == 1 ?
@@ -286,8 +315,8 @@ out:
 	if (l.result != NULL)
 		(void)run_audit(&x, "dispatch", l.result);
 	if (run_audit_wait(&x, RUN_AUDIT_ALL) != 0) {
-		fprintf(stderr, "kz-run: the audit sink did not acknowledge "
-		    "every record of this run\n");
+		fprintf(stderr, "kz-run: the audit sink %s did not "
+		    "acknowledge every record of this run\n", c->audit_sock);
 		if (rc == 0)
 			rc = RUN_EXIT_UNAVAIL;
 	}
@@ -367,8 +396,8 @@ run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 	/* No record, no run: the audit sink must hold the dispatch first
 	 * (the lease record, sent just before, shares its fsync). */
 	if (run_audit_wait(x, run_audit(x, "dispatch", ev)) != 0) {
-		fprintf(stderr, "kz-run: the audit sink did not record the "
-		    "dispatch; nothing ran\n");
+		fprintf(stderr, "kz-run: the audit sink %s did not record "
+		    "the dispatch; nothing ran\n", x->c->audit_sock);
 		rc = RUN_EXIT_UNAVAIL;
 		goto out;
 	}

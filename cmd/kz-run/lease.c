@@ -161,10 +161,12 @@ run_lease_get(const struct run_ctx *x, struct run_lease *l)
 		sent = kz_now_ms();
 		if ((e = lease_once(x, opid, &l->rep, why, sizeof(why))) !=
 		    0) {
-			/* The reason (no path in it) tells a caller outside
-			 * the deployment's group from a daemon that is down. */
-			fprintf(stderr, "kz-run: kz-lease unreachable%s%s\n",
-			    why[0] ? ": " : "", why);
+			/* The reason tells a caller outside the deployment's
+			 * group from a daemon that is down; the path, where
+			 * it was looked for (kaizen.conf(5), DEFAULTS). */
+			fprintf(stderr, "kz-run: kz-lease unreachable at "
+			    "%s%s%s\n", x->c->lease_sock, why[0] ? ": " : "",
+			    why);
 			run_denied(x, "admission", "lease", "unavailable",
 			    "the lease service could not be reached");
 			return RUN_EXIT_UNAVAIL;
