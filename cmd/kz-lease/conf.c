@@ -17,7 +17,8 @@ static const char *const known[] = {
 	"RESET_IO_TIMEOUT_MS", "LEASE_WORKERS_DIR", "LEASE_WORKER_BIN",
 	"LEASE_WORKER_ARGS", "LEASE_SNAPSHOT_DIR", "LEASE_SNAPSHOT_ACTOR_MAX",
 	"LEASE_SNAPSHOT_TOTAL_MAX", "LEASE_SNAPSHOT_TTL_MS",
-	"LEASE_EGRESS_SOCKET", "LEASE_STOP_WORKERS", "LEASE_WORKER_IDS", NULL,
+	"LEASE_EGRESS_SOCKET", "LEASE_STOP_WORKERS", "LEASE_WORKER_IDS",
+	"KZ_AUDIT", NULL,
 };
 
 struct ikey {
@@ -70,14 +71,15 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 
 	snprintf(tmp, sizeof(tmp), "%s", self);
 	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
-	e |= kz_conf_copy(k, "KZ_RUN_DIR", NULL, "/run/kaizen", c->run_dir,
-	    sizeof(c->run_dir), why, wlen);
-	e |= kz_conf_copy(k, "KZ_SOCKET", rd, "kz-lease.sock", c->sock,
-	    sizeof(c->sock), why, wlen);
-	e |= kz_conf_copy(k, "KZ_STORE_SOCKET", rd, "store.sock",
-	    c->store_sock, sizeof(c->store_sock), why, wlen);
-	e |= kz_conf_copy(k, "KZ_AUDIT_SOCKET", NULL, "", c->audit_sock,
-	    sizeof(c->audit_sock), why, wlen);
+	/* Every socket's default is the one rule of kaizen.conf(5). */
+	if (kz_run_dir(k, c->run_dir, sizeof(c->run_dir), why, wlen) != 0 ||
+	    kz_conf_sock(k, "KZ_SOCKET", rd, "kz-lease", c->sock,
+	    sizeof(c->sock), why, wlen) != 0 ||
+	    kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store", c->store_sock,
+	    sizeof(c->store_sock), why, wlen) != 0 ||
+	    kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock), why,
+	    wlen) != 0)
+		return KZ_ECONF;
 	e |= kz_conf_copy(k, "KZ_FIELD_KEY_FILE", rd, "field.key",
 	    c->key_file, sizeof(c->key_file), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_WORKERS_DIR", rd, "workers",

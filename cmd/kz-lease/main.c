@@ -135,7 +135,8 @@ oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 	    why, sizeof(why));
 	cJSON_Delete(req);
 	if (e != 0) {
-		fprintf(stderr, "kz-lease: %s: kz-lease unreachable: %s\n", op,
+		fprintf(stderr, "kz-lease: %s: kz-lease unreachable at %s: "
+		    "%s\n", op, a->socket ? a->socket : c->sock,
 		    kz_strerror(e));
 		return 3;
 	}

@@ -329,8 +329,15 @@ lease_serve(struct lease_conf *c)
 		    NULL);
 		goto out;
 	}
+	/* The opt-out is said once on stderr and kept in the log. */
+	if (c->audit_sock[0] == '\0') {
+		fprintf(stderr, "kz-lease: audit is off (KZ_AUDIT = off): no "
+		    "reset or retirement is recorded\n");
+		kz_log(KZ_LOG_WARN, "audit.off", 0, "audit is off", NULL);
+	}
 	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
-	    "worker_bin", c->worker_bin, NULL);
+	    "worker_bin", c->worker_bin, "audit", c->audit_sock[0] ?
+	    c->audit_sock : "off", NULL);
 	event_base_dispatch(d.base);
 	rc = 0;
 	/* Deletions in flight finish first: they and the stop below would

@@ -22,6 +22,7 @@
 #include "banned.h"
 
 static const char *const known[] = {"KZ_STORE_SOCKET", "KZ_AUDIT_SOCKET",
+	"KZ_AUDIT",
 	"KZ_RUN_DIR", "KZ_DEPLOYMENT", "LEASE_WORKERS_DIR",
 	"RESET_IO_TIMEOUT_MS", "RESET_STORE_TIMEOUT_MS", NULL};
 
@@ -42,13 +43,13 @@ load_conf(struct reset_conf *c, const char *path, char *why, size_t wlen)
 
 	if ((e = kz_conf_load(path, known, &k, why, wlen)) != 0)
 		return e;
-	snprintf(rd, sizeof(rd), "%s", kz_conf_str(k, "KZ_RUN_DIR",
-	    "/run/kaizen"));
-	snprintf(d, sizeof(d), "%s/store.sock", rd);
-	snprintf(c->store_sock, sizeof(c->store_sock), "%s",
-	    kz_conf_str(k, "KZ_STORE_SOCKET", d));
-	snprintf(c->audit_sock, sizeof(c->audit_sock), "%s",
-	    kz_conf_str(k, "KZ_AUDIT_SOCKET", ""));
+	/* Every socket's default is the one rule of kaizen.conf(5). */
+	if ((e = kz_run_dir(k, rd, sizeof(rd), why, wlen)) != 0 ||
+	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store",
+	    c->store_sock, sizeof(c->store_sock), why, wlen)) != 0 ||
+	    (e = kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock),
+	    why, wlen)) != 0)
+		goto out;
 	snprintf(c->dep, sizeof(c->dep), "%s", kz_conf_str(k,
 	    "KZ_DEPLOYMENT", "default"));
 	snprintf(d, sizeof(d), "%s/workers", rd);
@@ -58,6 +59,7 @@ load_conf(struct reset_conf *c, const char *path, char *why, size_t wlen)
 	    &c->io_timeout_ms, why, wlen)) == 0)
 		e = kz_conf_int(k, "RESET_STORE_TIMEOUT_MS", 2000, 10, 60000,
 		    &c->store_timeout_ms, why, wlen);
+out:
 	kz_conf_free(k);
 	return e;
 }
@@ -115,7 +117,9 @@ transition(const struct reset_conf *c, struct kz_store **s,
 	return KZ_EUNAVAIL;
 }
 
-static void
+/* The record of a reset that happened; 3 when the sink did not take it
+ * (the reset stands: undoing it would be the weaker boundary). */
+static int
 report(const struct reset_conf *c, const char *kind, const char *id,
     const char *token, cJSON *out, int64_t t0)
 {
@@ -130,13 +134,38 @@ report(const struct reset_conf *c, const char *kind, const char *id,
 	free(s);
 	fflush(stdout);
 	if (c->audit_sock[0] == '\0')
-		return;
+		return 0;
+	e = KZ_ENOMEM;
 	if ((a = kz_evidence_record(out, id, token, c->rid, ms)) == NULL ||
 	    (e = kz_audit_send(c->audit_sock, kind, a, KZ_AUDIT_TIMEOUT_MS,
-	    why, sizeof(why))) != 0)
-		kz_log(KZ_LOG_WARN, "audit.fail", a == NULL ? KZ_ENOMEM : e,
-		    a == NULL ? "out of memory" : why, NULL);
+	    why, sizeof(why))) != 0) {
+		kz_log(KZ_LOG_WARN, "audit.fail", e, a == NULL ?
+		    "out of memory" : why, "socket", c->audit_sock, NULL);
+		fprintf(stderr, "kz-reset: the audit sink %s did not record "
+		    "the %s\n", c->audit_sock, kind);
+	}
 	cJSON_Delete(a);
+	return e == 0 ? 0 : 3;
+}
+
+/* Audit on: a sink that does not answer now gets nothing touched. */
+static int
+audit_ready(const struct reset_conf *c)
+{
+	char why[160] = "";
+
+	if (c->audit_sock[0] == '\0') {
+		fprintf(stderr, "kz-reset: audit is off (KZ_AUDIT = off): this "
+		    "reset is not recorded\n");
+		return 0;
+	}
+	if (kz_audit_ping(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, why,
+	    sizeof(why)) != 0) {
+		fprintf(stderr, "kz-reset: audit sink %s unreachable (%s); "
+		    "nothing was reset\n", c->audit_sock, why);
+		return 3;
+	}
+	return 0;
 }
 
 static int
@@ -151,10 +180,14 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 	int64_t t0 = kz_now_ms();
 	int e, rc = 4;
 
+	if ((rc = audit_ready(c)) != 0)
+		return rc;
+	rc = 4;
 	if ((e = kz_store_open(c->store_sock, c->dep, (int)c->store_timeout_ms,
 	    &s, why, sizeof(why))) != 0 ||
 	    (e = fetch(s, id, token, &w, why, sizeof(why))) < 0) {
-		fprintf(stderr, "kz-reset: store unavailable\n");
+		fprintf(stderr, "kz-reset: store unavailable at %s\n",
+		    c->store_sock);
 		rc = 3;
 		goto out;
 	}
@@ -164,7 +197,7 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 			goto out;
 		cJSON_AddStringToObject(rs.out, "worker", id);
 		cJSON_AddStringToObject(rs.out, "result", "stale_token");
-		report(c, "retire", id, token, rs.out, t0);
+		(void)report(c, "retire", id, token, rs.out, t0);
 		fprintf(stderr, "kz-reset: stale_token\n");
 		rc = 1;
 		goto out;
@@ -176,7 +209,8 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 	kz_store_opid(op);
 	e = transition(c, &s, kz_reset_script(&rs, &av[3]), 4, av, &res);
 	if (e != 0) {
-		fprintf(stderr, "kz-reset: store unavailable\n");
+		fprintf(stderr, "kz-reset: store unavailable at %s\n",
+		    c->store_sock);
 		rc = 3;
 		goto out;
 	}
@@ -191,7 +225,8 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 		    rs.miss);
 		rc = 1;
 	}
-	report(c, rs.kind, id, token, rs.out, t0);
+	if (report(c, rs.kind, id, token, rs.out, t0) != 0 && rc == 0)
+		rc = 3;
 out:
 	cJSON_Delete(res);
 	kz_reset_release(&rs);

@@ -13,6 +13,8 @@ head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
 CG=kzt-$$
 on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
 on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
+# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
+export KZ_AUDIT=off
 export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
 export LEASE_CAPACITY=8 LEASE_MEMBER_LIMIT=64 LEASE_RECONCILE_MS=1000
