@@ -2,6 +2,7 @@
  * Configuration: every key of kz-project.conf, its default and its bound.
  * A value that cannot be read fails closed (exit 2), never a default.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ const char *const kzp_conf_keys[] = {
 	"KZ_FRAME_MAX", "KZ_PROJECT_BLOB_DIR", "KZ_PROJECT_MAX_FILES",
 	"KZ_PROJECT_MAX_FILE_BYTES", "KZ_PROJECT_MAX_TOTAL_BYTES",
 	"KZ_PROJECT_OUTPUT_MAX_BYTES", "KZ_PROJECT_OUTPUT_TYPES",
-	"KZ_PROJECT_SNAPSHOT_TTL", "KZ_PROJECT_POINTER_DEFAULT", NULL,
+	"KZ_PROJECT_SNAPSHOT_TTL", "KZ_PROJECT_POINTER_DEFAULT", "KZ_AUDIT", NULL,
 };
 
 static int
@@ -35,13 +36,22 @@ int
 kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 {
 	const struct kz_conf *k = c->conf;
-	const char *run = kz_conf_str(k, "KZ_RUN_DIR", "/run/kaizen");
+	char run[PATH_MAX], sock[108];
 	const char *ptr = kz_conf_str(k, "KZ_PROJECT_POINTER_DEFAULT",
 	    "private");
 	uint64_t mf, mt, om, fm;
 	int64_t files, ttl;
 	int e;
 
+	/* Every socket's default is the one rule of kaizen.conf(5). */
+	if ((e = kz_run_dir(k, run, sizeof(run), why, wlen)) != 0 ||
+	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", run, "store",
+	    c->store_sock, sizeof(c->store_sock), why, wlen)) != 0 ||
+	    (e = kz_conf_sock(k, "KZ_SOCKET", run, "kz-project", sock,
+	    sizeof(sock), why, wlen)) != 0 ||
+	    (e = kz_conf_audit(k, run, c->audit_sock, sizeof(c->audit_sock),
+	    why, wlen)) != 0)
+		return e;
 	if ((e = kz_conf_int(k, "KZ_PROJECT_MAX_FILES", 256, 1, 100000, &files,
 	    why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_PROJECT_MAX_FILE_BYTES", 64ull << 20,
@@ -69,9 +79,9 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 	c->frame_max = (size_t)fm;
 	p->out_types = kz_conf_str(k, "KZ_PROJECT_OUTPUT_TYPES",
 	    "txt,csv,json,md,html,svg,png,jpg,pdf,docx,pptx,xlsx,zip");
-	p->store_sock = kz_conf_str(k, "KZ_STORE_SOCKET", NULL);
+	p->store_sock = c->store_sock;
 	p->dep = kz_conf_str(k, "KZ_DEPLOYMENT", "default");
-	p->audit_sock = kz_conf_str(k, "KZ_AUDIT_SOCKET", NULL);
+	p->audit_sock = c->audit_sock;
 	if (kz_conf_str(k, "KZ_PROJECT_BLOB_DIR", NULL) != NULL)
 		p->blobdir = kz_conf_str(k, "KZ_PROJECT_BLOB_DIR", NULL);
 	else {
@@ -81,8 +91,7 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 	}
 	if (dup_path(&c->keyfile, kz_conf_str(k, "KZ_FIELD_KEY_FILE", run),
 	    kz_conf_str(k, "KZ_FIELD_KEY_FILE", NULL) ? "" : "/field.key") !=
-	    0 || dup_path(&c->sock, kz_conf_str(k, "KZ_SOCKET", run),
-	    kz_conf_str(k, "KZ_SOCKET", NULL) ? "" : "/kz-project.sock") != 0)
+	    0 || dup_path(&c->sock, sock, "") != 0)
 		return KZ_ENOMEM;
 	return 0;
 }

@@ -12,6 +12,8 @@ struct kzp_cfg {
 	char *blobdir;
 	char *keyfile;
 	char *sock;
+	char store_sock[108];
+	char audit_sock[108];	/* "" with KZ_AUDIT = off */
 	size_t frame_max;
 };
 

@@ -130,6 +130,9 @@ main(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	if (c.audit_sock[0] == '\0')
+		fprintf(stderr, "kz-project: audit is off (KZ_AUDIT = off): "
+		    "no decision is recorded\n");
 	if (strcmp(argv[1], "serve") == 0) {
 		if (n > 0) {
 			usage(stderr);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kz_json.h"
+#include "kz_log.h"
 #include "kzp.h"
 #include "scripts.h"
 #include "banned.h"
@@ -93,6 +94,13 @@ kzp_connect(struct kzp *p, struct kzp_res *r)
 		return 0;
 	if (kz_store_open(p->store_sock, p->dep, KZ_STORE_TIMEOUT_MS, &p->st,
 	    why, sizeof(why)) != 0) {
+		/* The reply names no path; the operator's line does. */
+		if (p->oneshot)
+			fprintf(stderr, "kz-project: store unreachable at %s: "
+			    "%s\n", p->store_sock, why);
+		else
+			kz_log(KZ_LOG_WARN, "store.fail", KZ_EUNAVAIL, why,
+			    "socket", p->store_sock, NULL);
 		kzp_fail(r, KZ_WE_STORE_UNAVAILABLE, "store unavailable");
 		return KZ_EUNAVAIL;
 	}

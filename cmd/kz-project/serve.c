@@ -87,7 +87,8 @@ kzp_serve(struct kzp *p, struct kzp_cfg *c)
 	if (sigs[0] == NULL || sigs[1] == NULL || evsignal_add(sigs[0], NULL) ||
 	    evsignal_add(sigs[1], NULL))
 		goto out;
-	kz_log(KZ_LOG_INFO, "project.start", 0, "serving", NULL);
+	kz_log(KZ_LOG_INFO, "project.start", 0, "serving", "socket", c->sock,
+	    "audit", *p->audit_sock ? p->audit_sock : "off", NULL);
 	event_base_dispatch(base);
 	kz_log(KZ_LOG_INFO, "project.stop", 0, "stopped", NULL);
 	rc = 0;

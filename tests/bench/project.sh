@@ -16,8 +16,8 @@
 #             for comparison.
 # Both run every check: verify and materialize each re-read the stored
 # snapshot and live state; materialize hashes every byte it writes and
-# delivers nothing unless every path, size and SHA-256 matches.  No audit
-# sink is configured (KZ_AUDIT_SOCKET unset), on both paths.
+# delivers nothing unless every path, size and SHA-256 matches.  Audit is
+# off (KZ_AUDIT=off, the explicit opt-out), on both paths.
 set -eu
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 P=${KZ_PROJECT_BIN:-$TOP/bin/kz-project}	# another build to compare
@@ -34,6 +34,7 @@ for _ in $(seq 100); do [ -S "$T/store.sock" ] && break; sleep 0.05; done
 export KZ_STORE_SOCKET=$T/store.sock KZ_RUN_DIR=$T KZ_FIELD_KEY_FILE=$T/field.key \
 	KZ_PROJECT_BLOB_DIR=$T/blobs
 unset KZ_AUDIT_SOCKET KZ_CONFIG
+export KZ_AUDIT=off
 head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
 
 # The client: admit, verify, materialize over one connection; exits 0 only

@@ -105,7 +105,7 @@ while True:
 PYEOF
 _pids="$_pids $!"
 wait_sock "$T/audit.sock" 5
-export KZ_AUDIT_SOCKET=$T/audit.sock
+export KZ_AUDIT=on KZ_AUDIT_SOCKET=$T/audit.sock
 adm a14 --room r10 --member bob --turn t3
 q verify --snapshot "$T/a14.json"
 adm a14b --room r10 --member bob --turn t4 --select d11p
