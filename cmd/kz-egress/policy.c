@@ -4,6 +4,7 @@
  * value that cannot be read or parsed, and any prerequisite that is missing,
  * leaves the mode in force at isolated, with the reason kept for status.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ const char *const eg_conf_keys[] = {
 	"SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS",
 	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_AUDIT_SOCKET", "KZ_FIELD_KEY_FILE",
-	"KZ_LOG_LEVEL", NULL,
+	"KZ_LOG_LEVEL", "KZ_AUDIT", NULL,
 };
 
 #define DEFAULT_PRIVATE "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
@@ -260,6 +261,8 @@ default_resolver(char *out, size_t len)
 		fclose(f);
 }
 
+static void load_audit(struct eg_policy *p, const struct kz_conf *c);
+
 static void
 load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 {
@@ -281,9 +284,42 @@ load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 		p->turn_host[0] = '\0';
 		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
 	}
-	v = kz_conf_str(c, "SANDBOX_EGRESS_AUDIT_SOCKET",
-	    kz_conf_str(c, "KZ_AUDIT_SOCKET", ""));
-	snprintf(p->audit_sock, sizeof(p->audit_sock), "%s", v);
+	load_audit(p, c);
+}
+
+/*
+ * The sink of refusal records: KZ_AUDIT and the one socket rule
+ * (kaizen.conf(5)), SANDBOX_EGRESS_AUDIT_SOCKET first.  A sink that
+ * cannot be named isolates the proxy rather than refuse unrecorded.
+ */
+static void
+load_audit(struct eg_policy *p, const struct kz_conf *c)
+{
+	const char *v = kz_conf_str(c, "SANDBOX_EGRESS_AUDIT_SOCKET", NULL);
+	char run[PATH_MAX], why[160] = "";
+	bool on = true;
+
+	p->audit_sock[0] = '\0';
+	if (kz_conf_bool(c, "KZ_AUDIT", true, &on, why, sizeof(why)) != 0) {
+		isolate(p, "KZ_AUDIT: expected on or off");
+		return;
+	}
+	if (!on)
+		return;
+	if (v != NULL && *v != '\0') {
+		if ((size_t)snprintf(p->audit_sock, sizeof(p->audit_sock), "%s",
+		    v) >= sizeof(p->audit_sock)) {
+			p->audit_sock[0] = '\0';
+			isolate(p, "SANDBOX_EGRESS_AUDIT_SOCKET is too long");
+		}
+		return;
+	}
+	if (kz_run_dir(c, run, sizeof(run), why, sizeof(why)) != 0 ||
+	    kz_conf_audit(c, run, p->audit_sock, sizeof(p->audit_sock), why,
+	    sizeof(why)) != 0) {
+		p->audit_sock[0] = '\0';
+		isolate(p, "the audit sink cannot be named (KZ_AUDIT_SOCKET)");
+	}
 }
 
 static void
@@ -497,6 +533,8 @@ status_json(const struct eg_policy *p)
 	cJSON_AddBoolToObject(o, "token_ttl_clamped", p->ttl_clamped);
 	cJSON_AddBoolToObject(o, "turn", p->turn_host[0] != '\0');
 	cJSON_AddBoolToObject(o, "public_key", p->have_pk);
+	cJSON_AddStringToObject(o, "audit", p->audit_sock[0] ? p->audit_sock :
+	    "off");
 	return o;
 }
 
@@ -525,5 +563,6 @@ eg_policy_status(const struct eg_policy *p, bool json)
 	printf("\ntoken ttl: %llds%s\n", (long long)p->ttl,
 	    p->ttl_clamped ? " (clamped from a larger configured value)" : "");
 	printf("turn: %s\n", p->turn_host[0] ? "configured" : "none");
+	printf("audit: %s\n", p->audit_sock[0] ? p->audit_sock : "off");
 	cJSON_Delete(o);
 }

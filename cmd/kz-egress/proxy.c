@@ -562,13 +562,20 @@ eg_proxy_run(struct eg_policy *p)
 		r = KZ_ESYS;
 		goto out;
 	}
+	/* The opt-out is said once on stderr and kept in the log. */
+	if (p->audit_sock[0] == '\0') {
+		fprintf(stderr, "kz-egress: audit is off (KZ_AUDIT = off): no "
+		    "refusal is recorded\n");
+		kz_log(KZ_LOG_WARN, "audit.off", 0, "audit is off", NULL);
+	}
 	eg_audit_start(p->audit_sock);
 	for (started = 1; started < n; started++)
 		if (pthread_create(&tid[started], NULL, worker_main,
 		    &w[started]) != 0)
 			break;
 	kz_log(KZ_LOG_INFO, "egress.start", 0, "serving",
-	    "mode", eg_mode_name(p->mode), NULL);
+	    "mode", eg_mode_name(p->mode), "audit", p->audit_sock[0] ?
+	    p->audit_sock : "off", NULL);
 	event_base_dispatch(w[0].base);
 	on_signal(0, 0, &a);
 	for (size_t i = 1; i < started; i++)
