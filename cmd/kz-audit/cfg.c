@@ -1,8 +1,12 @@
 /*
  * Configuration: the file (--config or KZ_CONFIG), environment over file,
- * defaults last.  KZ_AUDIT_DIR and KZ_SOCKET default under KZ_RUN_DIR when
- * it is set, so kz-supervise only has to give the run directory.
+ * defaults last.  KZ_SOCKET and KZ_FIELD_KEY_FILE default under the run
+ * dir by the one rule of kaizen.conf(5) (lib/conf.c); KZ_AUDIT_DIR is
+ * RUN/audit when KZ_RUN_DIR is set (kz-supervise only has to give the run
+ * directory), else /var/lib/kaizen/audit, which survives a reboot.
  */
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sodium.h>
 
@@ -12,8 +16,6 @@
 #include "banned.h"
 
 #define DEFAULT_DIR "/var/lib/kaizen/audit"
-#define DEFAULT_SOCK "/run/kaizen/kz-audit.sock"
-#define DEFAULT_KEY "/etc/kaizen/field.key"
 
 static const char *const known[] = {
 	"KZ_AUDIT_DIR", "KZ_AUDIT_MAX_FILE_BYTES", "KZ_FIELD_KEY_FILE",
@@ -56,19 +58,20 @@ int
 aud_cfg_load(const char *path, struct aud_cfg *c, char *why, size_t wlen)
 {
 	struct kz_conf *k = NULL;
+	char run[PATH_MAX];
 	int r;
 
 	memset(c, 0, sizeof(*c));
 	if ((r = kz_conf_load(path, known, &k, why, wlen)) != 0)
 		return r;
 	c->conf = k;
-	if ((r = dflt_under_run(k, "KZ_AUDIT_DIR", "audit", DEFAULT_DIR,
+	if ((r = kz_run_dir(k, run, sizeof(run), why, wlen)) != 0 ||
+	    (r = dflt_under_run(k, "KZ_AUDIT_DIR", "audit", DEFAULT_DIR,
 	    c->dir, sizeof(c->dir), why, wlen)) != 0 ||
-	    (r = dflt_under_run(k, "KZ_SOCKET", "kz-audit.sock", DEFAULT_SOCK,
-	    c->socket, sizeof(c->socket), why, wlen)) != 0 ||
-	    (r = copy(c->keyfile, sizeof(c->keyfile), kz_conf_str(k,
-	    "KZ_FIELD_KEY_FILE", DEFAULT_KEY), "KZ_FIELD_KEY_FILE", why,
-	    wlen)) != 0 ||
+	    (r = kz_conf_sock(k, "KZ_SOCKET", run, "kz-audit", c->socket,
+	    sizeof(c->socket), why, wlen)) != 0 ||
+	    (r = kz_conf_copy(k, "KZ_FIELD_KEY_FILE", run, "field.key",
+	    c->keyfile, sizeof(c->keyfile), why, wlen)) != 0 ||
 	    (r = kz_conf_size(k, "KZ_AUDIT_MAX_FILE_BYTES",
 	    AUD_MAX_FILE_DEFAULT, 1ull << 40, &c->max_file, why, wlen)) != 0 ||
 	    (r = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
@@ -76,6 +79,10 @@ aud_cfg_load(const char *path, struct aud_cfg *c, char *why, size_t wlen)
 	    (r = kz_peer_policy_parse(kz_conf_str(k, "KZ_PEER_UIDS", ""),
 	    kz_conf_str(k, "KZ_PEER_GIDS", ""), &c->peers, why, wlen)) != 0)
 		goto out;
+	if (c->keyfile[0] == '\0') {
+		kz_why(why, wlen, "KZ_FIELD_KEY_FILE is empty");
+		r = KZ_ECONF;
+	}
 	if (c->max_file < AUD_MAX_FILE_MIN) {
 		kz_why(why, wlen, "KZ_AUDIT_MAX_FILE_BYTES is below %llu",
 		    (unsigned long long)AUD_MAX_FILE_MIN);

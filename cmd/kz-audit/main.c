@@ -46,11 +46,11 @@ usage(FILE *f)
 	    "       kz-audit append [--config FILE] [--socket PATH] < EVENTS\n"
 	    "       kz-audit verify [--config FILE] [--field-key FILE] "
 	    "[--anchor]\n"
-	    "                       --dir DIR | FILE...\n"
+	    "                       [--dir DIR | FILE...]\n"
 	    "       kz-audit query [--kind KIND] [--since TIME] [--until TIME]\n"
 	    "                      [--actor-hash HEX] [--conversation-hash HEX]"
 	    "\n"
-	    "                      [--config FILE] --dir DIR | FILE...\n"
+	    "                      [--config FILE] [--dir DIR | FILE...]\n"
 	    "       kz-audit --help | --version\n"
 	    "TIME is YYYY-MM-DDTHH:MM:SS[.mmm]Z or seconds since the epoch.\n"
 	    "Exit: 0 done, 1 refused or a bad record, 2 usage, input or "
@@ -72,7 +72,14 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_SOCKET: o->socket = optarg; break;
 		case O_KEY: o->key = optarg; break;
 		case O_DIR: o->dir = optarg; break;
-		case O_KIND: o->q.kind = optarg; break;
+		case O_KIND:
+			if (!aud_kind_known(optarg)) {
+				fprintf(stderr, "kz-audit: unknown kind '%.64s' "
+				    "(kz-audit(8) lists the kinds)\n", optarg);
+				return 2;
+			}
+			o->q.kind = optarg;
+			break;
 		case O_ACTOR: o->q.actor_hash = optarg; break;
 		case O_CONV: o->q.conversation_hash = optarg; break;
 		case O_ANCHOR: o->anchor = true; break;
@@ -97,24 +104,31 @@ parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* The files to read: --dir's log files in chain order, or the operands. */
+/*
+ * The files to read: the operands, or --dir's log files in chain order,
+ * or by default those of the configured log directory (KZ_AUDIT_DIR, else
+ * RUN/audit with KZ_RUN_DIR: the one rule of kaizen.conf(5)).
+ */
 static int
-files_of(const struct opts *o, int argc, char **argv, char ***files,
-    size_t *n)
+files_of(struct opts *o, const struct aud_cfg *c, int argc, char **argv,
+    char ***files, size_t *n)
 {
 	char why[200];
 
-	if ((o->dir != NULL) == (optind < argc)) {
-		fprintf(stderr, "kz-audit: give --dir DIR or files\n");
+	if (o->dir != NULL && optind < argc) {
+		fprintf(stderr, "kz-audit: give --dir DIR or files, not "
+		    "both\n");
 		return 2;
 	}
+	if (o->dir == NULL && optind == argc)
+		o->dir = c->dir;
 	if (o->dir == NULL) {
 		*files = argv + optind;
 		*n = (size_t)(argc - optind);
 		return 0;
 	}
 	if (aud_dir_files(o->dir, files, n, why, sizeof(why)) != 0) {
-		fprintf(stderr, "kz-audit: %s\n", why);
+		fprintf(stderr, "kz-audit: %s: %s\n", o->dir, why);
 		return 2;
 	}
 	return 0;
@@ -133,7 +147,7 @@ run_verify(struct opts *o, struct aud_cfg *c, int argc, char **argv)
 		fprintf(stderr, "kz-audit: %s\n", why);
 		return 2;
 	}
-	if ((rc = files_of(o, argc, argv, &files, &n)) == 0) {
+	if ((rc = files_of(o, c, argc, argv, &files, &n)) == 0) {
 		rc = aud_verify_anchor(&akey, files, n, o->anchor, stdout,
 		    stderr);
 		if (o->dir != NULL)
@@ -144,13 +158,13 @@ run_verify(struct opts *o, struct aud_cfg *c, int argc, char **argv)
 }
 
 static int
-run_query(struct opts *o, int argc, char **argv)
+run_query(struct opts *o, const struct aud_cfg *c, int argc, char **argv)
 {
 	char **files = NULL;
 	size_t n = 0;
 	int rc;
 
-	if ((rc = files_of(o, argc, argv, &files, &n)) != 0)
+	if ((rc = files_of(o, c, argc, argv, &files, &n)) != 0)
 		return rc;
 	rc = aud_query(&o->q, files, n, stdout, stderr);
 	if (o->dir != NULL)
@@ -174,7 +188,7 @@ run(const char *cmd, struct opts *o, struct aud_cfg *c, int argc,
 	if (strcmp(cmd, "verify") == 0)
 		return run_verify(o, c, argc, argv);
 	if (strcmp(cmd, "query") == 0)
-		return run_query(o, argc, argv);
+		return run_query(o, c, argc, argv);
 	usage(stderr);
 	return 2;
 }
