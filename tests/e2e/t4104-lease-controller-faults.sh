@@ -20,11 +20,12 @@ bg kz-lease serve --socket "$S" 2>"$T/lease.log"
 wait_sock "$S"
 st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
-# Samples the pool every 0.1 s: the worker directories listed both before
+# Samples the pool every 0.1 s (directories only: kz-lease keeps a failed
+# worker's log as workers/last-failed.log): the worker directories listed both before
 # and after a status call existed throughout it, so that status must count
 # at least that many ("n total" per line).
 ( while :; do
-	d1=$(ls "$T/workers" 2>/dev/null); tot=$(kz-lease status --socket "$S" 2>/dev/null | grep -o "\"total\":[0-9]*" | cut -d: -f2); d2=$(ls "$T/workers" 2>/dev/null)
+	d1=$(ls -d "$T"/workers/*/ 2>/dev/null); tot=$(kz-lease status --socket "$S" 2>/dev/null | grep -o "\"total\":[0-9]*" | cut -d: -f2); d2=$(ls -d "$T"/workers/*/ 2>/dev/null)
 	n=$(comm -12 <(echo "$d1" | grep . | sort) <(echo "$d2" | grep . | sort) | wc -l)
 	[ -n "$tot" ] && echo "$n $tot" >>"$T/totals"
 	sleep 0.1
