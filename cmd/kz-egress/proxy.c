@@ -26,6 +26,7 @@
 #include <pthread.h>
 
 #include "egress.h"
+#include "kz_audit.h"
 #include "kz_log.h"
 #include "kz_sock.h"
 #include "conn.h"
@@ -543,6 +544,7 @@ eg_proxy_run(struct eg_policy *p)
 	struct all a = {w, 0};
 	size_t n = (size_t)p->threads, started = 0;
 	int ufd[8], r = 0;
+	char awhy[160] = "";
 	atomic_size_t nconns = 0;
 
 	memset(w, 0, sizeof(w));
@@ -562,12 +564,17 @@ eg_proxy_run(struct eg_policy *p)
 		r = KZ_ESYS;
 		goto out;
 	}
-	/* The opt-out is said once on stderr and kept in the log. */
+	/* The opt-out is said once on stderr and kept in the log.  A sink
+	 * not up yet does not keep the proxy from serving (a refusal is a
+	 * refusal either way); the operator is told where it was looked for. */
 	if (p->audit_sock[0] == '\0') {
 		fprintf(stderr, "kz-egress: audit is off (KZ_AUDIT = off): no "
 		    "refusal is recorded\n");
 		kz_log(KZ_LOG_WARN, "audit.off", 0, "audit is off", NULL);
-	}
+	} else if (kz_audit_ping(p->audit_sock, 1000, awhy,
+	    sizeof(awhy)) != 0)
+		kz_log(KZ_LOG_WARN, "audit.unreachable", KZ_EUNAVAIL, awhy,
+		    "socket", p->audit_sock, NULL);
 	eg_audit_start(p->audit_sock);
 	for (started = 1; started < n; started++)
 		if (pthread_create(&tid[started], NULL, worker_main,

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 #include <sodium.h>
 
+#include "kz_audit.h"
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
@@ -329,11 +330,18 @@ lease_serve(struct lease_conf *c)
 		    NULL);
 		goto out;
 	}
-	/* The opt-out is said once on stderr and kept in the log. */
+	/* The opt-out is said once on stderr and kept in the log.  A sink
+	 * not up yet does not keep the pool from starting (kz-audit may start
+	 * later); the operator is told where it was looked for. */
 	if (c->audit_sock[0] == '\0') {
 		fprintf(stderr, "kz-lease: audit is off (KZ_AUDIT = off): no "
 		    "reset or retirement is recorded\n");
 		kz_log(KZ_LOG_WARN, "audit.off", 0, "audit is off", NULL);
+	} else {
+		why[0] = '\0';
+		if (kz_audit_ping(c->audit_sock, 1000, why, sizeof(why)) != 0)
+			kz_log(KZ_LOG_WARN, "audit.unreachable", KZ_EUNAVAIL,
+			    why, "socket", c->audit_sock, NULL);
 	}
 	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
 	    "worker_bin", c->worker_bin, "audit", c->audit_sock[0] ?
