@@ -10,7 +10,7 @@ BIN=$TOP/bin
 [ "$(id -u)" = 0 ] || { echo "demo: run as root (namespaces, cgroups)" >&2; exit 2; }
 RUN=$(mktemp -d /tmp/kz-demo.XXXXXX)
 chmod 0755 "$RUN"
-export KZ_RUN_DIR=$RUN KZ_AUDIT_SOCKET=$RUN/kz-audit.sock
+export KZ_RUN_DIR=$RUN
 # A demo that worked leaves nothing; one that failed keeps the run dir, and
 # says so, for the logs it points at.
 stop() {

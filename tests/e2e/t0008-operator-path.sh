@@ -33,7 +33,7 @@ like "$(cat "$T/start.err")" "kz-lease running pid [0-9]+ socket $R/kz-lease.soc
 	"the status goes to stderr"
 # At once: start returned only once a worker was warm and admission open.
 rc_is 0 "a kz-run issued right after start succeeds" \
-	env -i PATH="$PATH" KZ_RUN_DIR="$R" KZ_AUDIT_SOCKET="$R/kz-audit.sock" \
+	env -i PATH="$PATH" KZ_RUN_DIR="$R" \
 	kz-run --actor alice --conversation op -- /bin/true
 st=$(env -i PATH="$PATH" KZ_RUN_DIR="$R" kz-lease status)
 like "$st" '"admission":true' "admission is open"
@@ -42,13 +42,13 @@ like "$st" '"last_worker_failure":""' "no worker has failed"
 GET='exec 3<>/dev/tcp/127.0.0.1/3128 || exit 9
 printf "GET http://origin.kz.test/via-supervise HTTP/1.1\r\nHost: origin.kz.test\r\nConnection: close\r\n\r\n" >&3
 cat <&3'
-o=$(KZ_RUN_DIR=$R KZ_AUDIT_SOCKET=$R/kz-audit.sock kz-run --actor alice \
+o=$(KZ_RUN_DIR=$R kz-run --actor alice \
 	--conversation op --egress -- /bin/bash -c "$GET" 2>"$T/eg.err"); rc=$?
 is "$rc" 0 "kz-run --egress under kz-supervise exits 0"
 like "$(printf '%s' "$o" | tr '\r\n' '  ')" '^HTTP/1.1 200 .*origin origin.kz.test /via-supervise' \
 	"the run reaches the test host through the relay and kz-egress"
 like "$(audit "$R" dispatch | tail -1)" '"egress":"granted"' "its dispatch record says granted"
-o=$(KZ_RUN_DIR=$R KZ_AUDIT_SOCKET=$R/kz-audit.sock kz-run --actor alice \
+o=$(KZ_RUN_DIR=$R kz-run --actor alice \
 	--conversation op -- /bin/bash -c "$GET" 2>&1); rc=$?
 is "$rc" 9 "without --egress the same code has no proxy"
 
@@ -61,7 +61,7 @@ for b in "$BIN"/kz-*; do [ "${b##*/}" = kz-egress ] || ln -s "$b" "$NB/"; done
 on_exit "KZ_BIN=$NB kz-supervise stop --run-dir $R2 >/dev/null 2>&1"
 t "a stack without kz-egress starts" env KZ_BIN="$NB" kz-supervise start --run-dir "$R2"
 mark=$T/ran-without-egress
-o=$(KZ_RUN_DIR=$R2 KZ_AUDIT_SOCKET=$R2/kz-audit.sock kz-run --actor bob \
+o=$(KZ_RUN_DIR=$R2 kz-run --actor bob \
 	--conversation op --egress -- /bin/sh -c "echo ran" 2>&1); rc=$?
 is "$rc" 3 "kz-run --egress on a pool without egress exits 3"
 is "$(printf '%s\n' "$o" | wc -l)" 1 "with one line"
