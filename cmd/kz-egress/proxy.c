@@ -27,6 +27,7 @@
 
 #include "egress.h"
 #include "kz_log.h"
+#include "kz_notify.h"
 #include "kz_sock.h"
 #include "conn.h"
 #include "banned.h"
@@ -562,6 +563,11 @@ eg_proxy_run(struct eg_policy *p)
 		r = KZ_ESYS;
 		goto out;
 	}
+	/* Every listener is bound; said before any thread starts, since
+	 * the first call edits the environment. */
+	if (kz_notify_ready("serving") != 0)
+		kz_log(KZ_LOG_WARN, "egress.notify", KZ_ESYS,
+		    "cannot tell the service manager it is ready", NULL);
 	eg_audit_start(p->audit_sock);
 	for (started = 1; started < n; started++)
 		if (pthread_create(&tid[started], NULL, worker_main,
@@ -570,6 +576,7 @@ eg_proxy_run(struct eg_policy *p)
 	kz_log(KZ_LOG_INFO, "egress.start", 0, "serving",
 	    "mode", eg_mode_name(p->mode), NULL);
 	event_base_dispatch(w[0].base);
+	(void)kz_notify_stopping();
 	on_signal(0, 0, &a);
 	for (size_t i = 1; i < started; i++)
 		pthread_join(tid[i], NULL);
