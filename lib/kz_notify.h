@@ -8,8 +8,7 @@
  * The first call reads NOTIFY_SOCKET and removes it from the environment:
  * children started later (kz-lease's workers) must not speak for this
  * daemon.  Make it before starting children, or threads that read the
- * environment.  Calls come from
- * one thread.
+ * environment.  Calls come from one thread.
  */
 #ifndef KZ_NOTIFY_H
 #define KZ_NOTIFY_H
