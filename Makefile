@@ -7,6 +7,14 @@
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
+BINDIR   ?= $(PREFIX)/bin
+# The config under PREFIX/etc, except for PREFIX=/usr: /etc.
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+LIBEXECDIR ?= $(PREFIX)/libexec
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
+# The store kz-store.service runs: valkey-server where installed, else
+# redis-server (the same arguments).
+STORE_SERVER ?= $(or $(shell command -v valkey-server 2>/dev/null),$(shell command -v redis-server 2>/dev/null),/usr/bin/redis-server)
 CC       ?= cc
 PKGS      = libseccomp libcap-ng hiredis libsodium libcjson libevent
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -123,26 +131,33 @@ demo: deps
 	$(MAKE) all
 	tests/demo.sh
 
+# The units are templates: their paths are the installed ones.
+UNIT_SED = -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	-e 's|@STORE_SERVER@|$(STORE_SERVER)|g'
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
-		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/etc/kaizen \
-		$(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(SYSCONFDIR)/kaizen \
+		$(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
-	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(BINDIR)/
 	for s in 1 5 7 8; do for m in man/man$$s/*.$$s; do [ -f $$m ] && \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done; done; true
-	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(PREFIX)/etc/kaizen/$${c##*/}; \
+	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(SYSCONFDIR)/kaizen/$${c##*/}; \
 		[ -f $$t ] || install -m 0644 $$c $$t; done
-	install -m 0644 etc/systemd/* $(DESTDIR)$(PREFIX)/lib/systemd/system/
+	for u in etc/systemd/*; do sed $(UNIT_SED) $$u >$(DESTDIR)$(UNITDIR)/$${u##*/}.tmp && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/}.tmp && \
+		mv $(DESTDIR)$(UNITDIR)/$${u##*/}.tmp $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+	! grep -n '@[A-Z_]*@' $(DESTDIR)$(UNITDIR)/kz-*.service
 	install -m 0644 etc/sysusers.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/
 	install -m 0644 etc/tmpfiles.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/
 	# kz-pi-validate's child script and the pinned Pi loaders beside it.
-	install -d $(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate
+	install -d $(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate
 	install -m 0644 cmd/kz-pi-validate/child.mjs \
-		$(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate/
+		$(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate/
 	if [ -d node_modules ]; then cp -a node_modules \
-		$(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate/; fi
+		$(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate/; fi
 
 clean:
 	rm -rf build $(BINS:%=bin/%)
