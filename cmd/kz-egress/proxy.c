@@ -28,6 +28,7 @@
 #include "egress.h"
 #include "kz_audit.h"
 #include "kz_log.h"
+#include "kz_notify.h"
 #include "kz_sock.h"
 #include "conn.h"
 #include "banned.h"
@@ -575,6 +576,11 @@ eg_proxy_run(struct eg_policy *p)
 	    sizeof(awhy)) != 0)
 		kz_log(KZ_LOG_WARN, "audit.unreachable", KZ_EUNAVAIL, awhy,
 		    "socket", p->audit_sock, NULL);
+	/* Every listener is bound; said before any thread starts, since
+	 * the first call edits the environment. */
+	if (kz_notify_ready("serving") != 0)
+		kz_log(KZ_LOG_WARN, "egress.notify", KZ_ESYS,
+		    "cannot tell the service manager it is ready", NULL);
 	eg_audit_start(p->audit_sock);
 	for (started = 1; started < n; started++)
 		if (pthread_create(&tid[started], NULL, worker_main,
@@ -584,6 +590,7 @@ eg_proxy_run(struct eg_policy *p)
 	    "mode", eg_mode_name(p->mode), "audit", p->audit_sock[0] ?
 	    p->audit_sock : "off", NULL);
 	event_base_dispatch(w[0].base);
+	(void)kz_notify_stopping();
 	on_signal(0, 0, &a);
 	for (size_t i = 1; i < started; i++)
 		pthread_join(tid[i], NULL);

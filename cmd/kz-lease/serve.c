@@ -22,6 +22,7 @@
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_notify.h"
 #include "kz_pool.h"
 #include "kz_srv.h"
 #include "kz_store.h"
@@ -203,6 +204,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	admission(d);
+	ready_tick(d);
 	if (!d->store_ok)
 		return;
 	maint_tick(d);
@@ -295,6 +297,7 @@ lease_serve(struct lease_conf *c)
 		return 3;
 	}
 	make_snap_dir(c);
+	ready_start(&d);
 	if ((d.base = event_base_new()) == NULL)
 		goto out;
 	ac.sock = c->store_sock;
@@ -347,6 +350,7 @@ lease_serve(struct lease_conf *c)
 	    "worker_bin", c->worker_bin, "audit", c->audit_sock[0] ?
 	    c->audit_sock : "off", NULL);
 	event_base_dispatch(d.base);
+	(void)kz_notify_stopping();
 	rc = 0;
 	/* Deletions in flight finish first: they and the stop below would
 	 * otherwise remove the same directories at once. */

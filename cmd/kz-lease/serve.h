@@ -67,6 +67,12 @@ void jobs_stop(struct d *d);
 void maint_nothing(struct d *d, int err, cJSON *res, const char *why,
     void *arg);
 
+/* ready.c: readiness and progress for the service manager (kz_notify).
+ * ready_start comes first, before any worker is started; ready_tick on
+ * every tick. */
+void ready_start(struct d *d);
+void ready_tick(struct d *d);
+
 /* reset.c: in-process fenced resets on a pool of nthreads threads. */
 KZ_WUR int resets_new(struct d *d, int nthreads);
 void resets_free(struct d *d);

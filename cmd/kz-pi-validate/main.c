@@ -38,7 +38,11 @@ usage(FILE *f)
 	    "3 sandbox or loader unavailable, 4 internal.\n");
 }
 
-/* Paths beside the binary: bin/../cmd/kz-pi-validate, bin/../node_modules */
+/*
+ * Paths beside the binary: PREFIX/bin/../libexec/kaizen/kz-pi-validate
+ * where make install put the child script, else the source tree's
+ * bin/../cmd/kz-pi-validate and bin/../node_modules.
+ */
 static void
 beside(char *out, size_t len, const char *rel)
 {
@@ -53,9 +57,43 @@ beside(char *out, size_t len, const char *rel)
 	snprintf(out, len, "%s/../%s", dirname(exe), rel);
 }
 
+/* child.mjs and node_modules: the installed layout if it is there. */
+static void
+loaders(char *child, char *mods, size_t len)
+{
+	beside(child, len, "libexec/kaizen/kz-pi-validate/child.mjs");
+	if (access(child, R_OK) == 0) {
+		beside(mods, len, "libexec/kaizen/kz-pi-validate/node_modules");
+		return;
+	}
+	beside(child, len, "cmd/kz-pi-validate/child.mjs");
+	beside(mods, len, "node_modules");
+}
+
 /*
- * The default node and npm: the first on PATH (an operator's Node 20 may
- * live in /usr/local/bin), else the Debian location.  The result is an
+ * The pinned Node that tests/npm-deps.sh installs where the system's is
+ * too old, and make install copies: node/bin/node beside the loaders'
+ * node_modules.  NULL when it is not there.
+ */
+static const char *
+pinned_node(const char *mods, char *buf, size_t len)
+{
+	const char *slash = strrchr(mods, '/');
+	int n;
+
+	if (slash == NULL)
+		return NULL;
+	n = snprintf(buf, len, "%.*s/node/bin/node", (int)(slash - mods),
+	    mods);
+	if (n <= 0 || (size_t)n >= len || access(buf, X_OK) != 0)
+		return NULL;
+	return buf;
+}
+
+/*
+ * The default npm, and node when no pinned one is beside the loaders: the
+ * first on PATH (an operator's Node 20 may live in /usr/local/bin), else
+ * the Debian location.  The result is an
  * absolute path, so the sandbox runs exactly what was found here.
  */
 static const char *
@@ -82,21 +120,21 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	static char child[PATH_MAX], mods[PATH_MAX], sbx[PATH_MAX];
 	static char node[PATH_MAX], npm[PATH_MAX];
 	char why[256];
-	const char *iso;
+	const char *iso, *pin;
 	int64_t v;
 
 	if (kz_conf_load(file, keys, kc, why, sizeof(why)) != 0)
 		goto bad;
-	beside(child, sizeof(child), "cmd/kz-pi-validate/child.mjs");
-	beside(mods, sizeof(mods), "node_modules");
+	loaders(child, mods, sizeof(child));
 	beside(sbx, sizeof(sbx), "bin/kz-sandbox");
 	c->keyfile = kz_conf_str(*kc, "KZ_FIELD_KEY_FILE", NULL);
 	c->sandbox_bin = kz_conf_str(*kc, "KZ_SANDBOX_BIN", sbx);
 	c->sandbox_conf = kz_conf_str(*kc, "KZ_PI_SANDBOX_CONFIG", NULL);
-	c->node = kz_conf_str(*kc, "KZ_PI_NODE",
-	    on_path("node", "/usr/bin/node", node, sizeof(node)));
 	c->child_js = kz_conf_str(*kc, "KZ_PI_CHILD", child);
 	c->modules = kz_conf_str(*kc, "KZ_PI_MODULES", mods);
+	pin = pinned_node(c->modules, node, sizeof(node));
+	c->node = kz_conf_str(*kc, "KZ_PI_NODE", pin != NULL ? pin :
+	    on_path("node", "/usr/bin/node", node, sizeof(node)));
 	c->pi_version = kz_conf_str(*kc, "KZ_PI_VERSION", "0.73.1");
 	c->npm = kz_conf_str(*kc, "KZ_PI_NPM",
 	    on_path("npm", "/usr/bin/npm", npm, sizeof(npm)));

@@ -11,6 +11,7 @@
 
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_notify.h"
 #include "kz_srv.h"
 #include "kzp.h"
 #include "kzp_conf.h"
@@ -89,7 +90,11 @@ kzp_serve(struct kzp *p, struct kzp_cfg *c)
 		goto out;
 	kz_log(KZ_LOG_INFO, "project.start", 0, "serving", "socket", c->sock,
 	    "audit", *p->audit_sock ? p->audit_sock : "off", NULL);
+	if (kz_notify_ready("serving") != 0)
+		kz_log(KZ_LOG_WARN, "project.notify", KZ_ESYS,
+		    "cannot tell the service manager it is ready", NULL);
 	event_base_dispatch(base);
+	(void)kz_notify_stopping();
 	kz_log(KZ_LOG_INFO, "project.stop", 0, "stopped", NULL);
 	rc = 0;
 out:

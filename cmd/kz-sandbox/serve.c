@@ -18,6 +18,7 @@
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_notify.h"
 #include "sbx.h"
 #include "banned.h"
 
@@ -470,6 +471,9 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	}
 	kz_log(KZ_LOG_INFO, "sandbox.ready", 0, "worker ready", "worker",
 	    w->c->id, NULL);
+	if (kz_notify_ready("serving") != 0)
+		kz_log(KZ_LOG_WARN, "sandbox.notify", KZ_ESYS,
+		    "cannot tell the service manager it is ready", NULL);
 	while (!quit && !stopping) {
 		struct pollfd p = {.fd = lfd, .events = POLLIN};
 		int fd;
@@ -483,6 +487,7 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 		close(fd);
 	}
 	kz_log(KZ_LOG_INFO, "sandbox.stop", 0, "worker stopping", NULL);
+	(void)kz_notify_stopping();
 	if (pidf != NULL)
 		(void)unlink(pidf);
 	return 0;

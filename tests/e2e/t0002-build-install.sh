@@ -1,10 +1,13 @@
 #!/bin/bash
 # Every binary is hardened, answers --help and --version, and `make install`
-# puts binaries, man pages, config and units where INSTALL says.
+# puts binaries, man pages, config and units where INSTALL says; the units
+# it writes name the installed paths (PREFIX, DESTDIR staging, PREFIX=/usr
+# with its config in /etc) and the store server that is installed, are
+# Type=notify, and pass systemd-analyze verify where it exists.
 . "$(dirname "$0")/lib.sh"
 bins=$(cd "$TOP/cmd" && ls -d kz-* | sort)
 n=$(echo "$bins" | wc -w)
-plan $((n * 5 + 6))
+plan $((n * 5 + 21))
 for b in $bins; do
 	f=$BIN/$b
 	h=$(readelf -hd "$f" 2>/dev/null)
@@ -26,4 +29,43 @@ c=$(ls "$T"/p/etc/kaizen/*.conf | head -1)
 echo "# edited" >>"$c"
 make -s -C "$TOP" install PREFIX="$T/p" >/dev/null 2>&1
 like "$(tail -1 "$c")" '^# edited$' "reinstall keeps edited config"
+
+U=$T/p/lib/systemd/system
+# cmds ROOT UNITDIR: every ExecStart/ExecStartPre command; those missing
+# under ROOT printed as "missing PATH".
+cmds() { sed -n 's/^ExecStart\(Pre\)\{0,1\}=//p' "$2"/*.service | awk '{print $1}' | sort -u; }
+missing() { local c; for c in $(cmds "$1" "$2"); do [ -x "$1$c" ] || echo "missing $c"; done; }
+is "$(ls "$U" | tr '\n' ' ')" "$(ls "$TOP/etc/systemd" | tr '\n' ' ')" "every unit is installed"
+is "$(grep -l '@[A-Z_]*@' "$U"/* 2>/dev/null)" "" "no @PLACEHOLDER@ is left in an installed unit"
+is "$(missing "" "$U")" "" "every command a unit runs exists where it says"
+like "$(grep -h '^ExecStart=' "$U"/kz-audit.service)" "^ExecStart=$T/p/bin/kz-audit serve --config $T/p/etc/kaizen/kz-audit.conf\$" \
+	"kz-audit.service runs the installed binary with the installed config"
+want=$(command -v valkey-server || command -v redis-server)
+like "$(grep -h '^ExecStart=' "$U"/kz-store.service)" "^ExecStart=$want .*--supervised systemd" \
+	"kz-store.service runs the store server that is installed ($(basename "$want")), supervised by systemd"
+is "$(grep -L '^Type=notify$' "$U"/*.service)" "" "every unit is Type=notify"
+is "$(grep -L '^NotifyAccess=main$' "$U"/*.service)" "" "... and takes readiness from its main process only"
+if command -v systemd-analyze >/dev/null 2>&1; then
+	out=$(systemd-analyze verify --man=no "$U"/*.service 2>&1); rc=$?
+	is "$rc:$out" "0:" "systemd-analyze verify accepts every installed unit"
+else
+	ok 0 "# SKIP systemd-analyze is not installed"
+fi
+
+# Staged for a package: DESTDIR, PREFIX=/opt/x.
+make -s -C "$TOP" install DESTDIR="$T/d" PREFIX=/opt/x >"$T/install2.log" 2>&1
+is "$?" 0 "make install DESTDIR=... PREFIX=/opt/x succeeds"
+D=$T/d/opt/x/lib/systemd/system
+is "$(missing "$T/d" "$D" | grep -v "missing $want\$")" "" "every kz command a staged unit runs is staged under DESTDIR"
+like "$(grep -h '^ExecStart=' "$D"/kz-lease.service)" '^ExecStart=/opt/x/bin/kz-lease serve --config /opt/x/etc/kaizen/kz-lease.conf$' \
+	"a staged unit names the final path, not DESTDIR"
+is "$(grep -l '@[A-Z_]*@' "$D"/* 2>/dev/null)" "" "... with no placeholder left"
+
+# PREFIX=/usr: binaries in /usr/bin, config in /etc/kaizen.
+make -s -C "$TOP" install DESTDIR="$T/u" PREFIX=/usr >"$T/install3.log" 2>&1
+is "$?" 0 "make install PREFIX=/usr succeeds"
+ok "$(ls "$T"/u/etc/kaizen/kz-lease.conf "$T"/u/usr/lib/systemd/system/kz-lease.service >/dev/null 2>&1; echo $?)" \
+	"PREFIX=/usr: config in /etc/kaizen, units in /usr/lib/systemd/system"
+like "$(grep -h '^ExecStart=' "$T"/u/usr/lib/systemd/system/kz-project.service)" \
+	'^ExecStart=/usr/bin/kz-project serve --config /etc/kaizen/kz-project.conf$' "... and the units say so"
 done_testing

@@ -45,11 +45,12 @@ RUN=$T/run LIB=$T/lib CRED=$T/cred
 unit() { sed -n "s/^$2=//p" "$U/$1.service" | tail -1; }
 unit_env() { sed -n 's/^Environment=//p' "$U/$1.service"; }
 # Host paths and names to this test's: /run/kaizen, /var/lib/kaizen, %d,
-# the installed binaries and configs, group names in peer lists.
+# the installed binaries and configs (the units' @BINDIR@, @SYSCONFDIR@ and
+# @STORE_SERVER@, which make install fills in), group names in peer lists.
 map() { sed -e "s|/run/kaizen|$RUN|g" -e "s|/var/lib/kaizen|$LIB|g" \
-	-e "s|%d|$CRED/$2|g" -e "s|/usr/local/bin/|$BIN/|g" \
-	-e "s|/usr/bin/redis-server|$SRV|g" \
-	-e "s|/usr/local/etc/kaizen/|$CONF/|g" \
+	-e "s|%d|$CRED/$2|g" -e "s|@BINDIR@/|$BIN/|g" \
+	-e "s|@STORE_SERVER@|$SRV|g" \
+	-e "s|@SYSCONFDIR@/kaizen/|$CONF/|g" \
 	-e "s|^\(KZ_PEER_GIDS=\)kaizen$|\1$KAIZEN|" <<<"$1"; }
 
 plan 47
