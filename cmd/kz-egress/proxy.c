@@ -28,6 +28,7 @@
 #include "egress.h"
 #include "kz_log.h"
 #include "kz_sock.h"
+#include "kz_srv.h"
 #include "conn.h"
 #include "banned.h"
 
@@ -122,6 +123,7 @@ conn_refuse(struct conn *c, const char *reason)
 static void
 bad_request(struct conn *c, const char *why)
 {
+	eg_count_bad_request();
 	kz_log(KZ_LOG_INFO, "egress.bad_request", 0, "malformed request",
 	    "reason", why, NULL);
 	respond(c, RESP_400, sizeof(RESP_400) - 1);
@@ -262,6 +264,7 @@ on_verdict(const struct eg_verdict *v, void *arg)
 		conn_refuse(c, v->reason);
 		return;
 	}
+	eg_count_allowed();
 	conn_connect_up(c, &v->pinned);
 }
 
@@ -272,6 +275,7 @@ judge(struct conn *c)
 	struct eg_verdict v;
 
 	if (can_reuse(c)) {
+		eg_count_allowed();
 		conn_start_exchange(c);
 		return;
 	}
@@ -334,9 +338,14 @@ conn_process_input(struct conn *c)
 	struct evbuffer *in = c->cli->in;
 	struct evbuffer_ptr pos;
 	size_t len = evbuffer_get_length(in);
+	unsigned char ch;
 
 	if (len == 0)
 		return;
+	if (evbuffer_copyout(in, &ch, 1) == 1 && !eg_http_can_start(ch)) {
+		bad_request(c, "not_http");
+		return;
+	}
 	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
 	if (pos.pos < 0) {
 		if (len > EG_HDR_MAX_BYTES)
@@ -540,6 +549,7 @@ eg_proxy_run(struct eg_policy *p)
 	struct proxy w[EG_THREADS_MAX];
 	pthread_t tid[EG_THREADS_MAX];
 	struct event *sint = NULL, *sterm = NULL;
+	struct kz_srv *status = NULL;
 	struct all a = {w, 0};
 	size_t n = (size_t)p->threads, started = 0;
 	int ufd[8], r = 0;
@@ -562,6 +572,8 @@ eg_proxy_run(struct eg_policy *p)
 		r = KZ_ESYS;
 		goto out;
 	}
+	if ((r = eg_status_start(w[0].base, p, &nconns, &status)) != 0)
+		goto out;
 	eg_audit_start(p->audit_sock);
 	for (started = 1; started < n; started++)
 		if (pthread_create(&tid[started], NULL, worker_main,
@@ -575,6 +587,7 @@ eg_proxy_run(struct eg_policy *p)
 		pthread_join(tid[i], NULL);
 	kz_log(KZ_LOG_INFO, "egress.stop", 0, "stopping", NULL);
 out:
+	kz_srv_free(status);
 	if (sint != NULL)
 		event_free(sint);
 	if (sterm != NULL)
