@@ -65,7 +65,11 @@ peek_head(int fd, size_t max, int first_ms, int64_t dl, char *why,
     size_t wlen)
 {
 	unsigned char b[SHOW_MAX + 1];
-	int64_t first_dl = kz_now_ms() + first_ms, until = first_dl;
+	int64_t first_dl = kz_now_ms() + first_ms, until;
+
+	if (first_dl > dl)
+		first_dl = dl;
+	until = first_dl;
 
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
@@ -120,7 +124,9 @@ msg_call(const char *path, const cJSON *req, size_t max, int timeout_ms,
 	 * before the request was written: its answer is still queued. */
 	if ((r = peek_head(fd, max, first_ms, dl, why, wlen)) != 0)
 		goto out;
-	r = kz_frame_read(fd, max, (int)(dl - kz_now_ms()), reply, why, wlen);
+	/* At least a moment: a negative timeout would wait forever. */
+	r = kz_frame_read(fd, max, (int)(dl - kz_now_ms() > 1 ? dl - kz_now_ms() :
+	    1), reply, why, wlen);
 out:
 	close(fd);
 	return r;
