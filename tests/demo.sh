@@ -11,9 +11,16 @@ BIN=$TOP/bin
 RUN=$(mktemp -d /tmp/kz-demo.XXXXXX)
 chmod 0755 "$RUN"
 export KZ_RUN_DIR=$RUN KZ_AUDIT_SOCKET=$RUN/kz-audit.sock
+# A demo that worked leaves nothing; one that failed keeps the run dir, and
+# says so, for the logs it points at.
 stop() {
+	rc=$?
 	"$BIN/kz-supervise" stop --run-dir "$RUN" >/dev/null 2>&1 || true
-	rm -rf "$RUN"
+	if [ "$rc" = 0 ]; then
+		rm -rf "$RUN"
+	else
+		echo "demo: failed; the logs are kept in $RUN/log (rm -rf $RUN when done)" >&2
+	fi
 }
 trap stop EXIT
 trap 'exit 130' INT TERM
@@ -21,13 +28,8 @@ trap 'exit 130' INT TERM
 say() { printf '\n== %s\n' "$*"; }
 
 say "starting the stack in $RUN"
-"$BIN/kz-supervise" start --run-dir "$RUN"
-i=0
-until "$BIN/kz-lease" status 2>/dev/null | grep -q '"warm":[1-9]'; do
-	i=$((i + 1))
-	[ $i -lt 150 ] || { echo "demo: no warm worker (see $RUN/log)" >&2; exit 3; }
-	sleep 0.1
-done
+# start returns once a worker is warm and admission is open.
+eval "$("$BIN/kz-supervise" start --run-dir "$RUN")"
 "$BIN/kz-lease" status
 echo
 

@@ -454,6 +454,66 @@ rm_cgroups(const char *id)
 		}
 }
 
+/*
+ * The last non-empty line of the worker's log: the one line a worker that
+ * could not start writes last (kz-sandbox: "isolation setup failed: ...").
+ */
+static void
+last_line(const char *log, char *out, size_t len)
+{
+	char buf[4096], *e, *s;
+	off_t end;
+	ssize_t n;
+	int fd;
+
+	*out = '\0';
+	if ((fd = open(log, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	end = lseek(fd, 0, SEEK_END);
+	n = pread(fd, buf, sizeof(buf) - 1, end > (off_t)sizeof(buf) - 1 ?
+	    end - (off_t)sizeof(buf) + 1 : 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (e = buf + n; e > buf && (e[-1] == '\n' || e[-1] == '\r' ||
+	    e[-1] == ' '); e--)
+		e[-1] = '\0';
+	s = strrchr(buf, '\n');
+	s = s != NULL ? s + 1 : buf;
+	snprintf(out, len, "%s", s);
+	/* Control bytes would garble the log line this goes into. */
+	for (e = out; *e != '\0'; e++)
+		if ((unsigned char)*e < 0x20 || *e == 0x7f)
+			*e = '?';
+}
+
+int
+ctl_gone(const struct lease_conf *c, const char *id, char *why, size_t wlen)
+{
+	char dir[PATH_MAX], log[PATH_MAX], keep[PATH_MAX + 24];
+	char tmp[PATH_MAX + 48];
+	pid_t pid;
+
+	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0 ||
+	    kz_pool_wpath(c->workers_dir, id, "log", log, sizeof(log)) != 0)
+		return 0;
+	if ((pid = read_pid(dir)) <= 0 || is_worker(pid, id))
+		return 0;
+	last_line(log, why, wlen);
+	if (*why == '\0')
+		kz_why(why, wlen, "the worker exited without a word");
+	/* The directory goes at the next reconcile: keep its log (a second
+	 * name for the same file, swapped in whole) where an operator
+	 * finds it after. */
+	snprintf(keep, sizeof(keep), "%s/%s", c->workers_dir, LEASE_FAILED_LOG);
+	snprintf(tmp, sizeof(tmp), "%s.%s", keep, id);
+	(void)unlink(tmp);
+	if (link(log, tmp) == 0 && rename(tmp, keep) != 0)
+		(void)unlink(tmp);
+	return 1;
+}
+
 int
 ctl_delete(const struct lease_conf *c, const char *id, char *why,
     size_t wlen)

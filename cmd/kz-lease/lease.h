@@ -66,6 +66,14 @@ KZ_WUR int ctl_create(const struct lease_conf *c, const char *id,
 /* 0 and the generation once the worker answers health with its id. */
 KZ_WUR int ctl_ready(const char *endpoint, const char *id, int timeout_ms,
     char *gen, size_t glen, char *why, size_t wlen);
+/*
+ * 1 when the worker's agent has exited (a start that failed): why gets
+ * the last line of its log, and the log is kept as WORKERS/LEASE_FAILED_LOG.
+ */
+int ctl_gone(const struct lease_conf *c, const char *id, char *why,
+    size_t wlen);
+#define LEASE_FAILED_LOG "last-failed.log"
+#define LEASE_FAIL_MAX 256
 /* Stops the worker and confirms it is gone (0 = absent now). */
 KZ_WUR int ctl_delete(const struct lease_conf *c, const char *id,
     char *why, size_t wlen);

@@ -72,10 +72,17 @@ commit_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		kz_log(KZ_LOG_WARN, "create.commit", err, why, NULL);
 }
 
+/* The last worker that could not start, for status and kz-supervise. */
+static void
+worker_failed(struct d *d, const char *w, const char *why)
+{
+	snprintf(d->last_fail, sizeof(d->last_fail), "worker %s: %s", w, why);
+}
+
 static void
 create_poll(struct d *d, struct job *j)
 {
-	char gen[32], why[128], op[KZ_OPID_HEX + 1];
+	char gen[32], why[LEASE_FAIL_MAX], op[KZ_OPID_HEX + 1];
 	const char *av[5] = {op, j->worker, j->token, j->endpoint, gen};
 
 	if (ctl_ready(j->endpoint, j->worker, 200, gen, sizeof(gen), why,
@@ -87,11 +94,21 @@ create_poll(struct d *d, struct job *j)
 		kz_log(KZ_LOG_INFO, "create.ready", 0, "worker ready",
 		    "worker", j->worker, NULL);
 		job_free(d, j);
+	} else if (ctl_gone(d->c, j->worker, why, sizeof(why))) {
+		/* It said why it could not start, and exited: that line is
+		 * what the operator needs, now and after it is deleted. */
+		kz_log(KZ_LOG_WARN, "create.fail", 0, why, "worker", j->worker,
+		    NULL);
+		worker_failed(d, j->worker, why);
+		d->creates--;
+		job_free(d, j);
 	} else if (kz_now_ms() > j->deadline) {
 		/* Outcome unknown: it stays counted as creating until
 		 * reconcile proves it absent or deletes it. */
 		kz_log(KZ_LOG_WARN, "create.timeout", 0, "worker not ready",
 		    "worker", j->worker, NULL);
+		worker_failed(d, j->worker, "the worker did not answer health "
+		    "in time");
 		d->creates--;
 		job_free(d, j);
 	}
@@ -116,6 +133,7 @@ begin_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	if (ctl_create(d->c, id, j->endpoint, sizeof(j->endpoint), w,
 	    sizeof(w)) != 0) {
 		kz_log(KZ_LOG_WARN, "create.fail", 0, w, "worker", id, NULL);
+		worker_failed(d, id, w);
 		kz_store_opid(op);
 		av[1] = id;
 		av[2] = tok;

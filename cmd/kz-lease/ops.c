@@ -132,8 +132,9 @@ add_snapshot(struct d *d, cJSON *res, const char *member, const char *wskey)
 
 /*
  * A granted lease also names, for the trusted dispatch client, the
- * worker's projection directory and the snapshot file of its workspace
- * key.  Both are derived here from the configuration, never stored.
+ * worker's projection directory, whether it has an egress path, and the
+ * snapshot file of its workspace key.  All are derived here from the
+ * configuration, never stored.
  */
 static void
 lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
@@ -153,6 +154,10 @@ lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		if (kz_pool_wpath(d->c->workers_dir, w, "projection", p,
 		    sizeof(p)) == 0)
 			cJSON_AddStringToObject(res, "projection", p);
+		/* Whether the pool's workers were given an egress socket: a
+		 * run that asks for egress on one without is refused. */
+		cJSON_AddBoolToObject(res, "egress", d->c->egress_sock[0] !=
+		    '\0');
 		add_snapshot(d, res, member, wskey);
 		if (!cJSON_IsTrue(kz_json_get(res, "replay")))
 			d->n.granted++;
@@ -386,6 +391,7 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	cJSON_AddStringToObject(o, "admission_reason", d->open ? "" :
 	    d->closed_why);
 	cJSON_AddBoolToObject(o, "draining", d->draining);
+	cJSON_AddStringToObject(o, "last_worker_failure", d->last_fail);
 	cJSON_AddNumberToObject(o, "resets_running",
 	    (double)resets_running(d));
 	cJSON_AddNumberToObject(o, "creates_running", (double)d->creates);

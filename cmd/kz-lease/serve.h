@@ -51,6 +51,8 @@ struct d {
 	bool store_ok, inv_ok, draining, open;
 	char epoch[KZ_POOL_EPOCH_HEX + 1];
 	char closed_why[64];
+	/* "worker ID: REASON" of the last start that failed; "" when none. */
+	char last_fail[LEASE_FAIL_MAX + 96];
 	int64_t next_reconcile, next_sweep, next_snap_sweep;
 	bool reconciling, sweeping, statusing;
 	int creates;

@@ -280,7 +280,17 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		cJSON_AddBoolToObject(ev, "warm", true);
 		(void)run_audit(&x, "lease", ev);
 	}
-	rc = on_worker(&x, &l, &adm, &ex);
+	if (o->egress && !l.egress) {
+		/* A grant the worker cannot use would be recorded as egress
+		 * granted for a run with no network: refuse instead. */
+		fprintf(stderr, "kz-run: refused: --egress: worker %s has no "
+		    "egress path (its kz-lease has no LEASE_EGRESS_SOCKET)\n",
+		    l.worker);
+		run_denied(&x, "isolation_denial", "egress", "unavailable",
+		    "the leased worker has no egress path");
+		rc = RUN_EXIT_UNAVAIL;
+	} else
+		rc = on_worker(&x, &l, &adm, &ex);
 	run_lease_release(&x, &l);
 out:
 	if (l.result != NULL)

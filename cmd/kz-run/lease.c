@@ -132,6 +132,8 @@ lease_fields(struct run_lease *l, int64_t sent)
 	l->endpoint = run_str(l->rep, "endpoint");
 	l->proj = run_str(l->rep, "projection");
 	l->snap = run_str(l->rep, "snapshot");
+	/* Absent (an older kz-lease) is no egress path. */
+	l->egress = cJSON_IsTrue(kz_json_get(l->rep, "egress"));
 	if (l->worker == NULL || l->lid == NULL || l->token == NULL ||
 	    l->endpoint == NULL || kz_json_int(l->rep, "ttl_ms", 100,
 	    86400000, &ttl, NULL, 0) != 0) {

@@ -156,6 +156,7 @@ struct run_lease {
 	int64_t valid_until;	/* monotonic ms: the lease holds until then */
 	int64_t next_renew;	/* monotonic ms */
 	bool lost;		/* gone: nothing more goes to the worker */
+	bool egress;		/* kz-lease gave its pool an egress path */
 	char lost_why[96];
 	struct kz_snap_bounds snapb;	/* with snap, from kz-lease */
 };

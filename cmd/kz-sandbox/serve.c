@@ -130,6 +130,13 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 	    wlen)) != 0)
 		return r;
 	rq->grant = (char *)grant;
+	if (*grant != '\0' && w->c->egress_sock[0] == '\0') {
+		/* Running it would be a run without the network it was
+		 * granted: the caller records a grant that does nothing. */
+		kz_why(why, wlen, "an egress grant, but this worker has no "
+		    "egress socket");
+		return KZ_EUNAVAIL;
+	}
 	if ((r = kz_json_str_opt(j, "stdin_b64", c->frame_max, "", &s, why,
 	    wlen)) != 0)
 		return r;
