@@ -347,22 +347,26 @@ op_renew(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_STORE_UNAVAILABLE, "store unavailable");
 }
 
-/* This process's counters (kz-protocol(7), kz-metrics(8)). */
+/* This process's counters (kz-protocol(7), kz-metrics(8)).  The reset
+ * outcomes are top-level fields, not an object: a member named "warm"
+ * would shadow the pool's count for a reader that greps the reply. */
 static int
 add_counters(const struct d *d, cJSON *o)
 {
-	cJSON *r, *x;
+	cJSON *x;
 
 	if (!cJSON_AddNumberToObject(o, "leases_granted", (double)d->n.granted) ||
 	    !cJSON_AddNumberToObject(o, "leases_refused",
 	    (double)d->n.refused) ||
 	    !cJSON_AddNumberToObject(o, "releases", (double)d->n.released) ||
-	    (r = cJSON_AddObjectToObject(o, "resets")) == NULL ||
-	    !cJSON_AddNumberToObject(r, "warm", (double)d->n.reset_warm) ||
-	    !cJSON_AddNumberToObject(r, "retired",
+	    !cJSON_AddNumberToObject(o, "resets_warm",
+	    (double)d->n.reset_warm) ||
+	    !cJSON_AddNumberToObject(o, "resets_retired",
 	    (double)d->n.reset_retired) ||
-	    !cJSON_AddNumberToObject(r, "stale", (double)d->n.reset_stale) ||
-	    !cJSON_AddNumberToObject(r, "failed", (double)d->n.reset_failed) ||
+	    !cJSON_AddNumberToObject(o, "resets_stale",
+	    (double)d->n.reset_stale) ||
+	    !cJSON_AddNumberToObject(o, "resets_failed",
+	    (double)d->n.reset_failed) ||
 	    (x = cJSON_AddObjectToObject(o, "retired_by_reason")) == NULL)
 		return KZ_ENOMEM;
 	for (int i = 0; i < LR_N; i++)

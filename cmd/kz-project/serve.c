@@ -50,7 +50,8 @@ count_refusal(const char *code)
 /*
  * status: what this replica has answered since it started, and whether it
  * holds a store connection.  It never touches the store, so it answers
- * at once even when the store does not.
+ * at once even when the store does not.  No top-level field is named like
+ * an error code (refused_by_code's members), for readers that grep.
  */
 static void
 op_status(struct kz_req *req, void *arg)
@@ -63,7 +64,8 @@ op_status(struct kz_req *req, void *arg)
 	if (o == NULL || !cJSON_AddBoolToObject(o, "store", p->st != NULL) ||
 	    !cJSON_AddNumberToObject(o, "requests", (double)ss.requests) ||
 	    !cJSON_AddNumberToObject(o, "answered_ok", (double)stats.ok) ||
-	    !cJSON_AddNumberToObject(o, "refused", (double)stats.refused) ||
+	    !cJSON_AddNumberToObject(o, "answered_refused",
+	    (double)stats.refused) ||
 	    !cJSON_AddNumberToObject(o, "bad_frames",
 	    (double)ss.bad_frames) ||
 	    !cJSON_AddNumberToObject(o, "peer_refused",

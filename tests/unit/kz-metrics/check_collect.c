@@ -22,7 +22,7 @@ static const struct {
 	{"kz-audit", "{\"acked\":\"7\",\"refused_by_reason\":[1]}",
 	    {"kz_up{daemon=\"kz-audit\"} 1"}, "kz_audit_appends_total"},
 	{"kz-lease", "{\"warm\":2,\"leased\":1,\"admission\":true,"
-	    "\"resets\":{\"warm\":3,\"failed\":0},"
+	    "\"resets_warm\":3,\"resets_failed\":0,"
 	    "\"retired_by_reason\":{\"expired\":1}}",
 	    {"kz_lease_workers{state=\"warm\"} 2",
 	    "kz_lease_workers{state=\"leased\"} 1",
