@@ -35,7 +35,7 @@ STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev check
 DEPS_TEST  = $(STORE_PKG) clang libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
-	util-linux libcap2-bin tar
+	util-linux libcap2-bin tar python3-prometheus-client
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 
 # The exact version of the Pi loaders kz-pi-validate runs (package-lock.json).

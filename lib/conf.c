@@ -274,15 +274,16 @@ kz_run_dir(const struct kz_conf *c, char *out, size_t len, char *why,
 }
 
 int
-kz_sock_default(const char *run_dir, const char *name, char *out,
-    size_t len)
+kz_sock_in(const char *run_dir, const char *name, const char *file,
+    char *out, size_t len)
 {
 	struct stat st;
 	char dir[PATH_MAX];
 	int n;
 
 	if (run_dir == NULL || name == NULL || *name == '\0' ||
-	    strchr(name, '/') != NULL)
+	    strchr(name, '/') != NULL || file == NULL || *file == '\0' ||
+	    strchr(file, '/') != NULL)
 		return KZ_EINVAL;
 	n = snprintf(dir, sizeof(dir), "%s/%s", run_dir, name);
 	if (n < 0 || (size_t)n >= sizeof(dir))
@@ -290,10 +291,25 @@ kz_sock_default(const char *run_dir, const char *name, char *out,
 	/* stat, not lstat: a link to the daemon's directory is its
 	 * directory.  This only picks a name; connect() proves the rest. */
 	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-		n = snprintf(out, len, "%s/%s.sock", dir, name);
+		n = snprintf(out, len, "%s/%s", dir, file);
 	else
-		n = snprintf(out, len, "%s.sock", dir);
+		n = snprintf(out, len, "%s/%s", run_dir, file);
 	return n < 0 || (size_t)n >= len ? KZ_ERANGE : 0;
+}
+
+int
+kz_sock_default(const char *run_dir, const char *name, char *out,
+    size_t len)
+{
+	char file[128];
+	int n;
+
+	if (name == NULL)
+		return KZ_EINVAL;
+	n = snprintf(file, sizeof(file), "%s.sock", name);
+	if (n < 0 || (size_t)n >= sizeof(file))
+		return KZ_ERANGE;
+	return kz_sock_in(run_dir, name, file, out, len);
 }
 
 int

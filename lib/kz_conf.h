@@ -51,6 +51,10 @@ KZ_WUR int kz_run_dir(const struct kz_conf *c, char *out, size_t len,
     char *why, size_t wlen);
 KZ_WUR int kz_sock_default(const char *run_dir, const char *name,
     char *out, size_t len);
+/* The same rule for another file of daemon NAME (kz-egress's status
+ * socket): RUN/NAME/FILE when RUN/NAME is a directory, else RUN/FILE. */
+KZ_WUR int kz_sock_in(const char *run_dir, const char *name,
+    const char *file, char *out, size_t len);
 /* key's value, else kz_sock_default(run_dir, name); an empty value is
  * KZ_ECONF (a socket must be named). */
 KZ_WUR int kz_conf_sock(const struct kz_conf *c, const char *key,

@@ -7,10 +7,13 @@
 #ifndef EGRESS_H
 #define EGRESS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <cJSON.h>
+#include <event2/event.h>
 
 #include "kz_conf.h"
 #include "kz_err.h"
@@ -123,6 +126,8 @@ struct eg_policy {
 	bool have_pk;
 	char resolver[80];
 	char audit_sock[108];
+	char status_sock[108];	/* "" when none */
+	char peer_uids[256], peer_gids[256];	/* for the status socket */
 	int64_t max_conns;
 	int64_t threads;
 	int64_t header_timeout, connect_timeout, idle_timeout;
@@ -172,6 +177,8 @@ const char *eg_policy_check_addr(const struct eg_policy *p,
 const char *eg_mode_name(enum eg_mode m);
 /* status: text or JSON on stdout. */
 void eg_policy_status(const struct eg_policy *p, bool json);
+/* The policy in force as status reports it (caller deletes). */
+cJSON *eg_policy_status_json(const struct eg_policy *p);
 
 /* ---- grant.c ---- */
 
@@ -261,6 +268,10 @@ struct eg_head {
 	const struct eg_hdr *proxy_auth;
 };
 
+/* Whether a request head can begin with ch (a method's tchar, or the
+ * empty line RFC 9112 lets a client send first).  Anything else, a kz
+ * frame's NUL say, is answered 400 before the head is complete. */
+bool eg_http_can_start(unsigned char ch);
 /*
  * Parses a request (is_req) or response head of len bytes (ending in the
  * blank line).  Returns NULL or the reason it is refused; smuggling
@@ -304,6 +315,20 @@ KZ_WUR int eg_proxy_run(struct eg_policy *p);
 
 /* Refusal record: log line and audit event (queued, never blocking). */
 void eg_audit_start(const char *sock);
+
+/* ---- stats.c: process-lifetime counters and the status socket ---- */
+
+/* A request that passed every check and goes upstream. */
+void eg_count_allowed(void);
+/* A malformed request (answered 400). */
+void eg_count_bad_request(void);
+/* A refusal, by its reason (eg_refusal_record calls it). */
+void eg_count_refused(const char *reason);
+struct kz_srv;
+/* Serves op status on p->status_sock from base (nconns: the open client
+ * connections); *out stays NULL when no status socket is configured. */
+KZ_WUR int eg_status_start(struct event_base *base, struct eg_policy *p,
+    atomic_size_t *nconns, struct kz_srv **out);
 void eg_refusal_record(const char *reason, const char *host, uint16_t port,
     const char *run);
 

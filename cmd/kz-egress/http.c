@@ -31,6 +31,12 @@ is_tchar(unsigned char ch)
 	}
 }
 
+bool
+eg_http_can_start(unsigned char ch)
+{
+	return is_tchar(ch) || ch == '\r' || ch == '\n';
+}
+
 static bool
 ieq(const char *a, size_t n, const char *lit)
 {

@@ -27,9 +27,9 @@ const char *const eg_conf_keys[] = {
 	"SANDBOX_EGRESS_MAX_CONNECTIONS", "SANDBOX_EGRESS_THREADS",
 	"SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
-	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS",
-	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_AUDIT_SOCKET", "KZ_FIELD_KEY_FILE",
-	"KZ_LOG_LEVEL", "KZ_AUDIT", NULL,
+	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS", "SANDBOX_EGRESS_STATUS_SOCKET",
+	"KZ_PEER_UIDS", "KZ_PEER_GIDS", "KZ_SOCKET", "KZ_RUN_DIR",
+	"KZ_AUDIT_SOCKET", "KZ_FIELD_KEY_FILE", "KZ_LOG_LEVEL", "KZ_AUDIT", NULL,
 };
 
 #define DEFAULT_PRIVATE "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
@@ -284,6 +284,16 @@ load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 		p->turn_host[0] = '\0';
 		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
 	}
+	/* The status socket speaks kz frames; the proxy's do not. */
+	v = kz_conf_str(c, "SANDBOX_EGRESS_STATUS_SOCKET", "");
+	if (strlen(v) >= sizeof(p->status_sock))
+		isolate(p, "SANDBOX_EGRESS_STATUS_SOCKET is too long");
+	else
+		snprintf(p->status_sock, sizeof(p->status_sock), "%s", v);
+	snprintf(p->peer_uids, sizeof(p->peer_uids), "%s",
+	    kz_conf_str(c, "KZ_PEER_UIDS", ""));
+	snprintf(p->peer_gids, sizeof(p->peer_gids), "%s",
+	    kz_conf_str(c, "KZ_PEER_GIDS", ""));
 	load_audit(p, c);
 }
 
@@ -506,8 +516,8 @@ eg_policy_check_addr(const struct eg_policy *p, const struct eg_dest *d,
 
 /* ---- status ---- */
 
-static cJSON *
-status_json(const struct eg_policy *p)
+cJSON *
+eg_policy_status_json(const struct eg_policy *p)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 
@@ -541,7 +551,7 @@ status_json(const struct eg_policy *p)
 void
 eg_policy_status(const struct eg_policy *p, bool json)
 {
-	cJSON *o = status_json(p), *it;
+	cJSON *o = eg_policy_status_json(p), *it;
 	char *s;
 
 	if (json) {

@@ -30,6 +30,7 @@
 #include "kz_log.h"
 #include "kz_notify.h"
 #include "kz_sock.h"
+#include "kz_srv.h"
 #include "conn.h"
 #include "banned.h"
 
@@ -124,6 +125,7 @@ conn_refuse(struct conn *c, const char *reason)
 static void
 bad_request(struct conn *c, const char *why)
 {
+	eg_count_bad_request();
 	kz_log(KZ_LOG_INFO, "egress.bad_request", 0, "malformed request",
 	    "reason", why, NULL);
 	respond(c, RESP_400, sizeof(RESP_400) - 1);
@@ -264,6 +266,7 @@ on_verdict(const struct eg_verdict *v, void *arg)
 		conn_refuse(c, v->reason);
 		return;
 	}
+	eg_count_allowed();
 	conn_connect_up(c, &v->pinned);
 }
 
@@ -274,6 +277,7 @@ judge(struct conn *c)
 	struct eg_verdict v;
 
 	if (can_reuse(c)) {
+		eg_count_allowed();
 		conn_start_exchange(c);
 		return;
 	}
@@ -336,9 +340,14 @@ conn_process_input(struct conn *c)
 	struct evbuffer *in = c->cli->in;
 	struct evbuffer_ptr pos;
 	size_t len = evbuffer_get_length(in);
+	unsigned char ch;
 
 	if (len == 0)
 		return;
+	if (evbuffer_copyout(in, &ch, 1) == 1 && !eg_http_can_start(ch)) {
+		bad_request(c, "not_http");
+		return;
+	}
 	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
 	if (pos.pos < 0) {
 		if (len > EG_HDR_MAX_BYTES)
@@ -542,6 +551,7 @@ eg_proxy_run(struct eg_policy *p)
 	struct proxy w[EG_THREADS_MAX];
 	pthread_t tid[EG_THREADS_MAX];
 	struct event *sint = NULL, *sterm = NULL;
+	struct kz_srv *status = NULL;
 	struct all a = {w, 0};
 	size_t n = (size_t)p->threads, started = 0;
 	int ufd[8], r = 0;
@@ -576,6 +586,8 @@ eg_proxy_run(struct eg_policy *p)
 	    sizeof(awhy)) != 0)
 		kz_log(KZ_LOG_WARN, "audit.unreachable", KZ_EUNAVAIL, awhy,
 		    "socket", p->audit_sock, NULL);
+	if ((r = eg_status_start(w[0].base, p, &nconns, &status)) != 0)
+		goto out;
 	/* Every listener is bound; said before any thread starts, since
 	 * the first call edits the environment. */
 	if (kz_notify_ready("serving") != 0)
@@ -596,6 +608,7 @@ eg_proxy_run(struct eg_policy *p)
 		pthread_join(tid[i], NULL);
 	kz_log(KZ_LOG_INFO, "egress.stop", 0, "stopping", NULL);
 out:
+	kz_srv_free(status);
 	if (sint != NULL)
 		event_free(sint);
 	if (sterm != NULL)

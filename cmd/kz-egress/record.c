@@ -96,6 +96,7 @@ eg_refusal_record(const char *reason, const char *host, uint16_t port,
 	char rid[17], ps[8];
 	cJSON *ev;
 
+	eg_count_refused(reason);
 	randombytes_buf(rb, sizeof(rb));
 	kz_hex(rb, sizeof(rb), rid);
 	snprintf(ps, sizeof(ps), "%u", (unsigned)port);

@@ -206,6 +206,7 @@ sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 			kz_log(KZ_LOG_INFO, "lease.expire", 0,
 			    "lease expired: worker retired", "worker", w,
 			    NULL);
+			lease_count_retire(d, LR_EXPIRED, 1);
 			chore_delete(d, w, t, "expired", rid);
 		}
 }
@@ -237,6 +238,8 @@ reconcile_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 
 	d->reconciling = false;
 	if (err == 0 && kz_pool_errcode(res) == NULL) {
+		lease_count_retire(d, LR_RECONCILE, (unsigned long)
+		    cJSON_GetArraySize(kz_json_get(res, "retire")));
 		delete_list(d, kz_json_get(res, "retire"));
 		delete_list(d, kz_json_get(res, "delete"));
 		delete_list(d, kz_json_get(res, "orphans"));

@@ -14,11 +14,25 @@
 
 #define ID_MAX 256
 
+static const char *const retire_name[LR_N] = {
+	[LR_EVIDENCE] = "reset_evidence", [LR_RESET_START] = "reset_start",
+	[LR_STALE_TOKEN] = "stale_token", [LR_EXPIRED] = "expired",
+	[LR_RECONCILE] = "reconcile",
+};
+
+void
+lease_count_retire(struct d *d, enum lease_retire why, unsigned long n)
+{
+	if (why < LR_N)
+		d->n.retired[why] += n;
+}
+
 static bool
 admit(struct d *d, struct kz_req *req)
 {
 	if (d->open)
 		return true;
+	d->n.refused++;
 	kz_req_err(req, KZ_WE_ADMISSION_CLOSED, d->closed_why[0] ?
 	    d->closed_why : "admission closed");
 	return false;
@@ -145,7 +159,10 @@ lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		cJSON_AddBoolToObject(res, "egress", d->c->egress_sock[0] !=
 		    '\0');
 		add_snapshot(d, res, member, wskey);
-	}
+		if (!cJSON_IsTrue(kz_json_get(res, "replay")))
+			d->n.granted++;
+	} else
+		d->n.refused++;
 	pass(d, err, res, why, arg);
 }
 
@@ -224,6 +241,8 @@ release_retired(struct d *d, struct kz_req *req, const cJSON *res)
 		kz_log(KZ_LOG_WARN, "worker.retire", 0, strcmp(why,
 		    "expired") == 0 ? "released after its lease expired" :
 		    "released under a stale token", "worker", w, NULL);
+		lease_count_retire(d, strcmp(why, "expired") == 0 ?
+		    LR_EXPIRED : LR_STALE_TOKEN, 1);
 		chore_delete(d, w, t, why, release_rid(req, res));
 	}
 	kz_req_err(req, KZ_WE_STALE_TOKEN, cJSON_IsString(r) ?
@@ -268,8 +287,10 @@ release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		cJSON_DeleteItemFromObjectCaseSensitive(res, "run_id");
 	}
 	pass(d, err, res, why, arg);
-	if (t[0] != '\0')
+	if (t[0] != '\0') {
+		d->n.released++;
 		reset_start(d, w, t, ep, rid[0] ? rid : NULL);
+	}
 }
 
 static int
@@ -326,13 +347,44 @@ op_renew(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_STORE_UNAVAILABLE, "store unavailable");
 }
 
+/* This process's counters (kz-protocol(7), kz-metrics(8)).  The reset
+ * outcomes are top-level fields, not an object: a member named "warm"
+ * would shadow the pool's count for a reader that greps the reply. */
+static int
+add_counters(const struct d *d, cJSON *o)
+{
+	cJSON *x;
+
+	if (!cJSON_AddNumberToObject(o, "leases_granted", (double)d->n.granted) ||
+	    !cJSON_AddNumberToObject(o, "leases_refused",
+	    (double)d->n.refused) ||
+	    !cJSON_AddNumberToObject(o, "releases", (double)d->n.released) ||
+	    !cJSON_AddNumberToObject(o, "resets_warm",
+	    (double)d->n.reset_warm) ||
+	    !cJSON_AddNumberToObject(o, "resets_retired",
+	    (double)d->n.reset_retired) ||
+	    !cJSON_AddNumberToObject(o, "resets_stale",
+	    (double)d->n.reset_stale) ||
+	    !cJSON_AddNumberToObject(o, "resets_failed",
+	    (double)d->n.reset_failed) ||
+	    (x = cJSON_AddObjectToObject(o, "retired_by_reason")) == NULL)
+		return KZ_ENOMEM;
+	for (int i = 0; i < LR_N; i++)
+		if (!cJSON_AddNumberToObject(x, retire_name[i],
+		    (double)d->n.retired[i]))
+			return KZ_ENOMEM;
+	return 0;
+}
+
 static void
 status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 {
 	struct kz_req *req = arg;
 	cJSON *o = err == 0 ? cJSON_Duplicate(res, 1) : cJSON_CreateObject();
+	struct kz_srv_stats ss;
 
 	(void)why;
+	kz_srv_stats(d->srv, &ss);
 	if (o == NULL) {
 		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
 		return;
@@ -349,6 +401,14 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	cJSON_AddNumberToObject(o, "creates_running", (double)d->creates);
 	cJSON_AddNumberToObject(o, "deletes_running",
 	    (double)chores_running(d));
+	cJSON_AddNumberToObject(o, "bad_frames", (double)ss.bad_frames);
+	cJSON_AddNumberToObject(o, "peer_refused", (double)ss.peer_refused);
+	cJSON_AddNumberToObject(o, "open_conns", (double)ss.open_conns);
+	if (add_counters(d, o) != 0) {
+		cJSON_Delete(o);
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return;
+	}
 	kz_req_ok(req, o);
 }
 

@@ -191,17 +191,22 @@ decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		 * leased from that state. */
 		kz_log(KZ_LOG_WARN, "reset.fail", err, why, "worker",
 		    j->worker, NULL);
+		d->n.reset_failed++;
 		finish(r, j);
 		return;
 	}
 	result = kz_reset_outcome(&j->rs, res);
-	if (strcmp(result, "stale_token") == 0)
+	if (strcmp(result, "stale_token") == 0) {
+		d->n.reset_stale++;
 		kz_log(KZ_LOG_WARN, "reset.stale", 0, "reset token is stale",
 		    "worker", j->worker, NULL);
-	else if (strcmp(result, "warm") == 0)
+	} else if (strcmp(result, "warm") == 0) {
+		d->n.reset_warm++;
 		kz_log(KZ_LOG_INFO, "reset.warm", 0, "published warm",
 		    "worker", j->worker, NULL);
-	else {
+	} else {
+		d->n.reset_retired++;
+		lease_count_retire(d, LR_EVIDENCE, 1);
 		kz_log(KZ_LOG_WARN, "worker.retire", 0, "missing evidence",
 		    "worker", j->worker, "missing", j->rs.miss, NULL);
 		retired(d, res, j->worker);
@@ -382,6 +387,7 @@ reset_start(struct d *d, const char *worker, const char *token,
 	if (d->resets == NULL || endpoint == NULL || *endpoint == '\0' ||
 	    strlen(endpoint) >= sizeof(j->endpoint) ||
 	    (j = calloc(1, sizeof(*j))) == NULL) {
+		lease_count_retire(d, LR_RESET_START, 1);
 		retire_now(d, worker, token, "reset could not start");
 		return;
 	}

@@ -29,6 +29,18 @@ struct job {
 struct resets;
 struct chores;
 
+/* Why a worker was retired, for status's counters (ops.c names them). */
+enum lease_retire { LR_EVIDENCE, LR_RESET_START, LR_STALE_TOKEN, LR_EXPIRED,
+	LR_RECONCILE, LR_N };
+
+/* Process-lifetime counters of this replica, for status (the store holds
+ * the pool; these say what this process did). */
+struct lease_stats {
+	unsigned long granted, refused, released;
+	unsigned long reset_warm, reset_retired, reset_stale, reset_failed;
+	unsigned long retired[LR_N];
+};
+
 struct d {
 	struct lease_conf *c;
 	struct event_base *base;
@@ -47,6 +59,7 @@ struct d {
 	LIST_HEAD(, job) jobs;
 	struct resets *resets;
 	struct chores *chores;
+	struct lease_stats n;
 };
 
 typedef void (*pool_fn)(struct d *d, int err, cJSON *res, const char *why,
@@ -57,6 +70,8 @@ int pool_async(struct d *d, enum kz_pool_script which, int argc,
 
 /* ops.c */
 extern const struct kz_op lease_ops[];
+/* Counts n retirements for why. */
+void lease_count_retire(struct d *d, enum lease_retire why, unsigned long n);
 
 /* maint.c: creation, expiry sweep, reconcile. */
 void maint_tick(struct d *d);

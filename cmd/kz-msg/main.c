@@ -2,9 +2,11 @@
  * kz-msg: send one framed JSON request to a kz daemon's socket and print the
  * reply.  For operators and scripts: exit 0 when the reply says ok, 1 when
  * it is a refusal, 2 for bad usage or input, 3 when the socket cannot be
- * reached or does not answer a whole frame.
+ * reached, does not speak kz frames or does not answer a whole frame, 4
+ * internal.
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_key.h"
+#include "msg.h"
 #include "banned.h"
 
 #define VERSION "0.1.0"
@@ -26,12 +29,15 @@ usage(FILE *f)
 	    "       kz-msg --help | --version\n"
 	    "Sends one request (JSON, or stdin when absent) and prints the "
 	    "reply.\n"
-	    "  -t, --timeout SECONDS  whole exchange (default 10)\n"
+	    "  -t, --timeout SECONDS  whole exchange (default 10; without it "
+	    "a status\n"
+	    "                         reply must begin within 1)\n"
 	    "  -m, --max BYTES        largest request or reply (default "
 	    "1048576)\n"
 	    "A request without \"v\" or \"id\" gets \"v\":1 and a random "
 	    "id.\n"
-	    "Exit: 0 ok, 1 refused, 2 usage or bad input, 3 unreachable.\n");
+	    "Exit: 0 ok, 1 refused, 2 usage or bad input, 3 unreachable, "
+	    "silent or\nnot speaking kz frames, 4 internal.\n");
 }
 
 static int
@@ -93,7 +99,8 @@ complete(cJSON *req)
 }
 
 static int
-parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max)
+parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max,
+    bool *timed)
 {
 	static const struct option lo[] = {
 		{"timeout", required_argument, NULL, 't'},
@@ -109,6 +116,7 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max)
 		case 't':
 			if (kz_parse_int(optarg, 1, 3600, timeout) != 0)
 				return 2;
+			*timed = true;
 			break;
 		case 'm':
 			if (kz_parse_int(optarg, 16, KZ_FRAME_MAX_LIMIT,
@@ -135,9 +143,10 @@ main(int argc, char **argv)
 	char *text = NULL, why[256] = "", *out;
 	cJSON *req = NULL, *reply = NULL;
 	size_t len;
-	int r, ex = 4;
+	bool timed = false;
+	int r, ex = 4, first;
 
-	if (parse_opts(argc, argv, &timeout, &max) != 0) {
+	if (parse_opts(argc, argv, &timeout, &max, &timed) != 0) {
 		usage(stderr);
 		return 2;
 	}
@@ -159,8 +168,14 @@ main(int argc, char **argv)
 		ex = 2;
 		goto out;
 	}
-	r = kz_frame_call(argv[optind], req, (int)timeout * 1000, &reply, why,
-	    sizeof(why));
+	/* Every daemon answers status from memory at once; a peer silent
+	 * for a second is most likely not a kz daemon (kz-protocol(7)). */
+	first = (int)timeout * 1000;
+	if (!timed && strcmp(cJSON_GetStringValue(kz_json_get(req, "op")) ?
+	    cJSON_GetStringValue(kz_json_get(req, "op")) : "", "status") == 0)
+		first = MSG_STATUS_FIRST_MS;
+	r = msg_call(argv[optind], req, (size_t)max, (int)timeout * 1000,
+	    first, &reply, why, sizeof(why));
 	if (r != 0) {
 		fprintf(stderr, "kz-msg: %s: %s\n", argv[optind],
 		    why[0] ? why : kz_strerror(r));

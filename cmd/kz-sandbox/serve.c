@@ -1,7 +1,7 @@
 /*
  * The persistent worker.  It serves one connection at a time over the frame
  * protocol, each peer checked with SO_PEERCRED and timed out when slow or
- * idle.  Ops: run, health, wipe, snapshot, restore, shutdown
+ * idle.  Ops: run, health, status, wipe, snapshot, restore, shutdown
  * (kz-sandbox(8)).
  */
 #include <errno.h>
@@ -25,6 +25,12 @@
 #define IDLE_MS 10000
 
 static volatile sig_atomic_t stopping;
+
+/* Process-lifetime counters for status. */
+static struct {
+	unsigned long conns, requests, runs, wipes, wipes_unclean,
+	    bad_frames, peer_refused;
+} stats;
 
 static void
 on_term(int sig)
@@ -282,6 +288,26 @@ op_health(struct sbx_worker *w, const cJSON *req)
 	return o;
 }
 
+/* status: health's fields and what this worker has served. */
+static cJSON *
+op_status(struct sbx_worker *w, const cJSON *req)
+{
+	cJSON *o = op_health(w, req);
+
+	if (o == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(o, "leases", (double)w->leases);
+	cJSON_AddNumberToObject(o, "conns", (double)stats.conns);
+	cJSON_AddNumberToObject(o, "requests", (double)stats.requests);
+	cJSON_AddNumberToObject(o, "runs", (double)stats.runs);
+	cJSON_AddNumberToObject(o, "wipes", (double)stats.wipes);
+	cJSON_AddNumberToObject(o, "wipes_unclean",
+	    (double)stats.wipes_unclean);
+	cJSON_AddNumberToObject(o, "bad_frames", (double)stats.bad_frames);
+	cJSON_AddNumberToObject(o, "peer_refused", (double)stats.peer_refused);
+	return o;
+}
+
 /* The items of a reset's evidence, in the order kz-reset(8) lists them. */
 enum { EV_KILLED, EV_GONE, EV_NS, EV_LIMIT, EV_WS, EV_TMP, EV_SHM,
     EV_MOUNTS, EV_IPC, EV_CGROUP, EV_MEMORY, EV_N };
@@ -299,6 +325,8 @@ wipe_reply(const struct sbx_worker *w, const cJSON *req, const bool ev[EV_N],
 
 	for (int i = 0; i < EV_N; i++)
 		clean = clean && ev[i];
+	stats.wipes++;
+	stats.wipes_unclean += !clean;
 	o = clean ? kz_reply_ok(req) : kz_reply_err(req, KZ_WE_INTERNAL,
 	    "the reset could not be proven clean");
 	if (o == NULL || (e = cJSON_AddObjectToObject(o, "evidence")) == NULL)
@@ -361,8 +389,11 @@ dispatch(struct sbx_worker *w, const cJSON *req, bool *quit)
 	if ((r = kz_json_int(req, "v", 1, 1, &v, why, sizeof(why))) != 0 ||
 	    (r = kz_json_str(req, "op", 64, &op, why, sizeof(why))) != 0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
-	if (strcmp(op, "run") == 0)
+	stats.requests++;
+	if (strcmp(op, "run") == 0) {
+		stats.runs++;
 		return op_run(w, req);
+	}
 	if (strcmp(op, "snapshot") == 0)
 		return sbx_op_snapshot(w, req);
 	if (strcmp(op, "restore") == 0)
@@ -371,6 +402,8 @@ dispatch(struct sbx_worker *w, const cJSON *req, bool *quit)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
 	if (strcmp(op, "health") == 0)
 		return op_health(w, req);
+	if (strcmp(op, "status") == 0)
+		return op_status(w, req);
 	if (strcmp(op, "wipe") == 0)
 		return op_wipe(w, req);
 	if (strcmp(op, "shutdown") == 0) {
@@ -395,7 +428,9 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
 {
 	const struct sbx_conf *c = w->c;
 
+	stats.conns++;
 	if (kz_peer_check(fd, pol, NULL) != 0) {
+		stats.peer_refused++;
 		kz_log(KZ_LOG_WARN, "sandbox.peer", KZ_EPEER,
 		    "peer refused", NULL);
 		reply(fd, kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
@@ -416,6 +451,7 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
 		    r == KZ_ESYS)
 			return;
 		if (r != 0) {
+			stats.bad_frames++;
 			reply(fd, kz_reply_err(NULL, r == KZ_ETOOBIG ?
 			    KZ_WE_FRAME_TOO_LARGE : KZ_WE_BAD_REQUEST,
 			    r == KZ_ETOOBIG ? "frame too large" :

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=108
-plan 33
+plan 35
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -52,6 +52,9 @@ o=$(KZ_RUN_DIR=$R kz-run --actor alice \
 	--conversation op -- /bin/bash -c "$GET" 2>&1); rc=$?
 is "$rc" 9 "without --egress the same code has no proxy"
 
+m=$(kz-supervise status --prometheus --run-dir "$R")
+like "$m" 'kz_up\{daemon="kz-egress"\} 1' "status --prometheus reaches kz-egress on the status socket start gave it"
+like "$m" 'kz_egress_allowed_total [1-9]' "and counts the run's allowed request"
 kz-supervise stop --run-dir "$R" >"$T/stop.out" 2>&1
 
 # ---- a stack without kz-egress: no egress path for the pool

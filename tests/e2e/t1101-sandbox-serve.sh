@@ -66,11 +66,12 @@ tnot "shutdown removes the worker cgroup" test -d "$CG"
 # A worker killed outright takes its code with it, and the same id starts
 # again over whatever it left.
 bg "$SB" serve --id "$ID" --socket "$S" --pid-file "$T/pid2"
+P2=$LASTPID
 wait_sock "$S" 10
 for i in $(seq 40); do [ -s "$T/pid2" ] && break; sleep 0.05; done
 $C "$S" run '{"argv":["/bin/sh","-c","setsid sleep 88 >/dev/null 2>&1 & sleep 5"],"timeout_ms":3000}' >/dev/null &
 sleep 1
-kill -9 "$(cat "$T/pid2")"
+disown "$P2"; kill -9 "$(cat "$T/pid2")"
 sleep 0.5
 tnot "a killed worker leaves no code process behind" pgrep -fx 'sleep 88'
 rm -f "$S"

@@ -76,7 +76,7 @@ rc_is 1 "the owner's right token no longer renews it" kz-lease renew --socket "$
 t "the pool is warm again" wait_for warm 2
 
 # The store dies: admission closes, nothing is granted.
-kill -9 "$STORE_PID"; sleep 0.8
+disown "$STORE_PID"; kill -9 "$STORE_PID"; sleep 0.8
 rc_is 3 "lease with the store gone exits 3" kz-lease lease --socket "$S" --actor alice --conversation c1
 like "$(cat "$T/.out")" admission_closed "and says admission_closed"
 EP1=$(redis-cli -s "$STORE_SOCK" GET 'kz:{default}:epoch' 2>/dev/null)

@@ -43,7 +43,7 @@ on_exit "kill -CONT $APID 2>/dev/null"
 kz-lease release --socket "$S" --lease-id "$(field "$T/l" lease_id)" --token "$K" >/dev/null
 t "the released worker is resetting (its wipe is held)" wait_for resetting 1 50
 sleep 0.3
-kill -9 "$LEASE_PID"
+disown "$LEASE_PID"; kill -9 "$LEASE_PID"
 RT=$(redis-cli -s "$STORE_SOCK" HGET "kz:{default}:w:$W0" token)
 kz-reset --worker "$W0" --token "$RT" >"$T/r.out" 2>&1 &
 RP=$!

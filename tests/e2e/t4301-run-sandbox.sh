@@ -92,7 +92,7 @@ kz-run -q --actor alice --conversation c1 -- sh -c 'grep -c ran notes.txt' >"$T/
 is "$(cat "$T/o5")" 0 "the code did not run (nothing it would write is in the workspace)"
 
 # Without the store admission closes: exit 3, audited as a denial.
-kill -9 "$STORE_PID"; sleep 1.2
+disown "$STORE_PID"; kill -9 "$STORE_PID"; sleep 1.2
 rc_is 3 "kz-run exits 3 when admission is closed" kz-run --actor alice --conversation c1 -- true
 like "$(cat "$T/.out")" admission_closed "and names admission_closed"
 t "the denial is audited" sh -c "kz-audit query --dir '$T/audit' --kind admission | grep -q '\"decision\":\"denied\"'"

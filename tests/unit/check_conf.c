@@ -139,7 +139,8 @@ END_TEST
 /*
  * The one socket rule: RUN/NAME/NAME.sock when RUN/NAME is a directory,
  * else RUN/NAME.sock; a name with a slash or an empty one is refused, and
- * a path that does not fit is an error, not a truncation.
+ * a path that does not fit is an error, not a truncation.  With file,
+ * kz_sock_in: the same rule for another file of the daemon.
  */
 struct scase {
 	const char *name;
@@ -147,19 +148,27 @@ struct scase {
 	size_t len;
 	int want;
 	const char *leaf;	/* expected, after "RUN/" */
+	const char *file;	/* kz_sock_in's, or NULL: kz_sock_default */
 };
 
 static const struct scase scases[] = {
-	{"kz-audit", false, false, 256, 0, "kz-audit.sock"},
-	{"kz-audit", true, false, 256, 0, "kz-audit/kz-audit.sock"},
-	{"store", true, false, 256, 0, "store/store.sock"},
+	{"kz-audit", false, false, 256, 0, "kz-audit.sock", NULL},
+	{"kz-audit", true, false, 256, 0, "kz-audit/kz-audit.sock", NULL},
+	{"store", true, false, 256, 0, "store/store.sock", NULL},
 	/* A file of that name is no directory: the flat layout. */
-	{"kz-lease", false, true, 256, 0, "kz-lease.sock"},
-	{"", false, false, 256, KZ_EINVAL, NULL},
-	{"../x", false, false, 256, KZ_EINVAL, NULL},
-	{"a/b", false, false, 256, KZ_EINVAL, NULL},
-	{"kz-project", false, false, 8, KZ_ERANGE, NULL},
-	{"kz-project", true, false, 30, KZ_ERANGE, NULL},
+	{"kz-lease", false, true, 256, 0, "kz-lease.sock", NULL},
+	{"", false, false, 256, KZ_EINVAL, NULL, NULL},
+	{"../x", false, false, 256, KZ_EINVAL, NULL, NULL},
+	{"a/b", false, false, 256, KZ_EINVAL, NULL, NULL},
+	{"kz-project", false, false, 8, KZ_ERANGE, NULL, NULL},
+	{"kz-project", true, false, 30, KZ_ERANGE, NULL, NULL},
+	{"kz-egress", true, false, 256, 0, "kz-egress/kz-egress-status.sock",
+	    "kz-egress-status.sock"},
+	{"kz-egress", false, false, 256, 0, "kz-egress-status.sock",
+	    "kz-egress-status.sock"},
+	{"kz-egress", true, false, 256, KZ_EINVAL, NULL, "../x.sock"},
+	{"kz-egress", false, false, 256, KZ_EINVAL, NULL, ""},
+	{"../x", false, false, 256, KZ_EINVAL, NULL, "x.sock"},
 };
 
 START_TEST(test_sock_default)
@@ -175,7 +184,8 @@ START_TEST(test_sock_default)
 	if (sc->mkfile)
 		fclose(fopen(sub, "w"));
 	memset(out, 'x', sizeof(out));
-	r = kz_sock_default(run, sc->name, out, sc->len);
+	r = sc->file != NULL ? kz_sock_in(run, sc->name, sc->file, out,
+	    sc->len) : kz_sock_default(run, sc->name, out, sc->len);
 	ck_assert_msg(r == sc->want, "case %d: %s", _i, kz_errname(r));
 	if (sc->leaf != NULL) {
 		snprintf(want, sizeof(want), "%s/%s", run, sc->leaf);

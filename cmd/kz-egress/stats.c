@@ -1,0 +1,136 @@
+/*
+ * What this proxy process has decided since it started, and the status
+ * socket that reports it.  The proxy's own sockets speak HTTP, so status
+ * has a socket of its own (SANDBOX_EGRESS_STATUS_SOCKET) served by the
+ * shared frame server on the first event loop.  Counters are updated from
+ * every proxy thread: atomics for the hot path, a mutex for the table of
+ * refusal reasons (a closed set of short names; a refusal is already a
+ * slow path that logs and audits).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "egress.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "kz_srv.h"
+#include "banned.h"
+
+#define REASONS_MAX 32
+
+static atomic_ulong allowed, bad_requests, refused;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char name[32];
+	unsigned long n;
+} by_reason[REASONS_MAX];
+static struct {
+	struct eg_policy *p;
+	atomic_size_t *nconns;
+	struct kz_srv *srv;
+} st;
+
+void
+eg_count_allowed(void)
+{
+	atomic_fetch_add(&allowed, 1);
+}
+
+void
+eg_count_bad_request(void)
+{
+	atomic_fetch_add(&bad_requests, 1);
+}
+
+void
+eg_count_refused(const char *reason)
+{
+	size_t i;
+
+	atomic_fetch_add(&refused, 1);
+	pthread_mutex_lock(&mu);
+	for (i = 0; i < REASONS_MAX && by_reason[i].name[0] != '\0'; i++)
+		if (strcmp(by_reason[i].name, reason) == 0)
+			break;
+	/* Past the table's end a reason is counted only in the total. */
+	if (i < REASONS_MAX) {
+		if (by_reason[i].name[0] == '\0')
+			snprintf(by_reason[i].name, sizeof(by_reason[i].name),
+			    "%s", reason);
+		by_reason[i].n++;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+static int
+add_counts(cJSON *o)
+{
+	cJSON *r;
+	int e = 0;
+
+	if (!cJSON_AddNumberToObject(o, "allowed", (double)atomic_load(
+	    &allowed)) || !cJSON_AddNumberToObject(o, "refused",
+	    (double)atomic_load(&refused)) ||
+	    !cJSON_AddNumberToObject(o, "bad_requests",
+	    (double)atomic_load(&bad_requests)) ||
+	    !cJSON_AddNumberToObject(o, "open_conns",
+	    (double)atomic_load(st.nconns)) ||
+	    (r = cJSON_AddObjectToObject(o, "refused_by_reason")) == NULL)
+		return KZ_ENOMEM;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < REASONS_MAX && by_reason[i].name[0]; i++)
+		if (!cJSON_AddNumberToObject(r, by_reason[i].name,
+		    (double)by_reason[i].n))
+			e = KZ_ENOMEM;
+	pthread_mutex_unlock(&mu);
+	return e;
+}
+
+static void
+op_status(struct kz_req *req, void *arg)
+{
+	cJSON *o = eg_policy_status_json(st.p);
+
+	if (o == NULL || add_counts(o) != 0) {
+		cJSON_Delete(o);
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return;
+	}
+	kz_req_ok(req, o);
+}
+
+static const char *const no_fields[] = {NULL};
+static const struct kz_op ops[] = {
+	{"status", op_status, no_fields},
+	{NULL, NULL, NULL},
+};
+
+int
+eg_status_start(struct event_base *base, struct eg_policy *p,
+    atomic_size_t *nconns, struct kz_srv **out)
+{
+	struct kz_srv_conf sc = {0};
+	char why[200];
+
+	*out = NULL;
+	st.p = p;
+	st.nconns = nconns;
+	if (p->status_sock[0] == '\0')
+		return 0;
+	if (kz_peer_policy_parse(p->peer_uids, p->peer_gids, &sc.peers, why,
+	    sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.config", KZ_ECONF, why, NULL);
+		return KZ_ECONF;
+	}
+	sc.sock_path = p->status_sock;
+	sc.io_timeout_ms = 5000;
+	sc.idle_timeout_ms = 60000;
+	sc.max_conns = 64;
+	sc.ops = ops;
+	if (kz_srv_new(base, &sc, out, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS, why, NULL);
+		return KZ_ESYS;
+	}
+	return 0;
+}
