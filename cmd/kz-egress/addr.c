@@ -63,6 +63,10 @@ v4_part(const char *s, size_t n, uint64_t *out)
 	if (n == 0)
 		return -1;
 	if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		/* A bare "0x" is zero to WHATWG but no number to libc, which
+		 * would resolve "0x" as a name: refused, read neither way. */
+		if (n == 2)
+			return -1;
 		base = 16;
 		s += 2;
 		n -= 2;
