@@ -63,6 +63,10 @@ v4_part(const char *s, size_t n, uint64_t *out)
 	if (n == 0)
 		return -1;
 	if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		/* A bare "0x" is zero to WHATWG but no number to libc, which
+		 * would resolve "0x" as a name: refused, read neither way. */
+		if (n == 2)
+			return -1;
 		base = 16;
 		s += 2;
 		n -= 2;
@@ -93,13 +97,17 @@ v4_part(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
-/* Whether the last label is a number (WHATWG "ends in a number"). */
+/*
+ * Whether the last label is a number (WHATWG "ends in a number"): decimal
+ * or octal digits, or 0x and hex digits, of any length and any value.  The
+ * value is not checked here: "0x1a9fea9fe" or "1.0x100000000" is an address
+ * that does not fit, refused by parse_v4, and never a name for DNS.
+ */
 static bool
 ends_in_number(const char *s, size_t n)
 {
 	const char *last;
 	size_t ln;
-	uint64_t v;
 
 	if (n > 0 && s[n - 1] == '.')
 		n--;
@@ -111,7 +119,7 @@ ends_in_number(const char *s, size_t n)
 	if (strspn(last, "0123456789") >= ln)
 		return true;
 	return ln >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X') &&
-	    v4_part(last, ln, &v) == 0;
+	    strspn(last + 2, "0123456789abcdefABCDEF") >= ln - 2;
 }
 
 static int

@@ -39,23 +39,50 @@ eg_grant_keypair(const char *field_key_file, unsigned char pk[32],
 	return r;
 }
 
+/* The claims text, built with cJSON (never by hand: the run id is
+ * quoted the one correct way).  The caller frees it. */
+static char *
+claims_text(const char *run_hash, int64_t now, int64_t ttl, unsigned caps)
+{
+	cJSON *o = cJSON_CreateObject(), *a;
+	char *txt = NULL;
+
+	if (o == NULL || !cJSON_AddNumberToObject(o, "v", 1) ||
+	    !cJSON_AddStringToObject(o, "run", run_hash) ||
+	    !cJSON_AddNumberToObject(o, "iat", (double)now) ||
+	    !cJSON_AddNumberToObject(o, "nbf", (double)now) ||
+	    !cJSON_AddNumberToObject(o, "exp", (double)(now + ttl)) ||
+	    (a = cJSON_AddArrayToObject(o, "caps")) == NULL)
+		goto out;
+	if ((caps & EG_CAP_TURN) &&
+	    !cJSON_AddItemToArray(a, cJSON_CreateString("turn")))
+		goto out;
+	txt = kz_json_print(o);
+out:
+	cJSON_Delete(o);
+	return txt;
+}
+
 int
 eg_grant_mint(const unsigned char sk[64], const char *run_hash, int64_t now,
     int64_t ttl, unsigned caps, char *out, size_t len)
 {
-	char claims[CLAIMS_MAX], enc[CLAIMS_MAX * 2];
+	char enc[CLAIMS_MAX * 2], *claims;
 	unsigned char sig[crypto_sign_BYTES];
 	char senc[sodium_base64_ENCODED_LEN(crypto_sign_BYTES, B64URL)];
+	size_t cn;
 	int n;
 
-	n = snprintf(claims, sizeof(claims),
-	    "{\"v\":1,\"run\":\"%s\",\"iat\":%lld,\"nbf\":%lld,\"exp\":%lld,"
-	    "\"caps\":[%s]}", run_hash, (long long)now, (long long)now,
-	    (long long)(now + ttl), (caps & EG_CAP_TURN) ? "\"turn\"" : "");
-	if (n < 0 || (size_t)n >= sizeof(claims))
+	if ((claims = claims_text(run_hash, now, ttl, caps)) == NULL)
+		return KZ_ENOMEM;
+	cn = strlen(claims);
+	if (cn >= CLAIMS_MAX) {
+		free(claims);
 		return KZ_ETOOBIG;
-	sodium_bin2base64(enc, sizeof(enc), (unsigned char *)claims, (size_t)n,
+	}
+	sodium_bin2base64(enc, sizeof(enc), (unsigned char *)claims, cn,
 	    B64URL);
+	free(claims);
 	crypto_sign_detached(sig, NULL, (unsigned char *)enc, strlen(enc), sk);
 	sodium_bin2base64(senc, sizeof(senc), sig, sizeof(sig), B64URL);
 	n = snprintf(out, len, "%s.%s", enc, senc);

@@ -328,6 +328,39 @@ cmd_grant(const struct opts *o)
 	return 0;
 }
 
+static bool
+has_ctrl(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < ' ' || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* The credential as one JSON object, built with cJSON so that any user
+ * name is quoted and escaped the one correct way. */
+static int
+print_turn(const char *uname, const char *pass, int64_t ttl)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *txt = NULL;
+	int r = 4;
+
+	if (o == NULL || !cJSON_AddStringToObject(o, "username", uname) ||
+	    !cJSON_AddStringToObject(o, "password", pass) ||
+	    !cJSON_AddNumberToObject(o, "ttl", (double)ttl) ||
+	    (txt = kz_json_print(o)) == NULL)
+		goto out;
+	printf("%s\n", txt);
+	r = 0;
+out:
+	if (txt != NULL)
+		sodium_memzero(txt, strlen(txt));
+	free(txt);
+	cJSON_Delete(o);
+	return r;
+}
+
 static int
 cmd_turn(const struct opts *o)
 {
@@ -338,11 +371,14 @@ cmd_turn(const struct opts *o)
 	FILE *f;
 	int r;
 
+	/* The name goes into a JSON string and a TURN username: one line of
+	 * UTF-8, no ':' (the username's separator) and no spaces. */
 	if (o->argc != 0 || o->secret == NULL || o->user == NULL ||
 	    *o->user == '\0' || strlen(o->user) > 128 ||
-	    strpbrk(o->user, ": \t\r\n") != NULL)
+	    strpbrk(o->user, ": \t\r\n") != NULL ||
+	    !kz_utf8_valid(o->user, strlen(o->user)) || has_ctrl(o->user))
 		return bad_usage("turn-credential needs --secret-file FILE "
-		    "--user NAME (no ':' or spaces)");
+		    "--user NAME (UTF-8, no ':', spaces or control characters)");
 	if (ttl > 3600)
 		return bad_usage("--ttl: TURN credentials live at most 3600 s");
 	if ((f = fopen(o->secret, "re")) == NULL) {
@@ -362,10 +398,9 @@ cmd_turn(const struct opts *o)
 	sodium_memzero(secret, sizeof(secret));
 	if (r != 0)
 		return 2;
-	printf("{\"username\":\"%s\",\"password\":\"%s\",\"ttl\":%lld}\n",
-	    uname, pass, (long long)ttl);
+	r = print_turn(uname, pass, ttl);
 	sodium_memzero(pass, sizeof(pass));
-	return 0;
+	return r;
 }
 
 int

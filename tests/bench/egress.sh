@@ -284,5 +284,10 @@ echo "kz-egress RSS:         ${R0} KiB before, ${R1} KiB with the tunnels"
 awk -v a="$R0" -v b="$R1" -v n="${OPEN:-0}" 'BEGIN { if (n > 0) printf "memory per idle tunnel: %.1f KiB  (target <= 16 KiB)\n", (b - a) / n }'
 kill "$TPID" 2>/dev/null
 R=$(grep -o '"reason":"[a-z_]*"' "$T/egress.log" | sort | uniq -c | tr '\n' ' ')
-[ -n "$R" ] && echo "# kz-egress refusals during the run: $R"
+if [ -n "$R" ]; then
+	echo "# kz-egress refusals during the run: $R"
 fi
+fi
+# A benchmark prints figures: a run that got this far exits 0 (the status
+# of the last test above is not the run's).
+exit 0

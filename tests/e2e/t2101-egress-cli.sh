@@ -5,7 +5,7 @@
 # that refuses everything.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
-plan 33
+plan 41
 for k in $(env | grep -o '^SANDBOX_EGRESS_[A-Z_]*'); do unset "$k"; done
 unset KZ_CONFIG KZ_SOCKET
 
@@ -94,6 +94,21 @@ is "$W" "$("$EG_PY" -c 'import base64,hashlib,hmac,sys; print(base64.b64encode(h
 	"TURN password is base64 HMAC-SHA1 of the username"
 rc_is 2 "TURN credentials live at most an hour" kz-egress turn-credential \
 	--secret-file "$T/turn.secret" --user alice --ttl 7200
+# Hostile user names: the output is one JSON object whose username is
+# exactly expiry:NAME, whatever the name holds.
+for u in 'a"b' 'a\b' 'a\"},{"x"' "o'brien" '</script>' 'é☃'; do
+	C=$(kz-egress turn-credential --secret-file "$T/turn.secret" --user "$u")
+	is "$(printf '%s' "$C" | "$EG_PY" -c 'import json,sys
+o = json.load(sys.stdin)
+u = o["username"].split(":", 1)
+print("ok" if sorted(o) == ["password", "ttl", "username"] and
+      u[0].isdigit() and u[1] == sys.argv[1] else "bad: %r" % o)' "$u" 2>&1)" ok \
+		"turn-credential --user $u prints valid JSON with that name"
+done
+rc_is 2 "a user name with a control character is a usage error" \
+	kz-egress turn-credential --secret-file "$T/turn.secret" --user "$(printf 'a\033b')"
+rc_is 2 "a user name that is not UTF-8 is a usage error" \
+	kz-egress turn-credential --secret-file "$T/turn.secret" --user "$(printf 'a\377b')"
 
 # A daemon whose config cannot be read runs isolated and refuses.
 bg kz-egress serve --config "$T/nonexistent.conf" --socket "$T/eg.sock" 2>"$T/iso.log"

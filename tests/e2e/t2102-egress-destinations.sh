@@ -108,6 +108,11 @@ private_networks [::ffff:a9fe:a9fe] 80 metadata
 private_networks 0 80 unspecified
 private_networks 1.2.3.256 80 bad_host
 private_networks 0x7f.1.2.3.4 80 bad_host
+private_networks 0x41414141A9FEA9FE 80 bad_host
+private_networks 1.0x100000000 80 bad_host
+private_networks 0x1a9fea9fe 80 bad_host
+private_networks example.0x100000000 80 bad_host
+private_networks 4294967296 80 bad_host
 public_internet origin.kz.test 80 private_use
 public_internet public.kz.test 80 allow
 public_internet public.kz.test 443 allow
@@ -133,7 +138,7 @@ if awk '$4 == "allow" && $1 == "private_networks" && tolower($2) !~ /origin|10\.
 	echo "Bail out! a live allow case is not the test origin"; exit 1
 fi
 nc=$(wc -l <"$T/cases") nl=$(wc -l <"$T/live")
-plan $((nc + nl + 29 + 4 + 4))
+plan $((nc + nl + 29 + 4 + 4 + 2))
 
 for m in isolated public_internet private_networks host_allowlist; do
 	EG_PORT=${PORT[$m]}
@@ -194,6 +199,13 @@ live private_networks GET rebindl.kz.test:80 >"$T/resp"
 judge_live allow "live rebind: first connection reaches the origin"
 live private_networks GET rebindl.kz.test:80 >"$T/resp"
 judge_live refuse "live rebind: the next connection re-resolves and is refused"
+
+# A host whose last label is a number of any spelling or length is an
+# address or refused: none of them was ever a question to DNS (checked
+# and live), while the names above were.
+Q=$(cat "$T/dns.queries")
+like "$Q" '^origin\.kz\.test ' "the query log records the names that were resolved"
+unlike "$Q" '0x|4294967296' "no numeric host ever reached DNS"
 
 # The operator record: reason, host and port; never path, query or grant.
 L=$(cat "$T"/egress-*.log)

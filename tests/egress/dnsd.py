@@ -13,8 +13,10 @@ with no records of the asked type gets NOERROR with no answers.  Every
 answer has TTL 0.  The question is echoed byte for byte, so resolvers that
 randomize the case of the name (0x20) accept the answer.
 
-usage: dnsd.py ZONE.json PORTFILE   (binds 127.0.0.1 on a free port and
-writes the port to PORTFILE once it answers)
+usage: dnsd.py ZONE.json PORTFILE [QUERYLOG]   (binds 127.0.0.1 on a free
+port and writes the port to PORTFILE once it answers; with QUERYLOG, every
+question's name and type is appended to it, one "name type" a line, before
+it is answered, so a test can show that a host never reached DNS)
 """
 import json
 import os
@@ -79,9 +81,14 @@ def main():
         f.write(str(s.getsockname()[1]))
     os.rename(tmp, port_file)
     counters = {}
+    qlog = open(sys.argv[3], "a") if len(sys.argv) > 3 else None
     while True:
         pkt, peer = s.recvfrom(4096)
         try:
+            if qlog is not None:
+                name, qtype, _qclass, _q = parse_question(pkt)
+                qlog.write("%s %d\n" % (name, qtype))
+                qlog.flush()
             s.sendto(answer(zone, counters, pkt), peer)
         except (ValueError, IndexError, struct.error, OSError):
             continue

@@ -33,9 +33,11 @@ eg_origin() {
 }
 
 # eg_dnsd ZONE: starts the test DNS server; sets EG_DNS (127.0.0.1:port).
+# Every question it is asked is logged to $T/dns.queries ("name type").
 eg_dnsd() {
 	rm -f "$T/dns.port"
-	bg "$EG_PY" "$EGDIR/dnsd.py" "$1" "$T/dns.port"
+	: >"$T/dns.queries"
+	bg "$EG_PY" "$EGDIR/dnsd.py" "$1" "$T/dns.port" "$T/dns.queries"
 	local i=0
 	while [ ! -s "$T/dns.port" ]; do
 		i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.05

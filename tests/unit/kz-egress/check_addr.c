@@ -27,7 +27,9 @@ static const struct {
 	{"169.254.43518", 1, "169.254.169.254"},
 	{"0xa9fea9fe", 1, "169.254.169.254"},
 	{"0", 1, "0.0.0.0"},
-	{"0x", 1, "0.0.0.0"},
+	{"0x", -1, NULL},	/* libc reads no number: refused */
+	{"0x.1", -1, NULL},
+	{"1.0x", -1, NULL},
 	{"10.213.0.2", 1, "10.213.0.2"},
 	{"[::1]", 1, "::1"},
 	{"::1", 1, "::1"},
@@ -45,6 +47,20 @@ static const struct {
 	{"0x1g.1", -1, NULL},	/* ends in a number: IPv4 or nothing */
 	{"4294967296", -1, NULL},
 	{"99999999999999999999", -1, NULL},
+	/* A last label that is a number of any length is an address or is
+	 * refused, never a name sent to DNS. */
+	{"0x41414141A9FEA9FE", -1, NULL},
+	{"1.0x100000000", -1, NULL},
+	{"0x1a9fea9fe", -1, NULL},
+	{"0X1A9FEA9FE.", -1, NULL},
+	{"0x100000000", -1, NULL},
+	{"1.2.3.0x100", -1, NULL},
+	{"example.0x1ffffffffffffffffffff", -1, NULL},
+	{"example.0x", -1, NULL},
+	{"example.0777777777777777777777", -1, NULL},
+	{"example.99999999999999999999", -1, NULL},
+	{"0x00000000000000007f000001", 1, "127.0.0.1"},
+	{"00000000000000000000177.1", 1, "127.0.0.1"},
 	{"[::1", -1, NULL},
 	{"[1.2.3.4]", -1, NULL},
 	{"[::1%]", -1, NULL},
@@ -54,6 +70,8 @@ static const struct {
 	{"example.com", 0, NULL},
 	{"1.2.3.example", 0, NULL},
 	{"0x7f.example", 0, NULL},
+	{"example.0x1g", 0, NULL},	/* not hex: a name */
+	{"example.1a", 0, NULL},
 	{"", -1, NULL},
 };
 
