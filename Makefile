@@ -20,6 +20,9 @@ PKGS      = libseccomp libcap-ng hiredis libsodium libcjson libevent
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -levent_pthreads -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+# Libraries one binary alone links (and its unit suites): kz-egress's
+# HMAC-SHA1 for TURN credentials is nettle's.
+kz-egress_LIBS := $(shell pkg-config --libs nettle 2>/dev/null)
 
 WARN     = -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter
 HARDEN   = -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
@@ -33,7 +36,7 @@ B       ?= build
 # valkey-server where the distribution ships it, else Redis 7 (wire-compatible).
 STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server valkey-tools || echo redis-server redis-tools)
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
-	libhiredis-dev libsodium-dev libcjson-dev libevent-dev check
+	libhiredis-dev libsodium-dev libcjson-dev libevent-dev nettle-dev check
 DEPS_TEST  = $(STORE_PKG) clang libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
 	util-linux libcap2-bin tar python3-prometheus-client
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
@@ -70,10 +73,10 @@ $(1)_OBJ := $$(patsubst %.c,$(B)/%.o,$$(wildcard cmd/$(1)/*.c))
 $(1)_MOD := $$(filter-out $(B)/cmd/$(1)/main.o,$$($(1)_OBJ))
 $$($(1)_OBJ): $$(wildcard cmd/$(1)/*.h)
 bin/$(1): $$($(1)_OBJ) $(B)/libkz.a
-	$$(CC) $$(LDFLAGS) $(CFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+	$$(CC) $$(LDFLAGS) $(CFLAGS) -o $$@ $$^ $$(PKG_LIBS) $$($(1)_LIBS)
 $(B)/tests/$(1)/check_%: tests/unit/$(1)/check_%.c $$($(1)_MOD) $(B)/libkz.a
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(CFLAGS) -Icmd/$(1) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) $$(CHECK_LIBS)
+	$$(CC) $(CFLAGS) -Icmd/$(1) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) $$($(1)_LIBS) $$(CHECK_LIBS)
 endef
 $(foreach b,$(BINS),$(eval $(call bin_rule,$(b))))
 

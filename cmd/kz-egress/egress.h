@@ -203,6 +203,10 @@ KZ_WUR int eg_grant_mint(const unsigned char sk[64], const char *run_hash,
  */
 const char *eg_grant_verify(const unsigned char pk[32], const char *grant,
     size_t len, int64_t now, int64_t max_ttl, struct eg_claims *cl);
+/* HMAC-SHA1 (nettle's), for the TURN REST credential. */
+#define EG_SHA1_BYTES 20
+void eg_hmac_sha1(const unsigned char *key, size_t klen,
+    const unsigned char *msg, size_t mlen, unsigned char out[EG_SHA1_BYTES]);
 /* TURN REST credential (coturn's scheme). */
 KZ_WUR int eg_turn_credential(const unsigned char *secret, size_t slen,
     const char *user, int64_t expiry, char *uname, size_t ulen, char *pass,

@@ -3,13 +3,14 @@
  * of the first part's text).  The signing key is the GRANT subkey of the
  * field key used as an Ed25519 seed; the proxy holds only the public half,
  * so a compromised proxy cannot mint a grant.  Also the TURN REST
- * credential (coturn's scheme: HMAC-SHA1 of "expiry:user").
+ * credential (coturn's scheme: HMAC-SHA1 of "expiry:user", by nettle).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
 #include <cJSON.h>
+#include <nettle/hmac.h>
 
 #include "egress.h"
 #include "kz_json.h"
@@ -179,112 +180,19 @@ eg_grant_verify(const unsigned char pk[32], const char *grant, size_t len,
 	return NULL;
 }
 
-/* ---- TURN REST credentials: HMAC-SHA1, which libsodium lacks ---- */
+/* ---- TURN REST credentials: HMAC-SHA1 (nettle; libsodium has no SHA-1) ---- */
 
-struct sha1 {
-	uint32_t h[5];
-	uint64_t n;
-	unsigned char buf[64];
-};
-
-static uint32_t
-rol(uint32_t x, int k)
+void
+eg_hmac_sha1(const unsigned char *key, size_t klen, const unsigned char *msg,
+    size_t mlen, unsigned char out[EG_SHA1_BYTES])
 {
-	return (x << k) | (x >> (32 - k));
-}
+	struct hmac_sha1_ctx ctx;
 
-static void
-sha1_block(struct sha1 *s, const unsigned char *p)
-{
-	uint32_t w[80], a, b, c, d, e, f, k, t;
-
-	for (int i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		    (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (int i = 16; i < 80; i++)
-		w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4];
-	for (int i = 0; i < 80; i++) {
-		if (i < 20)
-			f = (b & c) | (~b & d), k = 0x5a827999;
-		else if (i < 40)
-			f = b ^ c ^ d, k = 0x6ed9eba1;
-		else if (i < 60)
-			f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
-		else
-			f = b ^ c ^ d, k = 0xca62c1d6;
-		t = rol(a, 5) + f + e + k + w[i];
-		e = d, d = c, c = rol(b, 30), b = a, a = t;
-	}
-	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d, s->h[4] += e;
-}
-
-static void
-sha1_init(struct sha1 *s)
-{
-	static const uint32_t iv[5] = {0x67452301, 0xefcdab89, 0x98badcfe,
-		0x10325476, 0xc3d2e1f0};
-
-	memset(s, 0, sizeof(*s));
-	memcpy(s->h, iv, sizeof(iv));
-}
-
-static void
-sha1_update(struct sha1 *s, const unsigned char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		s->buf[s->n++ % 64] = p[i];
-		if (s->n % 64 == 0)
-			sha1_block(s, s->buf);
-	}
-}
-
-static void
-sha1_final(struct sha1 *s, unsigned char out[20])
-{
-	uint64_t bits = s->n * 8;
-	unsigned char pad = 0x80, z = 0, len[8];
-
-	sha1_update(s, &pad, 1);
-	while (s->n % 64 != 56)
-		sha1_update(s, &z, 1);
-	for (int i = 0; i < 8; i++)
-		len[i] = (unsigned char)(bits >> (56 - 8 * i));
-	sha1_update(s, len, 8);
-	for (int i = 0; i < 20; i++)
-		out[i] = (unsigned char)(s->h[i / 4] >> (24 - 8 * (i % 4)));
-	sodium_memzero(s, sizeof(*s));
-}
-
-static void
-hmac_sha1(const unsigned char *key, size_t klen, const unsigned char *msg,
-    size_t mlen, unsigned char out[20])
-{
-	unsigned char k[64] = {0}, ipad[64], opad[64], inner[20];
-	struct sha1 s;
-
-	if (klen > 64) {
-		sha1_init(&s);
-		sha1_update(&s, key, klen);
-		sha1_final(&s, k);
-	} else {
-		memcpy(k, key, klen);
-	}
-	for (int i = 0; i < 64; i++) {
-		ipad[i] = k[i] ^ 0x36;
-		opad[i] = k[i] ^ 0x5c;
-	}
-	sha1_init(&s);
-	sha1_update(&s, ipad, 64);
-	sha1_update(&s, msg, mlen);
-	sha1_final(&s, inner);
-	sha1_init(&s);
-	sha1_update(&s, opad, 64);
-	sha1_update(&s, inner, 20);
-	sha1_final(&s, out);
-	sodium_memzero(k, sizeof(k));
-	sodium_memzero(ipad, sizeof(ipad));
-	sodium_memzero(opad, sizeof(opad));
+	hmac_sha1_set_key(&ctx, klen, key);
+	hmac_sha1_update(&ctx, mlen, msg);
+	hmac_sha1_digest(&ctx, SHA1_DIGEST_SIZE, out);
+	/* The context holds the key's inner and outer states. */
+	sodium_memzero(&ctx, sizeof(ctx));
 }
 
 int
@@ -292,7 +200,7 @@ eg_turn_credential(const unsigned char *secret, size_t slen,
     const char *user, int64_t expiry, char *uname, size_t ulen, char *pass,
     size_t plen)
 {
-	unsigned char mac[20];
+	unsigned char mac[EG_SHA1_BYTES];
 	int n;
 
 	n = snprintf(uname, ulen, "%lld:%s", (long long)expiry, user);
@@ -300,7 +208,8 @@ eg_turn_credential(const unsigned char *secret, size_t slen,
 	    plen < sodium_base64_ENCODED_LEN(20,
 	    sodium_base64_VARIANT_ORIGINAL))
 		return KZ_ETOOBIG;
-	hmac_sha1(secret, slen, (const unsigned char *)uname, (size_t)n, mac);
+	eg_hmac_sha1(secret, slen, (const unsigned char *)uname, (size_t)n,
+	    mac);
 	sodium_bin2base64(pass, plen, mac, sizeof(mac),
 	    sodium_base64_VARIANT_ORIGINAL);
 	return 0;

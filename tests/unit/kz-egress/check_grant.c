@@ -1,6 +1,7 @@
 /* Grants: a valid grant verifies; every tampering, a wrong key, bad
  * encodings, bad times and unknown capabilities are refused.  Also the
- * TURN REST credential against a known HMAC-SHA1 vector. */
+ * TURN REST credential against a known HMAC-SHA1 vector, and the HMAC
+ * against RFC 2202's. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -153,6 +154,66 @@ START_TEST(test_turn_credential)
 }
 END_TEST
 
+/* RFC 2202, section 3: every HMAC-SHA1 test case, keys longer than the
+ * block included. */
+START_TEST(test_hmac_sha1_rfc2202)
+{
+	static const struct {
+		const char *key;	/* hex */
+		const char *data;	/* hex, or NULL: the text below */
+		const char *text;
+		const char *mac;
+	} v[] = {
+		{"0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", NULL, "Hi There",
+		    "b617318655057264e28bc0b6fb378c8ef146be00"},
+		{"4a656665", NULL, "what do ya want for nothing?",
+		    "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79"},
+		{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		    "dd", NULL, "125d7342b9ac11cd91a39af48aa17b4f63f175d3"},
+		{"0102030405060708090a0b0c0d0e0f10111213141516171819",
+		    "cd", NULL, "4c9007f4026250c6bc8414f9bf50c86c2d7235da"},
+		{"0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c", NULL,
+		    "Test With Truncation",
+		    "4c1a03424b55e07fe7f27be1d58bb9324a9a5a04"},
+		{"aa", NULL,
+		    "Test Using Larger Than Block-Size Key - Hash Key First",
+		    "aa4ae5e15272d00e95705637ce8a3b55ed402112"},
+		{"aa", NULL, "Test Using Larger Than Block-Size Key and Larger "
+		    "Than One Block-Size Data",
+		    "e8e99d0f45237d786d6bbaa7965c7808bbff1a91"},
+	};
+	/* Repeat counts: the key byte (case 3 to 7) and the data byte. */
+	static const size_t klen[] = {20, 4, 20, 25, 20, 80, 80};
+	static const size_t dlen[] = {0, 0, 50, 50, 0, 0, 0};
+	unsigned char key[80], data[80], mac[EG_SHA1_BYTES];
+	char hex[2 * EG_SHA1_BYTES + 1];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		const unsigned char *msg = (const unsigned char *)v[i].text;
+		size_t mlen = v[i].text ? strlen(v[i].text) : dlen[i];
+
+		if (strlen(v[i].key) == 2 * klen[i]) {
+			ck_assert_int_eq(sodium_hex2bin(key, sizeof(key),
+			    v[i].key, strlen(v[i].key), NULL, NULL, NULL), 0);
+		} else {
+			ck_assert_int_eq(sodium_hex2bin(key, 1, v[i].key, 2,
+			    NULL, NULL, NULL), 0);
+			memset(key, key[0], klen[i]);
+		}
+		if (v[i].data != NULL) {
+			ck_assert_int_eq(sodium_hex2bin(data, 1, v[i].data, 2,
+			    NULL, NULL, NULL), 0);
+			memset(data, data[0], dlen[i]);
+			msg = data;
+		}
+		eg_hmac_sha1(key, klen[i], msg, mlen, mac);
+		sodium_bin2hex(hex, sizeof(hex), mac, sizeof(mac));
+		ck_assert_msg(strcmp(hex, v[i].mac) == 0, "case %zu: %s", i + 1,
+		    hex);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -168,6 +229,7 @@ main(void)
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_bad_claims);
 	tcase_add_test(tc, test_turn_credential);
+	tcase_add_test(tc, test_hmac_sha1_rfc2202);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
