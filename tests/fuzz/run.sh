@@ -31,7 +31,8 @@ want=${*:-$(printf '%s\n' "$targets" | sed -n 's/^\([a-z_0-9]*\):.*/\1/p')}
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefined
 	-fno-sanitize-recover=all -I$top/lib -I$top/$eg -I$top/cmd/kz-audit
 	$(pkg-config --cflags libcjson libsodium)"
-libs=$(pkg-config --libs libcjson libsodium)
+# nettle: the HMAC-SHA1 of grant.c's TURN credentials.
+libs=$(pkg-config --libs libcjson libsodium nettle)
 cd "$top"
 for t in $want; do
 	printf '%s\n' "$targets" | grep -q "^$t: " ||
