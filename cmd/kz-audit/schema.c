@@ -89,6 +89,10 @@ static const struct field f_egress[] = {
 	{ "host", F_HOST, 0, 253 }, INT("port", 0, 65535), HEX("run_hash"),
 	TOK("rule", 64), { NULL, 0, 0, 0 }
 };
+static const struct field f_reload[] = {
+	TOK("mode", 32), { "ok", F_BOOL, 0, 0 },
+	INT("generation", 0, INT_MAXJ), { NULL, 0, 0, 0 }
+};
 static const struct field f_project[] = {
 	HEX("room_hash"), HEX("project_hash"), INT("files", 0, INT_MAXJ),
 	INT("bytes", 0, INT_MAXJ), TOK("decision", 32), TOK("stage", 32),
@@ -113,6 +117,7 @@ static const struct kind kinds[] = {
 	{ "reset", f_reset },
 	{ "retire", f_reset },
 	{ "egress_refusal", f_egress },
+	{ "egress_reload", f_reload },
 	{ "projection", f_project },
 	{ "admission", f_project },
 	{ "verification", f_project },
@@ -122,8 +127,8 @@ static const struct kind kinds[] = {
 
 const char *const aud_kinds[] = {
 	"dispatch", "isolation_denial", "lease", "release", "reset", "retire",
-	"egress_refusal", "projection", "admission", "verification",
-	"validation", NULL
+	"egress_refusal", "egress_reload", "projection", "admission",
+	"verification", "validation", NULL
 };
 
 static const char *const refusal_names[AUD_R_COUNT_] = {

@@ -5,6 +5,7 @@
 #ifndef EGRESS_CONN_H
 #define EGRESS_CONN_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/time.h>
@@ -55,7 +56,12 @@ size_t sio_pending(const struct sio *s);
 
 struct proxy {
 	struct event_base *base;
+	/* The policy in force on this thread (one reference); a reload puts
+	 * the next one in next and activates reload_ev (reload.c). */
 	struct eg_policy *p;
+	struct event *reload_ev;
+	pthread_mutex_t mu;
+	struct eg_policy *next;
 	struct eg_dns *dns;
 	struct evconnlistener *ls[8];
 	size_t nls;
@@ -70,6 +76,9 @@ enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 struct conn {
 	struct proxy *px;
+	/* The policy this connection's request was admitted under (one
+	 * reference): a reload changes it only at the next request head. */
+	struct eg_policy *p;
 	struct sio *cli, *up;
 	struct event *timer;
 	struct eg_lookup *lk;
@@ -108,6 +117,14 @@ void conn_await_head(struct conn *c);
 struct sio *conn_client_new(struct conn *c, int fd);
 void conn_connect_up(struct conn *c, const struct eg_addr *a);
 void conn_start_exchange(struct conn *c);
+/* reload.c: SIGHUP reads the configuration again (eg_proxy_run's load). */
+struct eg_reload;
+KZ_WUR int eg_reload_new(struct proxy *w, size_t n, struct eg_policy *p,
+    eg_load_fn load, void *arg, struct eg_reload **out);
+void eg_reload_free(struct eg_reload *r);
+/* The worker's side: takes the next policy, if any, on its own thread. */
+KZ_WUR int eg_reload_worker_init(struct proxy *px);
+void eg_reload_worker_release(struct proxy *px);
 /* tunnel.c */
 struct tunnel;
 int tunnel_start(struct conn *c);

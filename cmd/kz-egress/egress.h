@@ -102,7 +102,14 @@ struct eg_listen {
 	uint16_t port;
 };
 
+/*
+ * One loaded configuration, immutable once loaded and shared by reference:
+ * the proxy's workers hold the one in force, each connection holds the one
+ * its request was admitted under (SIGHUP swaps in a new one; proxy.c).
+ */
 struct eg_policy {
+	atomic_uint refs;
+	uint64_t gen;		/* 0 at start, one more per reload */
 	enum eg_mode mode;	/* in force */
 	enum eg_mode configured;
 	char isolated_why[160];	/* why the mode in force is isolated */
@@ -148,6 +155,9 @@ extern const char *const eg_conf_keys[];
  */
 KZ_WUR int eg_policy_load(const struct kz_conf *c, const char *conf_why,
     const char *sock_path, struct eg_policy **out);
+/* One more reference to p (returns p); eg_policy_free drops one and frees
+ * p with the last. */
+struct eg_policy *eg_policy_ref(struct eg_policy *p);
 void eg_policy_free(struct eg_policy *p);
 
 /* What a destination request asks for. */
@@ -175,8 +185,12 @@ const char *eg_policy_check_dest(const struct eg_policy *p,
 const char *eg_policy_check_addr(const struct eg_policy *p,
     const struct eg_dest *d, const struct eg_addr *a);
 const char *eg_mode_name(enum eg_mode m);
-/* status: text or JSON on stdout. */
-void eg_policy_status(const struct eg_policy *p, bool json);
+/*
+ * status: o (eg_policy_status_json's, or a running daemon's reply) as text
+ * under the line source, or as JSON, on stdout.  Returns the exit status:
+ * 1 when the mode in force is isolated, else 0.
+ */
+int eg_policy_status(const cJSON *o, const char *source, bool json);
 /* The policy in force as status reports it (caller deletes). */
 cJSON *eg_policy_status_json(const struct eg_policy *p);
 
@@ -315,10 +329,15 @@ long eg_chunk_feed(struct eg_chunk *c, const char *p, size_t n, bool *done);
 
 /* ---- proxy.c ---- */
 
-KZ_WUR int eg_proxy_run(struct eg_policy *p);
+/* Loads the configuration again, as main did (for SIGHUP); never fails
+ * open: a file that cannot be used gives an isolated policy. */
+typedef int (*eg_load_fn)(void *arg, struct eg_policy **out);
+KZ_WUR int eg_proxy_run(struct eg_policy *p, eg_load_fn load, void *arg);
 
 /* Refusal record: log line and audit event (queued, never blocking). */
 void eg_audit_start(const char *sock);
+/* Queues one audit event of kind (takes ev; a no-op with audit off). */
+void eg_audit_event(const char *kind, cJSON *ev);
 
 /* ---- stats.c: process-lifetime counters and the status socket ---- */
 
@@ -335,5 +354,14 @@ KZ_WUR int eg_status_start(struct event_base *base, struct eg_policy *p,
     atomic_size_t *nconns, struct kz_srv **out);
 void eg_refusal_record(const char *reason, const char *host, uint16_t port,
     const char *run);
+/* The policy status reports from now on (called on the status socket's
+ * loop; takes a reference, drops the previous one). */
+void eg_status_set_policy(struct eg_policy *p);
+/* A reload happened (status counts them). */
+void eg_count_reload(void);
+/* Asks the daemon on sock for its status; *out is the reply (caller
+ * deletes).  KZ_EUNAVAIL when nothing answers there. */
+KZ_WUR int eg_status_query(const char *sock, cJSON **out, char *why,
+    size_t wlen);
 
 #endif

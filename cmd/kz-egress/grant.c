@@ -180,7 +180,7 @@ eg_grant_verify(const unsigned char pk[32], const char *grant, size_t len,
 	return NULL;
 }
 
-/* ---- TURN REST credentials: HMAC-SHA1 (nettle; libsodium has no SHA-1) ---- */
+/* ---- TURN REST credentials: nettle's HMAC-SHA1 (libsodium has none) ---- */
 
 void
 eg_hmac_sha1(const unsigned char *key, size_t klen, const unsigned char *msg,

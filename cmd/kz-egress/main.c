@@ -112,6 +112,13 @@ load_policy(const struct opts *o, struct eg_policy **out)
 	return r == 0 ? 0 : 4;
 }
 
+/* SIGHUP's load: the same file and socket, the same fail-closed rules. */
+static int
+reload_policy(void *arg, struct eg_policy **out)
+{
+	return load_policy(arg, out) == 0 ? 0 : KZ_ENOMEM;
+}
+
 static int
 cmd_serve(const struct opts *o)
 {
@@ -130,24 +137,64 @@ cmd_serve(const struct opts *o)
 		eg_policy_free(p);
 		return 2;
 	}
-	r = eg_proxy_run(p);
+	r = eg_proxy_run(p, reload_policy, (void *)o);
 	eg_policy_free(p);
 	return r == 0 ? 0 : 3;
 }
+
+/*
+ * The scope in force: the running daemon's answer when a status socket is
+ * configured and answers there, else the one computed from the config,
+ * and the first line says which.  Exit 1 when it is isolation.
+ */
+#define FROM_CONF "scope from the configuration"
 
 static int
 cmd_status(const struct opts *o)
 {
 	struct eg_policy *p;
+	char src[300], why[160] = "";
+	cJSON *st = NULL;
 	int r;
 
 	if (o->argc != 0)
 		return bad_usage("status takes no arguments");
 	if ((r = load_policy(o, &p)) != 0)
 		return r;
-	eg_policy_status(p, o->json);
+	if (p->status_sock[0] != '\0')
+		r = eg_status_query(p->status_sock, &st, why, sizeof(why));
+	if (p->status_sock[0] != '\0' && r == 0) {
+		snprintf(src, sizeof(src),
+		    "scope in force (running daemon, %s)", p->status_sock);
+		cJSON_DeleteItemFromObjectCaseSensitive(st, "v");
+		cJSON_DeleteItemFromObjectCaseSensitive(st, "id");
+		cJSON_DeleteItemFromObjectCaseSensitive(st, "ok");
+		cJSON_AddStringToObject(st, "source", "running_daemon");
+	} else {
+		/* Something that listens but does not answer is no daemon's
+		 * scope either; the line says what it did. */
+		if (p->status_sock[0] != '\0' && r == KZ_EUNAVAIL)
+			snprintf(src, sizeof(src),
+			    "%s (no running daemon at %s)", FROM_CONF,
+			    p->status_sock);
+		else if (p->status_sock[0] != '\0')
+			snprintf(src, sizeof(src),
+			    "%s (the daemon at %s did not answer: %s)",
+			    FROM_CONF, p->status_sock, why);
+		else
+			snprintf(src, sizeof(src),
+			    "%s (no status socket configured)", FROM_CONF);
+		if ((st = eg_policy_status_json(p)) != NULL)
+			cJSON_AddStringToObject(st, "source", "configuration");
+	}
+	if (st != NULL && p->status_sock[0] != '\0')
+		cJSON_AddStringToObject(st, "status_socket", p->status_sock);
 	eg_policy_free(p);
-	return 0;
+	if (st == NULL)
+		return 4;
+	r = eg_policy_status(st, src, o->json);
+	cJSON_Delete(st);
+	return r;
 }
 
 struct check_ctx {

@@ -5,6 +5,7 @@
  * leaves the mode in force at isolated, with the reason kept for status.
  */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,33 @@ default_resolver(char *out, size_t len)
 
 static void load_audit(struct eg_policy *p, const struct kz_conf *c);
 
+/*
+ * The status socket speaks kz frames; the proxy's do not.  Unset, it
+ * follows the one socket rule (kaizen.conf(5)) when KZ_RUN_DIR names a
+ * run dir, so that the daemon and `status` meet without a setting; empty,
+ * there is none.
+ */
+static void
+load_status_sock(struct eg_policy *p, const struct kz_conf *c)
+{
+	const char *v = kz_conf_str(c, "SANDBOX_EGRESS_STATUS_SOCKET", NULL);
+	const char *run = kz_conf_str(c, "KZ_RUN_DIR", NULL);
+
+	p->status_sock[0] = '\0';
+	if (v == NULL && run != NULL && *run != '\0') {
+		if (kz_sock_in(run, "kz-egress", "kz-egress-status.sock",
+		    p->status_sock, sizeof(p->status_sock)) != 0) {
+			p->status_sock[0] = '\0';
+			isolate(p, "the status socket under KZ_RUN_DIR is too "
+			    "long");
+		}
+	} else if (v != NULL && strlen(v) >= sizeof(p->status_sock)) {
+		isolate(p, "SANDBOX_EGRESS_STATUS_SOCKET is too long");
+	} else if (v != NULL) {
+		snprintf(p->status_sock, sizeof(p->status_sock), "%s", v);
+	}
+}
+
 static void
 load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 {
@@ -284,12 +312,7 @@ load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 		p->turn_host[0] = '\0';
 		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
 	}
-	/* The status socket speaks kz frames; the proxy's do not. */
-	v = kz_conf_str(c, "SANDBOX_EGRESS_STATUS_SOCKET", "");
-	if (strlen(v) >= sizeof(p->status_sock))
-		isolate(p, "SANDBOX_EGRESS_STATUS_SOCKET is too long");
-	else
-		snprintf(p->status_sock, sizeof(p->status_sock), "%s", v);
+	load_status_sock(p, c);
 	snprintf(p->peer_uids, sizeof(p->peer_uids), "%s",
 	    kz_conf_str(c, "KZ_PEER_UIDS", ""));
 	snprintf(p->peer_gids, sizeof(p->peer_gids), "%s",
@@ -371,6 +394,7 @@ eg_policy_load(const struct kz_conf *c, const char *conf_why,
 
 	if (p == NULL)
 		return KZ_ENOMEM;
+	atomic_init(&p->refs, 1);
 	if (conf_why != NULL) {
 		snprintf(buf, sizeof(buf), "config cannot be used: %s",
 		    conf_why);
@@ -396,10 +420,17 @@ eg_policy_load(const struct kz_conf *c, const char *conf_why,
 	return 0;
 }
 
+struct eg_policy *
+eg_policy_ref(struct eg_policy *p)
+{
+	atomic_fetch_add(&p->refs, 1);
+	return p;
+}
+
 void
 eg_policy_free(struct eg_policy *p)
 {
-	if (p == NULL)
+	if (p == NULL || atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
 	for (size_t i = 0; i < p->nallow; i++)
 		free(p->allow[i]);
@@ -516,10 +547,23 @@ eg_policy_check_addr(const struct eg_policy *p, const struct eg_dest *d,
 
 /* ---- status ---- */
 
+/* The TURN server as host:port ([v6]:port), or "" when none. */
+static void
+turn_authority(const struct eg_policy *p, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (p->turn_host[0] == '\0')
+		return;
+	/* An IPv6 literal is kept as written, brackets included. */
+	snprintf(out, len, strchr(p->turn_host, ':') && p->turn_host[0] !=
+	    '[' ? "[%s]:%u" : "%s:%u", p->turn_host, (unsigned)p->turn_port);
+}
+
 cJSON *
 eg_policy_status_json(const struct eg_policy *p)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
+	char turn[EG_HOST_MAX + 16];
 
 	cJSON_AddStringToObject(o, "mode", eg_mode_name(p->mode));
 	cJSON_AddStringToObject(o, "configured_mode",
@@ -542,37 +586,80 @@ eg_policy_status_json(const struct eg_policy *p)
 	cJSON_AddNumberToObject(o, "token_ttl_seconds", (double)p->ttl);
 	cJSON_AddBoolToObject(o, "token_ttl_clamped", p->ttl_clamped);
 	cJSON_AddBoolToObject(o, "turn", p->turn_host[0] != '\0');
+	turn_authority(p, turn, sizeof(turn));
+	if (turn[0] != '\0')
+		cJSON_AddStringToObject(o, "turn_authority", turn);
 	cJSON_AddBoolToObject(o, "public_key", p->have_pk);
 	cJSON_AddStringToObject(o, "audit", p->audit_sock[0] ? p->audit_sock :
 	    "off");
 	return o;
 }
 
-void
-eg_policy_status(const struct eg_policy *p, bool json)
+static const char *
+str_of(const cJSON *o, const char *key, const char *dflt)
 {
-	cJSON *o = eg_policy_status_json(p), *it;
+	const cJSON *v = kz_json_get(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+static double
+num_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = kz_json_get(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* The counters a running daemon adds to its scope. */
+static void
+print_counts(const cJSON *o)
+{
+	const cJSON *it;
+
+	if (kz_json_get(o, "allowed") == NULL)
+		return;
+	printf("allowed: %.0f\nrefused: %.0f", num_of(o, "allowed"),
+	    num_of(o, "refused"));
+	cJSON_ArrayForEach(it, kz_json_get(o, "refused_by_reason"))
+		if (cJSON_IsNumber(it))
+			printf(" %s=%.0f", it->string, it->valuedouble);
+	printf("\nbad requests: %.0f\nopen connections: %.0f\n"
+	    "reloads: %.0f\n", num_of(o, "bad_requests"),
+	    num_of(o, "open_conns"), num_of(o, "reloads"));
+}
+
+int
+eg_policy_status(const cJSON *o, const char *source, bool json)
+{
+	const char *mode = str_of(o, "mode", "isolated");
+	const cJSON *it;
 	char *s;
 
 	if (json) {
 		if ((s = kz_json_print(o)) != NULL)
 			printf("%s\n", s);
 		free(s);
-		cJSON_Delete(o);
-		return;
+	} else {
+		printf("%s\nmode in force: %s\n", source, mode);
+		if (strcmp(mode, "isolated") == 0)
+			printf("isolated because: %s\n",
+			    str_of(o, "isolated_because", "-"));
+		printf("configured mode: %s\nports:",
+		    str_of(o, "configured_mode", "-"));
+		cJSON_ArrayForEach(it, kz_json_get(o, "ports"))
+			printf(" %d", it->valueint);
+		printf("\ndenied in every mode:");
+		cJSON_ArrayForEach(it, kz_json_get(o, "denied_in_every_mode"))
+			if (cJSON_IsString(it))
+				printf(" %s", it->valuestring);
+		printf("\ntoken ttl: %.0fs%s\n", num_of(o, "token_ttl_seconds"),
+		    cJSON_IsTrue(kz_json_get(o, "token_ttl_clamped")) ?
+		    " (clamped from a larger configured value)" : "");
+		printf("turn: %s\n", str_of(o, "turn_authority", "none"));
+		printf("audit: %s\n", str_of(o, "audit", "off"));
+		print_counts(o);
 	}
-	printf("mode in force: %s\n", eg_mode_name(p->mode));
-	if (p->mode == EG_MODE_ISOLATED)
-		printf("isolated because: %s\n", p->isolated_why);
-	printf("configured mode: %s\nports:", eg_mode_name(p->configured));
-	cJSON_ArrayForEach(it, kz_json_get(o, "ports"))
-		printf(" %d", it->valueint);
-	printf("\ndenied in every mode:");
-	cJSON_ArrayForEach(it, kz_json_get(o, "denied_in_every_mode"))
-		printf(" %s", it->valuestring);
-	printf("\ntoken ttl: %llds%s\n", (long long)p->ttl,
-	    p->ttl_clamped ? " (clamped from a larger configured value)" : "");
-	printf("turn: %s\n", p->turn_host[0] ? "configured" : "none");
-	printf("audit: %s\n", p->audit_sock[0] ? p->audit_sock : "off");
-	cJSON_Delete(o);
+	/* A monitor alerts on isolation: it is the refusal of all egress. */
+	return strcmp(mode, "isolated") == 0 ? 1 : 0;
 }

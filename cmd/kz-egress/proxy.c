@@ -65,6 +65,7 @@ conn_free(struct conn *c)
 	if (c->timer != NULL)
 		event_free(c->timer);
 	tunnel_free(c->tun);
+	eg_policy_free(c->p);
 	atomic_fetch_sub(c->px->nconns, 1);
 	free(c);
 }
@@ -103,7 +104,7 @@ conn_close_after_flush(struct conn *c)
 		return;
 	}
 	sio_read(b, false);
-	arm(c, c->px->p->header_timeout);
+	arm(c, c->p->header_timeout);
 }
 
 static void
@@ -154,8 +155,7 @@ check_grant(struct conn *c, const struct eg_head *hd)
 		return now < c->g_exp ? NULL : "grant_expired";
 	}
 	c->g_ok = false;
-	r = eg_grant_verify(c->px->p->pk, g, strlen(g), now, c->px->p->ttl,
-	    &cl);
+	r = eg_grant_verify(c->p->pk, g, strlen(g), now, c->p->ttl, &cl);
 	sodium_memzero(g, sizeof(g));
 	if (r != NULL)
 		return r;
@@ -248,7 +248,7 @@ parse_target(struct conn *c, const struct eg_head *hd, char *host,
 static bool
 can_reuse(struct conn *c)
 {
-	const struct eg_policy *p = c->px->p;
+	const struct eg_policy *p = c->p;
 
 	return c->up != NULL && !c->is_connect && c->up_host[0] != '\0' &&
 	    strcmp(c->up_host, c->dest.host) == 0 &&
@@ -273,7 +273,7 @@ on_verdict(const struct eg_verdict *v, void *arg)
 static void
 judge(struct conn *c)
 {
-	const struct eg_policy *p = c->px->p;
+	const struct eg_policy *p = c->p;
 	struct eg_verdict v;
 
 	if (can_reuse(c)) {
@@ -307,6 +307,11 @@ handle_head(struct conn *c, size_t hlen)
 	const char *r;
 
 	evtimer_del(c->timer);
+	/* A new request is admitted under the policy in force now. */
+	if (c->p != c->px->p) {
+		eg_policy_free(c->p);
+		c->p = eg_policy_ref(c->px->p);
+	}
 	memset(&c->dest, 0, sizeof(c->dest));
 	if ((r = eg_http_parse(buf, hlen, true, &hd)) != NULL ||
 	    (r = parse_target(c, &hd, host, sizeof(host), &port)) != NULL) {
@@ -321,7 +326,7 @@ handle_head(struct conn *c, size_t hlen)
 	if ((r = check_grant(c, &hd)) != NULL ||
 	    (r = eg_dest_init(&c->dest, host, port, c->is_connect,
 	    c->g_caps)) != NULL ||
-	    (r = eg_policy_check_dest(c->px->p, &c->dest)) != NULL) {
+	    (r = eg_policy_check_dest(c->p, &c->dest)) != NULL) {
 		if (r[0] == 'b')	/* bad_host: record no raw text */
 			c->dest.host[0] = '\0';
 		conn_refuse(c, r);
@@ -366,7 +371,7 @@ conn_await_head(struct conn *c)
 {
 	c->st = ST_HEAD;
 	c->req_done = c->resp_done = c->resp_head_done = false;
-	arm(c, c->px->p->header_timeout);
+	arm(c, c->p->header_timeout);
 	conn_process_input(c);
 }
 
@@ -375,7 +380,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	struct timeval now;
-	int64_t idle = c->px->p->idle_timeout, quiet;
+	int64_t idle = c->p->idle_timeout, quiet;
 
 	if (c->st != ST_TUNNEL) {
 		conn_free(c);
@@ -410,6 +415,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		return;
 	}
 	c->px = px;
+	c->p = eg_policy_ref(px->p);
 	if (sa->sa_family != AF_UNIX)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
@@ -429,7 +435,8 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
  * Each worker thread runs its own event loop, resolver and listeners: TCP
  * listeners share a port through SO_REUSEPORT, Unix listeners share one
  * socket.  A connection lives and dies on the thread that accepted it;
- * the policy is read-only and refusal records go through a locked queue.
+ * a policy is read-only once loaded (a reload swaps in another, reload.c)
+ * and refusal records go through a locked queue.
  */
 static int
 listen_one(struct proxy *px, const struct eg_listen *l, int ufd)
@@ -468,10 +475,11 @@ worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
 	char why[160];
 	int r;
 
-	px->p = p;
+	px->p = eg_policy_ref(p);
 	px->nconns = nconns;
 	px->max_conns = (size_t)p->max_conns;
-	if ((px->base = event_base_new()) == NULL)
+	if ((px->base = event_base_new()) == NULL ||
+	    eg_reload_worker_init(px) != 0)
 		return KZ_ENOMEM;
 	if ((r = eg_dns_new(px->base, p->resolver, &px->dns, why,
 	    sizeof(why))) != 0) {
@@ -490,6 +498,7 @@ worker_release(struct proxy *px)
 	for (size_t i = 0; i < px->nls; i++)
 		evconnlistener_free(px->ls[i]);
 	eg_dns_free(px->dns);
+	eg_reload_worker_release(px);
 	if (px->base != NULL)
 		event_base_free(px->base);
 }
@@ -546,12 +555,13 @@ open_unix(struct eg_policy *p, int *ufd)
 }
 
 int
-eg_proxy_run(struct eg_policy *p)
+eg_proxy_run(struct eg_policy *p, eg_load_fn load, void *arg)
 {
 	struct proxy w[EG_THREADS_MAX];
 	pthread_t tid[EG_THREADS_MAX];
 	struct event *sint = NULL, *sterm = NULL;
 	struct kz_srv *status = NULL;
+	struct eg_reload *rl = NULL;
 	struct all a = {w, 0};
 	size_t n = (size_t)p->threads, started = 0;
 	int ufd[8], r = 0;
@@ -586,7 +596,8 @@ eg_proxy_run(struct eg_policy *p)
 	    sizeof(awhy)) != 0)
 		kz_log(KZ_LOG_WARN, "audit.unreachable", KZ_EUNAVAIL, awhy,
 		    "socket", p->audit_sock, NULL);
-	if ((r = eg_status_start(w[0].base, p, &nconns, &status)) != 0)
+	if ((r = eg_status_start(w[0].base, p, &nconns, &status)) != 0 ||
+	    (r = eg_reload_new(w, n, p, load, arg, &rl)) != 0)
 		goto out;
 	/* Every listener is bound; said before any thread starts, since
 	 * the first call edits the environment. */
@@ -608,7 +619,9 @@ eg_proxy_run(struct eg_policy *p)
 		pthread_join(tid[i], NULL);
 	kz_log(KZ_LOG_INFO, "egress.stop", 0, "stopping", NULL);
 out:
+	eg_reload_free(rl);
 	kz_srv_free(status);
+	eg_status_set_policy(NULL);
 	if (sint != NULL)
 		event_free(sint);
 	if (sterm != NULL)

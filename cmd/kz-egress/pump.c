@@ -301,7 +301,7 @@ cli_event(struct sio *b, short what, void *arg)
 static void
 on_connected(struct conn *c)
 {
-	struct timeval idle = {(time_t)c->px->p->idle_timeout, 0}, now;
+	struct timeval idle = {(time_t)c->p->idle_timeout, 0}, now;
 	int one = 1;
 
 	(void)setsockopt(c->up->fd, IPPROTO_TCP, TCP_NODELAY, &one,
@@ -371,7 +371,7 @@ conn_client_new(struct conn *c, int fd)
 void
 conn_connect_up(struct conn *c, const struct eg_addr *a)
 {
-	struct timeval ct = {(time_t)c->px->p->connect_timeout, 0};
+	struct timeval ct = {(time_t)c->p->connect_timeout, 0};
 	struct sockaddr_storage ss;
 	socklen_t sl = eg_addr_sockaddr(a, c->dest.port, &ss);
 

@@ -1,7 +1,8 @@
 /*
- * Refusal records.  The log line and the egress_refusal audit event carry
- * the reason, the destination host and port and the run hash; never the
- * allowlist, a path or query, userinfo or the grant.  kz_audit_send blocks
+ * Refusal records, and the queue of every audit event kz-egress sends
+ * (egress_refusal, egress_reload).  The log line and the egress_refusal
+ * audit event carry the reason, the destination host and port and the run
+ * hash; never the allowlist, a path or query, userinfo or the grant.  kz_audit_send blocks
  * until the sink has the record on disk, so events go through a bounded
  * queue to one worker thread: the event loop never waits on the sink.
  */
@@ -21,7 +22,10 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static cJSON *queue[QUEUE_MAX];
+static struct {
+	const char *kind;	/* a literal */
+	cJSON *ev;
+} queue[QUEUE_MAX];
 static size_t qhead, qlen;
 static char audit_sock[108];
 static bool audit_on;
@@ -32,21 +36,24 @@ worker(void *arg)
 	char why[160];
 
 	for (;;) {
+		const char *kind;
 		cJSON *ev;
 		int r;
 
 		pthread_mutex_lock(&mu);
 		while (qlen == 0)
 			pthread_cond_wait(&cv, &mu);
-		ev = queue[qhead];
+		kind = queue[qhead].kind;
+		ev = queue[qhead].ev;
 		qhead = (qhead + 1) % QUEUE_MAX;
 		qlen--;
 		pthread_mutex_unlock(&mu);
-		r = kz_audit_send(audit_sock, "egress_refusal", ev,
-		    KZ_AUDIT_TIMEOUT_MS, why, sizeof(why));
+		r = kz_audit_send(audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS,
+		    why, sizeof(why));
 		if (r != 0)
 			kz_log(KZ_LOG_WARN, "egress.audit_failed", r,
-			    "refusal not recorded by the audit sink", NULL);
+			    "event not recorded by the audit sink", "kind",
+			    kind, NULL);
 		cJSON_Delete(ev);
 	}
 	return NULL;
@@ -69,23 +76,27 @@ eg_audit_start(const char *sock)
 	audit_on = true;
 }
 
-static void
-enqueue(cJSON *ev)
+void
+eg_audit_event(const char *kind, cJSON *ev)
 {
 	bool dropped = false;
 
 	pthread_mutex_lock(&mu);
 	if (qlen == QUEUE_MAX)
 		dropped = true;
-	else
-		queue[(qhead + qlen++) % QUEUE_MAX] = ev;
+	else if (!audit_on)
+		dropped = true;
+	else {
+		queue[(qhead + qlen) % QUEUE_MAX].kind = kind;
+		queue[(qhead + qlen++) % QUEUE_MAX].ev = ev;
+	}
 	pthread_cond_signal(&cv);
 	pthread_mutex_unlock(&mu);
-	if (dropped) {
+	if (dropped && audit_on)
 		kz_log(KZ_LOG_WARN, "egress.audit_failed", KZ_ETOOBIG,
-		    "audit queue full: refusal logged only", NULL);
+		    "audit queue full: event logged only", "kind", kind, NULL);
+	if (dropped)
 		cJSON_Delete(ev);
-	}
 }
 
 void
@@ -115,5 +126,5 @@ eg_refusal_record(const char *reason, const char *host, uint16_t port,
 	if (run != NULL && *run != '\0')
 		cJSON_AddStringToObject(ev, "run_hash", run);
 	cJSON_AddStringToObject(ev, "rid", rid);
-	enqueue(ev);
+	eg_audit_event("egress_refusal", ev);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "egress.h"
+#include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_srv.h"
@@ -19,7 +20,7 @@
 
 #define REASONS_MAX 32
 
-static atomic_ulong allowed, bad_requests, refused;
+static atomic_ulong allowed, bad_requests, refused, reloads;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char name[32];
@@ -35,6 +36,12 @@ void
 eg_count_allowed(void)
 {
 	atomic_fetch_add(&allowed, 1);
+}
+
+void
+eg_count_reload(void)
+{
+	atomic_fetch_add(&reloads, 1);
 }
 
 void
@@ -76,6 +83,9 @@ add_counts(cJSON *o)
 	    (double)atomic_load(&bad_requests)) ||
 	    !cJSON_AddNumberToObject(o, "open_conns",
 	    (double)atomic_load(st.nconns)) ||
+	    !cJSON_AddNumberToObject(o, "reloads",
+	    (double)atomic_load(&reloads)) ||
+	    !cJSON_AddNumberToObject(o, "generation", (double)st.p->gen) ||
 	    (r = cJSON_AddObjectToObject(o, "refused_by_reason")) == NULL)
 		return KZ_ENOMEM;
 	pthread_mutex_lock(&mu);
@@ -100,6 +110,44 @@ op_status(struct kz_req *req, void *arg)
 	kz_req_ok(req, o);
 }
 
+void
+eg_status_set_policy(struct eg_policy *p)
+{
+	struct eg_policy *old = st.p;
+
+	st.p = p != NULL ? eg_policy_ref(p) : NULL;
+	eg_policy_free(old);
+}
+
+int
+eg_status_query(const char *sock, cJSON **out, char *why, size_t wlen)
+{
+	cJSON *req = cJSON_CreateObject(), *rep = NULL;
+	int r;
+
+	*out = NULL;
+	if (req == NULL || !cJSON_AddNumberToObject(req, "v", 1) ||
+	    !cJSON_AddStringToObject(req, "op", "status") ||
+	    !cJSON_AddStringToObject(req, "id", "kz-egress-status")) {
+		cJSON_Delete(req);
+		return KZ_ENOMEM;
+	}
+	r = kz_frame_call(sock, req, 5000, &rep, why, wlen);
+	cJSON_Delete(req);
+	if (r != 0)
+		return r;
+	if (!cJSON_IsTrue(kz_json_get(rep, "ok")) ||
+	    !cJSON_IsString(kz_json_get(rep, "mode"))) {
+		snprintf(why, wlen, "the daemon refused status: %s",
+		    cJSON_IsString(kz_json_get(rep, "error")) ?
+		    kz_json_get(rep, "error")->valuestring : "no mode");
+		cJSON_Delete(rep);
+		return KZ_EPROTO;
+	}
+	*out = rep;
+	return 0;
+}
+
 static const char *const no_fields[] = {NULL};
 static const struct kz_op ops[] = {
 	{"status", op_status, no_fields},
@@ -114,7 +162,7 @@ eg_status_start(struct event_base *base, struct eg_policy *p,
 	char why[200];
 
 	*out = NULL;
-	st.p = p;
+	eg_status_set_policy(p);
 	st.nconns = nconns;
 	if (p->status_sock[0] == '\0')
 		return 0;

@@ -45,7 +45,7 @@ like "$S" '"mode":"isolated","configured_mode":"public_internet","isolated_becau
 	"an unreadable config resolves to isolated, never the open default"
 { good; echo "SANDBOX_EGRESS_MOOD = open"; } >"$T/unknown.conf"
 like "$(kz-egress status --config "$T/unknown.conf" 2>/dev/null | tr '\n' ' ')" \
-	'^mode in force: isolated.*isolated because: config cannot be used: line 4: unknown key' \
+	'^scope from the configuration .*mode in force: isolated.*isolated because: config cannot be used: line 4: unknown key' \
 	"an unparseable config resolves to isolated and says why"
 { good; echo "SANDBOX_EGRESS_ALLOWED_PORTS = 80,https"; } >"$T/ports.conf"
 like "$(kz-egress status --config "$T/ports.conf" | tr '\n' ' ')" \

@@ -272,6 +272,73 @@ START_TEST(test_turn)
 }
 END_TEST
 
+/* What status reports and its exit status: 1 exactly when isolated. */
+START_TEST(test_status)
+{
+	static const char *const turn[] = {
+		"SANDBOX_EGRESS_TURN=[2001:db8::1]:3478", NULL};
+	static const char *const iso[] = {"SANDBOX_EGRESS_MODE=isolated", NULL};
+	struct eg_policy *p = mk(NULL, turn);
+	cJSON *o = eg_policy_status_json(p);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "turn_authority");
+	FILE *null = freopen("/dev/null", "w", stdout);
+
+	ck_assert_ptr_nonnull(null);
+	ck_assert(cJSON_IsString(v));
+	ck_assert_str_eq(v->valuestring, "[2001:db8::1]:3478");
+	ck_assert_int_eq(eg_policy_status(o, "test", false), 0);
+	ck_assert_int_eq(eg_policy_status(o, "test", true), 0);
+	cJSON_Delete(o);
+	eg_policy_free(p);
+	p = mk(NULL, iso);
+	o = eg_policy_status_json(p);
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(o,
+	    "turn_authority"));
+	ck_assert_int_eq(eg_policy_status(o, "test", false), 1);
+	ck_assert_int_eq(eg_policy_status(o, "test", true), 1);
+	cJSON_Delete(o);
+	/* A reply without a mode is no proof of a scope: isolation. */
+	o = cJSON_CreateObject();
+	ck_assert_int_eq(eg_policy_status(o, "test", false), 1);
+	cJSON_Delete(o);
+	eg_policy_free(p);
+}
+END_TEST
+
+/* The status socket: the key, else the one rule under KZ_RUN_DIR. */
+START_TEST(test_status_socket)
+{
+	static const char *const none[] = {NULL};
+	static const char *const run[] = {"KZ_RUN_DIR=/nonexistent/run", NULL};
+	static const char *const both[] = {"KZ_RUN_DIR=/nonexistent/run",
+		"SANDBOX_EGRESS_STATUS_SOCKET=/x/s.sock", NULL};
+	struct eg_policy *p = mk(NULL, none);
+
+	ck_assert_str_eq(p->status_sock, "");
+	eg_policy_free(p);
+	p = mk(NULL, run);
+	ck_assert_str_eq(p->status_sock,
+	    "/nonexistent/run/kz-egress-status.sock");
+	eg_policy_free(p);
+	p = mk(NULL, both);
+	ck_assert_str_eq(p->status_sock, "/x/s.sock");
+	eg_policy_free(p);
+}
+END_TEST
+
+/* A policy lives while anyone holds it: the last free frees it. */
+START_TEST(test_refs)
+{
+	struct eg_policy *p = mk(NULL, NULL);
+
+	ck_assert_ptr_eq(eg_policy_ref(p), p);
+	eg_policy_free(p);
+	ck_assert_uint_eq(atomic_load(&p->refs), 1);
+	ck_assert_str_eq(eg_mode_name(p->mode), "public_internet");
+	eg_policy_free(p);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -287,6 +354,9 @@ main(void)
 	tcase_add_test(tc, test_destinations);
 	tcase_add_test(tc, test_own_listen_address);
 	tcase_add_test(tc, test_turn);
+	tcase_add_test(tc, test_status);
+	tcase_add_test(tc, test_status_socket);
+	tcase_add_test(tc, test_refs);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
