@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=108
-plan 39
+plan 40
 for k in $(env | grep -o '^SANDBOX_EGRESS_[A-Z_]*'); do unset "$k"; done
 unset KZ_CONFIG KZ_SOCKET KZ_RUN_DIR
 
@@ -172,6 +172,8 @@ is "$(code -x "$X" http://origin.kz.test/four)" 403 "a broken config reloads as 
 J=$(SANDBOX_EGRESS_STATUS_SOCKET=$T/status.sock kz-egress status --json --config "$C" 2>/dev/null)
 like "$J" '"mode":"isolated","configured_mode":"public_internet","isolated_because":"config cannot be used: line 10: unknown key' \
 	"status: the daemon reports isolation and why after reading a broken file"
+like "$J" '"reloads":3,"generation":3,.*"source":"running_daemon"' \
+	"... the daemon's answer: three reloads, the policy of the third"
 like "$(grep egress_reload "$T/audit.jsonl" | tail -1)" '"ok": false.*"reason": "config cannot be used' \
 	"the broken reload is audited with its reason"
 
