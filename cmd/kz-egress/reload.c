@@ -90,8 +90,9 @@ post(struct proxy *px, struct eg_policy *np)
 	event_active(px->reload_ev, 0, 0);
 }
 
-/* Keeps what a running process cannot change; says which changed. */
-static void
+/* Keeps what a running process cannot change; true when the new config
+ * asked to change it. */
+static bool
 keep_fixed(struct eg_policy *np, const struct eg_policy *old)
 {
 	bool changed = np->nlisten != old->nlisten ||
@@ -110,23 +111,24 @@ keep_fixed(struct eg_policy *np, const struct eg_policy *old)
 	memcpy(np->resolver, old->resolver, sizeof(np->resolver));
 	memcpy(np->status_sock, old->status_sock, sizeof(np->status_sock));
 	memcpy(np->audit_sock, old->audit_sock, sizeof(np->audit_sock));
-	if (changed)
-		kz_log(KZ_LOG_WARN, "egress.reload", 0, "listeners, threads, "
-		    "connection bound, resolver, status socket and audit sink "
-		    "change only at restart", NULL);
+	return changed;
 }
 
+/* One log line and one audit event per reload. */
 static void
-record(const struct eg_policy *np)
+record(const struct eg_policy *np, bool fixed)
 {
 	bool iso = np->mode == EG_MODE_ISOLATED;
 	char gen[24];
 	cJSON *ev;
 
 	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)np->gen);
-	kz_log(iso ? KZ_LOG_WARN : KZ_LOG_INFO, "egress.reload", 0,
-	    "configuration reloaded", "mode", eg_mode_name(np->mode),
-	    "generation", gen, "isolated_because", iso ? np->isolated_why :
+	kz_log(iso || fixed ? KZ_LOG_WARN : KZ_LOG_INFO, "egress.reload", 0,
+	    fixed ? "configuration reloaded; listeners, threads, connection "
+	    "bound, resolver, status socket and audit sink change only at "
+	    "restart" : "configuration reloaded", "mode",
+	    eg_mode_name(np->mode), "generation", gen, "restart_needed",
+	    fixed ? "yes" : "no", "isolated_because", iso ? np->isolated_why :
 	    NULL, NULL);
 	if ((ev = cJSON_CreateObject()) == NULL)
 		return;
@@ -143,6 +145,7 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 {
 	struct eg_reload *rl = arg;
 	struct eg_policy *np = NULL;
+	bool fixed;
 
 	/* Only memory can fail here; then the scope is isolation too. */
 	if (rl->load(rl->arg, &np) != 0 &&
@@ -152,7 +155,7 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 		    NULL);
 		return;
 	}
-	keep_fixed(np, rl->cur);
+	fixed = keep_fixed(np, rl->cur);
 	np->gen = rl->cur->gen + 1;
 	for (size_t i = 0; i < rl->n; i++)
 		post(&rl->w[i], np);
@@ -160,7 +163,7 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 	eg_policy_free(rl->cur);
 	rl->cur = np;
 	eg_count_reload();
-	record(np);
+	record(np, fixed);
 }
 
 int

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=108
-plan 40
+plan 41
 for k in $(env | grep -o '^SANDBOX_EGRESS_[A-Z_]*'); do unset "$k"; done
 unset KZ_CONFIG KZ_SOCKET KZ_RUN_DIR
 
@@ -141,8 +141,8 @@ reloaded() { # reloaded N: waits for the Nth egress.reload log line
 { open_conf | sed 's/^SANDBOX_EGRESS_MODE = .*/SANDBOX_EGRESS_MODE = isolated/'; } | put_conf
 kill -HUP "$EG_PID"
 t "SIGHUP: the reload is logged" reloaded 1
-like "$(grep '"event":"egress.reload"' "$T/egress.log" | tail -1)" '"mode":"isolated"' \
-	"the log names the mode reloaded"
+like "$(grep '"event":"egress.reload"' "$T/egress.log" | tail -1)" '"mode":"isolated".*"restart_needed":"no"' \
+	"the log names the mode reloaded (nothing that needs a restart changed)"
 is "$(code -x "$X" http://origin.kz.test/two)" 403 "after the reload to isolated: the next connection is refused"
 like "$(tail -1 "$T/egress.log")" '"reason":"isolated"' "... as isolated"
 touch "$T/go"
@@ -167,6 +167,8 @@ is "$(code -x "$X" http://origin.kz.test/three)" 200 "reloaded open again: the n
 { open_conf; echo "SANDBOX_EGRESS_MOOD = open"; } | put_conf
 kill -HUP "$EG_PID"
 t "a reload of a broken file" reloaded 3
+like "$(grep '"event":"egress.reload"' "$T/egress.log" | tail -1)" '"restart_needed":"yes","isolated_because":"config cannot be used' \
+	"... logged with why, and that its listeners and sockets stay those of the start"
 is "$(code -x "$X" http://origin.kz.test/four)" 403 "a broken config reloads as isolation: refused"
 # (The broken file names no status socket for the client: the environment does.)
 J=$(SANDBOX_EGRESS_STATUS_SOCKET=$T/status.sock kz-egress status --json --config "$C" 2>/dev/null)
