@@ -290,6 +290,11 @@ struct eg_head {
  * empty line RFC 9112 lets a client send first).  Anything else, a kz
  * frame's NUL say, is answered 400 before the head is complete. */
 bool eg_http_can_start(unsigned char ch);
+/* Whether the first len bytes of a response head not yet complete can
+ * still begin a valid one: "HTTP/", then lines ended by CRLF only, no
+ * control byte.  A bare LF, a lone CR or a NUL is answered 502 at once,
+ * not after the idle timeout. */
+bool eg_http_resp_prefix_ok(const char *buf, size_t len);
 /*
  * Parses a request (is_req) or response head of len bytes (ending in the
  * blank line).  Returns NULL or the reason it is refused; smuggling

@@ -37,6 +37,28 @@ eg_http_can_start(unsigned char ch)
 	return is_tchar(ch) || ch == '\r' || ch == '\n';
 }
 
+bool
+eg_http_resp_prefix_ok(const char *buf, size_t len)
+{
+	static const char proto[] = "HTTP/";
+	size_t i;
+
+	if (memcmp(buf, proto, len < 5 ? len : 5) != 0)
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)buf[i];
+
+		if (ch == '\n' && (i == 0 || buf[i - 1] != '\r'))
+			return false;
+		if (ch == '\r' && i + 1 < len && buf[i + 1] != '\n')
+			return false;
+		if ((ch < 0x20 && ch != '\r' && ch != '\n' && ch != '\t') ||
+		    ch == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 static bool
 ieq(const char *a, size_t n, const char *lit)
 {

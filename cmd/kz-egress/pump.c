@@ -189,7 +189,11 @@ resp_head(struct conn *c)
 	for (;;) {
 		pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
 		if (pos.pos < 0) {
-			if (evbuffer_get_length(in) > EG_HDR_MAX_BYTES)
+			size_t n = evbuffer_get_length(in);
+
+			if (n > EG_HDR_MAX_BYTES || (n > 0 &&
+			    !eg_http_resp_prefix_ok((char *)evbuffer_pullup(in,
+			    (ev_ssize_t)n), n)))
 				bad_gateway(c);
 			return;
 		}

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=103
-plan 39
+plan 42
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -73,6 +73,16 @@ code -x "http://run:$G@127.0.0.1:$EG_PORT" -H 'X-Hop: 1' -H 'Connection: X-Hop' 
 H=$(cat "$T/body")
 unlike "$H" '[Pp]roxy-[Aa]uthorization|[Xx]-[Hh]op' "neither the grant nor hop-by-hop headers reach the origin"
 like "$H" 'Host: origin.kz.test' "the origin sees the requested Host"
+
+# A malformed response head: 502 as soon as it cannot be a head, not
+# after a timeout (the origin holds the connection open for 20 s).
+for raw in barelf ssh nul; do
+	t0=$(date +%s%N)
+	c=$(code -m 15 -x "http://run:$G@127.0.0.1:$EG_PORT" "http://origin.kz.test/raw/$raw")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$c" = 502 ] && [ "$ms" -lt 2000 ]
+	ok $? "an origin's $raw response head: a prompt 502 (got $c in $ms ms)"
+done
 
 head -c 2500000 /dev/urandom >"$T/up"
 SUM=$(sha256sum <"$T/up" | cut -d' ' -f1)

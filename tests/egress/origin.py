@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A tiny HTTP/1.1 origin for the kz-egress tests, run inside a test network
 namespace.  GET answers "origin <host> <path>" (GET /headers: the request
-headers it received; GET /bytes/N: N bytes of "x"); POST answers "got N <sha256>"
+headers it received; GET /bytes/N: N bytes of "x"; GET /raw/NAME: a
+malformed response head from RAW, then the connection held open); POST answers "got N <sha256>"
 for the body it read (Content-Length or chunked).  Keep-alive on.
 
 usage: origin.py ADDR PORT
@@ -9,6 +10,14 @@ usage: origin.py ADDR PORT
 import hashlib
 import http.server
 import sys
+import time
+
+# Heads no conforming origin sends; each is followed by silence.
+RAW = {
+    "barelf": b"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi",
+    "ssh": b"SSH-2.0-OpenSSH_9.2\r\n",
+    "nul": b"HTTP/1.1 200 OK\r\nX: \x00\r\n",
+}
 
 
 class H(http.server.BaseHTTPRequestHandler):
@@ -27,6 +36,12 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b)
 
     def do_GET(self):
+        if self.path.startswith("/raw/"):
+            self.wfile.write(RAW[self.path[5:]])
+            self.wfile.flush()
+            time.sleep(20)
+            self.close_connection = True
+            return
         if self.path.startswith("/bytes/"):
             n = int(self.path[7:])
             self.send_response(200)

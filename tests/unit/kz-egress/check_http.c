@@ -235,6 +235,36 @@ feed_all(const char *s, bool *done)
 	return eg_chunk_feed(&c, s, strlen(s), done);
 }
 
+/* What a response head still arriving may begin with. */
+static const struct {
+	const char *s;
+	bool ok;
+} prefixes[] = {
+	{"H", true},
+	{"HTTP/1.", true},
+	{"HTTP/1.1 200 OK\r", true},
+	{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", true},
+	{"HTTP/1.1 200 OK\r\nX: a\tb\r\n\r", true},
+	{"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi", false},	/* bare LF */
+	{"HTTP/1.1 200 OK\r\nX: 1\n", false},
+	{"HTTP/1.1 200 OK\rX", false},				/* lone CR */
+	{"HTTP/1.1 200 \x01K", false},
+	{"HTTP/1.1 200 OK\x7f", false},
+	{"SSH-2.0-OpenSSH_9.2\r\n", false},
+	{"http/1.1 200 OK\r\n", false},
+	{"\r\n", false},
+	{"<html>", false},
+};
+
+START_TEST(test_resp_prefix)
+{
+	const char *s = prefixes[_i].s;
+
+	ck_assert_msg(eg_http_resp_prefix_ok(s, strlen(s)) == prefixes[_i].ok,
+	    "case %d: %s", _i, s);
+}
+END_TEST
+
 START_TEST(test_chunks)
 {
 	static const struct {
@@ -288,6 +318,8 @@ main(void)
 	tcase_add_test(tc, test_targets);
 	tcase_add_test(tc, test_grant_header);
 	tcase_add_test(tc, test_chunks);
+	tcase_add_loop_test(tc, test_resp_prefix, 0,
+	    sizeof(prefixes) / sizeof(prefixes[0]));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
