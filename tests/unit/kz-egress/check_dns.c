@@ -1,13 +1,15 @@
 /* The judging of raw DNS answers: every address checked, the bound on
  * answers (64 pass, 65 refuse), a mixed answer refused whole with its
  * gravest reason, CNAME chains followed, and a table of hostile answers
- * (truncated, lying counts, oversized, foreign owners) that never pass. */
+ * (truncated, lying counts, oversized, foreign owners) that never pass;
+ * and the verdict delivered once, from the loop. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <event2/event.h>
 
 #include "egress.h"
 #include "banned.h"
@@ -308,6 +310,54 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+struct got {
+	int calls;
+	const char *reason;
+};
+
+static void
+on_verdict(const struct eg_verdict *v, void *arg)
+{
+	struct got *g = arg;
+
+	g->calls++;
+	g->reason = v->reason;
+}
+
+/* The loop integration: the verdict comes once, from the loop, never
+ * before eg_dns_check returns; a cancelled lookup never calls back. */
+START_TEST(test_loop)
+{
+	struct event_base *base = event_base_new();
+	struct eg_dns *dns = NULL;
+	struct eg_lookup *l;
+	struct got g = {0, NULL}, gc = {0, NULL};
+	char why[160];
+
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_ne(eg_dns_new(base, "no resolver", &dns, why,
+	    sizeof(why)), 0);
+	ck_assert_ptr_null(dns);
+	/* Nothing listens on the discard port of loopback: refused fast. */
+	ck_assert_int_eq(eg_dns_new(base, "127.0.0.1:9", &dns, why,
+	    sizeof(why)), 0);
+	ck_assert_ptr_nonnull(eg_dns_check(dns, pol, &dest, on_verdict, &g));
+	l = eg_dns_check(dns, pol, &dest, on_verdict, &gc);
+	ck_assert_ptr_nonnull(l);
+	eg_lookup_cancel(l);
+	ck_assert_int_eq(g.calls, 0);
+	while (g.calls == 0 && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	/* Let the cancelled one finish too: it must stay silent. */
+	(void)event_base_dispatch(base);
+	ck_assert_int_eq(g.calls, 1);
+	ck_assert_str_eq(g.reason, "resolve_failed");
+	ck_assert_int_eq(gc.calls, 0);
+	eg_dns_free(dns);
+	event_base_free(base);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -321,6 +371,7 @@ main(void)
 	tcase_add_test(tc, test_mixed);
 	tcase_add_test(tc, test_cname_chain);
 	tcase_add_test(tc, test_hostile);
+	tcase_add_test(tc, test_loop);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
