@@ -16,7 +16,7 @@ UNITDIR  ?= $(PREFIX)/lib/systemd/system
 # redis-server (the same arguments).
 STORE_SERVER ?= $(or $(shell command -v valkey-server 2>/dev/null),$(shell command -v redis-server 2>/dev/null),/usr/bin/redis-server)
 CC       ?= cc
-PKGS      = libseccomp libcap-ng hiredis libsodium libcjson libevent
+PKGS      = libseccomp libcap-ng hiredis libsodium libcjson libevent libcares
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -levent_pthreads -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -36,7 +36,8 @@ B       ?= build
 # valkey-server where the distribution ships it, else Redis 7 (wire-compatible).
 STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server valkey-tools || echo redis-server redis-tools)
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
-	libhiredis-dev libsodium-dev libcjson-dev libevent-dev nettle-dev check
+	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
+	nettle-dev check
 DEPS_TEST  = $(STORE_PKG) clang libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
 	util-linux libcap2-bin tar python3-prometheus-client
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools

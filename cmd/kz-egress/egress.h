@@ -231,7 +231,19 @@ KZ_WUR int eg_turn_credential(const unsigned char *secret, size_t slen,
 struct event_base;
 struct eg_dns;
 
-#define EG_ANS_MAX 16
+/*
+ * Bounds on one resolution: at most EG_ANS_MAX addresses (A and AAAA
+ * together; one more refuses the name), an answer of at most
+ * EG_DNS_ANSWER_MAX bytes (over UDP or TCP), EDNS0 advertising
+ * EG_DNS_EDNS_SIZE, each try waiting EG_DNS_TRY_MS, and the whole lookup,
+ * TCP retries included, over within EG_DNS_DEADLINE_MS.
+ */
+#define EG_ANS_MAX 64
+#define EG_DNS_ANSWER_MAX 16384
+#define EG_DNS_EDNS_SIZE 1232
+#define EG_DNS_TRY_MS 2000
+#define EG_DNS_TRIES 2
+#define EG_DNS_DEADLINE_MS 4000
 
 /* Result of a resolution: the pinned address, or the refusal reason. */
 struct eg_verdict {
@@ -255,6 +267,18 @@ struct eg_lookup;
 struct eg_lookup *eg_dns_check(struct eg_dns *dns, const struct eg_policy *p,
     const struct eg_dest *d, eg_verdict_fn fn, void *arg);
 void eg_lookup_cancel(struct eg_lookup *l);
+/*
+ * Judges one raw DNS answer to an A (fam 4) or AAAA (fam 6) question into
+ * v: every address is added and checked (beyond EG_ANS_MAX the name is
+ * refused as too_many_answers).  Returns false when the answer cannot be
+ * used (malformed, or over EG_DNS_ANSWER_MAX bytes); an answer with no
+ * address of that family adds nothing and is usable.
+ */
+bool eg_dns_judge(struct eg_verdict *v, const struct eg_policy *p,
+    const struct eg_dest *d, int fam, const unsigned char *abuf, size_t alen);
+/* Settles v once every family is in: a reason for failed or empty, else
+ * the pinned address (the first IPv4 answer, else the first). */
+void eg_dns_settle(struct eg_verdict *v, bool failed);
 
 /* ---- http.c ---- */
 
