@@ -22,24 +22,8 @@ EOF
 eg_dnsd "$T/zone.json" || { echo "Bail out! dnsd did not start"; exit 1; }
 eg_keys
 
-# A fake audit sink: acknowledges every append and keeps the events.
-cat >"$T/sink.py" <<'EOF'
-import json, socket, struct, sys
-path, out = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX)
-s.bind(path)
-s.listen(16)
-while True:
-    c, _ = s.accept()
-    n = struct.unpack("!I", c.recv(4, socket.MSG_WAITALL))[0]
-    req = json.loads(c.recv(n, socket.MSG_WAITALL))
-    with open(out, "a") as f:
-        f.write(json.dumps(req) + "\n")
-    rep = json.dumps({"v": 1, "id": req.get("id"), "ok": True, "seq": 1}).encode()
-    c.sendall(struct.pack("!I", len(rep)) + rep)
-    c.close()
-EOF
-bg "$EG_PY" "$T/sink.py" "$T/audit.sock" "$T/audit.jsonl"
+# A stand-in audit sink: acknowledges every append and keeps the events.
+bg "$EG_PY" "$EGDIR/sink.py" "$T/audit.sock" "$T/audit.jsonl"
 wait_sock "$T/audit.sock" 10
 
 # A tunnel: CONNECT, one request, then another once $T/go exists.
