@@ -37,6 +37,9 @@ T=$(mktemp -d /tmp/kz-bench.XXXXXX)
 chmod 0755 "$T"
 PIDS=
 cleanup() {
+	# Under set -e a worker already gone (kill fails) would make a clean
+	# run exit 1.
+	set +e
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	sleep 0.5
 	for f in "$T"/*/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
