@@ -29,7 +29,7 @@ srv=$(command -v valkey-server || command -v redis-server)
 "$srv" --port 0 --unixsocket "$T/store.sock" --save '' --appendonly no \
 	--daemonize no --loglevel warning >/dev/null & SPID=$!
 DPID=
-trap 'kill $SPID $DPID 2>/dev/null; wait 2>/dev/null; chmod -R u+w "$T"; rm -rf "$T"' EXIT
+trap 'set +e; kill $SPID $DPID 2>/dev/null; wait 2>/dev/null; chmod -R u+w "$T"; rm -rf "$T"' EXIT
 for _ in $(seq 100); do [ -S "$T/store.sock" ] && break; sleep 0.05; done
 export KZ_STORE_SOCKET=$T/store.sock KZ_RUN_DIR=$T KZ_FIELD_KEY_FILE=$T/field.key \
 	KZ_PROJECT_BLOB_DIR=$T/blobs
