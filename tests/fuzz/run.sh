@@ -26,13 +26,15 @@ grant: $eg/grant.c lib/key.c $cf
 audit_schema: cmd/kz-audit/schema.c lib/key.c $cf
 classify: lib/classify.c lib/err.c
 path: lib/path.c lib/json.c lib/err.c
+dns_answer: $eg/dns.c $eg/policy.c $eg/addr.c $eg/http.c $eg/grant.c lib/key.c lib/log.c $cf
 "
 want=${*:-$(printf '%s\n' "$targets" | sed -n 's/^\([a-z_0-9]*\):.*/\1/p')}
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefined
 	-fno-sanitize-recover=all -I$top/lib -I$top/$eg -I$top/cmd/kz-audit
-	$(pkg-config --cflags libcjson libsodium)"
+	$(pkg-config --cflags libcjson libsodium libcares)"
 # nettle: the HMAC-SHA1 of grant.c's TURN credentials.
-libs=$(pkg-config --libs libcjson libsodium nettle)
+# c-ares and libevent: dns.c's resolver (the harness calls only its judge).
+libs=$(pkg-config --libs libcjson libsodium nettle libcares libevent)
 cd "$top"
 for t in $want; do
 	printf '%s\n' "$targets" | grep -q "^$t: " ||
