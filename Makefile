@@ -28,7 +28,7 @@ WARN     = -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter
 HARDEN   = -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 OPT     ?= -O2 -g
 CFLAGS  ?=
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Ilib $(PKG_CFLAGS)
+CFLAGS  += -std=c11 -D_GNU_SOURCE -DKZ_VERSION=\"$(VERSION)\" $(OPT) $(WARN) $(HARDEN) -Ilib $(PKG_CFLAGS)
 LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
 B       ?= build
 
@@ -41,6 +41,9 @@ DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 DEPS_TEST  = $(STORE_PKG) clang libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
 	util-linux libcap2-bin tar python3-prometheus-client
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
+
+# The version every binary's -V prints.
+VERSION = 0.1.0
 
 # The exact version of the Pi loaders kz-pi-validate runs (package-lock.json).
 PI_VERSION = 0.73.1

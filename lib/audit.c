@@ -6,7 +6,7 @@
 #include <sodium.h>
 
 #include "kz_audit.h"
-#include "kz_frame.h"
+#include "kz_call.h"
 #include "kz_json.h"
 #include "kz_key.h"
 #include "banned.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "kz_conf.h"
-#include "kz_frame.h"
+#include "kz_io.h"
 #include "banned.h"
 
 #define CONF_MAX_KEYS 128

@@ -1,25 +1,12 @@
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
-#include "kz_sock.h"
 #include "banned.h"
-
-int64_t
-kz_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int
 kz_frame_hdr(const unsigned char hdr[KZ_FRAME_HDR], size_t max, uint32_t *len)
@@ -94,118 +81,17 @@ kz_frame_encode_to(const cJSON *obj, size_t max, char *buf, size_t cap,
 	return 0;
 }
 
-static int
-wait_fd(int fd, short ev, int64_t deadline_ms)
-{
-	struct pollfd p = {.fd = fd, .events = ev};
-	int r, t = -1;
-
-	if (deadline_ms >= 0) {
-		int64_t left = deadline_ms - kz_now_ms();
-
-		if (left <= 0)
-			return KZ_ETIMEDOUT;
-		t = left > 1000000 ? 1000000 : (int)left;
-	}
-	do
-		r = poll(&p, 1, t);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return KZ_ESYS;
-	return r == 0 ? KZ_ETIMEDOUT : 0;
-}
-
-/* Returns bytes read before EOF in *got; KZ_EEOF only for EOF at 0. */
-static int
-read_some(int fd, void *buf, size_t len, int64_t deadline_ms, size_t *got)
-{
-	size_t off = 0;
-	int r;
-
-	while (off < len) {
-		ssize_t n;
-
-		/* Poll first: a blocking descriptor must not outlive the
-		 * deadline inside read(). */
-		if (deadline_ms >= 0 && (r = wait_fd(fd, POLLIN,
-		    deadline_ms)) != 0)
-			return r;
-		n = read(fd, (char *)buf + off, len - off);
-
-		if (n > 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return KZ_ESYS;
-		if (deadline_ms < 0 && (r = wait_fd(fd, POLLIN, -1)) != 0)
-			return r;
-	}
-	*got = off;
-	return off < len ? KZ_EEOF : 0;
-}
-
-int
-kz_read_full(int fd, void *buf, size_t len, int64_t deadline_ms)
-{
-	size_t got = 0;
-	int r = read_some(fd, buf, len, deadline_ms, &got);
-
-	if (r == KZ_EEOF && got > 0)
-		return KZ_EFRAME_TRUNC;
-	return r;
-}
-
-int
-kz_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
-{
-	size_t off = 0;
-	int r;
-
-	while (off < len) {
-		ssize_t n;
-
-		if (deadline_ms >= 0 && (r = wait_fd(fd, POLLOUT,
-		    deadline_ms)) != 0)
-			return r;
-		n = send(fd, (const char *)buf + off, len - off,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0 && errno == ENOTSOCK)
-			n = write(fd, (const char *)buf + off, len - off);
-		if (n > 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return errno == EPIPE ? KZ_EEOF : KZ_ESYS;
-		if (deadline_ms < 0 && (r = wait_fd(fd, POLLOUT, -1)) != 0)
-			return r;
-	}
-	return 0;
-}
-
 int
 kz_frame_read(int fd, size_t max, int timeout_ms, cJSON **out, char *why,
     size_t wlen)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : kz_now_ms() + timeout_ms;
 	unsigned char hdr[KZ_FRAME_HDR];
-	size_t got = 0;
 	uint32_t n;
 	char *buf;
 	int r;
 
-	r = read_some(fd, hdr, sizeof(hdr), deadline, &got);
-	if (r == KZ_EEOF && got > 0)
-		r = KZ_EFRAME_TRUNC;
-	if (r != 0) {
+	if ((r = kz_read_full(fd, hdr, sizeof(hdr), deadline)) != 0) {
 		kz_why(why, wlen, "reading frame header: %s", kz_strerror(r));
 		return r;
 	}
@@ -216,7 +102,7 @@ kz_frame_read(int fd, size_t max, int timeout_ms, cJSON **out, char *why,
 	}
 	if ((buf = malloc(n)) == NULL)
 		return KZ_ENOMEM;
-	r = read_some(fd, buf, n, deadline, &got);
+	r = kz_read_full(fd, buf, n, deadline);
 	if (r == KZ_EEOF)
 		r = KZ_EFRAME_TRUNC;
 	if (r != 0)
@@ -242,26 +128,3 @@ kz_frame_write(int fd, const cJSON *obj, size_t max, int timeout_ms)
 	return r;
 }
 
-int
-kz_frame_call(const char *sockpath, const cJSON *req, int timeout_ms,
-    cJSON **reply, char *why, size_t wlen)
-{
-	int fd, r;
-
-	if ((r = kz_sock_connect(sockpath, timeout_ms, &fd, why, wlen)) != 0)
-		return r;
-	r = kz_frame_write(fd, req, KZ_FRAME_MAX_LIMIT, timeout_ms);
-	if (r == 0)
-		r = kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, timeout_ms, reply, why,
-		    wlen);
-	else if (r == KZ_EEOF && kz_frame_read(fd, KZ_FRAME_MAX_LIMIT,
-	    timeout_ms, reply, NULL, 0) == 0)
-		/* A daemon that refuses the peer answers once and closes,
-		 * perhaps before the request was written: its answer
-		 * (unauthorized_peer) is still queued on the socket. */
-		r = 0;
-	else
-		kz_why(why, wlen, "sending request: %s", kz_strerror(r));
-	close(fd);
-	return r;
-}

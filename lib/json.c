@@ -350,22 +350,3 @@ kz_reply_err(const cJSON *req, const char *code, const char *reason)
 	}
 	return r;
 }
-
-const char *
-kz_wire_code(int err)
-{
-	switch (err) {
-	case KZ_ETOOBIG:
-		return KZ_WE_FRAME_TOO_LARGE;
-	case KZ_EPEER:
-		return KZ_WE_UNAUTHORIZED_PEER;
-	case KZ_ENOMEM:
-	case KZ_EINTERNAL:
-	case KZ_ESYS:
-		return KZ_WE_INTERNAL;
-	case KZ_EUNAVAIL:
-		return KZ_WE_UNAVAILABLE;
-	default:
-		return KZ_WE_BAD_REQUEST;
-	}
-}

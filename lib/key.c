@@ -5,7 +5,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_key.h"
 #include "banned.h"
 
@@ -97,6 +97,23 @@ kz_key_derive(const struct kz_key *master, enum kz_subkey id,
 	    KZ_KDF_CTX, master->k) != 0)
 		return KZ_EINTERNAL;
 	return 0;
+}
+
+int
+kz_key_load_subkey(const char *path, enum kz_subkey id, struct kz_key *out,
+    char *why, size_t wlen)
+{
+	struct kz_key master;
+	int r;
+
+	if ((r = kz_key_load(path, &master, why, wlen)) != 0)
+		return r;
+	if ((r = kz_key_derive(&master, id, out)) != 0) {
+		kz_key_wipe(out);
+		kz_why(why, wlen, "deriving a subkey failed");
+	}
+	kz_key_wipe(&master);
+	return r;
 }
 
 void

@@ -39,16 +39,4 @@ KZ_WUR int kz_frame_read(int fd, size_t max, int timeout_ms, cJSON **out,
     char *why, size_t wlen);
 KZ_WUR int kz_frame_write(int fd, const cJSON *obj, size_t max,
     int timeout_ms);
-/* Full read/write helpers with a deadline, shared with other modules. */
-KZ_WUR int kz_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
-KZ_WUR int kz_write_full(int fd, const void *buf, size_t len,
-    int64_t deadline_ms);
-
-/* Milliseconds on CLOCK_MONOTONIC. */
-int64_t kz_now_ms(void);
-
-/* One round trip: connect to a Unix socket, send req, read the reply. */
-KZ_WUR int kz_frame_call(const char *sockpath, const cJSON *req,
-    int timeout_ms, cJSON **reply, char *why, size_t wlen);
-
 #endif

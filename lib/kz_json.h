@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_wire.h"
 
 #define KZ_JSON_MAX_DEPTH 16
 #define KZ_JSON_STR_MAX 4096 /* default bound for a string field */
@@ -56,24 +57,5 @@ char *kz_json_print(const cJSON *v);
  */
 cJSON *kz_reply_ok(const cJSON *req);
 cJSON *kz_reply_err(const cJSON *req, const char *code, const char *reason);
-
-/* Wire error codes: a closed set, documented in kz-protocol(7). */
-#define KZ_WE_BAD_REQUEST "bad_request"
-#define KZ_WE_FRAME_TOO_LARGE "frame_too_large"
-#define KZ_WE_UNAUTHORIZED_PEER "unauthorized_peer"
-#define KZ_WE_ADMISSION_CLOSED "admission_closed"
-#define KZ_WE_STORE_UNAVAILABLE "store_unavailable"
-#define KZ_WE_NOT_OWNER "not_owner"
-#define KZ_WE_STALE_TOKEN "stale_token"
-#define KZ_WE_AUDIENCE_CHANGED "resource_audience_changed"
-#define KZ_WE_MANIFEST_CHANGED "manifest_changed"
-#define KZ_WE_ISOLATION_DENIED "isolation_denied"
-#define KZ_WE_REFUSED "refused"
-#define KZ_WE_BUSY "busy"
-#define KZ_WE_UNAVAILABLE "unavailable"
-#define KZ_WE_INTERNAL "internal"
-
-/* Maps a kz_err from request parsing to a wire code. */
-const char *kz_wire_code(int err);
 
 #endif

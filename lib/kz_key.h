@@ -38,6 +38,10 @@ KZ_WUR int kz_key_generate(const char *path, char *why, size_t wlen);
 /* Derives a 32-byte subkey for purpose id. */
 KZ_WUR int kz_key_derive(const struct kz_key *master, enum kz_subkey id,
     struct kz_key *out);
+/* Loads the field key at path, derives subkey id from it into out and
+ * wipes the field key: the one way a binary gets a subkey. */
+KZ_WUR int kz_key_load_subkey(const char *path, enum kz_subkey id,
+    struct kz_key *out, char *why, size_t wlen);
 /* Wipes key material. */
 void kz_key_wipe(struct kz_key *k);
 

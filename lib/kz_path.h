@@ -33,6 +33,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "kz_err.h"
 
@@ -68,6 +69,20 @@ KZ_WUR int kz_path_check(const char *rel, size_t len, char *why,
  */
 KZ_WUR int kz_path_open(int rootfd, const char *rel, size_t len, int flags,
     int *outfd, char *why, size_t wlen);
+
+/*
+ * Creates the missing parent directories of rooted path rel beneath rootfd,
+ * one segment at a time: mkdirat(mode), then openat(O_NOFOLLOW |
+ * O_DIRECTORY), so a symlink or file planted at a segment is refused
+ * (KZ_EPATH_SYMLINK or KZ_EPATH_NOTDIR) and never followed.  A directory
+ * it creates is given to uid:gid unless uid is (uid_t)-1.  On success sets
+ * *parentfd to a new descriptor (O_CLOEXEC) of the directory that holds
+ * rel's last segment (a duplicate of rootfd when rel has one segment),
+ * *base to that segment within rel, and *created (optional) to whether any
+ * directory was made.  Errors: kz_path_check()'s, those above, KZ_ESYS.
+ */
+KZ_WUR int kz_path_mkparent(int rootfd, const char *rel, mode_t mode,
+    uid_t uid, gid_t gid, int *parentfd, const char **base, bool *created);
 
 /*
  * True when absolute path p lies strictly beneath absolute directory root:

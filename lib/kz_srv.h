@@ -26,12 +26,28 @@ struct kz_req;
  */
 typedef void (*kz_op_fn)(struct kz_req *req, void *arg);
 
+/*
+ * Who may call an op, checked once by the server before the handler runs
+ * (the flags column of the op table):
+ *   KZ_OP_ADMIT     refused with admission_closed while the server's
+ *                   admit hook says admission is closed;
+ *   KZ_OP_OPERATOR  refused with operator_only unless the peer is an
+ *                   operator (kz_srv_conf.operators; when that is empty,
+ *                   uid 0 and the daemon's own uid).
+ */
+#define KZ_OP_ADMIT 0x1u
+#define KZ_OP_OPERATOR 0x2u
+
 struct kz_op {
 	const char *op;
 	kz_op_fn fn;
 	/* Fields allowed besides v, op and id; NULL-terminated; NULL = any. */
 	const char *const *fields;
+	unsigned flags; /* KZ_OP_* */
 };
+
+/* Whether admission is open; when not, fills why with the reason. */
+typedef bool (*kz_admit_fn)(void *arg, char *why, size_t wlen);
 
 struct kz_srv_conf {
 	const char *sock_path;
@@ -40,14 +56,28 @@ struct kz_srv_conf {
 	int idle_timeout_ms;	/* an idle connection is closed after this */
 	size_t max_conns;	/* 0: 1024 */
 	struct kz_peer_policy peers;
+	struct kz_peer_policy operators; /* for KZ_OP_OPERATOR ops */
 	const struct kz_op *ops;	/* terminated by {NULL} */
-	void *arg;		/* passed to every handler */
+	kz_admit_fn admit;	/* for KZ_OP_ADMIT ops; NULL: always open */
+	void *arg;		/* passed to every handler and to admit */
 };
 
 KZ_WUR int kz_srv_new(struct event_base *base, const struct kz_srv_conf *c,
     struct kz_srv **out, char *why, size_t wlen);
 /* Closes the listener and every connection; unlinks the socket. */
 void kz_srv_free(struct kz_srv *s);
+
+/*
+ * The envelope rules, for a server that does not run on kz_srv: checks v,
+ * id and op, the op's fields and its flags against peer.  Returns the op,
+ * or NULL with *code (a KZ_WE_* code) and why set.  c needs only ops,
+ * operators, admit and arg.
+ */
+const struct kz_op *kz_op_check(const struct kz_srv_conf *c, const cJSON *req,
+    const struct kz_peer *peer, const char **code, char *why, size_t wlen);
+/* True when peer is an operator under policy (see KZ_OP_OPERATOR). */
+bool kz_peer_is_operator(const struct kz_peer_policy *policy,
+    const struct kz_peer *peer);
 
 /* The parsed request (owned by req) and the peer it came from. */
 const cJSON *kz_req_json(const struct kz_req *req);

@@ -196,6 +196,65 @@ root_init(struct root *rt, int fd, char *why, size_t wlen)
 	return 0;
 }
 
+/* Opens (making it when missing) directory seg beneath dfd. */
+static int
+mkparent_step(int dfd, const char *seg, mode_t mode, uid_t uid, gid_t gid,
+    int *out, bool *made)
+{
+	struct stat st;
+	int fd;
+
+	*made = mkdirat(dfd, seg, mode) == 0;
+	if (!*made && errno != EEXIST)
+		return KZ_ESYS;
+	fd = openat(dfd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ELOOP && errno != ENOTDIR)
+			return KZ_ESYS;
+		return fstatat(dfd, seg, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode) ? KZ_EPATH_SYMLINK : KZ_EPATH_NOTDIR;
+	}
+	if (*made && uid != (uid_t)-1 && fchown(fd, uid, gid) != 0) {
+		close(fd);
+		return KZ_ESYS;
+	}
+	*out = fd;
+	return 0;
+}
+
+int
+kz_path_mkparent(int rootfd, const char *rel, mode_t mode, uid_t uid,
+    gid_t gid, int *parentfd, const char **base, bool *created)
+{
+	char seg[KZ_PATH_SEG_MAX + 1];
+	const char *s = rel, *slash;
+	bool made, any = false;
+	int fd, nfd, r;
+
+	if ((r = kz_path_check(rel, strlen(rel), NULL, 0)) != 0)
+		return r;
+	if ((fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return KZ_ESYS;
+	while ((slash = strchr(s, '/')) != NULL) {
+		size_t n = (size_t)(slash - s);
+
+		memcpy(seg, s, n);	/* the grammar bounds n */
+		seg[n] = '\0';
+		r = mkparent_step(fd, seg, mode, uid, gid, &nfd, &made);
+		close(fd);
+		if (r != 0)
+			return r;
+		any |= made;
+		fd = nfd;
+		s = slash + 1;
+	}
+	*parentfd = fd;
+	*base = s;
+	if (created != NULL)
+		*created = any;
+	return 0;
+}
+
 bool
 kz_path_is_under(const char *root, size_t rlen, const char *p, size_t plen)
 {

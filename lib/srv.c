@@ -191,31 +191,35 @@ conn_fail(struct conn *cn, const char *code, const char *reason)
 }
 
 static const struct kz_op *
-find_op(const struct kz_srv *s, const char *op)
+find_op(const struct kz_op *ops, const char *op)
 {
-	for (const struct kz_op *o = s->c.ops; o->op != NULL; o++)
+	for (const struct kz_op *o = ops; o->op != NULL; o++)
 		if (strcmp(o->op, op) == 0)
 			return o;
 	return NULL;
 }
-/* Checks the envelope and the op's fields; returns the op or replies. */
-static const struct kz_op *
-check_request(struct conn *cn, cJSON *j)
+
+bool
+kz_peer_is_operator(const struct kz_peer_policy *policy,
+    const struct kz_peer *peer)
+{
+	if (policy->nuids == 0 && policy->ngids == 0)
+		return peer->uid == 0 || peer->uid == geteuid();
+	for (size_t i = 0; i < policy->nuids; i++)
+		if (policy->uids[i] == peer->uid)
+			return true;
+	for (size_t i = 0; i < policy->ngids; i++)
+		if (policy->gids[i] == peer->gid)
+			return true;
+	return false;
+}
+
+/* Every member is one of the envelope's or the op's own fields. */
+static bool
+fields_ok(const struct kz_op *op, const cJSON *j, char *why, size_t wlen)
 {
 	static const char *const env[] = {"v", "op", "id", NULL};
-	const struct kz_op *op;
-	const char *name, *id;
-	int64_t v;
-	char why[160];
 
-	if (kz_json_int(j, "v", 1, 1, &v, why, sizeof(why)) != 0 ||
-	    kz_json_str(j, "id", 128, &id, why, sizeof(why)) != 0 ||
-	    kz_json_str(j, "op", 64, &name, why, sizeof(why)) != 0)
-		goto bad;
-	if ((op = find_op(cn->srv, name)) == NULL) {
-		kz_why(why, sizeof(why), "unknown op '%.64s'", name);
-		goto bad;
-	}
 	for (const cJSON *c = j->child; op->fields != NULL && c; c = c->next) {
 		bool ok = false;
 
@@ -224,15 +228,63 @@ check_request(struct conn *cn, cJSON *j)
 		for (int i = 0; !ok && op->fields[i] != NULL; i++)
 			ok = strcmp(c->string, op->fields[i]) == 0;
 		if (!ok) {
-			kz_why(why, sizeof(why), "unknown field '%.64s'",
-			    c->string);
-			goto bad;
+			kz_why(why, wlen, "unknown field '%.64s'", c->string);
+			return false;
+		}
+	}
+	return true;
+}
+
+const struct kz_op *
+kz_op_check(const struct kz_srv_conf *c, const cJSON *j,
+    const struct kz_peer *peer, const char **code, char *why, size_t wlen)
+{
+	const struct kz_op *op;
+	const char *name, *id;
+	int64_t v;
+
+	*code = KZ_WE_BAD_REQUEST;
+	if (kz_json_int(j, "v", 1, 1, &v, why, wlen) != 0 ||
+	    kz_json_str(j, "id", 128, &id, why, wlen) != 0 ||
+	    kz_json_str(j, "op", 64, &name, why, wlen) != 0)
+		return NULL;
+	if ((op = find_op(c->ops, name)) == NULL) {
+		kz_why(why, wlen, "unknown op '%.64s'", name);
+		return NULL;
+	}
+	if (!fields_ok(op, j, why, wlen))
+		return NULL;
+	/* Standing before state: an operator op tells a stranger nothing
+	 * about admission. */
+	if ((op->flags & KZ_OP_OPERATOR) &&
+	    !kz_peer_is_operator(&c->operators, peer)) {
+		*code = KZ_WE_OPERATOR_ONLY;
+		kz_why(why, wlen, "'%s' is for operators only", op->op);
+		return NULL;
+	}
+	if ((op->flags & KZ_OP_ADMIT) && c->admit != NULL) {
+		kz_why(why, wlen, "admission closed");
+		if (!c->admit(c->arg, why, wlen)) {
+			*code = KZ_WE_ADMISSION_CLOSED;
+			return NULL;
 		}
 	}
 	return op;
-bad:
-	conn_send(cn, kz_reply_err(j, KZ_WE_BAD_REQUEST, why));
-	return NULL;
+}
+
+/* Checks the envelope, the op's fields and flags; returns the op or
+ * replies. */
+static const struct kz_op *
+check_request(struct conn *cn, cJSON *j)
+{
+	const struct kz_op *op;
+	const char *code;
+	char why[160];
+
+	if ((op = kz_op_check(&cn->srv->c, j, &cn->peer, &code, why,
+	    sizeof(why))) == NULL)
+		conn_send(cn, kz_reply_err(j, code, why));
+	return op;
 }
 
 /* Takes one whole frame off the input, if there is one: 1, 0 or error. */

@@ -15,7 +15,6 @@
 #include "kz_key.h"
 #include "kz_sock.h"
 
-#define AUD_VERSION "0.1.0"
 #define AUD_MAC_BYTES 32
 #define AUD_MAC_HEX (AUD_MAC_BYTES * 2)
 /* A stored record (one line) is never longer than this. */

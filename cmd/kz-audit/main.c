@@ -95,7 +95,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'h': usage(stdout); exit(0);
-		case 'V': printf("kz-audit " AUD_VERSION "\n"); exit(0);
+		case 'V': printf("kz-audit " KZ_VERSION "\n"); exit(0);
 		default: usage(stderr); return 2;
 		}
 	}

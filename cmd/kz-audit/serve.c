@@ -332,10 +332,10 @@ op_ping(struct kz_req *req, void *arg)
 static const char *const append_fields[] = {"kind", "event", NULL};
 static const char *const no_fields[] = {NULL};
 static const struct kz_op ops[] = {
-	{ "append", op_append, append_fields },
-	{ "status", op_status, no_fields },
-	{ "ping", op_ping, no_fields },
-	{ NULL, NULL, NULL }
+	{ "append", op_append, append_fields, 0},
+	{ "status", op_status, no_fields, 0},
+	{ "ping", op_ping, no_fields, 0},
+	{ NULL, NULL, NULL, 0}
 };
 
 static void

@@ -18,7 +18,6 @@
 #include "kz_conf.h"
 #include "kz_err.h"
 
-#define EG_VERSION "0.1.0"
 #define EG_HOST_MAX 253
 #define EG_LIST_MAX 64
 #define EG_REASON_MAX 48

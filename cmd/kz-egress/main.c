@@ -472,7 +472,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("kz-egress %s\n", EG_VERSION);
+		printf("kz-egress %s\n", KZ_VERSION);
 		return 0;
 	}
 	if (sodium_init() < 0)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "egress.h"
-#include "kz_frame.h"
+#include "kz_call.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_srv.h"
@@ -150,8 +150,8 @@ eg_status_query(const char *sock, cJSON **out, char *why, size_t wlen)
 
 static const char *const no_fields[] = {NULL};
 static const struct kz_op ops[] = {
-	{"status", op_status, no_fields},
-	{NULL, NULL, NULL},
+	{"status", op_status, no_fields, 0},
+	{NULL, NULL, NULL, 0},
 };
 
 int

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "kz_audit.h"
-#include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_snap.h"

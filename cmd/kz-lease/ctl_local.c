@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kz_call.h"
 #include "kz_conf.h"
-#include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_pool.h"

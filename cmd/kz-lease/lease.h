@@ -15,7 +15,6 @@
 #include "kz_key.h"
 #include "kz_sock.h"
 
-#define LEASE_VERSION "0.1.0"
 #define LEASE_INV_MAX 1024
 /* A worker's projection directory: group-writable, sticky, world-readable
  * (ctl_local.c says why). */

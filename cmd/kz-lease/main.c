@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kz_call.h"
 #include "kz_conf.h"
-#include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "lease.h"
@@ -178,7 +178,7 @@ main(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("kz-lease " LEASE_VERSION "\n");
+		printf("kz-lease " KZ_VERSION "\n");
 		return 0;
 	}
 	if (parse(argc, argv, &a) != 0) {

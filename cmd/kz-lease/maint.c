@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "serve.h"

@@ -456,11 +456,11 @@ static const char *const f_none[] = {NULL};
 static const char *const f_drain[] = {"on", NULL};
 
 const struct kz_op lease_ops[] = {
-	{"lease", op_lease, f_lease},
-	{"release", op_release, f_release},
-	{"renew", op_renew, f_renew},
-	{"status", op_status, f_none},
-	{"reconcile", op_reconcile, f_none},
-	{"drain", op_drain, f_drain},
-	{NULL, NULL, NULL},
+	{"lease", op_lease, f_lease, 0},
+	{"release", op_release, f_release, 0},
+	{"renew", op_renew, f_renew, 0},
+	{"status", op_status, f_none, 0},
+	{"reconcile", op_reconcile, f_none, 0},
+	{"drain", op_drain, f_drain, 0},
+	{NULL, NULL, NULL, 0},
 };

@@ -25,7 +25,7 @@
 
 #include "kz_audit.h"
 #include "kz_evidence.h"
-#include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "serve.h"

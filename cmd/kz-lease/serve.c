@@ -19,7 +19,6 @@
 #include <sodium.h>
 
 #include "kz_audit.h"
-#include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_notify.h"

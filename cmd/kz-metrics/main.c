@@ -13,13 +13,12 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "kz_call.h"
 #include "kz_conf.h"
-#include "kz_frame.h"
 #include "kz_json.h"
 #include "metrics.h"
 #include "banned.h"
 
-#define VERSION "0.1.0"
 #define NDAEMONS 4
 
 static void
@@ -108,7 +107,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf("kz-metrics " VERSION "\n");
+			printf("kz-metrics " KZ_VERSION "\n");
 			exit(0);
 		default:
 			return 2;

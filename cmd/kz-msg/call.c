@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_sock.h"
 #include "msg.h"
 #include "banned.h"

@@ -20,7 +20,6 @@
 #include "msg.h"
 #include "banned.h"
 
-#define VERSION "0.1.0"
 
 static void
 usage(FILE *f)
@@ -127,7 +126,7 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max,
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf("kz-msg " VERSION "\n");
+			printf("kz-msg " KZ_VERSION "\n");
 			exit(0);
 		default:
 			return 2;

@@ -191,7 +191,7 @@ main(int argc, char **argv)
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 'h': usage(stdout); return 0;
-		case 'V': puts("kz-pi-validate 0.1.0"); return 0;
+		case 'V': puts("kz-pi-validate " KZ_VERSION); return 0;
 		case 'c': cfg = optarg; break;
 		case 'p': prof = optarg; break;
 		case 'f': files = optarg; break;

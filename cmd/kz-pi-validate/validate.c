@@ -75,7 +75,7 @@ job_open(struct pv_job *j, const char *profile, const char *files,
 static int
 job_body(struct pv_job *j, const char *contract)
 {
-	char tag[] = "kz-pi-validate 0.1.0";
+	char tag[] = "kz-pi-validate " KZ_VERSION;
 
 	if ((j->body = cJSON_CreateObject()) == NULL)
 		return 4;

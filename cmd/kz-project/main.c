@@ -16,7 +16,6 @@
 #include "kzp_conf.h"
 #include "banned.h"
 
-#define VERSION "0.1.0"
 #define ARGS_MAX 256
 
 static void
@@ -102,7 +101,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("kz-project " VERSION "\n");
+		printf("kz-project " KZ_VERSION "\n");
 		return 0;
 	}
 	for (int i = 2; i < argc; i++) {

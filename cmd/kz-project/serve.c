@@ -132,8 +132,8 @@ kzp_serve(struct kzp *p, struct kzp_cfg *c)
 	memset(ops, 0, sizeof(ops));
 	for (const struct kzp_opdef *d = kzp_ops; d->op && n < OPS_MAX - 1;
 	    d++)
-		ops[n++] = (struct kz_op){d->op, handle, d->fields};
-	ops[n++] = (struct kz_op){"status", op_status, no_fields};
+		ops[n++] = (struct kz_op){d->op, handle, d->fields, 0};
+	ops[n++] = (struct kz_op){"status", op_status, no_fields, 0};
 	if (kz_peer_policy_parse(kz_conf_str(c->conf, "KZ_PEER_UIDS", ""),
 	    kz_conf_str(c->conf, "KZ_PEER_GIDS", ""), &sc.peers, why,
 	    sizeof(why)) != 0) {

@@ -13,7 +13,7 @@
 #include "kz_audit.h"
 #include "kz_conf.h"
 #include "kz_evidence.h"
-#include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_pool.h"
@@ -260,7 +260,7 @@ main(int argc, char **argv)
 		case 'r': rid = optarg; break;
 		case 'c': cf = optarg; break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("kz-reset " RESET_VERSION "\n"); return 0;
+		case 'V': printf("kz-reset " KZ_VERSION "\n"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -14,7 +14,6 @@
 
 #include "kz_err.h"
 
-#define RESET_VERSION "0.1.0"
 
 struct reset_conf {
 	char store_sock[108];

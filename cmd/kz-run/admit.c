@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kz_call.h"
 #include "kz_evidence.h"
-#include "kz_frame.h"
 #include "kz_json.h"
 #include "run.h"
 #include "banned.h"

@@ -30,7 +30,7 @@
 #include <sodium.h>
 
 #include "kz_audit.h"
-#include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_key.h"
 #include "kz_log.h"

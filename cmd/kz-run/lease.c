@@ -21,7 +21,9 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "kz_call.h"
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_key.h"
 #include "kz_pool.h"

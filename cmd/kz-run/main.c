@@ -84,7 +84,7 @@ parse(int argc, char **argv, struct run_opts *o)
 		case 's': o->socket = optarg; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); exit(0);
-		case 'V': printf("kz-run " RUN_VERSION "\n"); exit(0);
+		case 'V': printf("kz-run " KZ_VERSION "\n"); exit(0);
 		case 'f':
 			e = add(o->files, &o->nfiles, RUN_FILES_MAX, optarg);
 			break;

@@ -14,7 +14,6 @@
 #include "kz_err.h"
 #include "kz_snap.h"
 
-#define RUN_VERSION "0.1.0"
 #define RUN_FILES_MAX 64
 #define RUN_IDS_MAX 64		/* --select and --retrieved, as kz-project */
 #define RUN_ID_MAX 128

@@ -21,8 +21,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "kz_frame.h"
 #include "sbx.h"
+#include "kz_io.h"
 #include "banned.h"
 
 

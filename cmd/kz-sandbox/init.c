@@ -30,7 +30,6 @@
 #include <unistd.h>
 #include <linux/close_range.h>
 
-#include "kz_frame.h"
 #include "sbx.h"
 #include "banned.h"
 

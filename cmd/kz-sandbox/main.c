@@ -312,7 +312,7 @@ main(int argc, char **argv)
 		return argc < 2 ? SBX_EXIT_USAGE : 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("kz-sandbox %s\n", SBX_VERSION);
+		printf("kz-sandbox %s\n", KZ_VERSION);
 		return 0;
 	}
 	if (strcmp(argv[1], "classify") == 0)

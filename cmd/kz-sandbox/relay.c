@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "kz_frame.h"
 #include "sbx.h"
+#include "kz_io.h"
 #include "banned.h"
 
 #define RELAY_CONNS 64

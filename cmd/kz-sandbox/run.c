@@ -32,8 +32,8 @@
 #include <unistd.h>
 #include <linux/close_range.h>
 
-#include "kz_frame.h"
 #include "sbx.h"
+#include "kz_io.h"
 #include "banned.h"
 
 #define TICK_MS 50

@@ -19,7 +19,6 @@
 #include "kz_err.h"
 #include "kz_sock.h"
 
-#define SBX_VERSION "0.1.0"
 #define SBX_ID_MAX 63
 #define SBX_ARGV_MAX 256
 #define SBX_ENV_MAX 128

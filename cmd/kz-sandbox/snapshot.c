@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "sbx.h"

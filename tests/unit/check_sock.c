@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kz_call.h"
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_sock.h"

@@ -16,6 +16,7 @@
 #include <event2/thread.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_sock.h"
 #include "kz_srv.h"
@@ -52,9 +53,9 @@ op_defer(struct kz_req *req, void *arg)
 
 static const char *const echo_fields[] = {"msg", NULL};
 static const struct kz_op ops[] = {
-	{"echo", op_echo, echo_fields},
-	{"defer", op_defer, NULL},
-	{NULL, NULL, NULL},
+	{"echo", op_echo, echo_fields, 0},
+	{"defer", op_defer, NULL, 0},
+	{NULL, NULL, NULL, 0},
 };
 
 static sem_t loop_running;

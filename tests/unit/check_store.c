@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_store.h"
 #include "teststore.h"
 #include "banned.h"

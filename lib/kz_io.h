@@ -1,0 +1,27 @@
+/*
+ * Blocking I/O with a deadline on a possibly non-blocking descriptor, and
+ * the monotonic clock the deadlines are measured on.
+ */
+#ifndef KZ_IO_H
+#define KZ_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kz_err.h"
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t kz_now_ms(void);
+
+/*
+ * Reads exactly len bytes, or writes them, before deadline_ms (a
+ * kz_now_ms() instant; < 0 waits forever).  kz_read_full returns KZ_EEOF
+ * when the peer closed before the first byte and KZ_EFRAME_TRUNC when it
+ * closed midway; kz_write_full returns KZ_EEOF when the peer is gone.
+ * Both return KZ_ETIMEDOUT at the deadline.
+ */
+KZ_WUR int kz_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
+KZ_WUR int kz_write_full(int fd, const void *buf, size_t len,
+    int64_t deadline_ms);
+
+#endif
