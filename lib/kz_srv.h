@@ -14,6 +14,7 @@
 #include <cJSON.h>
 #include <event2/event.h>
 
+#include "kz_conf.h"
 #include "kz_err.h"
 #include "kz_sock.h"
 
@@ -78,6 +79,18 @@ const struct kz_op *kz_op_check(const struct kz_srv_conf *c, const cJSON *req,
 /* True when peer is an operator under policy (see KZ_OP_OPERATOR). */
 bool kz_peer_is_operator(const struct kz_peer_policy *policy,
     const struct kz_peer *peer);
+
+/*
+ * Who may connect and who is an operator, from a daemon's configuration:
+ * peers from KZ_PEER_UIDS and KZ_PEER_GIDS, operators (may be NULL) from
+ * KZ_OPERATOR_UIDS and KZ_OPERATOR_GIDS.  KZ_SRV_PEER_KEYS names the four
+ * for a daemon's list of known keys.
+ */
+#define KZ_SRV_PEER_KEYS                                                     \
+	"KZ_PEER_UIDS", "KZ_PEER_GIDS", "KZ_OPERATOR_UIDS", "KZ_OPERATOR_GIDS"
+KZ_WUR int kz_srv_peers_load(const struct kz_conf *kc,
+    struct kz_peer_policy *peers, struct kz_peer_policy *operators,
+    char *why, size_t wlen);
 
 /* The parsed request (owned by req) and the peer it came from. */
 const cJSON *kz_req_json(const struct kz_req *req);

@@ -214,6 +214,21 @@ kz_peer_is_operator(const struct kz_peer_policy *policy,
 	return false;
 }
 
+int
+kz_srv_peers_load(const struct kz_conf *kc, struct kz_peer_policy *peers,
+    struct kz_peer_policy *operators, char *why, size_t wlen)
+{
+	int r;
+
+	if ((r = kz_peer_policy_parse(kz_conf_str(kc, "KZ_PEER_UIDS", ""),
+	    kz_conf_str(kc, "KZ_PEER_GIDS", ""), peers, why, wlen)) != 0)
+		return r;
+	if (operators == NULL)
+		return 0;
+	return kz_peer_policy_parse(kz_conf_str(kc, "KZ_OPERATOR_UIDS", ""),
+	    kz_conf_str(kc, "KZ_OPERATOR_GIDS", ""), operators, why, wlen);
+}
+
 /* Every member is one of the envelope's or the op's own fields. */
 static bool
 fields_ok(const struct kz_op *op, const cJSON *j, char *why, size_t wlen)
