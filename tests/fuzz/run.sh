@@ -12,9 +12,10 @@ secs=${1:-60}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=$top/build/fuzz
 eg=cmd/kz-egress
-# kz_parse_int (conf.c) reads files with kz_read_full (frame.c), which
-# waits with sock.c's helpers: the config modules go together.
-cf="lib/conf.c lib/frame.c lib/sock.c lib/json.c lib/err.c"
+# The config and framing modules go together: kz_parse_int (conf.c) reads
+# files with kz_read_full (io.c), sock.c reads the config, json.c's
+# envelope names the wire codes (wire.c).
+cf="lib/conf.c lib/frame.c lib/io.c lib/sock.c lib/json.c lib/wire.c lib/err.c"
 # target: the modules it links, each the real one (no stubs).
 targets="
 frame: $cf
