@@ -33,8 +33,8 @@ typedef void (*kz_op_fn)(struct kz_req *req, void *arg);
  *   KZ_OP_ADMIT     refused with admission_closed while the server's
  *                   admit hook says admission is closed;
  *   KZ_OP_OPERATOR  refused with operator_only unless the peer is an
- *                   operator (kz_srv_conf.operators; when that is empty,
- *                   uid 0 and the daemon's own uid).
+ *                   operator: uid 0, the daemon's own uid, or a uid or
+ *                   gid in kz_srv_conf.operators.
  */
 #define KZ_OP_ADMIT 0x1u
 #define KZ_OP_OPERATOR 0x2u

@@ -112,6 +112,30 @@ START_TEST(test_subkeys_and_hashes)
 }
 END_TEST
 
+START_TEST(test_load_subkey)
+{
+	struct kz_key m, want, got;
+	char p[128], why[128];
+
+	snprintf(p, sizeof(p), "%s/field.key", dir);
+	ck_assert_int_eq(kz_key_generate(p, why, sizeof(why)), 0);
+	ck_assert_int_eq(kz_key_load(p, &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(kz_key_derive(&m, KZ_SUBKEY_GRANT, &want), 0);
+	ck_assert_int_eq(kz_key_load_subkey(p, KZ_SUBKEY_GRANT, &got, why,
+	    sizeof(why)), 0);
+	ck_assert(kz_ct_equal(want.k, got.k, sizeof(got.k)));
+	ck_assert(!kz_ct_equal(m.k, got.k, sizeof(got.k)));
+	/* A refused key file is refused the same way, with the reason. */
+	chmod(p, 0644);
+	ck_assert_int_eq(kz_key_load_subkey(p, KZ_SUBKEY_GRANT, &got, why,
+	    sizeof(why)), KZ_EKEY);
+	ck_assert_ptr_nonnull(strstr(why, "0644"));
+	kz_key_wipe(&m);
+	kz_key_wipe(&want);
+	kz_key_wipe(&got);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -123,6 +147,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_key_files);
 	tcase_add_test(tc, test_subkeys_and_hashes);
+	tcase_add_test(tc, test_load_subkey);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -652,6 +652,74 @@ race_mode(int mode, const char *rel)
 	    mode ? "walk" : "openat2", rel, ok, refused);
 }
 
+/* The creation walk: parents made beneath the root, never through a link. */
+START_TEST(mkparent_makes_and_refuses)
+{
+	const char *b = NULL;
+	struct stat st;
+	bool made = false;
+	int pfd = -1;
+
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "n1/n2/new.txt", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, &made), 0);
+	ck_assert(made);
+	ck_assert_str_eq(b, "new.txt");
+	ck_assert_int_eq(fstat(pfd, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	close(pfd);
+	/* Existing parents: nothing made; a top-level name: the root. */
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "a/b/file.txt", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, &made), 0);
+	ck_assert(!made);
+	ck_assert_int_eq(faccessat(pfd, "file.txt", F_OK, 0), 0);
+	close(pfd);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "top.txt", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), 0);
+	ck_assert_int_ne(pfd, rootfd);
+	ck_assert_str_eq(b, "top.txt");
+	ck_assert_int_eq(faccessat(pfd, "file.txt", F_OK, 0), 0);
+	close(pfd);
+	/* A planted link or file at a segment is refused, never followed. */
+	pfd = -1;
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "link-out/x", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_SYMLINK);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "link-in/b/x", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_SYMLINK);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "file.txt/x", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_NOTDIR);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "../outside/x", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_DOTDOT);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "/etc/x", 0700,
+	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_ABSOLUTE);
+	ck_assert_int_eq(pfd, -1);
+	ck_assert_int_ne(faccessat(rootfd, "../outside/x", F_OK, 0), 0);
+}
+END_TEST
+
+START_TEST(mkparent_owns_what_it_makes)
+{
+	const char *b;
+	struct stat st;
+	int pfd;
+
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "o1/o2/f", 0755, 65534,
+	    65534, &pfd, &b, NULL), 0);
+	ck_assert_int_eq(fstat(pfd, &st), 0);
+	ck_assert_int_eq(st.st_uid, 65534);
+	ck_assert_int_eq(st.st_gid, 65534);
+	close(pfd);
+	ck_assert_int_eq(fstatat(rootfd, "o1", &st, 0), 0);
+	ck_assert_int_eq(st.st_uid, 65534);
+	/* A directory that was there keeps its owner. */
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "a/o3/f", 0755, 65534,
+	    65534, &pfd, &b, NULL), 0);
+	close(pfd);
+	ck_assert_int_eq(fstatat(rootfd, "a", &st, 0), 0);
+	ck_assert_int_eq(st.st_uid, getuid());
+}
+END_TEST
+
 START_TEST(race_dir_swapped_for_symlink)
 {
 	mk("root/d");
@@ -703,6 +771,8 @@ path_suite(void)
 	tcase_add_test(f, trap_embedded_nul);
 	tcase_add_test(f, trap_fullwidth_dots);
 	tcase_add_test(f, race_dir_swapped_for_symlink);
+	tcase_add_test(f, mkparent_makes_and_refuses);
+	tcase_add_test(f, mkparent_owns_what_it_makes);
 	suite_add_tcase(s, f);
 	return s;
 }

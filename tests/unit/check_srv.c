@@ -55,8 +55,22 @@ static const char *const echo_fields[] = {"msg", NULL};
 static const struct kz_op ops[] = {
 	{"echo", op_echo, echo_fields, 0},
 	{"defer", op_defer, NULL, 0},
+	{"gated", op_echo, echo_fields, KZ_OP_ADMIT},
+	{"drain", op_echo, echo_fields, KZ_OP_OPERATOR},
+	{"both", op_echo, echo_fields, KZ_OP_ADMIT | KZ_OP_OPERATOR},
 	{NULL, NULL, NULL, 0},
 };
+
+/* The admission the hook reports; the loop thread reads it. */
+static volatile bool admission_open = true;
+
+static bool
+admit(void *arg, char *why, size_t wlen)
+{
+	if (!admission_open)
+		snprintf(why, wlen, "draining for the test");
+	return admission_open;
+}
 
 static sem_t loop_running;
 
@@ -87,6 +101,8 @@ setup(void)
 	c.io_timeout_ms = 300;
 	c.idle_timeout_ms = 2000;
 	c.ops = ops;
+	c.admit = admit;
+	admission_open = true;
 	ck_assert_int_eq(kz_srv_new(base, &c, &srv, why, sizeof(why)), 0);
 	/* event_base_loop() clears a break requested before it started:
 	 * wait until the loop runs so that teardown's break is seen. */
@@ -362,6 +378,93 @@ START_TEST(test_peer_credentials_checked)
 }
 END_TEST
 
+START_TEST(test_flags_checked_before_the_handler)
+{
+	int fd = dial();
+	cJSON *r;
+
+	/* Root is an operator under the empty default policy. */
+	r = call(fd, "{\"v\":1,\"op\":\"drain\",\"id\":\"o1\",\"msg\":\"x\"}");
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	r = call(fd, "{\"v\":1,\"op\":\"gated\",\"id\":\"g1\",\"msg\":\"x\"}");
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	admission_open = false;
+	r = call(fd, "{\"v\":1,\"op\":\"gated\",\"id\":\"g2\",\"msg\":\"x\"}");
+	ck_assert_str_eq(err_of(r), "admission_closed");
+	ck_assert_str_eq(kz_json_get(r, "reason")->valuestring,
+	    "draining for the test");
+	ck_assert_str_eq(kz_json_get(r, "id")->valuestring, "g2");
+	ck_assert_ptr_null(kz_json_get(r, "msg"));
+	cJSON_Delete(r);
+	/* A refusal by flag keeps the connection; ungated ops still run. */
+	r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"e1\"}");
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	/* A malformed request is bad_request before any flag is looked at. */
+	r = call(fd, "{\"v\":1,\"op\":\"gated\",\"id\":\"g3\",\"y\":1}");
+	ck_assert_str_eq(err_of(r), "bad_request");
+	cJSON_Delete(r);
+	admission_open = true;
+	close(fd);
+}
+END_TEST
+
+struct standing {
+	const char *op;
+	uid_t uid;
+	gid_t gid;
+	const char *opuids, *opgids;
+	bool open;
+	const char *code;	/* NULL: allowed */
+};
+
+static const struct standing standings[] = {
+	{"echo", 65534, 65534, "", "", true, NULL},
+	{"drain", 65534, 65534, "", "", true, "operator_only"},
+	{"drain", 0, 0, "", "", true, NULL},
+	{"drain", 65534, 65534, "65534", "", true, NULL},
+	{"drain", 65533, 65534, "", "65534", true, NULL},
+	{"drain", 0, 0, "65534", "", true, NULL},
+	{"drain", 65533, 65533, "65534", "65532", true, "operator_only"},
+	{"gated", 65534, 65534, "", "", false, "admission_closed"},
+	{"gated", 0, 0, "", "", true, NULL},
+	/* Standing before state: a stranger learns nothing of admission. */
+	{"both", 65534, 65534, "", "", false, "operator_only"},
+	{"both", 0, 0, "", "", false, "admission_closed"},
+	{"both", 0, 0, "", "", true, NULL},
+};
+
+START_TEST(test_op_standing_table)
+{
+	const struct standing *t = &standings[_i];
+	struct kz_srv_conf c = {.ops = ops, .admit = admit};
+	struct kz_peer peer = {.pid = 1, .uid = t->uid, .gid = t->gid};
+	const struct kz_op *op;
+	const char *code = NULL;
+	char json[128], why[128];
+	cJSON *req;
+
+	ck_assert_int_eq(kz_peer_policy_parse(t->opuids, t->opgids,
+	    &c.operators, why, sizeof(why)), 0);
+	admission_open = t->open;
+	snprintf(json, sizeof(json), "{\"v\":1,\"op\":\"%s\",\"id\":\"t\"}",
+	    t->op);
+	req = cJSON_Parse(json);
+	op = kz_op_check(&c, req, &peer, &code, why, sizeof(why));
+	if (t->code == NULL) {
+		ck_assert_msg(op != NULL, "case %d: refused: %s", _i, why);
+		ck_assert_str_eq(op->op, t->op);
+	} else {
+		ck_assert_msg(op == NULL, "case %d: allowed", _i);
+		ck_assert_str_eq(code, t->code);
+	}
+	admission_open = true;
+	cJSON_Delete(req);
+}
+END_TEST
+
 START_TEST(test_listen_refuses_live_socket)
 {
 	struct kz_srv_conf c = {.sock_path = path, .ops = ops};
@@ -392,6 +495,9 @@ main(void)
 	tcase_add_test(tc, test_pipelined_flood_is_bounded_and_served_in_order);
 	tcase_add_test(tc, test_peer_credentials_checked);
 	tcase_add_test(tc, test_listen_refuses_live_socket);
+	tcase_add_test(tc, test_flags_checked_before_the_handler);
+	tcase_add_loop_test(tc, test_op_standing_table, 0,
+	    sizeof(standings) / sizeof(standings[0]));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
