@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_exit.h"
 #include "kz_key.h"
 #include "kz_sock.h"
 
