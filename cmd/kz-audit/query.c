@@ -45,13 +45,8 @@ query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
 	FILE *f;
 	int r;
 
-	if ((line = malloc(AUD_LINE_MAX + 1)) == NULL)
-		return KZ_EXIT_INTERNAL;
-	if ((f = fopen(path, "re")) == NULL) {
-		fprintf(err, "kz-audit: %s: cannot open\n", path);
-		free(line);
-		return KZ_EXIT_USAGE;
-	}
+	if ((r = aud_file_open(path, err, &f, &line)) != 0)
+		return r;
 	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
 		struct aud_rec rec;
 

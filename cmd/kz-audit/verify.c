@@ -80,13 +80,8 @@ verify_file(const struct kz_key *key, const char *path, struct vstate *vs,
 	FILE *f;
 	int rc = 0, r;
 
-	if ((line = malloc(AUD_LINE_MAX + 1)) == NULL)
-		return KZ_EXIT_INTERNAL;
-	if ((f = fopen(path, "re")) == NULL) {
-		fprintf(err, "kz-audit: %s: cannot open\n", path);
-		free(line);
-		return KZ_EXIT_USAGE;
-	}
+	if ((rc = aud_file_open(path, err, &f, &line)) != 0)
+		return rc;
 	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
 		lineno++;
 		if (r < 0) {
