@@ -64,9 +64,10 @@ append_socket(const char *sock, struct src *s, char *why, size_t wlen)
 		}
 		cJSON_Delete(line);
 		if (r != 0)
-			return r == KZ_EUNAVAIL ? 3 : r == KZ_EDENIED ? 2 : 4;
+			return r == KZ_EUNAVAIL ? KZ_EXIT_UNAVAIL :
+			    r == KZ_EDENIED ? KZ_EXIT_USAGE : KZ_EXIT_INTERNAL;
 	}
-	return r == 0 ? 0 : 2;
+	return r == 0 ? KZ_EXIT_OK : KZ_EXIT_USAGE;
 }
 
 static int
@@ -80,17 +81,18 @@ add_line(struct aud_store *st, const struct kz_key *idkey, cJSON *line,
 	int r;
 
 	if ((r = aud_input_split(line, &kind, &ev, why, wlen)) != 0)
-		return 2;
+		return KZ_EXIT_USAGE;
 	r = aud_schema_check(kind, ev, idkey, &clean, &ri);
 	cJSON_Delete(ev);
 	if (r == KZ_EDENIED) {
 		kz_why(why, wlen, "%s", ri.why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (r == 0)
 		r = aud_store_add(st, kind, clean, &seq, why, wlen);
 	cJSON_Delete(clean);
-	return r == 0 ? 0 : r == KZ_ETOOBIG ? 2 : 4;
+	return r == 0 ? KZ_EXIT_OK : r == KZ_ETOOBIG ? KZ_EXIT_USAGE :
+	    KZ_EXIT_INTERNAL;
 }
 
 static int
@@ -103,26 +105,27 @@ append_direct(struct aud_cfg *c, struct src *s, char *why, size_t wlen)
 	int r, rc = 0;
 
 	if (aud_keys_load(c->keyfile, &akey, &idkey, why, wlen) != 0)
-		return 2;
+		return KZ_EXIT_USAGE;
 	r = aud_store_open(c->dir, c->max_file, &akey, &st, why, wlen);
 	kz_key_wipe(&akey);
 	if (r != 0) {
 		kz_key_wipe(&idkey);
-		return r == KZ_EEXIST ? 3 : r == KZ_ECRYPTO ? 1 : 4;
+		return r == KZ_EEXIST ? KZ_EXIT_UNAVAIL : r == KZ_ECRYPTO ?
+		    KZ_EXIT_REFUSED : KZ_EXIT_INTERNAL;
 	}
 	while (rc == 0 && (r = next_event(s, &line, why, wlen)) == 1) {
 		rc = add_line(st, &idkey, line, why, wlen);
 		cJSON_Delete(line);
 		if (rc == 0 && ++n % BATCH == 0 &&
 		    aud_store_commit(st, why, wlen) != 0)
-			rc = 4;
+			rc = KZ_EXIT_INTERNAL;
 	}
 	if (rc == 0 && r < 0)
-		rc = 2;
+		rc = KZ_EXIT_USAGE;
 	/* What came before a bad line is kept: commit it either way. */
 	if (aud_store_commit(st, rc ? NULL : why, rc ? 0 : wlen) != 0 &&
 	    rc == 0)
-		rc = 4;
+		rc = KZ_EXIT_INTERNAL;
 	aud_store_free(st);
 	kz_key_wipe(&idkey);
 	return rc;
@@ -136,10 +139,10 @@ aud_append(struct aud_cfg *c, const char *sock, FILE *in)
 	int rc;
 
 	if ((s.line = malloc(INPUT_LINE_MAX + 1)) == NULL)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	rc = sock ? append_socket(sock, &s, why, sizeof(why)) :
 	    append_direct(c, &s, why, sizeof(why));
-	if (rc != 0 && s.lineno > 0 && rc != 3)
+	if (rc != 0 && s.lineno > 0 && rc != KZ_EXIT_UNAVAIL)
 		fprintf(stderr, "kz-audit: line %zu: %s\n", s.lineno, why);
 	else if (rc != 0)
 		fprintf(stderr, "kz-audit: %s\n", why);

@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_exit.h"
 #include "kz_key.h"
 #include "kz_sock.h"
 
@@ -108,6 +109,13 @@ void aud_rec_release(struct aud_rec *r);
  */
 KZ_WUR int aud_getline(FILE *f, char *buf, size_t cap, size_t *len,
     bool *nl);
+/*
+ * Opens an audit file for reading, with a line buffer of AUD_LINE_MAX + 1
+ * bytes for aud_getline (the caller frees both): 0, or the exit status,
+ * reported on err when the file cannot be opened.
+ */
+KZ_WUR int aud_file_open(const char *path, FILE *err, FILE **f,
+    char **line);
 
 /* RFC 3339 UTC with milliseconds; and its strict parse. */
 void aud_ts_format(int64_t ms, char out[32]);

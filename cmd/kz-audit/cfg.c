@@ -12,6 +12,7 @@
 
 #include "kz_conf.h"
 #include "kz_frame.h"
+#include "kz_srv.h"
 #include "audit.h"
 #include "banned.h"
 
@@ -19,7 +20,7 @@
 
 static const char *const known[] = {
 	"KZ_AUDIT_DIR", "KZ_AUDIT_MAX_FILE_BYTES", "KZ_FIELD_KEY_FILE",
-	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_PEER_UIDS", "KZ_PEER_GIDS",
+	"KZ_SOCKET", "KZ_RUN_DIR", KZ_SRV_PEER_KEYS,
 	"KZ_FRAME_MAX", "KZ_AUDIT_SOCKET", NULL
 };
 
@@ -76,8 +77,7 @@ aud_cfg_load(const char *path, struct aud_cfg *c, char *why, size_t wlen)
 	    AUD_MAX_FILE_DEFAULT, 1ull << 40, &c->max_file, why, wlen)) != 0 ||
 	    (r = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	    KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
-	    (r = kz_peer_policy_parse(kz_conf_str(k, "KZ_PEER_UIDS", ""),
-	    kz_conf_str(k, "KZ_PEER_GIDS", ""), &c->peers, why, wlen)) != 0)
+	    (r = kz_srv_peers_load(k, &c->peers, NULL, why, wlen)) != 0)
 		goto out;
 	if (c->keyfile[0] == '\0') {
 		kz_why(why, wlen, "KZ_FIELD_KEY_FILE is empty");
@@ -105,20 +105,24 @@ aud_cfg_release(struct aud_cfg *c)
 	c->conf = NULL;
 }
 
+/*
+ * The audit subkey, and the identifier subkey when asked for, each through
+ * kz_key_load_subkey, so the load, derive and wipe of the field key are
+ * written once, in lib/key.c.  The file is read once per subkey: a key
+ * replaced between the two reads would give subkeys of two field keys,
+ * the same hazard as two daemons that start on either side of the change.
+ */
 int
 aud_keys_load(const char *keyfile, struct kz_key *audit, struct kz_key *idhash,
     char *why, size_t wlen)
 {
-	struct kz_key master;
 	int r;
 
-	if ((r = kz_key_load(keyfile, &master, why, wlen)) != 0)
+	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_AUDIT, audit, why,
+	    wlen)) != 0)
 		return r;
-	if ((r = kz_key_derive(&master, KZ_SUBKEY_AUDIT, audit)) == 0 &&
-	    idhash != NULL)
-		r = kz_key_derive(&master, KZ_SUBKEY_IDHASH, idhash);
-	kz_key_wipe(&master);
-	if (r != 0)
-		kz_why(why, wlen, "cannot derive the audit subkeys");
+	if (idhash != NULL && (r = kz_key_load_subkey(keyfile,
+	    KZ_SUBKEY_IDHASH, idhash, why, wlen)) != 0)
+		kz_key_wipe(audit);
 	return r;
 }

@@ -243,6 +243,20 @@ aud_record_check(const struct kz_key *key, const char *line, size_t len,
 }
 
 int
+aud_file_open(const char *path, FILE *err, FILE **f, char **line)
+{
+	if ((*line = malloc(AUD_LINE_MAX + 1)) == NULL)
+		return KZ_EXIT_INTERNAL;
+	if ((*f = fopen(path, "re")) == NULL) {
+		fprintf(err, "kz-audit: %s: cannot open\n", path);
+		free(*line);
+		*line = NULL;
+		return KZ_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int
 aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl)
 {
 	size_t n = 0;

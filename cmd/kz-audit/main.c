@@ -76,7 +76,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			if (!aud_kind_known(optarg)) {
 				fprintf(stderr, "kz-audit: unknown kind '%.64s' "
 				    "(kz-audit(8) lists the kinds)\n", optarg);
-				return 2;
+				return KZ_EXIT_USAGE;
 			}
 			o->q.kind = optarg;
 			break;
@@ -91,12 +91,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 			    &o->q.until_ms) != 0) {
 				fprintf(stderr, "kz-audit: bad time '%s'\n",
 				    optarg);
-				return 2;
+				return KZ_EXIT_USAGE;
 			}
 			break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("kz-audit " KZ_VERSION "\n"); exit(0);
-		default: usage(stderr); return 2;
+		case 'h': usage(stdout); exit(KZ_EXIT_OK);
+		case 'V': printf("kz-audit " KZ_VERSION "\n"); exit(KZ_EXIT_OK);
+		default: usage(stderr); return KZ_EXIT_USAGE;
 		}
 	}
 	if (o->config != NULL && o->config[0] == '\0')
@@ -118,7 +118,7 @@ files_of(struct opts *o, const struct aud_cfg *c, int argc, char **argv,
 	if (o->dir != NULL && optind < argc) {
 		fprintf(stderr, "kz-audit: give --dir DIR or files, not "
 		    "both\n");
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (o->dir == NULL && optind == argc)
 		o->dir = c->dir;
@@ -129,7 +129,7 @@ files_of(struct opts *o, const struct aud_cfg *c, int argc, char **argv,
 	}
 	if (aud_dir_files(o->dir, files, n, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-audit: %s: %s\n", o->dir, why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -145,7 +145,7 @@ run_verify(struct opts *o, struct aud_cfg *c, int argc, char **argv)
 	if (aud_keys_load(o->key ? o->key : c->keyfile, &akey, NULL, why,
 	    sizeof(why)) != 0) {
 		fprintf(stderr, "kz-audit: %s\n", why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if ((rc = files_of(o, c, argc, argv, &files, &n)) == 0) {
 		rc = aud_verify_anchor(&akey, files, n, o->anchor, stdout,
@@ -178,19 +178,20 @@ run(const char *cmd, struct opts *o, struct aud_cfg *c, int argc,
 {
 	if (strcmp(cmd, "serve") == 0) {
 		if (optind != argc)
-			return 2;
+			return KZ_EXIT_USAGE;
 		if (o->socket != NULL)
 			snprintf(c->socket, sizeof(c->socket), "%s", o->socket);
-		return o->check ? 0 : aud_serve(c);
+		return o->check ? KZ_EXIT_OK : aud_serve(c);
 	}
 	if (strcmp(cmd, "append") == 0)
-		return optind != argc ? 2 : aud_append(c, o->socket, stdin);
+		return optind != argc ? KZ_EXIT_USAGE : aud_append(c,
+		    o->socket, stdin);
 	if (strcmp(cmd, "verify") == 0)
 		return run_verify(o, c, argc, argv);
 	if (strcmp(cmd, "query") == 0)
 		return run_query(o, c, argc, argv);
 	usage(stderr);
-	return 2;
+	return KZ_EXIT_USAGE;
 }
 
 int
@@ -214,11 +215,11 @@ main(int argc, char **argv)
 		return rc;
 	if (cmd == NULL) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (aud_cfg_load(o.config, &c, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-audit: config: %s\n", why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	rc = run(cmd, &o, &c, argc, argv);
 	aud_cfg_release(&c);

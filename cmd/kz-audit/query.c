@@ -45,13 +45,8 @@ query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
 	FILE *f;
 	int r;
 
-	if ((line = malloc(AUD_LINE_MAX + 1)) == NULL)
-		return 4;
-	if ((f = fopen(path, "re")) == NULL) {
-		fprintf(err, "kz-audit: %s: cannot open\n", path);
-		free(line);
-		return 2;
-	}
+	if ((r = aud_file_open(path, err, &f, &line)) != 0)
+		return r;
 	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
 		struct aud_rec rec;
 
@@ -84,5 +79,5 @@ aud_query(const struct aud_query *q, char **files, size_t n, FILE *out,
 	for (size_t i = 0; i < n; i++)
 		if ((rc = query_file(q, files[i], out, err, &skipped)) != 0)
 			return rc;
-	return fflush(out) == 0 ? 0 : 4;
+	return fflush(out) == 0 ? KZ_EXIT_OK : KZ_EXIT_INTERNAL;
 }

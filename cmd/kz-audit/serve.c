@@ -434,7 +434,7 @@ aud_serve(struct aud_cfg *c)
 	if ((r = aud_keys_load(c->keyfile, &akey, &d.idkey, why,
 	    sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "audit.key", r, why, NULL);
-		rc = 2;
+		rc = KZ_EXIT_USAGE;
 		goto out;
 	}
 	r = aud_store_open(c->dir, c->max_file, &akey, &d.store, why,
@@ -442,13 +442,14 @@ aud_serve(struct aud_cfg *c)
 	kz_key_wipe(&akey);
 	if (r != 0) {
 		kz_log(KZ_LOG_ERROR, "audit.open", r, why, NULL);
-		rc = r == KZ_ECRYPTO ? 1 : r == KZ_EEXIST ? 3 : 4;
+		rc = r == KZ_ECRYPTO ? KZ_EXIT_REFUSED : r == KZ_EEXIST ?
+		    KZ_EXIT_UNAVAIL : KZ_EXIT_INTERNAL;
 		goto out;
 	}
 	aud_store_stats(d.store, &d.st);
 	if ((r = daemon_start(&d, c, why, sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "audit.listen", r, why, NULL);
-		rc = r == KZ_EEXIST ? 3 : 4;
+		rc = r == KZ_EEXIST ? KZ_EXIT_UNAVAIL : KZ_EXIT_INTERNAL;
 		goto out;
 	}
 	st = d.st;

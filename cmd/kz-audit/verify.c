@@ -80,36 +80,31 @@ verify_file(const struct kz_key *key, const char *path, struct vstate *vs,
 	FILE *f;
 	int rc = 0, r;
 
-	if ((line = malloc(AUD_LINE_MAX + 1)) == NULL)
-		return 4;
-	if ((f = fopen(path, "re")) == NULL) {
-		fprintf(err, "kz-audit: %s: cannot open\n", path);
-		free(line);
-		return 2;
-	}
+	if ((rc = aud_file_open(path, err, &f, &line)) != 0)
+		return rc;
 	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
 		lineno++;
 		if (r < 0) {
 			bad(err, path, lineno, line, 0, vs,
 			    "record over the length limit");
-			rc = 1;
+			rc = KZ_EXIT_REFUSED;
 			break;
 		}
 		if (!nl) {
 			bad(err, path, lineno, line, len, vs,
 			    "incomplete record (no end of line)");
-			rc = 1;
+			rc = KZ_EXIT_REFUSED;
 			break;
 		}
 		if (check_line(key, line, len, vs, why, sizeof(why))) {
 			bad(err, path, lineno, line, len, vs, why);
-			rc = 1;
+			rc = KZ_EXIT_REFUSED;
 			break;
 		}
 	}
 	if (rc == 0 && ferror(f)) {
 		fprintf(err, "kz-audit: %s: read error\n", path);
-		rc = 2;
+		rc = KZ_EXIT_USAGE;
 	}
 	free(line);
 	fclose(f);

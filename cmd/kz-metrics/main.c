@@ -4,7 +4,6 @@
  * node_exporter's textfile collector or kz-supervise status --prometheus.
  * A daemon that does not answer is kz_up 0; the text is still written.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +14,8 @@
 
 #include "kz_call.h"
 #include "kz_conf.h"
+#include "kz_exit.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "metrics.h"
 #include "banned.h"
@@ -70,7 +71,7 @@ set_sock(struct opts *o, const char *arg)
 		}
 	fprintf(stderr, "kz-metrics: --socket wants DAEMON=PATH, DAEMON "
 	    "one of kz-audit, kz-lease, kz-project, kz-egress\n");
-	return 2;
+	return KZ_EXIT_USAGE;
 }
 
 static int
@@ -94,26 +95,26 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			if (set_sock(o, optarg) != 0)
-				return 2;
+				return KZ_EXIT_USAGE;
 			break;
 		case 't':
 			if (kz_parse_int(optarg, 1, 60, &o->timeout) != 0)
-				return 2;
+				return KZ_EXIT_USAGE;
 			break;
 		case 'o':
 			o->out = optarg;
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			exit(KZ_EXIT_OK);
 		case 'V':
 			printf("kz-metrics " KZ_VERSION "\n");
-			exit(0);
+			exit(KZ_EXIT_OK);
 		default:
-			return 2;
+			return KZ_EXIT_USAGE;
 		}
 	}
-	return optind == argc ? 0 : 2;
+	return optind == argc ? KZ_EXIT_OK : KZ_EXIT_USAGE;
 }
 
 /* The socket of daemon i: --socket, its variable, else the run dir's. */
@@ -154,22 +155,6 @@ status_of(const char *path, int timeout_ms)
 	return rep;
 }
 
-static int
-write_all(int fd, const char *b, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* FILE.tmp, then rename: a collector never reads half a scrape. */
 static int
 emit(const char *out, const char *text, size_t len)
@@ -185,7 +170,7 @@ emit(const char *out, const char *text, size_t len)
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
 	    O_NOFOLLOW, 0644)) < 0)
 		return -1;
-	if (write_all(fd, text, len) != 0 || fsync(fd) != 0) {
+	if (kz_write_full(fd, text, len, -1) != 0 || fsync(fd) != 0) {
 		close(fd);
 		(void)unlink(tmp);
 		return -1;
@@ -204,18 +189,18 @@ main(int argc, char **argv)
 	struct mx *m = NULL;
 	char path[4096], *text = NULL;
 	size_t len;
-	int ex = 4;
+	int ex = KZ_EXIT_INTERNAL;
 
 	if (parse_opts(argc, argv, &o) != 0) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (o.run == NULL)
 		o.run = getenv("KZ_RUN_DIR");
 	if (o.run == NULL || *o.run == '\0')
 		o.run = "/run/kaizen";
 	if (mx_new(&m) != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	for (int i = 0; i < NDAEMONS; i++) {
 		cJSON *st = NULL;
 		int r;
@@ -237,7 +222,7 @@ main(int argc, char **argv)
 		    o.out ? o.out : "standard output");
 		goto out;
 	}
-	ex = 0;
+	ex = KZ_EXIT_OK;
 out:
 	free(text);
 	mx_free(m);

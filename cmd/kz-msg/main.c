@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "kz_conf.h"
+#include "kz_exit.h"
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_key.h"
@@ -114,25 +115,26 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max,
 		switch (c) {
 		case 't':
 			if (kz_parse_int(optarg, 1, 3600, timeout) != 0)
-				return 2;
+				return KZ_EXIT_USAGE;
 			*timed = true;
 			break;
 		case 'm':
 			if (kz_parse_int(optarg, 16, KZ_FRAME_MAX_LIMIT,
 			    max) != 0)
-				return 2;
+				return KZ_EXIT_USAGE;
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			exit(KZ_EXIT_OK);
 		case 'V':
 			printf("kz-msg " KZ_VERSION "\n");
-			exit(0);
+			exit(KZ_EXIT_OK);
 		default:
-			return 2;
+			return KZ_EXIT_USAGE;
 		}
 	}
-	return argc - optind == 1 || argc - optind == 2 ? 0 : 2;
+	return argc - optind == 1 || argc - optind == 2 ? KZ_EXIT_OK :
+	    KZ_EXIT_USAGE;
 }
 
 int
@@ -143,14 +145,14 @@ main(int argc, char **argv)
 	cJSON *req = NULL, *reply = NULL;
 	size_t len;
 	bool timed = false;
-	int r, ex = 4, first;
+	int r, ex = KZ_EXIT_INTERNAL, first;
 
 	if (parse_opts(argc, argv, &timeout, &max, &timed) != 0) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (sodium_init() < 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	if (optind + 1 < argc) {
 		text = strdup(argv[optind + 1]);
 		len = text ? strlen(text) : 0;
@@ -164,7 +166,7 @@ main(int argc, char **argv)
 	if (r != 0) {
 		fprintf(stderr, "kz-msg: bad request: %s\n",
 		    why[0] ? why : kz_strerror(r));
-		ex = 2;
+		ex = KZ_EXIT_USAGE;
 		goto out;
 	}
 	/* Every daemon answers status from memory at once; a peer silent
@@ -178,14 +180,20 @@ main(int argc, char **argv)
 	if (r != 0) {
 		fprintf(stderr, "kz-msg: %s: %s\n", argv[optind],
 		    why[0] ? why : kz_strerror(r));
-		ex = 3;
+		ex = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	if ((out = kz_json_print(reply)) != NULL) {
 		printf("%s\n", out);
 		free(out);
 	}
-	ex = cJSON_IsTrue(kz_json_get(reply, "ok")) ? 0 : 1;
+	/*
+	 * Every refusal is 1, whatever its code (kz-msg(1)): kz_exit_for_wire
+	 * would make bad_request 2 and unavailable 3, statuses this page
+	 * keeps for kz-msg's own usage and for a socket that did not answer.
+	 */
+	ex = cJSON_IsTrue(kz_json_get(reply, "ok")) ? KZ_EXIT_OK :
+	    KZ_EXIT_REFUSED;
 out:
 	cJSON_Delete(req);
 	cJSON_Delete(reply);

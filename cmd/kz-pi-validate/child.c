@@ -26,10 +26,10 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <sodium.h>
 
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_key.h"
 #include "pv.h"
@@ -37,15 +37,6 @@
 
 #define NONCE_FD 3
 #define RESULT_FD 4
-
-int64_t
-pv_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct pipes {
 	int nonce[2], result[2], out[2], err[2];
@@ -274,7 +265,7 @@ pump(const struct pv_run *r, struct pipes *p, pid_t pid,
 	if (!r->channel)
 		pf[0].fd = -1;
 	while (open_n > 0) {
-		int64_t left = r->deadline_ms - pv_now_ms();
+		int64_t left = r->deadline_ms - kz_now_ms();
 
 		if (left <= 0) {
 			o->timed_out = true;
@@ -307,12 +298,12 @@ pump(const struct pv_run *r, struct pipes *p, pid_t pid,
 static void
 reap_all(pid_t pid)
 {
-	int64_t stop = pv_now_ms() + 3000;
+	int64_t stop = kz_now_ms() + 3000;
 	pid_t w;
 	int st;
 
 	kill(-pid, SIGKILL);
-	while (pv_now_ms() < stop) {
+	while (kz_now_ms() < stop) {
 		w = waitpid(-1, &st, WNOHANG);
 		if (w < 0 && errno == ECHILD)
 			return;
@@ -325,7 +316,7 @@ static int
 wait_child(const struct pv_run *r, pid_t pid, struct pv_outcome *o)
 {
 	bool stopping = o->timed_out || o->over_bound;
-	int64_t stop = stopping ? pv_now_ms() + 5000 : r->deadline_ms;
+	int64_t stop = stopping ? kz_now_ms() + 5000 : r->deadline_ms;
 
 	for (;;) {
 		pid_t w = waitpid(pid, &o->status, WNOHANG);
@@ -336,7 +327,7 @@ wait_child(const struct pv_run *r, pid_t pid, struct pv_outcome *o)
 		}
 		if (w < 0 && errno != EINTR)
 			return KZ_ESYS;
-		if (pv_now_ms() >= stop) {
+		if (kz_now_ms() >= stop) {
 			if (!stopping) {
 				o->timed_out = stopping = true;
 				stop_child(r, pid);
@@ -344,7 +335,7 @@ wait_child(const struct pv_run *r, pid_t pid, struct pv_outcome *o)
 				kill(-pid, SIGKILL);
 				kill(pid, SIGKILL);
 			}
-			stop = pv_now_ms() + 5000;
+			stop = kz_now_ms() + 5000;
 		}
 		usleep(5000);
 	}

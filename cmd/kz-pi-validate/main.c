@@ -166,7 +166,7 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	return 0;
 bad:
 	fprintf(stderr, "kz-pi-validate: config: %s\n", why);
-	return 2;
+	return KZ_EXIT_USAGE;
 }
 
 int
@@ -190,15 +190,15 @@ main(int argc, char **argv)
 	kz_log_init("kz-pi-validate", KZ_LOG_INFO);
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
-		case 'h': usage(stdout); return 0;
-		case 'V': puts("kz-pi-validate " KZ_VERSION); return 0;
+		case 'h': usage(stdout); return KZ_EXIT_OK;
+		case 'V': puts("kz-pi-validate " KZ_VERSION); return KZ_EXIT_OK;
 		case 'c': cfg = optarg; break;
 		case 'p': prof = optarg; break;
 		case 'f': files = optarg; break;
 		case 'd': dig = optarg; break;
 		case 'o': out = optarg; break;
 		case 'r': rcpt = optarg; break;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return KZ_EXIT_USAGE;
 		}
 	}
 	if (optind == argc - 1 && strcmp(argv[optind], "verify-receipt") == 0) {
@@ -209,7 +209,7 @@ main(int argc, char **argv)
 	    (verify ? (rcpt == NULL || prof || out) :
 	    (prof == NULL || out == NULL || rcpt))) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	memset(&c, 0, sizeof(c));
 	if ((rc = load_conf(cfg, &c, &kc)) != 0)

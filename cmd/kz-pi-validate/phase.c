@@ -57,7 +57,7 @@ sandbox_refused(struct pv_job *j, const struct pv_outcome *o)
 
 	pv_err_line(o, line, sizeof(line));
 	kz_why(j->why, sizeof(j->why), "the sandbox did not start: %s", line);
-	return 3;
+	return KZ_EXIT_UNAVAIL;
 }
 
 static bool
@@ -125,7 +125,7 @@ pv_phase_tests(struct pv_job *j)
 	snprintf(dir, sizeof(dir), "%s/test", j->run);
 	if (pv_materialize(j->filesfd, &j->tree, AT_FDCWD, dir, owner,
 	    j->why, sizeof(j->why)) != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	argv[n++] = (char *)j->c->node;
 	argv[n++] = "--test";
 	for (size_t i = 0; i < j->prof.ntests; i++) {
@@ -140,7 +140,7 @@ pv_phase_tests(struct pv_job *j)
 	r.deps = j->prof.lock != NULL && j->c->npm_cache != NULL ?
 	    PV_DEPS_TRY : PV_DEPS_NONE;
 	if (pv_child_run(&r, &o, j->why, sizeof(j->why)) != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	if (o.sandbox_failed)
 		rc = sandbox_refused(j, &o);
 	else
@@ -148,7 +148,7 @@ pv_phase_tests(struct pv_job *j)
 	pv_outcome_release(&o);
 	/* The test tree is discarded whatever the tests did to it. */
 	if (pv_remove_tree(dir) != 0 && rc == 0)
-		rc = 4;
+		rc = KZ_EXIT_INTERNAL;
 	return rc;
 }
 
@@ -166,7 +166,7 @@ unshare_reinstall(struct pv_job *j, const char *dir)
 	snprintf(cache, sizeof(cache), "%s", j->c->npm_cache);
 	run_init(j, &r, dir, argv, false);
 	if (pv_child_run(&r, &o, j->why, sizeof(j->why)) != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	if (o.timed_out)
 		pv_reason(&j->v, "preparation: dependency reinstall missed the "
 		    "deadline", "");
@@ -175,7 +175,8 @@ unshare_reinstall(struct pv_job *j, const char *dir)
 		    "lock failed", "");
 	pv_outcome_release(&o);
 	/* The reinstalled tree is ours again: the loader's child only reads. */
-	return pv_chown_tree(dir, geteuid()) == 0 ? 0 : 4;
+	return pv_chown_tree(dir, geteuid()) == 0 ? KZ_EXIT_OK :
+	    KZ_EXIT_INTERNAL;
 }
 
 /* The fresh copy must be the artifact, byte for byte, path for path. */
@@ -287,7 +288,7 @@ load_result(struct pv_job *j, const struct pv_outcome *o)
 	if (cJSON_IsTrue(kz_json_get(obs, "loader_unavailable"))) {
 		kz_why(j->why, sizeof(j->why), "the Pi loader did not load");
 		cJSON_Delete(obs);
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
 	if (!exited(o, 0))
 		pv_reason(&j->v, "loader child exited abnormally", "");
@@ -305,7 +306,7 @@ pv_phase_load(struct pv_job *j, const char *dir)
 	int rc;
 
 	if (spec_json(j, dir, &spec) != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	argv[0] = (char *)j->c->node;
 	argv[1] = (char *)j->c->child_js;
 	argv[2] = spec;
@@ -315,7 +316,7 @@ pv_phase_load(struct pv_job *j, const char *dir)
 	rc = pv_child_run(&r, &o, j->why, sizeof(j->why));
 	free(spec);
 	if (rc != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	rc = load_result(j, &o);
 	/* stderr is the child's diagnostics: a bounded tail, never parsed. */
 	if (j->v.failed && o.err_bytes > 0) {

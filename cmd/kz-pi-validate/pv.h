@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_exit.h"
 
 #define PV_MAX_FILES 4096
 #define PV_MAX_FILE_BYTES (16u << 20)
@@ -101,7 +102,6 @@ struct pv_outcome {
 	char out_tail[1024], err_tail[1024];
 	size_t out_bytes, err_bytes;
 };
-int64_t pv_now_ms(void);
 KZ_WUR int pv_child_run(const struct pv_run *r, struct pv_outcome *o,
     char *why, size_t wlen);
 void pv_outcome_release(struct pv_outcome *o);

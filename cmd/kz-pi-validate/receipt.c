@@ -39,14 +39,11 @@ static int
 keypair(const char *keyfile, unsigned char pk[crypto_sign_PUBLICKEYBYTES],
     unsigned char sk[crypto_sign_SECRETKEYBYTES], char *why, size_t wlen)
 {
-	struct kz_key master, sub;
+	struct kz_key sub;
 	int r;
 
-	if ((r = kz_key_load(keyfile, &master, why, wlen)) != 0)
-		return r;
-	r = kz_key_derive(&master, KZ_SUBKEY_RECEIPT, &sub);
-	kz_key_wipe(&master);
-	if (r != 0)
+	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_RECEIPT, &sub, why,
+	    wlen)) != 0)
 		return r;
 	if (crypto_sign_seed_keypair(pk, sk, sub.k) != 0)
 		r = KZ_ECRYPTO;

@@ -110,13 +110,13 @@ node_check(struct pv_job *j, char *nodev, size_t len)
 	if (access(j->c->node, X_OK) != 0 || host_line(argv, nodev,
 	    len) != 0) {
 		kz_why(j->why, sizeof(j->why), "node is not available");
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
 	if (pv_node_version_ok(nodev, &ok) != 0 || !ok) {
 		kz_why(j->why, sizeof(j->why), "node %.32s is too old: the "
 		    "pinned Pi loader needs Node %d.%d or later", nodev,
 		    PV_NODE_MIN_MAJOR, PV_NODE_MIN_MINOR);
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
 	return 0;
 }
@@ -135,14 +135,14 @@ pv_runtime(struct pv_job *j)
 	    strcmp(piv, j->c->pi_version) != 0) {
 		kz_why(j->why, sizeof(j->why), "the pinned Pi loader %s is not "
 		    "installed", j->c->pi_version);
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
 	if (j->c->iso == PV_ISO_SANDBOX && access(j->c->sandbox_bin, X_OK)) {
 		kz_why(j->why, sizeof(j->why), "kz-sandbox is not available");
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
 	if ((rt = cJSON_AddObjectToObject(j->body, "runtime")) == NULL)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	cJSON_AddStringToObject(rt, "node", nodev);
 	cJSON_AddStringToObject(rt, "pi", piv);
 	cJSON_AddStringToObject(rt, "isolation", j->c->iso == PV_ISO_SANDBOX ?

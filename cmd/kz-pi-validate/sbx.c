@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "kz_io.h"
 #include "pv.h"
 #include "banned.h"
 
@@ -53,7 +54,7 @@ int
 pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 {
 	static char tmo[32], uid[32];
-	int64_t left = (r->deadline_ms - pv_now_ms()) / 1000 + 1;
+	int64_t left = (r->deadline_ms - kz_now_ms()) / 1000 + 1;
 	size_t n = 0;
 
 	snprintf(tmo, sizeof(tmo), "%lld", (long long)(left > 0 ? left : 1));
@@ -93,6 +94,6 @@ pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 bool
 pv_sandbox_failed(int status)
 {
-	return WIFEXITED(status) && (WEXITSTATUS(status) == 2 ||
-	    WEXITSTATUS(status) == 3);
+	return WIFEXITED(status) && (WEXITSTATUS(status) == KZ_EXIT_USAGE ||
+	    WEXITSTATUS(status) == KZ_EXIT_UNAVAIL);
 }

@@ -18,42 +18,27 @@
 #include "pv.h"
 #include "banned.h"
 
-/* Makes the parent directories of rel beneath dfd, owned by owner. */
-static int
-mkparents(int dfd, const char *rel, uid_t owner)
-{
-	char p[KZ_PATH_MAX + 1];
-	size_t n = strlen(rel);
-
-	memcpy(p, rel, n + 1);
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] != '/')
-			continue;
-		p[i] = '\0';
-		if (mkdirat(dfd, p, 0755) != 0 && errno != EEXIST)
-			return KZ_ESYS;
-		if (fchownat(dfd, p, owner, (gid_t)owner,
-		    AT_SYMLINK_NOFOLLOW) != 0)
-			return KZ_ESYS;
-		p[i] = '/';
-	}
-	return 0;
-}
-
+/*
+ * The parents of rel are made beneath dfd one segment at a time, owned by
+ * owner, and the file is created beneath the last of them: a symlink the
+ * walk meets is refused, never followed.
+ */
 static int
 copy_one(int srcfd, int dfd, const char *rel, uid_t owner, char *why,
     size_t wlen)
 {
 	char buf[65536];
-	int in = -1, out = -1, r;
+	const char *base;
+	int in = -1, out = -1, pfd = -1, r;
 	ssize_t n;
 
 	if ((r = kz_path_open(srcfd, rel, strlen(rel), KZ_PATH_FILE, &in, why,
 	    wlen)) != 0)
 		return r;
-	if ((r = mkparents(dfd, rel, owner)) != 0)
+	if ((r = kz_path_mkparent(dfd, rel, 0755, owner, (gid_t)owner, &pfd,
+	    &base, NULL)) != 0)
 		goto out;
-	out = openat(dfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0644);
 	if (out < 0 || fchown(out, owner, (gid_t)owner) != 0) {
 		r = KZ_ESYS;
@@ -69,10 +54,14 @@ copy_one(int srcfd, int dfd, const char *rel, uid_t owner, char *why,
 out:
 	if (r == KZ_ESYS)
 		kz_why(why, wlen, "copy: %s", strerror(errno));
+	else if (r != 0)
+		kz_why(why, wlen, "copy: %s", kz_strerror(r));
 	if (in >= 0)
 		close(in);
 	if (out >= 0)
 		close(out);
+	if (pfd >= 0)
+		close(pfd);
 	return r;
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_path.h"
@@ -41,33 +42,33 @@ job_open(struct pv_job *j, const char *profile, const char *files,
 	if (!pv_hex64(contract)) {
 		kz_why(j->why, sizeof(j->why), "contract digest must be 64 "
 		    "lowercase hex characters");
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if ((r = pv_workspace_check(j->cwd, sizeof(j->cwd), j->why,
 	    sizeof(j->why))) != 0)
-		return 2;
+		return KZ_EXIT_USAGE;
 	if (pv_profile_load(profile, j->c->deadline_max, &j->prof, j->why,
 	    sizeof(j->why)) != 0)
-		return 2;
-	j->deadline = pv_now_ms() + j->prof.deadline_ms;
+		return KZ_EXIT_USAGE;
+	j->deadline = kz_now_ms() + j->prof.deadline_ms;
 	if ((j->filesfd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	    0) {
 		kz_why(j->why, sizeof(j->why), "cannot open the files "
 		    "directory");
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	/* Resources first: nothing is read before every one resolves. */
 	if (pv_resources_check(j->filesfd, &j->prof, j->why,
 	    sizeof(j->why)) != 0)
-		return 1;
+		return KZ_EXIT_REFUSED;
 	if (pv_tree_scan(j->filesfd, false, &j->tree, j->why,
 	    sizeof(j->why)) != 0)
-		return 1;
+		return KZ_EXIT_REFUSED;
 	for (size_t i = 0; i < j->tree.n; i++)
 		if (strncmp(j->tree.paths[i], "node_modules/", 13) == 0) {
 			kz_why(j->why, sizeof(j->why), "dependencies come from "
 			    "the lock, not from the files");
-			return 1;
+			return KZ_EXIT_REFUSED;
 		}
 	return 0;
 }
@@ -78,7 +79,7 @@ job_body(struct pv_job *j, const char *contract)
 	char tag[] = "kz-pi-validate " KZ_VERSION;
 
 	if ((j->body = cJSON_CreateObject()) == NULL)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	cJSON_AddNumberToObject(j->body, "v", 1);
 	cJSON_AddStringToObject(j->body, "validator", tag);
 	cJSON_AddStringToObject(j->body, "kind", j->prof.kind == PV_SKILL ?
@@ -91,7 +92,7 @@ job_body(struct pv_job *j, const char *contract)
 	j->v.reasons = cJSON_AddArrayToObject(j->body, "reasons");
 	j->v.diags = cJSON_AddArrayToObject(j->body, "diagnostics");
 	if (j->v.reasons == NULL || j->v.diags == NULL)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	return 0;
 }
 
@@ -106,14 +107,14 @@ write_receipt(struct pv_job *j, const char *out)
 	    "pass");
 	if (pv_receipt_sign(j->body, j->c->keyfile, &text, j->why,
 	    sizeof(j->why)) != 0)
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	len = strlen(text);
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 	    0644);
 	if (fd < 0 || write(fd, text, len) != (ssize_t)len ||
 	    write(fd, "\n", 1) != 1) {
 		kz_why(j->why, sizeof(j->why), "cannot write the receipt");
-		rc = 2;
+		rc = KZ_EXIT_USAGE;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -137,11 +138,11 @@ job_run(struct pv_job *j)
 	snprintf(j->run, sizeof(j->run), "%s/pv.XXXXXX", j->cwd);
 	if (mkdtemp(j->run) == NULL || chmod(j->run, 0755) != 0) {
 		j->run[0] = '\0';
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	}
 	snprintf(home, sizeof(home), "%s/home", j->run);
 	if (mkdir(home, 0700) != 0 || chown(home, j->c->uid, j->c->uid) != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	if (j->prof.kind == PV_EXTENSION) {
 		if ((rc = pv_phase_tests(j)) != 0 || j->v.failed)
 			return rc;
@@ -169,7 +170,7 @@ pv_validate(const struct pv_conf *c, const char *profile, const char *files,
 	if ((rc = job_run(&j)) != 0)
 		goto out;
 	if ((rc = write_receipt(&j, out)) == 0)
-		rc = j.v.failed ? 1 : 0;
+		rc = j.v.failed ? KZ_EXIT_REFUSED : KZ_EXIT_OK;
 	if (j.v.failed && cJSON_GetArraySize(j.v.reasons) > 0)
 		kz_why(j.why, sizeof(j.why), "%s",
 		    cJSON_GetArrayItem(j.v.reasons, 0)->valuestring);

@@ -24,7 +24,7 @@ pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
 	memset(&t, 0, sizeof(t));
 	if (!pv_hex64(contract)) {
 		fprintf(stderr, "kz-pi-validate: bad contract digest\n");
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if ((fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (rfd = open(receipt, O_RDONLY | O_CLOEXEC)) < 0) {
@@ -32,24 +32,25 @@ pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
 		    "the files\n");
 		if (fd >= 0)
 			close(fd);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (fstat(rfd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size > (1 << 20) || (text = malloc((size_t)st.st_size +
 	    1)) == NULL || read(rfd, text, (size_t)st.st_size) !=
 	    st.st_size) {
-		rc = 2;
+		rc = KZ_EXIT_USAGE;
 		kz_why(why, sizeof(why), "unreadable receipt");
 		goto out;
 	}
 	if ((r = pv_tree_scan(fd, false, &t, why, sizeof(why))) != 0) {
-		rc = 1;
+		rc = KZ_EXIT_REFUSED;
 		goto out;
 	}
 	r = pv_receipt_verify(text, (size_t)st.st_size, c->keyfile, t.digest,
 	    contract, why, sizeof(why));
-	rc = r == 0 ? 0 : r == KZ_EKEY || r == KZ_ESYS ? 3 :
-	    r == KZ_EJSON || r == KZ_EMISSING || r == KZ_ETYPE ? 2 : 1;
+	rc = r == 0 ? KZ_EXIT_OK : r == KZ_EKEY || r == KZ_ESYS ?
+	    KZ_EXIT_UNAVAIL : r == KZ_EJSON || r == KZ_EMISSING ||
+	    r == KZ_ETYPE ? KZ_EXIT_USAGE : KZ_EXIT_REFUSED;
 out:
 	if (rc == 0)
 		printf("current\n");

@@ -113,22 +113,6 @@ run_project_call(const struct run_conf *c, cJSON *req, cJSON **rep)
 	    why, sizeof(why));
 }
 
-int
-run_exit_for(const char *code)
-{
-	if (code == NULL)
-		return RUN_EXIT_INTERNAL;
-	if (strcmp(code, "admission_closed") == 0 ||
-	    strcmp(code, "store_unavailable") == 0 ||
-	    strcmp(code, "unavailable") == 0)
-		return RUN_EXIT_UNAVAIL;
-	if (strcmp(code, "bad_request") == 0)
-		return RUN_EXIT_USAGE;
-	if (strcmp(code, "internal") == 0)
-		return RUN_EXIT_INTERNAL;
-	return RUN_EXIT_REFUSED;
-}
-
 /* kz-project's one-line reason, kept printable for stderr and audit. */
 static void
 refuse(struct run_refusal *f, const char *stage, const char *code,
@@ -157,22 +141,22 @@ call(const struct run_conf *c, const char *stage, cJSON *req, cJSON **rep,
 	const char *code;
 
 	if (req == NULL) {
-		refuse(f, stage, "internal", "out of memory");
-		return RUN_EXIT_INTERNAL;
+		refuse(f, stage, KZ_WE_INTERNAL, "out of memory");
+		return KZ_EXIT_INTERNAL;
 	}
 	if (run_project_call(c, req, rep) != 0) {
 		fprintf(stderr, "kz-run: kz-project unreachable at %s\n",
 		    c->project_sock);
-		refuse(f, stage, "unavailable", "the projection service could "
-		    "not be reached");
-		return RUN_EXIT_UNAVAIL;
+		refuse(f, stage, KZ_WE_UNAVAILABLE, "the projection service "
+		    "could not be reached");
+		return KZ_EXIT_UNAVAIL;
 	}
 	if (cJSON_IsTrue(kz_json_get(*rep, "ok")))
 		return 0;
 	code = cJSON_GetStringValue(kz_json_get(*rep, "error"));
-	refuse(f, stage, code != NULL ? code : "internal",
+	refuse(f, stage, code != NULL ? code : KZ_WE_INTERNAL,
 	    cJSON_GetStringValue(kz_json_get(*rep, "reason")));
-	return run_exit_for(f->code);
+	return kz_exit_for_wire(f->code);
 }
 
 static cJSON *
@@ -215,9 +199,9 @@ classify_admitted(const struct run_ctx *x, const struct run_adm *a,
 		bool admin = v != NULL && strcmp(v, "host_administration") == 0;
 
 		refuse(f, "classify", admin ? "host_administration" :
-		    "internal", admin ? "a projected file is host "
+		    KZ_WE_INTERNAL, admin ? "a projected file is host "
 		    "administration" : "malformed classification verdict");
-		rc = admin ? RUN_EXIT_REFUSED : RUN_EXIT_INTERNAL;
+		rc = admin ? KZ_EXIT_REFUSED : KZ_EXIT_INTERNAL;
 	}
 	cJSON_Delete(rep);
 	return rc;
@@ -233,8 +217,9 @@ run_admit(const struct run_ctx *x, struct run_adm *a, struct run_refusal *f)
 	a->audience = -1;
 	if ((rc = call(x->c, "admit", req, &rep, f)) == 0 &&
 	    run_adm_take(rep, a) != 0) {
-		refuse(f, "admit", "internal", "malformed admission snapshot");
-		rc = RUN_EXIT_INTERNAL;
+		refuse(f, "admit", KZ_WE_INTERNAL,
+		    "malformed admission snapshot");
+		rc = KZ_EXIT_INTERNAL;
 	}
 	cJSON_Delete(req);
 	cJSON_Delete(rep);
@@ -256,9 +241,9 @@ run_materialize(const struct run_ctx *x, const struct run_adm *a,
 	if (proj == NULL || proj[0] != '/' || !kz_evidence_dir_empty(proj) ||
 	    (size_t)snprintf(dest, sizeof(dest), "%s/%s", proj,
 	    RUN_PROJECTION_SUBDIR) >= sizeof(dest)) {
-		refuse(f, "materialize", "unavailable", "the worker has no "
+		refuse(f, "materialize", KZ_WE_UNAVAILABLE, "the worker has no "
 		    "empty projection directory");
-		return RUN_EXIT_UNAVAIL;
+		return KZ_EXIT_UNAVAIL;
 	}
 	req = snap_req("verify", x->rid, a->snap);
 	rc = call(x->c, "verify", req, &rep, f);

@@ -126,9 +126,9 @@ project(struct run_ctx *x, const struct run_lease *l, const struct run_adm *a)
 			fprintf(stderr, "kz-run: projection refused: %s\n",
 			    l->proj ? why : "the worker has no projection "
 			    "directory");
-			run_denied(x, "projection", "copy", "refused",
+			run_denied(x, "projection", "copy", KZ_WE_REFUSED,
 			    "the projection could not be made");
-			return RUN_EXIT_REFUSED;
+			return KZ_EXIT_REFUSED;
 		}
 		files = (int64_t)x->o->nfiles;
 	} else
@@ -190,7 +190,7 @@ lease_lost(const struct run_ctx *x, struct run_lease *l,
 		cJSON_Delete(l->result);
 		l->result = ev;
 	}
-	return RUN_EXIT_UNAVAIL;
+	return KZ_EXIT_UNAVAIL;
 }
 
 /* The closing line (unless -q), and whether the workspace was saved
@@ -258,7 +258,7 @@ audit_ready(const struct run_conf *c)
 	    sizeof(why)) != 0) {
 		fprintf(stderr, "kz-run: audit sink %s unreachable (%s); "
 		    "nothing was dispatched\n", c->audit_sock, why);
-		return RUN_EXIT_UNAVAIL;
+		return KZ_EXIT_UNAVAIL;
 	}
 	return 0;
 }
@@ -285,19 +285,19 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	if ((e = run_classify(c, o, why, sizeof(why))) != 0) {
 		fprintf(stderr, "kz-run: refused: %s\n", why);
 		run_denied(&x, "isolation_denial", "classify", e == 1 ?
-		    "host_administration" : "unavailable", e == 1 ?
+		    "host_administration" : KZ_WE_UNAVAILABLE, e == 1 ?
 		    "a script requires host administration" :
 		    "the script classifier could not run");
-		rc = e == 1 ? RUN_EXIT_REFUSED : RUN_EXIT_UNAVAIL;
+		rc = e == 1 ? KZ_EXIT_REFUSED : KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	if ((rc = admit(&x, &adm)) != 0)
 		goto out;
 	if (o->egress && egress_grant(&x, grant, sizeof(grant)) != 0) {
 		fprintf(stderr, "kz-run: no egress grant could be made\n");
-		run_denied(&x, "isolation_denial", "egress", "unavailable",
+		run_denied(&x, "isolation_denial", "egress", KZ_WE_UNAVAILABLE,
 		    "no egress grant could be made");
-		rc = RUN_EXIT_UNAVAIL;
+		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	l.t0 = kz_now_ms();
@@ -315,9 +315,9 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		fprintf(stderr, "kz-run: refused: --egress: worker %s has no "
 		    "egress path (its kz-lease has no LEASE_EGRESS_SOCKET)\n",
 		    l.worker);
-		run_denied(&x, "isolation_denial", "egress", "unavailable",
+		run_denied(&x, "isolation_denial", "egress", KZ_WE_UNAVAILABLE,
 		    "the leased worker has no egress path");
-		rc = RUN_EXIT_UNAVAIL;
+		rc = KZ_EXIT_UNAVAIL;
 	} else
 		rc = on_worker(&x, &l, &adm, &ex);
 	run_lease_release(&x, &l);
@@ -328,7 +328,7 @@ out:
 		fprintf(stderr, "kz-run: the audit sink %s did not "
 		    "acknowledge every record of this run\n", c->audit_sock);
 		if (rc == 0)
-			rc = RUN_EXIT_UNAVAIL;
+			rc = KZ_EXIT_UNAVAIL;
 	}
 	run_aq_free(x.aq);
 	sodium_memzero(grant, sizeof(grant));
@@ -343,17 +343,17 @@ static int
 run_failed(const struct run_ctx *x, struct run_lease *l, int e,
     const cJSON *rep)
 {
-	const char *code = e != 0 ? "unavailable" : run_str(rep, "error");
+	const char *code = e != 0 ? KZ_WE_UNAVAILABLE : run_str(rep, "error");
 
 	if (l->lost || (e != 0 && run_lease_keep(x, l, true) != 0))
-		return RUN_EXIT_UNAVAIL;
-	fprintf(stderr, "kz-run: run: %s: %s\n", code ? code : "internal",
+		return KZ_EXIT_UNAVAIL;
+	fprintf(stderr, "kz-run: run: %s: %s\n", code ? code : KZ_WE_INTERNAL,
 	    e != 0 ? "the worker did not answer" : run_str(rep, "reason") ?
 	    run_str(rep, "reason") : "");
-	run_denied(x, "isolation_denial", "run", code ? code : "internal",
+	run_denied(x, "isolation_denial", "run", code ? code : KZ_WE_INTERNAL,
 	    "the worker refused or failed the run");
-	return code && strcmp(code, "bad_request") == 0 ? RUN_EXIT_USAGE :
-	    RUN_EXIT_UNAVAIL;
+	return code && strcmp(code, KZ_WE_BAD_REQUEST) == 0 ? KZ_EXIT_USAGE :
+	    KZ_EXIT_UNAVAIL;
 }
 
 /* The code's output and the closing dispatch record. */
@@ -371,8 +371,8 @@ run_done(struct run_lease *l, struct exec *ex, const cJSON *rep)
 		st = v->valueint;
 	if (cJSON_IsNumber(v = kz_json_get(rep, "signal")))
 		sig = v->valueint;
-	rc = limit != NULL ? RUN_EXIT_REFUSED : st >= 0 ? st : sig > 0 ?
-	    128 + sig : RUN_EXIT_INTERNAL;
+	rc = limit != NULL ? KZ_EXIT_REFUSED : st >= 0 ? st : sig > 0 ?
+	    128 + sig : KZ_EXIT_INTERNAL;
 	if ((ev = run_lease_ev(l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "exit_status", st);
 		cJSON_AddNumberToObject(ev, "signal", sig);
@@ -396,7 +396,7 @@ run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 	cJSON *req = run_request("run", x->rid), *rep = NULL, *ev, *a;
 	char why[160] = "";
 	int64_t t0 = kz_now_ms();
-	int i, e, rc = RUN_EXIT_INTERNAL;
+	int i, e, rc = KZ_EXIT_INTERNAL;
 
 	if (req == NULL || (ev = run_lease_ev(l)) == NULL)
 		goto out;
@@ -408,7 +408,7 @@ run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 	if (run_audit_wait(x, run_audit(x, "dispatch", ev)) != 0) {
 		fprintf(stderr, "kz-run: the audit sink %s did not record "
 		    "the dispatch; nothing ran\n", x->c->audit_sock);
-		rc = RUN_EXIT_UNAVAIL;
+		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	a = cJSON_AddArrayToObject(req, "argv");

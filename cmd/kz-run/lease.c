@@ -140,7 +140,7 @@ lease_fields(struct run_lease *l, int64_t sent)
 	    l->endpoint == NULL || kz_json_int(l->rep, "ttl_ms", 100,
 	    86400000, &ttl, NULL, 0) != 0) {
 		fprintf(stderr, "kz-run: lease: malformed reply\n");
-		return RUN_EXIT_INTERNAL;
+		return KZ_EXIT_INTERNAL;
 	}
 	held(l, sent, ttl);
 	snap_bounds(l);
@@ -171,16 +171,16 @@ run_lease_get(const struct run_ctx *x, struct run_lease *l)
 			fprintf(stderr, "kz-run: kz-lease unreachable at "
 			    "%s%s%s\n", x->c->lease_sock, why[0] ? ": " : "",
 			    why);
-			run_denied(x, "admission", "lease", "unavailable",
+			run_denied(x, "admission", "lease", KZ_WE_UNAVAILABLE,
 			    "the lease service could not be reached");
-			return RUN_EXIT_UNAVAIL;
+			return KZ_EXIT_UNAVAIL;
 		}
 		if (cJSON_IsTrue(kz_json_get(l->rep, "ok")))
 			break;
 		code = run_str(l->rep, "error");
 		reason = run_str(l->rep, "reason");
 		/* No warm worker yet: released ones are being reset. */
-		if (code != NULL && strcmp(code, "busy") == 0 &&
+		if (code != NULL && strcmp(code, KZ_WE_BUSY) == 0 &&
 		    kz_now_ms() < deadline) {
 			cJSON_Delete(l->rep);
 			l->rep = NULL;
@@ -189,10 +189,10 @@ run_lease_get(const struct run_ctx *x, struct run_lease *l)
 			continue;
 		}
 		fprintf(stderr, "kz-run: lease: %s: %s\n", code ? code :
-		    "internal", reason ? reason : "");
-		run_denied(x, "admission", "lease", code ? code : "internal",
+		    KZ_WE_INTERNAL, reason ? reason : "");
+		run_denied(x, "admission", "lease", code ? code : KZ_WE_INTERNAL,
 		    reason ? reason : "lease refused");
-		return run_exit_for(code);
+		return kz_exit_for_wire(code);
 	}
 	return lease_fields(l, sent);
 }
@@ -202,9 +202,9 @@ run_lease_get(const struct run_ctx *x, struct run_lease *l)
 static bool
 refusal_final(const char *code)
 {
-	return code == NULL || strcmp(code, "stale_token") == 0 ||
-	    strcmp(code, "not_owner") == 0 ||
-	    strcmp(code, "bad_request") == 0;
+	return code == NULL || strcmp(code, KZ_WE_STALE_TOKEN) == 0 ||
+	    strcmp(code, KZ_WE_NOT_OWNER) == 0 ||
+	    strcmp(code, KZ_WE_BAD_REQUEST) == 0;
 }
 
 static int
@@ -238,7 +238,7 @@ renew(const struct run_ctx *x, struct run_lease *l)
 	}
 	if (e == 0 && refusal_final(code = run_str(rep, "error"))) {
 		snprintf(why, sizeof(why), "the renewal was refused: %s",
-		    code ? code : "internal");
+		    code ? code : KZ_WE_INTERNAL);
 		cJSON_Delete(rep);
 		return lose(l, why);
 	}

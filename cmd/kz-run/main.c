@@ -83,8 +83,8 @@ parse(int argc, char **argv, struct run_opts *o)
 		case 'c': o->config = optarg; break;
 		case 's': o->socket = optarg; break;
 		case 'q': o->quiet = true; break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("kz-run " KZ_VERSION "\n"); exit(0);
+		case 'h': usage(stdout); exit(KZ_EXIT_OK);
+		case 'V': printf("kz-run " KZ_VERSION "\n"); exit(KZ_EXIT_OK);
 		case 'f':
 			e = add(o->files, &o->nfiles, RUN_FILES_MAX, optarg);
 			break;
@@ -114,12 +114,12 @@ main(int argc, char **argv)
 	kz_log_init("kz-run", KZ_LOG_WARN);
 	if (parse(argc, argv, &o) != 0) {
 		usage(stderr);
-		return RUN_EXIT_USAGE;
+		return KZ_EXIT_USAGE;
 	}
 	if (run_opts_check(&o, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-run: %s\n", why);
 		usage(stderr);
-		return RUN_EXIT_USAGE;
+		return KZ_EXIT_USAGE;
 	}
 	if (o.config == NULL)
 		o.config = getenv("KZ_CONFIG");
@@ -127,15 +127,15 @@ main(int argc, char **argv)
 		snprintf(self, sizeof(self), "%s", argv[0]);
 	if (run_conf_load(&c, o.config, self, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-run: config: %s\n", why);
-		return RUN_EXIT_USAGE;
+		return KZ_EXIT_USAGE;
 	}
 	if (o.socket != NULL && (size_t)snprintf(c.lease_sock,
 	    sizeof(c.lease_sock), "%s", o.socket) >= sizeof(c.lease_sock)) {
 		fprintf(stderr, "kz-run: --socket is too long\n");
-		return RUN_EXIT_USAGE;
+		return KZ_EXIT_USAGE;
 	}
 	if (sodium_init() < 0)
-		return RUN_EXIT_INTERNAL;
+		return KZ_EXIT_INTERNAL;
 	/* A reader that goes away (kz-run ... | head) must not keep the
 	 * lease from being released. */
 	signal(SIGPIPE, SIG_IGN);

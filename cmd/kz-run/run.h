@@ -12,18 +12,13 @@
 #include <cJSON.h>
 
 #include "kz_err.h"
+#include "kz_exit.h"
 #include "kz_snap.h"
 
 #define RUN_FILES_MAX 64
 #define RUN_IDS_MAX 64		/* --select and --retrieved, as kz-project */
 #define RUN_ID_MAX 128
 #define RUN_DIGEST_MAX 80	/* "sha256:" and 64 hex */
-
-/* Exit codes besides the code's own status (kz conventions). */
-#define RUN_EXIT_REFUSED 1
-#define RUN_EXIT_USAGE 2
-#define RUN_EXIT_UNAVAIL 3
-#define RUN_EXIT_INTERNAL 4
 
 struct run_conf {
 	char run_dir[PATH_MAX];
@@ -97,8 +92,6 @@ void run_adm_release(struct run_adm *a);
  * service could not be reached. */
 KZ_WUR int run_project_call(const struct run_conf *c, cJSON *req,
     cJSON **rep);
-/* Exit code for a wire error code (exit 1 for policy refusals). */
-int run_exit_for(const char *code);
 
 /* Why a step was refused: the wire code and kz-project's one line, for
  * the member (stderr) and the audit record. */

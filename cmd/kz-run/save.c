@@ -33,8 +33,8 @@ run_worker_op(const struct run_ctx *x, struct run_lease *l, const char *op,
 	if (e == 0 && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
 		err = run_str(rep, "error");
 		if (code != NULL)
-			*code = err && strcmp(err, "refused") == 0 ?
-			    "refused" : "error";
+			*code = err && strcmp(err, KZ_WE_REFUSED) == 0 ?
+			    KZ_WE_REFUSED : "error";
 		e = KZ_EDENIED;
 	}
 	cJSON_Delete(rep);
@@ -98,7 +98,7 @@ run_save(const struct run_ctx *x, struct run_lease *l, char *why,
 	}
 	if (e != 0) {
 		kz_snap_drop(l->snap, tmp);
-		if (code != NULL && strcmp(code, "refused") == 0)
+		if (code != NULL && strcmp(code, KZ_WE_REFUSED) == 0)
 			kz_why(why, wlen, "the workspace is larger than the "
 			    "worker's snapshot bound (SANDBOX_SNAPSHOT_MAX)");
 		else

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "kz_io.h"
 #include "pv.h"
 #include "banned.h"
 
@@ -126,7 +127,7 @@ START_TEST(test_sandbox_argv)
 	char *a[PV_SBX_ARGV_MAX];
 	int i;
 
-	r.deadline_ms = pv_now_ms() + 9500;
+	r.deadline_ms = kz_now_ms() + 9500;
 	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
 	ck_assert_str_eq(a[0], "/sbx");
 	ck_assert_str_eq(a[1], "run");

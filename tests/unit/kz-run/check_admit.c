@@ -150,15 +150,15 @@ END_TEST
 
 START_TEST(test_exit_for)
 {
-	ck_assert_int_eq(run_exit_for("refused"), RUN_EXIT_REFUSED);
-	ck_assert_int_eq(run_exit_for("manifest_changed"), RUN_EXIT_REFUSED);
-	ck_assert_int_eq(run_exit_for("resource_audience_changed"),
-	    RUN_EXIT_REFUSED);
-	ck_assert_int_eq(run_exit_for("store_unavailable"), RUN_EXIT_UNAVAIL);
-	ck_assert_int_eq(run_exit_for("unavailable"), RUN_EXIT_UNAVAIL);
-	ck_assert_int_eq(run_exit_for("bad_request"), RUN_EXIT_USAGE);
-	ck_assert_int_eq(run_exit_for("internal"), RUN_EXIT_INTERNAL);
-	ck_assert_int_eq(run_exit_for(NULL), RUN_EXIT_INTERNAL);
+	ck_assert_int_eq(kz_exit_for_wire("refused"), KZ_EXIT_REFUSED);
+	ck_assert_int_eq(kz_exit_for_wire("manifest_changed"), KZ_EXIT_REFUSED);
+	ck_assert_int_eq(kz_exit_for_wire("resource_audience_changed"),
+	    KZ_EXIT_REFUSED);
+	ck_assert_int_eq(kz_exit_for_wire("store_unavailable"), KZ_EXIT_UNAVAIL);
+	ck_assert_int_eq(kz_exit_for_wire("unavailable"), KZ_EXIT_UNAVAIL);
+	ck_assert_int_eq(kz_exit_for_wire("bad_request"), KZ_EXIT_USAGE);
+	ck_assert_int_eq(kz_exit_for_wire("internal"), KZ_EXIT_INTERNAL);
+	ck_assert_int_eq(kz_exit_for_wire(NULL), KZ_EXIT_INTERNAL);
 }
 END_TEST
 
@@ -178,18 +178,18 @@ START_TEST(test_refusals)
 	snprintf(dir, sizeof(dir), "/tmp/kz-run-admit.XXXXXX");
 	ck_assert(mkdtemp(dir) != NULL);
 	snprintf(c.project_sock, sizeof(c.project_sock), "%s/none.sock", dir);
-	ck_assert_int_eq(run_admit(&x, &a, &f), RUN_EXIT_UNAVAIL);
+	ck_assert_int_eq(run_admit(&x, &a, &f), KZ_EXIT_UNAVAIL);
 	ck_assert_str_eq(f.code, "unavailable");
 	ck_assert(a.snap == NULL);
-	ck_assert_int_eq(run_materialize(&x, &a, NULL, &f), RUN_EXIT_UNAVAIL);
+	ck_assert_int_eq(run_materialize(&x, &a, NULL, &f), KZ_EXIT_UNAVAIL);
 	ck_assert_int_eq(run_materialize(&x, &a, "rel/dir", &f),
-	    RUN_EXIT_UNAVAIL);
+	    KZ_EXIT_UNAVAIL);
 	snprintf(p, sizeof(p), "%s/left", dir);
 	ck_assert(mkdir(p, 0700) == 0);
-	ck_assert_int_eq(run_materialize(&x, &a, dir, &f), RUN_EXIT_UNAVAIL);
+	ck_assert_int_eq(run_materialize(&x, &a, dir, &f), KZ_EXIT_UNAVAIL);
 	ck_assert_str_eq(f.stage, "materialize");
 	/* An empty directory goes on to verify: the service is not there. */
-	ck_assert_int_eq(run_materialize(&x, &a, p, &f), RUN_EXIT_UNAVAIL);
+	ck_assert_int_eq(run_materialize(&x, &a, p, &f), KZ_EXIT_UNAVAIL);
 	ck_assert_str_eq(f.stage, "verify");
 	ck_assert(rmdir(p) == 0 && rmdir(dir) == 0);
 }

@@ -1,0 +1,133 @@
+/*
+ * kz-pi-validate tree.c: a fresh exact copy of the authored tree, its
+ * parents made one segment at a time beneath the new directory.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pv.h"
+#include "banned.h"
+
+static char dir[64];
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/pv-tree.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void
+teardown(void)
+{
+	ck_assert_int_eq(pv_remove_tree(dir), 0);
+}
+
+/* Writes dir/src/rel, making its parents. */
+static void
+put(const char *rel, const char *text)
+{
+	char p[256];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
+	for (char *s = strchr(p + strlen(dir) + 1, '/'); s; s = strchr(s + 1,
+	    '/')) {
+		*s = '\0';
+		(void)mkdir(p, 0755);
+		*s = '/';
+	}
+	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644), 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void
+check_copy(const char *rel, const char *text, uid_t owner)
+{
+	char p[256], buf[64] = "";
+	struct stat st;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/copy/%s", dir, rel);
+	ck_assert_int_eq(lstat(p, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_uint_eq(st.st_uid, owner);
+	ck_assert_int_ge(fd = open(p, O_RDONLY), 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf) - 1), (ssize_t)strlen(text));
+	close(fd);
+	ck_assert_str_eq(buf, text);
+}
+
+static void
+check_dir(const char *rel, uid_t owner)
+{
+	char p[256];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/copy/%s", dir, rel);
+	ck_assert_int_eq(lstat(p, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	ck_assert_uint_eq(st.st_uid, owner);
+}
+
+/* Every file lands at its path, every parent is a 0755 directory owned
+ * by the copy's owner, and the contents are the source's. */
+START_TEST(test_materialize_nested)
+{
+	struct pv_tree t = {0};
+	char why[256] = "", src[96];
+	uid_t me = geteuid();
+	int sfd, dfd;
+
+	put("top.md", "top");
+	put("a/one.md", "one");
+	put("a/b/c/deep.md", "deep");
+	put("a/b/two.md", "two");
+	snprintf(src, sizeof(src), "%s/src", dir);
+	ck_assert_int_ge(sfd = open(src, O_RDONLY | O_DIRECTORY), 0);
+	ck_assert_int_ge(dfd = open(dir, O_RDONLY | O_DIRECTORY), 0);
+	ck_assert_int_eq(pv_tree_scan(sfd, false, &t, why, sizeof(why)), 0);
+	ck_assert_uint_eq(t.n, 4);
+	ck_assert_msg(pv_materialize(sfd, &t, dfd, "copy", me, why,
+	    sizeof(why)) == 0, "%s", why);
+	check_copy("top.md", "top", me);
+	check_copy("a/one.md", "one", me);
+	check_copy("a/b/two.md", "two", me);
+	check_copy("a/b/c/deep.md", "deep", me);
+	check_dir("a", me);
+	check_dir("a/b", me);
+	check_dir("a/b/c", me);
+	/* A tree is always fresh: a second copy under the same name is
+	 * refused, not merged. */
+	ck_assert_int_eq(pv_materialize(sfd, &t, dfd, "copy", me, why,
+	    sizeof(why)), KZ_ESYS);
+	pv_tree_release(&t);
+	close(sfd);
+	close(dfd);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("pv_tree");
+	TCase *tc = tcase_create("tree");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_materialize_nested);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
