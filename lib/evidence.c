@@ -221,6 +221,22 @@ lists_empty(int dfd)
 	return empty;
 }
 
+/* Whether path is a directory (not a link to one) that lists empty and,
+ * with deep, holds nothing below either. */
+static bool
+dir_empty(const char *path, bool deep)
+{
+	int dfd;
+	bool ok;
+
+	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
+		return false;
+	ok = (!deep || empty_at(dfd, 0) == 0) && lists_empty(dfd);
+	close(dfd);
+	return ok;
+}
+
 /*
  * The projection directory is filled from the host by the dispatch client
  * and bound read-only into the worker: the host wipes it and lists it.
@@ -228,29 +244,13 @@ lists_empty(int dfd)
 bool
 kz_evidence_projection(const char *path)
 {
-	int dfd;
-	bool ok;
-
-	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0)
-		return false;
-	ok = empty_at(dfd, 0) == 0 && lists_empty(dfd);
-	close(dfd);
-	return ok;
+	return dir_empty(path, true);
 }
 
 bool
 kz_evidence_dir_empty(const char *path)
 {
-	int dfd;
-	bool ok;
-
-	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0)
-		return false;
-	ok = lists_empty(dfd);
-	close(dfd);
-	return ok;
+	return dir_empty(path, false);
 }
 
 static bool
