@@ -43,6 +43,12 @@ struct kzp {
 	bool oneshot;		/* one op per process: EVAL, no SCRIPT LOAD */
 };
 
+/*
+ * The commit script's refusal when the room moved since the view was read:
+ * admit reads again, and it never reaches the wire.
+ */
+#define KZP_CONFLICT "conflict"
+
 /* A refusal or failure: wire code and one-line reason. */
 struct kzp_res {
 	const char *code;	/* NULL: ok */

@@ -727,10 +727,10 @@ op_admit(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r)
 		    r)) != 0)
 			goto out;
 		e = kzp_commit(p, view, snap, mh, scope, r);
-		if (e == 0 || r->code == NULL || strcmp(r->code, "conflict"))
+		if (e == 0 || r->code == NULL || strcmp(r->code, KZP_CONFLICT))
 			break;
 	}
-	if (e != 0 && r->code != NULL && strcmp(r->code, "conflict") == 0)
+	if (e != 0 && r->code != NULL && strcmp(r->code, KZP_CONFLICT) == 0)
 		kzp_fail(r, KZ_WE_REFUSED, "the room kept changing during "
 		    "admission");
 out:
