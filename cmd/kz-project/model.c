@@ -57,21 +57,6 @@ kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
 	va_end(ap);
 }
 
-int
-kzp_exit_code(const char *code)
-{
-	if (code == NULL)
-		return 0;
-	if (strcmp(code, KZ_WE_BAD_REQUEST) == 0)
-		return 2;
-	if (strcmp(code, KZ_WE_STORE_UNAVAILABLE) == 0 ||
-	    strcmp(code, KZ_WE_UNAVAILABLE) == 0)
-		return 3;
-	if (strcmp(code, KZ_WE_INTERNAL) == 0)
-		return 4;
-	return 1;
-}
-
 bool
 kzp_id_ok(const char *s)
 {

@@ -164,7 +164,7 @@ out:
 
 int
 kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r)
+    struct kzp_res *r, const char *mode)
 {
 	char rh[KZ_IDHASH_HEX + 1], mh[KZ_IDHASH_HEX + 1], sha[KZP_SHA_HEX + 1];
 	char rid[40], sz[24], why[KZP_WHY];
@@ -213,7 +213,7 @@ kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
 
 int
 kzp_op_placeholder(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r)
+    struct kzp_res *r, const char *mode)
 {
 	char rh[KZ_IDHASH_HEX + 1], ref[KZ_IDHASH_HEX + 1], run[200];
 	const char *rn, *call, *name;
