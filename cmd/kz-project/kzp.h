@@ -170,6 +170,10 @@ KZ_WUR int kzp_req_hash(const struct kzp *p, const cJSON *req,
 /* Runs mutation script and answers its integer as out's field key. */
 KZ_WUR int kzp_mutate_as(struct kzp *p, const char *script, int argc,
     const char **av, const char *key, cJSON *out, struct kzp_res *r);
+/* The same with av[i] set to v printed: a script's one JSON argument. */
+KZ_WUR int kzp_mutate_json(struct kzp *p, const char *script, int argc,
+    const char **av, int i, const cJSON *v, const char *key, cJSON *out,
+    struct kzp_res *r);
 
 /* The ops, by concern. */
 kzp_op_fn kzp_op_member_create, kzp_op_room_member, kzp_op_project_member,

@@ -9,6 +9,7 @@
  * outputs, placeholders).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kz_json.h"
@@ -66,6 +67,24 @@ kzp_mutate_as(struct kzp *p, const char *script, int argc, const char **av,
 		return e;
 	cJSON_AddNumberToObject(out, key, (double)v);
 	return 0;
+}
+
+int
+kzp_mutate_json(struct kzp *p, const char *script, int argc,
+    const char **av, int i, const cJSON *v, const char *key, cJSON *out,
+    struct kzp_res *r)
+{
+	char *js;
+	int e;
+
+	if ((js = kz_json_print(v)) == NULL) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		return KZ_ENOMEM;
+	}
+	av[i] = js;
+	e = kzp_mutate_as(p, script, argc, av, key, out, r);
+	free(js);
+	return e;
 }
 
 /*

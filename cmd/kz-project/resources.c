@@ -65,8 +65,8 @@ kzp_op_resource_create(struct kzp *p, const cJSON *req, cJSON *out,
 	if ((*conn != '\0' && !kzp_id_ok(conn)) ||
 	    (*conn == '\0') != (*obj == '\0') ||
 	    (*obj != '\0' && kzp_relpath_ok(obj) != 0))
-		return kzp_bad(r, "'connection' and 'object' come together: an id "
-		    "and a relative object key");
+		return kzp_bad(r, "'connection' and 'object' come together: "
+		    "an id and a relative object key");
 	av[0] = rid;
 	av[2] = kind;
 	av[3] = conn;
@@ -98,7 +98,8 @@ kzp_op_version_new(struct kzp *p, const cJSON *req, cJSON *out,
 	snprintf(size, sizeof(size), "0");
 	if (!pending) {
 		if (kzp_blob_open(p->blobdir, sha, &fd) != 0)
-			return kzp_bad(r, "field 'blob' must name a stored blob");
+			return kzp_bad(r, "field 'blob' must name a stored "
+			    "blob");
 		e = fstat(fd, &sb);
 		close(fd);
 		if (e != 0)

@@ -24,10 +24,9 @@ kzp_op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
     struct kzp_res *r, const char *mode)
 {
 	char why[KZP_WHY], mh[KZ_IDHASH_HEX + 1];
-	const char *cid, *bucket, *pid, *av[4];
+	const char *cid, *bucket, *pid;
 	const cJSON *sv = kz_json_get(req, "serves"), *c;
 	cJSON *ms = cJSON_CreateArray();
-	char *js = NULL;
 	int e = 0, n = 0;
 
 	if (ms == NULL) {
@@ -47,7 +46,8 @@ kzp_op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
 	cJSON_ArrayForEach(c, sv) {
 		if (!cJSON_IsString(c) || !kzp_id_ok(c->valuestring) ||
 		    ++n > CONN_SERVES_MAX) {
-			e = kzp_bad(r, "'serves' is a bounded list of member ids");
+			e = kzp_bad(r, "'serves' is a bounded list of member "
+			    "ids");
 			goto out;
 		}
 		if (kzp_hash(p, "member", c->valuestring, mh) != 0) {
@@ -58,21 +58,13 @@ kzp_op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
 		cJSON_AddItemToArray(ms, cJSON_CreateString(mh));
 	}
 	if (n == 0 && *pid == '\0') {
-		e = kzp_bad(r, "a connection serves named members or a project");
+		e = kzp_bad(r, "a connection serves named members or a "
+		    "project");
 		goto out;
 	}
-	if ((js = kz_json_print(ms)) == NULL) {
-		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
-		e = KZ_ENOMEM;
-		goto out;
-	}
-	av[0] = cid;
-	av[1] = bucket;
-	av[2] = js;
-	av[3] = pid;
-	e = kzp_mutate_as(p, "conn_create", 4, av, "value", out, r);
+	e = kzp_mutate_json(p, "conn_create", 4,
+	    (const char *[]){cid, bucket, NULL, pid}, 2, ms, "value", out, r);
 out:
-	free(js);
 	cJSON_Delete(ms);
 	return e;
 }
@@ -90,9 +82,8 @@ kzp_op_declare_source(struct kzp *p, const cJSON *req, cJSON *out,
 	static const char *const keys[] = {"bucket", "key", "prefix",
 	    "endpoint", "manifest", "url", "kind", NULL};
 	char mh[KZ_IDHASH_HEX + 1], why[KZP_WHY];
-	const char *pid, *name, *av[4];
+	const char *pid, *name;
 	cJSON *rec = cJSON_CreateObject();
-	char *js = NULL;
 	int e;
 
 	if ((e = kzp_req_id(req, "project", &pid, r)) != 0 ||
@@ -110,19 +101,11 @@ kzp_op_declare_source(struct kzp *p, const cJSON *req, cJSON *out,
 		if (v != NULL)
 			cJSON_AddStringToObject(rec, keys[i], v);
 	}
-	if ((js = kz_json_print(rec)) == NULL) {
-		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
-		e = KZ_ENOMEM;
-		goto out;
-	}
-	av[0] = pid;
-	av[1] = mh;
-	av[2] = name;
-	av[3] = js;
-	if ((e = kzp_mutate_as(p, "declare_source", 4, av, "value", out, r)) == 0)
+	if ((e = kzp_mutate_json(p, "declare_source", 4,
+	    (const char *[]){pid, mh, name, NULL}, 3, rec, "value", out,
+	    r)) == 0)
 		cJSON_AddBoolToObject(out, "grants_access", false);
 out:
-	free(js);
 	cJSON_Delete(rec);
 	return e;
 }
@@ -143,7 +126,8 @@ kzp_op_can_read(struct kzp *p, const cJSON *req, cJSON *out,
 		return e;
 	if (kz_json_get(req, "room") != NULL) {
 		/* A room is readable by its live audience. */
-		if ((e = kzp_req_hash(p, req, "room", "conversation", rh, r)) != 0 ||
+		if ((e = kzp_req_hash(p, req, "room", "conversation", rh,
+		    r)) != 0 ||
 		    (e = kzp_view(p, rh, mh, NULL, &f, r)) != 0)
 			return e;
 		cJSON_ArrayForEach(c, kz_json_get(f, "roster"))

@@ -51,3 +51,12 @@ end
 local function inroster(rh, m) return rosterset(rh)[m] == true end
 local function bump(rh) return redis.call('HINCRBY', K('room', rh), 'aver', 1) end
 local function aver(rh) return tonumber(redis.call('HGET', K('room', rh), 'aver')) end
+-- Adds (on == '1') or removes member mh to or from the members of
+-- K(kind, id): 1 when the set changed, else 0; or nil and the refusal when
+-- the member or the target (named by unknown) does not exist.
+local function enrol(kind, id, mh, on, unknown)
+  if not ismember(mh) then return nil, fail('refused', 'unknown member') end
+  if not exists(K(kind, id)) then return nil, fail('refused', unknown) end
+  if on == '1' then return redis.call('SADD', K(kind, id, 'members'), mh) end
+  return redis.call('SREM', K(kind, id, 'members'), mh)
+end
