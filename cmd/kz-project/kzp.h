@@ -2,6 +2,29 @@
  * kz-project internals: the context every op runs in, the refusal codes and
  * the modules (model: the store; admit: the policy; blob: content-addressed
  * bytes; materialize: the read-only projection; outputs: shared-turn files).
+ *
+ * The rules the comments and tests name:
+ *   bounds              a projection is exact and bounded (files, bytes)
+ *   selector            request ids are selectors, re-resolved under the
+ *                       member; a later turn keeps the resolved scope
+ *   private retrieval   retrieved ids are projected in a private turn only
+ *   library             a private-library file is a selection, never a
+ *                       room link
+ *   sole audience       the selection joins only while the member is the
+ *                       room's whole audience
+ *   withheld selection  what a run gets when the selection is withheld
+ *   freshness           live state is re-read before code starts and
+ *                       before bytes load
+ *   manifest change     the admitted manifest must still hold at dispatch
+ *   retained output     a current member gets a retained output later
+ *   shared output       a shared turn's output is validated and linked to
+ *                       exactly its room; placeholders name no resource
+ *   project grant       projects add access paths, not authority
+ *   declared source     a declared object-store source grants nothing;
+ *                       reading goes through a platform-managed connection
+ *   fail closed         what cannot be proven gets nothing
+ *   audit               every admission, verification and refusal is
+ *                       audited, with no file names, bytes or keys
  */
 #ifndef KZP_H
 #define KZP_H
@@ -21,7 +44,7 @@
 #define KZP_LIST_MAX 64		/* selectors, retrieved ids per turn */
 #define KZP_WHY 200
 
-/* Bounds on one projection (rule 1). */
+/* Bounds on one projection (the bounds rule: exact and bounded). */
 struct kzp_bounds {
 	int64_t max_files;
 	int64_t max_file_bytes;

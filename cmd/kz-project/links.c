@@ -45,7 +45,10 @@ kzp_op_link(struct kzp *p, const cJSON *req, cJSON *out,
 	    (e = kzp_req_hash(p, req, "member", "member", mh, r)) != 0 ||
 	    (e = target(p, req, &kind, tg, r)) != 0)
 		return e;
-	/* Rule 11: the link stores its pointer; policy changes never widen it. */
+	/*
+	 * The link stores its pointer; policy changes never widen it (the
+	 * project-grant rule).
+	 */
 	if (kz_json_bool_opt(req, "shared", p->pointer_shared, &shared, why,
 	    sizeof(why)) != 0 || kz_json_str_opt(req, "turn", KZP_ID_MAX, "-",
 	    &turn, why, sizeof(why)) != 0)

@@ -241,7 +241,7 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 			goto out;
 		(*files)++;
 	}
-	/* Rule 1 again on what was actually written. */
+	/* The bounds rule again, on what was actually written. */
 	if (*files > p->b.max_files || *bytes > p->b.max_total_bytes ||
 	    *files != (int64_t)cJSON_GetNumberValue(kz_json_get(snap,
 	    "files"))) {

@@ -1,11 +1,11 @@
 /*
- * Shared-turn outputs (rule 10).  A file the run declared for a shared turn
- * is read beneath its workspace through the rooted resolver, validated for
- * size, type and name, stored as a blob and linked to exactly that room.
- * What the room sees is a durable reference and bounded metadata; nothing
- * else of the workspace is read.  A placeholder for an output in progress
- * names its call by a run-bound room reference, never by the provider's
- * call id, and carries no resource identity.
+ * Shared-turn outputs (the shared-output rule).  A file the run declared
+ * for a shared turn is read beneath its workspace through the rooted
+ * resolver, validated for size, type and name, stored as a blob and linked
+ * to exactly that room.  What the room sees is a durable reference and
+ * bounded metadata; nothing else of the workspace is read.  A placeholder
+ * for an output in progress names its call by a run-bound room reference,
+ * never by the provider's call id, and carries no resource identity.
  */
 #include <fcntl.h>
 #include <stdio.h>

@@ -57,7 +57,10 @@ kzp_op_resource_create(struct kzp *p, const cJSON *req, cJSON *out,
 		ok |= strcmp(kind, kinds[i]) == 0;
 	if (!ok)
 		return kzp_bad(r, "unknown resource kind");
-	/* Rule 12: an object key is resolved only through a connection. */
+	/*
+	 * An object key is resolved only through a connection (the
+	 * declared-source rule).
+	 */
 	if (kz_json_str_opt(req, "connection", KZP_ID_MAX, "", &conn, why,
 	    sizeof(why)) != 0 || kz_json_str_opt(req, "object", KZP_PATH_MAX,
 	    "", &obj, why, sizeof(why)) != 0)

@@ -13,11 +13,11 @@
 #define CONN_SERVES_MAX 64
 
 /*
- * Rule 12: a platform-managed connection is created by the operator with
- * the members (or one project's members) it serves.  It is never derived
- * from a declared source and carries no credential: the embedded default
- * has no object-store client, so the connection is the authority check and
- * content still comes from the blob store by digest.
+ * The declared-source rule: a platform-managed connection is created by the
+ * operator with the members (or one project's members) it serves.  It is
+ * never derived from a declared source and carries no credential: the
+ * embedded default has no object-store client, so the connection is the
+ * authority check and content still comes from the blob store by digest.
  */
 int
 kzp_op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
@@ -70,10 +70,10 @@ out:
 }
 
 /*
- * Rule 12: a declared object-store source is kept as an inert record.  It
- * is never consulted by can-read, resolve or admit, and no connection is
- * ever made from it; resolution goes only through a platform-managed
- * connection (connection-create) under the current member.
+ * The declared-source rule: a declared object-store source is kept as an
+ * inert record.  It is never consulted by can-read, resolve or admit, and
+ * no connection is ever made from it; resolution goes only through a
+ * platform-managed connection (connection-create) under the current member.
  */
 int
 kzp_op_declare_source(struct kzp *p, const cJSON *req, cJSON *out,
@@ -110,7 +110,7 @@ out:
 	return e;
 }
 
-/* Rule 11: one predicate for every kind of item. */
+/* One predicate for every kind of item (the project-grant rule). */
 int
 kzp_op_can_read(struct kzp *p, const cJSON *req, cJSON *out,
     struct kzp_res *r, const char *mode)
@@ -149,12 +149,12 @@ kzp_op_can_read(struct kzp *p, const cJSON *req, cJSON *out,
 }
 
 /*
- * Rule 12: reading a connection-bound resource resolves through its
- * platform-managed connection under the current member: the connection must
- * serve the member now and the member must otherwise be able to read the
- * item.  A declared source is no resource and resolves nothing.  The reply
- * names the content by digest (the blob store holds the bytes); it carries
- * no object key, bucket or credential.
+ * The declared-source rule: reading a connection-bound resource resolves
+ * through its platform-managed connection under the current member: the
+ * connection must serve the member now and the member must otherwise be
+ * able to read the item.  A declared source is no resource and resolves
+ * nothing.  The reply names the content by digest (the blob store holds the
+ * bytes); it carries no object key, bucket or credential.
  */
 int
 kzp_op_resolve(struct kzp *p, const cJSON *req, cJSON *out,

@@ -23,7 +23,9 @@ cap_ok(const char *s)
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-/* Rule 14: every decision is audited; no filenames, bytes or keys. */
+/*
+ * The audit rule: every decision is audited; no filenames, bytes or keys.
+ */
 static int
 audit(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
     const char *rh, const struct kzp_res *res, int64_t files, int64_t bytes)
@@ -159,8 +161,9 @@ out:
 }
 
 /*
- * Rules 7 and 13: the snapshot must be the one this service stored, its
- * digests must hold, and live state must still match it.
+ * The freshness and fail-closed rules: the snapshot must be the one this
+ * service stored, its digests must hold, and live state must still match
+ * it.
  */
 static int
 check_live(struct kzp *p, const cJSON *snap, struct kzp_res *r)
@@ -251,7 +254,8 @@ kzp_op_materialize(struct kzp *p, const cJSON *req, cJSON *out,
 		return KZ_EINVAL;
 	if (kz_json_str(req, "dest", 4000, &dest, why, sizeof(why)) != 0)
 		return kzp_bad(r, "field 'dest' is required");
-	/* Live state is re-read right before bytes load (rule 7). */
+	/* Live state is re-read right before bytes load (the freshness
+	 * rule). */
 	if ((e = check_live(p, snap, r)) == 0)
 		e = kzp_materialize(p, snap, dest, &files, &bytes, r);
 	e = audited(p, "projection", snap, snap_str(snap, "actor_hash"),
