@@ -84,6 +84,26 @@ $(B)/tests/$(1)/check_%: tests/unit/$(1)/check_%.c $$($(1)_MOD) $(B)/libkz.a
 endef
 $(foreach b,$(BINS),$(eval $(call bin_rule,$(b))))
 
+# The store's Lua scripts are .lua files (lib/lua/, cmd/kz-project/lua/),
+# embedded at build time: every F.lua of a header's prerequisites becomes
+# the string literal PREFIX_F (F in upper case) in a header under $(B)/lua/,
+# so C composes a script from shared helper files by string concatenation.
+# Comment-only and blank lines are left out (they would travel with every
+# EVAL); backslash, double quote and '?' (a trigraph under -std=c11) are
+# escaped.  sed and tr only: nothing beyond build-essential.
+lua_embed = @mkdir -p $(@D) && for f in $(filter %.lua,$^); do \
+	printf '\#define $(1)%s \\\n' "$$(basename $$f .lua | tr a-z A-Z)"; \
+	sed -e '/^[[:space:]]*--/d' -e '/^[[:space:]]*$$/d' \
+	    -e 's/[\\"?]/\\&/g' -e 's/.*/"&\\n" \\/' $$f; \
+	printf '""\n'; done >$@.tmp && mv $@.tmp $@
+$(B)/lua/kz_lua.h: $(sort $(wildcard lib/lua/*.lua)) Makefile
+	$(call lua_embed,KZ_LUA_)
+$(B)/lua/kzp_lua.h: $(sort $(wildcard cmd/kz-project/lua/*.lua)) Makefile
+	$(call lua_embed,KZP_LUA_)
+$(B)/lib/pool.o: $(B)/lua/kz_lua.h
+$(B)/cmd/kz-project/model.o: $(B)/lua/kz_lua.h $(B)/lua/kzp_lua.h
+$(B)/lib/pool.o $(B)/cmd/kz-project/model.o: CFLAGS += -I$(B)/lua
+
 $(B)/tests/check_%: tests/unit/check_%.c $(B)/libkz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)

@@ -3,9 +3,11 @@
  * transition) and kz-reset (publish, retire).  Each transition is one Lua
  * script that checks the expected state and fencing token before its first
  * write, and answers a JSON string: the result, or {"err":CODE,"reason":..}
- * with nothing written.  One refusal writes: a release under a stale token
- * or after expiry retires the worker and answers {"retired":WHY,"token":..,
- * "refused":CODE,"reason":..}.  Key layout and states: kz-lease(8).
+ * with nothing written (the refusal convention of every store script,
+ * lib/lua/kz.lua).  One refusal writes: a release under a stale token or
+ * after expiry retires the worker and answers {"retired":WHY,"token":..,
+ * "refused":CODE,"reason":..}, a result that carries a refusal.  Key
+ * layout and states: kz-lease(8).
  *
  * Fencing tokens are "EPOCH:N": N from one INCR counter, EPOCH a random id
  * replaced whenever the store comes back from a restart (its run id
@@ -58,7 +60,7 @@ bool kz_pool_id_ok(const char *id);
 /* Parses a script's reply (a JSON string) into an object. */
 KZ_WUR int kz_pool_parse(const redisReply *r, cJSON **out, char *why,
     size_t wlen);
-/* The "err" code of a parsed reply, NULL on success. */
+/* The "err" code of a parsed reply, NULL on success: kz_store_refusal(). */
 const char *kz_pool_errcode(const cJSON *res);
 
 /*

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <cJSON.h>
 #include <hiredis.h>
 
 #include "kz_err.h"
@@ -22,12 +23,24 @@
 
 struct kz_store;
 
-/* A Lua script; sha is filled in by the first SCRIPT LOAD. */
+/*
+ * A Lua script; sha is filled in by the first SCRIPT LOAD.  Every kz
+ * script is a .lua file embedded at build time, and every one refuses the
+ * same way (lib/lua/kz.lua): before its first write, with the JSON string
+ * {"err":CODE,"reason":REASON}.
+ */
 struct kz_script {
 	const char *name;
 	const char *src;
 	char sha[41];
 };
+
+/*
+ * The one reader of that convention: the CODE of a script's parsed reply
+ * when it is a refusal (and *reason, when reason is not NULL, its REASON
+ * or ""), NULL when it is a result.  Both point into res.
+ */
+const char *kz_store_refusal(const cJSON *res, const char **reason);
 
 /* Connects to sock; dep names the deployment (the hash tag). */
 KZ_WUR int kz_store_open(const char *sock, const char *dep, int timeout_ms,

@@ -8,6 +8,7 @@
 #include <event2/event.h>
 #include <sodium.h>
 
+#include "kz_json.h"
 #include "kz_store.h"
 #include "banned.h"
 
@@ -107,6 +108,19 @@ kz_store_cmd(struct kz_store *s, int argc, const char **argv,
 	}
 	*out = r;
 	return 0;
+}
+
+const char *
+kz_store_refusal(const cJSON *res, const char **reason)
+{
+	const cJSON *e = kz_json_get(res, "err");
+	const cJSON *w = kz_json_get(res, "reason");
+
+	if (!cJSON_IsString(e))
+		return NULL;
+	if (reason != NULL)
+		*reason = cJSON_IsString(w) ? w->valuestring : "";
+	return e->valuestring;
 }
 
 static int

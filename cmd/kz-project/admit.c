@@ -145,10 +145,10 @@ item_of(const cJSON *items, const char *rid)
 }
 
 /*
- * One predicate for every kind of item (rule 11): the owner reads; anyone
- * else reads only through a link whose pointer is shared and whose room or
- * project the reader is in right now.  A private-library file is readable
- * by its owner only, and a revoked item by nobody.
+ * One predicate for every kind of item (the project-grant rule): the owner
+ * reads; anyone else reads only through a link whose pointer is shared and
+ * whose room or project the reader is in right now.  A private-library file
+ * is readable by its owner only, and a revoked item by nobody.
  */
 bool
 kzp_can_read(const cJSON *f, const char *mh)
@@ -157,8 +157,8 @@ kzp_can_read(const cJSON *f, const char *mh)
 
 	if (f == NULL || !jtrue(f, "exists") || jtrue(f, "revoked"))
 		return false;
-	/* Rule 12: a connection-bound item resolves only through its
-	 * connection under this member, owner included. */
+	/* A connection-bound item resolves only through its connection
+	 * under this member, owner included (the declared-source rule). */
 	if (kz_json_get(f, "conn") != NULL && !jtrue(f, "conn_ok"))
 		return false;
 	if (jeq(f, "owner", mh))
@@ -248,7 +248,10 @@ make_item(const cJSON *f, const char *src)
 	return it;
 }
 
-/* Rule 1: counts, per-file bytes and aggregate bytes are bounded. */
+/*
+ * The bounds rule: counts, per-file bytes and aggregate bytes are
+ * bounded.
+ */
 static bool
 within(const cJSON *a, const cJSON *b, const struct kzp_bounds *bd)
 {
@@ -308,7 +311,10 @@ struct adm {
 	const char *selection;
 };
 
-/* Rule 2: requested ids are selectors, re-resolved under the member. */
+/*
+ * The selector rule: requested ids are selectors, re-resolved under the
+ * member.
+ */
 static int
 add_requested(struct adm *a, const cJSON *ids, const char *src,
     struct kzp_res *r)
@@ -322,7 +328,8 @@ add_requested(struct adm *a, const cJSON *ids, const char *src,
 			    "a requested file is named by id only");
 			return KZ_EINVAL;
 		}
-		/* Rule 3: retrieval never widens a shared audience. */
+		/* Retrieval never widens a shared audience (the
+		 * private-retrieval rule). */
 		if (retr && !a->priv) {
 			kzp_fail(r, KZ_WE_REFUSED, "a retrieved document is "
 			    "projected only in a private turn");
@@ -334,7 +341,8 @@ add_requested(struct adm *a, const cJSON *ids, const char *src,
 			    "readable by the initiating member");
 			return KZ_EDENIED;
 		}
-		/* Rule 4: library files come only through the selection. */
+		/* Library files come only through the selection (the
+		 * library rule). */
 		if (!retr && jeq(f, "kind", "library")) {
 			kzp_fail(r, KZ_WE_REFUSED, "a private-library file is "
 			    "bound to the chat as a selection, not requested");
@@ -373,7 +381,8 @@ add_room(struct adm *a, struct kzp_res *r)
 			continue;
 		cJSON_AddItemToArray(a->items, make_item(f, "room"));
 	}
-	/* Rule 2: later turns use the resolved scope; it never narrows. */
+	/* Later turns use the resolved scope; it never narrows (the
+	 * selector rule). */
 	cJSON_ArrayForEach(c, kz_json_get(a->view, "scope")) {
 		if (!cJSON_IsString(c) ||
 		    item_of(a->items, c->valuestring) != NULL)
@@ -390,11 +399,12 @@ add_room(struct adm *a, struct kzp_res *r)
 }
 
 /*
- * Rules 5 and 6: the owner-scoped selection joins only while the member is
- * the room's entire audience, every file resolves, is ready and fits.  When
- * withheld, the run goes on with the room's own files, or without files if
- * it never named the contract; only a run that asked for files and had no
- * other source is refused with the specific reason.
+ * The sole-audience and withheld-selection rules: the owner-scoped
+ * selection joins only while the member is the room's entire audience,
+ * every file resolves, is ready and fits.  When withheld, the run goes on
+ * with the room's own files, or without files if it never named the
+ * contract; only a run that asked for files and had no other source is
+ * refused with the specific reason.
  */
 static int
 add_selection(struct adm *a, struct kzp_res *r)
@@ -504,7 +514,7 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 		e = KZ_ENOMEM;
 		goto out;
 	}
-	/* Rule 13: an actor that cannot be proven gets nothing. */
+	/* An actor that cannot be proven gets nothing (fail closed). */
 	if (!jtrue(view, "exists") || !has_str(roster, t->mh)) {
 		kzp_fail(r, KZ_WE_REFUSED, "the initiating member is not in "
 		    "the room's audience");
@@ -563,7 +573,10 @@ selected(const cJSON *view, const char *id)
 	return false;
 }
 
-/* Rule 8, the admitted side: each item still resolves to the same bytes. */
+/*
+ * The manifest-change rule, the admitted side: each item still resolves to
+ * the same bytes.
+ */
 static int
 verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
     struct kzp_res *r)
@@ -595,7 +608,10 @@ verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
 	return 0;
 }
 
-/* Rule 8, the live side: only this run's own later links are tolerated. */
+/*
+ * The manifest-change rule, the live side: only this run's own later links
+ * are tolerated.
+ */
 static int
 verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
     struct kzp_res *r)
@@ -636,7 +652,8 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 	if (!jtrue(view, "exists") || !has_str(roster, mh))
 		return changed(r, KZ_WE_REFUSED, "the initiating member is "
 		    "no longer in the room's audience");
-	/* Rules 5 and 7: the live audience version and roster. */
+	/* The live audience version and roster (the sole-audience and
+	 * freshness rules). */
 	kzp_roster_digest(roster, rd);
 	if (jnum(view, "aver") != jnum(snap, "audience_version") ||
 	    !jeq(snap, "roster_digest", rd))
@@ -668,7 +685,10 @@ out:
 	return e;
 }
 
-/* Rule 13: a snapshot whose shape or digests do not hold proves nothing. */
+/*
+ * A snapshot whose shape or digests do not hold proves nothing (the
+ * fail-closed rule).
+ */
 int
 kzp_snap_check(const cJSON *snap, struct kzp_res *r)
 {

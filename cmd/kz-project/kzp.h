@@ -2,6 +2,29 @@
  * kz-project internals: the context every op runs in, the refusal codes and
  * the modules (model: the store; admit: the policy; blob: content-addressed
  * bytes; materialize: the read-only projection; outputs: shared-turn files).
+ *
+ * The rules the comments and tests name:
+ *   bounds              a projection is exact and bounded (files, bytes)
+ *   selector            request ids are selectors, re-resolved under the
+ *                       member; a later turn keeps the resolved scope
+ *   private retrieval   retrieved ids are projected in a private turn only
+ *   library             a private-library file is a selection, never a
+ *                       room link
+ *   sole audience       the selection joins only while the member is the
+ *                       room's whole audience
+ *   withheld selection  what a run gets when the selection is withheld
+ *   freshness           live state is re-read before code starts and
+ *                       before bytes load
+ *   manifest change     the admitted manifest must still hold at dispatch
+ *   retained output     a current member gets a retained output later
+ *   shared output       a shared turn's output is validated and linked to
+ *                       exactly its room; placeholders name no resource
+ *   project grant       projects add access paths, not authority
+ *   declared source     a declared object-store source grants nothing;
+ *                       reading goes through a platform-managed connection
+ *   fail closed         what cannot be proven gets nothing
+ *   audit               every admission, verification and refusal is
+ *                       audited, with no file names, bytes or keys
  */
 #ifndef KZP_H
 #define KZP_H
@@ -21,7 +44,7 @@
 #define KZP_LIST_MAX 64		/* selectors, retrieved ids per turn */
 #define KZP_WHY 200
 
-/* Bounds on one projection (rule 1). */
+/* Bounds on one projection (the bounds rule: exact and bounded). */
 struct kzp_bounds {
 	int64_t max_files;
 	int64_t max_file_bytes;
@@ -43,6 +66,12 @@ struct kzp {
 	bool oneshot;		/* one op per process: EVAL, no SCRIPT LOAD */
 };
 
+/*
+ * The commit script's refusal when the room moved since the view was read:
+ * admit reads again, and it never reaches the wire.
+ */
+#define KZP_CONFLICT "conflict"
+
 /* A refusal or failure: wire code and one-line reason. */
 struct kzp_res {
 	const char *code;	/* NULL: ok */
@@ -51,8 +80,6 @@ struct kzp_res {
 
 void kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Exit status for a wire code (0 for NULL). */
-int kzp_exit_code(const char *code);
 
 /* ids.c-like helpers (model.c) */
 bool kzp_id_ok(const char *s);
@@ -136,17 +163,51 @@ KZ_WUR int kzp_classify(const struct kzp *p, const cJSON *snap, bool *admin,
 KZ_WUR int kzp_output_check(const char *name, const char *types,
     const unsigned char *head, size_t headlen, struct kzp_res *r);
 
-/* ops.c: every op, for serve and the one-shot commands. */
+/*
+ * ops.c: the op table, for serve and the one-shot commands.  A handler
+ * gets its op's mode (which op of a family it serves, NULL for most) and
+ * adds its reply fields to out.
+ */
+typedef int kzp_op_fn(struct kzp *p, const cJSON *req, cJSON *out,
+    struct kzp_res *r, const char *mode);
 struct kzp_opdef {
 	const char *op;
 	const char *const *fields;
-	int (*fn)(struct kzp *p, const cJSON *req, cJSON *out,
-	    struct kzp_res *r);
+	kzp_op_fn *fn;
+	const char *mode;
+	unsigned flags;		/* KZ_OP_* (kz_srv.h), checked by the server */
 };
 extern const struct kzp_opdef kzp_ops[];
 const struct kzp_opdef *kzp_op_find(const char *op);
 /* Runs one op: reply fields in *out on success. */
 KZ_WUR int kzp_run(struct kzp *p, const char *op, const cJSON *req,
     cJSON **out, struct kzp_res *r);
+
+/* ops.c: the request readers every op uses; each fills r on failure. */
+int kzp_bad(struct kzp_res *r, const char *why);	/* bad_request */
+KZ_WUR int kzp_req_id(const cJSON *req, const char *key, const char **out,
+    struct kzp_res *r);
+KZ_WUR int kzp_req_hash(const struct kzp *p, const cJSON *req,
+    const char *key, const char *kind, char out[KZ_IDHASH_HEX + 1],
+    struct kzp_res *r);
+/* Runs mutation script and answers its integer as out's field key. */
+KZ_WUR int kzp_mutate_as(struct kzp *p, const char *script, int argc,
+    const char **av, const char *key, cJSON *out, struct kzp_res *r);
+/* The same with av[i] set to v printed: a script's one JSON argument. */
+KZ_WUR int kzp_mutate_json(struct kzp *p, const char *script, int argc,
+    const char **av, int i, const cJSON *v, const char *key, cJSON *out,
+    struct kzp_res *r);
+
+/* The ops, by concern. */
+kzp_op_fn kzp_op_member_create, kzp_op_room_member, kzp_op_project_member,
+    kzp_op_room_project;					/* members.c */
+kzp_op_fn kzp_op_blob_put, kzp_op_resource_create, kzp_op_version_new,
+    kzp_op_resource_revoke;				/* resources.c */
+kzp_op_fn kzp_op_link, kzp_op_withdraw, kzp_op_selection;	/* links.c */
+kzp_op_fn kzp_op_connection_create, kzp_op_declare_source,
+    kzp_op_can_read, kzp_op_resolve;			/* sources.c */
+kzp_op_fn kzp_op_admit, kzp_op_verify, kzp_op_classify,
+    kzp_op_materialize;					/* turn.c */
+kzp_op_fn kzp_op_link_output, kzp_op_placeholder;	/* outputs.c */
 
 #endif

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "kz_conf.h"
+#include "kz_exit.h"
 #include "kzp.h"
 
 struct kzp_cfg {
@@ -26,6 +27,6 @@ void kzp_cfg_release(struct kzp_cfg *c);
 KZ_WUR int kzp_cli_request(const char *op, int argc, char **argv,
     cJSON **out, char *why, size_t wlen);
 /* Runs the daemon until SIGTERM/SIGINT. */
-int kzp_serve(struct kzp *p, struct kzp_cfg *c);
+enum kz_exit kzp_serve(struct kzp *p, struct kzp_cfg *c);
 
 #endif

@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "kz_conf.h"
+#include "kz_exit.h"
 #include "kz_json.h"
 #include "kz_key.h"
 #include "kz_log.h"
@@ -38,35 +39,32 @@ usage(FILE *f)
 static int
 load_key(struct kzp *p, const char *file)
 {
-	struct kz_key master;
 	char why[200];
 	int e;
 
-	if ((e = kz_key_load(file, &master, why, sizeof(why))) == 0) {
-		e = kz_key_derive(&master, KZ_SUBKEY_IDHASH, &p->idkey);
-		kz_key_wipe(&master);
-	}
+	e = kz_key_load_subkey(file, KZ_SUBKEY_IDHASH, &p->idkey, why,
+	    sizeof(why));
 	if (e != 0)
 		fprintf(stderr, "kz-project: field key: %s\n", why);
 	return e;
 }
 
-static int
+static enum kz_exit
 one_shot(struct kzp *p, const char *op, int argc, char **argv)
 {
 	struct kzp_res r = {0};
 	cJSON *req = NULL, *out = NULL;
 	char why[200], *s;
 	const cJSON *v;
-	int rc;
+	enum kz_exit rc;
 
 	if (kzp_cli_request(op, argc, argv, &req, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-project: %s\n", why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (kzp_run(p, op, req, &out, &r) != 0) {
 		fprintf(stderr, "kz-project: %s: %s\n", r.code, r.why);
-		rc = kzp_exit_code(r.code);
+		rc = kz_exit_for_wire(r.code);
 		goto out;
 	}
 	v = kz_json_get(out, "admission");
@@ -74,7 +72,7 @@ one_shot(struct kzp *p, const char *op, int argc, char **argv)
 		printf("%s\n", s);
 		free(s);
 	}
-	rc = 0;
+	rc = KZ_EXIT_OK;
 out:
 	cJSON_Delete(req);
 	cJSON_Delete(out);
@@ -89,20 +87,21 @@ main(int argc, char **argv)
 	char *rest[ARGS_MAX];
 	const char *conf = getenv("KZ_CONFIG"), *sock = NULL;
 	char why[200];
-	int n = 0, rc;
+	int n = 0;
+	enum kz_exit rc;
 
 	kz_log_init("kz-project", KZ_LOG_INFO);
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
-		return 0;
+		return KZ_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("kz-project " KZ_VERSION "\n");
-		return 0;
+		return KZ_EXIT_OK;
 	}
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
@@ -115,18 +114,18 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "serve") != 0 && kzp_op_find(argv[1]) == NULL) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (sodium_init() < 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	if (kz_conf_load(conf, kzp_conf_keys, &c.conf, why, sizeof(why)) ||
 	    kzp_conf_apply(&c, &p, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-project: config: %s\n", why);
-		rc = 2;
+		rc = KZ_EXIT_USAGE;
 		goto out;
 	}
 	if (load_key(&p, c.keyfile) != 0) {
-		rc = 2;
+		rc = KZ_EXIT_USAGE;
 		goto out;
 	}
 	if (c.audit_sock[0] == '\0')
@@ -135,14 +134,14 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "serve") == 0) {
 		if (n > 0) {
 			usage(stderr);
-			rc = 2;
+			rc = KZ_EXIT_USAGE;
 			goto out;
 		}
 		if (sock != NULL) {
 			free(c.sock);
 			c.sock = strdup(sock);
 		}
-		rc = c.sock != NULL ? kzp_serve(&p, &c) : 4;
+		rc = c.sock != NULL ? kzp_serve(&p, &c) : KZ_EXIT_INTERNAL;
 	} else {
 		p.oneshot = true;
 		rc = one_shot(&p, argv[1], n, rest);

@@ -72,14 +72,6 @@ rm_tree(const char *dir)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Closes fd unless it is the projection's root. */
-static void
-e_close(int fd, int root)
-{
-	if (fd != root)
-		close(fd);
-}
-
 static int
 write_all(int fd, const unsigned char *b, size_t n)
 {
@@ -104,42 +96,22 @@ struct proj {
 };
 
 /*
- * Opens (creating) the parent directory of rel beneath the root, each step
- * O_NOFOLLOW.  A file at the top is written through the root itself.
+ * Opens (creating, 0700) the parent directory of rel beneath the root,
+ * each step O_NOFOLLOW (kz_path_mkparent); a file at the top is written
+ * through a duplicate of the root.  Whether a directory was made decides
+ * whether delivery has directories to make read-only.
  */
 static int
 open_parent(struct proj *pj, const char *rel, int *pfd, const char **base)
 {
-	char seg[KZ_PATH_SEG_MAX + 1];
-	const char *s = rel, *slash;
-	int fd = pj->root, nfd;
+	bool created = false;
+	int e;
 
-	while ((slash = strchr(s, '/')) != NULL) {
-		size_t n = (size_t)(slash - s);
-
-		if (n == 0 || n > KZ_PATH_SEG_MAX) {
-			e_close(fd, pj->root);
-			return KZ_EPATH_SEGLEN;
-		}
-		memcpy(seg, s, n);
-		seg[n] = '\0';
-		if (mkdirat(fd, seg, 0700) == 0)
-			pj->subdirs = true;
-		else if (errno != EEXIST) {
-			e_close(fd, pj->root);
-			return KZ_ESYS;
-		}
-		nfd = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-		e_close(fd, pj->root);
-		if (nfd < 0)
-			return KZ_EPATH_SYMLINK;
-		fd = nfd;
-		s = slash + 1;
-	}
-	*pfd = fd;
-	*base = s;
-	return 0;
+	e = kz_path_mkparent(pj->root, rel, 0700, (uid_t)-1, (gid_t)-1, pfd,
+	    base, &created);
+	if (e == 0 && created)
+		pj->subdirs = true;
+	return e;
 }
 
 /*
@@ -215,7 +187,7 @@ out:
 	if (out >= 0)
 		close(out);
 	if (pfd >= 0)
-		e_close(pfd, pj->root);
+		close(pfd);
 	return e;
 }
 
@@ -269,7 +241,7 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 			goto out;
 		(*files)++;
 	}
-	/* Rule 1 again on what was actually written. */
+	/* The bounds rule again, on what was actually written. */
 	if (*files > p->b.max_files || *bytes > p->b.max_total_bytes ||
 	    *files != (int64_t)cJSON_GetNumberValue(kz_json_get(snap,
 	    "files"))) {

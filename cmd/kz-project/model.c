@@ -1,8 +1,10 @@
 /*
  * The model in the store: rooms, projects, members, resources, versions,
- * links, selections and admission snapshots (layout in scripts.h).  Every
- * mutation is one Lua script; reads that a decision rests on are one script
- * too, so a decision never mixes two states of the store.
+ * links, selections and admission snapshots (layout in lua/lib.lua).
+ * Every mutation is one Lua script; reads that a decision rests on are one
+ * script too, so a decision never mixes two states of the store.  Each
+ * script is a file of lua/ embedded at build time ($(B)/lua/kzp_lua.h,
+ * made by the Makefile) after lib/lua/kz.lua and lua/lib.lua.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,30 +14,35 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kzp.h"
-#include "scripts.h"
+#include "kz_lua.h"
+#include "kzp_lua.h"
 #include "banned.h"
 
 #define ARGS_MAX 60
 
+/* The helpers every script starts with; facts and view add their own. */
+#define LIB KZ_LUA_KZ KZP_LUA_LIB
+#define VIEW LIB KZP_LUA_FACTS_FN KZP_LUA_VIEW_FN
+
 static struct kz_script scripts[] = {
-	{"member_create", LUA_MEMBER_CREATE, ""},
-	{"room_create", LUA_ROOM_CREATE, ""},
-	{"room_member", LUA_ROOM_MEMBER, ""},
-	{"project_create", LUA_PROJECT_CREATE, ""},
-	{"project_member", LUA_PROJECT_MEMBER, ""},
-	{"room_project", LUA_ROOM_PROJECT, ""},
-	{"res_create", LUA_RES_CREATE, ""},
-	{"res_version", LUA_RES_VERSION, ""},
-	{"res_revoke", LUA_RES_REVOKE, ""},
-	{"link", LUA_LINK, ""},
-	{"withdraw", LUA_WITHDRAW, ""},
-	{"select", LUA_SELECT, ""},
-	{"declare_source", LUA_DECLARE_SOURCE, ""},
-	{"conn_create", LUA_CONN_CREATE, ""},
-	{"facts", LUA_FACTS, ""},
-	{"view", LUA_VIEW, ""},
-	{"live", LUA_LIVE, ""},
-	{"commit", LUA_COMMIT, ""},
+	{"member_create", LIB KZP_LUA_MEMBER_CREATE, ""},
+	{"room_create", LIB KZP_LUA_ROOM_CREATE, ""},
+	{"room_member", LIB KZP_LUA_ROOM_MEMBER, ""},
+	{"project_create", LIB KZP_LUA_PROJECT_CREATE, ""},
+	{"project_member", LIB KZP_LUA_PROJECT_MEMBER, ""},
+	{"room_project", LIB KZP_LUA_ROOM_PROJECT, ""},
+	{"res_create", LIB KZP_LUA_RES_CREATE, ""},
+	{"res_version", LIB KZP_LUA_RES_VERSION, ""},
+	{"res_revoke", LIB KZP_LUA_RES_REVOKE, ""},
+	{"link", LIB KZP_LUA_LINK, ""},
+	{"withdraw", LIB KZP_LUA_WITHDRAW, ""},
+	{"select", LIB KZP_LUA_SELECT, ""},
+	{"declare_source", LIB KZP_LUA_DECLARE_SOURCE, ""},
+	{"conn_create", LIB KZP_LUA_CONN_CREATE, ""},
+	{"facts", LIB KZP_LUA_FACTS_FN KZP_LUA_FACTS, ""},
+	{"view", VIEW KZP_LUA_VIEW, ""},
+	{"live", VIEW KZP_LUA_LIVE, ""},
+	{"commit", LIB KZP_LUA_COMMIT, ""},
 	{NULL, NULL, ""},
 };
 
@@ -48,21 +55,6 @@ kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->why, sizeof(r->why), fmt, ap);
 	va_end(ap);
-}
-
-int
-kzp_exit_code(const char *code)
-{
-	if (code == NULL)
-		return 0;
-	if (strcmp(code, KZ_WE_BAD_REQUEST) == 0)
-		return 2;
-	if (strcmp(code, KZ_WE_STORE_UNAVAILABLE) == 0 ||
-	    strcmp(code, KZ_WE_UNAVAILABLE) == 0)
-		return 3;
-	if (strcmp(code, KZ_WE_INTERNAL) == 0)
-		return 4;
-	return 1;
 }
 
 bool
@@ -116,25 +108,10 @@ script(const char *name)
 	return NULL;
 }
 
-/* Maps a script's "KZ <code> <reason>" error, or a store failure. */
+/* Maps a store failure: the script's outcome is unknown. */
 static int
-eval_fail(struct kzp *p, int e, const char *why, struct kzp_res *r)
+eval_fail(struct kzp *p, int e, struct kzp_res *r)
 {
-	const char *k = why != NULL ? strstr(why, "KZ ") : NULL;
-	static const char *const codes[] = {KZ_WE_REFUSED, KZ_WE_NOT_OWNER,
-	    KZ_WE_BAD_REQUEST, "conflict", NULL};
-
-	if (e == KZ_EPROTO && k != NULL) {
-		k += 3;
-		for (int i = 0; codes[i] != NULL; i++) {
-			size_t n = strlen(codes[i]);
-
-			if (strncmp(k, codes[i], n) == 0 && k[n] == ' ') {
-				kzp_fail(r, codes[i], "%s", k + n + 1);
-				return KZ_EDENIED;
-			}
-		}
-	}
 	if (e == KZ_EUNAVAIL) {
 		/* Drop the connection: the next request reconnects. */
 		kz_store_free(p->st);
@@ -144,6 +121,48 @@ eval_fail(struct kzp *p, int e, const char *why, struct kzp_res *r)
 	}
 	kzp_fail(r, KZ_WE_INTERNAL, "store script failed");
 	return KZ_EINTERNAL;
+}
+
+/*
+ * A script's refusal (the convention of lib/lua/kz.lua) as the op's: one
+ * of the codes kz-project's scripts give, kept as its constant.
+ */
+static int
+refusal(const cJSON *res, struct kzp_res *r)
+{
+	static const char *const codes[] = {KZ_WE_REFUSED, KZ_WE_NOT_OWNER,
+	    KZ_WE_BAD_REQUEST, KZP_CONFLICT, NULL};
+	const char *code, *reason;
+
+	if ((code = kz_store_refusal(res, &reason)) == NULL)
+		return 0;
+	for (int i = 0; codes[i] != NULL; i++) {
+		if (strcmp(code, codes[i]) == 0) {
+			kzp_fail(r, codes[i], "%s", reason);
+			return KZ_EDENIED;
+		}
+	}
+	kzp_fail(r, KZ_WE_INTERNAL, "store script failed");
+	return KZ_EINTERNAL;
+}
+
+/* Parses a script's JSON string reply; a refusal becomes r's. */
+static int
+parse_reply(const redisReply *rep, cJSON **out, struct kzp_res *r)
+{
+	int e;
+
+	if (rep->type != REDIS_REPLY_STRING ||
+	    (*out = cJSON_ParseWithLength(rep->str, rep->len)) == NULL) {
+		*out = NULL;
+		kzp_fail(r, KZ_WE_INTERNAL, "store view unreadable");
+		return KZ_EINTERNAL;
+	}
+	if ((e = refusal(*out, r)) != 0) {
+		cJSON_Delete(*out);
+		*out = NULL;
+	}
+	return e;
 }
 
 static int
@@ -178,22 +197,27 @@ eval(struct kzp *p, const char *name, int argc, const char **argv,
 	else
 		e = kz_store_eval(p->st, sc, 1, argc + 2, av + 3, rep, why,
 		    sizeof(why));
-	return e == 0 ? 0 : eval_fail(p, e, why, r);
+	return e == 0 ? 0 : eval_fail(p, e, r);
 }
 
+/* A mutation answers an integer, or a refusal. */
 int
 kzp_mutate(struct kzp *p, const char *name, int argc, const char **argv,
     long long *val, struct kzp_res *r)
 {
 	redisReply *rep;
+	cJSON *res = NULL;
 	int e;
 
 	if ((e = eval(p, name, argc, argv, &rep, r)) != 0)
 		return e;
-	if (val != NULL)
+	if (rep->type == REDIS_REPLY_STRING)
+		e = parse_reply(rep, &res, r);
+	if (e == 0 && val != NULL)
 		*val = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+	cJSON_Delete(res);
 	freeReplyObject(rep);
-	return 0;
+	return e;
 }
 
 /* Runs a script that returns one JSON string and parses it. */
@@ -206,14 +230,9 @@ eval_json(struct kzp *p, const char *name, int argc, const char **argv,
 
 	if ((e = eval(p, name, argc, argv, &rep, r)) != 0)
 		return e;
-	if (rep->type != REDIS_REPLY_STRING ||
-	    (*out = cJSON_ParseWithLength(rep->str, rep->len)) == NULL) {
-		freeReplyObject(rep);
-		kzp_fail(r, KZ_WE_INTERNAL, "store view unreadable");
-		return KZ_EINTERNAL;
-	}
+	e = parse_reply(rep, out, r);
 	freeReplyObject(rep);
-	return 0;
+	return e;
 }
 
 /* One JSON argument: a manifest may name more ids than EVAL args. */

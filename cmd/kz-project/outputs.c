@@ -1,11 +1,11 @@
 /*
- * Shared-turn outputs (rule 10).  A file the run declared for a shared turn
- * is read beneath its workspace through the rooted resolver, validated for
- * size, type and name, stored as a blob and linked to exactly that room.
- * What the room sees is a durable reference and bounded metadata; nothing
- * else of the workspace is read.  A placeholder for an output in progress
- * names its call by a run-bound room reference, never by the provider's
- * call id, and carries no resource identity.
+ * Shared-turn outputs (the shared-output rule).  A file the run declared
+ * for a shared turn is read beneath its workspace through the rooted
+ * resolver, validated for size, type and name, stored as a blob and linked
+ * to exactly that room.  What the room sees is a durable reference and
+ * bounded metadata; nothing else of the workspace is read.  A placeholder
+ * for an output in progress names its call by a run-bound room reference,
+ * never by the provider's call id, and carries no resource identity.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -164,7 +164,7 @@ out:
 
 int
 kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r)
+    struct kzp_res *r, const char *mode)
 {
 	char rh[KZ_IDHASH_HEX + 1], mh[KZ_IDHASH_HEX + 1], sha[KZP_SHA_HEX + 1];
 	char rid[40], sz[24], why[KZP_WHY];
@@ -213,7 +213,7 @@ kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
 
 int
 kzp_op_placeholder(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r)
+    struct kzp_res *r, const char *mode)
 {
 	char rh[KZ_IDHASH_HEX + 1], ref[KZ_IDHASH_HEX + 1], run[200];
 	const char *rn, *call, *name;

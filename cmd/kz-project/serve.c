@@ -117,7 +117,7 @@ on_signal(evutil_socket_t fd, short ev, void *arg)
 	event_base_loopbreak(arg);
 }
 
-int
+enum kz_exit
 kzp_serve(struct kzp *p, struct kzp_cfg *c)
 {
 	struct kz_op ops[OPS_MAX + 1];
@@ -127,18 +127,17 @@ kzp_serve(struct kzp *p, struct kzp_cfg *c)
 	struct kz_srv *srv = NULL;
 	char why[200];
 	size_t n = 0;
-	int rc = 4;
+	enum kz_exit rc = KZ_EXIT_INTERNAL;
 
 	memset(ops, 0, sizeof(ops));
 	for (const struct kzp_opdef *d = kzp_ops; d->op && n < OPS_MAX - 1;
 	    d++)
-		ops[n++] = (struct kz_op){d->op, handle, d->fields, 0};
+		ops[n++] = (struct kz_op){d->op, handle, d->fields, d->flags};
 	ops[n++] = (struct kz_op){"status", op_status, no_fields, 0};
-	if (kz_peer_policy_parse(kz_conf_str(c->conf, "KZ_PEER_UIDS", ""),
-	    kz_conf_str(c->conf, "KZ_PEER_GIDS", ""), &sc.peers, why,
+	if (kz_srv_peers_load(c->conf, &sc.peers, &sc.operators, why,
 	    sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "project.config", KZ_ECONF, why, NULL);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	sc.sock_path = c->sock;
 	sc.frame_max = c->frame_max;
@@ -151,7 +150,7 @@ kzp_serve(struct kzp *p, struct kzp_cfg *c)
 		goto out;
 	if (kz_srv_new(base, &sc, &srv, why, sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "project.listen", KZ_ESYS, why, NULL);
-		rc = 3;
+		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	stats.srv = srv;
@@ -168,7 +167,7 @@ kzp_serve(struct kzp *p, struct kzp_cfg *c)
 	event_base_dispatch(base);
 	(void)kz_notify_stopping();
 	kz_log(KZ_LOG_INFO, "project.stop", 0, "stopped", NULL);
-	rc = 0;
+	rc = KZ_EXIT_OK;
 out:
 	for (int i = 0; i < 2; i++)
 		if (sigs[i] != NULL)

@@ -217,8 +217,9 @@ START_TEST(can_read_predicate)
 		{"{\"exists\":true,\"owner\":\"A\",\"revoked\":true}", "A",
 		    false},
 		{"{\"exists\":false}", "A", false},
-		/* Rule 12: a connection-bound item resolves only through a
-		 * connection serving this member, owner included. */
+		/* A connection-bound item resolves only through a connection
+		 * serving this member, owner included (the declared-source
+		 * rule). */
 		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
 		    "\"conn\":\"c1\",\"conn_ok\":false}", "A", false},
 		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","

@@ -1,0 +1,8 @@
+local id, tok = ARGV[2], ARGV[3]
+local h = redis.call('HMGET', W(id), 'state', 'token')
+if h[1] ~= 'creating' or h[2] ~= tok then
+  return fail('stale_token', 'worker is not being created under this token')
+end
+move(id, 'creating', 'warm', now())
+redis.call('HSET', W(id), 'endpoint', ARGV[4], 'gen', ARGV[5])
+return done(opid, {id = id, state = 'warm'})
