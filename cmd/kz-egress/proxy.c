@@ -47,65 +47,8 @@ static const char RESP_400[] = "HTTP/1.1 400 Bad Request\r\n"
     "Connection: close\r\n\r\nbad request\n";
 static const char RESP_431[] = "HTTP/1.1 431 Request Header Fields Too Large"
     "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-const char eg_resp_502[] = "HTTP/1.1 502 Bad Gateway\r\n"
-    "Content-Type: text/plain\r\nContent-Length: 12\r\n"
-    "Connection: close\r\n\r\nbad gateway\n";
 
-/* ---- lifecycle ---- */
-
-void
-conn_free(struct conn *c)
-{
-	if (c->lk != NULL)
-		eg_lookup_cancel(c->lk);
-	sio_free(c->cli);
-	sio_free(c->up);
-	if (c->head_out != NULL)
-		evbuffer_free(c->head_out);
-	if (c->timer != NULL)
-		event_free(c->timer);
-	tunnel_free(c->tun);
-	eg_policy_free(c->p);
-	atomic_fetch_sub(c->px->nconns, 1);
-	free(c);
-}
-
-void
-conn_close_up(struct conn *c)
-{
-	sio_free(c->up);
-	c->up = NULL;
-	c->up_host[0] = '\0';
-}
-
-static void
-arm(struct conn *c, int64_t secs)
-{
-	struct timeval tv = {(time_t)secs, 0};
-
-	evtimer_add(c->timer, &tv);
-}
-
-/* Stops reading and frees the connection once its output is written. */
-void
-conn_close_after_flush(struct conn *c)
-{
-	struct sio *b = c->cli != NULL ? c->cli : c->up;
-
-	c->st = ST_CLOSING;
-	if (c->lk != NULL) {
-		eg_lookup_cancel(c->lk);
-		c->lk = NULL;
-	}
-	if (b != NULL)
-		sio_flush(b);
-	if (b == NULL || sio_pending(b) == 0) {
-		conn_free(c);
-		return;
-	}
-	sio_read(b, false);
-	arm(c, c->p->header_timeout);
-}
+/* ---- answers ---- */
 
 static void
 respond(struct conn *c, const char *canned, size_t n)
@@ -115,8 +58,8 @@ respond(struct conn *c, const char *canned, size_t n)
 	conn_close_after_flush(c);
 }
 
-void
-conn_refuse(struct conn *c, const char *reason)
+static void
+refuse(struct conn *c, const char *reason)
 {
 	eg_refusal_record(reason, c->dest.host[0] ? c->dest.host : "-",
 	    c->dest.port, c->run);
@@ -263,7 +206,7 @@ on_verdict(const struct eg_verdict *v, void *arg)
 
 	c->lk = NULL;
 	if (v->reason != NULL) {
-		conn_refuse(c, v->reason);
+		refuse(c, v->reason);
 		return;
 	}
 	eg_count_allowed();
@@ -292,7 +235,7 @@ judge(struct conn *c)
 	}
 	if ((c->lk = eg_dns_check(c->px->dns, p, &c->dest, on_verdict, c)) ==
 	    NULL)
-		conn_refuse(c, "resolve_failed");
+		refuse(c, "resolve_failed");
 }
 
 /* One complete request head is in the client's input: judge it. */
@@ -329,7 +272,7 @@ handle_head(struct conn *c, size_t hlen)
 	    (r = eg_policy_check_dest(c->p, &c->dest)) != NULL) {
 		if (r[0] == 'b')	/* bad_host: record no raw text */
 			c->dest.host[0] = '\0';
-		conn_refuse(c, r);
+		refuse(c, r);
 		return;
 	}
 	c->cli_close = hd.close;
@@ -338,9 +281,12 @@ handle_head(struct conn *c, size_t hlen)
 	judge(c);
 }
 
-/* Looks for a complete head in the client's input (state ST_HEAD). */
-void
-conn_process_input(struct conn *c)
+/*
+ * Looks for a complete head in the client's input (state ST_HEAD): the
+ * worker's on_head, which conn_await_head and pump.c call.
+ */
+static void
+process_input(struct conn *c)
 {
 	struct evbuffer *in = c->cli->in;
 	struct evbuffer_ptr pos;
@@ -366,34 +312,6 @@ conn_process_input(struct conn *c)
 	handle_head(c, (size_t)pos.pos + 4);
 }
 
-void
-conn_await_head(struct conn *c)
-{
-	c->st = ST_HEAD;
-	c->req_done = c->resp_done = c->resp_head_done = false;
-	arm(c, c->p->header_timeout);
-	conn_process_input(c);
-}
-
-static void
-on_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn *c = arg;
-	struct timeval now;
-	int64_t idle = c->p->idle_timeout, quiet;
-
-	if (c->st != ST_TUNNEL) {
-		conn_free(c);
-		return;
-	}
-	event_base_gettimeofday_cached(c->px->base, &now);
-	quiet = (int64_t)now.tv_sec - (int64_t)c->last;
-	if (quiet >= idle)
-		conn_free(c);
-	else
-		arm(c, idle - quiet);
-}
-
 /* ---- listeners ---- */
 
 static void
@@ -404,26 +322,15 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct conn *c;
 	int one = 1;
 
-	if (atomic_fetch_add(px->nconns, 1) >= px->max_conns) {
-		atomic_fetch_sub(px->nconns, 1);
+	if ((c = conn_new(px)) == NULL) {
 		close(fd);
 		return;
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		atomic_fetch_sub(px->nconns, 1);
-		close(fd);
-		return;
-	}
-	c->px = px;
-	c->p = eg_policy_ref(px->p);
 	if (sa->sa_family != AF_UNIX)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
-	c->cli = conn_client_new(c, fd);
-	c->timer = evtimer_new(px->base, on_timer, c);
-	if (c->cli == NULL || c->timer == NULL) {
-		if (c->cli == NULL)
-			close(fd);
+	if ((c->cli = conn_client_new(c, fd)) == NULL) {
+		close(fd);
 		conn_free(c);
 		return;
 	}
@@ -476,6 +383,7 @@ worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
 	int r;
 
 	px->p = eg_policy_ref(p);
+	px->on_head = process_input;
 	px->nconns = nconns;
 	px->max_conns = (size_t)p->max_conns;
 	if ((px->base = event_base_new()) == NULL ||

@@ -243,7 +243,7 @@ cli_read(struct sio *b, void *arg)
 
 	switch (c->st) {
 	case ST_HEAD:
-		conn_process_input(c);
+		c->px->on_head(c);
 		break;
 	case ST_EXCHANGE:
 		pump_req(c);
