@@ -17,6 +17,8 @@
 
 #include "kz_conf.h"
 #include "kz_err.h"
+#include "kz_exit.h"
+#include "kz_sock.h"
 
 #define EG_HOST_MAX 253
 #define EG_LIST_MAX 64
@@ -133,7 +135,12 @@ struct eg_policy {
 	char resolver[80];
 	char audit_sock[108];
 	char status_sock[108];	/* "" when none */
-	char peer_uids[256], peer_gids[256];	/* for the status socket */
+	/* Who may ask the status socket (KZ_PEER_UIDS/GIDS); when they
+	 * cannot be parsed, peers_err and peers_why say so and the status
+	 * socket, not the policy, refuses to start. */
+	struct kz_peer_policy peers;
+	int peers_err;
+	char peers_why[200];
 	int64_t max_conns;
 	int64_t threads;
 	int64_t header_timeout, connect_timeout, idle_timeout;
@@ -187,9 +194,10 @@ const char *eg_mode_name(enum eg_mode m);
 /*
  * status: o (eg_policy_status_json's, or a running daemon's reply) as text
  * under the line source, or as JSON, on stdout.  Returns the exit status:
- * 1 when the mode in force is isolated, else 0.
+ * KZ_EXIT_REFUSED when the mode in force is isolated, else KZ_EXIT_OK.
  */
-int eg_policy_status(const cJSON *o, const char *source, bool json);
+enum kz_exit eg_policy_status(const cJSON *o, const char *source,
+    bool json);
 /* The policy in force as status reports it (caller deletes). */
 cJSON *eg_policy_status_json(const struct eg_policy *p);
 

@@ -25,14 +25,11 @@ int
 eg_grant_keypair(const char *field_key_file, unsigned char pk[32],
     unsigned char sk[64], char *why, size_t wlen)
 {
-	struct kz_key master, seed;
+	struct kz_key seed;
 	int r;
 
-	if ((r = kz_key_load(field_key_file, &master, why, wlen)) != 0)
-		return r;
-	r = kz_key_derive(&master, KZ_SUBKEY_GRANT, &seed);
-	kz_key_wipe(&master);
-	if (r != 0)
+	if ((r = kz_key_load_subkey(field_key_file, KZ_SUBKEY_GRANT, &seed,
+	    why, wlen)) != 0)
 		return r;
 	if (crypto_sign_seed_keypair(pk, sk, seed.k) != 0)
 		r = KZ_ECRYPTO;

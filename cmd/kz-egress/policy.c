@@ -16,6 +16,7 @@
 #include "egress.h"
 #include "kz_json.h"
 #include "kz_key.h"
+#include "kz_srv.h"
 #include "banned.h"
 
 const char *const eg_conf_keys[] = {
@@ -29,7 +30,7 @@ const char *const eg_conf_keys[] = {
 	"SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS", "SANDBOX_EGRESS_STATUS_SOCKET",
-	"KZ_PEER_UIDS", "KZ_PEER_GIDS", "KZ_SOCKET", "KZ_RUN_DIR",
+	KZ_SRV_PEER_KEYS, "KZ_SOCKET", "KZ_RUN_DIR",
 	"KZ_AUDIT_SOCKET", "KZ_FIELD_KEY_FILE", "KZ_LOG_LEVEL", "KZ_AUDIT", NULL,
 };
 
@@ -313,10 +314,8 @@ load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
 	}
 	load_status_sock(p, c);
-	snprintf(p->peer_uids, sizeof(p->peer_uids), "%s",
-	    kz_conf_str(c, "KZ_PEER_UIDS", ""));
-	snprintf(p->peer_gids, sizeof(p->peer_gids), "%s",
-	    kz_conf_str(c, "KZ_PEER_GIDS", ""));
+	p->peers_err = kz_srv_peers_load(c, &p->peers, NULL, p->peers_why,
+	    sizeof(p->peers_why));
 	load_audit(p, c);
 }
 
@@ -629,7 +628,7 @@ print_counts(const cJSON *o)
 	    num_of(o, "open_conns"), num_of(o, "reloads"));
 }
 
-int
+enum kz_exit
 eg_policy_status(const cJSON *o, const char *source, bool json)
 {
 	const char *mode = str_of(o, "mode", "isolated");
@@ -661,5 +660,5 @@ eg_policy_status(const cJSON *o, const char *source, bool json)
 		print_counts(o);
 	}
 	/* A monitor alerts on isolation: it is the refusal of all egress. */
-	return strcmp(mode, "isolated") == 0 ? 1 : 0;
+	return strcmp(mode, "isolated") == 0 ? KZ_EXIT_REFUSED : KZ_EXIT_OK;
 }

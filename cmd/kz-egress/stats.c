@@ -149,6 +149,7 @@ eg_status_query(const char *sock, cJSON **out, char *why, size_t wlen)
 }
 
 static const char *const no_fields[] = {NULL};
+/* status is for any allowed peer: it admits nothing and needs no operator. */
 static const struct kz_op ops[] = {
 	{"status", op_status, no_fields, 0},
 	{NULL, NULL, NULL, 0},
@@ -166,11 +167,12 @@ eg_status_start(struct event_base *base, struct eg_policy *p,
 	st.nconns = nconns;
 	if (p->status_sock[0] == '\0')
 		return 0;
-	if (kz_peer_policy_parse(p->peer_uids, p->peer_gids, &sc.peers, why,
-	    sizeof(why)) != 0) {
-		kz_log(KZ_LOG_ERROR, "egress.config", KZ_ECONF, why, NULL);
+	if (p->peers_err != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.config", KZ_ECONF, p->peers_why,
+		    NULL);
 		return KZ_ECONF;
 	}
+	sc.peers = p->peers;
 	sc.sock_path = p->status_sock;
 	sc.io_timeout_ms = 5000;
 	sc.idle_timeout_ms = 60000;
