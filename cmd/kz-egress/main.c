@@ -219,12 +219,13 @@ print_verdict(const struct eg_dest *d, const struct eg_verdict *v)
 	char s[64];
 	char *txt;
 
-	cJSON_AddStringToObject(o, "verdict", v->reason ? "refuse" : "allow");
-	if (v->reason)
-		cJSON_AddStringToObject(o, "reason", v->reason);
+	cJSON_AddStringToObject(o, "verdict", v->reason != EG_R_NONE ?
+	    "refuse" : "allow");
+	if (v->reason != EG_R_NONE)
+		cJSON_AddStringToObject(o, "reason", eg_reason_str(v->reason));
 	cJSON_AddStringToObject(o, "host", d->host[0] ? d->host : "-");
 	cJSON_AddNumberToObject(o, "port", d->port);
-	if (v->reason == NULL) {
+	if (v->reason == EG_R_NONE) {
 		eg_addr_str(&v->pinned, s, sizeof(s));
 		cJSON_AddStringToObject(o, "pinned", s);
 	}
@@ -237,7 +238,7 @@ print_verdict(const struct eg_dest *d, const struct eg_verdict *v)
 		printf("%s\n", txt);
 	free(txt);
 	cJSON_Delete(o);
-	return v->reason ? KZ_EXIT_REFUSED : KZ_EXIT_OK;
+	return v->reason != EG_R_NONE ? KZ_EXIT_REFUSED : KZ_EXIT_OK;
 }
 
 static enum kz_exit
@@ -283,13 +284,13 @@ cmd_check(const struct opts *o)
 	memset(&cx, 0, sizeof(cx));
 	cx.v.reason = eg_dest_init(&d, o->argv[0], (uint16_t)port,
 	    (o->caps & EG_CAP_TURN) != 0, o->caps);
-	if (cx.v.reason == NULL)
+	if (cx.v.reason == EG_R_NONE)
 		cx.v.reason = eg_policy_check_dest(p, &d);
-	if (cx.v.reason == NULL && d.literal) {
+	if (cx.v.reason == EG_R_NONE && d.literal) {
 		cx.v.reason = eg_policy_check_addr(p, &d, &d.lit);
 		cx.v.pinned = d.lit;
 		cx.v.answers[cx.v.nanswers++] = d.lit;
-	} else if (cx.v.reason == NULL &&
+	} else if (cx.v.reason == EG_R_NONE &&
 	    (r = resolve_check(p, &d, &cx)) != 0) {
 		eg_policy_free(p);
 		return r;

@@ -438,7 +438,7 @@ eg_policy_free(struct eg_policy *p)
 
 /* ---- decisions ---- */
 
-const char *
+enum eg_reason
 eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
     bool connect, unsigned caps)
 {
@@ -450,15 +450,15 @@ eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
 	d->caps = caps;
 	lit = eg_addr_parse_literal(host, &d->lit);
 	if (lit < 0)
-		return "bad_host";
+		return EG_R_BAD_HOST;
 	if (lit == 1) {
 		d->literal = true;
 		eg_addr_str(&d->lit, d->host, sizeof(d->host));
-		return NULL;
+		return EG_R_NONE;
 	}
 	if (eg_name_normalize(host, d->host, sizeof(d->host)) != 0)
-		return "bad_host";
-	return NULL;
+		return EG_R_BAD_HOST;
+	return EG_R_NONE;
 }
 
 static bool
@@ -479,26 +479,26 @@ is_turn(const struct eg_policy *p, const struct eg_dest *d)
 	    strcmp(t, d->host) == 0;
 }
 
-const char *
+enum eg_reason
 eg_policy_check_dest(const struct eg_policy *p, const struct eg_dest *d)
 {
 	bool port_ok = false;
 
 	if (p->mode == EG_MODE_ISOLATED)
-		return "isolated";
+		return EG_R_ISOLATED;
 	if (is_turn(p, d))
-		return NULL;
+		return EG_R_NONE;
 	for (size_t i = 0; i < p->nports; i++)
 		port_ok |= p->ports[i] == d->port;
 	if (!port_ok)
-		return "port_not_allowed";
+		return EG_R_PORT_NOT_ALLOWED;
 	if (p->mode == EG_MODE_ALLOWLIST) {
 		for (size_t i = 0; i < p->nallow; i++)
 			if (strcmp(p->allow[i], d->host) == 0)
-				return NULL;
-		return "host_not_allowlisted";
+				return EG_R_NONE;
+		return EG_R_HOST_NOT_ALLOWLISTED;
 	}
-	return NULL;
+	return EG_R_NONE;
 }
 
 static bool
@@ -519,7 +519,7 @@ is_own(const struct eg_policy *p, const struct eg_addr *a)
 	return false;
 }
 
-const char *
+enum eg_reason
 eg_policy_check_addr(const struct eg_policy *p, const struct eg_dest *d,
     const struct eg_addr *a)
 {
@@ -527,21 +527,21 @@ eg_policy_check_addr(const struct eg_policy *p, const struct eg_dest *d,
 	enum eg_class c = eg_addr_classify(a, &eff);
 
 	if (p->mode == EG_MODE_ISOLATED)
-		return "isolated";
+		return EG_R_ISOLATED;
 	if (eg_class_protected(c))
-		return eg_class_name(c);
+		return eg_class_reason(c);
 	if (in_list(p->cp, p->ncp, a) || in_list(p->cp, p->ncp, &eff))
-		return "control_plane";
+		return EG_R_CONTROL_PLANE;
 	if (is_own(p, a) || is_own(p, &eff))
-		return "own_address";
+		return EG_R_OWN_ADDRESS;
 	if (c == EG_C_PUBLIC)
-		return NULL;
+		return EG_R_NONE;
 	/* Private ranges: only the listed ones, in private_networks mode or
 	 * for the administrator's own TURN server. */
 	if ((p->mode == EG_MODE_PRIVATE || is_turn(p, d)) &&
 	    in_list(p->priv, p->npriv, &eff))
-		return NULL;
-	return eg_class_name(c);
+		return EG_R_NONE;
+	return eg_class_reason(c);
 }
 
 /* ---- status ---- */

@@ -59,55 +59,69 @@ respond(struct conn *c, const char *canned, size_t n)
 }
 
 static void
-refuse(struct conn *c, const char *reason)
+refuse(struct conn *c, enum eg_reason reason)
 {
+	/* A host that is no valid name or literal is recorded as no raw
+	 * text. */
+	if (reason == EG_R_BAD_HOST)
+		c->dest.host[0] = '\0';
 	eg_refusal_record(reason, c->dest.host[0] ? c->dest.host : "-",
 	    c->dest.port, c->run);
 	respond(c, RESP_403, sizeof(RESP_403) - 1);
 }
 
 static void
-bad_request(struct conn *c, const char *why)
+bad_request(struct conn *c, enum eg_reason why)
 {
 	eg_count_bad_request();
 	kz_log(KZ_LOG_INFO, "egress.bad_request", 0, "malformed request",
-	    "reason", why, NULL);
+	    "reason", eg_reason_str(why), NULL);
 	respond(c, RESP_400, sizeof(RESP_400) - 1);
+}
+
+/* Answers r with its status: a malformed request 400, a refusal 403. */
+static void
+reject(struct conn *c, enum eg_reason r)
+{
+	if (eg_reason_status(r) == 400)
+		bad_request(c, r);
+	else
+		refuse(c, r);
 }
 
 /* ---- grants ---- */
 
-static const char *
+static enum eg_reason
 check_grant(struct conn *c, const struct eg_head *hd)
 {
 	char g[EG_GRANT_MAX + 1];
 	unsigned char h[16];
 	struct eg_claims cl;
-	const char *r;
+	enum eg_reason r;
 	int64_t now = (int64_t)time(NULL);
 
 	if (eg_http_grant(hd->proxy_auth->value, hd->proxy_auth->vlen, g,
 	    sizeof(g)) != 0)
-		return "grant_malformed";
+		return EG_R_GRANT_MALFORMED;
 	/* A kept-alive client sends the same grant again: verifying the hash
 	 * of what was verified before, and its expiry, is enough. */
 	crypto_generichash(h, sizeof(h), (unsigned char *)g, strlen(g), NULL,
 	    0);
 	if (c->g_ok && sodium_memcmp(h, c->gh, sizeof(h)) == 0) {
 		sodium_memzero(g, sizeof(g));
-		return now < c->g_exp ? NULL : "grant_expired";
+		return now < c->g_exp ? EG_R_NONE : EG_R_GRANT_EXPIRED;
 	}
 	c->g_ok = false;
 	r = eg_grant_verify(c->p->pk, g, strlen(g), now, c->p->ttl, &cl);
 	sodium_memzero(g, sizeof(g));
-	if (r != NULL)
+	if (r != EG_R_NONE)
 		return r;
 	memcpy(c->gh, h, sizeof(h));
 	c->g_ok = true;
 	c->g_exp = cl.exp;
 	c->g_caps = cl.caps;
 	snprintf(c->run, sizeof(c->run), "%s", cl.run);
-	return NULL;
+	return EG_R_NONE;
 }
 
 /* ---- the request head ---- */
@@ -153,7 +167,7 @@ authority_of(const struct eg_head *hd, const char **a, size_t *alen)
 	*alen = (size_t)(e - s);
 }
 
-static const char *
+static enum eg_reason
 parse_target(struct conn *c, const struct eg_head *hd, char *host,
     size_t hlen, uint16_t *port)
 {
@@ -166,12 +180,12 @@ parse_target(struct conn *c, const struct eg_head *hd, char *host,
 		if (eg_http_authority(hd->target, hd->tlen, 0, host, hlen,
 		    port) != 0 || *port == 0 || memchr(hd->target, '@',
 		    hd->tlen) != NULL)
-			return "bad_target";
-		return NULL;
+			return EG_R_BAD_TARGET;
+		return EG_R_NONE;
 	}
 	if (eg_http_absolute(hd->target, hd->tlen, host, hlen, port, &path,
 	    &plen) != 0)
-		return "bad_target";
+		return EG_R_BAD_TARGET;
 	if (hd->chunked || (hd->has_length && hd->length > 0)) {
 		c->req_mode = hd->chunked ? BODY_CHUNKED : BODY_LENGTH;
 		c->req_left = hd->length;
@@ -180,12 +194,12 @@ parse_target(struct conn *c, const struct eg_head *hd, char *host,
 		c->req_mode = BODY_NONE;
 	}
 	if (c->head_out == NULL && (c->head_out = evbuffer_new()) == NULL)
-		return "internal";
+		return EG_R_INTERNAL;
 	evbuffer_drain(c->head_out, evbuffer_get_length(c->head_out));
 	authority_of(hd, &auth, &alen);
 	build_head(c, hd, auth, alen, path, plen);
 	c->is_head = hd->mlen == 4 && memcmp(hd->method, "HEAD", 4) == 0;
-	return NULL;
+	return EG_R_NONE;
 }
 
 static bool
@@ -196,7 +210,7 @@ can_reuse(struct conn *c)
 	return c->up != NULL && !c->is_connect && c->up_host[0] != '\0' &&
 	    strcmp(c->up_host, c->dest.host) == 0 &&
 	    c->up_port == c->dest.port &&
-	    eg_policy_check_addr(p, &c->dest, &c->up_addr) == NULL;
+	    eg_policy_check_addr(p, &c->dest, &c->up_addr) == EG_R_NONE;
 }
 
 static void
@@ -205,7 +219,7 @@ on_verdict(const struct eg_verdict *v, void *arg)
 	struct conn *c = arg;
 
 	c->lk = NULL;
-	if (v->reason != NULL) {
+	if (v->reason != EG_R_NONE) {
 		refuse(c, v->reason);
 		return;
 	}
@@ -235,7 +249,7 @@ judge(struct conn *c)
 	}
 	if ((c->lk = eg_dns_check(c->px->dns, p, &c->dest, on_verdict, c)) ==
 	    NULL)
-		refuse(c, "resolve_failed");
+		refuse(c, EG_R_RESOLVE_FAILED);
 }
 
 /* One complete request head is in the client's input: judge it. */
@@ -247,7 +261,7 @@ handle_head(struct conn *c, size_t hlen)
 	char host[EG_HOST_MAX + 3];
 	struct eg_head hd;
 	uint16_t port = 0;
-	const char *r;
+	enum eg_reason r;
 
 	evtimer_del(c->timer);
 	/* A new request is admitted under the policy in force now. */
@@ -256,9 +270,10 @@ handle_head(struct conn *c, size_t hlen)
 		c->p = eg_policy_ref(c->px->p);
 	}
 	memset(&c->dest, 0, sizeof(c->dest));
-	if ((r = eg_http_parse(buf, hlen, true, &hd)) != NULL ||
-	    (r = parse_target(c, &hd, host, sizeof(host), &port)) != NULL) {
-		bad_request(c, r);
+	if ((r = eg_http_parse(buf, hlen, true, &hd)) != EG_R_NONE ||
+	    (r = parse_target(c, &hd, host, sizeof(host), &port)) !=
+	    EG_R_NONE) {
+		reject(c, r);
 		return;
 	}
 	c->dest.port = port;
@@ -266,13 +281,11 @@ handle_head(struct conn *c, size_t hlen)
 		respond(c, RESP_407, sizeof(RESP_407) - 1);
 		return;
 	}
-	if ((r = check_grant(c, &hd)) != NULL ||
+	if ((r = check_grant(c, &hd)) != EG_R_NONE ||
 	    (r = eg_dest_init(&c->dest, host, port, c->is_connect,
-	    c->g_caps)) != NULL ||
-	    (r = eg_policy_check_dest(c->p, &c->dest)) != NULL) {
-		if (r[0] == 'b')	/* bad_host: record no raw text */
-			c->dest.host[0] = '\0';
-		refuse(c, r);
+	    c->g_caps)) != EG_R_NONE ||
+	    (r = eg_policy_check_dest(c->p, &c->dest)) != EG_R_NONE) {
+		reject(c, r);
 		return;
 	}
 	c->cli_close = hd.close;
@@ -296,7 +309,7 @@ process_input(struct conn *c)
 	if (len == 0)
 		return;
 	if (evbuffer_copyout(in, &ch, 1) == 1 && !eg_http_can_start(ch)) {
-		bad_request(c, "not_http");
+		reject(c, EG_R_NOT_HTTP);
 		return;
 	}
 	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);

@@ -117,7 +117,8 @@ pump_req(struct conn *c)
 	if (move_body(c->cli->in, c->up->out, c->req_mode, &c->req_left,
 	    &c->req_ck, &done) != 0) {
 		kz_log(KZ_LOG_INFO, "egress.bad_request", 0,
-		    "malformed request body", "reason", "bad_chunk", NULL);
+		    "malformed request body", "reason",
+		    eg_reason_str(EG_R_BAD_CHUNK), NULL);
 		bad_gateway(c);
 		return;
 	}
@@ -200,7 +201,7 @@ resp_head(struct conn *c)
 		hlen = (size_t)pos.pos + 4;
 		buf = (char *)evbuffer_pullup(in, (ev_ssize_t)hlen);
 		if (hlen > EG_HDR_MAX_BYTES ||
-		    eg_http_parse(buf, hlen, false, &hd) != NULL ||
+		    eg_http_parse(buf, hlen, false, &hd) != EG_R_NONE ||
 		    hd.status == 101) {
 			bad_gateway(c);
 			return;

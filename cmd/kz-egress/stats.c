@@ -22,8 +22,9 @@
 
 static atomic_ulong allowed, bad_requests, refused, reloads;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* In the order first seen (status lists them so); EG_R_NONE ends it. */
 static struct {
-	char name[32];
+	enum eg_reason r;
 	unsigned long n;
 } by_reason[REASONS_MAX];
 static struct {
@@ -51,20 +52,18 @@ eg_count_bad_request(void)
 }
 
 void
-eg_count_refused(const char *reason)
+eg_count_refused(enum eg_reason reason)
 {
 	size_t i;
 
 	atomic_fetch_add(&refused, 1);
 	pthread_mutex_lock(&mu);
-	for (i = 0; i < REASONS_MAX && by_reason[i].name[0] != '\0'; i++)
-		if (strcmp(by_reason[i].name, reason) == 0)
+	for (i = 0; i < REASONS_MAX && by_reason[i].r != EG_R_NONE; i++)
+		if (by_reason[i].r == reason)
 			break;
 	/* Past the table's end a reason is counted only in the total. */
 	if (i < REASONS_MAX) {
-		if (by_reason[i].name[0] == '\0')
-			snprintf(by_reason[i].name, sizeof(by_reason[i].name),
-			    "%s", reason);
+		by_reason[i].r = reason;
 		by_reason[i].n++;
 	}
 	pthread_mutex_unlock(&mu);
@@ -89,8 +88,9 @@ add_counts(cJSON *o)
 	    (r = cJSON_AddObjectToObject(o, "refused_by_reason")) == NULL)
 		return KZ_ENOMEM;
 	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < REASONS_MAX && by_reason[i].name[0]; i++)
-		if (!cJSON_AddNumberToObject(r, by_reason[i].name,
+	for (size_t i = 0; i < REASONS_MAX && by_reason[i].r != EG_R_NONE;
+	    i++)
+		if (!cJSON_AddNumberToObject(r, eg_reason_str(by_reason[i].r),
 		    (double)by_reason[i].n))
 			e = KZ_ENOMEM;
 	pthread_mutex_unlock(&mu);
