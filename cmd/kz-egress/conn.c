@@ -114,6 +114,21 @@ conn_close_after_flush(struct conn *c)
 }
 
 void
+conn_add_fields(struct evbuffer *o, const struct eg_head *hd)
+{
+	for (size_t i = 0; i < hd->nh; i++) {
+		const struct eg_hdr *h = &hd->h[i];
+
+		if (eg_hdr_hop(hd, h))
+			continue;
+		evbuffer_add(o, h->name, h->nlen);
+		evbuffer_add(o, ": ", 2);
+		evbuffer_add(o, h->value, h->vlen);
+		evbuffer_add(o, "\r\n", 2);
+	}
+}
+
+void
 conn_await_head(struct conn *c)
 {
 	c->st = ST_HEAD;

@@ -131,6 +131,10 @@ void conn_close_after_flush(struct conn *c);
 /* ST_HEAD, the header timer armed, and any head already in the client's
  * input handed to px->on_head. */
 void conn_await_head(struct conn *c);
+/* Adds hd's header fields but the hop-by-hop ones to o, "name: value"
+ * lines: what the request head (proxy.c) and the response head (pump.c)
+ * forward. */
+void conn_add_fields(struct evbuffer *o, const struct eg_head *hd);
 
 /* ---- pump.c ---- */
 struct sio *conn_client_new(struct conn *c, int fd);

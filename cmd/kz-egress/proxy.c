@@ -140,16 +140,7 @@ build_head(struct conn *c, const struct eg_head *hd, const char *auth,
 	evbuffer_add(o, " HTTP/1.1\r\nHost: ", 17);
 	evbuffer_add(o, auth, alen);
 	evbuffer_add(o, "\r\n", 2);
-	for (size_t i = 0; i < hd->nh; i++) {
-		const struct eg_hdr *h = &hd->h[i];
-
-		if (eg_hdr_hop(hd, h))
-			continue;
-		evbuffer_add(o, h->name, h->nlen);
-		evbuffer_add(o, ": ", 2);
-		evbuffer_add(o, h->value, h->vlen);
-		evbuffer_add(o, "\r\n", 2);
-	}
+	conn_add_fields(o, hd);
 	evbuffer_add(o, "\r\n", 2);
 }
 

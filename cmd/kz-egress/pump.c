@@ -161,16 +161,7 @@ write_resp_head(struct conn *c, const char *buf, const struct eg_head *hd,
 	evbuffer_add(o, "HTTP/1.1", 8);
 	evbuffer_add(o, buf + 8, (size_t)(eol - buf) - 8);
 	evbuffer_add(o, "\r\n", 2);
-	for (size_t i = 0; i < hd->nh; i++) {
-		const struct eg_hdr *h = &hd->h[i];
-
-		if (eg_hdr_hop(hd, h))
-			continue;
-		evbuffer_add(o, h->name, h->nlen);
-		evbuffer_add(o, ": ", 2);
-		evbuffer_add(o, h->value, h->vlen);
-		evbuffer_add(o, "\r\n", 2);
-	}
+	conn_add_fields(o, hd);
 	if (final && c->cli_close)
 		evbuffer_add(o, "Connection: close\r\n", 19);
 	else if (final)
