@@ -134,7 +134,8 @@ parse_claims(const unsigned char *buf, size_t n, struct eg_claims *cl)
 	    why, sizeof(why)) != 0 ||
 	    *run == '\0' || cl->exp <= cl->iat)
 		goto out;
-	if ((reason = parse_caps(kz_json_get(o, "caps"), &cl->caps)) != EG_R_NONE)
+	if ((reason = parse_caps(kz_json_get(o, "caps"), &cl->caps)) !=
+	    EG_R_NONE)
 		goto out;
 	snprintf(cl->run, sizeof(cl->run), "%s", run);
 out:
