@@ -16,30 +16,37 @@
 #include "egress.h"
 #include "banned.h"
 
-static const char *const class_names[EG_C_COUNT_] = {
-	[EG_C_PUBLIC] = "public",
-	[EG_C_PRIVATE_USE] = "private_use",
-	[EG_C_SHARED] = "shared_address",
-	[EG_C_UNIQUE_LOCAL] = "unique_local",
-	[EG_C_LOOPBACK] = "loopback",
-	[EG_C_UNSPECIFIED] = "unspecified",
-	[EG_C_LINK_LOCAL] = "link_local",
-	[EG_C_METADATA] = "metadata",
-	[EG_C_MULTICAST] = "multicast",
-	[EG_C_BROADCAST] = "broadcast",
-	[EG_C_DOCUMENTATION] = "documentation",
-	[EG_C_BENCHMARKING] = "benchmarking",
-	[EG_C_PROTOCOL] = "protocol_assignment",
-	[EG_C_RESERVED] = "reserved",
-	[EG_C_DISCARD] = "discard_only",
-	[EG_C_SITE_LOCAL] = "site_local",
-	[EG_C_LOCAL_NAT64] = "local_nat64",
+/* The refusal each class gives; its string is the class's name too. */
+static const enum eg_reason class_reasons[EG_C_COUNT_] = {
+	[EG_C_PUBLIC] = EG_R_NONE,
+	[EG_C_PRIVATE_USE] = EG_R_PRIVATE_USE,
+	[EG_C_SHARED] = EG_R_SHARED_ADDRESS,
+	[EG_C_UNIQUE_LOCAL] = EG_R_UNIQUE_LOCAL,
+	[EG_C_LOOPBACK] = EG_R_LOOPBACK,
+	[EG_C_UNSPECIFIED] = EG_R_UNSPECIFIED,
+	[EG_C_LINK_LOCAL] = EG_R_LINK_LOCAL,
+	[EG_C_METADATA] = EG_R_METADATA,
+	[EG_C_MULTICAST] = EG_R_MULTICAST,
+	[EG_C_BROADCAST] = EG_R_BROADCAST,
+	[EG_C_DOCUMENTATION] = EG_R_DOCUMENTATION,
+	[EG_C_BENCHMARKING] = EG_R_BENCHMARKING,
+	[EG_C_PROTOCOL] = EG_R_PROTOCOL_ASSIGNMENT,
+	[EG_C_RESERVED] = EG_R_RESERVED,
+	[EG_C_DISCARD] = EG_R_DISCARD_ONLY,
+	[EG_C_SITE_LOCAL] = EG_R_SITE_LOCAL,
+	[EG_C_LOCAL_NAT64] = EG_R_LOCAL_NAT64,
 };
+
+enum eg_reason
+eg_class_reason(enum eg_class c)
+{
+	return c < EG_C_COUNT_ ? class_reasons[c] : EG_R_RESERVED;
+}
 
 const char *
 eg_class_name(enum eg_class c)
 {
-	return c < EG_C_COUNT_ ? class_names[c] : "reserved";
+	return c == EG_C_PUBLIC ? "public" : eg_reason_str(eg_class_reason(c));
 }
 
 bool

@@ -1,6 +1,9 @@
 /*
- * One client connection of the proxy, shared by proxy.c (accept, heads,
- * judgement) and pump.c (upstream, bodies, tunnels).
+ * One client connection of the proxy: its life in conn.c (made, timed,
+ * closed, freed), its heads and judgement in proxy.c, its upstream and
+ * bodies in pump.c, its CONNECT tunnel in tunnel.c.  The calls go one way:
+ * proxy.c calls pump.c, pump.c calls tunnel.c, and each of them calls
+ * conn.c, which calls none of them back (on_head and tun_free below).
  */
 #ifndef EGRESS_CONN_H
 #define EGRESS_CONN_H
@@ -54,6 +57,9 @@ void sio_set_read_timeout(struct sio *s, const struct timeval *tv);
 void sio_flush(struct sio *s);
 size_t sio_pending(const struct sio *s);
 
+struct conn;
+struct tunnel;
+
 struct proxy {
 	struct event_base *base;
 	/* The policy in force on this thread (one reference); a reload puts
@@ -65,6 +71,10 @@ struct proxy {
 	struct eg_dns *dns;
 	struct evconnlistener *ls[8];
 	size_t nls;
+	/* Looks for a request head in a connection's input (proxy.c's, set
+	 * by the worker): how conn.c and pump.c hand the next request back
+	 * without calling into proxy.c. */
+	void (*on_head)(struct conn *c);
 	/* connections open on all threads: the bound is the process's */
 	atomic_size_t *nconns;
 	size_t max_conns;
@@ -103,20 +113,34 @@ struct conn {
 	uint16_t up_port;
 	time_t last;	/* tunnel activity */
 	struct tunnel *tun;	/* after a CONNECT's 200 */
+	/* Frees tun: tunnel.c's, set with tun, so that conn.c, which
+	 * tunnel.c calls, does not call into tunnel.c. */
+	void (*tun_free)(struct tunnel *t);
 };
+
+/* ---- conn.c ---- */
 
 extern const char eg_resp_502[];
 
+/* A connection accepted on px (counted against px->max_conns, its timer
+ * made, no client socket yet): NULL at the bound or out of memory. */
+struct conn *conn_new(struct proxy *px);
 void conn_free(struct conn *c);
 void conn_close_up(struct conn *c);
 void conn_close_after_flush(struct conn *c);
-void conn_refuse(struct conn *c, const char *reason);
-void conn_process_input(struct conn *c);
+/* ST_HEAD, the header timer armed, and any head already in the client's
+ * input handed to px->on_head. */
 void conn_await_head(struct conn *c);
-/* pump.c */
+/* Adds hd's header fields but the hop-by-hop ones to o, "name: value"
+ * lines: what the request head (proxy.c) and the response head (pump.c)
+ * forward. */
+void conn_add_fields(struct evbuffer *o, const struct eg_head *hd);
+
+/* ---- pump.c ---- */
 struct sio *conn_client_new(struct conn *c, int fd);
 void conn_connect_up(struct conn *c, const struct eg_addr *a);
 void conn_start_exchange(struct conn *c);
+
 /* reload.c: SIGHUP reads the configuration again (eg_proxy_run's load). */
 struct eg_reload;
 KZ_WUR int eg_reload_new(struct proxy *w, size_t n, struct eg_policy *p,
@@ -125,9 +149,9 @@ void eg_reload_free(struct eg_reload *r);
 /* The worker's side: takes the next policy, if any, on its own thread. */
 KZ_WUR int eg_reload_worker_init(struct proxy *px);
 void eg_reload_worker_release(struct proxy *px);
-/* tunnel.c */
-struct tunnel;
+
+/* ---- tunnel.c ---- */
+/* Makes c's tunnel (c->tun and c->tun_free, freed with c). */
 int tunnel_start(struct conn *c);
-void tunnel_free(struct tunnel *t);
 
 #endif

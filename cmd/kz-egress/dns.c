@@ -218,29 +218,29 @@ eg_dns_free(struct eg_dns *d)
 }
 
 static bool
-merely_private(const char *reason)
+merely_private(enum eg_reason reason)
 {
-	return strcmp(reason, "private_use") == 0 ||
-	    strcmp(reason, "shared_address") == 0 ||
-	    strcmp(reason, "unique_local") == 0;
+	return reason == EG_R_PRIVATE_USE || reason == EG_R_SHARED_ADDRESS ||
+	    reason == EG_R_UNIQUE_LOCAL;
 }
 
 static void
 add_answer(struct eg_verdict *v, const struct eg_policy *p,
     const struct eg_dest *d, const struct eg_addr *a)
 {
-	const char *r;
+	enum eg_reason r;
 
 	if (v->nanswers == EG_ANS_MAX) {
 		/* More answers than can be judged: refuse, never skip. */
-		v->reason = v->reason ? v->reason : "too_many_answers";
+		if (v->reason == EG_R_NONE)
+			v->reason = EG_R_TOO_MANY_ANSWERS;
 		return;
 	}
 	v->answers[v->nanswers++] = *a;
 	r = eg_policy_check_addr(p, d, a);
 	/* Any refused answer refuses the name; the record names the gravest
 	 * one, a protected class before a merely unlisted private range. */
-	if (r != NULL && (v->reason == NULL ||
+	if (r != EG_R_NONE && (v->reason == EG_R_NONE ||
 	    (merely_private(v->reason) && !merely_private(r))))
 		v->reason = r;
 }
@@ -280,11 +280,11 @@ eg_dns_judge(struct eg_verdict *v, const struct eg_policy *p,
 void
 eg_dns_settle(struct eg_verdict *v, bool failed)
 {
-	if (v->reason == NULL && failed)
-		v->reason = "resolve_failed";
-	else if (v->reason == NULL && v->nanswers == 0)
-		v->reason = "unresolvable";
-	if (v->reason != NULL)
+	if (v->reason == EG_R_NONE && failed)
+		v->reason = EG_R_RESOLVE_FAILED;
+	else if (v->reason == EG_R_NONE && v->nanswers == 0)
+		v->reason = EG_R_UNRESOLVABLE;
+	if (v->reason != EG_R_NONE)
 		return;
 	/* IPv4 first: it is what most origins answer on. */
 	v->pinned = v->answers[0];

@@ -17,10 +17,80 @@
 
 #include "kz_conf.h"
 #include "kz_err.h"
+#include "kz_exit.h"
+#include "kz_sock.h"
 
 #define EG_HOST_MAX 253
 #define EG_LIST_MAX 64
 #define EG_REASON_MAX 48
+
+/* ---- reason.c: why a request is refused ---- */
+
+/*
+ * Every reason a request is refused or answered as malformed, as one
+ * table: the name, the string that reaches logs, audit records and the
+ * status counters (never changed: monitors match on it), and the HTTP
+ * status the client is answered with.  The address classes' reasons are
+ * also their names (eg_class_name).
+ */
+#define EG_REASONS(X) \
+	X(PRIVATE_USE, "private_use", 403) \
+	X(SHARED_ADDRESS, "shared_address", 403) \
+	X(UNIQUE_LOCAL, "unique_local", 403) \
+	X(LOOPBACK, "loopback", 403) \
+	X(UNSPECIFIED, "unspecified", 403) \
+	X(LINK_LOCAL, "link_local", 403) \
+	X(METADATA, "metadata", 403) \
+	X(MULTICAST, "multicast", 403) \
+	X(BROADCAST, "broadcast", 403) \
+	X(DOCUMENTATION, "documentation", 403) \
+	X(BENCHMARKING, "benchmarking", 403) \
+	X(PROTOCOL_ASSIGNMENT, "protocol_assignment", 403) \
+	X(RESERVED, "reserved", 403) \
+	X(DISCARD_ONLY, "discard_only", 403) \
+	X(SITE_LOCAL, "site_local", 403) \
+	X(LOCAL_NAT64, "local_nat64", 403) \
+	X(ISOLATED, "isolated", 403) \
+	X(PORT_NOT_ALLOWED, "port_not_allowed", 403) \
+	X(HOST_NOT_ALLOWLISTED, "host_not_allowlisted", 403) \
+	X(CONTROL_PLANE, "control_plane", 403) \
+	X(OWN_ADDRESS, "own_address", 403) \
+	X(BAD_HOST, "bad_host", 403) \
+	X(TOO_MANY_ANSWERS, "too_many_answers", 403) \
+	X(RESOLVE_FAILED, "resolve_failed", 403) \
+	X(UNRESOLVABLE, "unresolvable", 403) \
+	X(GRANT_MALFORMED, "grant_malformed", 403) \
+	X(GRANT_SIGNATURE, "grant_signature", 403) \
+	X(GRANT_NOT_YET_VALID, "grant_not_yet_valid", 403) \
+	X(GRANT_EXPIRED, "grant_expired", 403) \
+	X(GRANT_LIFETIME, "grant_lifetime", 403) \
+	X(BAD_REQUEST_LINE, "bad_request_line", 400) \
+	X(BAD_VERSION, "bad_version", 400) \
+	X(BAD_STATUS_LINE, "bad_status_line", 502) \
+	X(BAD_HEADER, "bad_header", 400) \
+	X(AMBIGUOUS_LENGTH, "ambiguous_length", 400) \
+	X(BAD_TRANSFER_ENCODING, "bad_transfer_encoding", 400) \
+	X(BAD_EXPECT, "bad_expect", 400) \
+	X(BAD_HEAD, "bad_head", 400) \
+	X(TOO_MANY_HEADERS, "too_many_headers", 400) \
+	X(BAD_TARGET, "bad_target", 400) \
+	X(NOT_HTTP, "not_http", 400) \
+	X(INTERNAL, "internal", 400) \
+	X(BAD_CHUNK, "bad_chunk", 502)
+
+/* EG_R_NONE (0): allowed, nothing wrong; a zeroed verdict is allowed. */
+enum eg_reason {
+	EG_R_NONE,
+#define EG_R_ENUM(name, str, status) EG_R_##name,
+	EG_REASONS(EG_R_ENUM)
+#undef EG_R_ENUM
+	EG_R_COUNT_
+};
+
+/* The reason's string; NULL for EG_R_NONE. */
+const char *eg_reason_str(enum eg_reason r);
+/* The HTTP status a client is answered with for r (400, 403 or 502). */
+int eg_reason_status(enum eg_reason r);
 
 /* ---- addr.c ---- */
 
@@ -57,6 +127,8 @@ enum eg_class {
 };
 
 const char *eg_class_name(enum eg_class c);
+/* The refusal for an address of class c (EG_R_NONE for public). */
+enum eg_reason eg_class_reason(enum eg_class c);
 /* Every class denied in every mode, for status. */
 bool eg_class_protected(enum eg_class c);
 
@@ -133,7 +205,12 @@ struct eg_policy {
 	char resolver[80];
 	char audit_sock[108];
 	char status_sock[108];	/* "" when none */
-	char peer_uids[256], peer_gids[256];	/* for the status socket */
+	/* Who may ask the status socket (KZ_PEER_UIDS/GIDS); when they
+	 * cannot be parsed, peers_err and peers_why say so and the status
+	 * socket, not the policy, refuses to start. */
+	struct kz_peer_policy peers;
+	int peers_err;
+	char peers_why[200];
 	int64_t max_conns;
 	int64_t threads;
 	int64_t header_timeout, connect_timeout, idle_timeout;
@@ -172,24 +249,26 @@ struct eg_dest {
 #define EG_CAP_TURN 0x1u
 
 /*
- * Parses host (as written in a request) and port into d.  Returns 0, or a
- * refusal reason ("bad_host") when the host is no valid name or literal.
+ * Parses host (as written in a request) and port into d.  Returns
+ * EG_R_NONE, or EG_R_BAD_HOST when the host is no valid name or literal.
  */
-const char *eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
-    bool connect, unsigned caps);
-/* The checks before resolution: NULL when allowed, else the reason. */
-const char *eg_policy_check_dest(const struct eg_policy *p,
+enum eg_reason eg_dest_init(struct eg_dest *d, const char *host,
+    uint16_t port, bool connect, unsigned caps);
+/* The checks before resolution: EG_R_NONE when allowed, else the reason. */
+enum eg_reason eg_policy_check_dest(const struct eg_policy *p,
     const struct eg_dest *d);
-/* The check of one (resolved or literal) address: NULL or the reason. */
-const char *eg_policy_check_addr(const struct eg_policy *p,
+/* The check of one (resolved or literal) address: EG_R_NONE or the
+ * reason. */
+enum eg_reason eg_policy_check_addr(const struct eg_policy *p,
     const struct eg_dest *d, const struct eg_addr *a);
 const char *eg_mode_name(enum eg_mode m);
 /*
  * status: o (eg_policy_status_json's, or a running daemon's reply) as text
  * under the line source, or as JSON, on stdout.  Returns the exit status:
- * 1 when the mode in force is isolated, else 0.
+ * KZ_EXIT_REFUSED when the mode in force is isolated, else KZ_EXIT_OK.
  */
-int eg_policy_status(const cJSON *o, const char *source, bool json);
+enum kz_exit eg_policy_status(const cJSON *o, const char *source,
+    bool json);
 /* The policy in force as status reports it (caller deletes). */
 cJSON *eg_policy_status_json(const struct eg_policy *p);
 
@@ -210,11 +289,11 @@ KZ_WUR int eg_grant_keypair(const char *field_key_file, unsigned char pk[32],
 KZ_WUR int eg_grant_mint(const unsigned char sk[64], const char *run_hash,
     int64_t now, int64_t ttl, unsigned caps, char *out, size_t len);
 /*
- * Verifies a grant; on failure returns the refusal reason ("grant_malformed",
- * "grant_signature", "grant_not_yet_valid", "grant_expired",
- * "grant_lifetime"), else NULL with the claims in cl.
+ * Verifies a grant; on failure returns the refusal reason
+ * (EG_R_GRANT_MALFORMED, _SIGNATURE, _NOT_YET_VALID, _EXPIRED, _LIFETIME),
+ * else EG_R_NONE with the claims in cl.
  */
-const char *eg_grant_verify(const unsigned char pk[32], const char *grant,
+enum eg_reason eg_grant_verify(const unsigned char pk[32], const char *grant,
     size_t len, int64_t now, int64_t max_ttl, struct eg_claims *cl);
 /* HMAC-SHA1 (nettle's), for the TURN REST credential. */
 #define EG_SHA1_BYTES 20
@@ -246,7 +325,7 @@ struct eg_dns;
 
 /* Result of a resolution: the pinned address, or the refusal reason. */
 struct eg_verdict {
-	const char *reason;	/* NULL: allowed */
+	enum eg_reason reason;	/* EG_R_NONE: allowed */
 	struct eg_addr pinned;
 	struct eg_addr answers[EG_ANS_MAX];
 	size_t nanswers;
@@ -320,12 +399,12 @@ bool eg_http_can_start(unsigned char ch);
 bool eg_http_resp_prefix_ok(const char *buf, size_t len);
 /*
  * Parses a request (is_req) or response head of len bytes (ending in the
- * blank line).  Returns NULL or the reason it is refused; smuggling
+ * blank line).  Returns EG_R_NONE or the reason it is refused; smuggling
  * ambiguities (Content-Length with Transfer-Encoding, duplicate
  * Content-Length, a coding other than chunked, folded or malformed lines)
  * are refusals.
  */
-const char *eg_http_parse(char *buf, size_t len, bool is_req,
+enum eg_reason eg_http_parse(char *buf, size_t len, bool is_req,
     struct eg_head *out);
 bool eg_hdr_is(const struct eg_hdr *h, const char *name);
 /* Whether this header must not be forwarded (hop-by-hop, proxy auth). */
@@ -374,14 +453,14 @@ void eg_count_allowed(void);
 /* A malformed request (answered 400). */
 void eg_count_bad_request(void);
 /* A refusal, by its reason (eg_refusal_record calls it). */
-void eg_count_refused(const char *reason);
+void eg_count_refused(enum eg_reason reason);
 struct kz_srv;
 /* Serves op status on p->status_sock from base (nconns: the open client
  * connections); *out stays NULL when no status socket is configured. */
 KZ_WUR int eg_status_start(struct event_base *base, struct eg_policy *p,
     atomic_size_t *nconns, struct kz_srv **out);
-void eg_refusal_record(const char *reason, const char *host, uint16_t port,
-    const char *run);
+void eg_refusal_record(enum eg_reason reason, const char *host,
+    uint16_t port, const char *run);
 /* The policy status reports from now on (called on the status socket's
  * loop; takes a reference, drops the previous one). */
 void eg_status_set_policy(struct eg_policy *p);

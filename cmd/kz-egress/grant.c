@@ -25,14 +25,11 @@ int
 eg_grant_keypair(const char *field_key_file, unsigned char pk[32],
     unsigned char sk[64], char *why, size_t wlen)
 {
-	struct kz_key master, seed;
+	struct kz_key seed;
 	int r;
 
-	if ((r = kz_key_load(field_key_file, &master, why, wlen)) != 0)
-		return r;
-	r = kz_key_derive(&master, KZ_SUBKEY_GRANT, &seed);
-	kz_key_wipe(&master);
-	if (r != 0)
+	if ((r = kz_key_load_subkey(field_key_file, KZ_SUBKEY_GRANT, &seed,
+	    why, wlen)) != 0)
 		return r;
 	if (crypto_sign_seed_keypair(pk, sk, seed.k) != 0)
 		r = KZ_ECRYPTO;
@@ -92,32 +89,33 @@ eg_grant_mint(const unsigned char sk[64], const char *run_hash, int64_t now,
 	return 0;
 }
 
-static const char *
+static enum eg_reason
 parse_caps(const cJSON *caps, unsigned *out)
 {
 	const cJSON *it;
 
 	*out = 0;
 	if (caps == NULL)
-		return NULL;
+		return EG_R_NONE;
 	if (!cJSON_IsArray(caps) || cJSON_GetArraySize(caps) > 4)
-		return "grant_malformed";
+		return EG_R_GRANT_MALFORMED;
 	cJSON_ArrayForEach(it, caps) {
 		/* Unknown capabilities are refused, not ignored: a grant can
 		 * only narrow, and its issuer meant something by it. */
 		if (!cJSON_IsString(it) || strcmp(it->valuestring, "turn") != 0)
-			return "grant_malformed";
+			return EG_R_GRANT_MALFORMED;
 		*out |= EG_CAP_TURN;
 	}
-	return NULL;
+	return EG_R_NONE;
 }
 
-static const char *
+static enum eg_reason
 parse_claims(const unsigned char *buf, size_t n, struct eg_claims *cl)
 {
 	static const char *const fields[] = {"v", "run", "iat", "nbf", "exp",
 		"caps", NULL};
-	const char *reason = "grant_malformed", *run;
+	enum eg_reason reason = EG_R_GRANT_MALFORMED;
+	const char *run;
 	cJSON *o = NULL;
 	int64_t v;
 	char why[128];
@@ -136,7 +134,8 @@ parse_claims(const unsigned char *buf, size_t n, struct eg_claims *cl)
 	    why, sizeof(why)) != 0 ||
 	    *run == '\0' || cl->exp <= cl->iat)
 		goto out;
-	if ((reason = parse_caps(kz_json_get(o, "caps"), &cl->caps)) != NULL)
+	if ((reason = parse_caps(kz_json_get(o, "caps"), &cl->caps)) !=
+	    EG_R_NONE)
 		goto out;
 	snprintf(cl->run, sizeof(cl->run), "%s", run);
 out:
@@ -144,40 +143,40 @@ out:
 	return reason;
 }
 
-const char *
+enum eg_reason
 eg_grant_verify(const unsigned char pk[32], const char *grant, size_t len,
     int64_t now, int64_t max_ttl, struct eg_claims *cl)
 {
 	unsigned char claims[CLAIMS_MAX], sig[crypto_sign_BYTES + 1];
 	const char *dot, *end;
 	size_t clen, slen;
-	const char *r;
+	enum eg_reason r;
 
 	memset(cl, 0, sizeof(*cl));
 	if (len == 0 || len > EG_GRANT_MAX ||
 	    (dot = memchr(grant, '.', len)) == NULL ||
 	    memchr(dot + 1, '.', len - (size_t)(dot - grant) - 1) != NULL)
-		return "grant_malformed";
+		return EG_R_GRANT_MALFORMED;
 	if (sodium_base642bin(claims, sizeof(claims), grant,
 	    (size_t)(dot - grant), NULL, &clen, &end, B64URL) != 0 ||
 	    end != dot ||
 	    sodium_base642bin(sig, sizeof(sig), dot + 1,
 	    len - (size_t)(dot - grant) - 1, NULL, &slen, &end, B64URL) != 0 ||
 	    end != grant + len || slen != crypto_sign_BYTES)
-		return "grant_malformed";
+		return EG_R_GRANT_MALFORMED;
 	/* The signature covers the encoded claims exactly as sent. */
 	if (crypto_sign_verify_detached(sig, (const unsigned char *)grant,
 	    (size_t)(dot - grant), pk) != 0)
-		return "grant_signature";
-	if ((r = parse_claims(claims, clen, cl)) != NULL)
+		return EG_R_GRANT_SIGNATURE;
+	if ((r = parse_claims(claims, clen, cl)) != EG_R_NONE)
 		return r;
 	if (cl->nbf > now + SKEW || cl->iat > now + SKEW)
-		return "grant_not_yet_valid";
+		return EG_R_GRANT_NOT_YET_VALID;
 	if (cl->exp <= now)
-		return "grant_expired";
+		return EG_R_GRANT_EXPIRED;
 	if (cl->exp - cl->iat > max_ttl || cl->exp - cl->nbf > max_ttl)
-		return "grant_lifetime";
-	return NULL;
+		return EG_R_GRANT_LIFETIME;
+	return EG_R_NONE;
 }
 
 /* ---- TURN REST credentials: nettle's HMAC-SHA1 (libsodium has none) ---- */

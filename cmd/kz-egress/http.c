@@ -84,7 +84,7 @@ line_end(const char *p, const char *end)
 	return NULL;
 }
 
-static const char *
+static enum eg_reason
 parse_request_line(const char *p, const char *e, struct eg_head *hd)
 {
 	const char *sp1, *sp2;
@@ -92,37 +92,37 @@ parse_request_line(const char *p, const char *e, struct eg_head *hd)
 	for (sp1 = p; sp1 < e && is_tchar((unsigned char)*sp1); sp1++)
 		;
 	if (sp1 == p || sp1 >= e || *sp1 != ' ')
-		return "bad_request_line";
+		return EG_R_BAD_REQUEST_LINE;
 	for (sp2 = sp1 + 1; sp2 < e && (unsigned char)*sp2 > ' ' &&
 	    *sp2 != 0x7f; sp2++)
 		;
 	if (sp2 == sp1 + 1 || sp2 >= e || *sp2 != ' ')
-		return "bad_request_line";
+		return EG_R_BAD_REQUEST_LINE;
 	hd->method = p;
 	hd->mlen = (size_t)(sp1 - p);
 	hd->target = sp1 + 1;
 	hd->tlen = (size_t)(sp2 - sp1 - 1);
 	if (e - sp2 - 1 != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
 	    (sp2[8] != '0' && sp2[8] != '1'))
-		return "bad_version";
+		return EG_R_BAD_VERSION;
 	hd->minor = sp2[8] - '0';
-	return NULL;
+	return EG_R_NONE;
 }
 
-static const char *
+static enum eg_reason
 parse_status_line(const char *p, const char *e, struct eg_head *hd)
 {
 	if (e - p < 12 || memcmp(p, "HTTP/1.", 7) != 0 ||
 	    (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
 	    p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' ||
 	    p[11] < '0' || p[11] > '9' || (e - p > 12 && p[12] != ' '))
-		return "bad_status_line";
+		return EG_R_BAD_STATUS_LINE;
 	hd->minor = p[7] - '0';
 	hd->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	return NULL;
+	return EG_R_NONE;
 }
 
-static const char *
+static enum eg_reason
 parse_header(const char *p, const char *e, struct eg_hdr *h)
 {
 	const char *c, *v, *ve;
@@ -131,7 +131,7 @@ parse_header(const char *p, const char *e, struct eg_hdr *h)
 		;
 	/* No space before the colon, no folded continuation lines. */
 	if (c == p || c >= e || *c != ':')
-		return "bad_header";
+		return EG_R_BAD_HEADER;
 	for (v = c + 1; v < e && (*v == ' ' || *v == '\t'); v++)
 		;
 	for (ve = e; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--)
@@ -140,13 +140,13 @@ parse_header(const char *p, const char *e, struct eg_hdr *h)
 		unsigned char ch = (unsigned char)*q;
 
 		if ((ch < ' ' && ch != '\t') || ch == 0x7f)
-			return "bad_header";
+			return EG_R_BAD_HEADER;
 	}
 	h->name = p;
 	h->nlen = (size_t)(c - p);
 	h->value = v;
 	h->vlen = (size_t)(ve - v);
-	return NULL;
+	return EG_R_NONE;
 }
 
 /* Whether a comma-separated header value lists token (case-insensitive). */
@@ -174,7 +174,7 @@ lists(const struct eg_hdr *h, const char *token)
 	return false;
 }
 
-static const char *
+static enum eg_reason
 framing(struct eg_head *hd, const struct eg_hdr *h, bool is_req)
 {
 	if (eg_hdr_is(h, "content-length")) {
@@ -183,16 +183,16 @@ framing(struct eg_head *hd, const struct eg_hdr *h, bool is_req)
 
 		if (hd->has_length || h->vlen == 0 || h->vlen > 18 ||
 		    strspn(h->value, "0123456789") < h->vlen)
-			return "ambiguous_length";
+			return EG_R_AMBIGUOUS_LENGTH;
 		memcpy(buf, h->value, h->vlen);
 		buf[h->vlen] = '\0';
 		if (kz_parse_int(buf, 0, INT64_MAX, &v) != 0)
-			return "ambiguous_length";
+			return EG_R_AMBIGUOUS_LENGTH;
 		hd->has_length = true;
 		hd->length = (uint64_t)v;
 	} else if (eg_hdr_is(h, "transfer-encoding")) {
 		if (hd->chunked || !ieq(h->value, h->vlen, "chunked"))
-			return "bad_transfer_encoding";
+			return EG_R_BAD_TRANSFER_ENCODING;
 		hd->chunked = true;
 	} else if (eg_hdr_is(h, "connection")) {
 		hd->has_connection = true;
@@ -200,14 +200,14 @@ framing(struct eg_head *hd, const struct eg_hdr *h, bool is_req)
 			hd->close = true;
 	} else if (is_req && eg_hdr_is(h, "expect")) {
 		if (!ieq(h->value, h->vlen, "100-continue"))
-			return "bad_expect";
+			return EG_R_BAD_EXPECT;
 		hd->expect_continue = true;
 	} else if (is_req && eg_hdr_is(h, "proxy-authorization")) {
 		if (hd->proxy_auth != NULL)
-			return "bad_header";
+			return EG_R_BAD_HEADER;
 		hd->proxy_auth = h;
 	}
-	return NULL;
+	return EG_R_NONE;
 }
 
 static bool
@@ -220,38 +220,39 @@ keeps_alive_10(const struct eg_head *hd)
 	return false;
 }
 
-const char *
+enum eg_reason
 eg_http_parse(char *buf, size_t len, bool is_req, struct eg_head *hd)
 {
-	const char *p = buf, *end = buf + len, *e, *r;
+	const char *p = buf, *end = buf + len, *e;
+	enum eg_reason r;
 
 	/* Everything but the header array, which is read only below nh. */
 	memset(hd, 0, offsetof(struct eg_head, h));
 	memset(&hd->nh, 0, sizeof(*hd) - offsetof(struct eg_head, nh));
 	if (len < 4 || memcmp(end - 4, "\r\n\r\n", 4) != 0)
-		return "bad_head";
+		return EG_R_BAD_HEAD;
 	if ((e = line_end(p, end)) == NULL)
-		return "bad_head";
+		return EG_R_BAD_HEAD;
 	r = is_req ? parse_request_line(p, e, hd) : parse_status_line(p, e, hd);
-	if (r != NULL)
+	if (r != EG_R_NONE)
 		return r;
 	for (p = e + 2; p < end - 2; p = e + 2) {
 		if ((e = line_end(p, end)) == NULL)
-			return "bad_header";
+			return EG_R_BAD_HEADER;
 		if (hd->nh == EG_HDR_MAX_COUNT)
-			return "too_many_headers";
-		if ((r = parse_header(p, e, &hd->h[hd->nh])) != NULL ||
-		    (r = framing(hd, &hd->h[hd->nh], is_req)) != NULL)
+			return EG_R_TOO_MANY_HEADERS;
+		if ((r = parse_header(p, e, &hd->h[hd->nh])) != EG_R_NONE ||
+		    (r = framing(hd, &hd->h[hd->nh], is_req)) != EG_R_NONE)
 			return r;
 		hd->nh++;
 	}
 	if (hd->chunked && hd->has_length)
-		return "ambiguous_length";
+		return EG_R_AMBIGUOUS_LENGTH;
 	if (hd->chunked && hd->minor == 0)
-		return "bad_transfer_encoding";
+		return EG_R_BAD_TRANSFER_ENCODING;
 	if (hd->minor == 0 && !keeps_alive_10(hd))
 		hd->close = true;
-	return NULL;
+	return EG_R_NONE;
 }
 
 bool

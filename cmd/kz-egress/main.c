@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "egress.h"
+#include "kz_exit.h"
 #include "kz_json.h"
 #include "kz_key.h"
 #include "kz_log.h"
@@ -37,16 +38,16 @@ struct opts {
 	char **argv;
 };
 
-static int
+static enum kz_exit
 bad_usage(const char *msg)
 {
 	if (msg != NULL)
 		fprintf(stderr, "kz-egress: %s\n", msg);
 	fputs(usage, stderr);
-	return 2;
+	return KZ_EXIT_USAGE;
 }
 
-static int
+static enum kz_exit
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -90,11 +91,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 	}
 	o->argc = argc - optind;
 	o->argv = argv + optind;
-	return 0;
+	return KZ_EXIT_OK;
 }
 
 /* The config in force; an unusable file leaves the policy isolated. */
-static int
+static enum kz_exit
 load_policy(const struct opts *o, struct eg_policy **out)
 {
 	struct kz_conf *c = NULL;
@@ -109,7 +110,7 @@ load_policy(const struct opts *o, struct eg_policy **out)
 	kz_conf_free(c);
 	if (r != 0)
 		fprintf(stderr, "kz-egress: %s\n", kz_strerror(r));
-	return r == 0 ? 0 : 4;
+	return r == 0 ? KZ_EXIT_OK : KZ_EXIT_INTERNAL;
 }
 
 /* SIGHUP's load: the same file and socket, the same fail-closed rules. */
@@ -119,7 +120,7 @@ reload_policy(void *arg, struct eg_policy **out)
 	return load_policy(arg, out) == 0 ? 0 : KZ_ENOMEM;
 }
 
-static int
+static enum kz_exit
 cmd_serve(const struct opts *o)
 {
 	struct eg_policy *p;
@@ -135,11 +136,11 @@ cmd_serve(const struct opts *o)
 	if (p->nlisten == 0) {
 		fprintf(stderr, "kz-egress: no listen address\n");
 		eg_policy_free(p);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	r = eg_proxy_run(p, reload_policy, (void *)o);
 	eg_policy_free(p);
-	return r == 0 ? 0 : 3;
+	return r == 0 ? KZ_EXIT_OK : KZ_EXIT_UNAVAIL;
 }
 
 /*
@@ -149,7 +150,7 @@ cmd_serve(const struct opts *o)
  */
 #define FROM_CONF "scope from the configuration"
 
-static int
+static enum kz_exit
 cmd_status(const struct opts *o)
 {
 	struct eg_policy *p;
@@ -191,7 +192,7 @@ cmd_status(const struct opts *o)
 		cJSON_AddStringToObject(st, "status_socket", p->status_sock);
 	eg_policy_free(p);
 	if (st == NULL)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	r = eg_policy_status(st, src, o->json);
 	cJSON_Delete(st);
 	return r;
@@ -211,19 +212,20 @@ check_done(const struct eg_verdict *v, void *arg)
 	cx->done = true;
 }
 
-static int
+static enum kz_exit
 print_verdict(const struct eg_dest *d, const struct eg_verdict *v)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 	char s[64];
 	char *txt;
 
-	cJSON_AddStringToObject(o, "verdict", v->reason ? "refuse" : "allow");
-	if (v->reason)
-		cJSON_AddStringToObject(o, "reason", v->reason);
+	cJSON_AddStringToObject(o, "verdict", v->reason != EG_R_NONE ?
+	    "refuse" : "allow");
+	if (v->reason != EG_R_NONE)
+		cJSON_AddStringToObject(o, "reason", eg_reason_str(v->reason));
 	cJSON_AddStringToObject(o, "host", d->host[0] ? d->host : "-");
 	cJSON_AddNumberToObject(o, "port", d->port);
-	if (v->reason == NULL) {
+	if (v->reason == EG_R_NONE) {
 		eg_addr_str(&v->pinned, s, sizeof(s));
 		cJSON_AddStringToObject(o, "pinned", s);
 	}
@@ -236,37 +238,37 @@ print_verdict(const struct eg_dest *d, const struct eg_verdict *v)
 		printf("%s\n", txt);
 	free(txt);
 	cJSON_Delete(o);
-	return v->reason ? 1 : 0;
+	return v->reason != EG_R_NONE ? KZ_EXIT_REFUSED : KZ_EXIT_OK;
 }
 
-static int
+static enum kz_exit
 resolve_check(struct eg_policy *p, const struct eg_dest *d,
     struct check_ctx *cx)
 {
 	struct event_base *base = event_base_new();
 	struct eg_dns *dns = NULL;
 	char why[160];
-	int r = 0;
+	int r = KZ_EXIT_OK;
 
 	if (base == NULL)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	if (eg_dns_new(base, p->resolver, &dns, why, sizeof(why)) != 0 ||
 	    eg_dns_check(dns, p, d, check_done, cx) == NULL) {
 		fprintf(stderr, "kz-egress: %s\n", why);
-		r = 3;
+		r = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	while (!cx->done && event_base_loop(base, EVLOOP_ONCE) == 0)
 		;
 	if (!cx->done)
-		r = 4;
+		r = KZ_EXIT_INTERNAL;
 out:
 	eg_dns_free(dns);
 	event_base_free(base);
 	return r;
 }
 
-static int
+static enum kz_exit
 cmd_check(const struct opts *o)
 {
 	struct check_ctx cx;
@@ -282,13 +284,13 @@ cmd_check(const struct opts *o)
 	memset(&cx, 0, sizeof(cx));
 	cx.v.reason = eg_dest_init(&d, o->argv[0], (uint16_t)port,
 	    (o->caps & EG_CAP_TURN) != 0, o->caps);
-	if (cx.v.reason == NULL)
+	if (cx.v.reason == EG_R_NONE)
 		cx.v.reason = eg_policy_check_dest(p, &d);
-	if (cx.v.reason == NULL && d.literal) {
+	if (cx.v.reason == EG_R_NONE && d.literal) {
 		cx.v.reason = eg_policy_check_addr(p, &d, &d.lit);
 		cx.v.pinned = d.lit;
 		cx.v.answers[cx.v.nanswers++] = d.lit;
-	} else if (cx.v.reason == NULL &&
+	} else if (cx.v.reason == EG_R_NONE &&
 	    (r = resolve_check(p, &d, &cx)) != 0) {
 		eg_policy_free(p);
 		return r;
@@ -304,7 +306,7 @@ field_key_path(const struct opts *o)
 	return o->field_key ? o->field_key : getenv("KZ_FIELD_KEY_FILE");
 }
 
-static int
+static enum kz_exit
 cmd_pubkey(const struct opts *o)
 {
 	unsigned char pk[32], sk[64];
@@ -314,32 +316,30 @@ cmd_pubkey(const struct opts *o)
 		return bad_usage("pubkey needs --field-key FILE");
 	if (eg_grant_keypair(field_key_path(o), pk, sk, why, sizeof(why))) {
 		fprintf(stderr, "kz-egress: %s\n", why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	sodium_memzero(sk, sizeof(sk));
 	kz_hex(pk, sizeof(pk), hex);
 	printf("%s\n", hex);
-	return 0;
+	return KZ_EXIT_OK;
 }
 
 static int
 run_hash(const char *keyfile, const char *run, char out[KZ_IDHASH_HEX + 1],
     char *why, size_t wlen)
 {
-	struct kz_key master, idk;
+	struct kz_key idk;
 	int r;
 
-	if ((r = kz_key_load(keyfile, &master, why, wlen)) != 0)
+	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_IDHASH, &idk, why,
+	    wlen)) != 0)
 		return r;
-	r = kz_key_derive(&master, KZ_SUBKEY_IDHASH, &idk);
-	kz_key_wipe(&master);
-	if (r == 0)
-		r = kz_key_idhash(&idk, "run", run, out);
+	r = kz_key_idhash(&idk, "run", run, out);
 	kz_key_wipe(&idk);
 	return r;
 }
 
-static int
+static enum kz_exit
 cmd_grant(const struct opts *o)
 {
 	unsigned char pk[32], sk[64];
@@ -364,15 +364,15 @@ cmd_grant(const struct opts *o)
 	    run_hash(field_key_path(o), o->run, rh, why, sizeof(why))) {
 		sodium_memzero(sk, sizeof(sk));
 		fprintf(stderr, "kz-egress: %s\n", why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	r = eg_grant_mint(sk, rh, (int64_t)time(NULL), ttl, o->caps, g,
 	    sizeof(g));
 	sodium_memzero(sk, sizeof(sk));
 	if (r != 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	printf("%s\n", g);
-	return 0;
+	return KZ_EXIT_OK;
 }
 
 static bool
@@ -386,12 +386,12 @@ has_ctrl(const char *s)
 
 /* The credential as one JSON object, built with cJSON so that any user
  * name is quoted and escaped the one correct way. */
-static int
+static enum kz_exit
 print_turn(const char *uname, const char *pass, int64_t ttl)
 {
 	cJSON *o = cJSON_CreateObject();
 	char *txt = NULL;
-	int r = 4;
+	int r = KZ_EXIT_INTERNAL;
 
 	if (o == NULL || !cJSON_AddStringToObject(o, "username", uname) ||
 	    !cJSON_AddStringToObject(o, "password", pass) ||
@@ -399,7 +399,7 @@ print_turn(const char *uname, const char *pass, int64_t ttl)
 	    (txt = kz_json_print(o)) == NULL)
 		goto out;
 	printf("%s\n", txt);
-	r = 0;
+	r = KZ_EXIT_OK;
 out:
 	if (txt != NULL)
 		sodium_memzero(txt, strlen(txt));
@@ -408,7 +408,7 @@ out:
 	return r;
 }
 
-static int
+static enum kz_exit
 cmd_turn(const struct opts *o)
 {
 	unsigned char secret[4096];
@@ -430,7 +430,7 @@ cmd_turn(const struct opts *o)
 		return bad_usage("--ttl: TURN credentials live at most 3600 s");
 	if ((f = fopen(o->secret, "re")) == NULL) {
 		fprintf(stderr, "kz-egress: cannot read the secret file\n");
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	n = fread(secret, 1, sizeof(secret), f);
 	fclose(f);
@@ -438,13 +438,13 @@ cmd_turn(const struct opts *o)
 		n--;
 	if (n == 0 || n == sizeof(secret)) {
 		fprintf(stderr, "kz-egress: secret file empty or too large\n");
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	r = eg_turn_credential(secret, n, o->user, (int64_t)time(NULL) + ttl,
 	    uname, sizeof(uname), pass, sizeof(pass));
 	sodium_memzero(secret, sizeof(secret));
 	if (r != 0)
-		return 2;
+		return KZ_EXIT_USAGE;
 	r = print_turn(uname, pass, ttl);
 	sodium_memzero(pass, sizeof(pass));
 	return r;
@@ -455,7 +455,7 @@ main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
-		int (*fn)(const struct opts *);
+		enum kz_exit (*fn)(const struct opts *);
 	} cmds[] = {
 		{"serve", cmd_serve}, {"status", cmd_status},
 		{"check", cmd_check}, {"pubkey", cmd_pubkey},
@@ -469,14 +469,14 @@ main(int argc, char **argv)
 		return bad_usage(NULL);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fputs(usage, stdout);
-		return 0;
+		return KZ_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("kz-egress %s\n", KZ_VERSION);
-		return 0;
+		return KZ_EXIT_OK;
 	}
 	if (sodium_init() < 0)
-		return 4;
+		return KZ_EXIT_INTERNAL;
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv[1], cmds[i].name) != 0)
 			continue;

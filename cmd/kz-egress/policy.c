@@ -16,6 +16,7 @@
 #include "egress.h"
 #include "kz_json.h"
 #include "kz_key.h"
+#include "kz_srv.h"
 #include "banned.h"
 
 const char *const eg_conf_keys[] = {
@@ -29,7 +30,7 @@ const char *const eg_conf_keys[] = {
 	"SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
 	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS", "SANDBOX_EGRESS_STATUS_SOCKET",
-	"KZ_PEER_UIDS", "KZ_PEER_GIDS", "KZ_SOCKET", "KZ_RUN_DIR",
+	KZ_SRV_PEER_KEYS, "KZ_SOCKET", "KZ_RUN_DIR",
 	"KZ_AUDIT_SOCKET", "KZ_FIELD_KEY_FILE", "KZ_LOG_LEVEL", "KZ_AUDIT", NULL,
 };
 
@@ -313,10 +314,8 @@ load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
 	}
 	load_status_sock(p, c);
-	snprintf(p->peer_uids, sizeof(p->peer_uids), "%s",
-	    kz_conf_str(c, "KZ_PEER_UIDS", ""));
-	snprintf(p->peer_gids, sizeof(p->peer_gids), "%s",
-	    kz_conf_str(c, "KZ_PEER_GIDS", ""));
+	p->peers_err = kz_srv_peers_load(c, &p->peers, NULL, p->peers_why,
+	    sizeof(p->peers_why));
 	load_audit(p, c);
 }
 
@@ -439,7 +438,7 @@ eg_policy_free(struct eg_policy *p)
 
 /* ---- decisions ---- */
 
-const char *
+enum eg_reason
 eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
     bool connect, unsigned caps)
 {
@@ -451,15 +450,15 @@ eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
 	d->caps = caps;
 	lit = eg_addr_parse_literal(host, &d->lit);
 	if (lit < 0)
-		return "bad_host";
+		return EG_R_BAD_HOST;
 	if (lit == 1) {
 		d->literal = true;
 		eg_addr_str(&d->lit, d->host, sizeof(d->host));
-		return NULL;
+		return EG_R_NONE;
 	}
 	if (eg_name_normalize(host, d->host, sizeof(d->host)) != 0)
-		return "bad_host";
-	return NULL;
+		return EG_R_BAD_HOST;
+	return EG_R_NONE;
 }
 
 static bool
@@ -480,26 +479,26 @@ is_turn(const struct eg_policy *p, const struct eg_dest *d)
 	    strcmp(t, d->host) == 0;
 }
 
-const char *
+enum eg_reason
 eg_policy_check_dest(const struct eg_policy *p, const struct eg_dest *d)
 {
 	bool port_ok = false;
 
 	if (p->mode == EG_MODE_ISOLATED)
-		return "isolated";
+		return EG_R_ISOLATED;
 	if (is_turn(p, d))
-		return NULL;
+		return EG_R_NONE;
 	for (size_t i = 0; i < p->nports; i++)
 		port_ok |= p->ports[i] == d->port;
 	if (!port_ok)
-		return "port_not_allowed";
+		return EG_R_PORT_NOT_ALLOWED;
 	if (p->mode == EG_MODE_ALLOWLIST) {
 		for (size_t i = 0; i < p->nallow; i++)
 			if (strcmp(p->allow[i], d->host) == 0)
-				return NULL;
-		return "host_not_allowlisted";
+				return EG_R_NONE;
+		return EG_R_HOST_NOT_ALLOWLISTED;
 	}
-	return NULL;
+	return EG_R_NONE;
 }
 
 static bool
@@ -520,7 +519,7 @@ is_own(const struct eg_policy *p, const struct eg_addr *a)
 	return false;
 }
 
-const char *
+enum eg_reason
 eg_policy_check_addr(const struct eg_policy *p, const struct eg_dest *d,
     const struct eg_addr *a)
 {
@@ -528,21 +527,21 @@ eg_policy_check_addr(const struct eg_policy *p, const struct eg_dest *d,
 	enum eg_class c = eg_addr_classify(a, &eff);
 
 	if (p->mode == EG_MODE_ISOLATED)
-		return "isolated";
+		return EG_R_ISOLATED;
 	if (eg_class_protected(c))
-		return eg_class_name(c);
+		return eg_class_reason(c);
 	if (in_list(p->cp, p->ncp, a) || in_list(p->cp, p->ncp, &eff))
-		return "control_plane";
+		return EG_R_CONTROL_PLANE;
 	if (is_own(p, a) || is_own(p, &eff))
-		return "own_address";
+		return EG_R_OWN_ADDRESS;
 	if (c == EG_C_PUBLIC)
-		return NULL;
+		return EG_R_NONE;
 	/* Private ranges: only the listed ones, in private_networks mode or
 	 * for the administrator's own TURN server. */
 	if ((p->mode == EG_MODE_PRIVATE || is_turn(p, d)) &&
 	    in_list(p->priv, p->npriv, &eff))
-		return NULL;
-	return eg_class_name(c);
+		return EG_R_NONE;
+	return eg_class_reason(c);
 }
 
 /* ---- status ---- */
@@ -629,7 +628,7 @@ print_counts(const cJSON *o)
 	    num_of(o, "open_conns"), num_of(o, "reloads"));
 }
 
-int
+enum kz_exit
 eg_policy_status(const cJSON *o, const char *source, bool json)
 {
 	const char *mode = str_of(o, "mode", "isolated");
@@ -661,5 +660,5 @@ eg_policy_status(const cJSON *o, const char *source, bool json)
 		print_counts(o);
 	}
 	/* A monitor alerts on isolation: it is the refusal of all egress. */
-	return strcmp(mode, "isolated") == 0 ? 1 : 0;
+	return strcmp(mode, "isolated") == 0 ? KZ_EXIT_REFUSED : KZ_EXIT_OK;
 }

@@ -47,65 +47,8 @@ static const char RESP_400[] = "HTTP/1.1 400 Bad Request\r\n"
     "Connection: close\r\n\r\nbad request\n";
 static const char RESP_431[] = "HTTP/1.1 431 Request Header Fields Too Large"
     "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-const char eg_resp_502[] = "HTTP/1.1 502 Bad Gateway\r\n"
-    "Content-Type: text/plain\r\nContent-Length: 12\r\n"
-    "Connection: close\r\n\r\nbad gateway\n";
 
-/* ---- lifecycle ---- */
-
-void
-conn_free(struct conn *c)
-{
-	if (c->lk != NULL)
-		eg_lookup_cancel(c->lk);
-	sio_free(c->cli);
-	sio_free(c->up);
-	if (c->head_out != NULL)
-		evbuffer_free(c->head_out);
-	if (c->timer != NULL)
-		event_free(c->timer);
-	tunnel_free(c->tun);
-	eg_policy_free(c->p);
-	atomic_fetch_sub(c->px->nconns, 1);
-	free(c);
-}
-
-void
-conn_close_up(struct conn *c)
-{
-	sio_free(c->up);
-	c->up = NULL;
-	c->up_host[0] = '\0';
-}
-
-static void
-arm(struct conn *c, int64_t secs)
-{
-	struct timeval tv = {(time_t)secs, 0};
-
-	evtimer_add(c->timer, &tv);
-}
-
-/* Stops reading and frees the connection once its output is written. */
-void
-conn_close_after_flush(struct conn *c)
-{
-	struct sio *b = c->cli != NULL ? c->cli : c->up;
-
-	c->st = ST_CLOSING;
-	if (c->lk != NULL) {
-		eg_lookup_cancel(c->lk);
-		c->lk = NULL;
-	}
-	if (b != NULL)
-		sio_flush(b);
-	if (b == NULL || sio_pending(b) == 0) {
-		conn_free(c);
-		return;
-	}
-	sio_read(b, false);
-	arm(c, c->p->header_timeout);
-}
+/* ---- answers ---- */
 
 static void
 respond(struct conn *c, const char *canned, size_t n)
@@ -115,56 +58,70 @@ respond(struct conn *c, const char *canned, size_t n)
 	conn_close_after_flush(c);
 }
 
-void
-conn_refuse(struct conn *c, const char *reason)
+static void
+refuse(struct conn *c, enum eg_reason reason)
 {
+	/* A host that is no valid name or literal is recorded as no raw
+	 * text. */
+	if (reason == EG_R_BAD_HOST)
+		c->dest.host[0] = '\0';
 	eg_refusal_record(reason, c->dest.host[0] ? c->dest.host : "-",
 	    c->dest.port, c->run);
 	respond(c, RESP_403, sizeof(RESP_403) - 1);
 }
 
 static void
-bad_request(struct conn *c, const char *why)
+bad_request(struct conn *c, enum eg_reason why)
 {
 	eg_count_bad_request();
 	kz_log(KZ_LOG_INFO, "egress.bad_request", 0, "malformed request",
-	    "reason", why, NULL);
+	    "reason", eg_reason_str(why), NULL);
 	respond(c, RESP_400, sizeof(RESP_400) - 1);
+}
+
+/* Answers r with its status: a malformed request 400, a refusal 403. */
+static void
+reject(struct conn *c, enum eg_reason r)
+{
+	if (eg_reason_status(r) == 400)
+		bad_request(c, r);
+	else
+		refuse(c, r);
 }
 
 /* ---- grants ---- */
 
-static const char *
+static enum eg_reason
 check_grant(struct conn *c, const struct eg_head *hd)
 {
 	char g[EG_GRANT_MAX + 1];
 	unsigned char h[16];
 	struct eg_claims cl;
-	const char *r;
+	enum eg_reason r;
 	int64_t now = (int64_t)time(NULL);
 
 	if (eg_http_grant(hd->proxy_auth->value, hd->proxy_auth->vlen, g,
 	    sizeof(g)) != 0)
-		return "grant_malformed";
+		return EG_R_GRANT_MALFORMED;
 	/* A kept-alive client sends the same grant again: verifying the hash
 	 * of what was verified before, and its expiry, is enough. */
 	crypto_generichash(h, sizeof(h), (unsigned char *)g, strlen(g), NULL,
 	    0);
 	if (c->g_ok && sodium_memcmp(h, c->gh, sizeof(h)) == 0) {
 		sodium_memzero(g, sizeof(g));
-		return now < c->g_exp ? NULL : "grant_expired";
+		return now < c->g_exp ? EG_R_NONE : EG_R_GRANT_EXPIRED;
 	}
 	c->g_ok = false;
 	r = eg_grant_verify(c->p->pk, g, strlen(g), now, c->p->ttl, &cl);
 	sodium_memzero(g, sizeof(g));
-	if (r != NULL)
+	if (r != EG_R_NONE)
 		return r;
 	memcpy(c->gh, h, sizeof(h));
 	c->g_ok = true;
 	c->g_exp = cl.exp;
 	c->g_caps = cl.caps;
 	snprintf(c->run, sizeof(c->run), "%s", cl.run);
-	return NULL;
+	return EG_R_NONE;
 }
 
 /* ---- the request head ---- */
@@ -183,16 +140,7 @@ build_head(struct conn *c, const struct eg_head *hd, const char *auth,
 	evbuffer_add(o, " HTTP/1.1\r\nHost: ", 17);
 	evbuffer_add(o, auth, alen);
 	evbuffer_add(o, "\r\n", 2);
-	for (size_t i = 0; i < hd->nh; i++) {
-		const struct eg_hdr *h = &hd->h[i];
-
-		if (eg_hdr_hop(hd, h))
-			continue;
-		evbuffer_add(o, h->name, h->nlen);
-		evbuffer_add(o, ": ", 2);
-		evbuffer_add(o, h->value, h->vlen);
-		evbuffer_add(o, "\r\n", 2);
-	}
+	conn_add_fields(o, hd);
 	evbuffer_add(o, "\r\n", 2);
 }
 
@@ -210,7 +158,7 @@ authority_of(const struct eg_head *hd, const char **a, size_t *alen)
 	*alen = (size_t)(e - s);
 }
 
-static const char *
+static enum eg_reason
 parse_target(struct conn *c, const struct eg_head *hd, char *host,
     size_t hlen, uint16_t *port)
 {
@@ -223,12 +171,12 @@ parse_target(struct conn *c, const struct eg_head *hd, char *host,
 		if (eg_http_authority(hd->target, hd->tlen, 0, host, hlen,
 		    port) != 0 || *port == 0 || memchr(hd->target, '@',
 		    hd->tlen) != NULL)
-			return "bad_target";
-		return NULL;
+			return EG_R_BAD_TARGET;
+		return EG_R_NONE;
 	}
 	if (eg_http_absolute(hd->target, hd->tlen, host, hlen, port, &path,
 	    &plen) != 0)
-		return "bad_target";
+		return EG_R_BAD_TARGET;
 	if (hd->chunked || (hd->has_length && hd->length > 0)) {
 		c->req_mode = hd->chunked ? BODY_CHUNKED : BODY_LENGTH;
 		c->req_left = hd->length;
@@ -237,12 +185,12 @@ parse_target(struct conn *c, const struct eg_head *hd, char *host,
 		c->req_mode = BODY_NONE;
 	}
 	if (c->head_out == NULL && (c->head_out = evbuffer_new()) == NULL)
-		return "internal";
+		return EG_R_INTERNAL;
 	evbuffer_drain(c->head_out, evbuffer_get_length(c->head_out));
 	authority_of(hd, &auth, &alen);
 	build_head(c, hd, auth, alen, path, plen);
 	c->is_head = hd->mlen == 4 && memcmp(hd->method, "HEAD", 4) == 0;
-	return NULL;
+	return EG_R_NONE;
 }
 
 static bool
@@ -253,7 +201,7 @@ can_reuse(struct conn *c)
 	return c->up != NULL && !c->is_connect && c->up_host[0] != '\0' &&
 	    strcmp(c->up_host, c->dest.host) == 0 &&
 	    c->up_port == c->dest.port &&
-	    eg_policy_check_addr(p, &c->dest, &c->up_addr) == NULL;
+	    eg_policy_check_addr(p, &c->dest, &c->up_addr) == EG_R_NONE;
 }
 
 static void
@@ -262,8 +210,8 @@ on_verdict(const struct eg_verdict *v, void *arg)
 	struct conn *c = arg;
 
 	c->lk = NULL;
-	if (v->reason != NULL) {
-		conn_refuse(c, v->reason);
+	if (v->reason != EG_R_NONE) {
+		refuse(c, v->reason);
 		return;
 	}
 	eg_count_allowed();
@@ -292,7 +240,7 @@ judge(struct conn *c)
 	}
 	if ((c->lk = eg_dns_check(c->px->dns, p, &c->dest, on_verdict, c)) ==
 	    NULL)
-		conn_refuse(c, "resolve_failed");
+		refuse(c, EG_R_RESOLVE_FAILED);
 }
 
 /* One complete request head is in the client's input: judge it. */
@@ -304,7 +252,7 @@ handle_head(struct conn *c, size_t hlen)
 	char host[EG_HOST_MAX + 3];
 	struct eg_head hd;
 	uint16_t port = 0;
-	const char *r;
+	enum eg_reason r;
 
 	evtimer_del(c->timer);
 	/* A new request is admitted under the policy in force now. */
@@ -313,9 +261,10 @@ handle_head(struct conn *c, size_t hlen)
 		c->p = eg_policy_ref(c->px->p);
 	}
 	memset(&c->dest, 0, sizeof(c->dest));
-	if ((r = eg_http_parse(buf, hlen, true, &hd)) != NULL ||
-	    (r = parse_target(c, &hd, host, sizeof(host), &port)) != NULL) {
-		bad_request(c, r);
+	if ((r = eg_http_parse(buf, hlen, true, &hd)) != EG_R_NONE ||
+	    (r = parse_target(c, &hd, host, sizeof(host), &port)) !=
+	    EG_R_NONE) {
+		reject(c, r);
 		return;
 	}
 	c->dest.port = port;
@@ -323,13 +272,11 @@ handle_head(struct conn *c, size_t hlen)
 		respond(c, RESP_407, sizeof(RESP_407) - 1);
 		return;
 	}
-	if ((r = check_grant(c, &hd)) != NULL ||
+	if ((r = check_grant(c, &hd)) != EG_R_NONE ||
 	    (r = eg_dest_init(&c->dest, host, port, c->is_connect,
-	    c->g_caps)) != NULL ||
-	    (r = eg_policy_check_dest(c->p, &c->dest)) != NULL) {
-		if (r[0] == 'b')	/* bad_host: record no raw text */
-			c->dest.host[0] = '\0';
-		conn_refuse(c, r);
+	    c->g_caps)) != EG_R_NONE ||
+	    (r = eg_policy_check_dest(c->p, &c->dest)) != EG_R_NONE) {
+		reject(c, r);
 		return;
 	}
 	c->cli_close = hd.close;
@@ -338,9 +285,12 @@ handle_head(struct conn *c, size_t hlen)
 	judge(c);
 }
 
-/* Looks for a complete head in the client's input (state ST_HEAD). */
-void
-conn_process_input(struct conn *c)
+/*
+ * Looks for a complete head in the client's input (state ST_HEAD): the
+ * worker's on_head, which conn_await_head and pump.c call.
+ */
+static void
+process_input(struct conn *c)
 {
 	struct evbuffer *in = c->cli->in;
 	struct evbuffer_ptr pos;
@@ -350,7 +300,7 @@ conn_process_input(struct conn *c)
 	if (len == 0)
 		return;
 	if (evbuffer_copyout(in, &ch, 1) == 1 && !eg_http_can_start(ch)) {
-		bad_request(c, "not_http");
+		reject(c, EG_R_NOT_HTTP);
 		return;
 	}
 	pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
@@ -366,34 +316,6 @@ conn_process_input(struct conn *c)
 	handle_head(c, (size_t)pos.pos + 4);
 }
 
-void
-conn_await_head(struct conn *c)
-{
-	c->st = ST_HEAD;
-	c->req_done = c->resp_done = c->resp_head_done = false;
-	arm(c, c->p->header_timeout);
-	conn_process_input(c);
-}
-
-static void
-on_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn *c = arg;
-	struct timeval now;
-	int64_t idle = c->p->idle_timeout, quiet;
-
-	if (c->st != ST_TUNNEL) {
-		conn_free(c);
-		return;
-	}
-	event_base_gettimeofday_cached(c->px->base, &now);
-	quiet = (int64_t)now.tv_sec - (int64_t)c->last;
-	if (quiet >= idle)
-		conn_free(c);
-	else
-		arm(c, idle - quiet);
-}
-
 /* ---- listeners ---- */
 
 static void
@@ -404,26 +326,15 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct conn *c;
 	int one = 1;
 
-	if (atomic_fetch_add(px->nconns, 1) >= px->max_conns) {
-		atomic_fetch_sub(px->nconns, 1);
+	if ((c = conn_new(px)) == NULL) {
 		close(fd);
 		return;
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		atomic_fetch_sub(px->nconns, 1);
-		close(fd);
-		return;
-	}
-	c->px = px;
-	c->p = eg_policy_ref(px->p);
 	if (sa->sa_family != AF_UNIX)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
-	c->cli = conn_client_new(c, fd);
-	c->timer = evtimer_new(px->base, on_timer, c);
-	if (c->cli == NULL || c->timer == NULL) {
-		if (c->cli == NULL)
-			close(fd);
+	if ((c->cli = conn_client_new(c, fd)) == NULL) {
+		close(fd);
 		conn_free(c);
 		return;
 	}
@@ -476,6 +387,7 @@ worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
 	int r;
 
 	px->p = eg_policy_ref(p);
+	px->on_head = process_input;
 	px->nconns = nconns;
 	px->max_conns = (size_t)p->max_conns;
 	if ((px->base = event_base_new()) == NULL ||

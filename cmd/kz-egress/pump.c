@@ -117,7 +117,8 @@ pump_req(struct conn *c)
 	if (move_body(c->cli->in, c->up->out, c->req_mode, &c->req_left,
 	    &c->req_ck, &done) != 0) {
 		kz_log(KZ_LOG_INFO, "egress.bad_request", 0,
-		    "malformed request body", "reason", "bad_chunk", NULL);
+		    "malformed request body", "reason",
+		    eg_reason_str(EG_R_BAD_CHUNK), NULL);
 		bad_gateway(c);
 		return;
 	}
@@ -160,16 +161,7 @@ write_resp_head(struct conn *c, const char *buf, const struct eg_head *hd,
 	evbuffer_add(o, "HTTP/1.1", 8);
 	evbuffer_add(o, buf + 8, (size_t)(eol - buf) - 8);
 	evbuffer_add(o, "\r\n", 2);
-	for (size_t i = 0; i < hd->nh; i++) {
-		const struct eg_hdr *h = &hd->h[i];
-
-		if (eg_hdr_hop(hd, h))
-			continue;
-		evbuffer_add(o, h->name, h->nlen);
-		evbuffer_add(o, ": ", 2);
-		evbuffer_add(o, h->value, h->vlen);
-		evbuffer_add(o, "\r\n", 2);
-	}
+	conn_add_fields(o, hd);
 	if (final && c->cli_close)
 		evbuffer_add(o, "Connection: close\r\n", 19);
 	else if (final)
@@ -200,7 +192,7 @@ resp_head(struct conn *c)
 		hlen = (size_t)pos.pos + 4;
 		buf = (char *)evbuffer_pullup(in, (ev_ssize_t)hlen);
 		if (hlen > EG_HDR_MAX_BYTES ||
-		    eg_http_parse(buf, hlen, false, &hd) != NULL ||
+		    eg_http_parse(buf, hlen, false, &hd) != EG_R_NONE ||
 		    hd.status == 101) {
 			bad_gateway(c);
 			return;
@@ -243,7 +235,7 @@ cli_read(struct sio *b, void *arg)
 
 	switch (c->st) {
 	case ST_HEAD:
-		conn_process_input(c);
+		c->px->on_head(c);
 		break;
 	case ST_EXCHANGE:
 		pump_req(c);

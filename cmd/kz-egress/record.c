@@ -100,14 +100,15 @@ eg_audit_event(const char *kind, cJSON *ev)
 }
 
 void
-eg_refusal_record(const char *reason, const char *host, uint16_t port,
+eg_refusal_record(enum eg_reason why, const char *host, uint16_t port,
     const char *run)
 {
+	const char *reason = eg_reason_str(why);
 	unsigned char rb[8];
 	char rid[17], ps[8];
 	cJSON *ev;
 
-	eg_count_refused(reason);
+	eg_count_refused(why);
 	randombytes_buf(rb, sizeof(rb));
 	kz_hex(rb, sizeof(rb), rid);
 	snprintf(ps, sizeof(ps), "%u", (unsigned)port);

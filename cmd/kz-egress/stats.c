@@ -22,8 +22,9 @@
 
 static atomic_ulong allowed, bad_requests, refused, reloads;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* In the order first seen (status lists them so); EG_R_NONE ends it. */
 static struct {
-	char name[32];
+	enum eg_reason r;
 	unsigned long n;
 } by_reason[REASONS_MAX];
 static struct {
@@ -51,20 +52,18 @@ eg_count_bad_request(void)
 }
 
 void
-eg_count_refused(const char *reason)
+eg_count_refused(enum eg_reason reason)
 {
 	size_t i;
 
 	atomic_fetch_add(&refused, 1);
 	pthread_mutex_lock(&mu);
-	for (i = 0; i < REASONS_MAX && by_reason[i].name[0] != '\0'; i++)
-		if (strcmp(by_reason[i].name, reason) == 0)
+	for (i = 0; i < REASONS_MAX && by_reason[i].r != EG_R_NONE; i++)
+		if (by_reason[i].r == reason)
 			break;
 	/* Past the table's end a reason is counted only in the total. */
 	if (i < REASONS_MAX) {
-		if (by_reason[i].name[0] == '\0')
-			snprintf(by_reason[i].name, sizeof(by_reason[i].name),
-			    "%s", reason);
+		by_reason[i].r = reason;
 		by_reason[i].n++;
 	}
 	pthread_mutex_unlock(&mu);
@@ -89,8 +88,9 @@ add_counts(cJSON *o)
 	    (r = cJSON_AddObjectToObject(o, "refused_by_reason")) == NULL)
 		return KZ_ENOMEM;
 	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < REASONS_MAX && by_reason[i].name[0]; i++)
-		if (!cJSON_AddNumberToObject(r, by_reason[i].name,
+	for (size_t i = 0; i < REASONS_MAX && by_reason[i].r != EG_R_NONE;
+	    i++)
+		if (!cJSON_AddNumberToObject(r, eg_reason_str(by_reason[i].r),
 		    (double)by_reason[i].n))
 			e = KZ_ENOMEM;
 	pthread_mutex_unlock(&mu);
@@ -149,6 +149,7 @@ eg_status_query(const char *sock, cJSON **out, char *why, size_t wlen)
 }
 
 static const char *const no_fields[] = {NULL};
+/* status is for any allowed peer: it admits nothing and needs no operator. */
 static const struct kz_op ops[] = {
 	{"status", op_status, no_fields, 0},
 	{NULL, NULL, NULL, 0},
@@ -166,11 +167,12 @@ eg_status_start(struct event_base *base, struct eg_policy *p,
 	st.nconns = nconns;
 	if (p->status_sock[0] == '\0')
 		return 0;
-	if (kz_peer_policy_parse(p->peer_uids, p->peer_gids, &sc.peers, why,
-	    sizeof(why)) != 0) {
-		kz_log(KZ_LOG_ERROR, "egress.config", KZ_ECONF, why, NULL);
+	if (p->peers_err != 0) {
+		kz_log(KZ_LOG_ERROR, "egress.config", KZ_ECONF, p->peers_why,
+		    NULL);
 		return KZ_ECONF;
 	}
+	sc.peers = p->peers;
 	sc.sock_path = p->status_sock;
 	sc.io_timeout_ms = 5000;
 	sc.idle_timeout_ms = 60000;

@@ -35,7 +35,7 @@ struct tunnel {
 	struct half h[2];	/* client -> upstream, upstream -> client */
 };
 
-void
+static void
 tunnel_free(struct tunnel *t)
 {
 	if (t == NULL)
@@ -189,6 +189,7 @@ tunnel_start(struct conn *c)
 	t->fd[0] = t->fd[1] = -1;
 	t->h[0].p[0] = t->h[0].p[1] = t->h[1].p[0] = t->h[1].p[1] = -1;
 	c->tun = t;
+	c->tun_free = tunnel_free;
 	if (half_init(t, 0, c->cli->fd, c->up->fd) != 0 ||
 	    half_init(t, 1, c->up->fd, c->cli->fd) != 0)
 		return -1;

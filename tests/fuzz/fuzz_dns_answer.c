@@ -42,7 +42,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	setenv("SANDBOX_EGRESS_RESOLVER", "127.0.0.1:53", 1);
 	setenv("SANDBOX_EGRESS_LISTEN", "127.0.0.1:3128", 1);
 	if (eg_policy_load(NULL, NULL, NULL, &pol) != 0 ||
-	    eg_dest_init(&dest, "cdn.example", 443, true, 0) != NULL)
+	    eg_dest_init(&dest, "cdn.example", 443, true, 0) != EG_R_NONE)
 		abort();
 	unlink(pk);
 	return 0;
@@ -69,7 +69,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (v.nanswers > EG_ANS_MAX)
 		abort();
 	eg_dns_settle(&v, !ok);
-	if (v.reason == NULL) {
+	if (v.reason == EG_R_NONE) {
 		if (v.pinned.fam != 4 && v.pinned.fam != 6)
 			abort();
 		for (i = 0; i < v.nanswers; i++)

@@ -30,9 +30,9 @@ static void
 verify(const char *g, size_t len)
 {
 	struct eg_claims cl;
-	const char *r = eg_grant_verify(pk, g, len, NOW, MAX_TTL, &cl);
+	enum eg_reason r = eg_grant_verify(pk, g, len, NOW, MAX_TTL, &cl);
 
-	if (r != NULL)
+	if (r != EG_R_NONE)
 		return;
 	if (cl.run[0] == '\0' || memchr(cl.run, '\0', sizeof(cl.run)) == NULL ||
 	    cl.exp <= NOW || cl.exp - cl.iat > MAX_TTL ||

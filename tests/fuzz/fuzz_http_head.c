@@ -68,7 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	memcpy(buf, data, hlen);
-	if (eg_http_parse(buf, hlen, is_req, hd) == NULL) {
+	if (eg_http_parse(buf, hlen, is_req, hd) == EG_R_NONE) {
 		if (hd->nh > EG_HDR_MAX_COUNT ||
 		    (hd->chunked && hd->has_length))
 			abort();

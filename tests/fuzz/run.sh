@@ -19,15 +19,15 @@ cf="lib/conf.c lib/frame.c lib/io.c lib/sock.c lib/json.c lib/wire.c lib/err.c"
 # target: the modules it links, each the real one (no stubs).
 targets="
 frame: $cf
-http_head: $eg/http.c $cf
-authority: $eg/http.c $eg/addr.c $cf
-host: $eg/addr.c $cf
-ip_diff: $eg/addr.c $cf
-grant: $eg/grant.c lib/key.c $cf
+http_head: $eg/http.c $eg/reason.c $cf
+authority: $eg/http.c $eg/addr.c $eg/reason.c $cf
+host: $eg/addr.c $eg/reason.c $cf
+ip_diff: $eg/addr.c $eg/reason.c $cf
+grant: $eg/grant.c $eg/reason.c lib/key.c $cf
 audit_schema: cmd/kz-audit/schema.c lib/key.c $cf
 classify: lib/classify.c lib/err.c
 path: lib/path.c lib/json.c lib/err.c
-dns_answer: $eg/dns.c $eg/policy.c $eg/addr.c $eg/http.c $eg/grant.c lib/key.c lib/log.c $cf
+dns_answer: $eg/dns.c $eg/policy.c $eg/addr.c $eg/http.c $eg/grant.c $eg/reason.c lib/srv.c lib/key.c lib/log.c $cf
 "
 want=${*:-$(printf '%s\n' "$targets" | sed -n 's/^\([a-z_0-9]*\):.*/\1/p')}
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefined

@@ -125,7 +125,7 @@ setup(void)
 	setenv("SANDBOX_EGRESS_RESOLVER", "127.0.0.1:53", 1);
 	setenv("SANDBOX_EGRESS_LISTEN", "127.0.0.1:3128", 1);
 	ck_assert_int_eq(eg_policy_load(NULL, NULL, NULL, &pol), 0);
-	r = eg_dest_init(&dest, "cdn.example", 443, true, 0);
+	r = eg_reason_str(eg_dest_init(&dest, "cdn.example", 443, true, 0));
 	ck_assert_ptr_null(r);
 }
 
@@ -148,7 +148,7 @@ lookup(const struct pkt *a, const struct pkt *aaaa, struct eg_verdict *v)
 	if (aaaa != NULL)
 		ok = eg_dns_judge(v, pol, &dest, 6, aaaa->b, aaaa->n) && ok;
 	eg_dns_settle(v, !ok);
-	return v->reason;
+	return eg_reason_str(v->reason);
 }
 
 /* n4 public A and n6 public AAAA answers for cdn.example. */
@@ -321,7 +321,7 @@ on_verdict(const struct eg_verdict *v, void *arg)
 	struct got *g = arg;
 
 	g->calls++;
-	g->reason = v->reason;
+	g->reason = eg_reason_str(v->reason);
 }
 
 /* The loop integration: the verdict comes once, from the loop, never

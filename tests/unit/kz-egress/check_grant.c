@@ -26,7 +26,8 @@ verify(const char *g, int64_t now)
 {
 	struct eg_claims cl;
 
-	return eg_grant_verify(pk, g, strlen(g), now, 600, &cl);
+	return eg_reason_str(eg_grant_verify(pk, g, strlen(g), now, 600,
+	    &cl));
 }
 
 START_TEST(test_valid)
@@ -36,8 +37,8 @@ START_TEST(test_valid)
 
 	ck_assert_int_eq(eg_grant_mint(sk, run, 1000000, 600, EG_CAP_TURN, g,
 	    sizeof(g)), 0);
-	ck_assert_ptr_null(eg_grant_verify(pk, g, strlen(g), 1000001, 600,
-	    &cl));
+	ck_assert_ptr_null(eg_reason_str(eg_grant_verify(pk, g, strlen(g),
+	    1000001, 600, &cl)));
 	ck_assert_str_eq(cl.run, run);
 	ck_assert_int_eq(cl.exp, 1000600);
 	ck_assert_uint_eq(cl.caps, EG_CAP_TURN);

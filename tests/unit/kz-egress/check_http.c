@@ -13,7 +13,7 @@ parse(const char *s, bool req, struct eg_head *hd)
 	static char buf[EG_HDR_MAX_BYTES];
 
 	snprintf(buf, sizeof(buf), "%s", s);
-	return eg_http_parse(buf, strlen(buf), req, hd);
+	return eg_reason_str(eg_http_parse(buf, strlen(buf), req, hd));
 }
 
 static const struct {
@@ -82,7 +82,8 @@ START_TEST(test_header_count)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "X%d: y\r\n",
 		    i);
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\r\n");
-	ck_assert_str_eq(eg_http_parse(buf, n, true, &hd), "too_many_headers");
+	ck_assert_str_eq(eg_reason_str(eg_http_parse(buf, n, true, &hd)),
+	    "too_many_headers");
 }
 END_TEST
 

@@ -194,13 +194,14 @@ judge(struct eg_policy *p, const char *host, int port, unsigned caps,
     bool connect)
 {
 	struct eg_dest d;
-	const char *r = eg_dest_init(&d, host, (uint16_t)port, connect, caps);
+	enum eg_reason r = eg_dest_init(&d, host, (uint16_t)port, connect,
+	    caps);
 
-	if (r == NULL)
+	if (r == EG_R_NONE)
 		r = eg_policy_check_dest(p, &d);
-	if (r == NULL && d.literal)
+	if (r == EG_R_NONE && d.literal)
 		r = eg_policy_check_addr(p, &d, &d.lit);
-	return r;
+	return eg_reason_str(r);
 }
 
 START_TEST(test_destinations)
