@@ -17,6 +17,7 @@
 #include <linux/filter.h>
 
 #include "kz_err.h"
+#include "kz_exit.h"
 #include "kz_sock.h"
 
 #define SBX_ID_MAX 63
@@ -30,12 +31,6 @@
 #define SBX_RESET_NICE 10	/* the reset's priority (nice) */
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
-
-/* Exit codes (kz conventions). */
-#define SBX_EXIT_REFUSED 1
-#define SBX_EXIT_USAGE 2
-#define SBX_EXIT_ISOLATION 3
-#define SBX_EXIT_INTERNAL 4
 
 struct sbx_conf {
 	char id[SBX_ID_MAX + 1];
@@ -364,7 +359,7 @@ KZ_WUR int sbx_template_make(struct sbx_worker *w, char *why, size_t wlen);
  * waits until it is ready (or has failed, with its reason). */
 KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
 
-/* serve.c */
-int sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
+/* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
+enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
 
 #endif

@@ -483,7 +483,7 @@ pid_file(const char *path)
 	return r;
 }
 
-int
+enum kz_exit
 sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 {
 	struct kz_peer_policy pol;
@@ -498,12 +498,12 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	if (kz_peer_policy_parse(w->c->peer_uids, w->c->peer_gids, &pol, why,
 	    sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.config", KZ_ECONF, why, NULL);
-		return SBX_EXIT_USAGE;
+		return KZ_EXIT_USAGE;
 	}
 	if (pidf != NULL && pid_file(pidf) != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.pidfile", KZ_ESYS,
 		    "cannot write the pid file", NULL);
-		return SBX_EXIT_INTERNAL;
+		return KZ_EXIT_INTERNAL;
 	}
 	kz_log(KZ_LOG_INFO, "sandbox.ready", 0, "worker ready", "worker",
 	    w->c->id, NULL);
@@ -526,5 +526,5 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	(void)kz_notify_stopping();
 	if (pidf != NULL)
 		(void)unlink(pidf);
-	return 0;
+	return KZ_EXIT_OK;
 }
