@@ -331,6 +331,10 @@ KZ_WUR int sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh,
 
 /* snapshot.c: ops snapshot and restore (tar runs inside the sandbox). */
 #include <cJSON.h>
+/* The fields each op takes besides v, op and id (serve.c's op table
+ * checks them before the op runs). */
+extern const char *const sbx_snapshot_fields[];
+extern const char *const sbx_restore_fields[];
 cJSON *sbx_op_snapshot(struct sbx_worker *w, const cJSON *req);
 cJSON *sbx_op_restore(struct sbx_worker *w, const cJSON *req);
 
