@@ -123,11 +123,18 @@ void sbx_cg_teardown(struct sbx_cg *g);
 const char *sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len);
 
 /* ns.c: the agent leaves its network, IPC and UTS namespaces for new ones
- * (the init joins them), names the host and brings up the loopback. */
+ * (the init joins them), names the host and brings up the loopback; the
+ * code's user namespace, its id maps and setgroups. */
 #define SBX_NS_WORKER (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
     size_t wlen);
 pid_t sbx_clone(unsigned long flags, int *pidfd);
+/* The code's user namespace (SANDBOX_USERNS=on), made once by the init:
+ * *nsfd holds it, mapped to the sandbox uid and gid alone. */
+KZ_WUR int sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd,
+    char *why, size_t wlen);
+/* In a code process: drops the supplementary groups, enters it; -1. */
+KZ_WUR int sbx_ns_userns_enter(int nsfd);
 /* The namespaces of a run init, by kind: the kernel's 64-bit id where it
  * has one (0: none) and the nsfs inode number. */
 enum { SBX_NS_PID, SBX_NS_MNT, SBX_NS_NET, SBX_NS_IPC, SBX_NS_UTS, SBX_NS_N };
