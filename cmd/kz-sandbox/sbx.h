@@ -1,9 +1,9 @@
 /*
  * kz-sandbox internals: one module per kernel concern (conf, cgroup, ns,
- * mount, view, seccomp, caps, rlimit, env, relay, run, serve; classification
- * is libkz's).  Module
- * functions return 0 or a negative kz_err and fill (why, wlen) with a line
- * that names the failed step; they never print or exit.
+ * mount, view, seccomp, caps, rlimit, env, relay, run, msg, serve;
+ * classification is libkz's).  Module functions return 0 or a negative
+ * kz_err and fill (why, wlen) with a line that names the failed step; they
+ * never print or exit.
  */
 #ifndef SBX_H
 #define SBX_H
@@ -345,7 +345,8 @@ extern const char *const sbx_restore_fields[];
 cJSON *sbx_op_snapshot(struct sbx_worker *w, const cJSON *req);
 cJSON *sbx_op_restore(struct sbx_worker *w, const cJSON *req);
 
-/* The agent <-> run init protocol (run.c, init.c). */
+/* msg.c: the agent <-> run init messages (run.c and init.c send and take
+ * them). */
 #define ZMSG_MAX (SBX_ARG_BYTES + SBX_ENV_BYTES + 8192)
 #define ZFDS 4		/* stdin, stdout, stderr, report */
 
@@ -357,6 +358,41 @@ struct report {
 	char step[64];
 	char why[192];
 };
+/* One run's job as the init takes it: pointers into the message. */
+struct sbx_job {
+	char *argv[SBX_ARGV_MAX + 1];
+	char *env[SBX_ENV_MAX + 17];
+	const char *cwd;
+	int fd[ZFDS + SBX_PASS_MAX];	/* stdin, stdout, stderr, report,
+					 * then the passed descriptors */
+	int target[SBX_PASS_MAX];	/* their numbers in the code */
+	int npass;
+};
+/* The setup's descriptors: the agent's pidfd and at most one run cgroup
+ * file per hierarchy. */
+#define SBX_SETUP_FDS (1 + SBX_CG_N)
+
+/* A report to the agent (or, from a code process, to its report pipe). */
+void sbx_msg_report(int fd, int kind, int status, const char *step,
+    const char *why);
+/* The agent's setup: true when the whole message was sent. */
+bool sbx_msg_setup_send(int sock, const struct sock_fprog *prog, int self,
+    const int *cgfd, int ncg);
+/* The init's side: 0 with the descriptors (the pidfd first), their number
+ * and the filter (malloc'd); -1 for a malformed message (nothing kept
+ * open), -2 when the agent is gone. */
+KZ_WUR int sbx_msg_setup_take(int sock, char *buf, size_t cap,
+    int fds[SBX_SETUP_FDS], int *nfd, struct sock_fprog *prog);
+/* A run's job; KZ_ETOOBIG when it does not fit one message. */
+KZ_WUR int sbx_msg_job_send(int sock, const struct sbx_req *rq,
+    const int fds[ZFDS]);
+/* Asks the init to check what the next tenant will find (sbx_check). */
+KZ_WUR int sbx_msg_check_send(int sock);
+/* The init's next message: 0 a job (its descriptors open), 1 a check, -1
+ * malformed (nothing kept open), -2 the agent is gone. */
+KZ_WUR int sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j);
+/* Splits a job message's bytes into j (j->npass already set); -1. */
+KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
 
 /* Clones the init, which starts building the root view at once (a served
  * worker's init copies it from the template). */
