@@ -73,7 +73,9 @@ KZ_WUR int sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen);
 void sbx_conf_usage(void *fp);
 KZ_WUR bool sbx_id_valid(const char *id);
 
-/* cgroup.c: the worker's cgroup (the agent) and its run child (the code).
+/* cgroup.c: the worker's cgroup (the agent) and its run child (the code);
+ * each version's controller files, limits and kill are in cgroup_v1.c and
+ * cgroup_v2.c (cgroup.h between them).
  * v1 hierarchies, in order; blkio (last) only when I/O limits apply. */
 enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_IO,
     SBX_CG_N };
