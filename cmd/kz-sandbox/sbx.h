@@ -317,8 +317,8 @@ extern volatile sig_atomic_t sbx_interrupted;
 KZ_WUR int sbx_run(struct sbx_worker *w, struct sbx_req *rq,
     struct sbx_res *rs);
 void sbx_res_release(struct sbx_res *rs);
-/* What the next tenant will find, checked by the run init from inside
- * its namespaces (sbx_check). */
+/* check.c: what the next tenant will find, checked by the run init from
+ * inside its namespaces (sbx_check). */
 #define SBX_CHK_WS 1		/* /workspace lists nothing */
 #define SBX_CHK_TMP 2		/* /tmp */
 #define SBX_CHK_SHM 4		/* /dev/shm */
@@ -327,6 +327,9 @@ void sbx_res_release(struct sbx_res *rs);
 #define SBX_CHK_MQUEUE 32	/* no POSIX message queue */
 #define SBX_CHK_DONE 64		/* every check ran */
 KZ_WUR int sbx_check(struct sbx_worker *w, unsigned *bits);
+/* check.c, in the run init: runs the checks and reports the bits on sock
+ * (REP_CHECKED). */
+void sbx_check_here(const struct sbx_mnt *zm, int sock);
 /*
  * The next tenant's run namespace, made during the reset: a new init in
  * new pid and mount namespaces (a new root view, fresh tmpfs instances)
