@@ -8,7 +8,9 @@
  * remove, in each hierarchy.  cgroup v2 is
  * used when its root offers memory, pids and cpu; otherwise the v1
  * hierarchies memory, pids, cpu and freezer must all be mounted.  Anything
- * else fails closed.
+ * else fails closed.  This file holds the layout, the selection of the
+ * version and the agent's use of the cgroups; each version's controller
+ * files, limits and kill are in cgroup_v1.c and cgroup_v2.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,15 +24,20 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "cgroup.h"
 #include "kz_io.h"
 #include "banned.h"
 
+/* The version's controller files, limits and kill (cgroup_v1.c,
+ * cgroup_v2.c); the layout and its life are common. */
+static const struct sbx_cg_ver *
+ver(const struct sbx_cg *g)
+{
+	return g->v2 ? &sbx_cg_v2 : &sbx_cg_v1;
+}
 
-static const char *const v1name[SBX_CG_N] = {"memory", "pids", "cpu",
-    "freezer", "blkio"};
-
-static int
-wfile(const char *dir, const char *file, const char *val)
+int
+sbx_cg_wfile(const char *dir, const char *file, const char *val)
 {
 	char p[PATH_MAX];
 	int fd, r = 0;
@@ -46,8 +53,8 @@ wfile(const char *dir, const char *file, const char *val)
 	return r;
 }
 
-static ssize_t
-rfile(const char *dir, const char *file, char *buf, size_t len)
+ssize_t
+sbx_cg_rfile(const char *dir, const char *file, char *buf, size_t len)
 {
 	char p[PATH_MAX];
 	ssize_t n;
@@ -92,9 +99,6 @@ keyed_fd(int fd, const char *key)
 	return 0;
 }
 
-static int each_pid(const char *dir, void (*fn)(pid_t));
-static void kill9(pid_t p);
-
 void
 sbx_cg_init(struct sbx_cg *g)
 {
@@ -118,48 +122,14 @@ open_at(const char *dir, const char *file, int flags)
 static int
 stat_fds(struct sbx_cg *g)
 {
-	int m = g->v2 ? 0 : SBX_CG_MEM, pi = g->v2 ? 0 : SBX_CG_PIDS;
+	const struct sbx_cg_ver *v = ver(g);
 
-	g->peak_fd = open_at(g->run[m], g->v2 ? "memory.peak" :
-	    "memory.max_usage_in_bytes", O_RDWR);
-	g->oom_fd = open_at(g->run[m], g->v2 ? "memory.events" :
-	    "memory.oom_control", O_RDONLY);
-	g->pev_fd = open_at(g->run[pi], "pids.events", O_RDONLY);
-	g->count_fd = open_at(g->run[pi], "pids.current", O_RDONLY);
-	/* memory.peak is optional on v2 (kernels before 5.19). */
-	return (g->peak_fd < 0 && !g->v2) || g->oom_fd < 0 || g->pev_fd < 0 ||
-	    g->count_fd < 0 ? KZ_ESYS : 0;
-}
-
-/* Whether the v2 root offers memory, pids and cpu; missing lists the
- * ones it does not offer. */
-static bool
-v2_usable(const struct sbx_cg *g, char *missing, size_t mlen)
-{
-	static const char *const need[] = {"memory", "pids", "cpu"};
-	char buf[512], word[16];
-
-	snprintf(missing, mlen, "%s", "");
-	if (rfile(g->root, "cgroup.controllers", buf, sizeof(buf)) < 0)
-		buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-		bool have = false;
-
-		for (char *p = buf; *p != '\0';) {
-			size_t n = strcspn(p, " \n");
-
-			snprintf(word, sizeof(word), "%.*s", (int)n, p);
-			have |= strcmp(word, need[i]) == 0;
-			p += n + (p[n] != '\0');
-		}
-		if (!have) {
-			size_t l = strlen(missing);
-
-			snprintf(missing + l, mlen - l, "%s%s", l ? " " : "",
-			    need[i]);
-		}
-	}
-	return missing[0] == '\0';
+	g->peak_fd = open_at(g->run[v->mem], v->peak, O_RDWR);
+	g->oom_fd = open_at(g->run[v->mem], v->oom, O_RDONLY);
+	g->pev_fd = open_at(g->run[v->pids], "pids.events", O_RDONLY);
+	g->count_fd = open_at(g->run[v->pids], "pids.current", O_RDONLY);
+	return (g->peak_fd < 0 && !v->peak_optional) || g->oom_fd < 0 ||
+	    g->pev_fd < 0 || g->count_fd < 0 ? KZ_ESYS : 0;
 }
 
 /* The agent's current cgroup in hierarchy i, from /proc/self/cgroup. */
@@ -186,7 +156,7 @@ own_cgroup(const struct sbx_cg *g, bool v2, int i, char *out, size_t len)
 			continue;
 		*c2 = '\0';
 		hit = v2 ? strcmp(c1 + 1, "") == 0 :
-		    strcmp(c1 + 1, v1name[i]) == 0 ||
+		    strcmp(c1 + 1, sbx_cg_v1_name[i]) == 0 ||
 		    (i == SBX_CG_CPU && strcmp(c1 + 1, "cpu,cpuacct") == 0);
 		if (hit) {
 			int w = v2 ? snprintf(out, len, "%s%s", g->root,
@@ -234,25 +204,6 @@ mk(const char *p, bool *fresh)
  * A root on a virtual file system (tmpfs, overlay: major 0) has no
  * device to throttle.
  */
-/* Whether dir/file, a list of words, holds word. */
-static bool
-has_word(const char *dir, const char *file, const char *word)
-{
-	char buf[512];
-	size_t wl = strlen(word);
-
-	if (rfile(dir, file, buf, sizeof(buf)) < 0)
-		return false;
-	for (char *p = buf; *p != '\0';) {
-		size_t n = strcspn(p, " \n");
-
-		if (n == wl && memcmp(p, word, n) == 0)
-			return true;
-		p += n + (p[n] != '\0');
-	}
-	return false;
-}
-
 static int
 io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why,
     size_t wlen)
@@ -264,9 +215,7 @@ io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why,
 	g->io[0] = '\0';
 	if (c->io_rbps == 0 && c->io_wbps == 0)
 		return 0;
-	snprintf(p, sizeof(p), "%s/blkio", g->root);
-	if (g->v2 ? !has_word(g->root, "cgroup.controllers", "io") :
-	    stat(p, &st) != 0)
+	if (!ver(g)->io_offered(g))
 		return 0;
 	/* A root that is not there fails at the mount step, which names it;
 	 * one on a virtual file system has no disk to throttle. */
@@ -278,7 +227,7 @@ io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why,
 	    major(st.st_dev), minor(st.st_dev));
 	if (access(buf, F_OK) == 0)
 		snprintf(p + strlen(p), sizeof(p) - strlen(p), "/..");
-	if (rfile(p, "dev", buf, sizeof(buf)) <= 0 ||
+	if (sbx_cg_rfile(p, "dev", buf, sizeof(buf)) <= 0 ||
 	    sscanf(buf, "%u:%u", &ma, &mi) != 2) {
 		kz_why(why, wlen, "cgroup: cannot find the disk of the root "
 		    "view for the I/O limit");
@@ -286,77 +235,6 @@ io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why,
 	}
 	snprintf(g->io, sizeof(g->io), "%u:%u", ma, mi);
 	return 0;
-}
-
-/* The v2 controllers each level delegates to the next. */
-static const char *
-v2_ctrl(const struct sbx_cg *g)
-{
-	return g->io[0] != '\0' ? "+memory +pids +cpu +io" :
-	    "+memory +pids +cpu";
-}
-
-static int
-limits_v1(struct sbx_cg *g, const struct sbx_conf *c)
-{
-	char v[96];
-	int r = 0;
-
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
-	r |= wfile(g->run[SBX_CG_MEM], "memory.limit_in_bytes", v);
-	/* v1 does not count socket buffers against the limit above: a run
-	 * could otherwise pin hundreds of MiB of TCP buffers on its own
-	 * loopback.  Their own limit, at the same figure, bounds them. */
-	r |= wfile(g->run[SBX_CG_MEM], "memory.kmem.tcp.limit_in_bytes", v);
-	/* With swap accounting, swap must not extend the limit. */
-	(void)wfile(g->run[SBX_CG_MEM], "memory.memsw.limit_in_bytes", v);
-	(void)wfile(g->run[SBX_CG_MEM], "memory.swappiness", "0");
-	snprintf(v, sizeof(v), "%lld", (long long)c->pids);
-	r |= wfile(g->run[SBX_CG_PIDS], "pids.max", v);
-	r |= wfile(g->run[SBX_CG_CPU], "cpu.cfs_period_us", "100000");
-	snprintf(v, sizeof(v), "%lld", (long long)c->cpu_milli * 100);
-	r |= wfile(g->run[SBX_CG_CPU], "cpu.cfs_quota_us", v);
-	if (g->n > SBX_CG_IO) {
-		snprintf(v, sizeof(v), "%s %llu", g->io,
-		    (unsigned long long)c->io_rbps);
-		if (c->io_rbps > 0)
-			r |= wfile(g->run[SBX_CG_IO],
-			    "blkio.throttle.read_bps_device", v);
-		snprintf(v, sizeof(v), "%s %llu", g->io,
-		    (unsigned long long)c->io_wbps);
-		if (c->io_wbps > 0)
-			r |= wfile(g->run[SBX_CG_IO],
-			    "blkio.throttle.write_bps_device", v);
-	}
-	return r ? KZ_ESYS : 0;
-}
-
-static int
-limits_v2(struct sbx_cg *g, const struct sbx_conf *c)
-{
-	char v[96];
-	int r = 0;
-
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
-	r |= wfile(g->run[0], "memory.max", v);
-	(void)wfile(g->run[0], "memory.swap.max", "0");
-	snprintf(v, sizeof(v), "%lld", (long long)c->pids);
-	r |= wfile(g->run[0], "pids.max", v);
-	snprintf(v, sizeof(v), "%lld 100000", (long long)c->cpu_milli * 100);
-	r |= wfile(g->run[0], "cpu.max", v);
-	if (g->io[0] != '\0') {
-		char rb[24] = "max", wb[24] = "max";
-
-		if (c->io_rbps > 0)
-			snprintf(rb, sizeof(rb), "%llu",
-			    (unsigned long long)c->io_rbps);
-		if (c->io_wbps > 0)
-			snprintf(wb, sizeof(wb), "%llu",
-			    (unsigned long long)c->io_wbps);
-		snprintf(v, sizeof(v), "%s rbps=%s wbps=%s", g->io, rb, wb);
-		r |= wfile(g->run[0], "io.max", v);
-	}
-	return r ? KZ_ESYS : 0;
 }
 
 static int
@@ -371,11 +249,11 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 			snprintf(base, sizeof(base), "%s", g->root);
 		else
 			snprintf(base, sizeof(base), "%s/%s", g->root,
-			    v1name[i]);
+			    sbx_cg_v1_name[i]);
 		if (stat(base, &st) < 0 && !(i == SBX_CG_CPU &&
 		    snprintf(base, sizeof(base), "%s/cpu,cpuacct", g->root) &&
 		    stat(base, &st) == 0)) {
-			kz_why(why, wlen, "cgroup: no %s controller", v1name[i]);
+			kz_why(why, wlen, "cgroup: no %s controller", sbx_cg_v1_name[i]);
 			return KZ_EUNAVAIL;
 		}
 		/* One-shot: <id> is the run cgroup and there is no init. */
@@ -415,7 +293,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 	int r;
 
 	snprintf(g->root, sizeof(g->root), "%s", c->cg_root);
-	g->v2 = v2_usable(g, missing, sizeof(missing));
+	g->v2 = sbx_cg_v2_usable(g, missing, sizeof(missing));
 	if (strcmp(c->cg_version, "v1") == 0)
 		g->v2 = false;
 	else if (strcmp(c->cg_version, "v2") == 0 && !g->v2) {
@@ -429,7 +307,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 	if ((r = paths(g, c, join, why, wlen)) != 0)
 		return r;
 	if (g->v2)
-		(void)wfile(g->root, "cgroup.subtree_control", v2_ctrl(g));
+		sbx_cg_v2_delegate(g, g->root);
 	for (int i = 0; i < g->n; i++) {
 		char parent[PATH_MAX];
 		bool dummy = true;
@@ -443,13 +321,11 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		}
 		g->made = true;
 		if (g->v2)
-			(void)wfile(parent, "cgroup.subtree_control",
-			    v2_ctrl(g));
+			sbx_cg_v2_delegate(g, parent);
 		if (!join)
 			continue;
 		if (g->v2)
-			(void)wfile(g->worker[i], "cgroup.subtree_control",
-			    v2_ctrl(g));
+			sbx_cg_v2_delegate(g, g->worker[i]);
 		if (g->v2 && mk(g->agent, &fresh) != 0) {
 			kz_why(why, wlen, "cgroup: cannot create the agent "
 			    "cgroup: %s", strerror(errno));
@@ -475,8 +351,8 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		return KZ_EUNAVAIL;
 	}
 	for (int i = 0; !fresh && join && i < g->n; i++)
-		(void)each_pid(g->init[i], kill9);
-	if ((g->v2 ? limits_v2(g, c) : limits_v1(g, c)) != 0) {
+		(void)sbx_cg_each_pid(g->init[i], sbx_cg_kill9);
+	if (ver(g)->limits(g, c) != 0) {
 		kz_why(why, wlen, "cgroup: cannot set the limits: %s",
 		    strerror(errno));
 		return KZ_EUNAVAIL;
@@ -484,12 +360,9 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 	for (int i = 0; i < g->n; i++) {
 		char p[PATH_MAX];
 
-		/* v1: the code process joins by writing 0 to "tasks" while it
-		 * is single-threaded, which moves it alone without the
-		 * cgroup-wide threadgroup lock that a cgroup.procs write takes
-		 * (and its RCU grace period, milliseconds on a quiet host). */
-		snprintf(p, sizeof(p), "%s/%s", g->run[i], g->v2 ?
-		    "cgroup.procs" : "tasks");
+		/* The file the code joins through: on v1 "tasks", for the
+		 * reason cgroup_v1.c gives. */
+		snprintf(p, sizeof(p), "%s/%s", g->run[i], ver(g)->join);
 		if ((g->procs_fd[i] = open(p, O_WRONLY | O_CLOEXEC)) < 0) {
 			kz_why(why, wlen, "cgroup: cannot open the run cgroup");
 			return KZ_EUNAVAIL;
@@ -507,7 +380,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		g->joined = true;
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
 		for (int i = 0; i < g->n; i++)
-			if (wfile(i == 0 ? g->agent : g->worker[i],
+			if (sbx_cg_wfile(i == 0 ? g->agent : g->worker[i],
 			    "cgroup.procs", pid) != 0) {
 				kz_why(why, wlen, "cgroup: cannot join the worker "
 				    "cgroup");
@@ -536,7 +409,7 @@ sbx_cg_attach_init(const struct sbx_cg *g, pid_t pid)
 
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	for (int i = 0; i < g->n; i++)
-		if (wfile(g->init[i], "cgroup.procs", v) != 0)
+		if (sbx_cg_wfile(g->init[i], "cgroup.procs", v) != 0)
 			return KZ_ESYS;
 	return 0;
 }
@@ -544,10 +417,10 @@ sbx_cg_attach_init(const struct sbx_cg *g, pid_t pid)
 void
 sbx_cg_reset_peak(const struct sbx_cg *g)
 {
-	/* v1 resets on any write; v2 (6.12+) on a write of "reset" to an
-	 * open descriptor, which then reports the peak since the reset. */
+	const char *v = ver(g)->peak_reset;
+
 	if (g->peak_fd >= 0)
-		(void)!write(g->peak_fd, g->v2 ? "reset" : "0", g->v2 ? 5 : 1);
+		(void)!write(g->peak_fd, v, strlen(v));
 }
 
 void
@@ -563,13 +436,13 @@ sbx_cg_stats(const struct sbx_cg *g, struct sbx_cg_stats *st)
 }
 
 /* Calls fn for each pid listed in dir/cgroup.procs; returns the count. */
-static int
-each_pid(const char *dir, void (*fn)(pid_t))
+int
+sbx_cg_each_pid(const char *dir, void (*fn)(pid_t))
 {
 	char buf[65536], *p, *end;
 	int n = 0;
 
-	if (rfile(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+	if (sbx_cg_rfile(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
 		return -1;
 	for (p = buf; *p != '\0'; p = end) {
 		long v = strtol(p, &end, 10);
@@ -585,8 +458,8 @@ each_pid(const char *dir, void (*fn)(pid_t))
 	return n;
 }
 
-static void
-kill9(pid_t p)
+void
+sbx_cg_kill9(pid_t p)
 {
 	(void)kill(p, SIGKILL);
 }
@@ -605,12 +478,13 @@ sbx_cg_count_run(const struct sbx_cg *g)
 	if (rfd(g->count_fd, buf, sizeof(buf)) > 0 &&
 	    strtoll(buf, NULL, 10) == 0)
 		return 0;
-	return each_pid(g->run[g->v2 ? 0 : SBX_CG_PIDS], NULL);
+	return sbx_cg_each_pid(g->run[ver(g)->pids], NULL);
 }
 
 /*
- * Freezes the run cgroup so nothing forks while it is being killed, kills
- * every member, thaws so the kills land, and waits briefly for it to empty.
+ * Kills every member of the run cgroup at once, so that nothing forks
+ * while it is being killed (the version's kill), and waits briefly for it
+ * to empty.
  */
 int
 sbx_cg_kill_run(const struct sbx_cg *g)
@@ -619,20 +493,12 @@ sbx_cg_kill_run(const struct sbx_cg *g)
 
 	if (sbx_cg_count_run(g) == 0)
 		return 0;
-	if (g->v2) {
-		if (wfile(g->run[0], "cgroup.kill", "1") != 0)
-			(void)each_pid(g->run[0], kill9);
-	} else {
-		(void)wfile(g->run[SBX_CG_FRZ], "freezer.state", "FROZEN");
-		(void)each_pid(g->run[SBX_CG_FRZ], kill9);
-		(void)each_pid(g->run[SBX_CG_PIDS], kill9);
-		(void)wfile(g->run[SBX_CG_FRZ], "freezer.state", "THAWED");
-	}
+	ver(g)->kill(g);
 	for (int i = 0; i < 200; i++) {
 		if ((left = sbx_cg_count_run(g)) <= 0)
 			return left < 0 ? -1 : 0;
 		usleep(5000);
-		(void)each_pid(g->run[g->v2 ? 0 : SBX_CG_PIDS], kill9);
+		(void)sbx_cg_each_pid(g->run[ver(g)->pids], sbx_cg_kill9);
 	}
 	return left;
 }
@@ -648,22 +514,20 @@ bool
 sbx_cg_settle(const struct sbx_cg *g, uint64_t max, int wait_ms,
     uint64_t *usage)
 {
-	const char *dir = g->run[g->v2 ? 0 : SBX_CG_MEM];
+	const struct sbx_cg_ver *v = ver(g);
+	const char *dir = g->run[v->mem];
 	int64_t end = kz_now_ms() + wait_ms;
 	char buf[32];
 
 	for (;;) {
-		*usage = rfile(dir, g->v2 ? "memory.current" :
-		    "memory.usage_in_bytes", buf, sizeof(buf)) > 0 ?
+		*usage = sbx_cg_rfile(dir, v->usage, buf, sizeof(buf)) > 0 ?
 		    strtoull(buf, NULL, 10) : UINT64_MAX;
 		if (*usage <= max)
 			return true;
 		if (*usage == UINT64_MAX || kz_now_ms() >= end)
 			return false;
-		/* v1 reclaims everything on a write to force_empty (of an
-		 * empty cgroup); v2 reclaims the amount written. */
-		(void)wfile(dir, g->v2 ? "memory.reclaim" :
-		    "memory.force_empty", g->v2 ? buf : "0");
+		(void)sbx_cg_wfile(dir, v->reclaim, v->reclaim_all ? "0" :
+		    buf);
 		usleep(1000);
 	}
 }
@@ -677,11 +541,11 @@ sbx_cg_only(const struct sbx_cg *g, pid_t pid)
 		char want[32];
 
 		snprintf(want, sizeof(want), "%d\n", (int)pid);
-		if (rfile(i == 0 ? g->agent : g->worker[i], "cgroup.procs",
+		if (sbx_cg_rfile(i == 0 ? g->agent : g->worker[i], "cgroup.procs",
 		    buf, sizeof(buf)) < 0 ||
 		    strcmp(buf, want) != 0)
 			return false;
-		if (each_pid(g->run[i], NULL) != 0)
+		if (sbx_cg_each_pid(g->run[i], NULL) != 0)
 			return false;
 	}
 	return true;
@@ -718,7 +582,7 @@ sbx_cg_teardown(struct sbx_cg *g)
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	for (int i = 0; i < g->n; i++) {
 		if (g->joined)
-			(void)wfile(g->orig[i], "cgroup.procs", pid);
+			(void)sbx_cg_wfile(g->orig[i], "cgroup.procs", pid);
 		(void)rmdir(g->run[i]);
 		if (g->init[i][0] != '\0')
 			(void)rmdir(g->init[i]);

@@ -6,12 +6,11 @@
  * seccomp filter); then it joins those namespaces, takes the rest from the
  * agent and forks the code of each run on request, reaps it and every
  * orphan, and reports the status.  It also checks, from inside the
- * namespaces the code sees, what the next tenant will find there.
+ * namespaces the code sees, what the next tenant will find there
+ * (check.c).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -36,19 +35,6 @@
 
 
 extern char **environ;
-
-static void
-report(int fd, int kind, int status, const char *step, const char *why)
-{
-	struct report r;
-
-	memset(&r, 0, sizeof(r));
-	r.kind = kind;
-	r.status = status;
-	snprintf(r.step, sizeof(r.step), "%s", step ? step : "");
-	snprintf(r.why, sizeof(r.why), "%s", why ? why : "");
-	(void)!write(fd, &r, sizeof(r));
-}
 
 /* The signals ignored, from the SigIgn line of /proc/self/status (all of
  * them when it cannot be read). */
@@ -101,18 +87,6 @@ code_signals(void)
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-struct job {
-	char *argv[SBX_ARGV_MAX + 1];
-	char *env[SBX_ENV_MAX + 17];
-	const char *cwd;
-	int fd[ZFDS + SBX_PASS_MAX];	/* stdin, stdout, stderr, report,
-					 * then the passed descriptors */
-	int target[SBX_PASS_MAX];	/* their numbers in the code */
-	int npass;
-};
-
-#define HIGH_FD 1100
-
 /*
  * Puts the code's descriptors in place: stdio on 0-2, each passed
  * descriptor at its number (without close-on-exec), the report pipe high
@@ -121,7 +95,7 @@ struct job {
  * yet placed.
  */
 static int
-place_fds(struct job *j, int *rep)
+place_fds(struct sbx_job *j, int *rep)
 {
 	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], lo = 3, base = 3;
 
@@ -161,12 +135,11 @@ place_fds(struct job *j, int *rep)
 
 struct spawn {
 	struct sbx_worker *w;
-	struct job *j;
+	struct sbx_job *j;
 };
 
-static void code_exec(struct sbx_worker *w, struct job *j)
+static void code_exec(struct sbx_worker *w, struct sbx_job *j)
     __attribute__((noreturn));
-static int userns_enter(int nsfd);
 
 static int
 code_main(void *arg)
@@ -177,7 +150,8 @@ code_main(void *arg)
 	return 127;
 }
 
-#define FAIL(step, why) do { report(rep, REP_FAIL, 0, step, why); \
+#define FAIL(step, why) do { \
+	sbx_msg_report(rep, REP_FAIL, 0, step, why); \
 	_exit(127); } while (0)
 
 /*
@@ -190,7 +164,7 @@ code_main(void *arg)
  * are the child's own (no CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD).
  */
 static void
-code_exec(struct sbx_worker *w, struct job *j)
+code_exec(struct sbx_worker *w, struct sbx_job *j)
 {
 	char why[192], cwd[PATH_MAX];
 	int rep = j->fd[3];
@@ -198,7 +172,7 @@ code_exec(struct sbx_worker *w, struct job *j)
 	code_signals();
 	if (sbx_cg_attach(&w->cg, 0) != 0)
 		FAIL("cgroup", "cannot join the run cgroup");
-	if (w->userns_fd >= 0 && userns_enter(w->userns_fd) != 0)
+	if (w->userns_fd >= 0 && sbx_ns_userns_enter(w->userns_fd) != 0)
 		FAIL("namespaces", "cannot enter the user namespace");
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		FAIL("namespaces", "cgroup namespace");
@@ -223,76 +197,6 @@ code_exec(struct sbx_worker *w, struct job *j)
 	_exit(127);
 }
 
-/* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0" into the job;
- * targets is a comma-separated list of descriptor numbers, one for each
- * passed descriptor. */
-static int
-unpack(char *b, size_t n, struct job *j)
-{
-	char *p = b, *end = b + n;
-	size_t k = 0;
-
-	if (n == 0 || b[n - 1] != '\0')
-		return -1;
-	for (; p < end && *p != '\0' && k < SBX_ARGV_MAX; p += strlen(p) + 1)
-		j->argv[k++] = p;
-	j->argv[k] = NULL;
-	if (k == 0 || p >= end || *p != '\0')
-		return -1;
-	p++;
-	for (k = 0; p < end && *p != '\0' && k < SBX_ENV_MAX + 16;
-	    p += strlen(p) + 1)
-		j->env[k++] = p;
-	j->env[k] = NULL;
-	if (p >= end || *p != '\0' || ++p >= end)
-		return -1;
-	j->cwd = p;
-	p += strlen(p) + 1;
-	if (p >= end)
-		return -1;
-	for (k = 0; *p != '\0'; k++) {
-		char *e;
-		long v = strtol(p, &e, 10);
-
-		if ((int)k >= j->npass || e == p || v < 3 || v >= HIGH_FD ||
-		    (*e != ',' && *e != '\0'))
-			return -1;
-		j->target[k] = (int)v;
-		p = *e == ',' ? e + 1 : e;
-	}
-	return (int)k == j->npass ? 0 : -1;
-}
-
-static int
-take(int sock, char *buf, size_t cap, struct job *j)
-{
-	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
-	struct iovec iov = {buf, cap};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = cb, .msg_controllen = sizeof(cb)};
-	struct cmsghdr *c;
-	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-
-	if (n <= 0)
-		return -2;
-	if (n == 4 && memcmp(buf, "CHCK", 4) == 0 && mh.msg_controllen == 0)
-		return 1;
-	c = CMSG_FIRSTHDR(&mh);
-	if (c == NULL || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len < CMSG_LEN(sizeof(int) * ZFDS) ||
-	    (c->cmsg_len - CMSG_LEN(0)) % sizeof(int) != 0)
-		return -1;
-	j->npass = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)) - ZFDS;
-	memcpy(j->fd, CMSG_DATA(c), sizeof(int) * (size_t)(ZFDS + j->npass));
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    unpack(buf, (size_t)n, j) != 0) {
-		for (int i = 0; i < ZFDS + j->npass; i++)
-			close(j->fd[i]);
-		return -1;
-	}
-	return 0;
-}
-
 static void
 reap(int sock, pid_t *cur)
 {
@@ -315,94 +219,6 @@ reap(int sock, pid_t *cur)
 	}
 }
 
-/* Whether the directory open at fd lists nothing but . and .. */
-static bool
-dir_empty_fd(int fd)
-{
-	union {
-		struct dirent64 d;
-		char b[1024];
-	} u;
-	ssize_t n;
-
-	while ((n = getdents64(fd, u.b, sizeof(u.b))) > 0)
-		for (ssize_t off = 0; off < n;) {
-			struct dirent64 *d = (struct dirent64 *)(u.b + off);
-
-			off += d->d_reclen;
-			if (strcmp(d->d_name, ".") != 0 &&
-			    strcmp(d->d_name, "..") != 0)
-				return false;
-		}
-	return n == 0;
-}
-
-/* Whether a /proc/sysvipc table lists no object (its header only). */
-static bool
-sysv_empty(const char *table)
-{
-	char p[64], buf[512];
-	ssize_t n;
-	int fd;
-
-	snprintf(p, sizeof(p), "/proc/sysvipc/%s", table);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return strchr(buf, '\n') == buf + n - 1;
-}
-
-/*
- * Whether the IPC namespace holds no POSIX message queue.  The queues
- * live in the namespace's mqueue file system, listed here through a
- * detached mount of it that nothing else can see.
- */
-static bool
-mqueue_empty(void)
-{
-	int fs, mnt, dir;
-	bool ok = false;
-
-	if ((fs = fsopen("mqueue", FSOPEN_CLOEXEC)) < 0)
-		return false;
-	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0 &&
-	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY)) >= 0) {
-		if ((dir = openat(mnt, ".", O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) >= 0) {
-			ok = dir_empty_fd(dir);
-			close(dir);
-		}
-		close(mnt);
-	}
-	close(fs);
-	return ok;
-}
-
-/*
- * Checks, from inside the namespaces the next tenant's code will run in,
- * what it will find there: the three writable places empty, the mount
- * table as recorded when the view was built, and no SysV IPC object or
- * POSIX message queue.
- */
-static void
-z_check(struct sbx_mnt *zm, int sock)
-{
-	unsigned bits = SBX_CHK_DONE;
-
-	bits |= sbx_mnt_empty(zm, "workspace") ? SBX_CHK_WS : 0;
-	bits |= sbx_mnt_empty(zm, "tmp") ? SBX_CHK_TMP : 0;
-	bits |= sbx_mnt_empty(zm, "dev/shm") ? SBX_CHK_SHM : 0;
-	bits |= sbx_mnt_baseline_ok(zm) ? SBX_CHK_MOUNTS : 0;
-	bits |= sysv_empty("shm") && sysv_empty("msg") && sysv_empty("sem") ?
-	    SBX_CHK_SYSV : 0;
-	bits |= mqueue_empty() ? SBX_CHK_MQUEUE : 0;
-	report(sock, REP_CHECKED, (int)bits, "check", NULL);
-}
-
 /* Closes every descriptor but the init's socket: the init must not hold
  * the worker's listening socket or a client connection.  (The run
  * cgroup's descriptors come later, in the setup message.) */
@@ -414,184 +230,28 @@ keep_only(int sock)
 	(void)syscall(SYS_close_range, sock + 1, ~0u, 0);
 }
 
-/*
- * The agent's setup message: the compiled seccomp filter, then, as
- * SCM_RIGHTS, a pidfd of the agent (whose network, IPC and UTS namespaces
- * the init joins) and the run cgroup's tasks (v1: one per hierarchy) or
- * cgroup.procs (v2) file the code joins through.  The agent makes all of
- * them while the init builds the root view.
- */
-struct setup_hdr {
-	char magic[4];
-	uint32_t nfd;
-	uint32_t len;	/* bytes of filter that follow */
-};
-#define SETUP_FDS (1 + SBX_CG_N)
-
 /* 0; -1 for a malformed message, -2 when the agent is gone, -3 when the
  * agent's namespaces cannot be joined. */
 static int
 take_setup(struct sbx_worker *w, int sock, char *buf, size_t cap)
 {
-	char cb[CMSG_SPACE(sizeof(int) * SETUP_FDS)];
-	struct iovec iov = {buf, cap};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = cb, .msg_controllen = sizeof(cb)};
-	struct cmsghdr *c;
-	struct setup_hdr h;
-	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	int nfd = 0, fds[SETUP_FDS];
-	struct sock_filter *f = NULL;
+	struct sock_fprog prog;
+	int nfd, fds[SBX_SETUP_FDS], r;
 
-	if (n <= 0)
-		return -2;
-	c = CMSG_FIRSTHDR(&mh);
-	if (c != NULL && c->cmsg_level == SOL_SOCKET &&
-	    c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
-		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		/* The control buffer's padding has room for one more. */
-		if (nfd > SETUP_FDS) {
-			for (int i = 0; i < nfd; i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int),
-				    sizeof(int));
-				close(fd);
-			}
-			return -1;
-		}
-		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfd);
-	}
-	memcpy(&h, buf, (size_t)n < sizeof(h) ? (size_t)n : sizeof(h));
-	if ((size_t)n < sizeof(h) || (mh.msg_flags & (MSG_TRUNC |
-	    MSG_CTRUNC)) || memcmp(h.magic, "SETU", 4) != 0 ||
-	    h.nfd != (uint32_t)nfd || (nfd != 2 && nfd != SETUP_FDS &&
-	    nfd != SETUP_FDS - 1) ||
-	    h.len == 0 || h.len % sizeof(struct sock_filter) != 0 ||
-	    h.len / sizeof(struct sock_filter) > BPF_MAXINSNS ||
-	    (size_t)n != sizeof(h) + h.len || (f = malloc(h.len)) == NULL) {
-		for (int i = 0; i < nfd; i++)
-			close(fds[i]);
-		return -1;
-	}
+	if ((r = sbx_msg_setup_take(sock, buf, cap, fds, &nfd, &prog)) != 0)
+		return r;
 	if (setns(fds[0], SBX_NS_WORKER) < 0) {
 		for (int i = 0; i < nfd; i++)
 			close(fds[i]);
-		free(f);
+		free(prog.filter);
 		return -3;
 	}
 	close(fds[0]);
-	memcpy(f, buf + sizeof(h), h.len);
-	w->prog.filter = f;
-	w->prog.len = (unsigned short)(h.len / sizeof(struct sock_filter));
+	w->prog = prog;
 	w->cg.v2 = nfd == 2;
 	w->cg.n = nfd - 1;
 	for (int i = 1; i < nfd; i++)
 		w->cg.procs_fd[i - 1] = fds[i];
-	return 0;
-}
-
-static int
-wproc(pid_t pid, const char *file, const char *val)
-{
-	char p[64];
-	int fd, r = 0;
-	size_t n = strlen(val);
-
-	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
-	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) < 0)
-		return -1;
-	if (write(fd, val, n) != (ssize_t)n)
-		r = -1;
-	close(fd);
-	return r;
-}
-
-/*
- * Maps the sandbox uid and gid, and nothing else, to the unprivileged host
- * ids, with setgroups denied: inside, uid 0 does not exist and no group can
- * be added.
- */
-static int
-userns_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
-{
-	char m[64];
-
-	if (wproc(pid, "setgroups", "deny") != 0)
-		goto fail;
-	snprintf(m, sizeof(m), "%lld %lld 1\n", (long long)c->uid,
-	    (long long)c->userns_uid);
-	if (wproc(pid, "uid_map", m) != 0)
-		goto fail;
-	snprintf(m, sizeof(m), "%lld %lld 1\n", (long long)c->gid,
-	    (long long)c->userns_gid);
-	if (wproc(pid, "gid_map", m) != 0)
-		goto fail;
-	return 0;
-fail:
-	kz_why(why, wlen, "namespaces: user namespace id mapping: %s",
-	    strerror(errno));
-	return KZ_EUNAVAIL;
-}
-
-/*
- * The user namespace of the code (SANDBOX_USERNS=on), made once per worker:
- * a short-lived child unshares it, the init (root of the parent namespace)
- * writes its maps and keeps a descriptor of it, and every code process
- * enters it with setns before dropping its privileges.  The pid, mount,
- * network, IPC and UTS namespaces stay owned by the host's user namespace,
- * so a capability inside grants nothing over any of them, nor over a host
- * file (no host id but the two mapped ones exists inside).
- */
-static int
-userns_make(const struct sbx_conf *c, int *nsfd, char *why, size_t wlen)
-{
-	char path[64], b;
-	int p[2], pidfd = -1, r = KZ_EUNAVAIL;
-	pid_t pid;
-
-	*nsfd = -1;
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		kz_why(why, wlen, "namespaces: pipe: %s", strerror(errno));
-		return KZ_ESYS;
-	}
-	if ((pid = sbx_clone(CLONE_NEWUSER, &pidfd)) == 0) {
-		close(p[1]);
-		(void)!read(p[0], &b, 1);	/* until the init is done */
-		_exit(0);
-	}
-	close(p[0]);
-	if (pidfd >= 0)
-		close(pidfd);
-	if (pid < 0) {
-		kz_why(why, wlen, "namespaces: the kernel refuses a user "
-		    "namespace: %s", strerror(errno));
-		close(p[1]);
-		return KZ_EUNAVAIL;
-	}
-	if (userns_map(pid, c, why, wlen) == 0) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-		if ((*nsfd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
-			r = 0;
-		else
-			kz_why(why, wlen, "namespaces: user namespace: %s",
-			    strerror(errno));
-	}
-	close(p[1]);
-	(void)waitpid(pid, NULL, 0);
-	return r;
-}
-
-/*
- * Enters the code's user namespace: the supplementary groups go first
- * (setgroups is denied inside), then setns; the process keeps a full
- * capability set only inside the namespace until sbx_caps_drop empties it.
- */
-static int
-userns_enter(int nsfd)
-{
-	if (setgroups(0, NULL) < 0 || setns(nsfd, CLONE_NEWUSER) < 0)
-		return -1;
 	return 0;
 }
 
@@ -610,7 +270,7 @@ code_stack(void)
 
 /* Starts the code of one job; returns its pid or -1. */
 static pid_t
-spawn(struct sbx_worker *w, struct job *j, char *stack)
+spawn(struct sbx_worker *w, struct sbx_job *j, char *stack)
 {
 	char **saved = environ;
 	struct spawn sp = {w, j};
@@ -654,7 +314,7 @@ zygote(struct sbx_worker *w, int sock)
 	 * what is each lease's own is added. */
 	if (w->tmpl_fd >= 0 && (setns(w->tmpl_fd, CLONE_NEWNS) < 0 ||
 	    unshare(CLONE_NEWNS) < 0)) {
-		report(sock, REP_FAIL, 0, "mount", "mount: cannot copy the "
+		sbx_msg_report(sock, REP_FAIL, 0, "mount", "mount: cannot copy the "
 		    "template namespace");
 		fail_exit(sock);
 	}
@@ -663,29 +323,29 @@ zygote(struct sbx_worker *w, int sock)
 	if ((w->tmpl_fd >= 0 ? sbx_mnt_lease(&w->mnt, w->c, why, sizeof(why)) :
 	    sbx_mnt_build(&w->mnt, w->c, why, sizeof(why))) != 0 ||
 	    sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
-		report(sock, REP_FAIL, 0, "mount", why);
+		sbx_msg_report(sock, REP_FAIL, 0, "mount", why);
 		fail_exit(sock);
 	}
-	if (w->c->userns && userns_make(w->c, &w->userns_fd, why,
+	if (w->c->userns && sbx_ns_userns_make(w->c, &w->userns_fd, why,
 	    sizeof(why)) != 0) {
-		report(sock, REP_FAIL, 0, "namespaces", why);
+		sbx_msg_report(sock, REP_FAIL, 0, "namespaces", why);
 		fail_exit(sock);
 	}
 	if ((stack = code_stack()) == NULL) {
-		report(sock, REP_FAIL, 0, "init", "cannot map the code stack");
+		sbx_msg_report(sock, REP_FAIL, 0, "init", "cannot map the code stack");
 		fail_exit(sock);
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	(void)sigprocmask(SIG_BLOCK, &set, NULL);
 	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-		report(sock, REP_FAIL, 0, "init", "signalfd");
+		sbx_msg_report(sock, REP_FAIL, 0, "init", "signalfd");
 		fail_exit(sock);
 	}
 	/* The baseline is the wipe's evidence; a one-shot run is never
 	 * wiped. */
 	if (w->serve && sbx_mnt_record(&zm) != 0) {
-		report(sock, REP_FAIL, 0, "mount", "cannot record the mount "
+		sbx_msg_report(sock, REP_FAIL, 0, "mount", "cannot record the mount "
 		    "table");
 		fail_exit(sock);
 	}
@@ -693,21 +353,21 @@ zygote(struct sbx_worker *w, int sock)
 	 * agent that failed or went away sends nothing (and kills us). */
 	if ((r = take_setup(w, sock, buf, sizeof(buf))) != 0) {
 		if (r == -1)
-			report(sock, REP_FAIL, 0, "init", "init: bad setup "
+			sbx_msg_report(sock, REP_FAIL, 0, "init", "init: bad setup "
 			    "message");
 		if (r == -3)
-			report(sock, REP_FAIL, 0, "namespaces", "namespaces: "
+			sbx_msg_report(sock, REP_FAIL, 0, "namespaces", "namespaces: "
 			    "the init cannot join the worker's namespaces");
 		fail_exit(sock);
 	}
 	/* Cloned during a reset, at its lower priority: the code gets the
 	 * normal one. */
 	(void)setpriority(PRIO_PROCESS, 0, 0);
-	report(sock, REP_READY, 0, NULL, NULL);
+	sbx_msg_report(sock, REP_READY, 0, NULL, NULL);
 	for (;;) {
 		struct pollfd p[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
 		struct signalfd_siginfo si;
-		struct job j;
+		struct sbx_job j;
 
 		if (poll(p, 2, -1) < 0)
 			continue;
@@ -717,15 +377,15 @@ zygote(struct sbx_worker *w, int sock)
 		}
 		if (!p[0].revents)
 			continue;
-		if ((r = take(sock, buf, sizeof(buf), &j)) == -2)
+		if ((r = sbx_msg_take(sock, buf, sizeof(buf), &j)) == -2)
 			_exit(0);
 		if (r == 1 && cur == 0)
-			z_check(&zm, sock);
+			sbx_check_here(&zm, sock);
 		if (r != 0 || cur != 0)
 			continue;
 		if ((cur = spawn(w, &j, stack)) < 0) {
-			report(j.fd[3], REP_FAIL, 0, "fork", strerror(errno));
-			report(sock, REP_DONE, 127 << 8, NULL, NULL);
+			sbx_msg_report(j.fd[3], REP_FAIL, 0, "fork", strerror(errno));
+			sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
 			cur = 0;
 		}
 		for (int i = 0; i < ZFDS + j.npass; i++)
@@ -830,15 +490,10 @@ sbx_template_make(struct sbx_worker *w, char *why, size_t wlen)
 int
 sbx_init_go(struct sbx_worker *w, char *why, size_t wlen)
 {
-	struct setup_hdr h = {{'S', 'E', 'T', 'U'}, 0, 0};
-	char cb[CMSG_SPACE(sizeof(int) * SETUP_FDS)];
-	struct iovec iov[2];
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2,
-	    .msg_control = cb};
-	struct cmsghdr *c;
 	struct report r;
-	int ncg = w->cg.n, nfd = 1 + ncg, self;
-	ssize_t n, sent;
+	int self;
+	ssize_t n;
+	bool sent;
 
 	/* A one-shot run leaves its init in the agent's cgroup, so the
 	 * teardown need not wait for the pid namespace to unwind. */
@@ -846,30 +501,18 @@ sbx_init_go(struct sbx_worker *w, char *why, size_t wlen)
 		kz_why(why, wlen, "cgroup: cannot place the init");
 		return KZ_EUNAVAIL;
 	}
-	h.nfd = (uint32_t)nfd;
-	h.len = (uint32_t)(w->prog.len * sizeof(struct sock_filter));
-	iov[0] = (struct iovec){&h, sizeof(h)};
-	iov[1] = (struct iovec){w->prog.filter, h.len};
-	memset(cb, 0, sizeof(cb));
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
 	if ((self = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0) {
 		kz_why(why, wlen, "namespaces: pidfd_open: %s",
 		    strerror(errno));
 		return KZ_ESYS;
 	}
-	memcpy(CMSG_DATA(c), &self, sizeof(int));
-	memcpy(CMSG_DATA(c) + sizeof(int), w->cg.procs_fd,
-	    sizeof(int) * (size_t)ncg);
 	memset(&r, 0, sizeof(r));
 	/* An init that failed waits for this message before it exits (see
 	 * fail_exit), so its reason is still queued after the send. */
-	sent = sendmsg(w->zsock, &mh, MSG_NOSIGNAL);
+	sent = sbx_msg_setup_send(w->zsock, &w->prog, self, w->cg.procs_fd,
+	    w->cg.n);
 	close(self);
-	if (sent != (ssize_t)(sizeof(h) + h.len))
+	if (!sent)
 		n = recv(w->zsock, &r, sizeof(r), MSG_DONTWAIT);
 	else
 		n = read(w->zsock, &r, sizeof(r));
@@ -879,23 +522,5 @@ sbx_init_go(struct sbx_worker *w, char *why, size_t wlen)
 		    r.kind == REP_FAIL ? r.why : "init: did not start");
 		return KZ_EUNAVAIL;
 	}
-	return 0;
-}
-
-int
-sbx_check(struct sbx_worker *w, unsigned *bits)
-{
-	struct pollfd p = {.fd = w->zsock, .events = POLLIN};
-	struct report r;
-
-	*bits = 0;
-	if (w->broken || send(w->zsock, "CHCK", 4, MSG_NOSIGNAL) != 4 ||
-	    poll(&p, 1, 10000) != 1 ||
-	    read(w->zsock, &r, sizeof(r)) != (ssize_t)sizeof(r) ||
-	    r.kind != REP_CHECKED) {
-		w->broken = true;
-		return KZ_EUNAVAIL;
-	}
-	*bits = (unsigned)r.status;
 	return 0;
 }

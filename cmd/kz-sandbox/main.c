@@ -35,11 +35,12 @@ usage(FILE *fp)
 	sbx_conf_usage(fp);
 }
 
-static int die(int code, const char *fmt, ...)
+static int die(enum kz_exit code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Says why on stderr and returns code, the status main exits with. */
 static int
-die(int code, const char *fmt, ...)
+die(enum kz_exit code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -73,7 +74,7 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 	if (o->config == NULL)
 		o->config = getenv("KZ_CONFIG");
 	if (sbx_conf_load(c, o->config, why, sizeof(why)) != 0)
-		return die(SBX_EXIT_USAGE, "bad config: %s", why);
+		return die(KZ_EXIT_USAGE, "bad config: %s", why);
 	for (i = 2; i < argc; i++) {
 		const char *a = argv[i], *v;
 
@@ -82,7 +83,7 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 			break;
 		}
 		if (strncmp(a, "--", 2) != 0 || i + 1 >= argc)
-			return die(SBX_EXIT_USAGE, "bad argument %s", a);
+			return die(KZ_EXIT_USAGE, "bad argument %s", a);
 		v = argv[++i];
 		a += 2;
 		if (strcmp(a, "config") == 0)
@@ -103,19 +104,19 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 			if (o->npass >= SBX_PASS_MAX ||
 			    kz_parse_int(v, 3, 1023, &fd) != 0 ||
 			    fcntl((int)fd, F_GETFD) < 0)
-				return die(SBX_EXIT_USAGE, "--pass-fd needs an "
+				return die(KZ_EXIT_USAGE, "--pass-fd needs an "
 				    "open descriptor from 3 to 1023 (at most "
 				    "%d)", SBX_PASS_MAX);
 			o->pass[o->npass++] = (int)fd;
 		}
 		else if ((r = sbx_conf_opt(c, a, v, why, sizeof(why))) ==
 		    KZ_ENOENT)
-			return die(SBX_EXIT_USAGE, "unknown option --%s", a);
+			return die(KZ_EXIT_USAGE, "unknown option --%s", a);
 		else if (r != 0)
-			return die(SBX_EXIT_USAGE, "%s", why);
+			return die(KZ_EXIT_USAGE, "%s", why);
 	}
 	if (sbx_conf_check(c, why, sizeof(why)) != 0)
-		return die(SBX_EXIT_USAGE, "bad config: %s", why);
+		return die(KZ_EXIT_USAGE, "bad config: %s", why);
 	return 0;
 }
 
@@ -140,12 +141,12 @@ static int
 exit_for(const struct sbx_res *rs)
 {
 	if (rs->setup_failed)
-		return die(SBX_EXIT_ISOLATION, "isolation setup failed at %s: %s",
+		return die(KZ_EXIT_UNAVAIL, "isolation setup failed at %s: %s",
 		    rs->step, rs->why);
 	if (rs->limit != NULL && strcmp(rs->limit, "interrupted") == 0)
-		return die(SBX_EXIT_REFUSED, "run stopped: interrupted");
+		return die(KZ_EXIT_REFUSED, "run stopped: interrupted");
 	if (rs->limit != NULL)
-		return die(SBX_EXIT_REFUSED, "run stopped: %s limit reached",
+		return die(KZ_EXIT_REFUSED, "run stopped: %s limit reached",
 		    rs->limit);
 	if (rs->exited)
 		return rs->code;
@@ -170,12 +171,12 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	int code;
 
 	if (o->cmd == NULL || o->cmd[0] == NULL)
-		return die(SBX_EXIT_USAGE, "run needs -- CMD");
+		return die(KZ_EXIT_USAGE, "run needs -- CMD");
 	/* The job reaches the init as NUL-separated strings, where an empty
 	 * one would end the argument vector early; serve refuses it too. */
 	for (int i = 0; o->cmd[i] != NULL; i++)
 		if (o->cmd[i][0] == '\0')
-			return die(SBX_EXIT_USAGE, "run: argument %d is empty",
+			return die(KZ_EXIT_USAGE, "run: argument %d is empty",
 			    i);
 	memset(&rq, 0, sizeof(rq));
 	sbx_env_init(&rq.env);
@@ -184,17 +185,17 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 		const char *eq = strchr(o->env[i], '=');
 
 		if (eq == NULL || (size_t)(eq - o->env[i]) >= sizeof(name))
-			return die(SBX_EXIT_USAGE, "bad --env %s", o->env[i]);
+			return die(KZ_EXIT_USAGE, "bad --env %s", o->env[i]);
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - o->env[i]),
 		    o->env[i]);
 		if (sbx_env_add(&rq.env, name, eq + 1, why, sizeof(why)) != 0)
-			return die(SBX_EXIT_USAGE, "%s", why);
+			return die(KZ_EXIT_USAGE, "%s", why);
 	}
 	if (o->grant_file && read_grant(o->grant_file, grant, sizeof(grant)))
-		return die(SBX_EXIT_USAGE, "cannot read the grant file");
+		return die(KZ_EXIT_USAGE, "cannot read the grant file");
 	if (sbx_env_finish(&rq.env, c->egress_sock[0] && grant[0] ?
 	    (int)c->relay_port : 0, why, sizeof(why)) != 0)
-		return die(SBX_EXIT_USAGE, "%s", why);
+		return die(KZ_EXIT_USAGE, "%s", why);
 	/* An interrupted run still tears down its cgroups and mounts. */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -209,10 +210,10 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	rq.out_max[0] = c->stdout_max, rq.out_max[1] = c->stderr_max;
 	if (sbx_worker_init(&w, c, false, why, sizeof(why)) != 0) {
 		sbx_worker_release(&w);
-		return die(SBX_EXIT_ISOLATION, "isolation setup failed: %s", why);
+		return die(KZ_EXIT_UNAVAIL, "isolation setup failed: %s", why);
 	}
 	if (sbx_run(&w, &rq, &rs) != 0)
-		code = die(SBX_EXIT_INTERNAL, "run failed");
+		code = die(KZ_EXIT_INTERNAL, "run failed");
 	else
 		code = exit_for(&rs);
 	if (rs.leftovers > 0)
@@ -233,17 +234,17 @@ cmd_serve(struct sbx_conf *c, struct opts *o)
 	int lfd, code;
 
 	if (c->id[0] == '\0' || c->sock[0] == '\0')
-		return die(SBX_EXIT_USAGE, "serve needs --id and --socket");
+		return die(KZ_EXIT_USAGE, "serve needs --id and --socket");
 	/* The socket lives in the host's filesystem: open it first. */
 	if (kz_sock_listen(c->sock, 16, &lfd, why, sizeof(why)) != 0)
-		return die(3, "cannot listen: %s", why);
+		return die(KZ_EXIT_UNAVAIL, "cannot listen: %s", why);
 	if (sbx_worker_init(&w, c, true, why, sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.isolation", KZ_EDENIED, why,
 		    "worker", c->id, NULL);
 		sbx_worker_release(&w);
 		close(lfd);
 		(void)unlink(c->sock);
-		return die(SBX_EXIT_ISOLATION, "isolation setup failed: %s", why);
+		return die(KZ_EXIT_UNAVAIL, "isolation setup failed: %s", why);
 	}
 	code = sbx_serve(&w, lfd, o->pid_file);
 	sbx_worker_release(&w);
@@ -255,20 +256,20 @@ cmd_serve(struct sbx_conf *c, struct opts *o)
 static int
 cmd_classify(int argc, char **argv)
 {
-	int code = 0;
+	enum kz_exit code = KZ_EXIT_OK;
 
 	if (argc < 3)
-		return die(SBX_EXIT_USAGE, "classify needs FILE...");
+		return die(KZ_EXIT_USAGE, "classify needs FILE...");
 	for (int i = 2; i < argc; i++) {
 		char why[256] = "";
 		int r = kz_classify_file(argv[i], why, sizeof(why));
 
 		if (r < 0)
-			return die(SBX_EXIT_USAGE, "%s", why);
+			return die(KZ_EXIT_USAGE, "%s", why);
 		if (r == KZ_CLASS_HOST_ADMIN) {
 			printf("%s: host_administration\n", argv[i]);
 			fprintf(stderr, "kz-sandbox: %s: %s\n", argv[i], why);
-			code = SBX_EXIT_REFUSED;
+			code = KZ_EXIT_REFUSED;
 		} else
 			printf("%s: ok\n", argv[i]);
 	}
@@ -284,12 +285,12 @@ cmd_seccomp(void)
 	char why[256];
 
 	if (sbx_seccomp_build(&prog, why, sizeof(why)) != 0)
-		return die(SBX_EXIT_ISOLATION, "%s", why);
+		return die(KZ_EXIT_UNAVAIL, "%s", why);
 	printf("# %u BPF instructions\n", (unsigned)prog.len);
 	sbx_seccomp_free(&prog);
 	if (sbx_seccomp_list(stdout, why, sizeof(why)) != 0)
-		return die(SBX_EXIT_ISOLATION, "%s", why);
-	return fflush(stdout) == 0 ? 0 : SBX_EXIT_INTERNAL;
+		return die(KZ_EXIT_UNAVAIL, "%s", why);
+	return fflush(stdout) == 0 ? KZ_EXIT_OK : KZ_EXIT_INTERNAL;
 }
 
 int
@@ -309,27 +310,27 @@ main(int argc, char **argv)
 		close(r);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? SBX_EXIT_USAGE : 0;
+		return argc < 2 ? KZ_EXIT_USAGE : KZ_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("kz-sandbox %s\n", KZ_VERSION);
-		return 0;
+		return KZ_EXIT_OK;
 	}
 	if (strcmp(argv[1], "classify") == 0)
 		return cmd_classify(argc, argv);
 	if (strcmp(argv[1], "seccomp") == 0 && argc == 2)
 		return cmd_seccomp();
 	if (sodium_init() < 0)
-		return die(SBX_EXIT_INTERNAL, "libsodium init failed");
+		return die(KZ_EXIT_INTERNAL, "libsodium init failed");
 	sbx_conf_defaults(&c);
 	if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "serve") != 0) {
 		usage(stderr);
-		return SBX_EXIT_USAGE;
+		return KZ_EXIT_USAGE;
 	}
 	if ((r = parse(argc, argv, &c, &o)) != 0)
 		return r;
 	if (geteuid() != 0)
-		return die(SBX_EXIT_ISOLATION, "isolation setup failed: "
+		return die(KZ_EXIT_UNAVAIL, "isolation setup failed: "
 		    "namespaces and cgroups need root");
 	return strcmp(argv[1], "run") == 0 ? cmd_run(&c, &o) :
 	    cmd_serve(&c, &o);

@@ -5,10 +5,13 @@
  * and the init joins the agent's new ones, through a pidfd of the agent, as
  * it takes its setup.  Each code process enters a cgroup namespace rooted at
  * the run cgroup.  Every lease gets all five anew (sbx_worker_refresh), and
- * the reset proves it with their ids.
+ * the reset proves it with their ids.  With SANDBOX_USERNS=on the code also
+ * runs in a user namespace of its own, which the init makes once and maps
+ * (sbx_ns_userns_make) and each code process enters (sbx_ns_userns_enter).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/sched.h>
 
@@ -158,4 +162,108 @@ sbx_ns_new(const struct sbx_nsid *cur, const struct sbx_nsid *prev,
 			return false;
 	}
 	return true;
+}
+
+static int
+wproc(pid_t pid, const char *file, const char *val)
+{
+	char p[64];
+	int fd, r = 0;
+	size_t n = strlen(val);
+
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
+	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (write(fd, val, n) != (ssize_t)n)
+		r = -1;
+	close(fd);
+	return r;
+}
+
+/*
+ * Maps the sandbox uid and gid, and nothing else, to the unprivileged host
+ * ids, with setgroups denied: inside, uid 0 does not exist and no group can
+ * be added.
+ */
+static int
+userns_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
+{
+	char m[64];
+
+	if (wproc(pid, "setgroups", "deny") != 0)
+		goto fail;
+	snprintf(m, sizeof(m), "%lld %lld 1\n", (long long)c->uid,
+	    (long long)c->userns_uid);
+	if (wproc(pid, "uid_map", m) != 0)
+		goto fail;
+	snprintf(m, sizeof(m), "%lld %lld 1\n", (long long)c->gid,
+	    (long long)c->userns_gid);
+	if (wproc(pid, "gid_map", m) != 0)
+		goto fail;
+	return 0;
+fail:
+	kz_why(why, wlen, "namespaces: user namespace id mapping: %s",
+	    strerror(errno));
+	return KZ_EUNAVAIL;
+}
+
+/*
+ * The user namespace of the code (SANDBOX_USERNS=on), made once per worker:
+ * a short-lived child unshares it, the init (root of the parent namespace)
+ * writes its maps and keeps a descriptor of it, and every code process
+ * enters it with setns before dropping its privileges.  The pid, mount,
+ * network, IPC and UTS namespaces stay owned by the host's user namespace,
+ * so a capability inside grants nothing over any of them, nor over a host
+ * file (no host id but the two mapped ones exists inside).
+ */
+int
+sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd, char *why, size_t wlen)
+{
+	char path[64], b;
+	int p[2], pidfd = -1, r = KZ_EUNAVAIL;
+	pid_t pid;
+
+	*nsfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		kz_why(why, wlen, "namespaces: pipe: %s", strerror(errno));
+		return KZ_ESYS;
+	}
+	if ((pid = sbx_clone(CLONE_NEWUSER, &pidfd)) == 0) {
+		close(p[1]);
+		(void)!read(p[0], &b, 1);	/* until the init is done */
+		_exit(0);
+	}
+	close(p[0]);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (pid < 0) {
+		kz_why(why, wlen, "namespaces: the kernel refuses a user "
+		    "namespace: %s", strerror(errno));
+		close(p[1]);
+		return KZ_EUNAVAIL;
+	}
+	if (userns_map(pid, c, why, wlen) == 0) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		if ((*nsfd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
+			r = 0;
+		else
+			kz_why(why, wlen, "namespaces: user namespace: %s",
+			    strerror(errno));
+	}
+	close(p[1]);
+	(void)waitpid(pid, NULL, 0);
+	return r;
+}
+
+/*
+ * Enters the code's user namespace: the supplementary groups go first
+ * (setgroups is denied inside), then setns; the process keeps a full
+ * capability set only inside the namespace until sbx_caps_drop empties it.
+ */
+int
+sbx_ns_userns_enter(int nsfd)
+{
+	if (setgroups(0, NULL) < 0 || setns(nsfd, CLONE_NEWUSER) < 0)
+		return -1;
+	return 0;
 }

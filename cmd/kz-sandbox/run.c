@@ -304,63 +304,6 @@ setup_fail(struct sbx_res *rs, const char *step, const char *why)
 	snprintf(rs->why, sizeof(rs->why), "%s", why);
 }
 
-static int
-add_str(char *buf, size_t cap, size_t *len, const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	if (*len + n > cap)
-		return KZ_ETOOBIG;
-	memcpy(buf + *len, s, n);
-	*len += n;
-	return 0;
-}
-
-/* Hands the job to the init: argv, env, cwd and four descriptors. */
-static int
-send_job(struct sbx_worker *w, struct sbx_req *rq, const int fds[ZFDS])
-{
-	static char buf[ZMSG_MAX];
-	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
-	char targets[SBX_PASS_MAX * 8] = "";
-	struct iovec iov = {buf, 0};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = cb, .msg_controllen = sizeof(cb)};
-	struct cmsghdr *c;
-	size_t len = 0;
-	int r = 0;
-
-	for (size_t i = 0; r == 0 && rq->argv[i] != NULL; i++)
-		r = add_str(buf, sizeof(buf), &len, rq->argv[i]);
-	r |= add_str(buf, sizeof(buf), &len, "");
-	for (size_t i = 0; r == 0 && i < rq->env.n; i++)
-		r = add_str(buf, sizeof(buf), &len, rq->env.v[i]);
-	r |= add_str(buf, sizeof(buf), &len, "");
-	r |= add_str(buf, sizeof(buf), &len, rq->cwd ? rq->cwd : "");
-	for (int i = 0; i < rq->npass; i++) {
-		size_t tl = strlen(targets);
-
-		snprintf(targets + tl, sizeof(targets) - tl, "%s%d",
-		    i ? "," : "", rq->pass_fd[i]);
-	}
-	r |= add_str(buf, sizeof(buf), &len, targets);
-	if (r != 0)
-		return KZ_ETOOBIG;
-	iov.iov_len = len;
-	memset(cb, 0, sizeof(cb));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)(ZFDS + rq->npass));
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * ZFDS);
-	memcpy(CMSG_DATA(c) + sizeof(int) * ZFDS, rq->pass_fd,
-	    sizeof(int) * (size_t)rq->npass);
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) *
-	    (size_t)(ZFDS + rq->npass));
-	return sendmsg(w->zsock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 :
-	    KZ_ESYS;
-}
-
 /*
  * Captured output goes to the worker's buffers, allocated once at the
  * configured caps and reused, so a run does not grow and trim the heap;
@@ -440,7 +383,7 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 	{
 		const int fds[ZFDS] = {io[0][0], io[1][1], io[2][1], rep[1]};
 
-		if (send_job(w, rq, fds) != 0) {
+		if (sbx_msg_job_send(w->zsock, rq, fds) != 0) {
 			setup_fail(rs, "init", "cannot hand the run to the "
 			    "init");
 			w->broken = true;

@@ -1,9 +1,9 @@
 /*
  * kz-sandbox internals: one module per kernel concern (conf, cgroup, ns,
- * mount, view, seccomp, caps, rlimit, env, relay, run, serve; classification
- * is libkz's).  Module
- * functions return 0 or a negative kz_err and fill (why, wlen) with a line
- * that names the failed step; they never print or exit.
+ * mount, view, seccomp, caps, rlimit, env, relay, run, msg, serve;
+ * classification is libkz's).  Module functions return 0 or a negative
+ * kz_err and fill (why, wlen) with a line that names the failed step; they
+ * never print or exit.
  */
 #ifndef SBX_H
 #define SBX_H
@@ -17,6 +17,7 @@
 #include <linux/filter.h>
 
 #include "kz_err.h"
+#include "kz_exit.h"
 #include "kz_sock.h"
 
 #define SBX_ID_MAX 63
@@ -30,12 +31,6 @@
 #define SBX_RESET_NICE 10	/* the reset's priority (nice) */
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
-
-/* Exit codes (kz conventions). */
-#define SBX_EXIT_REFUSED 1
-#define SBX_EXIT_USAGE 2
-#define SBX_EXIT_ISOLATION 3
-#define SBX_EXIT_INTERNAL 4
 
 struct sbx_conf {
 	char id[SBX_ID_MAX + 1];
@@ -78,7 +73,9 @@ KZ_WUR int sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen);
 void sbx_conf_usage(void *fp);
 KZ_WUR bool sbx_id_valid(const char *id);
 
-/* cgroup.c: the worker's cgroup (the agent) and its run child (the code).
+/* cgroup.c: the worker's cgroup (the agent) and its run child (the code);
+ * each version's controller files, limits and kill are in cgroup_v1.c and
+ * cgroup_v2.c (cgroup.h between them).
  * v1 hierarchies, in order; blkio (last) only when I/O limits apply. */
 enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_IO,
     SBX_CG_N };
@@ -128,11 +125,18 @@ void sbx_cg_teardown(struct sbx_cg *g);
 const char *sbx_cg_relpath(const struct sbx_conf *c, char *buf, size_t len);
 
 /* ns.c: the agent leaves its network, IPC and UTS namespaces for new ones
- * (the init joins them), names the host and brings up the loopback. */
+ * (the init joins them), names the host and brings up the loopback; the
+ * code's user namespace, its id maps and setgroups. */
 #define SBX_NS_WORKER (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
     size_t wlen);
 pid_t sbx_clone(unsigned long flags, int *pidfd);
+/* The code's user namespace (SANDBOX_USERNS=on), made once by the init:
+ * *nsfd holds it, mapped to the sandbox uid and gid alone. */
+KZ_WUR int sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd,
+    char *why, size_t wlen);
+/* In a code process: drops the supplementary groups, enters it; -1. */
+KZ_WUR int sbx_ns_userns_enter(int nsfd);
 /* The namespaces of a run init, by kind: the kernel's 64-bit id where it
  * has one (0: none) and the nsfs inode number. */
 enum { SBX_NS_PID, SBX_NS_MNT, SBX_NS_NET, SBX_NS_IPC, SBX_NS_UTS, SBX_NS_N };
@@ -313,8 +317,8 @@ extern volatile sig_atomic_t sbx_interrupted;
 KZ_WUR int sbx_run(struct sbx_worker *w, struct sbx_req *rq,
     struct sbx_res *rs);
 void sbx_res_release(struct sbx_res *rs);
-/* What the next tenant will find, checked by the run init from inside
- * its namespaces (sbx_check). */
+/* check.c: what the next tenant will find, checked by the run init from
+ * inside its namespaces (sbx_check). */
 #define SBX_CHK_WS 1		/* /workspace lists nothing */
 #define SBX_CHK_TMP 2		/* /tmp */
 #define SBX_CHK_SHM 4		/* /dev/shm */
@@ -323,6 +327,9 @@ void sbx_res_release(struct sbx_res *rs);
 #define SBX_CHK_MQUEUE 32	/* no POSIX message queue */
 #define SBX_CHK_DONE 64		/* every check ran */
 KZ_WUR int sbx_check(struct sbx_worker *w, unsigned *bits);
+/* check.c, in the run init: runs the checks and reports the bits on sock
+ * (REP_CHECKED). */
+void sbx_check_here(const struct sbx_mnt *zm, int sock);
 /*
  * The next tenant's run namespace, made during the reset: a new init in
  * new pid and mount namespaces (a new root view, fresh tmpfs instances)
@@ -336,10 +343,15 @@ KZ_WUR int sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh,
 
 /* snapshot.c: ops snapshot and restore (tar runs inside the sandbox). */
 #include <cJSON.h>
+/* The fields each op takes besides v, op and id (serve.c's op table
+ * checks them before the op runs). */
+extern const char *const sbx_snapshot_fields[];
+extern const char *const sbx_restore_fields[];
 cJSON *sbx_op_snapshot(struct sbx_worker *w, const cJSON *req);
 cJSON *sbx_op_restore(struct sbx_worker *w, const cJSON *req);
 
-/* The agent <-> run init protocol (run.c, init.c). */
+/* msg.c: the agent <-> run init messages (run.c and init.c send and take
+ * them). */
 #define ZMSG_MAX (SBX_ARG_BYTES + SBX_ENV_BYTES + 8192)
 #define ZFDS 4		/* stdin, stdout, stderr, report */
 
@@ -351,6 +363,41 @@ struct report {
 	char step[64];
 	char why[192];
 };
+/* One run's job as the init takes it: pointers into the message. */
+struct sbx_job {
+	char *argv[SBX_ARGV_MAX + 1];
+	char *env[SBX_ENV_MAX + 17];
+	const char *cwd;
+	int fd[ZFDS + SBX_PASS_MAX];	/* stdin, stdout, stderr, report,
+					 * then the passed descriptors */
+	int target[SBX_PASS_MAX];	/* their numbers in the code */
+	int npass;
+};
+/* The setup's descriptors: the agent's pidfd and at most one run cgroup
+ * file per hierarchy. */
+#define SBX_SETUP_FDS (1 + SBX_CG_N)
+
+/* A report to the agent (or, from a code process, to its report pipe). */
+void sbx_msg_report(int fd, int kind, int status, const char *step,
+    const char *why);
+/* The agent's setup: true when the whole message was sent. */
+bool sbx_msg_setup_send(int sock, const struct sock_fprog *prog, int self,
+    const int *cgfd, int ncg);
+/* The init's side: 0 with the descriptors (the pidfd first), their number
+ * and the filter (malloc'd); -1 for a malformed message (nothing kept
+ * open), -2 when the agent is gone. */
+KZ_WUR int sbx_msg_setup_take(int sock, char *buf, size_t cap,
+    int fds[SBX_SETUP_FDS], int *nfd, struct sock_fprog *prog);
+/* A run's job; KZ_ETOOBIG when it does not fit one message. */
+KZ_WUR int sbx_msg_job_send(int sock, const struct sbx_req *rq,
+    const int fds[ZFDS]);
+/* Asks the init to check what the next tenant will find (sbx_check). */
+KZ_WUR int sbx_msg_check_send(int sock);
+/* The init's next message: 0 a job (its descriptors open), 1 a check, -1
+ * malformed (nothing kept open), -2 the agent is gone. */
+KZ_WUR int sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j);
+/* Splits a job message's bytes into j (j->npass already set); -1. */
+KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
 
 /* Clones the init, which starts building the root view at once (a served
  * worker's init copies it from the template). */
@@ -364,7 +411,7 @@ KZ_WUR int sbx_template_make(struct sbx_worker *w, char *why, size_t wlen);
  * waits until it is ready (or has failed, with its reason). */
 KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
 
-/* serve.c */
-int sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
+/* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
+enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
 
 #endif

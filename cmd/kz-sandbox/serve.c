@@ -19,6 +19,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_notify.h"
+#include "kz_srv.h"
 #include "sbx.h"
 #include "banned.h"
 
@@ -38,11 +39,6 @@ on_term(int sig)
 	(void)sig;
 	stopping = 1;
 }
-
-static const char *const run_fields[] = {"v", "op", "id", "argv",
-    "stdin_b64", "env", "cwd", "timeout_ms", "stdout_max", "stderr_max",
-    "grant", NULL};
-static const char *const bare_fields[] = {"v", "op", "id", NULL};
 
 static bool
 cwd_ok(const char *s)
@@ -106,8 +102,7 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 	int64_t v;
 	int r;
 
-	if ((r = kz_json_only(j, run_fields, why, wlen)) != 0 ||
-	    (r = parse_argv(kz_json_get(j, "argv"), rq, why, wlen)) != 0)
+	if ((r = parse_argv(kz_json_get(j, "argv"), rq, why, wlen)) != 0)
 		return r;
 	if ((r = kz_json_str_opt(j, "cwd", 1024, "", &cwd, why, wlen)) != 0)
 		return r;
@@ -233,6 +228,7 @@ op_run(struct sbx_worker *w, const cJSON *req)
 	cJSON *reply = NULL;
 	int r;
 
+	stats.runs++;
 	memset(&rq, 0, sizeof(rq));
 	memset(&rs, 0, sizeof(rs));
 	sbx_env_init(&rq.env);
@@ -378,39 +374,56 @@ op_wipe(struct sbx_worker *w, const cJSON *req)
 	return wipe_reply(w, req, ev, usage);
 }
 
+/* Stops the worker once the reply is written, as SIGTERM does. */
 static cJSON *
-dispatch(struct sbx_worker *w, const cJSON *req, bool *quit)
+op_shutdown(struct sbx_worker *w, const cJSON *req)
 {
-	const char *op;
-	char why[160] = "";
-	int64_t v;
-	int r;
+	(void)w;
+	stopping = 1;
+	return kz_reply_ok(req);
+}
 
-	if ((r = kz_json_int(req, "v", 1, 1, &v, why, sizeof(why))) != 0 ||
-	    (r = kz_json_str(req, "op", 64, &op, why, sizeof(why))) != 0)
-		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+static const char *const run_fields[] = {"argv", "stdin_b64", "env", "cwd",
+    "timeout_ms", "stdout_max", "stderr_max", "grant", NULL};
+static const char *const no_fields[] = {NULL};
+
+/*
+ * The ops, checked by lib's envelope rules (kz_op_check: v, a string id,
+ * a known op, only its fields, its flags) before a handler runs.  The
+ * worker is not on libevent, so kz_srv's handler column stays empty and
+ * each op's handler sits at the same index of handlers[].  The reset and
+ * the stop are the host's, not a tenant's: kz-lease (whose uid the worker
+ * runs as) and an operator's kz-reset, both operators by lib's default.
+ */
+static const struct kz_op ops[] = {
+	{"run", NULL, run_fields, 0},
+	{"health", NULL, no_fields, 0},
+	{"status", NULL, no_fields, 0},
+	{"wipe", NULL, no_fields, KZ_OP_OPERATOR},
+	{"snapshot", NULL, sbx_snapshot_fields, 0},
+	{"restore", NULL, sbx_restore_fields, 0},
+	{"shutdown", NULL, no_fields, KZ_OP_OPERATOR},
+	{NULL, NULL, NULL, 0},
+};
+static cJSON *(*const handlers[])(struct sbx_worker *, const cJSON *) = {
+	op_run, op_health, op_status, op_wipe, sbx_op_snapshot,
+	sbx_op_restore, op_shutdown};
+_Static_assert(sizeof(handlers) / sizeof(handlers[0]) ==
+    sizeof(ops) / sizeof(ops[0]) - 1, "one handler for each op");
+
+static cJSON *
+dispatch(struct sbx_worker *w, const cJSON *req, const struct kz_peer *peer)
+{
+	static const struct kz_srv_conf srv = {.ops = ops};
+	const struct kz_op *op;
+	const char *code;
+	char why[160] = "";
+
+	if ((op = kz_op_check(&srv, req, peer, &code, why,
+	    sizeof(why))) == NULL)
+		return kz_reply_err(req, code, why);
 	stats.requests++;
-	if (strcmp(op, "run") == 0) {
-		stats.runs++;
-		return op_run(w, req);
-	}
-	if (strcmp(op, "snapshot") == 0)
-		return sbx_op_snapshot(w, req);
-	if (strcmp(op, "restore") == 0)
-		return sbx_op_restore(w, req);
-	if ((r = kz_json_only(req, bare_fields, why, sizeof(why))) != 0)
-		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
-	if (strcmp(op, "health") == 0)
-		return op_health(w, req);
-	if (strcmp(op, "status") == 0)
-		return op_status(w, req);
-	if (strcmp(op, "wipe") == 0)
-		return op_wipe(w, req);
-	if (strcmp(op, "shutdown") == 0) {
-		*quit = true;
-		return kz_reply_ok(req);
-	}
-	return kz_reply_err(req, KZ_WE_BAD_REQUEST, "unknown op");
+	return handlers[op - ops](w, req);
 }
 
 static void
@@ -427,9 +440,10 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
     bool *quit)
 {
 	const struct sbx_conf *c = w->c;
+	struct kz_peer peer;
 
 	stats.conns++;
-	if (kz_peer_check(fd, pol, NULL) != 0) {
+	if (kz_peer_check(fd, pol, &peer) != 0) {
 		stats.peer_refused++;
 		kz_log(KZ_LOG_WARN, "sandbox.peer", KZ_EPEER,
 		    "peer refused", NULL);
@@ -458,7 +472,7 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
 			    "bad frame"), c->io_timeout_ms);
 			return;
 		}
-		reply(fd, dispatch(w, req, quit), c->io_timeout_ms);
+		reply(fd, dispatch(w, req, &peer), c->io_timeout_ms);
 		cJSON_Delete(req);
 		if (w->broken) {
 			kz_log(KZ_LOG_ERROR, "sandbox.broken", KZ_EUNAVAIL,
@@ -483,7 +497,7 @@ pid_file(const char *path)
 	return r;
 }
 
-int
+enum kz_exit
 sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 {
 	struct kz_peer_policy pol;
@@ -498,12 +512,12 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	if (kz_peer_policy_parse(w->c->peer_uids, w->c->peer_gids, &pol, why,
 	    sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.config", KZ_ECONF, why, NULL);
-		return SBX_EXIT_USAGE;
+		return KZ_EXIT_USAGE;
 	}
 	if (pidf != NULL && pid_file(pidf) != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.pidfile", KZ_ESYS,
 		    "cannot write the pid file", NULL);
-		return SBX_EXIT_INTERNAL;
+		return KZ_EXIT_INTERNAL;
 	}
 	kz_log(KZ_LOG_INFO, "sandbox.ready", 0, "worker ready", "worker",
 	    w->c->id, NULL);
@@ -526,5 +540,5 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	(void)kz_notify_stopping();
 	if (pidf != NULL)
 		(void)unlink(pidf);
-	return 0;
+	return KZ_EXIT_OK;
 }

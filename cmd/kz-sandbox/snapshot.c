@@ -29,9 +29,8 @@ static char *const tar_in[] = {"/bin/tar", "--no-same-owner",
     "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS,
     "-xf", "-", NULL};
 
-static const char *const snap_fields[] = {"v", "op", "id", "path", NULL};
-static const char *const rest_fields[] = {"v", "op", "id", "path",
-    "archive_b64", NULL};
+const char *const sbx_snapshot_fields[] = {"path", NULL};
+const char *const sbx_restore_fields[] = {"path", "archive_b64", NULL};
 
 static int
 tar_run(struct sbx_worker *w, char *const *argv, const unsigned char *in,
@@ -129,8 +128,7 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 	char why[160] = "";
 	cJSON *o = NULL;
 
-	if (kz_json_only(req, snap_fields, why, sizeof(why)) != 0 ||
-	    kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
+	if (kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
 	    sizeof(why)) != 0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
 	if (path != NULL && !path_ok(path))
@@ -198,8 +196,7 @@ sbx_op_restore(struct sbx_worker *w, const cJSON *req)
 	cJSON *o;
 	int r;
 
-	if (kz_json_only(req, rest_fields, why, sizeof(why)) != 0 ||
-	    kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
+	if (kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
 	    sizeof(why)) != 0 ||
 	    kz_json_str_opt(req, "archive_b64", KZ_FRAME_MAX_LIMIT, NULL, &b64,
 	    why, sizeof(why)) != 0)

@@ -9,7 +9,7 @@ C="python3 $TOP/tests/sandbox/client.py"
 ID=e2e-serve-$$
 S=$T/w.sock
 CG=/sys/fs/cgroup/pids/kz-sandbox/$ID
-plan 28
+plan 33
 
 bg "$SB" serve --id "$ID" --socket "$S" --pid-file "$T/pid" --timeout 10
 wait_sock "$S" 10
@@ -75,9 +75,23 @@ disown "$P2"; kill -9 "$(cat "$T/pid2")"
 sleep 0.5
 tnot "a killed worker leaves no code process behind" pgrep -fx 'sleep 88'
 rm -f "$S"
-bg "$SB" serve --id "$ID" --socket "$S"
+# This time nobody (65534) is a peer too, but not an operator.
+KZ_PEER_UIDS=0,65534 bg "$SB" serve --id "$ID" --socket "$S"
 wait_sock "$S" 10
+chmod 0666 "$S"
 like "$($C "$S" health)" '"ok": true' "the same id serves again after a crash"
 like "$($C "$S" run '{"argv":["/bin/true"]}')" '"exit_code": 0' "and runs code"
+r=$(python3 -c '
+import json,socket,struct,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+b=json.dumps({"v":1,"op":"health"}).encode(); s.sendall(struct.pack(">I",len(b))+b); print(s.recv(400))' "$S")
+like "$r" '"error": ?"bad_request"' "a request without an id is refused"
+# The system's python and a copy of the client: nobody may not reach a
+# checkout or an interpreter under /root.
+install -m 0644 "$TOP/tests/sandbox/client.py" "$T/client.py"
+nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 "$T/client.py" "$S" "$@" 2>&1; }
+like "$(nobody health)" '"ok": true' "a listed peer that is not an operator may ask for health"
+like "$(nobody wipe)" '"error": "operator_only"' "but not for a wipe"
+like "$(nobody shutdown)" '"error": "operator_only"' "nor a shutdown"
+like "$($C "$S" health)" '"ok": true' "and the worker still serves"
 $C "$S" shutdown >/dev/null
 done_testing
