@@ -28,7 +28,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_snap.h"
-#include "serve.h"
+#include "daemon.h"
 #include "banned.h"
 
 #define CHORE_THREADS 2
@@ -52,7 +52,7 @@ struct chore {
 TAILQ_HEAD(choreq, chore);
 
 struct chores {
-	struct d *d;
+	struct lease_daemon *d;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct choreq todo, done;	/* under mu */
@@ -155,7 +155,7 @@ thread_main(void *arg)
 /* ---- the loop ---- */
 
 static void
-deleted(struct d *d, const struct chore *j)
+deleted(struct lease_daemon *d, const struct chore *j)
 {
 	char op[KZ_OPID_HEX + 1];
 	const char *av[3] = {op, j->worker, j->token};
@@ -170,7 +170,7 @@ deleted(struct d *d, const struct chore *j)
 	if (j->token[0] == '\0')
 		return;
 	kz_store_opid(op);
-	(void)pool_async(d, KZ_POOL_DELETED, 3, av, maint_nothing,
+	(void)pool_async(d, KZ_POOL_DELETED, 3, av, pool_nothing,
 	    "delete_confirmed");
 }
 
@@ -233,7 +233,7 @@ enqueue(struct chores *k, struct chore *j)
 }
 
 void
-chore_delete(struct d *d, const char *worker, const char *token,
+chore_delete(struct lease_daemon *d, const char *worker, const char *token,
     const char *why, const char *rid)
 {
 	struct chores *k = d->chores;
@@ -252,7 +252,7 @@ chore_delete(struct d *d, const char *worker, const char *token,
 }
 
 void
-chore_snap_sweep(struct d *d)
+chore_snap_sweep(struct lease_daemon *d)
 {
 	struct chores *k = d->chores;
 	struct chore *j;
@@ -265,7 +265,7 @@ chore_snap_sweep(struct d *d)
 }
 
 int
-chores_running(const struct d *d)
+chores_running(const struct lease_daemon *d)
 {
 	const struct chores *k = d->chores;
 
@@ -274,7 +274,7 @@ chores_running(const struct d *d)
 }
 
 int
-chores_new(struct d *d)
+chores_new(struct lease_daemon *d)
 {
 	struct chores *k;
 	int i;
@@ -323,7 +323,7 @@ drain(struct choreq *q)
  * keeps the state allocated (the process is about to exit).
  */
 void
-chores_free(struct d *d)
+chores_free(struct lease_daemon *d)
 {
 	struct chores *k = d->chores;
 	struct timespec ts;

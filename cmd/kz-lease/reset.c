@@ -28,7 +28,7 @@
 #include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
-#include "serve.h"
+#include "daemon.h"
 #include "banned.h"
 
 #define RESET_THREADS_MAX 64
@@ -49,7 +49,7 @@ struct rjob {
 TAILQ_HEAD(rjobq, rjob);
 
 struct resets {
-	struct d *d;
+	struct lease_daemon *d;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct rjobq todo, done;	/* under mu */
@@ -162,7 +162,7 @@ finish(struct resets *r, struct rjob *j)
  * record already says why, so the deletion audits nothing more.
  */
 static void
-retired(struct d *d, const cJSON *res, const char *worker)
+retired(struct lease_daemon *d, const cJSON *res, const char *worker)
 {
 	const char *t;
 
@@ -173,7 +173,8 @@ retired(struct d *d, const cJSON *res, const char *worker)
 }
 
 static void
-decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
+decided(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	struct rjob *j = arg;
 	struct resets *r = d->resets;
@@ -261,7 +262,7 @@ done_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-resets_new(struct d *d, int nthreads)
+resets_new(struct lease_daemon *d, int nthreads)
 {
 	struct resets *r;
 	int i;
@@ -301,7 +302,7 @@ resets_new(struct d *d, int nthreads)
  * about to exit).
  */
 void
-resets_free(struct d *d)
+resets_free(struct lease_daemon *d)
 {
 	struct resets *r = d->resets;
 	struct timespec ts;
@@ -345,13 +346,14 @@ resets_free(struct d *d)
 }
 
 int
-resets_running(const struct d *d)
+resets_running(const struct lease_daemon *d)
 {
 	return d->resets != NULL ? d->resets->inflight : 0;
 }
 
 static void
-retire_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+retire_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	const char *w;
 
@@ -367,7 +369,8 @@ retire_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 static void
-retire_now(struct d *d, const char *w, const char *t, const char *why)
+retire_now(struct lease_daemon *d, const char *w, const char *t,
+    const char *why)
 {
 	char op[KZ_OPID_HEX + 1];
 	const char *av[4] = {op, w, t, why};
@@ -379,7 +382,7 @@ retire_now(struct d *d, const char *w, const char *t, const char *why)
 }
 
 void
-reset_start(struct d *d, const char *worker, const char *token,
+reset_start(struct lease_daemon *d, const char *worker, const char *token,
     const char *endpoint, const char *rid)
 {
 	struct rjob *j;
