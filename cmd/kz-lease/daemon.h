@@ -13,6 +13,8 @@
  *	maint.c		creation, expiry, reconcile
  *	ops.c		the ops
  *	serve.c		setup, the store's epoch, signals and the tick
+ *
+ * conf.c and ctl_local.c (lease.h) call none of them.
  */
 #ifndef LEASE_DAEMON_H
 #define LEASE_DAEMON_H
