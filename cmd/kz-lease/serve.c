@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <event2/event.h>
-#include <sodium.h>
 
 #include "kz_audit.h"
 #include "kz_exit.h"
