@@ -1,9 +1,9 @@
 /*
  * Fenced resets, in-process.  Every worker that left its owner (released,
  * or its lease expired) is reset here, as kz-reset(8) would, without a
- * fork and exec: a small pool of threads does the blocking parts (the
- * agent's wipe and health calls, the host-side checks, the audit append),
- * and the event loop runs the store scripts.  A job moves
+ * fork and exec: a small pool of threads (workq.c) does the blocking
+ * parts (the agent's wipe and health calls, the host-side checks, the
+ * audit append), and the event loop runs the store scripts.  A job moves
  *
  *	EVIDENCE (thread) -> DECIDE (loop: publish or retire script)
  *	    -> AUDIT (thread) -> freed (loop)
