@@ -13,22 +13,18 @@
  * deletion that fails leaves the worker retiring in the store; the next
  * reconcile finds it in the inventory and queues it again.
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/queue.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "kz_audit.h"
 #include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_snap.h"
-#include "serve.h"
+#include "daemon.h"
+#include "workq.h"
 #include "banned.h"
 
 #define CHORE_THREADS 2
@@ -38,7 +34,7 @@
 enum ckind { C_DELETE, C_SNAP_SWEEP };
 
 struct chore {
-	TAILQ_ENTRY(chore) link;	/* todo or done, under mu */
+	struct workq_item q;		/* first: the workq's */
 	LIST_ENTRY(chore) all;		/* loop thread only */
 	enum ckind kind;
 	int removed;			/* C_SNAP_SWEEP */
@@ -49,19 +45,10 @@ struct chore {
 	int err;
 	char msg[128];
 };
-TAILQ_HEAD(choreq, chore);
 
 struct chores {
-	struct d *d;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct choreq todo, done;	/* under mu */
-	bool stop;			/* under mu */
-	int live;			/* under mu */
-	pthread_t thr[CHORE_THREADS];
-	int nthr;
-	int efd;
-	struct event *ev;
+	struct lease_daemon *d;
+	struct workq *q;
 	/* Loop thread only: the chores not finished yet (a worker is
 	 * queued once at a time), and how many. */
 	LIST_HEAD(, chore) all;
@@ -111,8 +98,10 @@ audit_retire(const struct chores *k, const struct chore *j, int64_t ms)
 }
 
 static void
-run_chore(const struct chores *k, struct chore *j)
+run_chore(void *ctx, struct workq_item *it)
 {
+	const struct chores *k = ctx;
+	struct chore *j = (struct chore *)it;
 	int64_t t0 = kz_now_ms();
 
 	if (j->kind == C_SNAP_SWEEP) {
@@ -125,37 +114,10 @@ run_chore(const struct chores *k, struct chore *j)
 		audit_retire(k, j, kz_now_ms() - t0);
 }
 
-static void *
-thread_main(void *arg)
-{
-	struct chores *k = arg;
-	uint64_t one = 1;
-	struct chore *j;
-
-	pthread_mutex_lock(&k->mu);
-	for (;;) {
-		while (TAILQ_EMPTY(&k->todo) && !k->stop)
-			pthread_cond_wait(&k->cv, &k->mu);
-		if (k->stop)
-			break;
-		j = TAILQ_FIRST(&k->todo);
-		TAILQ_REMOVE(&k->todo, j, link);
-		pthread_mutex_unlock(&k->mu);
-		run_chore(k, j);
-		pthread_mutex_lock(&k->mu);
-		TAILQ_INSERT_TAIL(&k->done, j, link);
-		(void)!write(k->efd, &one, sizeof(one));
-	}
-	k->live--;
-	pthread_cond_broadcast(&k->cv);
-	pthread_mutex_unlock(&k->mu);
-	return NULL;
-}
-
 /* ---- the loop ---- */
 
 static void
-deleted(struct d *d, const struct chore *j)
+deleted(struct lease_daemon *d, const struct chore *j)
 {
 	char op[KZ_OPID_HEX + 1];
 	const char *av[3] = {op, j->worker, j->token};
@@ -170,7 +132,7 @@ deleted(struct d *d, const struct chore *j)
 	if (j->token[0] == '\0')
 		return;
 	kz_store_opid(op);
-	(void)pool_async(d, KZ_POOL_DELETED, 3, av, maint_nothing,
+	(void)pool_async(d, KZ_POOL_DELETED, 3, av, pool_nothing,
 	    "delete_confirmed");
 }
 
@@ -190,8 +152,11 @@ swept(struct chores *k, const struct chore *j)
 }
 
 static void
-finish(struct chores *k, struct chore *j)
+finish(void *ctx, struct workq_item *it)
 {
+	struct chores *k = ctx;
+	struct chore *j = (struct chore *)it;
+
 	if (j->kind == C_SNAP_SWEEP)
 		swept(k, j);
 	else
@@ -202,38 +167,15 @@ finish(struct chores *k, struct chore *j)
 }
 
 static void
-done_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct chores *k = arg;
-	struct choreq q;
-	struct chore *j;
-	uint64_t n;
-
-	(void)what;
-	(void)!read(fd, &n, sizeof(n));
-	TAILQ_INIT(&q);
-	pthread_mutex_lock(&k->mu);
-	TAILQ_CONCAT(&q, &k->done, link);
-	pthread_mutex_unlock(&k->mu);
-	while ((j = TAILQ_FIRST(&q)) != NULL) {
-		TAILQ_REMOVE(&q, j, link);
-		finish(k, j);
-	}
-}
-
-static void
 enqueue(struct chores *k, struct chore *j)
 {
 	LIST_INSERT_HEAD(&k->all, j, all);
 	k->inflight++;
-	pthread_mutex_lock(&k->mu);
-	TAILQ_INSERT_TAIL(&k->todo, j, link);
-	pthread_cond_signal(&k->cv);
-	pthread_mutex_unlock(&k->mu);
+	workq_push(k->q, &j->q);
 }
 
 void
-chore_delete(struct d *d, const char *worker, const char *token,
+chore_delete(struct lease_daemon *d, const char *worker, const char *token,
     const char *why, const char *rid)
 {
 	struct chores *k = d->chores;
@@ -252,7 +194,7 @@ chore_delete(struct d *d, const char *worker, const char *token,
 }
 
 void
-chore_snap_sweep(struct d *d)
+chore_snap_sweep(struct lease_daemon *d)
 {
 	struct chores *k = d->chores;
 	struct chore *j;
@@ -265,7 +207,7 @@ chore_snap_sweep(struct d *d)
 }
 
 int
-chores_running(const struct d *d)
+chores_running(const struct lease_daemon *d)
 {
 	const struct chores *k = d->chores;
 
@@ -273,47 +215,34 @@ chores_running(const struct d *d)
 	return k != NULL ? k->inflight - (k->sweeping ? 1 : 0) : 0;
 }
 
-int
-chores_new(struct d *d)
+static void
+drop_chore(struct workq_item *it)
 {
+	free(it);
+}
+
+int
+chores_new(struct lease_daemon *d)
+{
+	struct workq_conf wc = {.nthreads = CHORE_THREADS, .run = run_chore,
+	    .done = finish, .drop = drop_chore};
 	struct chores *k;
-	int i;
+	int e;
 
 	if ((k = calloc(1, sizeof(*k))) == NULL)
 		return KZ_ENOMEM;
 	k->d = d;
 	k->c = d->c;
-	k->efd = -1;
-	TAILQ_INIT(&k->todo);
-	TAILQ_INIT(&k->done);
 	LIST_INIT(&k->all);
-	pthread_mutex_init(&k->mu, NULL);
-	pthread_cond_init(&k->cv, NULL);
 	snprintf(k->audit_sock, sizeof(k->audit_sock), "%s",
 	    d->c->audit_sock);
+	wc.ctx = k;
+	if ((e = workq_new(d->base, &wc, &k->q)) != 0) {
+		free(k);
+		return e;
+	}
 	d->chores = k;
-	if ((k->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-	    (k->ev = event_new(d->base, k->efd, EV_READ | EV_PERSIST, done_cb,
-	    k)) == NULL || event_add(k->ev, NULL) != 0)
-		return KZ_ESYS;
-	for (i = 0; i < CHORE_THREADS; i++) {
-		if (pthread_create(&k->thr[i], NULL, thread_main, k) != 0)
-			return KZ_ESYS;
-		k->nthr++;
-		k->live++;
-	}
 	return 0;
-}
-
-static void
-drain(struct choreq *q)
-{
-	struct chore *j;
-
-	while ((j = TAILQ_FIRST(q)) != NULL) {
-		TAILQ_REMOVE(q, j, link);
-		free(j);
-	}
 }
 
 /*
@@ -323,38 +252,19 @@ drain(struct choreq *q)
  * keeps the state allocated (the process is about to exit).
  */
 void
-chores_free(struct d *d)
+chores_free(struct lease_daemon *d)
 {
 	struct chores *k = d->chores;
-	struct timespec ts;
-	int i, e = 0;
+	bool stopped;
 
 	if (k == NULL)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += CHORE_STOP_WAIT_MS / 1000;
-	pthread_mutex_lock(&k->mu);
-	k->stop = true;
-	pthread_cond_broadcast(&k->cv);
-	while (k->live > 0 && e != ETIMEDOUT)
-		e = pthread_cond_timedwait(&k->cv, &k->mu, &ts);
-	pthread_mutex_unlock(&k->mu);
-	if (k->ev != NULL)
-		event_free(k->ev);
-	k->ev = NULL;
+	stopped = workq_free(k->q, CHORE_STOP_WAIT_MS);
 	d->chores = NULL;
-	if (k->live > 0) {
+	if (!stopped) {
 		kz_log(KZ_LOG_WARN, "chore.abandon", 0,
 		    "deletions still running at exit", NULL);
 		return;
 	}
-	for (i = 0; i < k->nthr; i++)
-		pthread_join(k->thr[i], NULL);
-	drain(&k->todo);
-	drain(&k->done);
-	if (k->efd >= 0)
-		close(k->efd);
-	pthread_mutex_destroy(&k->mu);
-	pthread_cond_destroy(&k->cv);
 	free(k);
 }

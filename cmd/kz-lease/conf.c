@@ -4,12 +4,13 @@
 
 #include "kz_conf.h"
 #include "kz_frame.h"
+#include "kz_srv.h"
 #include "lease.h"
 #include "banned.h"
 
 static const char *const known[] = {
 	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_STORE_SOCKET", "KZ_AUDIT_SOCKET",
-	"KZ_FIELD_KEY_FILE", "KZ_PEER_UIDS", "KZ_PEER_GIDS", "KZ_FRAME_MAX",
+	"KZ_FIELD_KEY_FILE", KZ_SRV_PEER_KEYS, "KZ_FRAME_MAX",
 	"KZ_DEPLOYMENT", "LEASE_CONTROLLER", "LEASE_CAPACITY",
 	"LEASE_MEMBER_LIMIT", "LEASE_TTL_MS", "LEASE_STORE_TIMEOUT_MS",
 	"LEASE_TICK_MS", "LEASE_RECONCILE_MS", "LEASE_CREATE_TIMEOUT_MS",
@@ -71,7 +72,8 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 
 	snprintf(tmp, sizeof(tmp), "%s", self);
 	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
-	/* Every socket's default is the one rule of kaizen.conf(5). */
+	/* Every socket's default is KZ_RUN_DIR/NAME.sock, the rule of
+	 * kaizen.conf(5)'s DEFAULTS. */
 	if (kz_run_dir(k, c->run_dir, sizeof(c->run_dir), why, wlen) != 0 ||
 	    kz_conf_sock(k, "KZ_SOCKET", rd, "kz-lease", c->sock,
 	    sizeof(c->sock), why, wlen) != 0 ||
@@ -172,8 +174,8 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	    (e = kz_conf_bool(k, "LEASE_STOP_WORKERS", true, &c->stop_workers,
 	    why, wlen)) != 0 ||
 	    (e = load_snap_bounds(c, k, why, wlen)) != 0 ||
-	    (e = kz_peer_policy_parse(kz_conf_str(k, "KZ_PEER_UIDS", ""),
-	    kz_conf_str(k, "KZ_PEER_GIDS", ""), &c->peers, why, wlen)) != 0)
+	    (e = kz_srv_peers_load(k, &c->peers, &c->operators, why,
+	    wlen)) != 0)
 		goto out;
 	if (strcmp(c->controller, "local") != 0) {
 		kz_why(why, wlen, "LEASE_CONTROLLER: only 'local' is built in");

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "kz_err.h"
+#include "kz_exit.h"
 #include "kz_key.h"
 #include "kz_sock.h"
 
@@ -41,6 +42,9 @@ struct lease_conf {
 	int64_t snap_ttl_ms;
 	char egress_sock[108];
 	struct kz_peer_policy peers;
+	/* Who may drain and reconcile (KZ_OP_OPERATOR): KZ_OPERATOR_UIDS and
+	 * KZ_OPERATOR_GIDS; empty, root and kz-lease's own uid. */
+	struct kz_peer_policy operators;
 	uint64_t frame_max;
 	int64_t capacity, member_limit, ttl_ms, store_timeout_ms, tick_ms;
 	int64_t reconcile_ms, create_timeout_ms, reset_grace_ms;
@@ -83,7 +87,7 @@ KZ_WUR int ctl_list(const struct lease_conf *c, struct ctl_inv *inv,
 /* Stops and deletes every worker in the inventory. */
 void ctl_stop_all(const struct lease_conf *c);
 
-/* serve.c */
-int lease_serve(struct lease_conf *c);
+/* serve.c: runs the daemon until SIGTERM or SIGINT. */
+enum kz_exit lease_serve(struct lease_conf *c);
 
 #endif

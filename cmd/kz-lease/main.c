@@ -10,6 +10,7 @@
 
 #include "kz_call.h"
 #include "kz_conf.h"
+#include "kz_exit.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "lease.h"
@@ -102,21 +103,6 @@ request(const char *op, const struct args *a)
 	return r;
 }
 
-/* Exit code for a wire error (kz conventions). */
-static int
-exit_for(const char *code)
-{
-	if (strcmp(code, "admission_closed") == 0 ||
-	    strcmp(code, "store_unavailable") == 0 ||
-	    strcmp(code, "unavailable") == 0)
-		return 3;
-	if (strcmp(code, "bad_request") == 0)
-		return 2;
-	if (strcmp(code, "internal") == 0)
-		return 4;
-	return 1;
-}
-
 static int
 oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 {
@@ -138,7 +124,7 @@ oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 		fprintf(stderr, "kz-lease: %s: kz-lease unreachable at %s: "
 		    "%s\n", op, a->socket ? a->socket : c->sock,
 		    kz_strerror(e));
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
 	if (cJSON_IsTrue(kz_json_get(rep, "ok"))) {
 		cJSON_DeleteItemFromObjectCaseSensitive(rep, "v");
@@ -147,15 +133,15 @@ oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 		if ((s = kz_json_print(rep)) != NULL)
 			printf("%s\n", s);
 		free(s);
-		rc = 0;
+		rc = KZ_EXIT_OK;
 	} else {
 		code = kz_json_get(rep, "error");
 		reason = kz_json_get(rep, "reason");
 		fprintf(stderr, "kz-lease: %s: %s: %s\n", op,
 		    cJSON_IsString(code) ? code->valuestring : "internal",
 		    cJSON_IsString(reason) ? reason->valuestring : "");
-		rc = exit_for(cJSON_IsString(code) ? code->valuestring :
-		    "internal");
+		rc = kz_exit_for_wire(cJSON_IsString(code) ?
+		    code->valuestring : NULL);
 	}
 	cJSON_Delete(rep);
 	return rc;
@@ -175,15 +161,15 @@ main(int argc, char **argv)
 	kz_log_init("kz-lease", KZ_LOG_INFO);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+		return argc < 2 ? KZ_EXIT_USAGE : KZ_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("kz-lease " KZ_VERSION "\n");
-		return 0;
+		return KZ_EXIT_OK;
 	}
 	if (parse(argc, argv, &a) != 0) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (a.config == NULL)
 		a.config = getenv("KZ_CONFIG");
@@ -192,7 +178,7 @@ main(int argc, char **argv)
 		snprintf(self, sizeof(self), "%s", argv[0]);
 	if (lease_conf_load(&c, a.config, self, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-lease: config: %s\n", why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "serve") == 0) {
 		if (a.socket != NULL)
@@ -204,7 +190,7 @@ main(int argc, char **argv)
 			break;
 	if (ops[i] == NULL || (rc = oneshot(ops[i], &a, &c)) < 0) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	return rc;
 }

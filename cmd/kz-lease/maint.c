@@ -15,24 +15,14 @@
 #include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
-#include "serve.h"
+#include "daemon.h"
 #include "banned.h"
 
 #define CREATES_MAX 2
 #define SWEEP_MAX "64"
 
-void
-maint_nothing(struct d *d, int err, cJSON *res, const char *why, void *arg)
-{
-	(void)d;
-	(void)res;
-	if (err != 0)
-		kz_log(KZ_LOG_WARN, "store.call", err, why, "what",
-		    (const char *)arg, NULL);
-}
-
 static struct job *
-job_new(struct d *d, const char *w, const char *t)
+job_new(struct lease_daemon *d, const char *w, const char *t)
 {
 	struct job *j = calloc(1, sizeof(*j));
 
@@ -45,7 +35,7 @@ job_new(struct d *d, const char *w, const char *t)
 }
 
 static void
-job_free(struct d *d, struct job *j)
+job_free(struct lease_daemon *d, struct job *j)
 {
 	(void)d;
 	LIST_REMOVE(j, link);
@@ -53,7 +43,7 @@ job_free(struct d *d, struct job *j)
 }
 
 void
-jobs_stop(struct d *d)
+jobs_stop(struct lease_daemon *d)
 {
 	struct job *j;
 
@@ -64,7 +54,8 @@ jobs_stop(struct d *d)
 /* ---- creation ---- */
 
 static void
-commit_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+commit_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	(void)arg;
 	d->creates--;
@@ -74,13 +65,13 @@ commit_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 
 /* The last worker that could not start, for status and kz-supervise. */
 static void
-worker_failed(struct d *d, const char *w, const char *why)
+worker_failed(struct lease_daemon *d, const char *w, const char *why)
 {
 	snprintf(d->last_fail, sizeof(d->last_fail), "worker %s: %s", w, why);
 }
 
 static void
-create_poll(struct d *d, struct job *j)
+create_poll(struct lease_daemon *d, struct job *j)
 {
 	char gen[32], why[LEASE_FAIL_MAX], op[KZ_OPID_HEX + 1];
 	const char *av[5] = {op, j->worker, j->token, j->endpoint, gen};
@@ -115,7 +106,8 @@ create_poll(struct d *d, struct job *j)
 }
 
 static void
-begin_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+begin_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	char w[128], op[KZ_OPID_HEX + 1];
 	const char *id, *tok, *av[3] = {op, NULL, NULL};
@@ -139,7 +131,7 @@ begin_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		av[2] = tok;
 		if (access(j->endpoint, F_OK) != 0)
 			(void)pool_async(d, KZ_POOL_CREATE_ABORT, 3, av,
-			    maint_nothing, "create_abort");
+			    pool_nothing, "create_abort");
 		d->creates--;
 		job_free(d, j);
 	}
@@ -147,7 +139,7 @@ begin_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 static void
-create_one(struct d *d)
+create_one(struct lease_daemon *d)
 {
 	unsigned char b[6];
 	char id[16], cap[24], op[KZ_OPID_HEX + 1];
@@ -163,7 +155,8 @@ create_one(struct d *d)
 }
 
 static void
-status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+status_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	int64_t total;
 
@@ -185,7 +178,8 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
  * answering as soon as possible; a replacement is created once the
  * deletion is confirmed (the retiring worker counts against capacity). */
 static void
-sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+sweep_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	const cJSON *x, *e = kz_json_get(res, "expired");
 	const char *w, *t, *rid;
@@ -216,7 +210,7 @@ sweep_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 /* The backstop: whatever reconcile finds to delete (retiring or deleting
  * workers still in the inventory, orphans) goes to the same threads. */
 static void
-delete_list(struct d *d, const cJSON *a)
+delete_list(struct lease_daemon *d, const cJSON *a)
 {
 	const cJSON *x;
 	const char *w, *t;
@@ -232,7 +226,8 @@ delete_list(struct d *d, const cJSON *a)
 }
 
 static void
-reconcile_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+reconcile_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	struct kz_req *req = arg;
 
@@ -256,7 +251,7 @@ reconcile_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 static int
-reconcile(struct d *d, struct kz_req *req)
+reconcile(struct lease_daemon *d, struct kz_req *req)
 {
 	static struct ctl_inv inv;
 	char why[128], op[KZ_OPID_HEX + 1], cg[24], rg[24], *js = NULL;
@@ -292,7 +287,7 @@ reconcile(struct d *d, struct kz_req *req)
 }
 
 void
-maint_reconcile_now(struct d *d, struct kz_req *req)
+maint_reconcile_now(struct lease_daemon *d, struct kz_req *req)
 {
 	if (reconcile(d, req) != 0)
 		kz_req_err(req, KZ_WE_ADMISSION_CLOSED,
@@ -301,7 +296,7 @@ maint_reconcile_now(struct d *d, struct kz_req *req)
 }
 
 void
-maint_tick(struct d *d)
+maint_tick(struct lease_daemon *d)
 {
 	int64_t now = kz_now_ms(), q;
 	char cap[24];

@@ -1,6 +1,8 @@
 /*
  * The daemon's ops.  Each validates its request, hashes identifiers, runs
  * one store script and answers from its result.  No op keeps state here.
+ * Who may call which is the op table's: lease needs admission open
+ * (admission.c), drain and reconcile an operator (KZ_OPERATOR_UIDS).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -9,7 +11,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_snap.h"
-#include "serve.h"
+#include "daemon.h"
 #include "banned.h"
 
 #define ID_MAX 256
@@ -19,24 +21,6 @@ static const char *const retire_name[LR_N] = {
 	[LR_STALE_TOKEN] = "stale_token", [LR_EXPIRED] = "expired",
 	[LR_RECONCILE] = "reconcile",
 };
-
-void
-lease_count_retire(struct d *d, enum lease_retire why, unsigned long n)
-{
-	if (why < LR_N)
-		d->n.retired[why] += n;
-}
-
-static bool
-admit(struct d *d, struct kz_req *req)
-{
-	if (d->open)
-		return true;
-	d->n.refused++;
-	kz_req_err(req, KZ_WE_ADMISSION_CLOSED, d->closed_why[0] ?
-	    d->closed_why : "admission closed");
-	return false;
-}
 
 /* The request's op_id, or a fresh one: a client that retries a request
  * whose reply it lost sends the same op_id and gets the same answer. */
@@ -91,7 +75,8 @@ answer(struct kz_req *req, int err, cJSON *res, const char *why)
 }
 
 static void
-pass(struct d *d, int err, cJSON *res, const char *why, void *arg)
+pass(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	struct kz_req *req = arg;
 
@@ -111,7 +96,8 @@ pass(struct d *d, int err, cJSON *res, const char *why, void *arg)
  * it again, which only marks it used again.
  */
 static void
-add_snapshot(struct d *d, cJSON *res, const char *member, const char *wskey)
+add_snapshot(struct lease_daemon *d, cJSON *res, const char *member,
+    const char *wskey)
 {
 	char p[PATH_MAX + 96];
 	int e;
@@ -137,7 +123,8 @@ add_snapshot(struct d *d, cJSON *res, const char *member, const char *wskey)
  * configuration, never stored.
  */
 static void
-lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+lease_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	struct kz_req *req = arg;
 	const cJSON *j = kz_req_json(req);
@@ -169,7 +156,7 @@ lease_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 static void
 op_lease(struct kz_req *req, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 	const cJSON *j = kz_req_json(req);
 	const char *actor, *conv, *cap;
 	char member[KZ_IDHASH_HEX + 1], wskey[KZ_IDHASH_HEX + 1];
@@ -192,8 +179,6 @@ op_lease(struct kz_req *req, void *arg)
 		return;
 	}
 	av[6] = rid;
-	if (!admit(d, req))
-		return;
 	if (kz_key_idhash(&d->idkey, "actor", actor, member) != 0 ||
 	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) != 0) {
 		kz_req_err(req, KZ_WE_INTERNAL, "hashing failed");
@@ -229,7 +214,7 @@ release_rid(struct kz_req *req, const cJSON *res)
  * replayed answer deletes nothing: the first one did.
  */
 static void
-release_retired(struct d *d, struct kz_req *req, const cJSON *res)
+release_retired(struct lease_daemon *d, struct kz_req *req, const cJSON *res)
 {
 	const cJSON *r = kz_json_get(res, "reason");
 	const char *w, *t, *why;
@@ -256,7 +241,8 @@ release_retired(struct d *d, struct kz_req *req, const cJSON *res)
  * the reset is kz-lease's, not the client's, and takes no fork.
  */
 static void
-release_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+release_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	struct kz_req *req = arg;
 	char w[KZ_POOL_ID_MAX + 1] = "", t[KZ_POOL_TOKEN_MAX + 1] = "";
@@ -330,7 +316,7 @@ op_release(struct kz_req *req, void *arg)
 static void
 op_renew(struct kz_req *req, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 	char op[KZ_OPID_HEX + 1], ttl[24];
 	const char *av[4] = {op, NULL, NULL, ttl};
 	int64_t t;
@@ -351,7 +337,7 @@ op_renew(struct kz_req *req, void *arg)
  * outcomes are top-level fields, not an object: a member named "warm"
  * would shadow the pool's count for a reader that greps the reply. */
 static int
-add_counters(const struct d *d, cJSON *o)
+add_counters(const struct lease_daemon *d, cJSON *o)
 {
 	cJSON *x;
 
@@ -377,7 +363,8 @@ add_counters(const struct d *d, cJSON *o)
 }
 
 static void
-status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+status_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	struct kz_req *req = arg;
 	cJSON *o = err == 0 ? cJSON_Duplicate(res, 1) : cJSON_CreateObject();
@@ -415,7 +402,7 @@ status_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 static void
 op_status(struct kz_req *req, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 	char cap[24];
 	const char *av[1] = {cap};
 
@@ -433,7 +420,7 @@ op_reconcile(struct kz_req *req, void *arg)
 static void
 op_drain(struct kz_req *req, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 	bool on;
 
 	if (kz_json_bool_opt(kz_req_json(req), "on", true, &on, NULL, 0)) {
@@ -456,11 +443,11 @@ static const char *const f_none[] = {NULL};
 static const char *const f_drain[] = {"on", NULL};
 
 const struct kz_op lease_ops[] = {
-	{"lease", op_lease, f_lease, 0},
+	{"lease", op_lease, f_lease, KZ_OP_ADMIT},
 	{"release", op_release, f_release, 0},
 	{"renew", op_renew, f_renew, 0},
 	{"status", op_status, f_none, 0},
-	{"reconcile", op_reconcile, f_none, 0},
-	{"drain", op_drain, f_drain, 0},
+	{"reconcile", op_reconcile, f_none, KZ_OP_OPERATOR},
+	{"drain", op_drain, f_drain, KZ_OP_OPERATOR},
 	{NULL, NULL, NULL, 0},
 };

@@ -14,7 +14,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_notify.h"
-#include "serve.h"
+#include "daemon.h"
 #include "banned.h"
 
 static struct {
@@ -32,7 +32,8 @@ say(const char *text)
 }
 
 static void
-pool_read(struct d *d, int err, cJSON *res, const char *why, void *arg)
+pool_read(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	int64_t warm, total, creating, cap = d->c->capacity;
 	char s[KZ_NOTIFY_STATUS_MAX];
@@ -62,14 +63,14 @@ pool_read(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 void
-ready_start(struct d *d)
+ready_start(struct lease_daemon *d)
 {
 	(void)d;
 	say("starting: waiting for the store and the controller");
 }
 
 void
-ready_tick(struct d *d)
+ready_tick(struct lease_daemon *d)
 {
 	char cap[24], s[KZ_NOTIFY_STATUS_MAX];
 	const char *av[1] = {cap};

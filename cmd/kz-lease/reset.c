@@ -1,9 +1,9 @@
 /*
  * Fenced resets, in-process.  Every worker that left its owner (released,
  * or its lease expired) is reset here, as kz-reset(8) would, without a
- * fork and exec: a small pool of threads does the blocking parts (the
- * agent's wipe and health calls, the host-side checks, the audit append),
- * and the event loop runs the store scripts.  A job moves
+ * fork and exec: a small pool of threads (workq.c) does the blocking
+ * parts (the agent's wipe and health calls, the host-side checks, the
+ * audit append), and the event loop runs the store scripts.  A job moves
  *
  *	EVIDENCE (thread) -> DECIDE (loop: publish or retire script)
  *	    -> AUDIT (thread) -> freed (loop)
@@ -13,31 +13,25 @@
  * state and token).  Anything missing retires it.  The threads touch only
  * their job and the configuration; pool state stays in the store.
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/queue.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "kz_audit.h"
 #include "kz_evidence.h"
 #include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
-#include "serve.h"
+#include "daemon.h"
+#include "workq.h"
 #include "banned.h"
 
-#define RESET_THREADS_MAX 64
 #define RESET_STOP_WAIT_MS 2000
 
 enum rphase { RP_EVIDENCE, RP_DECIDE, RP_AUDIT, RP_DONE };
 
 struct rjob {
-	TAILQ_ENTRY(rjob) link;
+	struct workq_item q;	/* first: the workq's */
 	enum rphase phase;
 	char worker[KZ_POOL_ID_MAX + 1];
 	char token[KZ_POOL_TOKEN_MAX + 1];
@@ -46,19 +40,10 @@ struct rjob {
 	int64_t t0;
 	struct kz_reset rs;	/* the evidence and the decision */
 };
-TAILQ_HEAD(rjobq, rjob);
 
 struct resets {
-	struct d *d;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct rjobq todo, done;	/* under mu */
-	bool stop;			/* under mu */
-	int live;			/* threads still running, under mu */
-	pthread_t thr[RESET_THREADS_MAX];
-	int nthr;
-	int efd;
-	struct event *ev;
+	struct lease_daemon *d;
+	struct workq *q;
 	/* Loop thread only. */
 	int inflight;
 	/* Copies for the threads (the configuration never changes). */
@@ -102,48 +87,26 @@ do_audit(const struct resets *r, struct rjob *j)
 	cJSON_Delete(a);
 }
 
-static void *
-worker_main(void *arg)
+/* The blocking part of the job's phase, on a reset thread. */
+static void
+run_job(void *ctx, struct workq_item *it)
 {
-	struct resets *r = arg;
-	uint64_t one = 1;
-	struct rjob *j;
+	const struct resets *r = ctx;
+	struct rjob *j = (struct rjob *)it;
 
-	pthread_mutex_lock(&r->mu);
-	for (;;) {
-		while (TAILQ_EMPTY(&r->todo) && !r->stop)
-			pthread_cond_wait(&r->cv, &r->mu);
-		if (r->stop)
-			break;
-		j = TAILQ_FIRST(&r->todo);
-		TAILQ_REMOVE(&r->todo, j, link);
-		pthread_mutex_unlock(&r->mu);
-		if (j->phase == RP_EVIDENCE) {
-			do_evidence(r, j);
-			j->phase = RP_DECIDE;
-		} else {
-			do_audit(r, j);
-			j->phase = RP_DONE;
-		}
-		pthread_mutex_lock(&r->mu);
-		TAILQ_INSERT_TAIL(&r->done, j, link);
-		/* The loop reads the eventfd; a full counter cannot happen
-		 * (it holds 2^64-2). */
-		(void)!write(r->efd, &one, sizeof(one));
+	if (j->phase == RP_EVIDENCE) {
+		do_evidence(r, j);
+		j->phase = RP_DECIDE;
+	} else {
+		do_audit(r, j);
+		j->phase = RP_DONE;
 	}
-	r->live--;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
 }
 
 static void
-enqueue(struct resets *r, struct rjob *j)
+drop_job(struct workq_item *it)
 {
-	pthread_mutex_lock(&r->mu);
-	TAILQ_INSERT_TAIL(&r->todo, j, link);
-	pthread_cond_signal(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	rjob_free((struct rjob *)it);
 }
 
 /* ---- the loop ---- */
@@ -162,7 +125,7 @@ finish(struct resets *r, struct rjob *j)
  * record already says why, so the deletion audits nothing more.
  */
 static void
-retired(struct d *d, const cJSON *res, const char *worker)
+retired(struct lease_daemon *d, const cJSON *res, const char *worker)
 {
 	const char *t;
 
@@ -173,7 +136,8 @@ retired(struct d *d, const cJSON *res, const char *worker)
 }
 
 static void
-decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
+decided(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	struct rjob *j = arg;
 	struct resets *r = d->resets;
@@ -216,7 +180,7 @@ decided(struct d *d, int err, cJSON *res, const char *why, void *arg)
 		return;
 	}
 	j->phase = RP_AUDIT;
-	enqueue(r, j);
+	workq_push(r->q, &j->q);
 }
 
 static void
@@ -237,59 +201,42 @@ decide(struct resets *r, struct rjob *j)
 		decided(r->d, e, NULL, "store unavailable", j);
 }
 
+/* Back on the loop from a thread: the store decides, or it is over. */
 static void
-done_cb(evutil_socket_t fd, short what, void *arg)
+job_done(void *ctx, struct workq_item *it)
 {
-	struct resets *r = arg;
-	struct rjobq q;
-	struct rjob *j;
-	uint64_t n;
+	struct resets *r = ctx;
+	struct rjob *j = (struct rjob *)it;
 
-	(void)what;
-	(void)!read(fd, &n, sizeof(n));
-	TAILQ_INIT(&q);
-	pthread_mutex_lock(&r->mu);
-	TAILQ_CONCAT(&q, &r->done, link);
-	pthread_mutex_unlock(&r->mu);
-	while ((j = TAILQ_FIRST(&q)) != NULL) {
-		TAILQ_REMOVE(&q, j, link);
-		if (j->phase == RP_DECIDE)
-			decide(r, j);
-		else
-			finish(r, j);
-	}
+	if (j->phase == RP_DECIDE)
+		decide(r, j);
+	else
+		finish(r, j);
 }
 
 int
-resets_new(struct d *d, int nthreads)
+resets_new(struct lease_daemon *d, int nthreads)
 {
+	struct workq_conf wc = {.nthreads = nthreads, .run = run_job,
+	    .done = job_done, .drop = drop_job};
 	struct resets *r;
-	int i;
+	int e;
 
-	if (nthreads < 1 || nthreads > RESET_THREADS_MAX ||
+	if (nthreads < 1 || nthreads > WORKQ_THREADS_MAX ||
 	    (r = calloc(1, sizeof(*r))) == NULL)
 		return KZ_EINVAL;
 	r->d = d;
-	TAILQ_INIT(&r->todo);
-	TAILQ_INIT(&r->done);
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
 	snprintf(r->workers_dir, sizeof(r->workers_dir), "%s",
 	    d->c->workers_dir);
 	snprintf(r->audit_sock, sizeof(r->audit_sock), "%s",
 	    d->c->audit_sock);
 	r->io_timeout_ms = (int)d->c->reset_io_timeout_ms;
-	d->resets = r;
-	if ((r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-	    (r->ev = event_new(d->base, r->efd, EV_READ | EV_PERSIST, done_cb,
-	    r)) == NULL || event_add(r->ev, NULL) != 0)
-		return KZ_ESYS;
-	for (i = 0; i < nthreads; i++) {
-		if (pthread_create(&r->thr[i], NULL, worker_main, r) != 0)
-			return KZ_ESYS;
-		r->nthr++;
-		r->live++;
+	wc.ctx = r;
+	if ((e = workq_new(d->base, &wc, &r->q)) != 0) {
+		free(r);
+		return e;
 	}
+	d->resets = r;
 	return 0;
 }
 
@@ -301,57 +248,32 @@ resets_new(struct d *d, int nthreads)
  * about to exit).
  */
 void
-resets_free(struct d *d)
+resets_free(struct lease_daemon *d)
 {
 	struct resets *r = d->resets;
-	struct timespec ts;
-	struct rjob *j;
-	int i, e = 0;
+	bool stopped;
 
 	if (r == NULL)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += RESET_STOP_WAIT_MS / 1000;
-	pthread_mutex_lock(&r->mu);
-	r->stop = true;
-	pthread_cond_broadcast(&r->cv);
-	while (r->live > 0 && e != ETIMEDOUT)
-		e = pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-	pthread_mutex_unlock(&r->mu);
-	if (r->ev != NULL)
-		event_free(r->ev);
-	r->ev = NULL;
+	stopped = workq_free(r->q, RESET_STOP_WAIT_MS);
 	d->resets = NULL;
-	if (r->live > 0) {
+	if (!stopped) {
 		kz_log(KZ_LOG_WARN, "reset.abandon", 0,
 		    "resets still running at exit", NULL);
 		return;
 	}
-	for (i = 0; i < r->nthr; i++)
-		pthread_join(r->thr[i], NULL);
-	while ((j = TAILQ_FIRST(&r->todo)) != NULL) {
-		TAILQ_REMOVE(&r->todo, j, link);
-		rjob_free(j);
-	}
-	while ((j = TAILQ_FIRST(&r->done)) != NULL) {
-		TAILQ_REMOVE(&r->done, j, link);
-		rjob_free(j);
-	}
-	if (r->efd >= 0)
-		close(r->efd);
-	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
 	free(r);
 }
 
 int
-resets_running(const struct d *d)
+resets_running(const struct lease_daemon *d)
 {
 	return d->resets != NULL ? d->resets->inflight : 0;
 }
 
 static void
-retire_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+retire_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	const char *w;
 
@@ -367,7 +289,8 @@ retire_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 }
 
 static void
-retire_now(struct d *d, const char *w, const char *t, const char *why)
+retire_now(struct lease_daemon *d, const char *w, const char *t,
+    const char *why)
 {
 	char op[KZ_OPID_HEX + 1];
 	const char *av[4] = {op, w, t, why};
@@ -379,7 +302,7 @@ retire_now(struct d *d, const char *w, const char *t, const char *why)
 }
 
 void
-reset_start(struct d *d, const char *worker, const char *token,
+reset_start(struct lease_daemon *d, const char *worker, const char *token,
     const char *endpoint, const char *rid)
 {
 	struct rjob *j;
@@ -398,5 +321,5 @@ reset_start(struct d *d, const char *worker, const char *token,
 	snprintf(j->endpoint, sizeof(j->endpoint), "%s", endpoint);
 	snprintf(j->rid, sizeof(j->rid), "%s", rid != NULL ? rid : "");
 	d->resets->inflight++;
-	enqueue(d->resets, j);
+	workq_push(d->resets->q, &j->q);
 }

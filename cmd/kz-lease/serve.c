@@ -2,9 +2,9 @@
  * The kz-lease daemon: framed ops over the async store client.  Every
  * decision about a worker is a store script; this process only runs the
  * scripts, drives the controller, resets released workers (reset.c) and
- * deletes retired ones (chores.c).
- * Admission is open only while the store has answered its epoch check and
- * the controller's inventory was readable at the last look.
+ * deletes retired ones (chores.c).  This file sets the daemon up, keeps
+ * the store's epoch (admission.c opens admission on it) and runs the
+ * tick.
  */
 #include <errno.h>
 #include <signal.h>
@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <event2/event.h>
-#include <sodium.h>
 
 #include "kz_audit.h"
+#include "kz_exit.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_notify.h"
@@ -26,92 +26,14 @@
 #include "kz_srv.h"
 #include "kz_store.h"
 #include "lease.h"
-#include "serve.h"
+#include "daemon.h"
 #include "banned.h"
-
-static struct d *G;	/* for the handlers' tables only */
-
-static void
-admission(struct d *d)
-{
-	const char *why = NULL;
-
-	if (!kz_astore_connected(d->st) || !d->store_ok)
-		why = "store unavailable";
-	else if (!d->inv_ok)
-		why = "controller inventory unavailable";
-	else if (d->draining)
-		why = "draining";
-	if ((why == NULL) != d->open)
-		kz_log(why ? KZ_LOG_WARN : KZ_LOG_INFO, why ? "admission.close" :
-		    "admission.open", 0, why ? why : "admission open",
-		    "epoch", d->epoch, NULL);
-	d->open = why == NULL;
-	snprintf(d->closed_why, sizeof(d->closed_why), "%s", why ? why : "");
-}
-
-/* ---- store calls ---- */
-
-struct pcall {
-	struct d *d;
-	pool_fn fn;
-	void *arg;
-};
-
-static void
-pcall_done(int err, redisReply *r, const char *why, void *arg)
-{
-	struct pcall *pc = arg;
-	cJSON *res = NULL;
-	char w[256] = "";
-	const char *code;
-
-	if (err == 0)
-		err = kz_pool_parse(r, &res, w, sizeof(w));
-	else
-		snprintf(w, sizeof(w), "%s", why ? why : "");
-	if (err == 0 && (code = kz_pool_errcode(res)) != NULL &&
-	    strcmp(code, "store_unavailable") == 0) {
-		/* The store lost its data: re-establish the epoch first. */
-		pc->d->store_ok = false;
-		kz_astore_drop(pc->d->st);
-	}
-	if (err == KZ_EUNAVAIL)
-		pc->d->store_ok = false;
-	admission(pc->d);
-	pc->fn(pc->d, err, res, w, pc->arg);
-	cJSON_Delete(res);
-	free(pc);
-}
-
-int
-pool_async(struct d *d, enum kz_pool_script which, int argc,
-    const char **argv, pool_fn fn, void *arg)
-{
-	const char *av[32];
-	struct pcall *pc;
-	int e;
-
-	if (argc > 31)
-		return KZ_EINVAL;
-	if ((pc = calloc(1, sizeof(*pc))) == NULL)
-		return KZ_ENOMEM;
-	pc->d = d;
-	pc->fn = fn;
-	pc->arg = arg;
-	av[0] = kz_astore_prefix(d->st);
-	memcpy(av + 1, argv, (size_t)argc * sizeof(*argv));
-	e = kz_astore_eval(d->st, &kz_pool_scripts[which], 1, argc + 1, av,
-	    pcall_done, pc);
-	if (e != 0)
-		free(pc);
-	return e;
-}
 
 /* ---- store epoch ---- */
 
 static void
-init_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
+init_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
 {
 	const char *ep;
 
@@ -127,13 +49,13 @@ init_done(struct d *d, int err, cJSON *res, const char *why, void *arg)
 	    cJSON_IsTrue(kz_json_get(res, "changed")) ? "new store epoch" :
 	    "store epoch unchanged", "epoch", d->epoch, NULL);
 	d->next_reconcile = 0;
-	admission(d);
+	admission_update(d);
 }
 
 static void
 info_done(int err, redisReply *r, const char *why, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 	char runid[64], fresh[KZ_POOL_EPOCH_HEX + 1];
 	const char *av[3] = {"", runid, fresh};
 	const char *p;
@@ -168,12 +90,12 @@ store_up(struct kz_astore *a, void *arg)
 static void
 store_down(struct kz_astore *a, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 
 	(void)a;
 	d->store_ok = false;
 	kz_log(KZ_LOG_WARN, "store.down", KZ_EUNAVAIL, "store lost", NULL);
-	admission(d);
+	admission_update(d);
 }
 
 /* ---- signals and the tick ---- */
@@ -181,7 +103,7 @@ store_down(struct kz_astore *a, void *arg)
 static void
 sig_cb(evutil_socket_t sig, short ev, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 
 	(void)ev;
 	if (sig == SIGCHLD) {
@@ -198,11 +120,11 @@ sig_cb(evutil_socket_t sig, short ev, void *arg)
 static void
 tick_cb(evutil_socket_t fd, short ev, void *arg)
 {
-	struct d *d = arg;
+	struct lease_daemon *d = arg;
 
 	(void)fd;
 	(void)ev;
-	admission(d);
+	admission_update(d);
 	ready_tick(d);
 	if (!d->store_ok)
 		return;
@@ -210,7 +132,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 }
 
 static int
-setup_events(struct d *d)
+setup_events(struct lease_daemon *d)
 {
 	struct timeval tv = {.tv_sec = d->c->tick_ms / 1000,
 	    .tv_usec = (d->c->tick_ms % 1000) * 1000};
@@ -226,19 +148,6 @@ setup_events(struct d *d)
 	if (d->tick == NULL || evtimer_add(d->tick, &tv) != 0)
 		return KZ_ENOMEM;
 	return 0;
-}
-
-static int
-load_idkey(struct d *d, char *why, size_t wlen)
-{
-	struct kz_key fk;
-	int e;
-
-	if ((e = kz_key_load(d->c->key_file, &fk, why, wlen)) != 0)
-		return e;
-	e = kz_key_derive(&fk, KZ_SUBKEY_IDHASH, &d->idkey);
-	kz_key_wipe(&fk);
-	return e;
 }
 
 /* Makes the parents of path that are missing, mode 0755. */
@@ -277,23 +186,24 @@ make_snap_dir(const struct lease_conf *c)
 		    NULL);
 }
 
-int
+enum kz_exit
 lease_serve(struct lease_conf *c)
 {
 	struct kz_astore_conf ac = {0};
 	struct kz_srv_conf sc = {0};
-	struct d d = {0};
+	struct lease_daemon d = {0};
 	char why[256] = "";
-	int e, rc = 4;
+	int e;
+	enum kz_exit rc = KZ_EXIT_INTERNAL;
 	size_t i;
 
 	d.c = c;
-	G = &d;
 	LIST_INIT(&d.jobs);
 	signal(SIGPIPE, SIG_IGN);
-	if ((e = load_idkey(&d, why, sizeof(why))) != 0) {
+	if ((e = kz_key_load_subkey(c->key_file, KZ_SUBKEY_IDHASH, &d.idkey,
+	    why, sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "serve.key", e, why, NULL);
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
 	make_snap_dir(c);
 	ready_start(&d);
@@ -308,17 +218,19 @@ lease_serve(struct lease_conf *c)
 	ac.arg = &d;
 	if ((e = kz_astore_new(d.base, &ac, &d.st, why, sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "serve.store", e, why, NULL);
-		rc = e == KZ_EINVAL ? 2 : 3;
+		rc = e == KZ_EINVAL ? KZ_EXIT_USAGE : KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	sc.sock_path = c->sock;
 	sc.frame_max = c->frame_max;
 	sc.peers = c->peers;
+	sc.operators = c->operators;
 	sc.ops = lease_ops;
+	sc.admit = admission_admit;
 	sc.arg = &d;
 	if ((e = kz_srv_new(d.base, &sc, &d.srv, why, sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "serve.listen", e, why, NULL);
-		rc = 3;
+		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	if (setup_events(&d) != 0)
@@ -350,7 +262,7 @@ lease_serve(struct lease_conf *c)
 	    c->audit_sock : "off", NULL);
 	event_base_dispatch(d.base);
 	(void)kz_notify_stopping();
-	rc = 0;
+	rc = KZ_EXIT_OK;
 	/* Deletions in flight finish first: they and the stop below would
 	 * otherwise remove the same directories at once. */
 	chores_free(&d);

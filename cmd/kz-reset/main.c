@@ -12,6 +12,7 @@
 
 #include "kz_audit.h"
 #include "kz_conf.h"
+#include "kz_exit.h"
 #include "kz_evidence.h"
 #include "kz_io.h"
 #include "kz_json.h"
@@ -43,7 +44,8 @@ load_conf(struct reset_conf *c, const char *path, char *why, size_t wlen)
 
 	if ((e = kz_conf_load(path, known, &k, why, wlen)) != 0)
 		return e;
-	/* Every socket's default is the one rule of kaizen.conf(5). */
+	/* Every socket's default is KZ_RUN_DIR/NAME.sock, the rule of
+	 * kaizen.conf(5)'s DEFAULTS. */
 	if ((e = kz_run_dir(k, rd, sizeof(rd), why, wlen)) != 0 ||
 	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store",
 	    c->store_sock, sizeof(c->store_sock), why, wlen)) != 0 ||
@@ -117,9 +119,10 @@ transition(const struct reset_conf *c, struct kz_store **s,
 	return KZ_EUNAVAIL;
 }
 
-/* The record of a reset that happened; 3 when the sink did not take it
- * (the reset stands: undoing it would be the weaker boundary). */
-static int
+/* The record of a reset that happened; KZ_EXIT_UNAVAIL when the sink did
+ * not take it (the reset stands: undoing it would be the weaker
+ * boundary). */
+static enum kz_exit
 report(const struct reset_conf *c, const char *kind, const char *id,
     const char *token, cJSON *out, int64_t t0)
 {
@@ -134,7 +137,7 @@ report(const struct reset_conf *c, const char *kind, const char *id,
 	free(s);
 	fflush(stdout);
 	if (c->audit_sock[0] == '\0')
-		return 0;
+		return KZ_EXIT_OK;
 	e = KZ_ENOMEM;
 	if ((a = kz_evidence_record(out, id, token, c->rid, ms)) == NULL ||
 	    (e = kz_audit_send(c->audit_sock, kind, a, KZ_AUDIT_TIMEOUT_MS,
@@ -145,11 +148,11 @@ report(const struct reset_conf *c, const char *kind, const char *id,
 		    "the %s\n", c->audit_sock, kind);
 	}
 	cJSON_Delete(a);
-	return e == 0 ? 0 : 3;
+	return e == 0 ? KZ_EXIT_OK : KZ_EXIT_UNAVAIL;
 }
 
 /* Audit on: a sink that does not answer now gets nothing touched. */
-static int
+static enum kz_exit
 audit_ready(const struct reset_conf *c)
 {
 	char why[160] = "";
@@ -157,18 +160,18 @@ audit_ready(const struct reset_conf *c)
 	if (c->audit_sock[0] == '\0') {
 		fprintf(stderr, "kz-reset: audit is off (KZ_AUDIT = off): this "
 		    "reset is not recorded\n");
-		return 0;
+		return KZ_EXIT_OK;
 	}
 	if (kz_audit_ping(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, why,
 	    sizeof(why)) != 0) {
 		fprintf(stderr, "kz-reset: audit sink %s unreachable (%s); "
 		    "nothing was reset\n", c->audit_sock, why);
-		return 3;
+		return KZ_EXIT_UNAVAIL;
 	}
-	return 0;
+	return KZ_EXIT_OK;
 }
 
-static int
+static enum kz_exit
 reset(const struct reset_conf *c, const char *id, const char *token)
 {
 	struct kz_store *s = NULL;
@@ -178,17 +181,18 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 	const char *av[4] = {op, id, token, NULL}, *result;
 	cJSON *res = NULL;
 	int64_t t0 = kz_now_ms();
-	int e, rc = 4;
+	enum kz_exit rc;
+	int e;
 
-	if ((rc = audit_ready(c)) != 0)
+	if ((rc = audit_ready(c)) != KZ_EXIT_OK)
 		return rc;
-	rc = 4;
+	rc = KZ_EXIT_INTERNAL;
 	if ((e = kz_store_open(c->store_sock, c->dep, (int)c->store_timeout_ms,
 	    &s, why, sizeof(why))) != 0 ||
 	    (e = fetch(s, id, token, &w, why, sizeof(why))) < 0) {
 		fprintf(stderr, "kz-reset: store unavailable at %s\n",
 		    c->store_sock);
-		rc = 3;
+		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	if (e == 1) {
@@ -199,7 +203,7 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 		cJSON_AddStringToObject(rs.out, "result", "stale_token");
 		(void)report(c, "retire", id, token, rs.out, t0);
 		fprintf(stderr, "kz-reset: stale_token\n");
-		rc = 1;
+		rc = KZ_EXIT_REFUSED;
 		goto out;
 	}
 	kz_reset_prove(&rs, c->workers_dir, w.id, w.endpoint,
@@ -211,22 +215,23 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 	if (e != 0) {
 		fprintf(stderr, "kz-reset: store unavailable at %s\n",
 		    c->store_sock);
-		rc = 3;
+		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
 	result = kz_reset_outcome(&rs, res);
 	if (strcmp(result, "stale_token") == 0) {
 		fprintf(stderr, "kz-reset: stale_token\n");
-		rc = 1;
+		rc = KZ_EXIT_REFUSED;
 	} else if (strcmp(result, "warm") == 0)
-		rc = 0;
+		rc = KZ_EXIT_OK;
 	else {
 		fprintf(stderr, "kz-reset: retired: missing evidence: %s\n",
 		    rs.miss);
-		rc = 1;
+		rc = KZ_EXIT_REFUSED;
 	}
-	if (report(c, rs.kind, id, token, rs.out, t0) != 0 && rc == 0)
-		rc = 3;
+	if (report(c, rs.kind, id, token, rs.out, t0) != KZ_EXIT_OK &&
+	    rc == KZ_EXIT_OK)
+		rc = KZ_EXIT_UNAVAIL;
 out:
 	cJSON_Delete(res);
 	kz_reset_release(&rs);
@@ -259,9 +264,11 @@ main(int argc, char **argv)
 		case 't': token = optarg; break;
 		case 'r': rid = optarg; break;
 		case 'c': cf = optarg; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("kz-reset " KZ_VERSION "\n"); return 0;
-		default: usage(stderr); return 2;
+		case 'h': usage(stdout); return KZ_EXIT_OK;
+		case 'V':
+			printf("kz-reset " KZ_VERSION "\n");
+			return KZ_EXIT_OK;
+		default: usage(stderr); return KZ_EXIT_USAGE;
 		}
 	}
 	if (optind != argc || id == NULL || token == NULL ||
@@ -269,11 +276,11 @@ main(int argc, char **argv)
 	    strlen(rid) >= sizeof(c.rid) ||
 	    strspn(rid, "0123456789abcdef") != strlen(rid)) {
 		usage(stderr);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	if (load_conf(&c, cf, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kz-reset: config: %s\n", why);
-		return 2;
+		return KZ_EXIT_USAGE;
 	}
 	snprintf(c.rid, sizeof(c.rid), "%s", rid);
 	return reset(&c, id, token);
