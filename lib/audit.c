@@ -50,8 +50,8 @@ read_reply(const cJSON *rep, char *why, size_t wlen)
 		kz_why(why, wlen, "audit sink sent a malformed reply");
 		return KZ_EPROTO;
 	}
-	kz_why(why, wlen, "%.200s", cJSON_IsString(reason) ?
-	    reason->valuestring : err->valuestring);
+	kz_why(why, wlen, "%.200s",
+	    cJSON_IsString(reason) ? reason->valuestring : err->valuestring);
 	if (strcmp(err->valuestring, KZ_WE_REFUSED) == 0 ||
 	    strcmp(err->valuestring, KZ_WE_BAD_REQUEST) == 0)
 		return KZ_EDENIED;
@@ -105,7 +105,8 @@ kz_audit_ping(const char *sock, int timeout_ms, char *why, size_t wlen)
 	if (r == 0 && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
 		kz_why(why, wlen, "the sink refused a ping: %.160s",
 		    cJSON_GetStringValue(kz_json_get(rep, "reason")) ?
-		    cJSON_GetStringValue(kz_json_get(rep, "reason")) : "?");
+		        cJSON_GetStringValue(kz_json_get(rep, "reason")) :
+		        "?");
 		r = KZ_EUNAVAIL;
 	} else if (r != 0 && r != KZ_ENOMEM) {
 		/* kz_frame_call's own reason (a refused connect says why). */

@@ -15,10 +15,11 @@ kz_frame_call(const char *sockpath, const cJSON *req, int timeout_ms,
 		return r;
 	r = kz_frame_write(fd, req, KZ_FRAME_MAX_LIMIT, timeout_ms);
 	if (r == 0)
-		r = kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, timeout_ms, reply, why,
-		    wlen);
-	else if (r == KZ_EEOF && kz_frame_read(fd, KZ_FRAME_MAX_LIMIT,
-	    timeout_ms, reply, NULL, 0) == 0)
+		r = kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, timeout_ms, reply,
+		    why, wlen);
+	else if (r == KZ_EEOF &&
+	    kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, timeout_ms, reply, NULL, 0) ==
+	        0)
 		/* A daemon that refuses the peer answers once and closes,
 		 * perhaps before the request was written: its answer
 		 * (unauthorized_peer) is still queued on the socket. */

@@ -19,11 +19,11 @@
 #include "kz_classify.h"
 #include "banned.h"
 
-static const char *const admin_cmds[] = {"sudo", "visudo", "sudoedit",
-    "doas", "pkexec", "su", "runuser", NULL};
+static const char *const admin_cmds[] = {"sudo", "visudo", "sudoedit", "doas",
+    "pkexec", "su", "runuser", NULL};
 static const char *const admin_text[] = {"/etc/sudoers", "/etc/shadow",
-    "/etc/gshadow", "$euid -ne 0", "$euid != 0", "$uid -ne 0",
-    "id -u) -ne 0", "id -u)\" -ne 0", "id -u)\" != \"0\"", "id -u) != 0",
+    "/etc/gshadow", "$euid -ne 0", "$euid != 0", "$uid -ne 0", "id -u) -ne 0",
+    "id -u)\" -ne 0", "id -u)\" != \"0\"", "id -u) != 0",
     "whoami)\" != \"root\"", "whoami) != root", "geteuid() != 0",
     "getuid() != 0", "geteuid() == 0", "getuid() == 0", "must be run as root",
     "must be root", "run this as root", "requires root", "run as root",
@@ -63,8 +63,8 @@ static const char *const keywords[] = {"then", "do", "else", "if", "elif",
  * (options, assignments and durations included: "env -u X sudo",
  * "timeout 5 sudo", "nice -n 5 sudo"). */
 static const char *const wrappers[] = {"env", "exec", "command", "nohup",
-    "nice", "timeout", "xargs", "stdbuf", "setsid", "ionice", "chrt",
-    "taskset", "flock", "unbuffer", "watch", NULL};
+    "nice", "timeout", "xargs", "stdbuf", "setsid", "ionice", "chrt", "taskset",
+    "flock", "unbuffer", "watch", NULL};
 
 static bool
 in_list(const char *w, const char *const *list)
@@ -83,7 +83,8 @@ skip_value(const char *p, const char *end)
 	while (p < end && !isspace((unsigned char)*p) &&
 	    strchr(";|&(`", *p) == NULL) {
 		if (*p == '"' || *p == '\'') {
-			const char *q = memchr(p + 1, *p, (size_t)(end - p - 1));
+			const char *q = memchr(p + 1, *p,
+			    (size_t)(end - p - 1));
 
 			p = q != NULL ? q + 1 : end;
 		} else
@@ -111,8 +112,8 @@ scan_line(const char *p, const char *end, char w[64])
 			p++;
 			continue;
 		}
-		if (*p == '#' )
-			return NULL;	/* the rest is a comment */
+		if (*p == '#')
+			return NULL; /* the rest is a comment */
 		if (word_char((unsigned char)*p) || *p == '/') {
 			size_t n = cmd_word(p, end, w, 64);
 
@@ -166,8 +167,8 @@ named(const char *text, size_t len)
 		char needle[64];
 		size_t n = 0;
 
-		for (const char *c = admin_text[i]; *c && n + 1 < sizeof(needle);
-		    c++)
+		for (const char *c = admin_text[i];
+		     *c && n + 1 < sizeof(needle); c++)
 			needle[n++] = (char)tolower((unsigned char)*c);
 		if (memmem(f, flen, needle, n) != NULL ||
 		    memmem(u, ulen, needle, n) != NULL)
@@ -188,8 +189,10 @@ kz_classify(const char *text, size_t len, char *why, size_t wlen)
 	char word[64];
 
 	if ((w = named(text, len)) != NULL) {
-		kz_why(why, wlen, "host_administration: the script requires "
-		    "root (it names \"%s\")", w);
+		kz_why(why, wlen,
+		    "host_administration: the script requires "
+		    "root (it names \"%s\")",
+		    w);
 		return KZ_CLASS_HOST_ADMIN;
 	}
 	/* A NUL ends a line, not the script: shells and perl go on reading
@@ -200,12 +203,14 @@ kz_classify(const char *text, size_t len, char *why, size_t wlen)
 		while (le < end && *le != '\n' && *le != '\0')
 			le++;
 		if (p == text && le - p > 2 && p[0] == '#' && p[1] == '!')
-			w = scan_line(p + 2, le, word);	/* the shebang */
+			w = scan_line(p + 2, le, word); /* the shebang */
 		else
 			w = scan_line(p, le, word);
 		if (w != NULL) {
-			kz_why(why, wlen, "host_administration: the script "
-			    "runs %s", w);
+			kz_why(why, wlen,
+			    "host_administration: the script "
+			    "runs %s",
+			    w);
 			return KZ_CLASS_HOST_ADMIN;
 		}
 		p = le + 1;
@@ -238,8 +243,8 @@ kz_classify_file(const char *path, char *why, size_t wlen)
 		kz_why(why, wlen, "%s is too large to classify", path);
 		return KZ_ETOOBIG;
 	}
-	while (got <= (size_t)st.st_size && (n = read(fd, buf + got,
-	    (size_t)st.st_size + 1 - got)) != 0) {
+	while (got <= (size_t)st.st_size &&
+	    (n = read(fd, buf + got, (size_t)st.st_size + 1 - got)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

@@ -55,13 +55,16 @@ kz_parse_size(const char *s, uint64_t max, uint64_t *out)
 	switch (*end) {
 	case '\0':
 		break;
-	case 'k': case 'K':
+	case 'k':
+	case 'K':
 		mul = 1024;
 		break;
-	case 'm': case 'M':
+	case 'm':
+	case 'M':
 		mul = 1024 * 1024;
 		break;
-	case 'g': case 'G':
+	case 'g':
+	case 'G':
 		mul = 1024ull * 1024 * 1024;
 		break;
 	default:
@@ -114,8 +117,8 @@ parse_line(struct kz_conf *c, char *line, int lineno, char *why, size_t wlen)
 	*eq = '\0';
 	k = trim(line);
 	v = trim(eq + 1);
-	if (*k == '\0' || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
-	    strlen(k)) {
+	if (*k == '\0' ||
+	    strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(k)) {
 		kz_why(why, wlen, "line %d: bad key", lineno);
 		return KZ_ECONF;
 	}
@@ -264,7 +267,7 @@ kz_run_dir(const struct kz_conf *c, char *out, size_t len, char *why,
     size_t wlen)
 {
 	if (kz_conf_copy(c, "KZ_RUN_DIR", NULL, KZ_RUN_DIR_DEFAULT, out, len,
-	    why, wlen) != 0)
+	        why, wlen) != 0)
 		return KZ_ECONF;
 	if (out[0] == '\0') {
 		kz_why(why, wlen, "KZ_RUN_DIR is empty");
@@ -274,8 +277,8 @@ kz_run_dir(const struct kz_conf *c, char *out, size_t len, char *why,
 }
 
 int
-kz_sock_in(const char *run_dir, const char *name, const char *file,
-    char *out, size_t len)
+kz_sock_in(const char *run_dir, const char *name, const char *file, char *out,
+    size_t len)
 {
 	struct stat st;
 	char dir[PATH_MAX];
@@ -298,8 +301,7 @@ kz_sock_in(const char *run_dir, const char *name, const char *file,
 }
 
 int
-kz_sock_default(const char *run_dir, const char *name, char *out,
-    size_t len)
+kz_sock_default(const char *run_dir, const char *name, char *out, size_t len)
 {
 	char file[128];
 	int n;
@@ -321,8 +323,10 @@ kz_conf_sock(const struct kz_conf *c, const char *key, const char *run_dir,
 
 	if (v == NULL) {
 		if (kz_sock_default(run_dir, name, out, len) != 0) {
-			kz_why(why, wlen, "%s: the default under KZ_RUN_DIR "
-			    "is too long", key);
+			kz_why(why, wlen,
+			    "%s: the default under KZ_RUN_DIR "
+			    "is too long",
+			    key);
 			return KZ_ECONF;
 		}
 		return 0;
@@ -357,12 +361,13 @@ kz_conf_audit(const struct kz_conf *c, const char *run_dir, char *out,
 	v = kz_conf_str(c, "KZ_AUDIT_SOCKET", NULL);
 	if (v != NULL && *v == '\0') {
 		/* Once "no audit": now a mistake, never a silent opt-out. */
-		kz_why(why, wlen, "KZ_AUDIT_SOCKET is empty: audit is "
+		kz_why(why, wlen,
+		    "KZ_AUDIT_SOCKET is empty: audit is "
 		    "mandatory (KZ_AUDIT = off records nothing)");
 		return KZ_ECONF;
 	}
-	return kz_conf_sock(c, "KZ_AUDIT_SOCKET", run_dir, "kz-audit", out,
-	    len, why, wlen);
+	return kz_conf_sock(c, "KZ_AUDIT_SOCKET", run_dir, "kz-audit", out, len,
+	    why, wlen);
 }
 
 const char *
@@ -374,8 +379,8 @@ kz_conf_origin(const struct kz_conf *c, const char *key)
 }
 
 int
-kz_conf_int(const struct kz_conf *c, const char *key, int64_t dflt,
-    int64_t min, int64_t max, int64_t *out, char *why, size_t wlen)
+kz_conf_int(const struct kz_conf *c, const char *key, int64_t dflt, int64_t min,
+    int64_t max, int64_t *out, char *why, size_t wlen)
 {
 	const char *v = kz_conf_str(c, key, NULL);
 
@@ -384,8 +389,8 @@ kz_conf_int(const struct kz_conf *c, const char *key, int64_t dflt,
 		return 0;
 	}
 	if (kz_parse_int(v, min, max, out) != 0) {
-		kz_why(why, wlen, "%s: expected an integer in [%lld, %lld]", key,
-		    (long long)min, (long long)max);
+		kz_why(why, wlen, "%s: expected an integer in [%lld, %lld]",
+		    key, (long long)min, (long long)max);
 		return KZ_ECONF;
 	}
 	return 0;

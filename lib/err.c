@@ -11,7 +11,7 @@ struct errdesc {
 
 static const struct errdesc errs[] = {
 #define KZ_ERR_DESC(n, t) {#n, t},
-	KZ_ERRORS(KZ_ERR_DESC)
+    KZ_ERRORS(KZ_ERR_DESC)
 #undef KZ_ERR_DESC
 };
 

@@ -45,12 +45,13 @@ call(int fd, const char *op, int timeout_ms, bool any)
 	cJSON_AddStringToObject(req, "id", rid);
 	if (kz_frame_write(fd, req, KZ_FRAME_MAX_DEFAULT, timeout_ms) != 0 ||
 	    kz_frame_read(fd, KZ_FRAME_MAX_DEFAULT, timeout_ms, &rep, NULL,
-	    0) != 0)
+	        0) != 0)
 		rep = NULL;
 	cJSON_Delete(req);
 	id = kz_json_get(rep, "id");
-	if (rep != NULL && ((!any && !cJSON_IsTrue(kz_json_get(rep, "ok"))) ||
-	    !cJSON_IsString(id) || strcmp(id->valuestring, rid) != 0)) {
+	if (rep != NULL &&
+	    ((!any && !cJSON_IsTrue(kz_json_get(rep, "ok"))) ||
+	        !cJSON_IsString(id) || strcmp(id->valuestring, rid) != 0)) {
 		cJSON_Delete(rep);
 		rep = NULL;
 	}
@@ -63,7 +64,7 @@ agent_open(const char *endpoint, int timeout_ms)
 	int fd;
 
 	return kz_sock_connect(endpoint, timeout_ms, &fd, NULL, 0) == 0 ? fd :
-	    -1;
+	                                                                  -1;
 }
 
 static ssize_t
@@ -74,8 +75,8 @@ read_text(const char *path, char *buf, size_t len)
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return -1;
-	while ((size_t)t < len - 1 && (n = read(fd, buf + t, len - 1 -
-	    (size_t)t)) > 0)
+	while ((size_t)t < len - 1 &&
+	    (n = read(fd, buf + t, len - 1 - (size_t)t)) > 0)
 		t += n;
 	close(fd);
 	if (n < 0)
@@ -125,7 +126,7 @@ cgroup_only_agent(pid_t pid)
 		goto out;
 	}
 	for (line = strtok_r(text, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
+	     line = strtok_r(NULL, "\n", &save)) {
 		if ((ctl = strchr(line, ':')) == NULL ||
 		    (rel = strchr(ctl + 1, ':')) == NULL) {
 			ok = false;
@@ -183,8 +184,8 @@ empty_at(int dfd, int depth)
 			continue;
 		}
 		if (S_ISDIR(sb.st_mode)) {
-			fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
+			fd = openat(dfd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0 || empty_at(fd, depth + 1) != 0)
 				r = -1;
 			if (fd >= 0)
@@ -229,8 +230,8 @@ dir_empty(const char *path, bool deep)
 	int dfd;
 	bool ok;
 
-	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0)
+	if ((dfd = open(path,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return false;
 	ok = (!deep || empty_at(dfd, 0) == 0) && lists_empty(dfd);
 	close(dfd);
@@ -264,10 +265,10 @@ flag(const cJSON *o, const char *k)
  * the order kz-reset(8) lists it.  Each is recorded as "agent_<item>":
  * true only when the agent's answer names it true.
  */
-static const char *const agent_items[] = {"leftovers_killed",
-	"previous_gone", "namespaces_new", "within_lease_limit",
-	"workspace_empty", "tmp_empty", "shm_empty", "mounts_baseline",
-	"ipc_empty", "cgroup_only_agent", "memory_clean", NULL};
+static const char *const agent_items[] = {"leftovers_killed", "previous_gone",
+    "namespaces_new", "within_lease_limit", "workspace_empty", "tmp_empty",
+    "shm_empty", "mounts_baseline", "ipc_empty", "cgroup_only_agent",
+    "memory_clean", NULL};
 
 static void
 agent_evidence(const cJSON *wipe, cJSON *ev)
@@ -277,8 +278,8 @@ agent_evidence(const cJSON *wipe, cJSON *ev)
 
 	for (int i = 0; agent_items[i] != NULL; i++) {
 		snprintf(name, sizeof(name), "agent_%s", agent_items[i]);
-		cJSON_AddBoolToObject(ev, name, cJSON_IsObject(e) &&
-		    flag(e, agent_items[i]));
+		cJSON_AddBoolToObject(ev, name,
+		    cJSON_IsObject(e) && flag(e, agent_items[i]));
 	}
 	m = kz_json_get(wipe, "memory_bytes");
 	if (cJSON_IsNumber(m) && m->valuedouble >= 0)
@@ -301,8 +302,7 @@ gen_of(const cJSON *o, char *gen, size_t glen)
 
 void
 kz_evidence_collect(const char *workers_dir, const char *id,
-    const char *endpoint, int io_timeout_ms, cJSON *ev, char *gen,
-    size_t glen)
+    const char *endpoint, int io_timeout_ms, cJSON *ev, char *gen, size_t glen)
 {
 	cJSON *wipe, *health;
 	char hgen[KZ_EVIDENCE_GEN_MAX] = "", proj[PATH_MAX];
@@ -326,26 +326,28 @@ kz_evidence_collect(const char *workers_dir, const char *id,
 	agent_evidence(wipe, ev);
 	if (ok)
 		gen_of(wipe, gen, glen);
-	cJSON_AddBoolToObject(ev, "cgroup_only_agent", pid > 0 &&
-	    cgroup_only_agent(pid));
+	cJSON_AddBoolToObject(ev, "cgroup_only_agent",
+	    pid > 0 && cgroup_only_agent(pid));
 	cJSON_AddBoolToObject(ev, "projection_empty",
-	    kz_pool_wpath(workers_dir, id, "projection", proj,
-	    sizeof(proj)) == 0 && kz_evidence_projection(proj));
+	    kz_pool_wpath(workers_dir, id, "projection", proj, sizeof(proj)) ==
+	            0 &&
+	        kz_evidence_projection(proj));
 	health = call(fd, "health", io_timeout_ms, false);
 	if (fd >= 0)
 		close(fd);
 	if (health != NULL) {
 		gen_of(health, hgen, sizeof(hgen));
 		if (kz_json_str_opt(health, "worker", 64, NULL, &hid, NULL,
-		    0) != 0 || hid == NULL)
+		        0) != 0 ||
+		    hid == NULL)
 			if (kz_json_str_opt(health, "worker_id", 64, NULL, &hid,
-			    NULL, 0) != 0)
+			        NULL, 0) != 0)
 				hid = NULL;
 	}
-	cJSON_AddBoolToObject(ev, "health_id", hid != NULL &&
-	    strcmp(hid, id) == 0);
-	cJSON_AddBoolToObject(ev, "health_generation", gen[0] != '\0' &&
-	    strcmp(hgen, gen) == 0);
+	cJSON_AddBoolToObject(ev, "health_id",
+	    hid != NULL && strcmp(hid, id) == 0);
+	cJSON_AddBoolToObject(ev, "health_generation",
+	    gen[0] != '\0' && strcmp(hgen, gen) == 0);
 	cJSON_Delete(wipe);
 	cJSON_Delete(health);
 }
@@ -361,7 +363,8 @@ kz_evidence_missing(const cJSON *ev, char *buf, size_t len)
 		buf[0] = '\0';
 	if (m == NULL)
 		return NULL;
-	cJSON_ArrayForEach(x, ev) {
+	cJSON_ArrayForEach(x, ev)
+	{
 		if (!cJSON_IsBool(x) || cJSON_IsTrue(x))
 			continue;
 		cJSON_AddItemToArray(m, cJSON_CreateString(x->string));
@@ -377,7 +380,7 @@ kz_evidence_record(const cJSON *out, const char *id, const char *token,
     const char *rid, int64_t duration_ms)
 {
 	static const char *const keep[] = {"evidence", "missing", "result",
-		NULL};
+	    NULL};
 	cJSON *a = cJSON_CreateObject(), *x;
 	size_t i;
 
@@ -435,7 +438,8 @@ const char *
 kz_reset_outcome(struct kz_reset *r, const cJSON *res)
 {
 	const char *result = kz_pool_errcode(res) != NULL ? "stale_token" :
-	    r->clean ? "warm" : "retired";
+	    r->clean                                      ? "warm" :
+	                                                    "retired";
 
 	if (r->out != NULL)
 		cJSON_AddStringToObject(r->out, "result", result);

@@ -66,7 +66,7 @@ kz_frame_encode_to(const cJSON *obj, size_t max, char *buf, size_t cap,
 	/* cJSON asks for 5 bytes beyond what it prints. */
 	if (cap < KZ_FRAME_HDR + 6 || cap - KZ_FRAME_HDR > INT_MAX ||
 	    !cJSON_PrintPreallocated((cJSON *)obj, buf + KZ_FRAME_HDR,
-	    (int)(cap - KZ_FRAME_HDR), 0))
+	        (int)(cap - KZ_FRAME_HDR), 0))
 		return KZ_ENOSPC;
 	n = strlen(buf + KZ_FRAME_HDR);
 	if (n + 5 > cap - KZ_FRAME_HDR)
@@ -96,8 +96,9 @@ kz_frame_read(int fd, size_t max, int timeout_ms, cJSON **out, char *why,
 		return r;
 	}
 	if ((r = kz_frame_hdr(hdr, max, &n)) != 0) {
-		kz_why(why, wlen, "%s", r == KZ_ETOOBIG ?
-		    "frame longer than the limit" : "zero-length frame");
+		kz_why(why, wlen, "%s",
+		    r == KZ_ETOOBIG ? "frame longer than the limit" :
+		                      "zero-length frame");
 		return r;
 	}
 	if ((buf = malloc(n)) == NULL)
@@ -127,4 +128,3 @@ kz_frame_write(int fd, const cJSON *obj, size_t max, int timeout_ms)
 	free(buf);
 	return r;
 }
-

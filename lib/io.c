@@ -49,8 +49,8 @@ read_some(int fd, void *buf, size_t len, int64_t deadline_ms, size_t *got)
 
 		/* Poll first: a blocking descriptor must not outlive the
 		 * deadline inside read(). */
-		if (deadline_ms >= 0 && (r = wait_fd(fd, POLLIN,
-		    deadline_ms)) != 0)
+		if (deadline_ms >= 0 &&
+		    (r = wait_fd(fd, POLLIN, deadline_ms)) != 0)
 			return r;
 		n = read(fd, (char *)buf + off, len - off);
 
@@ -91,8 +91,8 @@ kz_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
 	while (off < len) {
 		ssize_t n;
 
-		if (deadline_ms >= 0 && (r = wait_fd(fd, POLLOUT,
-		    deadline_ms)) != 0)
+		if (deadline_ms >= 0 &&
+		    (r = wait_fd(fd, POLLOUT, deadline_ms)) != 0)
 			return r;
 		n = send(fd, (const char *)buf + off, len - off,
 		    MSG_NOSIGNAL | MSG_DONTWAIT);

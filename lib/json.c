@@ -68,7 +68,8 @@ prescan(const char *buf, size_t len, char *why, size_t wlen)
 			if (c == '"')
 				instr = false;
 			else if (c < 0x20) {
-				kz_why(why, wlen, "control character in string");
+				kz_why(why, wlen,
+				    "control character in string");
 				return KZ_EJSON;
 			} else if (c == '\\' && i + 1 < len) {
 				if (buf[i + 1] == 'u' && i + 5 < len &&
@@ -134,8 +135,7 @@ check_dups(const cJSON *v, char *why, size_t wlen)
 }
 
 int
-kz_json_parse(const char *buf, size_t len, cJSON **out, char *why,
-    size_t wlen)
+kz_json_parse(const char *buf, size_t len, cJSON **out, char *why, size_t wlen)
 {
 	const char *end = NULL;
 	cJSON *v;
@@ -189,8 +189,8 @@ kz_json_get(const cJSON *obj, const char *key)
 }
 
 int
-kz_json_str_opt(const cJSON *obj, const char *key, size_t max,
-    const char *dflt, const char **out, char *why, size_t wlen)
+kz_json_str_opt(const cJSON *obj, const char *key, size_t max, const char *dflt,
+    const char **out, char *why, size_t wlen)
 {
 	const cJSON *v = kz_json_get(obj, key);
 

@@ -37,8 +37,10 @@ kz_key_load(const char *path, struct kz_key *out, char *why, size_t wlen)
 	}
 	/* 0400 is what systemd's LoadCredential= gives a unit. */
 	if ((st.st_mode & 07777) != 0600 && (st.st_mode & 07777) != 0400) {
-		kz_why(why, wlen, "field key mode is %04o, must be 0600 or "
-		    "0400", (unsigned)(st.st_mode & 07777));
+		kz_why(why, wlen,
+		    "field key mode is %04o, must be 0600 or "
+		    "0400",
+		    (unsigned)(st.st_mode & 07777));
 		goto out;
 	}
 	if (st.st_uid != geteuid() && geteuid() != 0) {
@@ -94,7 +96,7 @@ kz_key_derive(const struct kz_key *master, enum kz_subkey id,
 	if (sodium_ready() != 0)
 		return KZ_EINTERNAL;
 	if (crypto_kdf_derive_from_key(out->k, sizeof(out->k), (uint64_t)id,
-	    KZ_KDF_CTX, master->k) != 0)
+	        KZ_KDF_CTX, master->k) != 0)
 		return KZ_EINTERNAL;
 	return 0;
 }
@@ -134,7 +136,7 @@ idhash_parts(const struct kz_key *idkey, const char *kind,
 	if (sodium_ready() != 0)
 		return KZ_EINTERNAL;
 	if (crypto_generichash_init(&st, idkey->k, sizeof(idkey->k),
-	    sizeof(h)) != 0)
+	        sizeof(h)) != 0)
 		return KZ_EINTERNAL;
 	/* Length-prefixed parts: ("ab","c") and ("a","bc") never collide. */
 	for (size_t i = 0; i <= nparts; i++) {

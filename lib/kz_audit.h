@@ -25,8 +25,8 @@
 
 /* Returns 0 once acknowledged; KZ_EUNAVAIL when the sink is unreachable;
  * KZ_EDENIED when the sink refused the event (why names the field). */
-KZ_WUR int kz_audit_send(const char *sock, const char *kind,
-    const cJSON *event, int timeout_ms, char *why, size_t wlen);
+KZ_WUR int kz_audit_send(const char *sock, const char *kind, const cJSON *event,
+    int timeout_ms, char *why, size_t wlen);
 
 /* The sink answers a ping: 0, or KZ_EUNAVAIL with why. */
 KZ_WUR int kz_audit_ping(const char *sock, int timeout_ms, char *why,

@@ -10,7 +10,7 @@
 
 /* One round trip: connect to a Unix socket, send req, read the reply.
  * timeout_ms bounds the connect and each frame. */
-KZ_WUR int kz_frame_call(const char *sockpath, const cJSON *req,
-    int timeout_ms, cJSON **reply, char *why, size_t wlen);
+KZ_WUR int kz_frame_call(const char *sockpath, const cJSON *req, int timeout_ms,
+    cJSON **reply, char *why, size_t wlen);
 
 #endif

@@ -15,8 +15,7 @@
 enum kz_class { KZ_CLASS_OK = 0, KZ_CLASS_HOST_ADMIN = 1 };
 
 /* Classifies len bytes of text; why gets the reason for HOST_ADMIN. */
-enum kz_class kz_classify(const char *text, size_t len, char *why,
-    size_t wlen);
+enum kz_class kz_classify(const char *text, size_t len, char *why, size_t wlen);
 /* Classifies a whole regular file: KZ_CLASS_OK, KZ_CLASS_HOST_ADMIN, or a
  * negative KZ_E* (cannot open, not a regular file, too large, changed
  * while read) with why saying so. */

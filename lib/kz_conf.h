@@ -47,14 +47,14 @@ KZ_WUR int kz_conf_copy(const struct kz_conf *c, const char *key,
  * fit in len.
  */
 #define KZ_RUN_DIR_DEFAULT "/run/kaizen"
-KZ_WUR int kz_run_dir(const struct kz_conf *c, char *out, size_t len,
-    char *why, size_t wlen);
-KZ_WUR int kz_sock_default(const char *run_dir, const char *name,
-    char *out, size_t len);
+KZ_WUR int kz_run_dir(const struct kz_conf *c, char *out, size_t len, char *why,
+    size_t wlen);
+KZ_WUR int kz_sock_default(const char *run_dir, const char *name, char *out,
+    size_t len);
 /* The same rule for another file of daemon NAME (kz-egress's status
  * socket): RUN/NAME/FILE when RUN/NAME is a directory, else RUN/FILE. */
-KZ_WUR int kz_sock_in(const char *run_dir, const char *name,
-    const char *file, char *out, size_t len);
+KZ_WUR int kz_sock_in(const char *run_dir, const char *name, const char *file,
+    char *out, size_t len);
 /* key's value, else kz_sock_default(run_dir, name); an empty value is
  * KZ_ECONF (a socket must be named). */
 KZ_WUR int kz_conf_sock(const struct kz_conf *c, const char *key,
@@ -70,19 +70,17 @@ KZ_WUR int kz_conf_audit(const struct kz_conf *c, const char *run_dir,
     char *out, size_t len, char *why, size_t wlen);
 /* Where the value came from: "env", "file" or "default". */
 const char *kz_conf_origin(const struct kz_conf *c, const char *key);
-KZ_WUR int kz_conf_int(const struct kz_conf *c, const char *key,
-    int64_t dflt, int64_t min, int64_t max, int64_t *out, char *why,
-    size_t wlen);
+KZ_WUR int kz_conf_int(const struct kz_conf *c, const char *key, int64_t dflt,
+    int64_t min, int64_t max, int64_t *out, char *why, size_t wlen);
 /* on/off, yes/no, true/false, 1/0. */
 KZ_WUR int kz_conf_bool(const struct kz_conf *c, const char *key, bool dflt,
     bool *out, char *why, size_t wlen);
 /* Sizes with an optional K, M or G suffix (powers of 1024). */
-KZ_WUR int kz_conf_size(const struct kz_conf *c, const char *key,
-    uint64_t dflt, uint64_t max, uint64_t *out, char *why, size_t wlen);
+KZ_WUR int kz_conf_size(const struct kz_conf *c, const char *key, uint64_t dflt,
+    uint64_t max, uint64_t *out, char *why, size_t wlen);
 
 /* Strict decimal parse of a whole string into [min, max]. */
-KZ_WUR int kz_parse_int(const char *s, int64_t min, int64_t max,
-    int64_t *out);
+KZ_WUR int kz_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 KZ_WUR int kz_parse_size(const char *s, uint64_t max, uint64_t *out);
 
 #endif

@@ -29,8 +29,7 @@
  * generation the agent reported after its wipe ("" when none).
  */
 void kz_evidence_collect(const char *workers_dir, const char *id,
-    const char *endpoint, int io_timeout_ms, cJSON *ev, char *gen,
-    size_t glen);
+    const char *endpoint, int io_timeout_ms, cJSON *ev, char *gen, size_t glen);
 /* The names of the checks that failed, as a JSON array (NULL: no memory);
  * buf gets them comma-separated. */
 cJSON *kz_evidence_missing(const cJSON *ev, char *buf, size_t len);
@@ -50,8 +49,8 @@ bool kz_evidence_dir_empty(const char *path);
  * audit schema's correlation field, so the reset joins the run's own
  * records).  NULL when out of memory.
  */
-cJSON *kz_evidence_record(const cJSON *out, const char *id,
-    const char *token, const char *rid, int64_t duration_ms);
+cJSON *kz_evidence_record(const cJSON *out, const char *id, const char *token,
+    const char *rid, int64_t duration_ms);
 
 /*
  * The reset's decision, once for kz-lease (in-process, every release)
@@ -61,19 +60,18 @@ cJSON *kz_evidence_record(const cJSON *out, const char *id,
  * retires it.  The pool script then has the last word on the token.
  */
 struct kz_reset {
-	cJSON *out;	/* worker, evidence, missing, then result; NULL: no
-			 * memory */
+	cJSON *out; /* worker, evidence, missing, then result; NULL: no
+	             * memory */
 	char gen[KZ_EVIDENCE_GEN_MAX];
 	char miss[KZ_EVIDENCE_MISSING_MAX];
-	const char *kind;	/* the audit kind, once decided */
+	const char *kind; /* the audit kind, once decided */
 	bool clean;
 };
 /* Blocking (bounded by io_timeout_ms per agent call). */
-void kz_reset_prove(struct kz_reset *r, const char *workers_dir,
-    const char *id, const char *endpoint, int io_timeout_ms);
+void kz_reset_prove(struct kz_reset *r, const char *workers_dir, const char *id,
+    const char *endpoint, int io_timeout_ms);
 /* The script the decision runs (ARGV: opid, id, reset token, *arg). */
-enum kz_pool_script kz_reset_script(const struct kz_reset *r,
-    const char **arg);
+enum kz_pool_script kz_reset_script(const struct kz_reset *r, const char **arg);
 /* From that script's parsed reply: "warm", "retired" or "stale_token"
  * (the token was no longer current: nothing was written), also recorded
  * as out's "result"; kind becomes the audit kind: "reset" for "warm",

@@ -6,10 +6,10 @@
 #define KZ_EXIT_H
 
 enum kz_exit {
-	KZ_EXIT_OK = 0,	      /* done; or allowed */
-	KZ_EXIT_REFUSED = 1,  /* refused by policy */
-	KZ_EXIT_USAGE = 2,    /* bad usage, bad input or bad configuration */
-	KZ_EXIT_UNAVAIL = 3,  /* a dependency is unavailable: failed closed */
+	KZ_EXIT_OK = 0, /* done; or allowed */
+	KZ_EXIT_REFUSED = 1, /* refused by policy */
+	KZ_EXIT_USAGE = 2, /* bad usage, bad input or bad configuration */
+	KZ_EXIT_UNAVAIL = 3, /* a dependency is unavailable: failed closed */
 	KZ_EXIT_INTERNAL = 4, /* an internal error */
 };
 
@@ -22,8 +22,9 @@ enum kz_exit kz_exit_for_wire(const char *code);
 
 /* The status for a negative kz_err from a library call made on the
  * caller's own behalf: KZ_EUNAVAIL, KZ_ETIMEDOUT, KZ_EEOF and KZ_EPEER are
- * KZ_EXIT_UNAVAIL, KZ_EDENIED and KZ_ECRYPTO are KZ_EXIT_REFUSED, KZ_ECONF, KZ_EKEY and the
- * parse errors are KZ_EXIT_USAGE, the rest KZ_EXIT_INTERNAL; 0 is OK. */
+ * KZ_EXIT_UNAVAIL, KZ_EDENIED and KZ_ECRYPTO are KZ_EXIT_REFUSED, KZ_ECONF,
+ * KZ_EKEY and the parse errors are KZ_EXIT_USAGE, the rest KZ_EXIT_INTERNAL; 0
+ * is OK. */
 enum kz_exit kz_exit_for_err(int err);
 
 #endif

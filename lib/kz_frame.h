@@ -37,6 +37,5 @@ KZ_WUR int kz_frame_encode_to(const cJSON *obj, size_t max, char *buf,
  */
 KZ_WUR int kz_frame_read(int fd, size_t max, int timeout_ms, cJSON **out,
     char *why, size_t wlen);
-KZ_WUR int kz_frame_write(int fd, const cJSON *obj, size_t max,
-    int timeout_ms);
+KZ_WUR int kz_frame_write(int fd, const cJSON *obj, size_t max, int timeout_ms);
 #endif

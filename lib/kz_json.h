@@ -22,8 +22,8 @@
 bool kz_utf8_valid(const char *s, size_t len);
 
 /* Parses exactly len bytes as one JSON value; *out set only on success. */
-KZ_WUR int kz_json_parse(const char *buf, size_t len, cJSON **out,
-    char *why, size_t wlen);
+KZ_WUR int kz_json_parse(const char *buf, size_t len, cJSON **out, char *why,
+    size_t wlen);
 /* Same, and requires an object: KZ_ENOTOBJ otherwise. */
 KZ_WUR int kz_json_parse_object(const char *buf, size_t len, cJSON **out,
     char *why, size_t wlen);
@@ -45,8 +45,8 @@ KZ_WUR int kz_json_int_opt(const cJSON *obj, const char *key, int64_t min,
 KZ_WUR int kz_json_bool_opt(const cJSON *obj, const char *key, bool dflt,
     bool *out, char *why, size_t wlen);
 /* Rejects any member whose name is not in the NULL-terminated list. */
-KZ_WUR int kz_json_only(const cJSON *obj, const char *const *allowed,
-    char *why, size_t wlen);
+KZ_WUR int kz_json_only(const cJSON *obj, const char *const *allowed, char *why,
+    size_t wlen);
 
 /* Single-line serialization; caller frees with free().  NULL on ENOMEM. */
 char *kz_json_print(const cJSON *v);

@@ -19,9 +19,9 @@
 /* KDF contexts (8 bytes each) and subkey ids, one per purpose. */
 #define KZ_KDF_CTX "kaizenkz"
 enum kz_subkey {
-	KZ_SUBKEY_IDHASH = 1,  /* keyed BLAKE2b of identifiers */
-	KZ_SUBKEY_GRANT = 2,   /* Ed25519 seed for egress grants */
-	KZ_SUBKEY_AUDIT = 3,   /* audit MAC chain */
+	KZ_SUBKEY_IDHASH = 1, /* keyed BLAKE2b of identifiers */
+	KZ_SUBKEY_GRANT = 2, /* Ed25519 seed for egress grants */
+	KZ_SUBKEY_AUDIT = 3, /* audit MAC chain */
 	KZ_SUBKEY_RECEIPT = 4, /* Ed25519 seed for validation receipts */
 };
 

@@ -20,8 +20,8 @@ void kz_log_set_rid(const char *rid);
  * kz_log(level, event, err, msg, key1, val1, ..., NULL): values are strings
  * (NULL values are skipped).  err is a kz_err (0 for none).
  */
-void kz_log(enum kz_log_level lvl, const char *event, int err,
-    const char *msg, ...) __attribute__((sentinel));
+void kz_log(enum kz_log_level lvl, const char *event, int err, const char *msg,
+    ...) __attribute__((sentinel));
 /* Same with the context fields in a cJSON object (not consumed). */
 void kz_log_obj(enum kz_log_level lvl, const char *event, int err,
     const cJSON *fields, const char *msg);

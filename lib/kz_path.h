@@ -37,13 +37,13 @@
 
 #include "kz_err.h"
 
-#define KZ_PATH_MAX 4096    /* bytes in a rooted path, without a NUL */
+#define KZ_PATH_MAX 4096 /* bytes in a rooted path, without a NUL */
 #define KZ_PATH_SEG_MAX 255 /* bytes in one segment (NAME_MAX) */
 #define KZ_PATH_DEPTH_MAX 64 /* segments in one path */
 
 /* What kz_path_open() must find; exactly one of FILE or DIR. */
 #define KZ_PATH_FILE 0x1 /* a regular file, returned O_RDONLY */
-#define KZ_PATH_DIR 0x2	 /* a directory, returned O_RDONLY|O_DIRECTORY */
+#define KZ_PATH_DIR 0x2 /* a directory, returned O_RDONLY|O_DIRECTORY */
 /*
  * Forces the component walk even where openat2 exists.  For tests and for
  * comparing the two resolvers; both must give the same answers.
@@ -55,8 +55,7 @@
  * explicit so an embedded NUL is seen instead of silently shortening the
  * path.  why (optional) gets the byte offset of the problem.
  */
-KZ_WUR int kz_path_check(const char *rel, size_t len, char *why,
-    size_t wlen);
+KZ_WUR int kz_path_check(const char *rel, size_t len, char *why, size_t wlen);
 
 /*
  * Opens rel beneath rootfd (a directory descriptor; O_PATH is fine) and
@@ -81,8 +80,8 @@ KZ_WUR int kz_path_open(int rootfd, const char *rel, size_t len, int flags,
  * *base to that segment within rel, and *created (optional) to whether any
  * directory was made.  Errors: kz_path_check()'s, those above, KZ_ESYS.
  */
-KZ_WUR int kz_path_mkparent(int rootfd, const char *rel, mode_t mode,
-    uid_t uid, gid_t gid, int *parentfd, const char **base, bool *created);
+KZ_WUR int kz_path_mkparent(int rootfd, const char *rel, mode_t mode, uid_t uid,
+    gid_t gid, int *parentfd, const char **base, bool *created);
 
 /*
  * True when absolute path p lies strictly beneath absolute directory root:

@@ -33,20 +33,20 @@
 #define KZ_POOL_OP_TTL_MS 600000
 
 enum kz_pool_script {
-	KZ_POOL_INIT,		/* runid, fresh epoch */
-	KZ_POOL_CREATE_BEGIN,	/* opid, id, capacity */
-	KZ_POOL_CREATE_COMMIT,	/* opid, id, token, endpoint, gen */
-	KZ_POOL_CREATE_ABORT,	/* opid, id, token */
-	KZ_POOL_LEASE,		/* opid, member, wskey, ttl_ms, limit, lid, cap */
-	KZ_POOL_RELEASE,	/* opid, lid, token */
-	KZ_POOL_RENEW,		/* opid, lid, token, ttl_ms */
-	KZ_POOL_SWEEP,		/* opid, max */
-	KZ_POOL_PUBLISH,	/* opid, id, token, gen */
-	KZ_POOL_RETIRE,		/* opid, id, token, why */
-	KZ_POOL_DELETED,	/* opid, id, token */
-	KZ_POOL_RECONCILE,	/* opid, inventory json, create grace, reset grace */
-	KZ_POOL_STATUS,		/* capacity */
-	KZ_POOL_GET,		/* id */
+	KZ_POOL_INIT, /* runid, fresh epoch */
+	KZ_POOL_CREATE_BEGIN, /* opid, id, capacity */
+	KZ_POOL_CREATE_COMMIT, /* opid, id, token, endpoint, gen */
+	KZ_POOL_CREATE_ABORT, /* opid, id, token */
+	KZ_POOL_LEASE, /* opid, member, wskey, ttl_ms, limit, lid, cap */
+	KZ_POOL_RELEASE, /* opid, lid, token */
+	KZ_POOL_RENEW, /* opid, lid, token, ttl_ms */
+	KZ_POOL_SWEEP, /* opid, max */
+	KZ_POOL_PUBLISH, /* opid, id, token, gen */
+	KZ_POOL_RETIRE, /* opid, id, token, why */
+	KZ_POOL_DELETED, /* opid, id, token */
+	KZ_POOL_RECONCILE, /* opid, inventory json, create grace, reset grace */
+	KZ_POOL_STATUS, /* capacity */
+	KZ_POOL_GET, /* id */
 	KZ_POOL_NSCRIPTS
 };
 
@@ -67,8 +67,8 @@ const char *kz_pool_errcode(const cJSON *res);
  * Blocking: runs which with KEYS[1] = the deployment prefix and argv as
  * ARGV.  *out is the parsed reply, which may carry "err".
  */
-KZ_WUR int kz_pool_call(struct kz_store *s, enum kz_pool_script which,
-    int argc, const char **argv, cJSON **out, char *why, size_t wlen);
+KZ_WUR int kz_pool_call(struct kz_store *s, enum kz_pool_script which, int argc,
+    const char **argv, cJSON **out, char *why, size_t wlen);
 
 /*
  * Blocking: makes sure the store has an epoch for this run of the server

@@ -32,22 +32,22 @@
 #define KZ_SNAP_SCAN_MAX (1 << 20)
 
 struct kz_snap_bounds {
-	uint64_t actor_max;	/* bytes, one actor's snapshots */
-	uint64_t total_max;	/* bytes, every snapshot in DIR */
-	int64_t ttl_ms;		/* unused this long: expired */
+	uint64_t actor_max; /* bytes, one actor's snapshots */
+	uint64_t total_max; /* bytes, every snapshot in DIR */
+	int64_t ttl_ms; /* unused this long: expired */
 };
 
 /* DIR/ACTOR/WSKEY.tar into buf. */
-KZ_WUR int kz_snap_path(const char *dir, const char *actor,
-    const char *wskey, char *buf, size_t len);
+KZ_WUR int kz_snap_path(const char *dir, const char *actor, const char *wskey,
+    char *buf, size_t len);
 
 /*
  * At lease time: makes DIR/ACTOR if it is missing, removes the snapshot
  * of WSKEY when it expired (it is never restored), else marks it used
  * now.  path gets the snapshot's path either way.
  */
-KZ_WUR int kz_snap_offer(const char *dir, const char *actor,
-    const char *wskey, int64_t ttl_ms, char *path, size_t len);
+KZ_WUR int kz_snap_offer(const char *dir, const char *actor, const char *wskey,
+    int64_t ttl_ms, char *path, size_t len);
 
 /* Before a restore: 0 when path is a snapshot used within ttl_ms,
  * KZ_ENOENT when there is none, KZ_ESTATE when it expired (removed). */

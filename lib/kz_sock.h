@@ -40,8 +40,8 @@ KZ_WUR int kz_peer_check(int fd, const struct kz_peer_policy *pol,
     struct kz_peer *out);
 
 /* Binds and listens (non-blocking, CLOEXEC, mode 0660). */
-KZ_WUR int kz_sock_listen(const char *path, int backlog, int *out_fd,
-    char *why, size_t wlen);
+KZ_WUR int kz_sock_listen(const char *path, int backlog, int *out_fd, char *why,
+    size_t wlen);
 /* Connects with a timeout; KZ_EUNAVAIL when nothing listens. */
 KZ_WUR int kz_sock_connect(const char *path, int timeout_ms, int *out_fd,
     char *why, size_t wlen);

@@ -52,15 +52,15 @@ typedef bool (*kz_admit_fn)(void *arg, char *why, size_t wlen);
 
 struct kz_srv_conf {
 	const char *sock_path;
-	size_t frame_max;	/* 0: KZ_FRAME_MAX_DEFAULT */
-	int io_timeout_ms;	/* a frame must arrive/leave within this */
-	int idle_timeout_ms;	/* an idle connection is closed after this */
-	size_t max_conns;	/* 0: 1024 */
+	size_t frame_max; /* 0: KZ_FRAME_MAX_DEFAULT */
+	int io_timeout_ms; /* a frame must arrive/leave within this */
+	int idle_timeout_ms; /* an idle connection is closed after this */
+	size_t max_conns; /* 0: 1024 */
 	struct kz_peer_policy peers;
 	struct kz_peer_policy operators; /* for KZ_OP_OPERATOR ops */
-	const struct kz_op *ops;	/* terminated by {NULL} */
-	kz_admit_fn admit;	/* for KZ_OP_ADMIT ops; NULL: always open */
-	void *arg;		/* passed to every handler and to admit */
+	const struct kz_op *ops; /* terminated by {NULL} */
+	kz_admit_fn admit; /* for KZ_OP_ADMIT ops; NULL: always open */
+	void *arg; /* passed to every handler and to admit */
 };
 
 KZ_WUR int kz_srv_new(struct event_base *base, const struct kz_srv_conf *c,
@@ -86,11 +86,11 @@ bool kz_peer_is_operator(const struct kz_peer_policy *policy,
  * KZ_OPERATOR_UIDS and KZ_OPERATOR_GIDS.  KZ_SRV_PEER_KEYS names the four
  * for a daemon's list of known keys.
  */
-#define KZ_SRV_PEER_KEYS                                                     \
+#define KZ_SRV_PEER_KEYS                                                       \
 	"KZ_PEER_UIDS", "KZ_PEER_GIDS", "KZ_OPERATOR_UIDS", "KZ_OPERATOR_GIDS"
 KZ_WUR int kz_srv_peers_load(const struct kz_conf *kc,
-    struct kz_peer_policy *peers, struct kz_peer_policy *operators,
-    char *why, size_t wlen);
+    struct kz_peer_policy *peers, struct kz_peer_policy *operators, char *why,
+    size_t wlen);
 
 /* The parsed request (owned by req) and the peer it came from. */
 const cJSON *kz_req_json(const struct kz_req *req);

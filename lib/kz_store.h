@@ -48,8 +48,8 @@ KZ_WUR int kz_store_open(const char *sock, const char *dep, int timeout_ms,
 void kz_store_free(struct kz_store *s);
 
 /* Writes "kz:{dep}:" followed by suffix into buf. */
-KZ_WUR int kz_store_key(const struct kz_store *s, const char *suffix,
-    char *buf, size_t len);
+KZ_WUR int kz_store_key(const struct kz_store *s, const char *suffix, char *buf,
+    size_t len);
 /* The hash-tagged prefix, e.g. "kz:{default}:". */
 const char *kz_store_prefix(const struct kz_store *s);
 
@@ -61,13 +61,12 @@ const char *kz_store_prefix(const struct kz_store *s);
 KZ_WUR int kz_store_cmd(struct kz_store *s, int argc, const char **argv,
     redisReply **out, char *why, size_t wlen);
 /* EVALSHA script with nkeys keys then args; loads it again on NOSCRIPT. */
-KZ_WUR int kz_store_eval(struct kz_store *s, struct kz_script *sc,
-    int nkeys, int argc, const char **argv, redisReply **out, char *why,
-    size_t wlen);
+KZ_WUR int kz_store_eval(struct kz_store *s, struct kz_script *sc, int nkeys,
+    int argc, const char **argv, redisReply **out, char *why, size_t wlen);
 
 /* The server's run id (INFO server); changes on every restart. */
-KZ_WUR int kz_store_runid(struct kz_store *s, char *buf, size_t len,
-    char *why, size_t wlen);
+KZ_WUR int kz_store_runid(struct kz_store *s, char *buf, size_t len, char *why,
+    size_t wlen);
 
 /*
  * Operation ids.  Every mutating script takes one; a retry with the same id
@@ -87,15 +86,15 @@ void kz_store_opid(char out[KZ_OPID_HEX + 1]);
  * on_up runs after each (re)connect, on_down after each loss.
  */
 struct kz_astore;
-typedef void (*kz_astore_cb)(int err, redisReply *r, const char *why,
-    void *arg);
+typedef void (
+    *kz_astore_cb)(int err, redisReply *r, const char *why, void *arg);
 typedef void (*kz_astore_state_fn)(struct kz_astore *a, void *arg);
 
 struct kz_astore_conf {
 	const char *sock;
 	const char *dep;
-	int timeout_ms;		/* per call */
-	int reconnect_ms;	/* delay between reconnect attempts */
+	int timeout_ms; /* per call */
+	int reconnect_ms; /* delay between reconnect attempts */
 	kz_astore_state_fn on_up, on_down;
 	void *arg;
 };
@@ -122,7 +121,7 @@ void kz_astore_drop(struct kz_astore *a);
  */
 KZ_WUR int kz_astore_cmd(struct kz_astore *a, int argc, const char **argv,
     kz_astore_cb cb, void *arg);
-KZ_WUR int kz_astore_eval(struct kz_astore *a, struct kz_script *sc,
-    int nkeys, int argc, const char **argv, kz_astore_cb cb, void *arg);
+KZ_WUR int kz_astore_eval(struct kz_astore *a, struct kz_script *sc, int nkeys,
+    int argc, const char **argv, kz_astore_cb cb, void *arg);
 
 #endif

@@ -48,8 +48,8 @@ add_ts(cJSON *o)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	    tm.tm_sec, ts.tv_nsec / 1000000);
 	cJSON_AddStringToObject(o, "ts", buf);
 }
 
@@ -59,7 +59,8 @@ emit(cJSON *o)
 	char *s = kz_json_print(o);
 
 	if (s != NULL) {
-		/* One write per line so concurrent writers do not interleave. */
+		/* One write per line so concurrent writers do not interleave.
+		 */
 		size_t n = strlen(s);
 
 		s[n] = '\n';
@@ -96,8 +97,7 @@ tail(cJSON *o, int err, const char *msg)
 }
 
 void
-kz_log(enum kz_log_level lvl, const char *event, int err, const char *msg,
-    ...)
+kz_log(enum kz_log_level lvl, const char *event, int err, const char *msg, ...)
 {
 	va_list ap;
 	const char *k;

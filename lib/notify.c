@@ -21,7 +21,7 @@
 
 static struct {
 	bool read;
-	socklen_t len;			/* 0: no manager */
+	socklen_t len; /* 0: no manager */
 	struct sockaddr_un sa;
 } N;
 
@@ -40,14 +40,14 @@ load(void)
 	n = strlen(v);
 	/* A path, or "@name" for the abstract namespace; anything else
 	 * (vsock:, a relative path, one too long) is not ours to use. */
-	if (n >= 2 && n < sizeof(N.sa.sun_path) && (v[0] == '/' ||
-	    v[0] == '@')) {
+	if (n >= 2 && n < sizeof(N.sa.sun_path) &&
+	    (v[0] == '/' || v[0] == '@')) {
 		N.sa.sun_family = AF_UNIX;
 		memcpy(N.sa.sun_path, v, n);
 		if (v[0] == '@')
 			N.sa.sun_path[0] = '\0';
-		N.len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-		    n + (v[0] == '/'));
+		N.len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n +
+		    (v[0] == '/'));
 	}
 	(void)unsetenv("NOTIFY_SOCKET");
 }
@@ -63,8 +63,7 @@ send_msg(const char *msg, size_t len)
 		return 0;
 	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
 		return KZ_ESYS;
-	w = sendto(fd, msg, len, MSG_NOSIGNAL, (struct sockaddr *)&N.sa,
-	    N.len);
+	w = sendto(fd, msg, len, MSG_NOSIGNAL, (struct sockaddr *)&N.sa, N.len);
 	e = errno;
 	close(fd);
 	errno = e;
@@ -84,7 +83,7 @@ with_status(const char *prefix, const char *text)
 		n += 7;
 		for (i = 0; text[i] != '\0' && i < KZ_NOTIFY_STATUS_MAX; i++)
 			msg[n++] = text[i] == '\n' || text[i] == '\r' ? ' ' :
-			    text[i];
+			                                                text[i];
 		msg[n++] = '\n';
 	}
 	return send_msg(msg, n);

@@ -37,8 +37,8 @@ static int
 check_byte(unsigned char c, unsigned char next, size_t i, char *why,
     size_t wlen)
 {
-	if (c < 0x20 || c == 0x7f || (c == 0xc2 && next >= 0x80 &&
-	    next <= 0x9f)) {
+	if (c < 0x20 || c == 0x7f ||
+	    (c == 0xc2 && next >= 0x80 && next <= 0x9f)) {
 		kz_why(why, wlen, "control character at byte %zu", i);
 		return KZ_EPATH_CTRL;
 	}
@@ -95,10 +95,11 @@ kz_path_check(const char *rel, size_t len, char *why, size_t wlen)
 		return KZ_EPATH_UTF8;
 	}
 	for (size_t i = 0; i < len; i++) {
-		unsigned char next = i + 1 < len ? (unsigned char)rel[i + 1] : 0;
+		unsigned char next = i + 1 < len ? (unsigned char)rel[i + 1] :
+		                                   0;
 
 		if ((r = check_byte((unsigned char)rel[i], next, i, why,
-		    wlen)) != 0)
+		         wlen)) != 0)
 			return r;
 	}
 	if (rel[0] == '/') {
@@ -109,7 +110,7 @@ kz_path_check(const char *rel, size_t len, char *why, size_t wlen)
 		if (i < len && rel[i] != '/')
 			continue;
 		if ((r = check_segment(rel + start, i - start, start, why,
-		    wlen)) != 0)
+		         wlen)) != 0)
 			return r;
 		if (++nseg > KZ_PATH_DEPTH_MAX) {
 			kz_why(why, wlen, "more than %d segments",
@@ -127,7 +128,7 @@ mnt_id(int fd, uint64_t *out, char *why, size_t wlen)
 	struct statx stx;
 
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID,
-	    &stx) != 0) {
+	        &stx) != 0) {
 		kz_why(why, wlen, "statx: %s", strerror(errno));
 		return KZ_ESYS;
 	}
@@ -141,8 +142,7 @@ mnt_id(int fd, uint64_t *out, char *why, size_t wlen)
 
 /* The kernel's idea of where fd is; fails closed when /proc is missing. */
 static int
-fd_path(int fd, char *buf, size_t blen, size_t *outlen, char *why,
-    size_t wlen)
+fd_path(int fd, char *buf, size_t blen, size_t *outlen, char *why, size_t wlen)
 {
 	char link[64];
 	ssize_t n;
@@ -186,7 +186,7 @@ root_init(struct root *rt, int fd, char *why, size_t wlen)
 	if ((r = mnt_id(fd, &rt->mnt, why, wlen)) != 0)
 		return r;
 	if ((r = fd_path(fd, rt->path, sizeof(rt->path), &rt->plen, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	/* An unlinked root has " (deleted)" appended: nothing is beneath it. */
 	if (deleted(rt->path, rt->plen)) {
@@ -212,7 +212,9 @@ mkparent_step(int dfd, const char *seg, mode_t mode, uid_t uid, gid_t gid,
 		if (errno != ELOOP && errno != ENOTDIR)
 			return KZ_ESYS;
 		return fstatat(dfd, seg, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISLNK(st.st_mode) ? KZ_EPATH_SYMLINK : KZ_EPATH_NOTDIR;
+		        S_ISLNK(st.st_mode) ?
+		    KZ_EPATH_SYMLINK :
+		    KZ_EPATH_NOTDIR;
 	}
 	if (*made && uid != (uid_t)-1 && fchown(fd, uid, gid) != 0) {
 		close(fd);
@@ -223,8 +225,8 @@ mkparent_step(int dfd, const char *seg, mode_t mode, uid_t uid, gid_t gid,
 }
 
 int
-kz_path_mkparent(int rootfd, const char *rel, mode_t mode, uid_t uid,
-    gid_t gid, int *parentfd, const char **base, bool *created)
+kz_path_mkparent(int rootfd, const char *rel, mode_t mode, uid_t uid, gid_t gid,
+    int *parentfd, const char **base, bool *created)
 {
 	char seg[KZ_PATH_SEG_MAX + 1];
 	const char *s = rel, *slash;
@@ -238,7 +240,7 @@ kz_path_mkparent(int rootfd, const char *rel, mode_t mode, uid_t uid,
 	while ((slash = strchr(s, '/')) != NULL) {
 		size_t n = (size_t)(slash - s);
 
-		memcpy(seg, s, n);	/* the grammar bounds n */
+		memcpy(seg, s, n); /* the grammar bounds n */
 		seg[n] = '\0';
 		r = mkparent_step(fd, seg, mode, uid, gid, &nfd, &made);
 		close(fd);
@@ -261,8 +263,7 @@ kz_path_is_under(const char *root, size_t rlen, const char *p, size_t plen)
 	/* The prefix is "root/": "/" is the one root that ends in '/'. */
 	if (rlen == 1 && root[0] == '/')
 		rlen = 0;
-	return plen > rlen + 1 && memcmp(p, root, rlen) == 0 &&
-	    p[rlen] == '/';
+	return plen > rlen + 1 && memcmp(p, root, rlen) == 0 && p[rlen] == '/';
 }
 
 static int
@@ -314,8 +315,8 @@ open_beneath(const struct root *rt, const char *rel, int *out, char *why,
  * a different mount each end it.
  */
 static int
-walk_step_check(const struct root *rt, int fd, size_t seg, bool last,
-    char *why, size_t wlen)
+walk_step_check(const struct root *rt, int fd, size_t seg, bool last, char *why,
+    size_t wlen)
 {
 	struct stat st;
 	uint64_t mnt;
@@ -355,7 +356,8 @@ open_walk(const struct root *rt, const char *rel, size_t len, int *out,
 			continue;
 		memcpy(seg, rel + start, i - start);
 		seg[i - start] = '\0';
-		/* O_PATH|O_NOFOLLOW hands back a symlink itself; fstat sees it. */
+		/* O_PATH|O_NOFOLLOW hands back a symlink itself; fstat sees it.
+		 */
 		next = openat(cur, seg, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0) {
 			r = map_errno(errno, "openat", why, wlen);
@@ -413,8 +415,8 @@ check_type(const struct stat *st, int want, char *why, size_t wlen)
 
 /* What the descriptor is, where it lives and on which mount. */
 static int
-revalidate(const struct root *rt, int fd, int want, struct stat *st,
-    char *why, size_t wlen)
+revalidate(const struct root *rt, int fd, int want, struct stat *st, char *why,
+    size_t wlen)
 {
 	char p[PATH_MAX];
 	size_t plen;
@@ -474,8 +476,8 @@ reopen(int pfd, int want, const struct stat *st, int *out, char *why,
 }
 
 int
-kz_path_open(int rootfd, const char *rel, size_t len, int flags,
-    int *outfd, char *why, size_t wlen)
+kz_path_open(int rootfd, const char *rel, size_t len, int flags, int *outfd,
+    char *why, size_t wlen)
 {
 	char buf[KZ_PATH_MAX + 1];
 	struct root rt;

@@ -28,24 +28,23 @@
 #define MUTATING POOL KZ_LUA_POOL_OPCHECK
 
 struct kz_script kz_pool_scripts[KZ_POOL_NSCRIPTS] = {
-	[KZ_POOL_INIT] = {"init", POOL KZ_LUA_POOL_INIT, ""},
-	[KZ_POOL_CREATE_BEGIN] = {"create_begin",
-	    MUTATING KZ_LUA_POOL_CREATE_BEGIN, ""},
-	[KZ_POOL_CREATE_COMMIT] = {"create_commit",
-	    MUTATING KZ_LUA_POOL_CREATE_COMMIT, ""},
-	[KZ_POOL_CREATE_ABORT] = {"create_abort",
-	    MUTATING KZ_LUA_POOL_CREATE_ABORT, ""},
-	[KZ_POOL_LEASE] = {"lease", MUTATING KZ_LUA_POOL_LEASE, ""},
-	[KZ_POOL_RELEASE] = {"release", MUTATING KZ_LUA_POOL_RELEASE, ""},
-	[KZ_POOL_RENEW] = {"renew", MUTATING KZ_LUA_POOL_RENEW, ""},
-	[KZ_POOL_SWEEP] = {"sweep", MUTATING KZ_LUA_POOL_SWEEP, ""},
-	[KZ_POOL_PUBLISH] = {"publish", MUTATING KZ_LUA_POOL_PUBLISH, ""},
-	[KZ_POOL_RETIRE] = {"retire", MUTATING KZ_LUA_POOL_RETIRE, ""},
-	[KZ_POOL_DELETED] = {"deleted", MUTATING KZ_LUA_POOL_DELETED, ""},
-	[KZ_POOL_RECONCILE] = {"reconcile", MUTATING KZ_LUA_POOL_RECONCILE,
-	    ""},
-	[KZ_POOL_STATUS] = {"status", POOL KZ_LUA_POOL_STATUS, ""},
-	[KZ_POOL_GET] = {"get", POOL KZ_LUA_POOL_GET, ""},
+    [KZ_POOL_INIT] = {"init", POOL KZ_LUA_POOL_INIT, ""},
+    [KZ_POOL_CREATE_BEGIN] = {"create_begin", MUTATING KZ_LUA_POOL_CREATE_BEGIN,
+        ""},
+    [KZ_POOL_CREATE_COMMIT] = {"create_commit",
+        MUTATING KZ_LUA_POOL_CREATE_COMMIT, ""},
+    [KZ_POOL_CREATE_ABORT] = {"create_abort", MUTATING KZ_LUA_POOL_CREATE_ABORT,
+        ""},
+    [KZ_POOL_LEASE] = {"lease", MUTATING KZ_LUA_POOL_LEASE, ""},
+    [KZ_POOL_RELEASE] = {"release", MUTATING KZ_LUA_POOL_RELEASE, ""},
+    [KZ_POOL_RENEW] = {"renew", MUTATING KZ_LUA_POOL_RENEW, ""},
+    [KZ_POOL_SWEEP] = {"sweep", MUTATING KZ_LUA_POOL_SWEEP, ""},
+    [KZ_POOL_PUBLISH] = {"publish", MUTATING KZ_LUA_POOL_PUBLISH, ""},
+    [KZ_POOL_RETIRE] = {"retire", MUTATING KZ_LUA_POOL_RETIRE, ""},
+    [KZ_POOL_DELETED] = {"deleted", MUTATING KZ_LUA_POOL_DELETED, ""},
+    [KZ_POOL_RECONCILE] = {"reconcile", MUTATING KZ_LUA_POOL_RECONCILE, ""},
+    [KZ_POOL_STATUS] = {"status", POOL KZ_LUA_POOL_STATUS, ""},
+    [KZ_POOL_GET] = {"get", POOL KZ_LUA_POOL_GET, ""},
 };
 
 const char *
@@ -60,15 +59,16 @@ kz_pool_id_ok(const char *id)
 	size_t n = strlen(id);
 
 	return n > 0 && n <= KZ_POOL_ID_MAX &&
-	    strspn(id, "abcdefghijklmnopqrstuvwxyz"
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == n;
+	    strspn(id,
+	        "abcdefghijklmnopqrstuvwxyz"
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == n;
 }
 
 int
 kz_pool_parse(const redisReply *r, cJSON **out, char *why, size_t wlen)
 {
-	if (r == NULL || (r->type != REDIS_REPLY_STRING &&
-	    r->type != REDIS_REPLY_STATUS)) {
+	if (r == NULL ||
+	    (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS)) {
 		kz_why(why, wlen, "script gave no JSON reply");
 		return KZ_EPROTO;
 	}
@@ -93,8 +93,8 @@ kz_pool_call(struct kz_store *s, enum kz_pool_script which, int argc,
 		return KZ_EINVAL;
 	av[0] = kz_store_prefix(s);
 	memcpy(av + 1, argv, (size_t)argc * sizeof(*argv));
-	e = kz_store_eval(s, &kz_pool_scripts[which], 1, argc + 1, av, &r,
-	    why, wlen);
+	e = kz_store_eval(s, &kz_pool_scripts[which], 1, argc + 1, av, &r, why,
+	    wlen);
 	if (e != 0)
 		return e;
 	e = kz_pool_parse(r, out, why, wlen);
@@ -108,8 +108,8 @@ kz_pool_token_n(const char *token)
 	const char *p = token != NULL ? strchr(token, ':') : NULL;
 	int64_t v;
 
-	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ?
-	    v : 0;
+	return p != NULL && kz_parse_int(p + 1, 0, INT64_MAX / 2, &v) == 0 ? v :
+	                                                                     0;
 }
 
 void
@@ -153,7 +153,7 @@ kz_pool_wpath(const char *workers_dir, const char *id, const char *leaf,
 
 	if (!kz_pool_id_ok(id))
 		return KZ_EINVAL;
-	n = snprintf(buf, len, "%s/%s%s%s", workers_dir, id,
-	    *leaf ? "/" : "", leaf);
+	n = snprintf(buf, len, "%s/%s%s%s", workers_dir, id, *leaf ? "/" : "",
+	    leaf);
 	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : 0;
 }

@@ -21,7 +21,7 @@
 #define NAME_MAX_ 96
 
 struct ent {
-	int64_t used;		/* mtime, ms since the epoch */
+	int64_t used; /* mtime, ms since the epoch */
 	uint64_t size;
 	char actor[NAME_MAX_];
 	char name[NAME_MAX_];
@@ -80,8 +80,8 @@ fmt_size(uint64_t v, char *buf, size_t len)
 }
 
 int
-kz_snap_path(const char *dir, const char *actor, const char *wskey,
-    char *buf, size_t len)
+kz_snap_path(const char *dir, const char *actor, const char *wskey, char *buf,
+    size_t len)
 {
 	int n;
 
@@ -132,7 +132,8 @@ kz_snap_offer(const char *dir, const char *actor, const char *wskey,
 	if (!S_ISREG(st.st_mode) || wall_ms() - mtime_ms(&st) > ttl_ms)
 		return unlink(path) == 0 || errno == ENOENT ? 0 : KZ_ESYS;
 	return utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) == 0 ?
-	    0 : KZ_ESYS;
+	    0 :
+	    KZ_ESYS;
 }
 
 int
@@ -208,8 +209,8 @@ scan_actor(int bfd, const char *actor, struct scan *s, int parts)
 	DIR *d;
 	int fd, e = 0;
 
-	if ((fd = openat(bfd, actor, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0)
+	if ((fd = openat(bfd, actor,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return 0;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
@@ -219,8 +220,9 @@ scan_actor(int bfd, const char *actor, struct scan *s, int parts)
 		if (!ends_with(de->d_name, ".tar") &&
 		    !(parts && ends_with(de->d_name, ".new")))
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		        0 &&
+		    S_ISREG(st.st_mode))
 			e = scan_add(s, actor, de->d_name, &st);
 	}
 	closedir(d);
@@ -245,14 +247,14 @@ scan_all(int bfd, struct scan *s, int parts)
 		return KZ_ESYS;
 	}
 	while (e == 0 && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || fstatat(bfd, de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) != 0)
+		if (de->d_name[0] == '.' ||
+		    fstatat(bfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		if (S_ISDIR(st.st_mode))
 			e = scan_actor(bfd, de->d_name, s, parts);
 		else if (parts && S_ISREG(st.st_mode) &&
 		    (ends_with(de->d_name, ".tar") ||
-		    ends_with(de->d_name, ".new")))
+		        ends_with(de->d_name, ".new")))
 			e = scan_add(s, "", de->d_name, &st);
 	}
 	closedir(d);
@@ -299,7 +301,7 @@ evict(int bfd, struct scan *s, const char *actor, int mine, uint64_t need,
 	uint64_t *used = mine ? &u->actor : &u->total;
 	size_t i;
 
-	for (i = 0; i < s->n && *used + need > max; i++) {
+	for (i = 0; i<s->n && * used + need> max; i++) {
 		struct ent *n = &s->e[i];
 		int of_actor = strcmp(n->actor, actor) == 0;
 
@@ -323,8 +325,10 @@ make_room(int bfd, const char *actor, const char *self, uint64_t need,
 	int e;
 
 	if ((e = scan_all(bfd, &s, 0)) != 0) {
-		kz_why(why, wlen, e == KZ_ETOOBIG ? "too many snapshots to "
-		    "account for" : "the snapshot directory is unreadable");
+		kz_why(why, wlen,
+		    e == KZ_ETOOBIG ? "too many snapshots to "
+		                      "account for" :
+		                      "the snapshot directory is unreadable");
 		goto out;
 	}
 	for (i = 0; i < s.n; i++) {
@@ -342,10 +346,10 @@ make_room(int bfd, const char *actor, const char *self, uint64_t need,
 		qsort(s.e, s.n, sizeof(*s.e), by_use);
 	e = evict(bfd, &s, actor, 1, need, b->actor_max, &u, evicted);
 	if (e == 0)
-		e = evict(bfd, &s, actor, 0, need, b->total_max, &u,
-		    evicted);
+		e = evict(bfd, &s, actor, 0, need, b->total_max, &u, evicted);
 	if (e != 0)
-		kz_why(why, wlen, "older snapshots could not be removed to "
+		kz_why(why, wlen,
+		    "older snapshots could not be removed to "
 		    "make room");
 out:
 	free(s.e);
@@ -364,9 +368,10 @@ over_bound(uint64_t need, const struct kz_snap_bounds *b, char *why,
 		return 0;
 	fmt_size(need, have, sizeof(have));
 	fmt_size(mine ? b->actor_max : b->total_max, max, sizeof(max));
-	kz_why(why, wlen, "the workspace archive (%s) is larger than the %s "
-	    "snapshot bound (%s)", have, mine ? "per-actor" :
-	    "deployment's", max);
+	kz_why(why, wlen,
+	    "the workspace archive (%s) is larger than the %s "
+	    "snapshot bound (%s)",
+	    have, mine ? "per-actor" : "deployment's", max);
 	return KZ_ETOOBIG;
 }
 
@@ -399,7 +404,7 @@ kz_snap_commit(const char *path, const char *tmp,
 		goto fail;
 	}
 	if ((e = make_room(fd, actor, strrchr(path, '/') + 1,
-	    (uint64_t)st.st_size, b, evicted, why, wlen)) != 0)
+	         (uint64_t)st.st_size, b, evicted, why, wlen)) != 0)
 		goto fail;
 	if (rename(tmp, path) != 0) {
 		kz_why(why, wlen, "the archive could not be put in place");
@@ -432,7 +437,8 @@ kz_snap_sweep(const char *dir, int64_t ttl_ms, int *removed)
 	for (i = 0; i < s.n; i++) {
 		age = now - s.e[i].used;
 		if ((ends_with(s.e[i].name, ".new") ? age > KZ_SNAP_PARTIAL_MS :
-		    age > ttl_ms) && unlink_ent(fd, &s.e[i]) == 0)
+		                                      age > ttl_ms) &&
+		    unlink_ent(fd, &s.e[i]) == 0)
 			(*removed)++;
 	}
 	free(s.e);

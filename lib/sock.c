@@ -76,7 +76,8 @@ kz_sock_connect(const char *path, int timeout_ms, int *out_fd, char *why,
 
 			if (poll(&p, 1, timeout_ms) == 1 &&
 			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) ==
-				0 && err == 0)
+			        0 &&
+			    err == 0)
 				goto done;
 			e = err ? err : ETIMEDOUT;
 		}
@@ -157,7 +158,7 @@ parse_ids(const char *list, bool group, unsigned *ids, size_t *n, char *why,
 	if ((dup = strdup(list)) == NULL)
 		return KZ_ENOMEM;
 	for (tok = strtok_r(dup, ", ", &save); tok != NULL;
-	    tok = strtok_r(NULL, ", ", &save)) {
+	     tok = strtok_r(NULL, ", ", &save)) {
 		int64_t v;
 
 		if (*n == KZ_PEER_MAX) {

@@ -32,8 +32,8 @@ struct conn {
 	struct evbuffer *in, *out;
 	struct kz_peer peer;
 	enum conn_state state;
-	bool reading;		/* rev is armed */
-	bool eof;		/* the peer will send nothing more */
+	bool reading; /* rev is armed */
+	bool eof; /* the peer will send nothing more */
 	struct kz_req *pending;
 };
 
@@ -113,8 +113,9 @@ arm_read(struct conn *cn)
 		else
 			event_remove_timer(cn->rev);
 	} else {
-		tv_ms(&tv, have > 0 ? cn->srv->c.io_timeout_ms :
-		    cn->srv->c.idle_timeout_ms);
+		tv_ms(&tv,
+		    have > 0 ? cn->srv->c.io_timeout_ms :
+		               cn->srv->c.idle_timeout_ms);
 		event_add(cn->rev, &tv);
 	}
 	cn->reading = true;
@@ -156,11 +157,12 @@ conn_send(struct conn *cn, cJSON *reply)
 	size_t len;
 	int r = KZ_ENOMEM;
 
-	if (reply != NULL && (r = kz_frame_encode_to(reply,
-	    cn->srv->c.frame_max, small, sizeof(small), &len)) == 0)
+	if (reply != NULL &&
+	    (r = kz_frame_encode_to(reply, cn->srv->c.frame_max, small,
+	         sizeof(small), &len)) == 0)
 		evbuffer_add(cn->out, small, len);
-	else if (r == KZ_ENOSPC && kz_frame_encode(reply,
-	    cn->srv->c.frame_max, &buf, &len) == 0) {
+	else if (r == KZ_ENOSPC &&
+	    kz_frame_encode(reply, cn->srv->c.frame_max, &buf, &len) == 0) {
 		evbuffer_add(cn->out, buf, len);
 		free(buf);
 	} else if (reply != NULL) {
@@ -168,8 +170,8 @@ conn_send(struct conn *cn, cJSON *reply)
 		cJSON *e = kz_reply_err(NULL, KZ_WE_INTERNAL,
 		    "reply exceeds the frame limit");
 
-		if (e && kz_frame_encode(e, cn->srv->c.frame_max, &buf,
-		    &len) == 0) {
+		if (e &&
+		    kz_frame_encode(e, cn->srv->c.frame_max, &buf, &len) == 0) {
 			evbuffer_add(cn->out, buf, len);
 			free(buf);
 		}
@@ -223,7 +225,7 @@ kz_srv_peers_load(const struct kz_conf *kc, struct kz_peer_policy *peers,
 	int r;
 
 	if ((r = kz_peer_policy_parse(kz_conf_str(kc, "KZ_PEER_UIDS", ""),
-	    kz_conf_str(kc, "KZ_PEER_GIDS", ""), peers, why, wlen)) != 0)
+	         kz_conf_str(kc, "KZ_PEER_GIDS", ""), peers, why, wlen)) != 0)
 		return r;
 	if (operators == NULL)
 		return 0;
@@ -299,7 +301,7 @@ check_request(struct conn *cn, cJSON *j)
 	char why[160];
 
 	if ((op = kz_op_check(&cn->srv->c, j, &cn->peer, &code, why,
-	    sizeof(why))) == NULL)
+	         sizeof(why))) == NULL)
 		conn_send(cn, kz_reply_err(j, code, why));
 	return op;
 }
@@ -316,14 +318,17 @@ take_frame(struct conn *cn, cJSON **out, char *why, size_t wlen)
 		return 0;
 	evbuffer_copyout(cn->in, hdr, sizeof(hdr));
 	if ((r = kz_frame_hdr(hdr, cn->srv->c.frame_max, &n)) != 0) {
-		kz_why(why, wlen, "%s", r == KZ_ETOOBIG ?
-		    "frame longer than the limit" : "zero-length frame");
+		kz_why(why, wlen, "%s",
+		    r == KZ_ETOOBIG ? "frame longer than the limit" :
+		                      "zero-length frame");
 		return r;
 	}
 	if (evbuffer_get_length(cn->in) < KZ_FRAME_HDR + (size_t)n)
-		return 0;	/* mid-frame: arm_read() sets the I/O timeout */
+		return 0; /* mid-frame: arm_read() sets the I/O timeout */
 	r = kz_frame_decode((const char *)evbuffer_pullup(cn->in,
-	    KZ_FRAME_HDR + n) + KZ_FRAME_HDR, n, out, why, wlen);
+	                        KZ_FRAME_HDR + n) +
+	        KZ_FRAME_HDR,
+	    n, out, why, wlen);
 	evbuffer_drain(cn->in, KZ_FRAME_HDR + n);
 	return r == 0 ? 1 : r;
 }
@@ -396,13 +401,13 @@ read_cb(evutil_socket_t fd, short ev, void *arg)
 	ssize_t n;
 
 	if (ev & EV_TIMEOUT) {
-		conn_free(cn);	/* idle, or a frame too slow to arrive */
+		conn_free(cn); /* idle, or a frame too slow to arrive */
 		return;
 	}
 	if (room > READ_CHUNK)
 		room = READ_CHUNK;
-	if (room == 0 || evbuffer_reserve_space(cn->in, (ev_ssize_t)room, &v,
-	    1) < 1) {
+	if (room == 0 ||
+	    evbuffer_reserve_space(cn->in, (ev_ssize_t)room, &v, 1) < 1) {
 		arm_read(cn);
 		return;
 	}
@@ -413,7 +418,7 @@ read_cb(evutil_socket_t fd, short ev, void *arg)
 	} else if (n == 0)
 		cn->eof = true;
 	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-		conn_free(cn);	/* reset by the peer */
+		conn_free(cn); /* reset by the peer */
 		return;
 	}
 	if (cn->state == C_READING)
@@ -428,7 +433,7 @@ write_cb(evutil_socket_t fd, short ev, void *arg)
 	struct conn *cn = arg;
 
 	if (ev & EV_TIMEOUT) {
-		conn_free(cn);	/* the peer does not take its reply */
+		conn_free(cn); /* the peer does not take its reply */
 		return;
 	}
 	flush_out(cn);
@@ -487,8 +492,8 @@ kz_req_err(struct kz_req *req, const char *code, const char *reason)
 }
 
 static void
-accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
-    struct sockaddr *sa, int salen, void *arg)
+accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
 {
 	struct kz_srv *s = arg;
 	struct conn *cn;
@@ -514,8 +519,9 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	}
 	if (kz_peer_check(fd, &s->c.peers, &cn->peer) != 0) {
 		s->st.peer_refused++;
-		conn_send(cn, kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
-		    "peer credentials are not allowed"));
+		conn_send(cn,
+		    kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
+		        "peer credentials are not allowed"));
 		cn->state = C_CLOSING;
 		event_active(cn->kick, EV_TIMEOUT, 0);
 		return;

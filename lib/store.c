@@ -26,8 +26,9 @@ dep_ok(const char *dep)
 
 	/* Braces would break the hash tag; keep names plain. */
 	return n > 0 && n <= KZ_STORE_DEP_MAX &&
-	    strspn(dep, "abcdefghijklmnopqrstuvwxyz"
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
+	    strspn(dep,
+	        "abcdefghijklmnopqrstuvwxyz"
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
 }
 
 int
@@ -50,8 +51,8 @@ kz_store_open(const char *sock, const char *dep, int timeout_ms,
 		return KZ_ENOMEM;
 	snprintf(s->prefix, sizeof(s->prefix), "kz:{%s}:", dep);
 	s->rc = redisConnectUnixWithTimeout(sock, tv);
-	if (s->rc == NULL || s->rc->err || redisSetTimeout(s->rc, tv) !=
-	    REDIS_OK) {
+	if (s->rc == NULL || s->rc->err ||
+	    redisSetTimeout(s->rc, tv) != REDIS_OK) {
 		kz_why(why, wlen, "store unreachable");
 		kz_store_free(s);
 		return KZ_EUNAVAIL;
@@ -86,8 +87,8 @@ kz_store_key(const struct kz_store *s, const char *suffix, char *buf,
 }
 
 int
-kz_store_cmd(struct kz_store *s, int argc, const char **argv,
-    redisReply **out, char *why, size_t wlen)
+kz_store_cmd(struct kz_store *s, int argc, const char **argv, redisReply **out,
+    char *why, size_t wlen)
 {
 	redisReply *r;
 
@@ -223,9 +224,9 @@ struct acall {
 	void *arg;
 	struct kz_script *sc;
 	int nkeys, argc;
-	char **argv;		/* a copy, for the EVAL after NOSCRIPT */
-	int refs;		/* hiredis callbacks still to come */
-	bool done;		/* cb has been called */
+	char **argv; /* a copy, for the EVAL after NOSCRIPT */
+	int refs; /* hiredis callbacks still to come */
+	bool done; /* cb has been called */
 	TAILQ_ENTRY(acall) link;
 };
 
@@ -506,7 +507,7 @@ issue(struct acall *c, redisCallbackFn *fn, int argc, const char **argv)
 {
 	if (c->a->ac == NULL ||
 	    redisAsyncCommandArgv(c->a->ac, fn, c, argc, argv, NULL) !=
-	    REDIS_OK)
+	        REDIS_OK)
 		return KZ_EUNAVAIL;
 	c->refs++;
 	return 0;
@@ -588,8 +589,8 @@ acall_abort(struct acall *c)
 }
 
 int
-kz_astore_cmd(struct kz_astore *a, int argc, const char **argv,
-    kz_astore_cb cb, void *arg)
+kz_astore_cmd(struct kz_astore *a, int argc, const char **argv, kz_astore_cb cb,
+    void *arg)
 {
 	struct acall *c;
 	int e;
@@ -610,8 +611,8 @@ kz_astore_cmd(struct kz_astore *a, int argc, const char **argv,
 }
 
 int
-kz_astore_eval(struct kz_astore *a, struct kz_script *sc, int nkeys,
-    int argc, const char **argv, kz_astore_cb cb, void *arg)
+kz_astore_eval(struct kz_astore *a, struct kz_script *sc, int nkeys, int argc,
+    const char **argv, kz_astore_cb cb, void *arg)
 {
 	struct acall *c;
 	int e;

@@ -14,7 +14,7 @@ static const struct {
 	enum kz_exit exit;
 } wire_exits[] = {
 #define KZ_WIRE_ROW_(name, code, exit) {code, exit},
-	KZ_WIRE_CODES(KZ_WIRE_ROW_)
+    KZ_WIRE_CODES(KZ_WIRE_ROW_)
 #undef KZ_WIRE_ROW_
 };
 

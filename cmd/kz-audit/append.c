@@ -34,7 +34,7 @@ next_event(struct src *s, cJSON **obj, char *why, size_t wlen)
 
 	for (;;) {
 		if ((r = aud_getline(s->in, s->line, INPUT_LINE_MAX + 1, &n,
-		    &nl)) == 0)
+		         &nl)) == 0)
 			return 0;
 		s->lineno++;
 		if (r < 0) {
@@ -45,8 +45,8 @@ next_event(struct src *s, cJSON **obj, char *why, size_t wlen)
 		if (n > 0)
 			break;
 	}
-	return kz_json_parse_object(s->line, n, obj, why, wlen) == 0 ?
-	    1 : KZ_EJSON;
+	return kz_json_parse_object(s->line, n, obj, why, wlen) == 0 ? 1 :
+	                                                               KZ_EJSON;
 }
 
 static int
@@ -65,7 +65,8 @@ append_socket(const char *sock, struct src *s, char *why, size_t wlen)
 		cJSON_Delete(line);
 		if (r != 0)
 			return r == KZ_EUNAVAIL ? KZ_EXIT_UNAVAIL :
-			    r == KZ_EDENIED ? KZ_EXIT_USAGE : KZ_EXIT_INTERNAL;
+			    r == KZ_EDENIED     ? KZ_EXIT_USAGE :
+			                          KZ_EXIT_INTERNAL;
 	}
 	return r == 0 ? KZ_EXIT_OK : KZ_EXIT_USAGE;
 }
@@ -91,8 +92,9 @@ add_line(struct aud_store *st, const struct kz_key *idkey, cJSON *line,
 	if (r == 0)
 		r = aud_store_add(st, kind, clean, &seq, why, wlen);
 	cJSON_Delete(clean);
-	return r == 0 ? KZ_EXIT_OK : r == KZ_ETOOBIG ? KZ_EXIT_USAGE :
-	    KZ_EXIT_INTERNAL;
+	return r == 0       ? KZ_EXIT_OK :
+	    r == KZ_ETOOBIG ? KZ_EXIT_USAGE :
+	                      KZ_EXIT_INTERNAL;
 }
 
 static int
@@ -110,8 +112,9 @@ append_direct(struct aud_cfg *c, struct src *s, char *why, size_t wlen)
 	kz_key_wipe(&akey);
 	if (r != 0) {
 		kz_key_wipe(&idkey);
-		return r == KZ_EEXIST ? KZ_EXIT_UNAVAIL : r == KZ_ECRYPTO ?
-		    KZ_EXIT_REFUSED : KZ_EXIT_INTERNAL;
+		return r == KZ_EEXIST ? KZ_EXIT_UNAVAIL :
+		    r == KZ_ECRYPTO   ? KZ_EXIT_REFUSED :
+		                        KZ_EXIT_INTERNAL;
 	}
 	while (rc == 0 && (r = next_event(s, &line, why, wlen)) == 1) {
 		rc = add_line(st, &idkey, line, why, wlen);
@@ -134,14 +137,14 @@ append_direct(struct aud_cfg *c, struct src *s, char *why, size_t wlen)
 int
 aud_append(struct aud_cfg *c, const char *sock, FILE *in)
 {
-	struct src s = { in, NULL, 0 };
+	struct src s = {in, NULL, 0};
 	char why[300] = "";
 	int rc;
 
 	if ((s.line = malloc(INPUT_LINE_MAX + 1)) == NULL)
 		return KZ_EXIT_INTERNAL;
 	rc = sock ? append_socket(sock, &s, why, sizeof(why)) :
-	    append_direct(c, &s, why, sizeof(why));
+	            append_direct(c, &s, why, sizeof(why));
 	if (rc != 0 && s.lineno > 0 && rc != KZ_EXIT_UNAVAIL)
 		fprintf(stderr, "kz-audit: line %zu: %s\n", s.lineno, why);
 	else if (rc != 0)

@@ -32,16 +32,16 @@
 /* ---- schema.c: closed kinds, closed field schemas, value checks. ---- */
 
 enum aud_refusal {
-	AUD_R_KIND,	/* kind is not one of the closed set */
-	AUD_R_FIELD,	/* field outside the kind's schema */
-	AUD_R_TYPE,	/* wrong JSON type */
-	AUD_R_NESTED,	/* object or array where a scalar is required */
+	AUD_R_KIND, /* kind is not one of the closed set */
+	AUD_R_FIELD, /* field outside the kind's schema */
+	AUD_R_TYPE, /* wrong JSON type */
+	AUD_R_NESTED, /* object or array where a scalar is required */
 	AUD_R_MULTILINE, /* control character (newline, tab, ...) */
-	AUD_R_LENGTH,	/* string or list over its bound, or empty */
-	AUD_R_PATH,	/* absolute path, home path or URL */
-	AUD_R_CHARSET,	/* character outside the field's alphabet */
-	AUD_R_RANGE,	/* number out of range or not an integer */
-	AUD_R_CONFLICT,	/* a raw id and its hash both given */
+	AUD_R_LENGTH, /* string or list over its bound, or empty */
+	AUD_R_PATH, /* absolute path, home path or URL */
+	AUD_R_CHARSET, /* character outside the field's alphabet */
+	AUD_R_RANGE, /* number out of range or not an integer */
+	AUD_R_CONFLICT, /* a raw id and its hash both given */
 	AUD_R_COUNT_
 };
 
@@ -49,7 +49,7 @@ struct aud_refusal_info {
 	enum aud_refusal reason;
 	/* Counter key: a schema field name, "kind", "event" or "(unknown)". */
 	const char *field;
-	char why[200];		/* one line naming the field, never the value */
+	char why[200]; /* one line naming the field, never the value */
 };
 
 const char *aud_refusal_name(enum aud_refusal r);
@@ -71,8 +71,8 @@ KZ_WUR int aud_schema_check(const char *kind, const cJSON *event,
 /* ---- chain.c: record format and the keyed MAC chain. ---- */
 
 struct aud_chain {
-	struct kz_key key;	/* the AUDIT subkey */
-	uint64_t seq;		/* last record written (0: none yet) */
+	struct kz_key key; /* the AUDIT subkey */
+	uint64_t seq; /* last record written (0: none yet) */
 	unsigned char mac[AUD_MAC_BYTES]; /* its MAC (zeros: genesis) */
 };
 
@@ -88,7 +88,7 @@ struct aud_rec {
 	int64_t ts_ms;
 	unsigned char prev[AUD_MAC_BYTES];
 	unsigned char mac[AUD_MAC_BYTES];
-	cJSON *json;		/* the parsed record, owned; may be NULL */
+	cJSON *json; /* the parsed record, owned; may be NULL */
 };
 
 /*
@@ -107,15 +107,13 @@ void aud_rec_release(struct aud_rec *r);
  * *nl says whether it had one.  1 a line, 0 end of input, KZ_ETOOBIG for
  * a longer line (skipped to its end).  Memory stays bounded by cap.
  */
-KZ_WUR int aud_getline(FILE *f, char *buf, size_t cap, size_t *len,
-    bool *nl);
+KZ_WUR int aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl);
 /*
  * Opens an audit file for reading, with a line buffer of AUD_LINE_MAX + 1
  * bytes for aud_getline (the caller frees both): 0, or the exit status,
  * reported on err when the file cannot be opened.
  */
-KZ_WUR int aud_file_open(const char *path, FILE *err, FILE **f,
-    char **line);
+KZ_WUR int aud_file_open(const char *path, FILE *err, FILE **f, char **line);
 
 /* RFC 3339 UTC with milliseconds; and its strict parse. */
 void aud_ts_format(int64_t ms, char out[32]);
@@ -128,7 +126,7 @@ struct aud_store;
 
 struct aud_store_stats {
 	uint64_t records, batches, fsyncs, rotations, last_seq;
-	uint64_t truncated_bytes;	/* cut off at open (crash recovery) */
+	uint64_t truncated_bytes; /* cut off at open (crash recovery) */
 	unsigned file_idx;
 	bool failed;
 };
@@ -152,8 +150,8 @@ void aud_file_name(unsigned idx, char *out, size_t len);
 /*
  * The log files of dir in chain order (malloc'd array of malloc'd paths).
  */
-KZ_WUR int aud_dir_files(const char *dir, char ***paths, size_t *n,
-    char *why, size_t wlen);
+KZ_WUR int aud_dir_files(const char *dir, char ***paths, size_t *n, char *why,
+    size_t wlen);
 void aud_paths_free(char **paths, size_t n);
 
 /* ---- cfg.c: configuration. ---- */
@@ -181,8 +179,8 @@ int aud_serve(struct aud_cfg *c);
 int aud_append(struct aud_cfg *c, const char *sock, FILE *in);
 /* 0 intact, 1 the first bad record named on err, 2 unreadable input.
  * anchor: the chain may start at the first record given (not seq 1). */
-int aud_verify(const struct kz_key *auditkey, char **files, size_t n,
-    FILE *out, FILE *err);
+int aud_verify(const struct kz_key *auditkey, char **files, size_t n, FILE *out,
+    FILE *err);
 int aud_verify_anchor(const struct kz_key *auditkey, char **files, size_t n,
     bool anchor, FILE *out, FILE *err);
 
@@ -190,13 +188,13 @@ struct aud_query {
 	const char *kind;
 	const char *actor_hash;
 	const char *conversation_hash;
-	int64_t since_ms, until_ms;	/* INT64_MIN/MAX when unset */
+	int64_t since_ms, until_ms; /* INT64_MIN/MAX when unset */
 };
 int aud_query(const struct aud_query *q, char **files, size_t n, FILE *out,
     FILE *err);
 
 /* Parses one input line for append: {"kind":K,"event":{...}} or flat. */
-KZ_WUR int aud_input_split(const cJSON *line, const char **kind,
-    cJSON **event, char *why, size_t wlen);
+KZ_WUR int aud_input_split(const cJSON *line, const char **kind, cJSON **event,
+    char *why, size_t wlen);
 
 #endif

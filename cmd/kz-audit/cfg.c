@@ -18,11 +18,9 @@
 
 #define DEFAULT_DIR "/var/lib/kaizen/audit"
 
-static const char *const known[] = {
-	"KZ_AUDIT_DIR", "KZ_AUDIT_MAX_FILE_BYTES", "KZ_FIELD_KEY_FILE",
-	"KZ_SOCKET", "KZ_RUN_DIR", KZ_SRV_PEER_KEYS,
-	"KZ_FRAME_MAX", "KZ_AUDIT_SOCKET", NULL
-};
+static const char *const known[] = {"KZ_AUDIT_DIR", "KZ_AUDIT_MAX_FILE_BYTES",
+    "KZ_FIELD_KEY_FILE", "KZ_SOCKET", "KZ_RUN_DIR", KZ_SRV_PEER_KEYS,
+    "KZ_FRAME_MAX", "KZ_AUDIT_SOCKET", NULL};
 
 static int
 copy(char *dst, size_t len, const char *src, const char *key, char *why,
@@ -67,16 +65,17 @@ aud_cfg_load(const char *path, struct aud_cfg *c, char *why, size_t wlen)
 		return r;
 	c->conf = k;
 	if ((r = kz_run_dir(k, run, sizeof(run), why, wlen)) != 0 ||
-	    (r = dflt_under_run(k, "KZ_AUDIT_DIR", "audit", DEFAULT_DIR,
-	    c->dir, sizeof(c->dir), why, wlen)) != 0 ||
+	    (r = dflt_under_run(k, "KZ_AUDIT_DIR", "audit", DEFAULT_DIR, c->dir,
+	         sizeof(c->dir), why, wlen)) != 0 ||
 	    (r = kz_conf_sock(k, "KZ_SOCKET", run, "kz-audit", c->socket,
-	    sizeof(c->socket), why, wlen)) != 0 ||
+	         sizeof(c->socket), why, wlen)) != 0 ||
 	    (r = kz_conf_copy(k, "KZ_FIELD_KEY_FILE", run, "field.key",
-	    c->keyfile, sizeof(c->keyfile), why, wlen)) != 0 ||
+	         c->keyfile, sizeof(c->keyfile), why, wlen)) != 0 ||
 	    (r = kz_conf_size(k, "KZ_AUDIT_MAX_FILE_BYTES",
-	    AUD_MAX_FILE_DEFAULT, 1ull << 40, &c->max_file, why, wlen)) != 0 ||
+	         AUD_MAX_FILE_DEFAULT, 1ull << 40, &c->max_file, why, wlen)) !=
+	        0 ||
 	    (r = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
-	    KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
+	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (r = kz_srv_peers_load(k, &c->peers, NULL, why, wlen)) != 0)
 		goto out;
 	if (c->keyfile[0] == '\0') {
@@ -119,10 +118,11 @@ aud_keys_load(const char *keyfile, struct kz_key *audit, struct kz_key *idhash,
 	int r;
 
 	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_AUDIT, audit, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
-	if (idhash != NULL && (r = kz_key_load_subkey(keyfile,
-	    KZ_SUBKEY_IDHASH, idhash, why, wlen)) != 0)
+	if (idhash != NULL &&
+	    (r = kz_key_load_subkey(keyfile, KZ_SUBKEY_IDHASH, idhash, why,
+	         wlen)) != 0)
 		kz_key_wipe(audit);
 	return r;
 }

@@ -115,8 +115,8 @@ aud_record_format(struct aud_chain *c, const char *kind, const cJSON *event,
 	kz_hex(c->mac, AUD_MAC_BYTES, prev);
 	w = snprintf(buf, cap,
 	    "{\"seq\":%llu,\"ts\":\"%s\",\"kind\":\"%s\",\"event\":%s,"
-	    "\"prev\":\"%s\"", (unsigned long long)c->seq + 1, ts, kind, ev,
-	    prev);
+	    "\"prev\":\"%s\"",
+	    (unsigned long long)c->seq + 1, ts, kind, ev, prev);
 	if (w < 0 || (size_t)w + MAC_SUFFIX_LEN + 2 > cap) {
 		r = KZ_EINTERNAL;
 		goto out;
@@ -146,8 +146,8 @@ aud_rec_release(struct aud_rec *r)
 static int
 parse_fields(const cJSON *j, struct aud_rec *out, char *why, size_t wlen)
 {
-	static const char *const keys[] = {"seq", "ts", "kind", "event",
-	    "prev", "mac", NULL};
+	static const char *const keys[] = {"seq", "ts", "kind", "event", "prev",
+	    "mac", NULL};
 	const char *ts, *kind, *prev, *mac;
 	int64_t seq;
 	int r;
@@ -178,8 +178,8 @@ parse_fields(const cJSON *j, struct aud_rec *out, char *why, size_t wlen)
 }
 
 int
-aud_record_parse(const char *line, size_t len, struct aud_rec *out,
-    char *why, size_t wlen)
+aud_record_parse(const char *line, size_t len, struct aud_rec *out, char *why,
+    size_t wlen)
 {
 	cJSON *j = NULL;
 	int r;
@@ -272,7 +272,7 @@ aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl)
 		if (n + 1 < cap)
 			buf[n++] = (char)c;
 		else
-			over = true;	/* keep reading to the end of line */
+			over = true; /* keep reading to the end of line */
 	}
 	buf[n] = '\0';
 	*len = n;

@@ -12,25 +12,33 @@
 #include "audit.h"
 #include "banned.h"
 
-enum { O_CONFIG = 256, O_SOCKET, O_KEY, O_DIR, O_KIND, O_SINCE, O_UNTIL,
-	O_ACTOR, O_CONV, O_ANCHOR, O_CHECK };
-
-static const struct option lopts[] = {
-	{ "config", required_argument, NULL, O_CONFIG },
-	{ "socket", required_argument, NULL, O_SOCKET },
-	{ "field-key", required_argument, NULL, O_KEY },
-	{ "dir", required_argument, NULL, O_DIR },
-	{ "kind", required_argument, NULL, O_KIND },
-	{ "since", required_argument, NULL, O_SINCE },
-	{ "until", required_argument, NULL, O_UNTIL },
-	{ "actor-hash", required_argument, NULL, O_ACTOR },
-	{ "conversation-hash", required_argument, NULL, O_CONV },
-	{ "anchor", no_argument, NULL, O_ANCHOR },
-	{ "check", no_argument, NULL, O_CHECK },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 }
+enum {
+	O_CONFIG = 256,
+	O_SOCKET,
+	O_KEY,
+	O_DIR,
+	O_KIND,
+	O_SINCE,
+	O_UNTIL,
+	O_ACTOR,
+	O_CONV,
+	O_ANCHOR,
+	O_CHECK
 };
+
+static const struct option lopts[] = {{"config", required_argument, NULL,
+                                          O_CONFIG},
+    {"socket", required_argument, NULL, O_SOCKET},
+    {"field-key", required_argument, NULL, O_KEY},
+    {"dir", required_argument, NULL, O_DIR},
+    {"kind", required_argument, NULL, O_KIND},
+    {"since", required_argument, NULL, O_SINCE},
+    {"until", required_argument, NULL, O_UNTIL},
+    {"actor-hash", required_argument, NULL, O_ACTOR},
+    {"conversation-hash", required_argument, NULL, O_CONV},
+    {"anchor", no_argument, NULL, O_ANCHOR},
+    {"check", no_argument, NULL, O_CHECK}, {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
 
 struct opts {
 	const char *config, *socket, *key, *dir;
@@ -42,12 +50,14 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: kz-audit serve [--config FILE] [--socket PATH] [-n | --check]\n"
+	    "usage: kz-audit serve [--config FILE] [--socket PATH] [-n | "
+	    "--check]\n"
 	    "       kz-audit append [--config FILE] [--socket PATH] < EVENTS\n"
 	    "       kz-audit verify [--config FILE] [--field-key FILE] "
 	    "[--anchor]\n"
 	    "                       [--dir DIR | FILE...]\n"
-	    "       kz-audit query [--kind KIND] [--since TIME] [--until TIME]\n"
+	    "       kz-audit query [--kind KIND] [--since TIME] [--until "
+	    "TIME]\n"
 	    "                      [--actor-hash HEX] [--conversation-hash HEX]"
 	    "\n"
 	    "                      [--config FILE] [--dir DIR | FILE...]\n"
@@ -68,35 +78,60 @@ parse_opts(int argc, char **argv, struct opts *o)
 	o->config = getenv("KZ_CONFIG");
 	while ((c = getopt_long(argc, argv, "hVn", lopts, NULL)) != -1) {
 		switch (c) {
-		case O_CONFIG: o->config = optarg; break;
-		case O_SOCKET: o->socket = optarg; break;
-		case O_KEY: o->key = optarg; break;
-		case O_DIR: o->dir = optarg; break;
+		case O_CONFIG:
+			o->config = optarg;
+			break;
+		case O_SOCKET:
+			o->socket = optarg;
+			break;
+		case O_KEY:
+			o->key = optarg;
+			break;
+		case O_DIR:
+			o->dir = optarg;
+			break;
 		case O_KIND:
 			if (!aud_kind_known(optarg)) {
-				fprintf(stderr, "kz-audit: unknown kind '%.64s' "
-				    "(kz-audit(8) lists the kinds)\n", optarg);
+				fprintf(stderr,
+				    "kz-audit: unknown kind '%.64s' "
+				    "(kz-audit(8) lists the kinds)\n",
+				    optarg);
 				return KZ_EXIT_USAGE;
 			}
 			o->q.kind = optarg;
 			break;
-		case O_ACTOR: o->q.actor_hash = optarg; break;
-		case O_CONV: o->q.conversation_hash = optarg; break;
-		case O_ANCHOR: o->anchor = true; break;
+		case O_ACTOR:
+			o->q.actor_hash = optarg;
+			break;
+		case O_CONV:
+			o->q.conversation_hash = optarg;
+			break;
+		case O_ANCHOR:
+			o->anchor = true;
+			break;
 		case 'n':
-		case O_CHECK: o->check = true; break;
+		case O_CHECK:
+			o->check = true;
+			break;
 		case O_SINCE:
 		case O_UNTIL:
-			if (aud_ts_parse(optarg, c == O_SINCE ? &o->q.since_ms :
-			    &o->q.until_ms) != 0) {
+			if (aud_ts_parse(optarg,
+			        c == O_SINCE ? &o->q.since_ms :
+			                       &o->q.until_ms) != 0) {
 				fprintf(stderr, "kz-audit: bad time '%s'\n",
 				    optarg);
 				return KZ_EXIT_USAGE;
 			}
 			break;
-		case 'h': usage(stdout); exit(KZ_EXIT_OK);
-		case 'V': printf("kz-audit " KZ_VERSION "\n"); exit(KZ_EXIT_OK);
-		default: usage(stderr); return KZ_EXIT_USAGE;
+		case 'h':
+			usage(stdout);
+			exit(KZ_EXIT_OK);
+		case 'V':
+			printf("kz-audit " KZ_VERSION "\n");
+			exit(KZ_EXIT_OK);
+		default:
+			usage(stderr);
+			return KZ_EXIT_USAGE;
 		}
 	}
 	if (o->config != NULL && o->config[0] == '\0')
@@ -116,7 +151,8 @@ files_of(struct opts *o, const struct aud_cfg *c, int argc, char **argv,
 	char why[200];
 
 	if (o->dir != NULL && optind < argc) {
-		fprintf(stderr, "kz-audit: give --dir DIR or files, not "
+		fprintf(stderr,
+		    "kz-audit: give --dir DIR or files, not "
 		    "both\n");
 		return KZ_EXIT_USAGE;
 	}
@@ -143,7 +179,7 @@ run_verify(struct opts *o, struct aud_cfg *c, int argc, char **argv)
 	int rc;
 
 	if (aud_keys_load(o->key ? o->key : c->keyfile, &akey, NULL, why,
-	    sizeof(why)) != 0) {
+	        sizeof(why)) != 0) {
 		fprintf(stderr, "kz-audit: %s\n", why);
 		return KZ_EXIT_USAGE;
 	}
@@ -173,8 +209,7 @@ run_query(struct opts *o, const struct aud_cfg *c, int argc, char **argv)
 }
 
 static int
-run(const char *cmd, struct opts *o, struct aud_cfg *c, int argc,
-    char **argv)
+run(const char *cmd, struct opts *o, struct aud_cfg *c, int argc, char **argv)
 {
 	if (strcmp(cmd, "serve") == 0) {
 		if (optind != argc)
@@ -184,8 +219,8 @@ run(const char *cmd, struct opts *o, struct aud_cfg *c, int argc,
 		return o->check ? KZ_EXIT_OK : aud_serve(c);
 	}
 	if (strcmp(cmd, "append") == 0)
-		return optind != argc ? KZ_EXIT_USAGE : aud_append(c,
-		    o->socket, stdin);
+		return optind != argc ? KZ_EXIT_USAGE :
+		                        aud_append(c, o->socket, stdin);
 	if (strcmp(cmd, "verify") == 0)
 		return run_verify(o, c, argc, argv);
 	if (strcmp(cmd, "query") == 0)

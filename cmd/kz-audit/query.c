@@ -51,8 +51,8 @@ query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
 		struct aud_rec rec;
 
 		lineno++;
-		if (r < 0 || aud_record_parse(line, len, &rec, why,
-		    sizeof(why)) != 0) {
+		if (r < 0 ||
+		    aud_record_parse(line, len, &rec, why, sizeof(why)) != 0) {
 			fprintf(err, "kz-audit: %s:%zu: skipped: %s\n", path,
 			    lineno, r < 0 ? "over the length limit" : why);
 			(*skipped)++;

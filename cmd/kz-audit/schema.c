@@ -14,127 +14,98 @@
 #include "banned.h"
 
 enum ftype {
-	F_TOKEN,	/* [A-Za-z0-9._:@+=-], 1..max bytes */
-	F_HEX,		/* lowercase hex, 1..max */
-	F_HOST,		/* host name or address literal */
-	F_TEXT,		/* one line of printable text, 1..max */
-	F_INT,		/* integer in [min, max] */
+	F_TOKEN, /* [A-Za-z0-9._:@+=-], 1..max bytes */
+	F_HEX, /* lowercase hex, 1..max */
+	F_HOST, /* host name or address literal */
+	F_TEXT, /* one line of printable text, 1..max */
+	F_INT, /* integer in [min, max] */
 	F_BOOL,
-	F_TOKEN_OR_INT,	/* a version: token or non-negative integer */
-	F_EVIDENCE,	/* flat object: name -> bool or integer */
-	F_LIST,		/* array of tokens */
-	F_RAWID,	/* raw identifier: stored only as <name>_hash */
+	F_TOKEN_OR_INT, /* a version: token or non-negative integer */
+	F_EVIDENCE, /* flat object: name -> bool or integer */
+	F_LIST, /* array of tokens */
+	F_RAWID, /* raw identifier: stored only as <name>_hash */
 };
 
 struct field {
 	const char *name;
 	enum ftype type;
-	int64_t min, max;	/* integers; max is the length for strings */
+	int64_t min, max; /* integers; max is the length for strings */
 };
 
-#define INT_MAXJ 9007199254740991LL	/* 2^53 - 1: exact in JSON */
-#define TOK(n, len) { n, F_TOKEN, 0, len }
-#define HEX(n) { n, F_HEX, 0, 128 }
-#define INT(n, lo, hi) { n, F_INT, lo, hi }
+#define INT_MAXJ 9007199254740991LL /* 2^53 - 1: exact in JSON */
+#define TOK(n, len)                                                            \
+	{                                                                      \
+		n, F_TOKEN, 0, len                                             \
+	}
+#define HEX(n)                                                                 \
+	{                                                                      \
+		n, F_HEX, 0, 128                                               \
+	}
+#define INT(n, lo, hi)                                                         \
+	{                                                                      \
+		n, F_INT, lo, hi                                               \
+	}
 #define EVIDENCE_MAX 32
 #define LIST_MAX 32
 #define FIELD_NAME_MAX 48
 #define RAWID_MAX 256
 
 /* Fields any kind may carry: who, which conversation, under what. */
-static const struct field correlation[] = {
-	HEX("actor_hash"),
-	HEX("conversation_hash"),
-	HEX("member_hash"),
-	HEX("session_hash"),
-	{ "audience_version", F_TOKEN_OR_INT, 0, 64 },
-	TOK("capability", 64),
-	TOK("manifest_digest", 128),
-	TOK("rid", 128),
-	TOK("outcome", 32),
-	{ "reason", F_TEXT, 0, 256 },
-	{ "actor", F_RAWID, 0, RAWID_MAX },
-	{ "conversation", F_RAWID, 0, RAWID_MAX },
-	{ "member", F_RAWID, 0, RAWID_MAX },
-	{ "session", F_RAWID, 0, RAWID_MAX },
-	{ NULL, 0, 0, 0 }
-};
+static const struct field correlation[] = {HEX("actor_hash"),
+    HEX("conversation_hash"), HEX("member_hash"), HEX("session_hash"),
+    {"audience_version", F_TOKEN_OR_INT, 0, 64}, TOK("capability", 64),
+    TOK("manifest_digest", 128), TOK("rid", 128), TOK("outcome", 32),
+    {"reason", F_TEXT, 0, 256}, {"actor", F_RAWID, 0, RAWID_MAX},
+    {"conversation", F_RAWID, 0, RAWID_MAX}, {"member", F_RAWID, 0, RAWID_MAX},
+    {"session", F_RAWID, 0, RAWID_MAX}, {NULL, 0, 0, 0}};
 
-static const struct field f_dispatch[] = {
-	TOK("worker_id", 64), TOK("lease_id", 64), INT("token", 0, INT_MAXJ),
-	INT("exit_status", -1, 255), INT("signal", 0, 128),
-	INT("duration_ms", 0, INT_MAXJ), TOK("egress", 16),
-	{ NULL, 0, 0, 0 }
-};
-static const struct field f_denial[] = {
-	TOK("worker_id", 64), TOK("boundary", 32), TOK("stage", 32),
-	TOK("error", 64), { NULL, 0, 0, 0 }
-};
-static const struct field f_lease[] = {
-	TOK("worker_id", 64), TOK("lease_id", 64), INT("token", 0, INT_MAXJ),
-	TOK("pool", 64), INT("wait_ms", 0, INT_MAXJ), { "warm", F_BOOL, 0, 0 },
-	{ NULL, 0, 0, 0 }
-};
-static const struct field f_release[] = {
-	TOK("worker_id", 64), TOK("lease_id", 64), INT("token", 0, INT_MAXJ),
-	INT("duration_ms", 0, INT_MAXJ), { NULL, 0, 0, 0 }
-};
-static const struct field f_reset[] = {
-	TOK("worker_id", 64), INT("token", 0, INT_MAXJ),
-	{ "evidence", F_EVIDENCE, 0, EVIDENCE_MAX },
-	{ "missing", F_LIST, 0, LIST_MAX }, INT("duration_ms", 0, INT_MAXJ),
-	TOK("result", 32), TOK("replacement_id", 64), { NULL, 0, 0, 0 }
-};
-static const struct field f_egress[] = {
-	{ "host", F_HOST, 0, 253 }, INT("port", 0, 65535), HEX("run_hash"),
-	TOK("rule", 64), { NULL, 0, 0, 0 }
-};
-static const struct field f_reload[] = {
-	TOK("mode", 32), { "ok", F_BOOL, 0, 0 },
-	INT("generation", 0, INT_MAXJ), { NULL, 0, 0, 0 }
-};
-static const struct field f_project[] = {
-	HEX("room_hash"), HEX("project_hash"), INT("files", 0, INT_MAXJ),
-	INT("bytes", 0, INT_MAXJ), TOK("decision", 32), TOK("stage", 32),
-	{ NULL, 0, 0, 0 }
-};
-static const struct field f_validation[] = {
-	TOK("artifact_digest", 128), TOK("contract_digest", 128),
-	TOK("profile", 64), TOK("result", 32), TOK("receipt_digest", 128),
-	INT("duration_ms", 0, INT_MAXJ), { NULL, 0, 0, 0 }
-};
+static const struct field f_dispatch[] = {TOK("worker_id", 64),
+    TOK("lease_id", 64), INT("token", 0, INT_MAXJ), INT("exit_status", -1, 255),
+    INT("signal", 0, 128), INT("duration_ms", 0, INT_MAXJ), TOK("egress", 16),
+    {NULL, 0, 0, 0}};
+static const struct field f_denial[] = {TOK("worker_id", 64),
+    TOK("boundary", 32), TOK("stage", 32), TOK("error", 64), {NULL, 0, 0, 0}};
+static const struct field f_lease[] = {TOK("worker_id", 64),
+    TOK("lease_id", 64), INT("token", 0, INT_MAXJ), TOK("pool", 64),
+    INT("wait_ms", 0, INT_MAXJ), {"warm", F_BOOL, 0, 0}, {NULL, 0, 0, 0}};
+static const struct field f_release[] = {TOK("worker_id", 64),
+    TOK("lease_id", 64), INT("token", 0, INT_MAXJ),
+    INT("duration_ms", 0, INT_MAXJ), {NULL, 0, 0, 0}};
+static const struct field f_reset[] = {TOK("worker_id", 64),
+    INT("token", 0, INT_MAXJ), {"evidence", F_EVIDENCE, 0, EVIDENCE_MAX},
+    {"missing", F_LIST, 0, LIST_MAX}, INT("duration_ms", 0, INT_MAXJ),
+    TOK("result", 32), TOK("replacement_id", 64), {NULL, 0, 0, 0}};
+static const struct field f_egress[] = {{"host", F_HOST, 0, 253},
+    INT("port", 0, 65535), HEX("run_hash"), TOK("rule", 64), {NULL, 0, 0, 0}};
+static const struct field f_reload[] = {TOK("mode", 32), {"ok", F_BOOL, 0, 0},
+    INT("generation", 0, INT_MAXJ), {NULL, 0, 0, 0}};
+static const struct field f_project[] = {HEX("room_hash"), HEX("project_hash"),
+    INT("files", 0, INT_MAXJ), INT("bytes", 0, INT_MAXJ), TOK("decision", 32),
+    TOK("stage", 32), {NULL, 0, 0, 0}};
+static const struct field f_validation[] = {TOK("artifact_digest", 128),
+    TOK("contract_digest", 128), TOK("profile", 64), TOK("result", 32),
+    TOK("receipt_digest", 128), INT("duration_ms", 0, INT_MAXJ),
+    {NULL, 0, 0, 0}};
 
 struct kind {
 	const char *name;
 	const struct field *fields;
 };
 
-static const struct kind kinds[] = {
-	{ "dispatch", f_dispatch },
-	{ "isolation_denial", f_denial },
-	{ "lease", f_lease },
-	{ "release", f_release },
-	{ "reset", f_reset },
-	{ "retire", f_reset },
-	{ "egress_refusal", f_egress },
-	{ "egress_reload", f_reload },
-	{ "projection", f_project },
-	{ "admission", f_project },
-	{ "verification", f_project },
-	{ "validation", f_validation },
-	{ NULL, NULL }
-};
+static const struct kind kinds[] = {{"dispatch", f_dispatch},
+    {"isolation_denial", f_denial}, {"lease", f_lease}, {"release", f_release},
+    {"reset", f_reset}, {"retire", f_reset}, {"egress_refusal", f_egress},
+    {"egress_reload", f_reload}, {"projection", f_project},
+    {"admission", f_project}, {"verification", f_project},
+    {"validation", f_validation}, {NULL, NULL}};
 
-const char *const aud_kinds[] = {
-	"dispatch", "isolation_denial", "lease", "release", "reset", "retire",
-	"egress_refusal", "egress_reload", "projection", "admission",
-	"verification", "validation", NULL
-};
+const char *const aud_kinds[] = {"dispatch", "isolation_denial", "lease",
+    "release", "reset", "retire", "egress_refusal", "egress_reload",
+    "projection", "admission", "verification", "validation", NULL};
 
-static const char *const refusal_names[AUD_R_COUNT_] = {
-	"unknown_kind", "unknown_field", "wrong_type", "nested", "multiline",
-	"length", "path", "charset", "range", "conflict"
-};
+static const char *const refusal_names[AUD_R_COUNT_] = {"unknown_kind",
+    "unknown_field", "wrong_type", "nested", "multiline", "length", "path",
+    "charset", "range", "conflict"};
 
 const char *
 aud_refusal_name(enum aud_refusal r)
@@ -226,14 +197,17 @@ has_ctrl(const char *s)
 static bool
 looks_like_path(const char *s)
 {
-	if (strncasecmp(s, "file:", 5) == 0 ||
-	    strstr(s, "://") != NULL || strchr(s, '\\') != NULL)
+	if (strncasecmp(s, "file:", 5) == 0 || strstr(s, "://") != NULL ||
+	    strchr(s, '\\') != NULL)
 		return true;
 	for (const char *p = s; *p; p++) {
 		bool start = p == s || strchr(" \t=:,;(\"'[<{", p[-1]);
 
-		if (start && (*p == '/' || (*p == '~' && (p[1] == '/' ||
-		    p[1] == '\0' || (p[1] >= 'a' && p[1] <= 'z')))))
+		if (start &&
+		    (*p == '/' ||
+		        (*p == '~' &&
+		            (p[1] == '/' || p[1] == '\0' ||
+		                (p[1] >= 'a' && p[1] <= 'z')))))
 			return true;
 	}
 	return false;
@@ -270,7 +244,7 @@ check_string(const struct field *f, const char *s, struct aud_refusal_info *ri)
 		return refuse(ri, AUD_R_LENGTH, f->name,
 		    "field '%s' is empty or over its length bound", f->name);
 	if (f->type == F_RAWID)
-		return 0;	/* hashed, never stored */
+		return 0; /* hashed, never stored */
 	if (looks_like_path(s))
 		return refuse(ri, AUD_R_PATH, f->name,
 		    "field '%s' holds a path or URL", f->name);
@@ -310,7 +284,7 @@ name_ok(const char *s)
 		return false;
 	for (; *s; s++)
 		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-		    *s == '_'))
+		        *s == '_'))
 			return false;
 	return true;
 }
@@ -347,7 +321,7 @@ check_evidence(const struct field *f, const cJSON *v,
 static int
 check_list(const struct field *f, const cJSON *v, struct aud_refusal_info *ri)
 {
-	static const struct field item = { NULL, F_TOKEN, 0, 64 };
+	static const struct field item = {NULL, F_TOKEN, 0, 64};
 	struct field it = item;
 	int n = 0, r;
 
@@ -390,13 +364,17 @@ check_value(const struct field *f, const cJSON *v, struct aud_refusal_info *ri)
 			    "field '%s' is not an integer in range", f->name);
 		return 0;
 	case F_BOOL:
-		return cJSON_IsBool(v) ? 0 : refuse(ri, AUD_R_TYPE, f->name,
-		    "field '%s' must be a boolean", f->name);
+		return cJSON_IsBool(v) ?
+		    0 :
+		    refuse(ri, AUD_R_TYPE, f->name,
+		        "field '%s' must be a boolean", f->name);
 	case F_TOKEN_OR_INT:
 		if (cJSON_IsNumber(v))
-			return is_int(v, 0, INT_MAXJ) ? 0 : refuse(ri,
-			    AUD_R_RANGE, f->name,
-			    "field '%s' is not an integer in range", f->name);
+			return is_int(v, 0, INT_MAXJ) ?
+			    0 :
+			    refuse(ri, AUD_R_RANGE, f->name,
+			        "field '%s' is not an integer in range",
+			        f->name);
 		/* FALLTHROUGH */
 	default:
 		if (cJSON_IsString(v))
@@ -454,12 +432,12 @@ check_fields(const struct kind *k, const cJSON *event,
 		if ((r = check_value(f, c, ri)) != 0)
 			return r;
 		if (f->type == F_RAWID)
-			continue;	/* hashed below, after all checks */
+			continue; /* hashed below, after all checks */
 		if (kz_json_get(clean, f->name) != NULL)
 			return refuse(ri, AUD_R_CONFLICT, f->name,
 			    "field '%s' given both raw and hashed", f->name);
 		if (!cJSON_AddItemToObject(clean, f->name,
-		    cJSON_Duplicate(c, true)))
+		        cJSON_Duplicate(c, true)))
 			return KZ_ENOMEM;
 	}
 	for (const cJSON *c = event->child; c != NULL; c = c->next) {
@@ -499,8 +477,8 @@ out:
 }
 
 int
-aud_input_split(const cJSON *line, const char **kind, cJSON **event,
-    char *why, size_t wlen)
+aud_input_split(const cJSON *line, const char **kind, cJSON **event, char *why,
+    size_t wlen)
 {
 	const cJSON *k = kz_json_get(line, "kind");
 	const cJSON *e = kz_json_get(line, "event");
@@ -512,7 +490,8 @@ aud_input_split(const cJSON *line, const char **kind, cJSON **event,
 	}
 	if (e != NULL) {
 		if (cJSON_GetArraySize(line) != 2) {
-			kz_why(why, wlen, "only 'kind' and 'event' may be "
+			kz_why(why, wlen,
+			    "only 'kind' and 'event' may be "
 			    "given with 'event'");
 			return KZ_EUNKNOWN;
 		}

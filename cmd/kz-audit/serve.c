@@ -46,11 +46,11 @@ struct daemon {
 	pthread_t thr;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct jobq in, done;	/* under mu */
-	size_t queued;		/* under mu */
-	bool stop;		/* under mu */
+	struct jobq in, done; /* under mu */
+	size_t queued; /* under mu */
+	bool stop; /* under mu */
 	struct aud_store_stats st; /* copy, under mu */
-	uint64_t max_batch;	/* under mu */
+	uint64_t max_batch; /* under mu */
 	int efd;
 	struct event *done_ev, *sigterm, *sigint;
 	/* Loop thread only. */
@@ -73,7 +73,7 @@ field_slot(const char *name)
 	for (size_t k = 0; extra_slots[k] != NULL; k++, i++)
 		if (strcmp(extra_slots[k], name) == 0)
 			goto found;
-	i--;	/* the last slot: "(unknown)" */
+	i--; /* the last slot: "(unknown)" */
 found:
 	return i < SLOTS_MAX ? i : SLOTS_MAX - 1;
 }
@@ -124,7 +124,8 @@ writer(void *arg)
 		STAILQ_CONCAT(&batch, &d->in);
 		d->queued = 0;
 		pthread_mutex_unlock(&d->mu);
-		STAILQ_FOREACH(j, &batch, link) {
+		STAILQ_FOREACH(j, &batch, link)
+		{
 			j->err = aud_store_add(d->store, j->kind, j->event,
 			    &j->seq, why, sizeof(why));
 			n++;
@@ -132,8 +133,8 @@ writer(void *arg)
 		if ((cr = aud_store_commit(d->store, why, sizeof(why))) != 0) {
 			kz_log(KZ_LOG_ERROR, "audit.write", cr, why, NULL);
 			STAILQ_FOREACH(j, &batch, link)
-				if (j->err == 0)
-					j->err = cr;
+			if (j->err == 0)
+				j->err = cr;
 		}
 		pthread_mutex_lock(&d->mu);
 		aud_store_stats(d->store, &d->st);
@@ -204,8 +205,7 @@ count_refusal(struct daemon *d, const struct aud_refusal_info *ri,
 	d->by_reason[ri->reason]++;
 	d->by_field[field_slot(ri->field)]++;
 	kz_log(KZ_LOG_WARN, "audit.refuse", KZ_EDENIED, ri->why, "reason",
-	    aud_refusal_name(ri->reason), "field", ri->field, "rid", rid,
-	    NULL);
+	    aud_refusal_name(ri->reason), "field", ri->field, "rid", rid, NULL);
 }
 
 static void
@@ -223,8 +223,8 @@ op_append(struct kz_req *req, void *arg)
 	r = aud_schema_check(cJSON_IsString(k) ? k->valuestring : NULL,
 	    kz_json_get(j, "event"), &d->idkey, &clean, &ri);
 	if (r == KZ_EDENIED) {
-		count_refusal(d, &ri, cJSON_IsString(id) ? id->valuestring :
-		    NULL);
+		count_refusal(d, &ri,
+		    cJSON_IsString(id) ? id->valuestring : NULL);
 		kz_req_err(req, KZ_WE_REFUSED, ri.why);
 		return;
 	}
@@ -249,7 +249,7 @@ op_append(struct kz_req *req, void *arg)
 		job_free(job);
 		kz_req_err(req, failed ? KZ_WE_UNAVAILABLE : KZ_WE_BUSY,
 		    failed ? "the audit log cannot be written" :
-		    "too many appends in flight");
+		             "too many appends in flight");
 	}
 }
 
@@ -266,7 +266,7 @@ refusal_counts(const struct daemon *d, bool by_field)
 
 	for (size_t i = 0; o != NULL && !by_field && i < AUD_R_COUNT_; i++)
 		if (add_num(o, aud_refusal_name((enum aud_refusal)i),
-		    d->by_reason[i]) != 0)
+		        d->by_reason[i]) != 0)
 			goto fail;
 	for (size_t i = 0; o != NULL && by_field && i < SLOTS_MAX; i++) {
 		const char *n = slot_name(i);
@@ -302,8 +302,7 @@ op_status(struct kz_req *req, void *arg)
 	    add_num(o, "records", st.records) ||
 	    add_num(o, "last_seq", st.last_seq) ||
 	    add_num(o, "batches", st.batches) ||
-	    add_num(o, "fsyncs", st.fsyncs) ||
-	    add_num(o, "max_batch", maxb) ||
+	    add_num(o, "fsyncs", st.fsyncs) || add_num(o, "max_batch", maxb) ||
 	    add_num(o, "rotations", st.rotations) ||
 	    add_num(o, "recovered_bytes_cut", st.truncated_bytes) ||
 	    add_num(o, "refused", d->refused) ||
@@ -313,9 +312,9 @@ op_status(struct kz_req *req, void *arg)
 	    !cJSON_AddStringToObject(o, "file", file) ||
 	    !cJSON_AddBoolToObject(o, "writable", !st.failed) ||
 	    !cJSON_AddItemToObject(o, "refused_by_reason",
-	    refusal_counts(d, false)) ||
+	        refusal_counts(d, false)) ||
 	    !cJSON_AddItemToObject(o, "refused_by_field",
-	    refusal_counts(d, true))) {
+	        refusal_counts(d, true))) {
 		cJSON_Delete(o);
 		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
 		return;
@@ -331,12 +330,9 @@ op_ping(struct kz_req *req, void *arg)
 
 static const char *const append_fields[] = {"kind", "event", NULL};
 static const char *const no_fields[] = {NULL};
-static const struct kz_op ops[] = {
-	{ "append", op_append, append_fields, 0},
-	{ "status", op_status, no_fields, 0},
-	{ "ping", op_ping, no_fields, 0},
-	{ NULL, NULL, NULL, 0}
-};
+static const struct kz_op ops[] = {{"append", op_append, append_fields, 0},
+    {"status", op_status, no_fields, 0}, {"ping", op_ping, no_fields, 0},
+    {NULL, NULL, NULL, 0}};
 
 static void
 signal_cb(evutil_socket_t sig, short ev, void *arg)
@@ -432,7 +428,7 @@ aud_serve(struct aud_cfg *c)
 	pthread_cond_init(&d.cv, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if ((r = aud_keys_load(c->keyfile, &akey, &d.idkey, why,
-	    sizeof(why))) != 0) {
+	         sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "audit.key", r, why, NULL);
 		rc = KZ_EXIT_USAGE;
 		goto out;
@@ -442,8 +438,9 @@ aud_serve(struct aud_cfg *c)
 	kz_key_wipe(&akey);
 	if (r != 0) {
 		kz_log(KZ_LOG_ERROR, "audit.open", r, why, NULL);
-		rc = r == KZ_ECRYPTO ? KZ_EXIT_REFUSED : r == KZ_EEXIST ?
-		    KZ_EXIT_UNAVAIL : KZ_EXIT_INTERNAL;
+		rc = r == KZ_ECRYPTO ? KZ_EXIT_REFUSED :
+		    r == KZ_EEXIST   ? KZ_EXIT_UNAVAIL :
+		                       KZ_EXIT_INTERNAL;
 		goto out;
 	}
 	aud_store_stats(d.store, &d.st);
@@ -458,8 +455,8 @@ aud_serve(struct aud_cfg *c)
 	if (st.truncated_bytes > 0)
 		kz_log(KZ_LOG_WARN, "audit.recover", 0,
 		    "cut an incomplete record left by a crash (kept in "
-		    "FILE.cut)", "file", file,
-		    NULL);
+		    "FILE.cut)",
+		    "file", file, NULL);
 	kz_log(KZ_LOG_INFO, "audit.start", 0, "serving", "file", file,
 	    "last_seq", seq, NULL);
 	if (kz_notify_ready("serving") != 0)

@@ -29,9 +29,9 @@ static int write_all(int fd, const char *p, size_t len);
 struct aud_store {
 	int dirfd, lockfd, fd;
 	unsigned idx;
-	uint64_t size;		/* committed bytes of the current file */
+	uint64_t size; /* committed bytes of the current file */
 	uint64_t max_file;
-	struct aud_chain chain;	/* including pending records */
+	struct aud_chain chain; /* including pending records */
 	struct aud_chain committed;
 	char *pend;
 	size_t plen, pcap, pn;
@@ -96,8 +96,8 @@ list_idx(int dirfd, unsigned **out, size_t *n, char *why, size_t wlen)
 			continue;
 		if (cnt == cap) {
 			cap = cap ? cap * 2 : 16;
-			if (cap > AUD_FILES_MAX || (nv = reallocarray(v, cap,
-			    sizeof(*v))) == NULL) {
+			if (cap > AUD_FILES_MAX ||
+			    (nv = reallocarray(v, cap, sizeof(*v))) == NULL) {
 				free(v);
 				closedir(d);
 				kz_why(why, wlen, "too many log files");
@@ -116,8 +116,7 @@ list_idx(int dirfd, unsigned **out, size_t *n, char *why, size_t wlen)
 }
 
 int
-aud_dir_files(const char *dir, char ***paths, size_t *n, char *why,
-    size_t wlen)
+aud_dir_files(const char *dir, char ***paths, size_t *n, char *why, size_t wlen)
 {
 	unsigned *idx = NULL;
 	char **p = NULL, name[64];
@@ -197,7 +196,7 @@ has_record(const struct kz_key *key, const char *buf, size_t len)
 
 	for (; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1)
 		if (aud_record_check(key, p, (size_t)(nl - p), false, &rec, w,
-		    sizeof(w)) == 0)
+		        sizeof(w)) == 0)
 			return true;
 	return false;
 }
@@ -232,11 +231,14 @@ scan(const struct kz_key *key, const char *name, const char *buf, size_t len,
 		    sizeof(w));
 		if (r != 0 && !has_record(key, nl + 1, len - pos - ll - 1))
 			break;
-		if (r != 0 || (*any && (rec.seq != c->seq + 1 ||
-		    !kz_ct_equal(rec.prev, c->mac, AUD_MAC_BYTES)))) {
-			kz_why(why, wlen, "%s: record after seq %llu does not "
-			    "verify (%s); run kz-audit verify", name,
-			    (unsigned long long)c->seq,
+		if (r != 0 ||
+		    (*any &&
+		        (rec.seq != c->seq + 1 ||
+		            !kz_ct_equal(rec.prev, c->mac, AUD_MAC_BYTES)))) {
+			kz_why(why, wlen,
+			    "%s: record after seq %llu does not "
+			    "verify (%s); run kz-audit verify",
+			    name, (unsigned long long)c->seq,
 			    w[0] ? w : "chain broken");
 			return KZ_ECRYPTO;
 		}
@@ -251,15 +253,14 @@ scan(const struct kz_key *key, const char *name, const char *buf, size_t len,
 
 /* Keeps a torn tail next to the log (NAME.cut) before it is cut off. */
 static int
-keep_tail(struct aud_store *s, const char *name, const char *tail,
-    size_t len)
+keep_tail(struct aud_store *s, const char *name, const char *tail, size_t len)
 {
 	char cut[80];
 	int fd, r = 0;
 
 	snprintf(cut, sizeof(cut), "%s.cut", name);
-	fd = openat(s->dirfd, cut, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-	    O_NOFOLLOW, 0640);
+	fd = openat(s->dirfd, cut,
+	    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0)
 		return KZ_ESYS;
 	if (write_all(fd, tail, len) != 0 || write_all(fd, "\n", 1) != 0 ||
@@ -271,8 +272,8 @@ keep_tail(struct aud_store *s, const char *name, const char *tail,
 
 /* Reads and checks file idx; cuts a torn tail when allowed. */
 static int
-recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any,
-    char *why, size_t wlen)
+recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any, char *why,
+    size_t wlen)
 {
 	char name[64], *buf = NULL;
 	size_t len = 0, valid = 0;
@@ -289,7 +290,7 @@ recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any,
 		goto out;
 	}
 	if ((r = scan(&s->chain.key, name, buf, len, &valid, &s->chain, any,
-	    why, wlen)) != 0)
+	         why, wlen)) != 0)
 		goto out;
 	if (valid < len && !cut) {
 		kz_why(why, wlen, "%s ends with an incomplete record", name);
@@ -377,14 +378,15 @@ lock_dir(struct aud_store *s, const char *dir, char *why, size_t wlen)
 		    strerror(errno));
 		return KZ_ESYS;
 	}
-	s->lockfd = openat(s->dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC |
-	    O_NOFOLLOW, 0640);
+	s->lockfd = openat(s->dirfd, ".lock",
+	    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (s->lockfd < 0) {
 		kz_why(why, wlen, "cannot open the log directory lock");
 		return KZ_ESYS;
 	}
 	if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
-		kz_why(why, wlen, "the log directory is in use by another "
+		kz_why(why, wlen,
+		    "the log directory is in use by another "
 		    "kz-audit (append --socket goes through a daemon)");
 		return KZ_EEXIST;
 	}
@@ -554,8 +556,8 @@ aud_store_add(struct aud_store *s, const char *kind, const cJSON *event,
 		kz_why(why, wlen, "the audit log is not writable");
 		return KZ_ESTATE;
 	}
-	if ((r = aud_record_format(&s->chain, kind, event, aud_now_ms(),
-	    &line, &len)) != 0) {
+	if ((r = aud_record_format(&s->chain, kind, event, aud_now_ms(), &line,
+	         &len)) != 0) {
 		kz_why(why, wlen, "the event cannot be formatted (%s)",
 		    kz_strerror(r));
 		return r;

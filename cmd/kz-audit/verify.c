@@ -17,8 +17,8 @@ struct vstate {
 };
 
 static void
-bad(FILE *err, const char *path, size_t lineno, const char *line,
-    size_t len, const struct vstate *vs, const char *reason)
+bad(FILE *err, const char *path, size_t lineno, const char *line, size_t len,
+    const struct vstate *vs, const char *reason)
 {
 	struct aud_rec rec;
 	char w[8];
@@ -41,17 +41,18 @@ check_line(const struct kz_key *key, const char *line, size_t len,
 	struct aud_rec rec;
 	int r;
 
-	if ((r = aud_record_check(key, line, len, false, &rec, why,
-	    wlen)) != 0)
+	if ((r = aud_record_check(key, line, len, false, &rec, why, wlen)) != 0)
 		return r;
-	if (!vs->any && !vs->anchor && (rec.seq != 1 ||
-	    !kz_ct_equal(rec.prev, zero, AUD_MAC_BYTES))) {
-		kz_why(why, wlen, "the chain does not start at seq 1 "
+	if (!vs->any && !vs->anchor &&
+	    (rec.seq != 1 || !kz_ct_equal(rec.prev, zero, AUD_MAC_BYTES))) {
+		kz_why(why, wlen,
+		    "the chain does not start at seq 1 "
 		    "(records deleted before it? --anchor accepts that)");
 		return KZ_ECRYPTO;
 	}
 	if (vs->any && rec.seq != vs->seq + 1) {
-		kz_why(why, wlen, "out of sequence (expected seq %llu): a "
+		kz_why(why, wlen,
+		    "out of sequence (expected seq %llu): a "
 		    "record was deleted or moved",
 		    (unsigned long long)vs->seq + 1);
 		return KZ_ECRYPTO;
@@ -125,8 +126,8 @@ aud_verify_anchor(const struct kz_key *auditkey, char **files, size_t n,
 			return rc;
 	if (vs.any)
 		fprintf(out, "kz-audit: %llu records, seq %llu..%llu, intact\n",
-		    (unsigned long long)vs.count,
-		    (unsigned long long)vs.first, (unsigned long long)vs.seq);
+		    (unsigned long long)vs.count, (unsigned long long)vs.first,
+		    (unsigned long long)vs.seq);
 	else
 		fprintf(out, "kz-audit: no records\n");
 	return 0;

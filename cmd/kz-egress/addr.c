@@ -18,23 +18,23 @@
 
 /* The refusal each class gives; its string is the class's name too. */
 static const enum eg_reason class_reasons[EG_C_COUNT_] = {
-	[EG_C_PUBLIC] = EG_R_NONE,
-	[EG_C_PRIVATE_USE] = EG_R_PRIVATE_USE,
-	[EG_C_SHARED] = EG_R_SHARED_ADDRESS,
-	[EG_C_UNIQUE_LOCAL] = EG_R_UNIQUE_LOCAL,
-	[EG_C_LOOPBACK] = EG_R_LOOPBACK,
-	[EG_C_UNSPECIFIED] = EG_R_UNSPECIFIED,
-	[EG_C_LINK_LOCAL] = EG_R_LINK_LOCAL,
-	[EG_C_METADATA] = EG_R_METADATA,
-	[EG_C_MULTICAST] = EG_R_MULTICAST,
-	[EG_C_BROADCAST] = EG_R_BROADCAST,
-	[EG_C_DOCUMENTATION] = EG_R_DOCUMENTATION,
-	[EG_C_BENCHMARKING] = EG_R_BENCHMARKING,
-	[EG_C_PROTOCOL] = EG_R_PROTOCOL_ASSIGNMENT,
-	[EG_C_RESERVED] = EG_R_RESERVED,
-	[EG_C_DISCARD] = EG_R_DISCARD_ONLY,
-	[EG_C_SITE_LOCAL] = EG_R_SITE_LOCAL,
-	[EG_C_LOCAL_NAT64] = EG_R_LOCAL_NAT64,
+    [EG_C_PUBLIC] = EG_R_NONE,
+    [EG_C_PRIVATE_USE] = EG_R_PRIVATE_USE,
+    [EG_C_SHARED] = EG_R_SHARED_ADDRESS,
+    [EG_C_UNIQUE_LOCAL] = EG_R_UNIQUE_LOCAL,
+    [EG_C_LOOPBACK] = EG_R_LOOPBACK,
+    [EG_C_UNSPECIFIED] = EG_R_UNSPECIFIED,
+    [EG_C_LINK_LOCAL] = EG_R_LINK_LOCAL,
+    [EG_C_METADATA] = EG_R_METADATA,
+    [EG_C_MULTICAST] = EG_R_MULTICAST,
+    [EG_C_BROADCAST] = EG_R_BROADCAST,
+    [EG_C_DOCUMENTATION] = EG_R_DOCUMENTATION,
+    [EG_C_BENCHMARKING] = EG_R_BENCHMARKING,
+    [EG_C_PROTOCOL] = EG_R_PROTOCOL_ASSIGNMENT,
+    [EG_C_RESERVED] = EG_R_RESERVED,
+    [EG_C_DISCARD] = EG_R_DISCARD_ONLY,
+    [EG_C_SITE_LOCAL] = EG_R_SITE_LOCAL,
+    [EG_C_LOCAL_NAT64] = EG_R_LOCAL_NAT64,
 };
 
 enum eg_reason
@@ -125,7 +125,8 @@ ends_in_number(const char *s, size_t n)
 		return false;
 	if (strspn(last, "0123456789") >= ln)
 		return true;
-	return ln >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X') &&
+	return ln >= 2 && last[0] == '0' &&
+	    (last[1] == 'x' || last[1] == 'X') &&
 	    strspn(last + 2, "0123456789abcdefABCDEF") >= ln - 2;
 }
 
@@ -186,8 +187,9 @@ parse_v6(const char *s, size_t n, struct eg_addr *out)
 			z -= 2;
 		}
 		if (z == 0 || z > 32 ||
-		    strspn(zone, "abcdefghijklmnopqrstuvwxyz"
-			"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") < z)
+		    strspn(zone,
+		        "abcdefghijklmnopqrstuvwxyz"
+		        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") < z)
 			return KZ_EINVAL;
 		n = (size_t)(pct - s);
 	}
@@ -258,63 +260,66 @@ struct range {
 	enum eg_class c;
 };
 
-#define V4(a, b_, c_, d, p, cls) {4, {a, b_, c_, d}, p, cls}
+#define V4(a, b_, c_, d, p, cls)                                               \
+	{                                                                      \
+		4, {a, b_, c_, d}, p, cls                                      \
+	}
 
 /* Most specific first: the first match wins. */
 static const struct range v4_ranges[] = {
-	V4(169, 254, 169, 254, 32, EG_C_METADATA),
-	V4(169, 254, 170, 2, 32, EG_C_METADATA),	/* AWS ECS */
-	V4(169, 254, 170, 23, 32, EG_C_METADATA),	/* AWS EKS */
-	V4(100, 100, 100, 200, 32, EG_C_METADATA),	/* Alibaba */
-	V4(168, 63, 129, 16, 32, EG_C_METADATA),	/* Azure */
-	V4(192, 0, 0, 9, 32, EG_C_PUBLIC),		/* PCP anycast */
-	V4(192, 0, 0, 10, 32, EG_C_PUBLIC),		/* TURN anycast */
-	V4(255, 255, 255, 255, 32, EG_C_BROADCAST),
-	V4(0, 0, 0, 0, 8, EG_C_UNSPECIFIED),
-	V4(10, 0, 0, 0, 8, EG_C_PRIVATE_USE),
-	V4(100, 64, 0, 0, 10, EG_C_SHARED),
-	V4(127, 0, 0, 0, 8, EG_C_LOOPBACK),
-	V4(169, 254, 0, 0, 16, EG_C_LINK_LOCAL),
-	V4(172, 16, 0, 0, 12, EG_C_PRIVATE_USE),
-	V4(192, 0, 0, 0, 24, EG_C_PROTOCOL),
-	V4(192, 0, 2, 0, 24, EG_C_DOCUMENTATION),
-	V4(192, 88, 99, 0, 24, EG_C_RESERVED),		/* 6to4 relay */
-	V4(192, 168, 0, 0, 16, EG_C_PRIVATE_USE),
-	V4(198, 18, 0, 0, 15, EG_C_BENCHMARKING),
-	V4(198, 51, 100, 0, 24, EG_C_DOCUMENTATION),
-	V4(203, 0, 113, 0, 24, EG_C_DOCUMENTATION),
-	V4(224, 0, 0, 0, 4, EG_C_MULTICAST),
-	V4(240, 0, 0, 0, 4, EG_C_RESERVED),
+    V4(169, 254, 169, 254, 32, EG_C_METADATA),
+    V4(169, 254, 170, 2, 32, EG_C_METADATA), /* AWS ECS */
+    V4(169, 254, 170, 23, 32, EG_C_METADATA), /* AWS EKS */
+    V4(100, 100, 100, 200, 32, EG_C_METADATA), /* Alibaba */
+    V4(168, 63, 129, 16, 32, EG_C_METADATA), /* Azure */
+    V4(192, 0, 0, 9, 32, EG_C_PUBLIC), /* PCP anycast */
+    V4(192, 0, 0, 10, 32, EG_C_PUBLIC), /* TURN anycast */
+    V4(255, 255, 255, 255, 32, EG_C_BROADCAST),
+    V4(0, 0, 0, 0, 8, EG_C_UNSPECIFIED),
+    V4(10, 0, 0, 0, 8, EG_C_PRIVATE_USE),
+    V4(100, 64, 0, 0, 10, EG_C_SHARED),
+    V4(127, 0, 0, 0, 8, EG_C_LOOPBACK),
+    V4(169, 254, 0, 0, 16, EG_C_LINK_LOCAL),
+    V4(172, 16, 0, 0, 12, EG_C_PRIVATE_USE),
+    V4(192, 0, 0, 0, 24, EG_C_PROTOCOL),
+    V4(192, 0, 2, 0, 24, EG_C_DOCUMENTATION),
+    V4(192, 88, 99, 0, 24, EG_C_RESERVED), /* 6to4 relay */
+    V4(192, 168, 0, 0, 16, EG_C_PRIVATE_USE),
+    V4(198, 18, 0, 0, 15, EG_C_BENCHMARKING),
+    V4(198, 51, 100, 0, 24, EG_C_DOCUMENTATION),
+    V4(203, 0, 113, 0, 24, EG_C_DOCUMENTATION),
+    V4(224, 0, 0, 0, 4, EG_C_MULTICAST),
+    V4(240, 0, 0, 0, 4, EG_C_RESERVED),
 };
 
-#define V6(p, cls, ...) {6, {__VA_ARGS__}, p, cls}
+#define V6(p, cls, ...)                                                        \
+	{                                                                      \
+		6, {__VA_ARGS__}, p, cls                                       \
+	}
 
 static const struct range v6_ranges[] = {
-	V6(128, EG_C_METADATA, 0xfd, 0x00, 0x0e, 0xc2, [14] = 2, [15] = 0x54),
-	V6(128, EG_C_METADATA, 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x23),
-	V6(128, EG_C_UNSPECIFIED, 0),
-	V6(128, EG_C_LOOPBACK, [15] = 1),
-	V6(64, EG_C_DISCARD, 0x01, 0x00),
-	V6(64, EG_C_RESERVED, 0x01, 0x00, 0, 0, 0, 0, 0, 1),	/* dummy */
-	V6(48, EG_C_LOCAL_NAT64, 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01),
-	V6(128, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x01, [15] = 1),
-	V6(128, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x01, [15] = 2),
-	V6(128, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x01, [15] = 3),
-	V6(32, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x03),		/* AMT */
-	V6(48, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x04, 0x01, 0x12),
-	V6(28, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x20),		/* ORCHIDv2 */
-	V6(28, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x30),		/* DRIP */
-	V6(48, EG_C_BENCHMARKING, 0x20, 0x01, 0x00, 0x02, 0x00, 0x00),
-	V6(23, EG_C_PROTOCOL, 0x20, 0x01),
-	V6(32, EG_C_DOCUMENTATION, 0x20, 0x01, 0x0d, 0xb8),
-	V6(20, EG_C_DOCUMENTATION, 0x3f, 0xff),
-	V6(16, EG_C_RESERVED, 0x5f, 0x00),			/* SRv6 SIDs */
-	V6(7, EG_C_UNIQUE_LOCAL, 0xfc),
-	V6(10, EG_C_LINK_LOCAL, 0xfe, 0x80),
-	V6(10, EG_C_SITE_LOCAL, 0xfe, 0xc0),
-	V6(8, EG_C_MULTICAST, 0xff),
-	V6(3, EG_C_PUBLIC, 0x20),	/* global unicast */
-	V6(0, EG_C_RESERVED, 0),	/* the rest is not allocated */
+    V6(128, EG_C_METADATA, 0xfd, 0x00, 0x0e, 0xc2, [14] = 2, [15] = 0x54),
+    V6(128, EG_C_METADATA, 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x23),
+    V6(128, EG_C_UNSPECIFIED, 0), V6(128, EG_C_LOOPBACK, [15] = 1),
+    V6(64, EG_C_DISCARD, 0x01, 0x00),
+    V6(64, EG_C_RESERVED, 0x01, 0x00, 0, 0, 0, 0, 0, 1), /* dummy */
+    V6(48, EG_C_LOCAL_NAT64, 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01),
+    V6(128, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x01, [15] = 1),
+    V6(128, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x01, [15] = 2),
+    V6(128, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x01, [15] = 3),
+    V6(32, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x03), /* AMT */
+    V6(48, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x04, 0x01, 0x12),
+    V6(28, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x20), /* ORCHIDv2 */
+    V6(28, EG_C_PUBLIC, 0x20, 0x01, 0x00, 0x30), /* DRIP */
+    V6(48, EG_C_BENCHMARKING, 0x20, 0x01, 0x00, 0x02, 0x00, 0x00),
+    V6(23, EG_C_PROTOCOL, 0x20, 0x01),
+    V6(32, EG_C_DOCUMENTATION, 0x20, 0x01, 0x0d, 0xb8),
+    V6(20, EG_C_DOCUMENTATION, 0x3f, 0xff),
+    V6(16, EG_C_RESERVED, 0x5f, 0x00), /* SRv6 SIDs */
+    V6(7, EG_C_UNIQUE_LOCAL, 0xfc), V6(10, EG_C_LINK_LOCAL, 0xfe, 0x80),
+    V6(10, EG_C_SITE_LOCAL, 0xfe, 0xc0), V6(8, EG_C_MULTICAST, 0xff),
+    V6(3, EG_C_PUBLIC, 0x20), /* global unicast */
+    V6(0, EG_C_RESERVED, 0), /* the rest is not allocated */
 };
 
 static bool
@@ -340,7 +345,7 @@ table_class(const struct eg_addr *a)
 {
 	const struct range *t = a->fam == 4 ? v4_ranges : v6_ranges;
 	size_t n = a->fam == 4 ? sizeof(v4_ranges) / sizeof(v4_ranges[0]) :
-	    sizeof(v6_ranges) / sizeof(v6_ranges[0]);
+	                         sizeof(v6_ranges) / sizeof(v6_ranges[0]);
 
 	for (size_t i = 0; i < n; i++)
 		if (prefix_match(t[i].b, a->b, t[i].plen))
@@ -382,7 +387,7 @@ eg_addr_classify(const struct eg_addr *a, struct eg_addr *eff)
 		v4_at(b + 12, false, eff);
 		return table_class(eff);
 	}
-	if (b[0] == 0x20 && b[1] == 0x02) {	/* 6to4 */
+	if (b[0] == 0x20 && b[1] == 0x02) { /* 6to4 */
 		v4_at(b + 2, false, eff);
 		return table_class(eff);
 	}
@@ -432,7 +437,8 @@ void
 eg_addr_str(const struct eg_addr *a, char *out, size_t len)
 {
 	if (inet_ntop(a->fam == 4 ? AF_INET : AF_INET6, a->b, out,
-	    (socklen_t)len) == NULL && len > 0)
+	        (socklen_t)len) == NULL &&
+	    len > 0)
 		out[0] = '\0';
 }
 

@@ -14,8 +14,8 @@
 #include "banned.h"
 
 const char eg_resp_502[] = "HTTP/1.1 502 Bad Gateway\r\n"
-    "Content-Type: text/plain\r\nContent-Length: 12\r\n"
-    "Connection: close\r\n\r\nbad gateway\n";
+                           "Content-Type: text/plain\r\nContent-Length: 12\r\n"
+                           "Connection: close\r\n\r\nbad gateway\n";
 
 static void
 arm(struct conn *c, int64_t secs)

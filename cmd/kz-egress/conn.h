@@ -35,11 +35,11 @@ struct sio {
 	int fd;
 	struct evbuffer *in, *out;
 	struct event *rev, *wev;
-	bool reading;		/* the owner wants input */
+	bool reading; /* the owner wants input */
 	bool connecting;
 	bool has_rto;
-	struct timeval rto;	/* read (and connect) timeout */
-	sio_data_fn readcb, writecb;	/* input arrived; output drained */
+	struct timeval rto; /* read (and connect) timeout */
+	sio_data_fn readcb, writecb; /* input arrived; output drained */
 	sio_event_fn eventcb;
 	void *arg;
 };
@@ -80,8 +80,14 @@ struct proxy {
 	size_t max_conns;
 };
 
-enum conn_state { ST_HEAD, ST_LOOKUP, ST_CONNECTING, ST_EXCHANGE,
-	ST_TUNNEL, ST_CLOSING };
+enum conn_state {
+	ST_HEAD,
+	ST_LOOKUP,
+	ST_CONNECTING,
+	ST_EXCHANGE,
+	ST_TUNNEL,
+	ST_CLOSING
+};
 enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 struct conn {
@@ -92,7 +98,7 @@ struct conn {
 	struct sio *cli, *up;
 	struct event *timer;
 	struct eg_lookup *lk;
-	struct evbuffer *head_out;	/* request head for the upstream */
+	struct evbuffer *head_out; /* request head for the upstream */
 	enum conn_state st;
 	struct eg_dest dest;
 	/* the last verified grant (hash), for kept-alive clients */
@@ -111,8 +117,8 @@ struct conn {
 	char up_host[EG_HOST_MAX + 1];
 	struct eg_addr up_addr;
 	uint16_t up_port;
-	time_t last;	/* tunnel activity */
-	struct tunnel *tun;	/* after a CONNECT's 200 */
+	time_t last; /* tunnel activity */
+	struct tunnel *tun; /* after a CONNECT's 200 */
 	/* Frees tun: tunnel.c's, set with tun, so that conn.c, which
 	 * tunnel.c calls, does not call into tunnel.c. */
 	void (*tun_free)(struct tunnel *t);

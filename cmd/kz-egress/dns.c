@@ -240,8 +240,9 @@ add_answer(struct eg_verdict *v, const struct eg_policy *p,
 	r = eg_policy_check_addr(p, d, a);
 	/* Any refused answer refuses the name; the record names the gravest
 	 * one, a protected class before a merely unlisted private range. */
-	if (r != EG_R_NONE && (v->reason == EG_R_NONE ||
-	    (merely_private(v->reason) && !merely_private(r))))
+	if (r != EG_R_NONE &&
+	    (v->reason == EG_R_NONE ||
+	        (merely_private(v->reason) && !merely_private(r))))
 		v->reason = r;
 }
 
@@ -324,7 +325,7 @@ on_answer(void *arg, int status, int timeouts, unsigned char *abuf, int alen,
 		/* Too late: the deadline has answered for it. */
 	} else if (status == ARES_SUCCESS) {
 		if (!eg_dns_judge(&l->v, l->p, &l->d, fam, abuf,
-		    alen < 0 ? 0 : (size_t)alen)) {
+		        alen < 0 ? 0 : (size_t)alen)) {
 			kz_log(KZ_LOG_DEBUG, "egress.dns", 0,
 			    "an answer was malformed or over the size bound",
 			    NULL);

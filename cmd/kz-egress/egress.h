@@ -33,49 +33,49 @@
  * status the client is answered with.  The address classes' reasons are
  * also their names (eg_class_name).
  */
-#define EG_REASONS(X) \
-	X(PRIVATE_USE, "private_use", 403) \
-	X(SHARED_ADDRESS, "shared_address", 403) \
-	X(UNIQUE_LOCAL, "unique_local", 403) \
-	X(LOOPBACK, "loopback", 403) \
-	X(UNSPECIFIED, "unspecified", 403) \
-	X(LINK_LOCAL, "link_local", 403) \
-	X(METADATA, "metadata", 403) \
-	X(MULTICAST, "multicast", 403) \
-	X(BROADCAST, "broadcast", 403) \
-	X(DOCUMENTATION, "documentation", 403) \
-	X(BENCHMARKING, "benchmarking", 403) \
-	X(PROTOCOL_ASSIGNMENT, "protocol_assignment", 403) \
-	X(RESERVED, "reserved", 403) \
-	X(DISCARD_ONLY, "discard_only", 403) \
-	X(SITE_LOCAL, "site_local", 403) \
-	X(LOCAL_NAT64, "local_nat64", 403) \
-	X(ISOLATED, "isolated", 403) \
-	X(PORT_NOT_ALLOWED, "port_not_allowed", 403) \
-	X(HOST_NOT_ALLOWLISTED, "host_not_allowlisted", 403) \
-	X(CONTROL_PLANE, "control_plane", 403) \
-	X(OWN_ADDRESS, "own_address", 403) \
-	X(BAD_HOST, "bad_host", 403) \
-	X(TOO_MANY_ANSWERS, "too_many_answers", 403) \
-	X(RESOLVE_FAILED, "resolve_failed", 403) \
-	X(UNRESOLVABLE, "unresolvable", 403) \
-	X(GRANT_MALFORMED, "grant_malformed", 403) \
-	X(GRANT_SIGNATURE, "grant_signature", 403) \
-	X(GRANT_NOT_YET_VALID, "grant_not_yet_valid", 403) \
-	X(GRANT_EXPIRED, "grant_expired", 403) \
-	X(GRANT_LIFETIME, "grant_lifetime", 403) \
-	X(BAD_REQUEST_LINE, "bad_request_line", 400) \
-	X(BAD_VERSION, "bad_version", 400) \
-	X(BAD_STATUS_LINE, "bad_status_line", 502) \
-	X(BAD_HEADER, "bad_header", 400) \
-	X(AMBIGUOUS_LENGTH, "ambiguous_length", 400) \
-	X(BAD_TRANSFER_ENCODING, "bad_transfer_encoding", 400) \
-	X(BAD_EXPECT, "bad_expect", 400) \
-	X(BAD_HEAD, "bad_head", 400) \
-	X(TOO_MANY_HEADERS, "too_many_headers", 400) \
-	X(BAD_TARGET, "bad_target", 400) \
-	X(NOT_HTTP, "not_http", 400) \
-	X(INTERNAL, "internal", 400) \
+#define EG_REASONS(X)                                                          \
+	X(PRIVATE_USE, "private_use", 403)                                     \
+	X(SHARED_ADDRESS, "shared_address", 403)                               \
+	X(UNIQUE_LOCAL, "unique_local", 403)                                   \
+	X(LOOPBACK, "loopback", 403)                                           \
+	X(UNSPECIFIED, "unspecified", 403)                                     \
+	X(LINK_LOCAL, "link_local", 403)                                       \
+	X(METADATA, "metadata", 403)                                           \
+	X(MULTICAST, "multicast", 403)                                         \
+	X(BROADCAST, "broadcast", 403)                                         \
+	X(DOCUMENTATION, "documentation", 403)                                 \
+	X(BENCHMARKING, "benchmarking", 403)                                   \
+	X(PROTOCOL_ASSIGNMENT, "protocol_assignment", 403)                     \
+	X(RESERVED, "reserved", 403)                                           \
+	X(DISCARD_ONLY, "discard_only", 403)                                   \
+	X(SITE_LOCAL, "site_local", 403)                                       \
+	X(LOCAL_NAT64, "local_nat64", 403)                                     \
+	X(ISOLATED, "isolated", 403)                                           \
+	X(PORT_NOT_ALLOWED, "port_not_allowed", 403)                           \
+	X(HOST_NOT_ALLOWLISTED, "host_not_allowlisted", 403)                   \
+	X(CONTROL_PLANE, "control_plane", 403)                                 \
+	X(OWN_ADDRESS, "own_address", 403)                                     \
+	X(BAD_HOST, "bad_host", 403)                                           \
+	X(TOO_MANY_ANSWERS, "too_many_answers", 403)                           \
+	X(RESOLVE_FAILED, "resolve_failed", 403)                               \
+	X(UNRESOLVABLE, "unresolvable", 403)                                   \
+	X(GRANT_MALFORMED, "grant_malformed", 403)                             \
+	X(GRANT_SIGNATURE, "grant_signature", 403)                             \
+	X(GRANT_NOT_YET_VALID, "grant_not_yet_valid", 403)                     \
+	X(GRANT_EXPIRED, "grant_expired", 403)                                 \
+	X(GRANT_LIFETIME, "grant_lifetime", 403)                               \
+	X(BAD_REQUEST_LINE, "bad_request_line", 400)                           \
+	X(BAD_VERSION, "bad_version", 400)                                     \
+	X(BAD_STATUS_LINE, "bad_status_line", 502)                             \
+	X(BAD_HEADER, "bad_header", 400)                                       \
+	X(AMBIGUOUS_LENGTH, "ambiguous_length", 400)                           \
+	X(BAD_TRANSFER_ENCODING, "bad_transfer_encoding", 400)                 \
+	X(BAD_EXPECT, "bad_expect", 400)                                       \
+	X(BAD_HEAD, "bad_head", 400)                                           \
+	X(TOO_MANY_HEADERS, "too_many_headers", 400)                           \
+	X(BAD_TARGET, "bad_target", 400)                                       \
+	X(NOT_HTTP, "not_http", 400)                                           \
+	X(INTERNAL, "internal", 400)                                           \
 	X(BAD_CHUNK, "bad_chunk", 502)
 
 /* EG_R_NONE (0): allowed, nothing wrong; a zeroed verdict is allowed. */
@@ -84,7 +84,7 @@ enum eg_reason {
 #define EG_R_ENUM(name, str, status) EG_R_##name,
 	EG_REASONS(EG_R_ENUM)
 #undef EG_R_ENUM
-	EG_R_COUNT_
+	    EG_R_COUNT_
 };
 
 /* The reason's string; NULL for EG_R_NONE. */
@@ -107,19 +107,19 @@ struct eg_cidr {
 /* Special-purpose classes (IANA registries plus cloud metadata). */
 enum eg_class {
 	EG_C_PUBLIC,
-	EG_C_PRIVATE_USE,	/* RFC 1918 */
-	EG_C_SHARED,		/* 100.64.0.0/10 */
-	EG_C_UNIQUE_LOCAL,	/* fc00::/7 */
+	EG_C_PRIVATE_USE, /* RFC 1918 */
+	EG_C_SHARED, /* 100.64.0.0/10 */
+	EG_C_UNIQUE_LOCAL, /* fc00::/7 */
 	EG_C_LOOPBACK,
-	EG_C_UNSPECIFIED,	/* 0.0.0.0/8, :: */
+	EG_C_UNSPECIFIED, /* 0.0.0.0/8, :: */
 	EG_C_LINK_LOCAL,
 	EG_C_METADATA,
 	EG_C_MULTICAST,
 	EG_C_BROADCAST,
 	EG_C_DOCUMENTATION,
 	EG_C_BENCHMARKING,
-	EG_C_PROTOCOL,		/* IETF protocol assignments */
-	EG_C_RESERVED,		/* reserved, deprecated, unallocated */
+	EG_C_PROTOCOL, /* IETF protocol assignments */
+	EG_C_RESERVED, /* reserved, deprecated, unallocated */
 	EG_C_DISCARD,
 	EG_C_SITE_LOCAL,
 	EG_C_LOCAL_NAT64,
@@ -180,10 +180,10 @@ struct eg_listen {
  */
 struct eg_policy {
 	atomic_uint refs;
-	uint64_t gen;		/* 0 at start, one more per reload */
-	enum eg_mode mode;	/* in force */
+	uint64_t gen; /* 0 at start, one more per reload */
+	enum eg_mode mode; /* in force */
 	enum eg_mode configured;
-	char isolated_why[160];	/* why the mode in force is isolated */
+	char isolated_why[160]; /* why the mode in force is isolated */
 	char *allow[EG_LIST_MAX];
 	size_t nallow;
 	struct eg_cidr priv[EG_LIST_MAX];
@@ -194,7 +194,7 @@ struct eg_policy {
 	size_t nports;
 	struct eg_listen listen[8];
 	size_t nlisten;
-	struct eg_addr own[EG_LIST_MAX];	/* the proxy's own addresses */
+	struct eg_addr own[EG_LIST_MAX]; /* the proxy's own addresses */
 	size_t nown;
 	char turn_host[EG_HOST_MAX + 1];
 	uint16_t turn_port;
@@ -204,7 +204,7 @@ struct eg_policy {
 	bool have_pk;
 	char resolver[80];
 	char audit_sock[108];
-	char status_sock[108];	/* "" when none */
+	char status_sock[108]; /* "" when none */
 	/* Who may ask the status socket (KZ_PEER_UIDS/GIDS); when they
 	 * cannot be parsed, peers_err and peers_why say so and the status
 	 * socket, not the policy, refuses to start. */
@@ -238,12 +238,12 @@ void eg_policy_free(struct eg_policy *p);
 
 /* What a destination request asks for. */
 struct eg_dest {
-	char host[EG_HOST_MAX + 1];	/* normalized name or literal text */
+	char host[EG_HOST_MAX + 1]; /* normalized name or literal text */
 	bool literal;
 	struct eg_addr lit;
 	uint16_t port;
-	bool connect;		/* a CONNECT tunnel */
-	unsigned caps;		/* grant capabilities */
+	bool connect; /* a CONNECT tunnel */
+	unsigned caps; /* grant capabilities */
 };
 
 #define EG_CAP_TURN 0x1u
@@ -252,8 +252,8 @@ struct eg_dest {
  * Parses host (as written in a request) and port into d.  Returns
  * EG_R_NONE, or EG_R_BAD_HOST when the host is no valid name or literal.
  */
-enum eg_reason eg_dest_init(struct eg_dest *d, const char *host,
-    uint16_t port, bool connect, unsigned caps);
+enum eg_reason eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
+    bool connect, unsigned caps);
 /* The checks before resolution: EG_R_NONE when allowed, else the reason. */
 enum eg_reason eg_policy_check_dest(const struct eg_policy *p,
     const struct eg_dest *d);
@@ -267,8 +267,7 @@ const char *eg_mode_name(enum eg_mode m);
  * under the line source, or as JSON, on stdout.  Returns the exit status:
  * KZ_EXIT_REFUSED when the mode in force is isolated, else KZ_EXIT_OK.
  */
-enum kz_exit eg_policy_status(const cJSON *o, const char *source,
-    bool json);
+enum kz_exit eg_policy_status(const cJSON *o, const char *source, bool json);
 /* The policy in force as status reports it (caller deletes). */
 cJSON *eg_policy_status_json(const struct eg_policy *p);
 
@@ -325,7 +324,7 @@ struct eg_dns;
 
 /* Result of a resolution: the pinned address, or the refusal reason. */
 struct eg_verdict {
-	enum eg_reason reason;	/* EG_R_NONE: allowed */
+	enum eg_reason reason; /* EG_R_NONE: allowed */
 	struct eg_addr pinned;
 	struct eg_addr answers[EG_ANS_MAX];
 	size_t nanswers;
@@ -374,7 +373,7 @@ struct eg_head {
 	size_t mlen;
 	const char *target;
 	size_t tlen;
-	int minor;		/* HTTP/1.minor */
+	int minor; /* HTTP/1.minor */
 	int status;
 	struct eg_hdr h[EG_HDR_MAX_COUNT];
 	size_t nh;
@@ -382,8 +381,8 @@ struct eg_head {
 	bool chunked;
 	bool has_length;
 	uint64_t length;
-	bool close;		/* Connection: close, or 1.0 without keep-alive */
-	bool has_connection;	/* a Connection header names hop-by-hop ones */
+	bool close; /* Connection: close, or 1.0 without keep-alive */
+	bool has_connection; /* a Connection header names hop-by-hop ones */
 	bool expect_continue;
 	const struct eg_hdr *proxy_auth;
 };
@@ -415,8 +414,8 @@ bool eg_hdr_hop(const struct eg_head *hd, const struct eg_hdr *h);
  */
 KZ_WUR int eg_http_authority(const char *s, size_t len, uint16_t dflt,
     char *host, size_t hlen, uint16_t *port);
-KZ_WUR int eg_http_absolute(const char *s, size_t len, char *host,
-    size_t hlen, uint16_t *port, const char **path, size_t *plen);
+KZ_WUR int eg_http_absolute(const char *s, size_t len, char *host, size_t hlen,
+    uint16_t *port, const char **path, size_t *plen);
 /* The grant in a Proxy-Authorization value (Bearer, or Basic password). */
 KZ_WUR int eg_http_grant(const char *v, size_t vlen, char *out, size_t len);
 
@@ -459,8 +458,8 @@ struct kz_srv;
  * connections); *out stays NULL when no status socket is configured. */
 KZ_WUR int eg_status_start(struct event_base *base, struct eg_policy *p,
     atomic_size_t *nconns, struct kz_srv **out);
-void eg_refusal_record(enum eg_reason reason, const char *host,
-    uint16_t port, const char *run);
+void eg_refusal_record(enum eg_reason reason, const char *host, uint16_t port,
+    const char *run);
 /* The policy status reports from now on (called on the status socket's
  * loop; takes a reference, drops the previous one). */
 void eg_status_set_policy(struct eg_policy *p);

@@ -19,7 +19,7 @@
 
 #define B64URL sodium_base64_VARIANT_URLSAFE_NO_PADDING
 #define CLAIMS_MAX 512
-#define SKEW 30	/* seconds of clock difference tolerated at nbf/iat */
+#define SKEW 30 /* seconds of clock difference tolerated at nbf/iat */
 
 int
 eg_grant_keypair(const char *field_key_file, unsigned char pk[32],
@@ -28,8 +28,8 @@ eg_grant_keypair(const char *field_key_file, unsigned char pk[32],
 	struct kz_key seed;
 	int r;
 
-	if ((r = kz_key_load_subkey(field_key_file, KZ_SUBKEY_GRANT, &seed,
-	    why, wlen)) != 0)
+	if ((r = kz_key_load_subkey(field_key_file, KZ_SUBKEY_GRANT, &seed, why,
+	         wlen)) != 0)
 		return r;
 	if (crypto_sign_seed_keypair(pk, sk, seed.k) != 0)
 		r = KZ_ECRYPTO;
@@ -99,7 +99,8 @@ parse_caps(const cJSON *caps, unsigned *out)
 		return EG_R_NONE;
 	if (!cJSON_IsArray(caps) || cJSON_GetArraySize(caps) > 4)
 		return EG_R_GRANT_MALFORMED;
-	cJSON_ArrayForEach(it, caps) {
+	cJSON_ArrayForEach(it, caps)
+	{
 		/* Unknown capabilities are refused, not ignored: a grant can
 		 * only narrow, and its issuer meant something by it. */
 		if (!cJSON_IsString(it) || strcmp(it->valuestring, "turn") != 0)
@@ -113,25 +114,25 @@ static enum eg_reason
 parse_claims(const unsigned char *buf, size_t n, struct eg_claims *cl)
 {
 	static const char *const fields[] = {"v", "run", "iat", "nbf", "exp",
-		"caps", NULL};
+	    "caps", NULL};
 	enum eg_reason reason = EG_R_GRANT_MALFORMED;
 	const char *run;
 	cJSON *o = NULL;
 	int64_t v;
 	char why[128];
 
-	if (kz_json_parse_object((const char *)buf, n, &o, why,
-	    sizeof(why)) != 0)
+	if (kz_json_parse_object((const char *)buf, n, &o, why, sizeof(why)) !=
+	    0)
 		return reason;
 	if (kz_json_only(o, fields, why, sizeof(why)) != 0 ||
 	    kz_json_int(o, "v", 1, 1, &v, why, sizeof(why)) != 0 ||
 	    kz_json_str(o, "run", 64, &run, why, sizeof(why)) != 0 ||
 	    kz_json_int(o, "iat", 0, INT64_C(1) << 40, &cl->iat, why,
-	    sizeof(why)) != 0 ||
+	        sizeof(why)) != 0 ||
 	    kz_json_int(o, "exp", 0, INT64_C(1) << 40, &cl->exp, why,
-	    sizeof(why)) != 0 ||
+	        sizeof(why)) != 0 ||
 	    kz_json_int_opt(o, "nbf", 0, INT64_C(1) << 40, cl->iat, &cl->nbf,
-	    why, sizeof(why)) != 0 ||
+	        why, sizeof(why)) != 0 ||
 	    *run == '\0' || cl->exp <= cl->iat)
 		goto out;
 	if ((reason = parse_caps(kz_json_get(o, "caps"), &cl->caps)) !=
@@ -158,15 +159,16 @@ eg_grant_verify(const unsigned char pk[32], const char *grant, size_t len,
 	    memchr(dot + 1, '.', len - (size_t)(dot - grant) - 1) != NULL)
 		return EG_R_GRANT_MALFORMED;
 	if (sodium_base642bin(claims, sizeof(claims), grant,
-	    (size_t)(dot - grant), NULL, &clen, &end, B64URL) != 0 ||
+	        (size_t)(dot - grant), NULL, &clen, &end, B64URL) != 0 ||
 	    end != dot ||
 	    sodium_base642bin(sig, sizeof(sig), dot + 1,
-	    len - (size_t)(dot - grant) - 1, NULL, &slen, &end, B64URL) != 0 ||
+	        len - (size_t)(dot - grant) - 1, NULL, &slen, &end,
+	        B64URL) != 0 ||
 	    end != grant + len || slen != crypto_sign_BYTES)
 		return EG_R_GRANT_MALFORMED;
 	/* The signature covers the encoded claims exactly as sent. */
 	if (crypto_sign_verify_detached(sig, (const unsigned char *)grant,
-	    (size_t)(dot - grant), pk) != 0)
+	        (size_t)(dot - grant), pk) != 0)
 		return EG_R_GRANT_SIGNATURE;
 	if ((r = parse_claims(claims, clen, cl)) != EG_R_NONE)
 		return r;
@@ -195,17 +197,16 @@ eg_hmac_sha1(const unsigned char *key, size_t klen, const unsigned char *msg,
 }
 
 int
-eg_turn_credential(const unsigned char *secret, size_t slen,
-    const char *user, int64_t expiry, char *uname, size_t ulen, char *pass,
-    size_t plen)
+eg_turn_credential(const unsigned char *secret, size_t slen, const char *user,
+    int64_t expiry, char *uname, size_t ulen, char *pass, size_t plen)
 {
 	unsigned char mac[EG_SHA1_BYTES];
 	int n;
 
 	n = snprintf(uname, ulen, "%lld:%s", (long long)expiry, user);
 	if (n < 0 || (size_t)n >= ulen ||
-	    plen < sodium_base64_ENCODED_LEN(20,
-	    sodium_base64_VARIANT_ORIGINAL))
+	    plen <
+	        sodium_base64_ENCODED_LEN(20, sodium_base64_VARIANT_ORIGINAL))
 		return KZ_ETOOBIG;
 	eg_hmac_sha1(secret, slen, (const unsigned char *)uname, (size_t)n,
 	    mac);

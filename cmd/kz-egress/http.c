@@ -22,9 +22,21 @@ is_tchar(unsigned char ch)
 	    (ch >= '0' && ch <= '9'))
 		return true;
 	switch (ch) {
-	case '!': case '#': case '$': case '%': case '&': case '\'':
-	case '*': case '+': case '-': case '.': case '^': case '_':
-	case '`': case '|': case '~':
+	case '!':
+	case '#':
+	case '$':
+	case '%':
+	case '&':
+	case '\'':
+	case '*':
+	case '+':
+	case '-':
+	case '.':
+	case '^':
+	case '_':
+	case '`':
+	case '|':
+	case '~':
 		return true;
 	default:
 		return false;
@@ -93,8 +105,8 @@ parse_request_line(const char *p, const char *e, struct eg_head *hd)
 		;
 	if (sp1 == p || sp1 >= e || *sp1 != ' ')
 		return EG_R_BAD_REQUEST_LINE;
-	for (sp2 = sp1 + 1; sp2 < e && (unsigned char)*sp2 > ' ' &&
-	    *sp2 != 0x7f; sp2++)
+	for (sp2 = sp1 + 1;
+	     sp2 < e && (unsigned char)*sp2 > ' ' && *sp2 != 0x7f; sp2++)
 		;
 	if (sp2 == sp1 + 1 || sp2 >= e || *sp2 != ' ')
 		return EG_R_BAD_REQUEST_LINE;
@@ -113,9 +125,9 @@ static enum eg_reason
 parse_status_line(const char *p, const char *e, struct eg_head *hd)
 {
 	if (e - p < 12 || memcmp(p, "HTTP/1.", 7) != 0 ||
-	    (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
-	    p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' ||
-	    p[11] < '0' || p[11] > '9' || (e - p > 12 && p[12] != ' '))
+	    (p[7] != '0' && p[7] != '1') || p[8] != ' ' || p[9] < '1' ||
+	    p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' ||
+	    p[11] > '9' || (e - p > 12 && p[12] != ' '))
 		return EG_R_BAD_STATUS_LINE;
 	hd->minor = p[7] - '0';
 	hd->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
@@ -158,15 +170,16 @@ lists(const struct eg_hdr *h, const char *token)
 	while (i < h->vlen) {
 		size_t s, e;
 
-		while (i < h->vlen && (h->value[i] == ' ' ||
-		    h->value[i] == '\t' || h->value[i] == ','))
+		while (i < h->vlen &&
+		    (h->value[i] == ' ' || h->value[i] == '\t' ||
+		        h->value[i] == ','))
 			i++;
 		s = i;
 		while (i < h->vlen && h->value[i] != ',')
 			i++;
 		e = i;
-		while (e > s && (h->value[e - 1] == ' ' ||
-		    h->value[e - 1] == '\t'))
+		while (e > s &&
+		    (h->value[e - 1] == ' ' || h->value[e - 1] == '\t'))
 			e--;
 		if (e > s && ieq(h->value + s, e - s, token))
 			return true;
@@ -258,14 +271,17 @@ eg_http_parse(char *buf, size_t len, bool is_req, struct eg_head *hd)
 bool
 eg_hdr_hop(const struct eg_head *hd, const struct eg_hdr *h)
 {
-#define HOP(s) { s, sizeof(s) - 1 }
+#define HOP(s)                                                                 \
+	{                                                                      \
+		s, sizeof(s) - 1                                               \
+	}
 	static const struct {
 		const char *s;
 		size_t n;
 	} hop[] = {HOP("connection"), HOP("keep-alive"),
-		HOP("proxy-connection"), HOP("proxy-authorization"),
-		HOP("proxy-authenticate"), HOP("te"), HOP("upgrade"),
-		HOP("expect"), HOP("host")};
+	    HOP("proxy-connection"), HOP("proxy-authorization"),
+	    HOP("proxy-authenticate"), HOP("te"), HOP("upgrade"), HOP("expect"),
+	    HOP("host")};
 #undef HOP
 	char name[64];
 
@@ -371,7 +387,7 @@ eg_http_grant(const char *v, size_t vlen, char *out, size_t len)
 	}
 	if (vlen <= 6 || strncasecmp(v, "Basic ", 6) != 0 ||
 	    sodium_base642bin(dec, sizeof(dec) - 1, v + 6, vlen - 6, NULL,
-	    &dlen, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+	        &dlen, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
 		return KZ_EINVAL;
 	/* user:password, the password being the grant. */
 	if ((colon = memchr(dec, ':', dlen)) == NULL ||
@@ -388,8 +404,18 @@ eg_http_grant(const char *v, size_t vlen, char *out, size_t len)
 
 /* ---- chunked bodies ---- */
 
-enum { CK_SIZE, CK_EXT, CK_SIZE_LF, CK_DATA, CK_DATA_CR, CK_DATA_LF,
-	CK_TRAILER_START, CK_TRAILER, CK_TRAILER_LF, CK_END_LF };
+enum {
+	CK_SIZE,
+	CK_EXT,
+	CK_SIZE_LF,
+	CK_DATA,
+	CK_DATA_CR,
+	CK_DATA_LF,
+	CK_TRAILER_START,
+	CK_TRAILER,
+	CK_TRAILER_LF,
+	CK_END_LF
+};
 
 #define CK_LINE_MAX 4096
 

@@ -51,16 +51,16 @@ static enum kz_exit
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"socket", required_argument, NULL, 's'},
-		{"field-key", required_argument, NULL, 'k'},
-		{"run", required_argument, NULL, 'r'},
-		{"ttl", required_argument, NULL, 't'},
-		{"cap", required_argument, NULL, 'a'},
-		{"json", no_argument, NULL, 'j'},
-		{"secret-file", required_argument, NULL, 'f'},
-		{"user", required_argument, NULL, 'u'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"field-key", required_argument, NULL, 'k'},
+	    {"run", required_argument, NULL, 'r'},
+	    {"ttl", required_argument, NULL, 't'},
+	    {"cap", required_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"secret-file", required_argument, NULL, 'f'},
+	    {"user", required_argument, NULL, 'u'},
+	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
@@ -69,13 +69,27 @@ parse_opts(int argc, char **argv, struct opts *o)
 	o->config = getenv("KZ_CONFIG");
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'c': o->config = optarg; break;
-		case 's': o->socket = optarg; break;
-		case 'k': o->field_key = optarg; break;
-		case 'r': o->run = optarg; break;
-		case 'f': o->secret = optarg; break;
-		case 'u': o->user = optarg; break;
-		case 'j': o->json = true; break;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'k':
+			o->field_key = optarg;
+			break;
+		case 'r':
+			o->run = optarg;
+			break;
+		case 'f':
+			o->secret = optarg;
+			break;
+		case 'u':
+			o->user = optarg;
+			break;
+		case 'j':
+			o->json = true;
+			break;
 		case 't':
 			if (kz_parse_int(optarg, 1, INT32_MAX, &o->ttl) != 0)
 				return bad_usage("--ttl: expected seconds");
@@ -219,8 +233,8 @@ print_verdict(const struct eg_dest *d, const struct eg_verdict *v)
 	char s[64];
 	char *txt;
 
-	cJSON_AddStringToObject(o, "verdict", v->reason != EG_R_NONE ?
-	    "refuse" : "allow");
+	cJSON_AddStringToObject(o, "verdict",
+	    v->reason != EG_R_NONE ? "refuse" : "allow");
 	if (v->reason != EG_R_NONE)
 		cJSON_AddStringToObject(o, "reason", eg_reason_str(v->reason));
 	cJSON_AddStringToObject(o, "host", d->host[0] ? d->host : "-");
@@ -332,7 +346,7 @@ run_hash(const char *keyfile, const char *run, char out[KZ_IDHASH_HEX + 1],
 	int r;
 
 	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_IDHASH, &idk, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	r = kz_key_idhash(&idk, "run", run, out);
 	kz_key_wipe(&idk);
@@ -425,7 +439,8 @@ cmd_turn(const struct opts *o)
 	    strpbrk(o->user, ": \t\r\n") != NULL ||
 	    !kz_utf8_valid(o->user, strlen(o->user)) || has_ctrl(o->user))
 		return bad_usage("turn-credential needs --secret-file FILE "
-		    "--user NAME (UTF-8, no ':', spaces or control characters)");
+		                 "--user NAME (UTF-8, no ':', spaces or "
+		                 "control characters)");
 	if (ttl > 3600)
 		return bad_usage("--ttl: TURN credentials live at most 3600 s");
 	if ((f = fopen(o->secret, "re")) == NULL) {
@@ -457,9 +472,12 @@ main(int argc, char **argv)
 		const char *name;
 		enum kz_exit (*fn)(const struct opts *);
 	} cmds[] = {
-		{"serve", cmd_serve}, {"status", cmd_status},
-		{"check", cmd_check}, {"pubkey", cmd_pubkey},
-		{"grant", cmd_grant}, {"turn-credential", cmd_turn},
+	    {"serve", cmd_serve},
+	    {"status", cmd_status},
+	    {"check", cmd_check},
+	    {"pubkey", cmd_pubkey},
+	    {"grant", cmd_grant},
+	    {"turn-credential", cmd_turn},
 	};
 	struct opts o;
 	int r;

@@ -20,24 +20,41 @@
 #include "banned.h"
 
 const char *const eg_conf_keys[] = {
-	"SANDBOX_EGRESS_ENABLED", "SANDBOX_EGRESS_MODE",
-	"SANDBOX_EGRESS_HOST_ALLOWLIST", "SANDBOX_EGRESS_PRIVATE_CIDRS",
-	"SANDBOX_EGRESS_ALLOWED_PORTS", "SANDBOX_EGRESS_TOKEN_TTL_SECONDS",
-	"SANDBOX_EGRESS_RESOLVER", "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS",
-	"SANDBOX_EGRESS_LISTEN", "SANDBOX_EGRESS_PUBLIC_KEY_FILE",
-	"SANDBOX_EGRESS_TURN", "SANDBOX_EGRESS_AUDIT_SOCKET",
-	"SANDBOX_EGRESS_MAX_CONNECTIONS", "SANDBOX_EGRESS_THREADS",
-	"SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS",
-	"SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
-	"SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS", "SANDBOX_EGRESS_STATUS_SOCKET",
-	KZ_SRV_PEER_KEYS, "KZ_SOCKET", "KZ_RUN_DIR",
-	"KZ_AUDIT_SOCKET", "KZ_FIELD_KEY_FILE", "KZ_LOG_LEVEL", "KZ_AUDIT", NULL,
+    "SANDBOX_EGRESS_ENABLED",
+    "SANDBOX_EGRESS_MODE",
+    "SANDBOX_EGRESS_HOST_ALLOWLIST",
+    "SANDBOX_EGRESS_PRIVATE_CIDRS",
+    "SANDBOX_EGRESS_ALLOWED_PORTS",
+    "SANDBOX_EGRESS_TOKEN_TTL_SECONDS",
+    "SANDBOX_EGRESS_RESOLVER",
+    "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS",
+    "SANDBOX_EGRESS_LISTEN",
+    "SANDBOX_EGRESS_PUBLIC_KEY_FILE",
+    "SANDBOX_EGRESS_TURN",
+    "SANDBOX_EGRESS_AUDIT_SOCKET",
+    "SANDBOX_EGRESS_MAX_CONNECTIONS",
+    "SANDBOX_EGRESS_THREADS",
+    "SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS",
+    "SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS",
+    "SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS",
+    "SANDBOX_EGRESS_STATUS_SOCKET",
+    KZ_SRV_PEER_KEYS,
+    "KZ_SOCKET",
+    "KZ_RUN_DIR",
+    "KZ_AUDIT_SOCKET",
+    "KZ_FIELD_KEY_FILE",
+    "KZ_LOG_LEVEL",
+    "KZ_AUDIT",
+    NULL,
 };
 
 #define DEFAULT_PRIVATE "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
 
 static const char *const mode_names[] = {
-	"isolated", "public_internet", "private_networks", "host_allowlist",
+    "isolated",
+    "public_internet",
+    "private_networks",
+    "host_allowlist",
 };
 
 const char *
@@ -176,7 +193,8 @@ load_lists(struct eg_policy *p, const struct kz_conf *c)
 		isolate(p, "SANDBOX_EGRESS_PRIVATE_CIDRS cannot be parsed");
 	v = kz_conf_str(c, "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS", "");
 	if (each_item(v, add_cp, p) != 0)
-		isolate(p, "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS cannot be parsed");
+		isolate(p,
+		    "SANDBOX_EGRESS_CONTROL_PLANE_CIDRS cannot be parsed");
 	v = kz_conf_str(c, "SANDBOX_EGRESS_ALLOWED_PORTS", "80,443");
 	if (each_item(v, add_port, p) != 0 || p->nports == 0)
 		isolate(p, "unusable port list (SANDBOX_EGRESS_ALLOWED_PORTS)");
@@ -188,7 +206,8 @@ load_lists(struct eg_policy *p, const struct kz_conf *c)
 static void
 load_mode(struct eg_policy *p, const struct kz_conf *c)
 {
-	const char *v = kz_conf_str(c, "SANDBOX_EGRESS_MODE", "public_internet");
+	const char *v = kz_conf_str(c, "SANDBOX_EGRESS_MODE",
+	    "public_internet");
 	char why[160];
 	bool on;
 
@@ -201,7 +220,7 @@ load_mode(struct eg_policy *p, const struct kz_conf *c)
 	else if (p->configured == EG_MODE_ISOLATED)
 		isolate(p, "configured isolated");
 	if (kz_conf_bool(c, "SANDBOX_EGRESS_ENABLED", true, &on, why,
-	    sizeof(why)) != 0)
+	        sizeof(why)) != 0)
 		isolate(p, "SANDBOX_EGRESS_ENABLED cannot be parsed");
 	else if (!on)
 		isolate(p, "egress disabled (SANDBOX_EGRESS_ENABLED=off)");
@@ -214,7 +233,7 @@ load_numbers(struct eg_policy *p, const struct kz_conf *c)
 	int64_t ttl;
 
 	if (kz_conf_int(c, "SANDBOX_EGRESS_TOKEN_TTL_SECONDS", EG_TTL_DEFAULT,
-	    1, INT32_MAX, &ttl, why, sizeof(why)) != 0) {
+	        1, INT32_MAX, &ttl, why, sizeof(why)) != 0) {
 		isolate(p, "SANDBOX_EGRESS_TOKEN_TTL_SECONDS cannot be parsed");
 		ttl = EG_TTL_DEFAULT;
 	}
@@ -230,15 +249,15 @@ load_numbers(struct eg_policy *p, const struct kz_conf *c)
 
 	ncpu = ncpu < 1 ? 1 : ncpu > 4 ? 4 : ncpu;
 	if (kz_conf_int(c, "SANDBOX_EGRESS_MAX_CONNECTIONS", 8192, 1, 1000000,
-	    &p->max_conns, why, sizeof(why)) != 0 ||
+	        &p->max_conns, why, sizeof(why)) != 0 ||
 	    kz_conf_int(c, "SANDBOX_EGRESS_THREADS", ncpu, 1, EG_THREADS_MAX,
-	    &p->threads, why, sizeof(why)) != 0 ||
-	    kz_conf_int(c, "SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS", 10, 1,
-	    3600, &p->header_timeout, why, sizeof(why)) != 0 ||
+	        &p->threads, why, sizeof(why)) != 0 ||
+	    kz_conf_int(c, "SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS", 10, 1, 3600,
+	        &p->header_timeout, why, sizeof(why)) != 0 ||
 	    kz_conf_int(c, "SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS", 10, 1,
-	    3600, &p->connect_timeout, why, sizeof(why)) != 0 ||
-	    kz_conf_int(c, "SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS", 300, 1,
-	    86400, &p->idle_timeout, why, sizeof(why)) != 0)
+	        3600, &p->connect_timeout, why, sizeof(why)) != 0 ||
+	    kz_conf_int(c, "SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS", 300, 1, 86400,
+	        &p->idle_timeout, why, sizeof(why)) != 0)
 		isolate(p, "a connection limit or timeout cannot be parsed");
 }
 
@@ -280,9 +299,10 @@ load_status_sock(struct eg_policy *p, const struct kz_conf *c)
 	p->status_sock[0] = '\0';
 	if (v == NULL && run != NULL && *run != '\0') {
 		if (kz_sock_in(run, "kz-egress", "kz-egress-status.sock",
-		    p->status_sock, sizeof(p->status_sock)) != 0) {
+		        p->status_sock, sizeof(p->status_sock)) != 0) {
 			p->status_sock[0] = '\0';
-			isolate(p, "the status socket under KZ_RUN_DIR is too "
+			isolate(p,
+			    "the status socket under KZ_RUN_DIR is too "
 			    "long");
 		}
 	} else if (v != NULL && strlen(v) >= sizeof(p->status_sock)) {
@@ -308,8 +328,10 @@ load_endpoints(struct eg_policy *p, const struct kz_conf *c)
 	if (p->resolver[0] == '\0' || parse_hostport(p->resolver, &a, &port))
 		isolate(p, "no usable resolver (SANDBOX_EGRESS_RESOLVER)");
 	v = kz_conf_str(c, "SANDBOX_EGRESS_TURN", NULL);
-	if (v != NULL && *v != '\0' && (eg_http_authority(v, strlen(v), 0, p->turn_host,
-	    sizeof(p->turn_host), &p->turn_port) != 0 || p->turn_port == 0)) {
+	if (v != NULL && *v != '\0' &&
+	    (eg_http_authority(v, strlen(v), 0, p->turn_host,
+	         sizeof(p->turn_host), &p->turn_port) != 0 ||
+	        p->turn_port == 0)) {
 		p->turn_host[0] = '\0';
 		isolate(p, "SANDBOX_EGRESS_TURN cannot be parsed");
 	}
@@ -340,7 +362,7 @@ load_audit(struct eg_policy *p, const struct kz_conf *c)
 		return;
 	if (v != NULL && *v != '\0') {
 		if ((size_t)snprintf(p->audit_sock, sizeof(p->audit_sock), "%s",
-		    v) >= sizeof(p->audit_sock)) {
+		        v) >= sizeof(p->audit_sock)) {
 			p->audit_sock[0] = '\0';
 			isolate(p, "SANDBOX_EGRESS_AUDIT_SOCKET is too long");
 		}
@@ -348,7 +370,7 @@ load_audit(struct eg_policy *p, const struct kz_conf *c)
 	}
 	if (kz_run_dir(c, run, sizeof(run), why, sizeof(why)) != 0 ||
 	    kz_conf_audit(c, run, p->audit_sock, sizeof(p->audit_sock), why,
-	    sizeof(why)) != 0) {
+	        sizeof(why)) != 0) {
 		p->audit_sock[0] = '\0';
 		isolate(p, "the audit sink cannot be named (KZ_AUDIT_SOCKET)");
 	}
@@ -364,7 +386,8 @@ load_pubkey(struct eg_policy *p, const struct kz_conf *c)
 	FILE *f;
 
 	if (path == NULL) {
-		isolate(p, "no public key to verify grants "
+		isolate(p,
+		    "no public key to verify grants "
 		    "(SANDBOX_EGRESS_PUBLIC_KEY_FILE)");
 		return;
 	}
@@ -439,8 +462,8 @@ eg_policy_free(struct eg_policy *p)
 /* ---- decisions ---- */
 
 enum eg_reason
-eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
-    bool connect, unsigned caps)
+eg_dest_init(struct eg_dest *d, const char *host, uint16_t port, bool connect,
+    unsigned caps)
 {
 	int lit;
 
@@ -554,8 +577,10 @@ turn_authority(const struct eg_policy *p, char *out, size_t len)
 	if (p->turn_host[0] == '\0')
 		return;
 	/* An IPv6 literal is kept as written, brackets included. */
-	snprintf(out, len, strchr(p->turn_host, ':') && p->turn_host[0] !=
-	    '[' ? "[%s]:%u" : "%s:%u", p->turn_host, (unsigned)p->turn_port);
+	snprintf(out, len,
+	    strchr(p->turn_host, ':') && p->turn_host[0] != '[' ? "[%s]:%u" :
+	                                                          "%s:%u",
+	    p->turn_host, (unsigned)p->turn_port);
 }
 
 cJSON *
@@ -575,8 +600,9 @@ eg_policy_status_json(const struct eg_policy *p)
 	a = cJSON_AddArrayToObject(o, "denied_in_every_mode");
 	for (int c = 0; c < EG_C_COUNT_ && a; c++)
 		if (eg_class_protected((enum eg_class)c))
-			cJSON_AddItemToArray(a, cJSON_CreateString(
-			    eg_class_name((enum eg_class)c)));
+			cJSON_AddItemToArray(a,
+			    cJSON_CreateString(
+			        eg_class_name((enum eg_class)c)));
 	cJSON_AddItemToArray(a, cJSON_CreateString("control_plane"));
 	cJSON_AddItemToArray(a, cJSON_CreateString("own_address"));
 	cJSON_AddNumberToObject(o, "private_cidrs", (double)p->npriv);
@@ -589,8 +615,8 @@ eg_policy_status_json(const struct eg_policy *p)
 	if (turn[0] != '\0')
 		cJSON_AddStringToObject(o, "turn_authority", turn);
 	cJSON_AddBoolToObject(o, "public_key", p->have_pk);
-	cJSON_AddStringToObject(o, "audit", p->audit_sock[0] ? p->audit_sock :
-	    "off");
+	cJSON_AddStringToObject(o, "audit",
+	    p->audit_sock[0] ? p->audit_sock : "off");
 	return o;
 }
 
@@ -620,12 +646,13 @@ print_counts(const cJSON *o)
 		return;
 	printf("allowed: %.0f\nrefused: %.0f", num_of(o, "allowed"),
 	    num_of(o, "refused"));
-	cJSON_ArrayForEach(it, kz_json_get(o, "refused_by_reason"))
-		if (cJSON_IsNumber(it))
-			printf(" %s=%.0f", it->string, it->valuedouble);
+	cJSON_ArrayForEach(it,
+	    kz_json_get(o, "refused_by_reason")) if (cJSON_IsNumber(it))
+	    printf(" %s=%.0f", it->string, it->valuedouble);
 	printf("\nbad requests: %.0f\nopen connections: %.0f\n"
-	    "reloads: %.0f\n", num_of(o, "bad_requests"),
-	    num_of(o, "open_conns"), num_of(o, "reloads"));
+	       "reloads: %.0f\n",
+	    num_of(o, "bad_requests"), num_of(o, "open_conns"),
+	    num_of(o, "reloads"));
 }
 
 enum kz_exit
@@ -647,14 +674,16 @@ eg_policy_status(const cJSON *o, const char *source, bool json)
 		printf("configured mode: %s\nports:",
 		    str_of(o, "configured_mode", "-"));
 		cJSON_ArrayForEach(it, kz_json_get(o, "ports"))
-			printf(" %d", it->valueint);
+		    printf(" %d", it->valueint);
 		printf("\ndenied in every mode:");
-		cJSON_ArrayForEach(it, kz_json_get(o, "denied_in_every_mode"))
-			if (cJSON_IsString(it))
-				printf(" %s", it->valuestring);
+		cJSON_ArrayForEach(it,
+		    kz_json_get(o,
+		        "denied_in_every_mode")) if (cJSON_IsString(it))
+		    printf(" %s", it->valuestring);
 		printf("\ntoken ttl: %.0fs%s\n", num_of(o, "token_ttl_seconds"),
 		    cJSON_IsTrue(kz_json_get(o, "token_ttl_clamped")) ?
-		    " (clamped from a larger configured value)" : "");
+		        " (clamped from a larger configured value)" :
+		        "");
 		printf("turn: %s\n", str_of(o, "turn_authority", "none"));
 		printf("audit: %s\n", str_of(o, "audit", "off"));
 		print_counts(o);

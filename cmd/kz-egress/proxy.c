@@ -34,19 +34,23 @@
 #include "conn.h"
 #include "banned.h"
 
-static const char RESP_403[] = "HTTP/1.1 403 Forbidden\r\n"
-    "Content-Type: text/plain\r\nContent-Length: 8\r\n"
-    "Connection: close\r\n\r\nrefused\n";
-static const char RESP_407[] = "HTTP/1.1 407 Proxy Authentication Required\r\n"
-    "Proxy-Authenticate: Basic realm=\"kz-egress\"\r\n"
-    "Proxy-Authenticate: Bearer realm=\"kz-egress\"\r\n"
-    "Content-Type: text/plain\r\nContent-Length: 15\r\n"
-    "Connection: close\r\n\r\ngrant required\n";
-static const char RESP_400[] = "HTTP/1.1 400 Bad Request\r\n"
-    "Content-Type: text/plain\r\nContent-Length: 12\r\n"
-    "Connection: close\r\n\r\nbad request\n";
-static const char RESP_431[] = "HTTP/1.1 431 Request Header Fields Too Large"
-    "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+static const char
+    RESP_403[] = "HTTP/1.1 403 Forbidden\r\n"
+                 "Content-Type: text/plain\r\nContent-Length: 8\r\n"
+                 "Connection: close\r\n\r\nrefused\n";
+static const char
+    RESP_407[] = "HTTP/1.1 407 Proxy Authentication Required\r\n"
+                 "Proxy-Authenticate: Basic realm=\"kz-egress\"\r\n"
+                 "Proxy-Authenticate: Bearer realm=\"kz-egress\"\r\n"
+                 "Content-Type: text/plain\r\nContent-Length: 15\r\n"
+                 "Connection: close\r\n\r\ngrant required\n";
+static const char
+    RESP_400[] = "HTTP/1.1 400 Bad Request\r\n"
+                 "Content-Type: text/plain\r\nContent-Length: 12\r\n"
+                 "Connection: close\r\n\r\nbad request\n";
+static const char
+    RESP_431[] = "HTTP/1.1 431 Request Header Fields Too Large"
+                 "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 /* ---- answers ---- */
 
@@ -101,7 +105,7 @@ check_grant(struct conn *c, const struct eg_head *hd)
 	int64_t now = (int64_t)time(NULL);
 
 	if (eg_http_grant(hd->proxy_auth->value, hd->proxy_auth->vlen, g,
-	    sizeof(g)) != 0)
+	        sizeof(g)) != 0)
 		return EG_R_GRANT_MALFORMED;
 	/* A kept-alive client sends the same grant again: verifying the hash
 	 * of what was verified before, and its expiry, is enough. */
@@ -159,8 +163,8 @@ authority_of(const struct eg_head *hd, const char **a, size_t *alen)
 }
 
 static enum eg_reason
-parse_target(struct conn *c, const struct eg_head *hd, char *host,
-    size_t hlen, uint16_t *port)
+parse_target(struct conn *c, const struct eg_head *hd, char *host, size_t hlen,
+    uint16_t *port)
 {
 	const char *path;
 	size_t plen, alen;
@@ -169,13 +173,13 @@ parse_target(struct conn *c, const struct eg_head *hd, char *host,
 	c->is_connect = hd->mlen == 7 && memcmp(hd->method, "CONNECT", 7) == 0;
 	if (c->is_connect) {
 		if (eg_http_authority(hd->target, hd->tlen, 0, host, hlen,
-		    port) != 0 || *port == 0 || memchr(hd->target, '@',
-		    hd->tlen) != NULL)
+		        port) != 0 ||
+		    *port == 0 || memchr(hd->target, '@', hd->tlen) != NULL)
 			return EG_R_BAD_TARGET;
 		return EG_R_NONE;
 	}
 	if (eg_http_absolute(hd->target, hd->tlen, host, hlen, port, &path,
-	    &plen) != 0)
+	        &plen) != 0)
 		return EG_R_BAD_TARGET;
 	if (hd->chunked || (hd->has_length && hd->length > 0)) {
 		c->req_mode = hd->chunked ? BODY_CHUNKED : BODY_LENGTH;
@@ -263,7 +267,7 @@ handle_head(struct conn *c, size_t hlen)
 	memset(&c->dest, 0, sizeof(c->dest));
 	if ((r = eg_http_parse(buf, hlen, true, &hd)) != EG_R_NONE ||
 	    (r = parse_target(c, &hd, host, sizeof(host), &port)) !=
-	    EG_R_NONE) {
+	        EG_R_NONE) {
 		reject(c, r);
 		return;
 	}
@@ -274,7 +278,7 @@ handle_head(struct conn *c, size_t hlen)
 	}
 	if ((r = check_grant(c, &hd)) != EG_R_NONE ||
 	    (r = eg_dest_init(&c->dest, host, port, c->is_connect,
-	    c->g_caps)) != EG_R_NONE ||
+	         c->g_caps)) != EG_R_NONE ||
 	    (r = eg_policy_check_dest(c->p, &c->dest)) != EG_R_NONE) {
 		reject(c, r);
 		return;
@@ -366,9 +370,10 @@ listen_one(struct proxy *px, const struct eg_listen *l, int ufd)
 	} else {
 		sl = eg_addr_sockaddr(&l->a, l->port, &ss);
 		px->ls[px->nls] = evconnlistener_new_bind(px->base, on_accept,
-		    px, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-		    LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT, 4096,
-		    (struct sockaddr *)&ss, (int)sl);
+		    px,
+		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+		        LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT,
+		    4096, (struct sockaddr *)&ss, (int)sl);
 	}
 	if (px->ls[px->nls] == NULL) {
 		kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS,
@@ -394,7 +399,7 @@ worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
 	    eg_reload_worker_init(px) != 0)
 		return KZ_ENOMEM;
 	if ((r = eg_dns_new(px->base, p->resolver, &px->dns, why,
-	    sizeof(why))) != 0) {
+	         sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "egress.resolver", r, why, NULL);
 		return r;
 	}
@@ -457,9 +462,11 @@ open_unix(struct eg_policy *p, int *ufd)
 
 	for (size_t i = 0; i < p->nlisten; i++) {
 		ufd[i] = -1;
-		if (p->listen[i].is_unix && kz_sock_listen(p->listen[i].path,
-		    4096, &ufd[i], why, sizeof(why)) != 0) {
-			kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS, why, NULL);
+		if (p->listen[i].is_unix &&
+		    kz_sock_listen(p->listen[i].path, 4096, &ufd[i], why,
+		        sizeof(why)) != 0) {
+			kz_log(KZ_LOG_ERROR, "egress.listen", KZ_ESYS, why,
+			    NULL);
 			return KZ_ESYS;
 		}
 	}
@@ -501,11 +508,11 @@ eg_proxy_run(struct eg_policy *p, eg_load_fn load, void *arg)
 	 * not up yet does not keep the proxy from serving (a refusal is a
 	 * refusal either way); the operator is told where it was looked for. */
 	if (p->audit_sock[0] == '\0') {
-		fprintf(stderr, "kz-egress: audit is off (KZ_AUDIT = off): no "
+		fprintf(stderr,
+		    "kz-egress: audit is off (KZ_AUDIT = off): no "
 		    "refusal is recorded\n");
 		kz_log(KZ_LOG_WARN, "audit.off", 0, "audit is off", NULL);
-	} else if (kz_audit_ping(p->audit_sock, 1000, awhy,
-	    sizeof(awhy)) != 0)
+	} else if (kz_audit_ping(p->audit_sock, 1000, awhy, sizeof(awhy)) != 0)
 		kz_log(KZ_LOG_WARN, "audit.unreachable", KZ_EUNAVAIL, awhy,
 		    "socket", p->audit_sock, NULL);
 	if ((r = eg_status_start(w[0].base, p, &nconns, &status)) != 0 ||
@@ -519,11 +526,11 @@ eg_proxy_run(struct eg_policy *p, eg_load_fn load, void *arg)
 	eg_audit_start(p->audit_sock);
 	for (started = 1; started < n; started++)
 		if (pthread_create(&tid[started], NULL, worker_main,
-		    &w[started]) != 0)
+		        &w[started]) != 0)
 			break;
-	kz_log(KZ_LOG_INFO, "egress.start", 0, "serving",
-	    "mode", eg_mode_name(p->mode), "audit", p->audit_sock[0] ?
-	    p->audit_sock : "off", NULL);
+	kz_log(KZ_LOG_INFO, "egress.start", 0, "serving", "mode",
+	    eg_mode_name(p->mode), "audit",
+	    p->audit_sock[0] ? p->audit_sock : "off", NULL);
 	event_base_dispatch(w[0].base);
 	(void)kz_notify_stopping();
 	on_signal(0, 0, &a);

@@ -63,8 +63,8 @@ scan_chunked(struct evbuffer *in, struct eg_chunk *ck, bool *done)
 
 	*done = false;
 	for (int i = 0; i < nv && i < 16 && !*done; i++) {
-		if ((r = eg_chunk_feed(ck, v[i].iov_base, v[i].iov_len,
-		    done)) < 0)
+		if ((r = eg_chunk_feed(ck, v[i].iov_base, v[i].iov_len, done)) <
+		    0)
 			return -1;
 		total += r;
 	}
@@ -115,7 +115,7 @@ pump_req(struct conn *c)
 	if (c->req_done)
 		return;
 	if (move_body(c->cli->in, c->up->out, c->req_mode, &c->req_left,
-	    &c->req_ck, &done) != 0) {
+	        &c->req_ck, &done) != 0) {
 		kz_log(KZ_LOG_INFO, "egress.bad_request", 0,
 		    "malformed request body", "reason",
 		    eg_reason_str(EG_R_BAD_CHUNK), NULL);
@@ -137,7 +137,7 @@ pump_resp(struct conn *c)
 	bool done;
 
 	if (move_body(c->up->in, c->cli->out, c->resp_mode, &c->resp_left,
-	    &c->resp_ck, &done) != 0) {
+	        &c->resp_ck, &done) != 0) {
 		bad_gateway(c);
 		return;
 	}
@@ -183,9 +183,12 @@ resp_head(struct conn *c)
 		if (pos.pos < 0) {
 			size_t n = evbuffer_get_length(in);
 
-			if (n > EG_HDR_MAX_BYTES || (n > 0 &&
-			    !eg_http_resp_prefix_ok((char *)evbuffer_pullup(in,
-			    (ev_ssize_t)n), n)))
+			if (n > EG_HDR_MAX_BYTES ||
+			    (n > 0 &&
+			        !eg_http_resp_prefix_ok((char *)
+			                                    evbuffer_pullup(in,
+			                                        (ev_ssize_t)n),
+			            n)))
 				bad_gateway(c);
 			return;
 		}
@@ -218,8 +221,8 @@ resp_head(struct conn *c)
 	write_resp_head(c, buf, &hd, true);
 	evbuffer_drain(in, hlen);
 	c->resp_head_done = true;
-	if (c->resp_mode == BODY_NONE || (c->resp_mode == BODY_LENGTH &&
-	    c->resp_left == 0)) {
+	if (c->resp_mode == BODY_NONE ||
+	    (c->resp_mode == BODY_LENGTH && c->resp_left == 0)) {
 		sio_flush(c->cli);
 		c->resp_done = true;
 		exchange_check(c);

@@ -7,10 +7,9 @@
 static const struct {
 	const char *str;
 	int status;
-} reasons[EG_R_COUNT_] = {
-	[EG_R_NONE] = {NULL, 200},
+} reasons[EG_R_COUNT_] = {[EG_R_NONE] = {NULL, 200},
 #define EG_R_ROW(name, s, st) [EG_R_##name] = {s, st},
-	EG_REASONS(EG_R_ROW)
+    EG_REASONS(EG_R_ROW)
 #undef EG_R_ROW
 };
 

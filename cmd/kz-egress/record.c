@@ -2,9 +2,10 @@
  * Refusal records, and the queue of every audit event kz-egress sends
  * (egress_refusal, egress_reload).  The log line and the egress_refusal
  * audit event carry the reason, the destination host and port and the run
- * hash; never the allowlist, a path or query, userinfo or the grant.  kz_audit_send blocks
- * until the sink has the record on disk, so events go through a bounded
- * queue to one worker thread: the event loop never waits on the sink.
+ * hash; never the allowlist, a path or query, userinfo or the grant.
+ * kz_audit_send blocks until the sink has the record on disk, so events go
+ * through a bounded queue to one worker thread: the event loop never waits on
+ * the sink.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static struct {
-	const char *kind;	/* a literal */
+	const char *kind; /* a literal */
 	cJSON *ev;
 } queue[QUEUE_MAX];
 static size_t qhead, qlen;
@@ -113,9 +114,9 @@ eg_refusal_record(enum eg_reason why, const char *host, uint16_t port,
 	kz_hex(rb, sizeof(rb), rid);
 	snprintf(ps, sizeof(ps), "%u", (unsigned)port);
 	kz_log_set_rid(rid);
-	kz_log(KZ_LOG_WARN, "egress.refuse", 0, "destination refused",
-	    "reason", reason, "host", host, "port", ps,
-	    "run_hash", run && *run ? run : NULL, NULL);
+	kz_log(KZ_LOG_WARN, "egress.refuse", 0, "destination refused", "reason",
+	    reason, "host", host, "port", ps, "run_hash",
+	    run && *run ? run : NULL, NULL);
 	kz_log_set_rid(NULL);
 	if (!audit_on || (ev = cJSON_CreateObject()) == NULL)
 		return;

@@ -31,7 +31,7 @@
 struct eg_reload {
 	struct proxy *w;
 	size_t n;
-	struct eg_policy *cur;	/* the latest policy (one reference) */
+	struct eg_policy *cur; /* the latest policy (one reference) */
 	eg_load_fn load;
 	void *arg;
 	struct event *sighup;
@@ -83,7 +83,7 @@ post(struct proxy *px, struct eg_policy *np)
 	struct eg_policy *stale;
 
 	pthread_mutex_lock(&px->mu);
-	stale = px->next;	/* a reload the worker has not taken yet */
+	stale = px->next; /* a reload the worker has not taken yet */
 	px->next = eg_policy_ref(np);
 	pthread_mutex_unlock(&px->mu);
 	eg_policy_free(stale);
@@ -124,12 +124,14 @@ record(const struct eg_policy *np, bool fixed)
 
 	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)np->gen);
 	kz_log(iso || fixed ? KZ_LOG_WARN : KZ_LOG_INFO, "egress.reload", 0,
-	    fixed ? "configuration reloaded; listeners, threads, connection "
-	    "bound, resolver, status socket and audit sink change only at "
-	    "restart" : "configuration reloaded", "mode",
-	    eg_mode_name(np->mode), "generation", gen, "restart_needed",
-	    fixed ? "yes" : "no", "isolated_because", iso ? np->isolated_why :
-	    NULL, NULL);
+	    fixed ?
+	        "configuration reloaded; listeners, threads, connection "
+	        "bound, resolver, status socket and audit sink change only at "
+	        "restart" :
+	        "configuration reloaded",
+	    "mode", eg_mode_name(np->mode), "generation", gen, "restart_needed",
+	    fixed ? "yes" : "no", "isolated_because",
+	    iso ? np->isolated_why : NULL, NULL);
 	if ((ev = cJSON_CreateObject()) == NULL)
 		return;
 	cJSON_AddStringToObject(ev, "mode", eg_mode_name(np->mode));
@@ -167,8 +169,8 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 }
 
 int
-eg_reload_new(struct proxy *w, size_t n, struct eg_policy *p,
-    eg_load_fn load, void *arg, struct eg_reload **out)
+eg_reload_new(struct proxy *w, size_t n, struct eg_policy *p, eg_load_fn load,
+    void *arg, struct eg_reload **out)
 {
 	struct eg_reload *rl;
 

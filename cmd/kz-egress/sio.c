@@ -27,7 +27,7 @@ static void
 update_read(struct sio *s)
 {
 	bool want = s->reading && !s->connecting && s->fd >= 0 &&
-	            evbuffer_get_length(s->in) < SIO_HIGH;
+	    evbuffer_get_length(s->in) < SIO_HIGH;
 	bool on = event_pending(s->rev, EV_READ, NULL) != 0;
 
 	if (want && !on)
@@ -38,8 +38,8 @@ update_read(struct sio *s)
 
 /* Input drained below the bound: read again (the watermark). */
 static void
-on_in_changed(
-    struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+on_in_changed(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
 {
 	struct sio *s = arg;
 
@@ -252,8 +252,8 @@ int
 sio_connect(struct sio *s, const struct sockaddr *sa, socklen_t sl,
     const struct timeval *timeout)
 {
-	int fd = socket(
-	    sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(sa->sa_family,
+	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;

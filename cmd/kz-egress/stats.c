@@ -75,23 +75,23 @@ add_counts(cJSON *o)
 	cJSON *r;
 	int e = 0;
 
-	if (!cJSON_AddNumberToObject(o, "allowed", (double)atomic_load(
-	    &allowed)) || !cJSON_AddNumberToObject(o, "refused",
-	    (double)atomic_load(&refused)) ||
+	if (!cJSON_AddNumberToObject(o, "allowed",
+	        (double)atomic_load(&allowed)) ||
+	    !cJSON_AddNumberToObject(o, "refused",
+	        (double)atomic_load(&refused)) ||
 	    !cJSON_AddNumberToObject(o, "bad_requests",
-	    (double)atomic_load(&bad_requests)) ||
+	        (double)atomic_load(&bad_requests)) ||
 	    !cJSON_AddNumberToObject(o, "open_conns",
-	    (double)atomic_load(st.nconns)) ||
+	        (double)atomic_load(st.nconns)) ||
 	    !cJSON_AddNumberToObject(o, "reloads",
-	    (double)atomic_load(&reloads)) ||
+	        (double)atomic_load(&reloads)) ||
 	    !cJSON_AddNumberToObject(o, "generation", (double)st.p->gen) ||
 	    (r = cJSON_AddObjectToObject(o, "refused_by_reason")) == NULL)
 		return KZ_ENOMEM;
 	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < REASONS_MAX && by_reason[i].r != EG_R_NONE;
-	    i++)
+	for (size_t i = 0; i < REASONS_MAX && by_reason[i].r != EG_R_NONE; i++)
 		if (!cJSON_AddNumberToObject(r, eg_reason_str(by_reason[i].r),
-		    (double)by_reason[i].n))
+		        (double)by_reason[i].n))
 			e = KZ_ENOMEM;
 	pthread_mutex_unlock(&mu);
 	return e;
@@ -140,7 +140,8 @@ eg_status_query(const char *sock, cJSON **out, char *why, size_t wlen)
 	    !cJSON_IsString(kz_json_get(rep, "mode"))) {
 		snprintf(why, wlen, "the daemon refused status: %s",
 		    cJSON_IsString(kz_json_get(rep, "error")) ?
-		    kz_json_get(rep, "error")->valuestring : "no mode");
+		        kz_json_get(rep, "error")->valuestring :
+		        "no mode");
 		cJSON_Delete(rep);
 		return KZ_EPROTO;
 	}
@@ -151,8 +152,8 @@ eg_status_query(const char *sock, cJSON **out, char *why, size_t wlen)
 static const char *const no_fields[] = {NULL};
 /* status is for any allowed peer: it admits nothing and needs no operator. */
 static const struct kz_op ops[] = {
-	{"status", op_status, no_fields, 0},
-	{NULL, NULL, NULL, 0},
+    {"status", op_status, no_fields, 0},
+    {NULL, NULL, NULL, 0},
 };
 
 int

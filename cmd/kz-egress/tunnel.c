@@ -24,15 +24,15 @@ struct half {
 	int from, to;
 	int p[2];
 	size_t inpipe;
-	struct evbuffer *pre;	/* bytes buffered before the tunnel began */
+	struct evbuffer *pre; /* bytes buffered before the tunnel began */
 	struct event *rev, *wev;
 	bool eof, done;
 };
 
 struct tunnel {
 	struct conn *c;
-	int fd[2];		/* client, upstream */
-	struct half h[2];	/* client -> upstream, upstream -> client */
+	int fd[2]; /* client, upstream */
+	struct half h[2]; /* client -> upstream, upstream -> client */
 };
 
 static void

@@ -24,9 +24,9 @@ admission_update(struct lease_daemon *d)
 	else if (d->draining)
 		why = "draining";
 	if ((why == NULL) != d->open)
-		kz_log(why ? KZ_LOG_WARN : KZ_LOG_INFO, why ? "admission.close" :
-		    "admission.open", 0, why ? why : "admission open",
-		    "epoch", d->epoch, NULL);
+		kz_log(why ? KZ_LOG_WARN : KZ_LOG_INFO,
+		    why ? "admission.close" : "admission.open", 0,
+		    why ? why : "admission open", "epoch", d->epoch, NULL);
 	d->open = why == NULL;
 	snprintf(d->closed_why, sizeof(d->closed_why), "%s", why ? why : "");
 }

@@ -34,13 +34,13 @@
 enum ckind { C_DELETE, C_SNAP_SWEEP };
 
 struct chore {
-	struct workq_item q;		/* first: the workq's */
-	LIST_ENTRY(chore) all;		/* loop thread only */
+	struct workq_item q; /* first: the workq's */
+	LIST_ENTRY(chore) all; /* loop thread only */
 	enum ckind kind;
-	int removed;			/* C_SNAP_SWEEP */
+	int removed; /* C_SNAP_SWEEP */
 	char worker[KZ_POOL_ID_MAX + 1];
-	char token[KZ_POOL_TOKEN_MAX + 1];	/* "": not in the store */
-	char why[CHORE_WHY_MAX];		/* "": no audit record */
+	char token[KZ_POOL_TOKEN_MAX + 1]; /* "": not in the store */
+	char why[CHORE_WHY_MAX]; /* "": no audit record */
 	char rid[KZ_RUN_ID_MAX + 1];
 	int err;
 	char msg[128];
@@ -65,8 +65,8 @@ queued(struct chores *k, const char *w)
 	struct chore *j;
 
 	LIST_FOREACH(j, &k->all, all)
-		if (j->kind == C_DELETE && strcmp(j->worker, w) == 0)
-			return true;
+	if (j->kind == C_DELETE && strcmp(j->worker, w) == 0)
+		return true;
 	return false;
 }
 
@@ -82,16 +82,15 @@ audit_retire(const struct chores *k, const struct chore *j, int64_t ms)
 	if (a == NULL)
 		return;
 	cJSON_AddStringToObject(a, "worker_id", j->worker);
-	cJSON_AddNumberToObject(a, "token", (double)kz_pool_token_n(
-	    j->token));
+	cJSON_AddNumberToObject(a, "token", (double)kz_pool_token_n(j->token));
 	if (j->rid[0] != '\0')
 		cJSON_AddStringToObject(a, "rid", j->rid);
 	cJSON_AddStringToObject(a, "outcome", j->why);
-	cJSON_AddStringToObject(a, "result", j->err == 0 ? "deleted" :
-	    "delete_failed");
+	cJSON_AddStringToObject(a, "result",
+	    j->err == 0 ? "deleted" : "delete_failed");
 	cJSON_AddNumberToObject(a, "duration_ms", (double)ms);
-	if ((e = kz_audit_send(k->audit_sock, "retire", a,
-	    KZ_AUDIT_TIMEOUT_MS, why, sizeof(why))) != 0)
+	if ((e = kz_audit_send(k->audit_sock, "retire", a, KZ_AUDIT_TIMEOUT_MS,
+	         why, sizeof(why))) != 0)
 		kz_log(KZ_LOG_WARN, "audit.fail", e, why, "kind", "retire",
 		    "worker", j->worker, NULL);
 	cJSON_Delete(a);
@@ -127,8 +126,8 @@ deleted(struct lease_daemon *d, const struct chore *j)
 		    j->worker, NULL);
 		return;
 	}
-	kz_log(KZ_LOG_INFO, "worker.deleted", 0, "deletion confirmed",
-	    "worker", j->worker, NULL);
+	kz_log(KZ_LOG_INFO, "worker.deleted", 0, "deletion confirmed", "worker",
+	    j->worker, NULL);
 	if (j->token[0] == '\0')
 		return;
 	kz_store_opid(op);
@@ -147,8 +146,10 @@ swept(struct chores *k, const struct chore *j)
 		kz_log(KZ_LOG_WARN, "snapshot.sweep", j->err,
 		    "snapshot directory unreadable", NULL);
 	else if (j->removed > 0)
-		kz_log(KZ_LOG_INFO, "snapshot.expire", 0, "unused snapshots "
-		    "removed", "removed", n, NULL);
+		kz_log(KZ_LOG_INFO, "snapshot.expire", 0,
+		    "unused snapshots "
+		    "removed",
+		    "removed", n, NULL);
 }
 
 static void
@@ -224,8 +225,10 @@ drop_chore(struct workq_item *it)
 int
 chores_new(struct lease_daemon *d)
 {
-	struct workq_conf wc = {.nthreads = CHORE_THREADS, .run = run_chore,
-	    .done = finish, .drop = drop_chore};
+	struct workq_conf wc = {.nthreads = CHORE_THREADS,
+	    .run = run_chore,
+	    .done = finish,
+	    .drop = drop_chore};
 	struct chores *k;
 	int e;
 
@@ -234,8 +237,7 @@ chores_new(struct lease_daemon *d)
 	k->d = d;
 	k->c = d->c;
 	LIST_INIT(&k->all);
-	snprintf(k->audit_sock, sizeof(k->audit_sock), "%s",
-	    d->c->audit_sock);
+	snprintf(k->audit_sock, sizeof(k->audit_sock), "%s", d->c->audit_sock);
 	wc.ctx = k;
 	if ((e = workq_new(d->base, &wc, &k->q)) != 0) {
 		free(k);

@@ -9,17 +9,37 @@
 #include "banned.h"
 
 static const char *const known[] = {
-	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_STORE_SOCKET", "KZ_AUDIT_SOCKET",
-	"KZ_FIELD_KEY_FILE", KZ_SRV_PEER_KEYS, "KZ_FRAME_MAX",
-	"KZ_DEPLOYMENT", "LEASE_CONTROLLER", "LEASE_CAPACITY",
-	"LEASE_MEMBER_LIMIT", "LEASE_TTL_MS", "LEASE_STORE_TIMEOUT_MS",
-	"LEASE_TICK_MS", "LEASE_RECONCILE_MS", "LEASE_CREATE_TIMEOUT_MS",
-	"LEASE_RESET_GRACE_MS", "LEASE_RESET_CONCURRENCY",
-	"RESET_IO_TIMEOUT_MS", "LEASE_WORKERS_DIR", "LEASE_WORKER_BIN",
-	"LEASE_WORKER_ARGS", "LEASE_SNAPSHOT_DIR", "LEASE_SNAPSHOT_ACTOR_MAX",
-	"LEASE_SNAPSHOT_TOTAL_MAX", "LEASE_SNAPSHOT_TTL_MS",
-	"LEASE_EGRESS_SOCKET", "LEASE_STOP_WORKERS", "LEASE_WORKER_IDS",
-	"KZ_AUDIT", NULL,
+    "KZ_SOCKET",
+    "KZ_RUN_DIR",
+    "KZ_STORE_SOCKET",
+    "KZ_AUDIT_SOCKET",
+    "KZ_FIELD_KEY_FILE",
+    KZ_SRV_PEER_KEYS,
+    "KZ_FRAME_MAX",
+    "KZ_DEPLOYMENT",
+    "LEASE_CONTROLLER",
+    "LEASE_CAPACITY",
+    "LEASE_MEMBER_LIMIT",
+    "LEASE_TTL_MS",
+    "LEASE_STORE_TIMEOUT_MS",
+    "LEASE_TICK_MS",
+    "LEASE_RECONCILE_MS",
+    "LEASE_CREATE_TIMEOUT_MS",
+    "LEASE_RESET_GRACE_MS",
+    "LEASE_RESET_CONCURRENCY",
+    "RESET_IO_TIMEOUT_MS",
+    "LEASE_WORKERS_DIR",
+    "LEASE_WORKER_BIN",
+    "LEASE_WORKER_ARGS",
+    "LEASE_SNAPSHOT_DIR",
+    "LEASE_SNAPSHOT_ACTOR_MAX",
+    "LEASE_SNAPSHOT_TOTAL_MAX",
+    "LEASE_SNAPSHOT_TTL_MS",
+    "LEASE_EGRESS_SOCKET",
+    "LEASE_STOP_WORKERS",
+    "LEASE_WORKER_IDS",
+    "KZ_AUDIT",
+    NULL,
 };
 
 struct ikey {
@@ -30,34 +50,33 @@ struct ikey {
 
 #define OFF(f) offsetof(struct lease_conf, f)
 static const struct ikey ikeys[] = {
-	{"LEASE_CAPACITY", 2, 1, 4096, OFF(capacity)},
-	{"LEASE_MEMBER_LIMIT", 2, 1, 4096, OFF(member_limit)},
-	{"LEASE_TTL_MS", 120000, 100, 86400000, OFF(ttl_ms)},
-	{"LEASE_STORE_TIMEOUT_MS", 1000, 10, 60000, OFF(store_timeout_ms)},
-	{"LEASE_TICK_MS", 200, 10, 60000, OFF(tick_ms)},
-	{"LEASE_RECONCILE_MS", 2000, 50, 3600000, OFF(reconcile_ms)},
-	{"LEASE_CREATE_TIMEOUT_MS", 15000, 100, 600000,
-	    OFF(create_timeout_ms)},
-	{"LEASE_RESET_GRACE_MS", 60000, 100, 3600000, OFF(reset_grace_ms)},
-	/* The agent's wipe and health calls, each (kz-reset's key). */
-	{"RESET_IO_TIMEOUT_MS", 5000, 10, 600000, OFF(reset_io_timeout_ms)},
-	{"LEASE_RESET_CONCURRENCY", 8, 1, 64, OFF(reset_threads)},
-	/* 30 days; at most ten years. */
-	{"LEASE_SNAPSHOT_TTL_MS", 2592000000LL, 1000, 315360000000LL,
-	    OFF(snap_ttl_ms)},
-	{NULL, 0, 0, 0, 0},
+    {"LEASE_CAPACITY", 2, 1, 4096, OFF(capacity)},
+    {"LEASE_MEMBER_LIMIT", 2, 1, 4096, OFF(member_limit)},
+    {"LEASE_TTL_MS", 120000, 100, 86400000, OFF(ttl_ms)},
+    {"LEASE_STORE_TIMEOUT_MS", 1000, 10, 60000, OFF(store_timeout_ms)},
+    {"LEASE_TICK_MS", 200, 10, 60000, OFF(tick_ms)},
+    {"LEASE_RECONCILE_MS", 2000, 50, 3600000, OFF(reconcile_ms)},
+    {"LEASE_CREATE_TIMEOUT_MS", 15000, 100, 600000, OFF(create_timeout_ms)},
+    {"LEASE_RESET_GRACE_MS", 60000, 100, 3600000, OFF(reset_grace_ms)},
+    /* The agent's wipe and health calls, each (kz-reset's key). */
+    {"RESET_IO_TIMEOUT_MS", 5000, 10, 600000, OFF(reset_io_timeout_ms)},
+    {"LEASE_RESET_CONCURRENCY", 8, 1, 64, OFF(reset_threads)},
+    /* 30 days; at most ten years. */
+    {"LEASE_SNAPSHOT_TTL_MS", 2592000000LL, 1000, 315360000000LL,
+        OFF(snap_ttl_ms)},
+    {NULL, 0, 0, 0, 0},
 };
 
 static int
-load_ints(struct lease_conf *c, const struct kz_conf *k, char *why,
-    size_t wlen)
+load_ints(struct lease_conf *c, const struct kz_conf *k, char *why, size_t wlen)
 {
 	const struct ikey *i;
 	int e;
 
 	for (i = ikeys; i->key != NULL; i++)
 		if ((e = kz_conf_int(k, i->key, i->dflt, i->min, i->max,
-		    (int64_t *)(void *)((char *)c + i->off), why, wlen)) != 0)
+		         (int64_t *)(void *)((char *)c + i->off), why, wlen)) !=
+		    0)
 			return e;
 	return 0;
 }
@@ -76,16 +95,16 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	 * kaizen.conf(5)'s DEFAULTS. */
 	if (kz_run_dir(k, c->run_dir, sizeof(c->run_dir), why, wlen) != 0 ||
 	    kz_conf_sock(k, "KZ_SOCKET", rd, "kz-lease", c->sock,
-	    sizeof(c->sock), why, wlen) != 0 ||
+	        sizeof(c->sock), why, wlen) != 0 ||
 	    kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store", c->store_sock,
-	    sizeof(c->store_sock), why, wlen) != 0 ||
+	        sizeof(c->store_sock), why, wlen) != 0 ||
 	    kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock), why,
-	    wlen) != 0)
+	        wlen) != 0)
 		return KZ_ECONF;
-	e |= kz_conf_copy(k, "KZ_FIELD_KEY_FILE", rd, "field.key",
-	    c->key_file, sizeof(c->key_file), why, wlen);
-	e |= kz_conf_copy(k, "LEASE_WORKERS_DIR", rd, "workers",
-	    c->workers_dir, sizeof(c->workers_dir), why, wlen);
+	e |= kz_conf_copy(k, "KZ_FIELD_KEY_FILE", rd, "field.key", c->key_file,
+	    sizeof(c->key_file), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_WORKERS_DIR", rd, "workers", c->workers_dir,
+	    sizeof(c->workers_dir), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_WORKER_BIN", bindir, "kz-sandbox",
 	    c->worker_bin, sizeof(c->worker_bin), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_WORKER_ARGS", NULL, "", c->worker_args,
@@ -114,8 +133,7 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
  * overflow id 65534 (nobody), which other processes hold too.
  */
 static int
-load_ids(struct lease_conf *c, const struct kz_conf *k, char *why,
-    size_t wlen)
+load_ids(struct lease_conf *c, const struct kz_conf *k, char *why, size_t wlen)
 {
 	char buf[64], *dash;
 	const char *v = kz_conf_str(k, "LEASE_WORKER_IDS",
@@ -132,7 +150,8 @@ load_ids(struct lease_conf *c, const struct kz_conf *k, char *why,
 		goto bad;
 	return 0;
 bad:
-	kz_why(why, wlen, "LEASE_WORKER_IDS must be FIRST-LAST, ids from 1 to "
+	kz_why(why, wlen,
+	    "LEASE_WORKER_IDS must be FIRST-LAST, ids from 1 to "
 	    "2147483646 without 65534");
 	return KZ_ECONF;
 }
@@ -144,12 +163,13 @@ load_snap_bounds(struct lease_conf *c, const struct kz_conf *k, char *why,
 	int e;
 
 	if ((e = kz_conf_size(k, "LEASE_SNAPSHOT_ACTOR_MAX", 1ULL << 30,
-	    1ULL << 50, &c->snap_actor_max, why, wlen)) != 0 ||
+	         1ULL << 50, &c->snap_actor_max, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "LEASE_SNAPSHOT_TOTAL_MAX", 20ULL << 30,
-	    1ULL << 50, &c->snap_total_max, why, wlen)) != 0)
+	         1ULL << 50, &c->snap_total_max, why, wlen)) != 0)
 		return e;
 	if (c->snap_actor_max == 0 || c->snap_total_max == 0) {
-		kz_why(why, wlen, "LEASE_SNAPSHOT_ACTOR_MAX and "
+		kz_why(why, wlen,
+		    "LEASE_SNAPSHOT_ACTOR_MAX and "
 		    "LEASE_SNAPSHOT_TOTAL_MAX must be at least 1");
 		return KZ_ECONF;
 	}
@@ -170,12 +190,12 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	    (e = load_ints(c, k, why, wlen)) != 0 ||
 	    (e = load_ids(c, k, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
-	    KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
+	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (e = kz_conf_bool(k, "LEASE_STOP_WORKERS", true, &c->stop_workers,
-	    why, wlen)) != 0 ||
+	         why, wlen)) != 0 ||
 	    (e = load_snap_bounds(c, k, why, wlen)) != 0 ||
-	    (e = kz_srv_peers_load(k, &c->peers, &c->operators, why,
-	    wlen)) != 0)
+	    (e = kz_srv_peers_load(k, &c->peers, &c->operators, why, wlen)) !=
+	        0)
 		goto out;
 	if (strcmp(c->controller, "local") != 0) {
 		kz_why(why, wlen, "LEASE_CONTROLLER: only 'local' is built in");

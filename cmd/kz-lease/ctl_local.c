@@ -110,8 +110,7 @@ worker_env_free(char **env)
 
 /* The grandchild: a session of its own, so kz-lease can come and go. */
 static void
-exec_worker(const struct lease_conf *c, const char *id, int64_t hid,
-    char **env)
+exec_worker(const struct lease_conf *c, const char *id, int64_t hid, char **env)
 {
 	char sock[PATH_MAX], state[PATH_MAX], log[PATH_MAX], extra[1024];
 	char proj[PATH_MAX], ids[24];
@@ -121,8 +120,7 @@ exec_worker(const struct lease_conf *c, const char *id, int64_t hid,
 	if (kz_pool_wpath(c->workers_dir, id, "sock", sock, sizeof(sock)) ||
 	    kz_pool_wpath(c->workers_dir, id, "state", state, sizeof(state)) ||
 	    kz_pool_wpath(c->workers_dir, id, "log", log, sizeof(log)) ||
-	    kz_pool_wpath(c->workers_dir, id, "projection", proj,
-	    sizeof(proj)))
+	    kz_pool_wpath(c->workers_dir, id, "projection", proj, sizeof(proj)))
 		_exit(127);
 	snprintf(extra, sizeof(extra), "%s", c->worker_args);
 	av[n++] = (char *)c->worker_bin;
@@ -154,8 +152,8 @@ exec_worker(const struct lease_conf *c, const char *id, int64_t hid,
 		dup2(fd, 0);
 		dup2(fd, 1);
 	}
-	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-	    0600)) >= 0)
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) >=
+	    0)
 		dup2(fd, 2);
 	execve(av[0], av, env);
 	_exit(127);
@@ -168,8 +166,7 @@ write_pid(const char *dir, pid_t pid)
 	int fd, n;
 
 	snprintf(p, sizeof(p), "%s/pid", dir);
-	if ((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0600)) < 0)
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
 		return -1;
 	n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
 	n = write(fd, buf, (size_t)n) == n ? 0 : -1;
@@ -270,8 +267,8 @@ claim_id(const struct lease_conf *c, const char *id, const char *dir,
 	int lfd, fd, r = KZ_EUNAVAIL, n;
 
 	snprintf(p, sizeof(p), "%s/.ids.lock", c->workers_dir);
-	if ((lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-	    0600)) < 0)
+	if ((lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) <
+	    0)
 		return KZ_ESYS;
 	if (flock(lfd, LOCK_EX) != 0 || ctl_list(c, &inv, NULL, 0) != 0)
 		goto out;
@@ -288,7 +285,7 @@ claim_id(const struct lease_conf *c, const char *id, const char *dir,
 	snprintf(p, sizeof(p), "%s/ids", dir);
 	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)want);
 	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-	    0640)) < 0)
+	         0640)) < 0)
 		goto out;
 	r = write(fd, buf, (size_t)n) == n ? 0 : KZ_ESYS;
 	close(fd);
@@ -310,7 +307,7 @@ ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
 	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0 ||
 	    kz_pool_wpath(c->workers_dir, id, "sock", endpoint, elen) != 0 ||
 	    kz_pool_wpath(c->workers_dir, id, "projection", proj,
-	    sizeof(proj)) != 0)
+	        sizeof(proj)) != 0)
 		return KZ_EINVAL;
 	if (make_dirs(c, dir, proj) != 0) {
 		kz_why(why, wlen, "cannot make the worker directory");
@@ -375,7 +372,7 @@ ctl_ready(const char *endpoint, const char *id, int timeout_ms, char *gen,
 	if (kz_json_str_opt(rep, "worker", 64, NULL, &wid, NULL, 0) != 0 ||
 	    wid == NULL)
 		if (kz_json_str_opt(rep, "worker_id", 64, NULL, &wid, NULL,
-		    0) != 0)
+		        0) != 0)
 			wid = NULL;
 	if (wid == NULL || strcmp(wid, id) != 0)
 		goto out;
@@ -417,8 +414,8 @@ is_worker(pid_t pid, const char *id)
 		return false;
 	buf[n] = '\0';
 	for (i = 0; i + 1 < n; i += (ssize_t)strlen(buf + i) + 1)
-		if (strcmp(buf + i, "--id") == 0 &&
-		    i + 5 < n && strcmp(buf + i + 5, id) == 0)
+		if (strcmp(buf + i, "--id") == 0 && i + 5 < n &&
+		    strcmp(buf + i + 5, id) == 0)
 			return true;
 	return false;
 }
@@ -428,8 +425,9 @@ rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 {
 	(void)sb;
 	(void)f;
-	return (flag == FTW_DP ? rmdir(p) : unlink(p)) == 0 || errno ==
-	    ENOENT ? 0 : -1;
+	return (flag == FTW_DP ? rmdir(p) : unlink(p)) == 0 || errno == ENOENT ?
+	    0 :
+	    -1;
 }
 
 /*
@@ -448,8 +446,10 @@ rm_cgroups(const char *id)
 
 	for (int i = 0; ctrl[i] != NULL; i++)
 		for (int k = 0; sub[k] != NULL; k++) {
-			snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/kz-sandbox/"
-			    "%s%s", ctrl[i], id, sub[k]);
+			snprintf(p, sizeof(p),
+			    "/sys/fs/cgroup/%s/kz-sandbox/"
+			    "%s%s",
+			    ctrl[i], id, sub[k]);
 			(void)rmdir(p);
 		}
 }
@@ -470,14 +470,14 @@ last_line(const char *log, char *out, size_t len)
 	if ((fd = open(log, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
 	end = lseek(fd, 0, SEEK_END);
-	n = pread(fd, buf, sizeof(buf) - 1, end > (off_t)sizeof(buf) - 1 ?
-	    end - (off_t)sizeof(buf) + 1 : 0);
+	n = pread(fd, buf, sizeof(buf) - 1,
+	    end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0);
 	close(fd);
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
-	for (e = buf + n; e > buf && (e[-1] == '\n' || e[-1] == '\r' ||
-	    e[-1] == ' '); e--)
+	for (e = buf + n;
+	     e > buf && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '); e--)
 		e[-1] = '\0';
 	s = strrchr(buf, '\n');
 	s = s != NULL ? s + 1 : buf;
@@ -515,8 +515,7 @@ ctl_gone(const struct lease_conf *c, const char *id, char *why, size_t wlen)
 }
 
 int
-ctl_delete(const struct lease_conf *c, const char *id, char *why,
-    size_t wlen)
+ctl_delete(const struct lease_conf *c, const char *id, char *why, size_t wlen)
 {
 	char dir[PATH_MAX];
 	pid_t pid;
@@ -589,8 +588,8 @@ ctl_stop_all(const struct lease_conf *c)
 		return;
 	for (i = 0; i < inv.n; i++)
 		if (kz_pool_wpath(c->workers_dir, inv.id[i], "", dir,
-		    sizeof(dir)) == 0 && (pid = read_pid(dir)) > 0 &&
-		    is_worker(pid, inv.id[i]))
+		        sizeof(dir)) == 0 &&
+		    (pid = read_pid(dir)) > 0 && is_worker(pid, inv.id[i]))
 			kill(pid, SIGTERM);
 	for (i = 0; i < inv.n; i++)
 		if (ctl_delete(c, inv.id[i], why, sizeof(why)) != 0)

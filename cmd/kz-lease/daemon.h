@@ -47,8 +47,14 @@ struct resets;
 struct chores;
 
 /* Why a worker was retired, for status's counters (ops.c names them). */
-enum lease_retire { LR_EVIDENCE, LR_RESET_START, LR_STALE_TOKEN, LR_EXPIRED,
-	LR_RECONCILE, LR_N };
+enum lease_retire {
+	LR_EVIDENCE,
+	LR_RESET_START,
+	LR_STALE_TOKEN,
+	LR_EXPIRED,
+	LR_RECONCILE,
+	LR_N
+};
 
 /* Process-lifetime counters of this replica, for status (the store holds
  * the pool; these say what this process did). */
@@ -106,8 +112,8 @@ int pool_async(struct lease_daemon *d, enum kz_pool_script which, int argc,
     const char **argv, pool_fn fn, void *arg);
 /* A pool_fn for calls whose result only matters when it failed (arg: a
  * const string naming the call, logged). */
-void pool_nothing(struct lease_daemon *d, int err, cJSON *res,
-    const char *why, void *arg);
+void pool_nothing(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg);
 
 /* ready.c: readiness and progress for the service manager (kz_notify).
  * ready_start comes first, before any worker is started; ready_tick on
@@ -123,8 +129,8 @@ int chores_running(const struct lease_daemon *d);
 /* Deletes a worker through the controller, then confirms it with the
  * DELETED script when token (its retiring or deleting token) is given.
  * why, when given, is audited with the run id in a retire record. */
-void chore_delete(struct lease_daemon *d, const char *worker,
-    const char *token, const char *why, const char *rid);
+void chore_delete(struct lease_daemon *d, const char *worker, const char *token,
+    const char *why, const char *rid);
 /* Removes expired snapshots and leftover partial saves (one sweep at a
  * time). */
 void chore_snap_sweep(struct lease_daemon *d);
@@ -136,8 +142,8 @@ int resets_running(const struct lease_daemon *d);
 /* Resets a worker that just left its owner (reset token, the endpoint
  * the store recorded, the releasing run's id or NULL); retires it when
  * the reset cannot even start. */
-void reset_start(struct lease_daemon *d, const char *worker,
-    const char *token, const char *endpoint, const char *rid);
+void reset_start(struct lease_daemon *d, const char *worker, const char *token,
+    const char *endpoint, const char *rid);
 
 /* maint.c: creation, expiry sweep, reconcile. */
 void maint_tick(struct lease_daemon *d);

@@ -49,7 +49,7 @@ struct lease_conf {
 	int64_t capacity, member_limit, ttl_ms, store_timeout_ms, tick_ms;
 	int64_t reconcile_ms, create_timeout_ms, reset_grace_ms;
 	int64_t reset_io_timeout_ms, reset_threads;
-	int64_t ids_first, ids_last;	/* LEASE_WORKER_IDS */
+	int64_t ids_first, ids_last; /* LEASE_WORKER_IDS */
 	bool stop_workers;
 };
 
@@ -78,11 +78,11 @@ int ctl_gone(const struct lease_conf *c, const char *id, char *why,
 #define LEASE_FAILED_LOG "last-failed.log"
 #define LEASE_FAIL_MAX 256
 /* Stops the worker and confirms it is gone (0 = absent now). */
-KZ_WUR int ctl_delete(const struct lease_conf *c, const char *id,
-    char *why, size_t wlen);
+KZ_WUR int ctl_delete(const struct lease_conf *c, const char *id, char *why,
+    size_t wlen);
 /* Inventory: every worker that exists on this host, alive or not. */
-KZ_WUR int ctl_list(const struct lease_conf *c, struct ctl_inv *inv,
-    char *why, size_t wlen);
+KZ_WUR int ctl_list(const struct lease_conf *c, struct ctl_inv *inv, char *why,
+    size_t wlen);
 
 /* Stops and deletes every worker in the inventory. */
 void ctl_stop_all(const struct lease_conf *c);

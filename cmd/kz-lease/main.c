@@ -40,16 +40,16 @@ static int
 parse(int argc, char **argv, struct args *a)
 {
 	static const struct option lo[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"socket", required_argument, NULL, 's'},
-		{"actor", required_argument, NULL, 'a'},
-		{"conversation", required_argument, NULL, 'C'},
-		{"capability", required_argument, NULL, 'x'},
-		{"lease-id", required_argument, NULL, 'l'},
-		{"token", required_argument, NULL, 't'},
-		{"ttl-ms", required_argument, NULL, 'T'},
-		{"off", no_argument, NULL, 'o'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"actor", required_argument, NULL, 'a'},
+	    {"conversation", required_argument, NULL, 'C'},
+	    {"capability", required_argument, NULL, 'x'},
+	    {"lease-id", required_argument, NULL, 'l'},
+	    {"token", required_argument, NULL, 't'},
+	    {"ttl-ms", required_argument, NULL, 'T'},
+	    {"off", no_argument, NULL, 'o'},
+	    {NULL, 0, NULL, 0},
 	};
 	int64_t v;
 	int ch;
@@ -57,14 +57,30 @@ parse(int argc, char **argv, struct args *a)
 	optind = 2;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'c': a->config = optarg; break;
-		case 's': a->socket = optarg; break;
-		case 'a': a->actor = optarg; break;
-		case 'C': a->conv = optarg; break;
-		case 'x': a->cap = optarg; break;
-		case 'l': a->lid = optarg; break;
-		case 't': a->token = optarg; break;
-		case 'o': a->off = 1; break;
+		case 'c':
+			a->config = optarg;
+			break;
+		case 's':
+			a->socket = optarg;
+			break;
+		case 'a':
+			a->actor = optarg;
+			break;
+		case 'C':
+			a->conv = optarg;
+			break;
+		case 'x':
+			a->cap = optarg;
+			break;
+		case 'l':
+			a->lid = optarg;
+			break;
+		case 't':
+			a->token = optarg;
+			break;
+		case 'o':
+			a->off = 1;
+			break;
 		case 'T':
 			if (kz_parse_int(optarg, 100, 86400000, &v) != 0)
 				return -1;
@@ -95,8 +111,8 @@ request(const char *op, const struct args *a)
 		cJSON_AddStringToObject(r, "lease_id", a->lid);
 		cJSON_AddStringToObject(r, "token", a->token);
 	}
-	if (a->ttl > 0 && (strcmp(op, "lease") == 0 ||
-	    strcmp(op, "renew") == 0))
+	if (a->ttl > 0 &&
+	    (strcmp(op, "lease") == 0 || strcmp(op, "renew") == 0))
 		cJSON_AddNumberToObject(r, "ttl_ms", (double)a->ttl);
 	if (strcmp(op, "drain") == 0)
 		cJSON_AddBoolToObject(r, "on", !a->off);
@@ -121,9 +137,10 @@ oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 	    why, sizeof(why));
 	cJSON_Delete(req);
 	if (e != 0) {
-		fprintf(stderr, "kz-lease: %s: kz-lease unreachable at %s: "
-		    "%s\n", op, a->socket ? a->socket : c->sock,
-		    kz_strerror(e));
+		fprintf(stderr,
+		    "kz-lease: %s: kz-lease unreachable at %s: "
+		    "%s\n",
+		    op, a->socket ? a->socket : c->sock, kz_strerror(e));
 		return KZ_EXIT_UNAVAIL;
 	}
 	if (cJSON_IsTrue(kz_json_get(rep, "ok"))) {
@@ -140,8 +157,8 @@ oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 		fprintf(stderr, "kz-lease: %s: %s: %s\n", op,
 		    cJSON_IsString(code) ? code->valuestring : "internal",
 		    cJSON_IsString(reason) ? reason->valuestring : "");
-		rc = kz_exit_for_wire(cJSON_IsString(code) ?
-		    code->valuestring : NULL);
+		rc = kz_exit_for_wire(
+		    cJSON_IsString(code) ? code->valuestring : NULL);
 	}
 	cJSON_Delete(rep);
 	return rc;
@@ -150,8 +167,8 @@ oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 int
 main(int argc, char **argv)
 {
-	static const char *const ops[] = {"lease", "release", "renew",
-		"status", "reconcile", "drain", NULL};
+	static const char *const ops[] = {"lease", "release", "renew", "status",
+	    "reconcile", "drain", NULL};
 	struct lease_conf c;
 	struct args a = {0};
 	char why[256] = "", self[PATH_MAX];

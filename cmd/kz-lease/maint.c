@@ -77,13 +77,13 @@ create_poll(struct lease_daemon *d, struct job *j)
 	const char *av[5] = {op, j->worker, j->token, j->endpoint, gen};
 
 	if (ctl_ready(j->endpoint, j->worker, 200, gen, sizeof(gen), why,
-	    sizeof(why)) == 0) {
+	        sizeof(why)) == 0) {
 		kz_store_opid(op);
 		if (pool_async(d, KZ_POOL_CREATE_COMMIT, 5, av, commit_done,
-		    NULL) != 0)
+		        NULL) != 0)
 			d->creates--;
-		kz_log(KZ_LOG_INFO, "create.ready", 0, "worker ready",
-		    "worker", j->worker, NULL);
+		kz_log(KZ_LOG_INFO, "create.ready", 0, "worker ready", "worker",
+		    j->worker, NULL);
 		job_free(d, j);
 	} else if (ctl_gone(d->c, j->worker, why, sizeof(why))) {
 		/* It said why it could not start, and exited: that line is
@@ -98,7 +98,8 @@ create_poll(struct lease_daemon *d, struct job *j)
 		 * reconcile proves it absent or deletes it. */
 		kz_log(KZ_LOG_WARN, "create.timeout", 0, "worker not ready",
 		    "worker", j->worker, NULL);
-		worker_failed(d, j->worker, "the worker did not answer health "
+		worker_failed(d, j->worker,
+		    "the worker did not answer health "
 		    "in time");
 		d->creates--;
 		job_free(d, j);
@@ -123,7 +124,7 @@ begin_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	}
 	j->deadline = kz_now_ms() + d->c->create_timeout_ms;
 	if (ctl_create(d->c, id, j->endpoint, sizeof(j->endpoint), w,
-	    sizeof(w)) != 0) {
+	        sizeof(w)) != 0) {
 		kz_log(KZ_LOG_WARN, "create.fail", 0, w, "worker", id, NULL);
 		worker_failed(d, id, w);
 		kz_store_opid(op);
@@ -163,8 +164,8 @@ status_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	(void)why;
 	(void)arg;
 	d->statusing = false;
-	if (err != 0 || kz_json_int(res, "total", 0, 1 << 30, &total, NULL,
-	    0) != 0)
+	if (err != 0 ||
+	    kz_json_int(res, "total", 0, 1 << 30, &total, NULL, 0) != 0)
 		return;
 	if (!d->draining && d->inv_ok && d->creates < CREATES_MAX &&
 	    total < d->c->capacity)
@@ -189,20 +190,20 @@ sweep_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	d->sweeping = false;
 	if (err != 0 || !cJSON_IsArray(e))
 		return;
-	cJSON_ArrayForEach(x, e)
-		if (kz_json_str(x, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
-		    kz_json_str(x, "token", KZ_POOL_TOKEN_MAX, &t, NULL,
-		    0) == 0) {
-			/* The run that held the lease, if it said. */
-			if (kz_json_str(x, "run_id", KZ_RUN_ID_MAX, &rid, NULL,
-			    0) != 0 || *rid == '\0')
-				rid = NULL;
-			kz_log(KZ_LOG_INFO, "lease.expire", 0,
-			    "lease expired: worker retired", "worker", w,
-			    NULL);
-			lease_count_retire(d, LR_EXPIRED, 1);
-			chore_delete(d, w, t, "expired", rid);
-		}
+	cJSON_ArrayForEach(x,
+	    e) if (kz_json_str(x, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
+	    kz_json_str(x, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0)
+	{
+		/* The run that held the lease, if it said. */
+		if (kz_json_str(x, "run_id", KZ_RUN_ID_MAX, &rid, NULL, 0) !=
+		        0 ||
+		    *rid == '\0')
+			rid = NULL;
+		kz_log(KZ_LOG_INFO, "lease.expire", 0,
+		    "lease expired: worker retired", "worker", w, NULL);
+		lease_count_retire(d, LR_EXPIRED, 1);
+		chore_delete(d, w, t, "expired", rid);
+	}
 }
 
 /* ---- reconcile ---- */
@@ -215,12 +216,14 @@ delete_list(struct lease_daemon *d, const cJSON *a)
 	const cJSON *x;
 	const char *w, *t;
 
-	cJSON_ArrayForEach(x, a) {
+	cJSON_ArrayForEach(x, a)
+	{
 		if (cJSON_IsString(x))
 			chore_delete(d, x->valuestring, NULL, NULL, NULL);
 		else if (kz_json_str(x, "worker", KZ_POOL_ID_MAX, &w, NULL,
-		    0) == 0 && kz_json_str(x, "token", KZ_POOL_TOKEN_MAX, &t,
-		    NULL, 0) == 0)
+		             0) == 0 &&
+		    kz_json_str(x, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) ==
+		        0)
 			chore_delete(d, w, t, NULL, NULL);
 	}
 }
@@ -233,8 +236,9 @@ reconcile_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 
 	d->reconciling = false;
 	if (err == 0 && kz_pool_errcode(res) == NULL) {
-		lease_count_retire(d, LR_RECONCILE, (unsigned long)
-		    cJSON_GetArraySize(kz_json_get(res, "retire")));
+		lease_count_retire(d, LR_RECONCILE,
+		    (unsigned long)cJSON_GetArraySize(
+		        kz_json_get(res, "retire")));
 		delete_list(d, kz_json_get(res, "retire"));
 		delete_list(d, kz_json_get(res, "delete"));
 		delete_list(d, kz_json_get(res, "orphans"));
@@ -242,9 +246,11 @@ reconcile_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	if (req == NULL)
 		return;
 	if (err != 0)
-		kz_req_err(req, err == KZ_EUNAVAIL ? KZ_WE_STORE_UNAVAILABLE :
-		    KZ_WE_INTERNAL, err == KZ_EUNAVAIL ? "store unavailable" :
-		    "reconcile failed");
+		kz_req_err(req,
+		    err == KZ_EUNAVAIL ? KZ_WE_STORE_UNAVAILABLE :
+		                         KZ_WE_INTERNAL,
+		    err == KZ_EUNAVAIL ? "store unavailable" :
+		                         "reconcile failed");
 	else
 		kz_req_ok(req, cJSON_Duplicate(res, 1));
 	(void)why;
@@ -292,7 +298,7 @@ maint_reconcile_now(struct lease_daemon *d, struct kz_req *req)
 	if (reconcile(d, req) != 0)
 		kz_req_err(req, KZ_WE_ADMISSION_CLOSED,
 		    d->inv_ok ? "store unavailable" :
-		    "controller inventory unavailable");
+		                "controller inventory unavailable");
 }
 
 void
@@ -320,15 +326,17 @@ maint_tick(struct lease_daemon *d)
 	 * 1 s to 60 s apart, keeps them within a minute of it. */
 	if (now >= d->next_snap_sweep) {
 		q = d->c->snap_ttl_ms / 4;
-		d->next_snap_sweep = now + (q < 1000 ? 1000 : q > 60000 ?
-		    60000 : q);
+		d->next_snap_sweep = now +
+		    (q < 1000         ? 1000 :
+		            q > 60000 ? 60000 :
+		                        q);
 		chore_snap_sweep(d);
 	}
 	if (!d->statusing) {
 		snprintf(cap, sizeof(cap), "%lld", (long long)d->c->capacity);
 		av[0] = cap;
-		if (pool_async(d, KZ_POOL_STATUS, 1, av, status_done,
-		    NULL) == 0)
+		if (pool_async(d, KZ_POOL_STATUS, 1, av, status_done, NULL) ==
+		    0)
 			d->statusing = true;
 	}
 }

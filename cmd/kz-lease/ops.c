@@ -17,9 +17,11 @@
 #define ID_MAX 256
 
 static const char *const retire_name[LR_N] = {
-	[LR_EVIDENCE] = "reset_evidence", [LR_RESET_START] = "reset_start",
-	[LR_STALE_TOKEN] = "stale_token", [LR_EXPIRED] = "expired",
-	[LR_RECONCILE] = "reconcile",
+    [LR_EVIDENCE] = "reset_evidence",
+    [LR_RESET_START] = "reset_start",
+    [LR_STALE_TOKEN] = "stale_token",
+    [LR_EXPIRED] = "expired",
+    [LR_RECONCILE] = "reconcile",
 };
 
 /* The request's op_id, or a fresh one: a client that retries a request
@@ -30,7 +32,7 @@ opid_of(struct kz_req *req, char out[KZ_OPID_HEX + 1])
 	const char *o = NULL;
 
 	if (kz_json_str_opt(kz_req_json(req), "op_id", KZ_OPID_HEX, NULL, &o,
-	    NULL, 0) != 0)
+	        NULL, 0) != 0)
 		return KZ_EINVAL;
 	if (o == NULL) {
 		kz_store_opid(out);
@@ -75,8 +77,7 @@ answer(struct kz_req *req, int err, cJSON *res, const char *why)
 }
 
 static void
-pass(struct lease_daemon *d, int err, cJSON *res, const char *why,
-    void *arg)
+pass(struct lease_daemon *d, int err, cJSON *res, const char *why, void *arg)
 {
 	struct kz_req *req = arg;
 
@@ -104,8 +105,9 @@ add_snapshot(struct lease_daemon *d, cJSON *res, const char *member,
 
 	/* A directory that cannot be used (serve.snapshots said so at
 	 * start) still names the path: the save fails and says so. */
-	if ((e = kz_snap_offer(d->c->snap_dir, member, wskey,
-	    d->c->snap_ttl_ms, p, sizeof(p))) != 0 && e != KZ_ESYS)
+	if ((e = kz_snap_offer(d->c->snap_dir, member, wskey, d->c->snap_ttl_ms,
+	         p, sizeof(p))) != 0 &&
+	    e != KZ_ESYS)
 		return;
 	cJSON_AddStringToObject(res, "snapshot", p);
 	cJSON_AddNumberToObject(res, "snapshot_actor_max",
@@ -139,12 +141,12 @@ lease_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	    kz_key_idhash(&d->idkey, "actor", actor, member) == 0 &&
 	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) == 0) {
 		if (kz_pool_wpath(d->c->workers_dir, w, "projection", p,
-		    sizeof(p)) == 0)
+		        sizeof(p)) == 0)
 			cJSON_AddStringToObject(res, "projection", p);
 		/* Whether the pool's workers were given an egress socket: a
 		 * run that asks for egress on one without is refused. */
-		cJSON_AddBoolToObject(res, "egress", d->c->egress_sock[0] !=
-		    '\0');
+		cJSON_AddBoolToObject(res, "egress",
+		    d->c->egress_sock[0] != '\0');
 		add_snapshot(d, res, member, wskey);
 		if (!cJSON_IsTrue(kz_json_get(res, "replay")))
 			d->n.granted++;
@@ -170,11 +172,14 @@ op_lease(struct kz_req *req, void *arg)
 	    kz_json_str(j, "conversation", ID_MAX, &conv, NULL, 0) != 0 ||
 	    kz_json_str_opt(j, "capability", 64, "code", &cap, NULL, 0) ||
 	    kz_json_int_opt(j, "ttl_ms", 100, d->c->ttl_ms, d->c->ttl_ms, &t,
-	    NULL, 0) != 0 || *actor == '\0' || *conv == '\0' ||
-	    kz_json_str_opt(j, "run_id", KZ_RUN_ID_MAX, "", &rid, NULL,
-	    0) != 0 || strspn(rid, "0123456789abcdef") != strlen(rid) ||
+	        NULL, 0) != 0 ||
+	    *actor == '\0' || *conv == '\0' ||
+	    kz_json_str_opt(j, "run_id", KZ_RUN_ID_MAX, "", &rid, NULL, 0) !=
+	        0 ||
+	    strspn(rid, "0123456789abcdef") != strlen(rid) ||
 	    opid_of(req, op) != 0) {
-		kz_req_err(req, KZ_WE_BAD_REQUEST, "lease needs actor and "
+		kz_req_err(req, KZ_WE_BAD_REQUEST,
+		    "lease needs actor and "
 		    "conversation (run_id, if given, is lowercase hex)");
 		return;
 	}
@@ -199,8 +204,9 @@ release_rid(struct kz_req *req, const cJSON *res)
 {
 	const char *v = NULL;
 
-	if (kz_json_str_opt(kz_req_json(req), "run_id", KZ_RUN_ID_MAX, NULL,
-	    &v, NULL, 0) == 0 && v != NULL)
+	if (kz_json_str_opt(kz_req_json(req), "run_id", KZ_RUN_ID_MAX, NULL, &v,
+	        NULL, 0) == 0 &&
+	    v != NULL)
 		return v;
 	if (kz_json_str(res, "run_id", KZ_RUN_ID_MAX, &v, NULL, 0) == 0 &&
 	    *v != '\0')
@@ -223,15 +229,18 @@ release_retired(struct lease_daemon *d, struct kz_req *req, const cJSON *res)
 	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &w, NULL, 0) == 0 &&
 	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0 &&
 	    kz_json_str(res, "retired", 32, &why, NULL, 0) == 0) {
-		kz_log(KZ_LOG_WARN, "worker.retire", 0, strcmp(why,
-		    "expired") == 0 ? "released after its lease expired" :
-		    "released under a stale token", "worker", w, NULL);
-		lease_count_retire(d, strcmp(why, "expired") == 0 ?
-		    LR_EXPIRED : LR_STALE_TOKEN, 1);
+		kz_log(KZ_LOG_WARN, "worker.retire", 0,
+		    strcmp(why, "expired") == 0 ?
+		        "released after its lease expired" :
+		        "released under a stale token",
+		    "worker", w, NULL);
+		lease_count_retire(d,
+		    strcmp(why, "expired") == 0 ? LR_EXPIRED : LR_STALE_TOKEN,
+		    1);
 		chore_delete(d, w, t, why, release_rid(req, res));
 	}
-	kz_req_err(req, KZ_WE_STALE_TOKEN, cJSON_IsString(r) ?
-	    r->valuestring : "lease token does not match");
+	kz_req_err(req, KZ_WE_STALE_TOKEN,
+	    cJSON_IsString(r) ? r->valuestring : "lease token does not match");
 }
 
 /*
@@ -258,11 +267,11 @@ release_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	    !cJSON_IsTrue(kz_json_get(res, "replay")) &&
 	    kz_json_str(res, "worker", KZ_POOL_ID_MAX, &v, NULL, 0) == 0 &&
 	    snprintf(w, sizeof(w), "%s", v) > 0 &&
-	    kz_json_str(res, "reset_token", KZ_POOL_TOKEN_MAX, &v, NULL,
-	    0) == 0) {
+	    kz_json_str(res, "reset_token", KZ_POOL_TOKEN_MAX, &v, NULL, 0) ==
+	        0) {
 		snprintf(t, sizeof(t), "%s", v);
-		if (kz_json_str(res, "endpoint", sizeof(ep) - 1, &v, NULL,
-		    0) == 0)
+		if (kz_json_str(res, "endpoint", sizeof(ep) - 1, &v, NULL, 0) ==
+		    0)
 			snprintf(ep, sizeof(ep), "%s", v);
 		if ((v = release_rid(req, res)) != NULL)
 			snprintf(rid, sizeof(rid), "%s", v);
@@ -280,8 +289,7 @@ release_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 }
 
 static int
-lease_args(struct kz_req *req, const char **lid, const char **tok,
-    char *op)
+lease_args(struct kz_req *req, const char **lid, const char **tok, char *op)
 {
 	const cJSON *j = kz_req_json(req);
 	const char *rid = NULL;
@@ -289,10 +297,13 @@ lease_args(struct kz_req *req, const char **lid, const char **tok,
 	if (kz_json_str(j, "lease_id", KZ_OPID_HEX, lid, NULL, 0) != 0 ||
 	    kz_json_str(j, "token", KZ_POOL_TOKEN_MAX, tok, NULL, 0) != 0 ||
 	    opid_of(req, op) != 0 ||
-	    kz_json_str_opt(j, "run_id", KZ_RUN_ID_MAX, NULL, &rid, NULL,
-	    0) != 0 || (rid != NULL && (*rid == '\0' ||
-	    strspn(rid, "0123456789abcdef") != strlen(rid)))) {
-		kz_req_err(req, KZ_WE_BAD_REQUEST, "needs lease_id and token "
+	    kz_json_str_opt(j, "run_id", KZ_RUN_ID_MAX, NULL, &rid, NULL, 0) !=
+	        0 ||
+	    (rid != NULL &&
+	        (*rid == '\0' ||
+	            strspn(rid, "0123456789abcdef") != strlen(rid)))) {
+		kz_req_err(req, KZ_WE_BAD_REQUEST,
+		    "needs lease_id and token "
 		    "(run_id, if given, is lowercase hex)");
 		return -1;
 	}
@@ -324,7 +335,7 @@ op_renew(struct kz_req *req, void *arg)
 	if (lease_args(req, &av[1], &av[2], op) != 0)
 		return;
 	if (kz_json_int_opt(kz_req_json(req), "ttl_ms", 100, d->c->ttl_ms,
-	    d->c->ttl_ms, &t, NULL, 0) != 0) {
+	        d->c->ttl_ms, &t, NULL, 0) != 0) {
 		kz_req_err(req, KZ_WE_BAD_REQUEST, "bad ttl_ms");
 		return;
 	}
@@ -341,23 +352,24 @@ add_counters(const struct lease_daemon *d, cJSON *o)
 {
 	cJSON *x;
 
-	if (!cJSON_AddNumberToObject(o, "leases_granted", (double)d->n.granted) ||
+	if (!cJSON_AddNumberToObject(o, "leases_granted",
+	        (double)d->n.granted) ||
 	    !cJSON_AddNumberToObject(o, "leases_refused",
-	    (double)d->n.refused) ||
+	        (double)d->n.refused) ||
 	    !cJSON_AddNumberToObject(o, "releases", (double)d->n.released) ||
 	    !cJSON_AddNumberToObject(o, "resets_warm",
-	    (double)d->n.reset_warm) ||
+	        (double)d->n.reset_warm) ||
 	    !cJSON_AddNumberToObject(o, "resets_retired",
-	    (double)d->n.reset_retired) ||
+	        (double)d->n.reset_retired) ||
 	    !cJSON_AddNumberToObject(o, "resets_stale",
-	    (double)d->n.reset_stale) ||
+	        (double)d->n.reset_stale) ||
 	    !cJSON_AddNumberToObject(o, "resets_failed",
-	    (double)d->n.reset_failed) ||
+	        (double)d->n.reset_failed) ||
 	    (x = cJSON_AddObjectToObject(o, "retired_by_reason")) == NULL)
 		return KZ_ENOMEM;
 	for (int i = 0; i < LR_N; i++)
 		if (!cJSON_AddNumberToObject(x, retire_name[i],
-		    (double)d->n.retired[i]))
+		        (double)d->n.retired[i]))
 			return KZ_ENOMEM;
 	return 0;
 }
@@ -379,12 +391,11 @@ status_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	cJSON_AddBoolToObject(o, "store", err == 0);
 	cJSON_AddBoolToObject(o, "inventory", d->inv_ok);
 	cJSON_AddBoolToObject(o, "admission", d->open);
-	cJSON_AddStringToObject(o, "admission_reason", d->open ? "" :
-	    d->closed_why);
+	cJSON_AddStringToObject(o, "admission_reason",
+	    d->open ? "" : d->closed_why);
 	cJSON_AddBoolToObject(o, "draining", d->draining);
 	cJSON_AddStringToObject(o, "last_worker_failure", d->last_fail);
-	cJSON_AddNumberToObject(o, "resets_running",
-	    (double)resets_running(d));
+	cJSON_AddNumberToObject(o, "resets_running", (double)resets_running(d));
 	cJSON_AddNumberToObject(o, "creates_running", (double)d->creates);
 	cJSON_AddNumberToObject(o, "deletes_running",
 	    (double)chores_running(d));
@@ -428,26 +439,26 @@ op_drain(struct kz_req *req, void *arg)
 		return;
 	}
 	d->draining = on;
-	kz_log(KZ_LOG_INFO, "lease.drain", 0, on ? "draining" :
-	    "drain lifted", NULL);
+	kz_log(KZ_LOG_INFO, "lease.drain", 0, on ? "draining" : "drain lifted",
+	    NULL);
 	kz_req_ok(req, NULL);
 }
 
 static const char *const f_lease[] = {"actor", "conversation", "capability",
-	"ttl_ms", "op_id", "run_id", NULL};
-static const char *const f_release[] = {"lease_id", "token", "op_id",
-	"run_id", NULL};
+    "ttl_ms", "op_id", "run_id", NULL};
+static const char *const f_release[] = {"lease_id", "token", "op_id", "run_id",
+    NULL};
 static const char *const f_renew[] = {"lease_id", "token", "ttl_ms", "op_id",
-	NULL};
+    NULL};
 static const char *const f_none[] = {NULL};
 static const char *const f_drain[] = {"on", NULL};
 
 const struct kz_op lease_ops[] = {
-	{"lease", op_lease, f_lease, KZ_OP_ADMIT},
-	{"release", op_release, f_release, 0},
-	{"renew", op_renew, f_renew, 0},
-	{"status", op_status, f_none, 0},
-	{"reconcile", op_reconcile, f_none, KZ_OP_OPERATOR},
-	{"drain", op_drain, f_drain, KZ_OP_OPERATOR},
-	{NULL, NULL, NULL, 0},
+    {"lease", op_lease, f_lease, KZ_OP_ADMIT},
+    {"release", op_release, f_release, 0},
+    {"renew", op_renew, f_renew, 0},
+    {"status", op_status, f_none, 0},
+    {"reconcile", op_reconcile, f_none, KZ_OP_OPERATOR},
+    {"drain", op_drain, f_drain, KZ_OP_OPERATOR},
+    {NULL, NULL, NULL, 0},
 };

@@ -4,8 +4,9 @@
  * a worker is warm, or every place in the pool already holds a made
  * worker (a restarted kz-lease may find them all leased).  Until then, and
  * until the first fill has made every worker, STATUS= says how far the
- * pool is ("1/4 workers warm"), then "serving: 4/4 workers warm".  The pool is read with the status script, one call a tick at
- * most, and no more once the first fill is done.
+ * pool is ("1/4 workers warm"), then "serving: 4/4 workers warm".  The pool is
+ * read with the status script, one call a tick at most, and no more once the
+ * first fill is done.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,15 +42,16 @@ pool_read(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	(void)why;
 	(void)arg;
 	R.polling = false;
-	if (err != 0 || kz_json_int(res, "warm", 0, 1 << 30, &warm, NULL,
-	    0) != 0 || kz_json_int(res, "total", 0, 1 << 30, &total, NULL,
-	    0) != 0 || kz_json_int(res, "creating", 0, 1 << 30, &creating,
-	    NULL, 0) != 0 || !d->open)
+	if (err != 0 ||
+	    kz_json_int(res, "warm", 0, 1 << 30, &warm, NULL, 0) != 0 ||
+	    kz_json_int(res, "total", 0, 1 << 30, &total, NULL, 0) != 0 ||
+	    kz_json_int(res, "creating", 0, 1 << 30, &creating, NULL, 0) != 0 ||
+	    !d->open)
 		return;
 	/* Every place in the pool holds a made worker, whatever its state. */
 	R.filled = total - creating >= cap;
-	snprintf(s, sizeof(s), "%s%lld/%lld workers warm", R.filled ?
-	    "serving: " : "", (long long)warm, (long long)cap);
+	snprintf(s, sizeof(s), "%s%lld/%lld workers warm",
+	    R.filled ? "serving: " : "", (long long)warm, (long long)cap);
 	if (!R.ready && (warm >= 1 || R.filled)) {
 		R.ready = true;
 		snprintf(R.last, sizeof(R.last), "%s", s);
@@ -78,8 +80,8 @@ ready_tick(struct lease_daemon *d)
 	if (R.filled || R.polling || !kz_notify_enabled())
 		return;
 	if (!d->open) {
-		snprintf(s, sizeof(s), "%sadmission closed: %s", R.ready ?
-		    "" : "starting: ", d->closed_why);
+		snprintf(s, sizeof(s), "%sadmission closed: %s",
+		    R.ready ? "" : "starting: ", d->closed_why);
 		say(s);
 		return;
 	}

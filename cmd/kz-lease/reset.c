@@ -31,14 +31,14 @@
 enum rphase { RP_EVIDENCE, RP_DECIDE, RP_AUDIT, RP_DONE };
 
 struct rjob {
-	struct workq_item q;	/* first: the workq's */
+	struct workq_item q; /* first: the workq's */
 	enum rphase phase;
 	char worker[KZ_POOL_ID_MAX + 1];
 	char token[KZ_POOL_TOKEN_MAX + 1];
 	char endpoint[108];
 	char rid[KZ_RUN_ID_MAX + 1];
 	int64_t t0;
-	struct kz_reset rs;	/* the evidence and the decision */
+	struct kz_reset rs; /* the evidence and the decision */
 };
 
 struct resets {
@@ -79,8 +79,9 @@ do_audit(const struct resets *r, struct rjob *j)
 
 	a = kz_evidence_record(j->rs.out, j->worker, j->token, j->rid,
 	    kz_now_ms() - j->t0);
-	if (a == NULL || (e = kz_audit_send(r->audit_sock, j->rs.kind, a,
-	    KZ_AUDIT_TIMEOUT_MS, why, sizeof(why))) != 0)
+	if (a == NULL ||
+	    (e = kz_audit_send(r->audit_sock, j->rs.kind, a,
+	         KZ_AUDIT_TIMEOUT_MS, why, sizeof(why))) != 0)
 		kz_log(KZ_LOG_WARN, "audit.fail", a == NULL ? KZ_ENOMEM : e,
 		    a == NULL ? "out of memory" : why, "kind", j->rs.kind,
 		    "worker", j->worker, NULL);
@@ -136,8 +137,7 @@ retired(struct lease_daemon *d, const cJSON *res, const char *worker)
 }
 
 static void
-decided(struct lease_daemon *d, int err, cJSON *res, const char *why,
-    void *arg)
+decided(struct lease_daemon *d, int err, cJSON *res, const char *why, void *arg)
 {
 	struct rjob *j = arg;
 	struct resets *r = d->resets;
@@ -153,8 +153,8 @@ decided(struct lease_daemon *d, int err, cJSON *res, const char *why,
 		/* Outcome unknown: the worker stays resetting until
 		 * reconcile retires it (LEASE_RESET_GRACE_MS); it is never
 		 * leased from that state. */
-		kz_log(KZ_LOG_WARN, "reset.fail", err, why, "worker",
-		    j->worker, NULL);
+		kz_log(KZ_LOG_WARN, "reset.fail", err, why, "worker", j->worker,
+		    NULL);
 		d->n.reset_failed++;
 		finish(r, j);
 		return;
@@ -166,8 +166,8 @@ decided(struct lease_daemon *d, int err, cJSON *res, const char *why,
 		    "worker", j->worker, NULL);
 	} else if (strcmp(result, "warm") == 0) {
 		d->n.reset_warm++;
-		kz_log(KZ_LOG_INFO, "reset.warm", 0, "published warm",
-		    "worker", j->worker, NULL);
+		kz_log(KZ_LOG_INFO, "reset.warm", 0, "published warm", "worker",
+		    j->worker, NULL);
 	} else {
 		d->n.reset_retired++;
 		lease_count_retire(d, LR_EVIDENCE, 1);
@@ -217,8 +217,10 @@ job_done(void *ctx, struct workq_item *it)
 int
 resets_new(struct lease_daemon *d, int nthreads)
 {
-	struct workq_conf wc = {.nthreads = nthreads, .run = run_job,
-	    .done = job_done, .drop = drop_job};
+	struct workq_conf wc = {.nthreads = nthreads,
+	    .run = run_job,
+	    .done = job_done,
+	    .drop = drop_job};
 	struct resets *r;
 	int e;
 
@@ -228,8 +230,7 @@ resets_new(struct lease_daemon *d, int nthreads)
 	r->d = d;
 	snprintf(r->workers_dir, sizeof(r->workers_dir), "%s",
 	    d->c->workers_dir);
-	snprintf(r->audit_sock, sizeof(r->audit_sock), "%s",
-	    d->c->audit_sock);
+	snprintf(r->audit_sock, sizeof(r->audit_sock), "%s", d->c->audit_sock);
 	r->io_timeout_ms = (int)d->c->reset_io_timeout_ms;
 	wc.ctx = r;
 	if ((e = workq_new(d->base, &wc, &r->q)) != 0) {

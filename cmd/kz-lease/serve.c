@@ -47,7 +47,8 @@ init_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	d->store_ok = true;
 	kz_log(KZ_LOG_INFO, "store.epoch", 0,
 	    cJSON_IsTrue(kz_json_get(res, "changed")) ? "new store epoch" :
-	    "store epoch unchanged", "epoch", d->epoch, NULL);
+	                                                "store epoch unchanged",
+	    "epoch", d->epoch, NULL);
 	d->next_reconcile = 0;
 	admission_update(d);
 }
@@ -63,8 +64,8 @@ info_done(int err, redisReply *r, const char *why, void *arg)
 
 	if (err != 0 || r->type != REDIS_REPLY_STRING ||
 	    (p = strstr(r->str, "run_id:")) == NULL) {
-		kz_log(KZ_LOG_WARN, "store.init", err, why ? why :
-		    "no run id", NULL);
+		kz_log(KZ_LOG_WARN, "store.init", err, why ? why : "no run id",
+		    NULL);
 		return;
 	}
 	p += 7;
@@ -182,8 +183,7 @@ make_snap_dir(const struct lease_conf *c)
 	} else if (errno == EEXIST)
 		return;
 	kz_log(KZ_LOG_WARN, "serve.snapshots", KZ_ESYS,
-		    "no snapshot directory: workspaces will not be saved",
-		    NULL);
+	    "no snapshot directory: workspaces will not be saved", NULL);
 }
 
 enum kz_exit
@@ -201,7 +201,7 @@ lease_serve(struct lease_conf *c)
 	LIST_INIT(&d.jobs);
 	signal(SIGPIPE, SIG_IGN);
 	if ((e = kz_key_load_subkey(c->key_file, KZ_SUBKEY_IDHASH, &d.idkey,
-	    why, sizeof(why))) != 0) {
+	         why, sizeof(why))) != 0) {
 		kz_log(KZ_LOG_ERROR, "serve.key", e, why, NULL);
 		return KZ_EXIT_UNAVAIL;
 	}
@@ -248,7 +248,8 @@ lease_serve(struct lease_conf *c)
 	 * not up yet does not keep the pool from starting (kz-audit may start
 	 * later); the operator is told where it was looked for. */
 	if (c->audit_sock[0] == '\0') {
-		fprintf(stderr, "kz-lease: audit is off (KZ_AUDIT = off): no "
+		fprintf(stderr,
+		    "kz-lease: audit is off (KZ_AUDIT = off): no "
 		    "reset or retirement is recorded\n");
 		kz_log(KZ_LOG_WARN, "audit.off", 0, "audit is off", NULL);
 	} else {
@@ -258,8 +259,8 @@ lease_serve(struct lease_conf *c)
 			    why, "socket", c->audit_sock, NULL);
 	}
 	kz_log(KZ_LOG_INFO, "serve.start", 0, "serving", "socket", c->sock,
-	    "worker_bin", c->worker_bin, "audit", c->audit_sock[0] ?
-	    c->audit_sock : "off", NULL);
+	    "worker_bin", c->worker_bin, "audit",
+	    c->audit_sock[0] ? c->audit_sock : "off", NULL);
 	event_base_dispatch(d.base);
 	(void)kz_notify_stopping();
 	rc = KZ_EXIT_OK;

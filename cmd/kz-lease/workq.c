@@ -20,9 +20,9 @@ struct workq {
 	struct workq_conf c;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct workq_list todo, done;	/* under mu */
-	bool stop;			/* under mu */
-	int live;			/* threads still running, under mu */
+	struct workq_list todo, done; /* under mu */
+	bool stop; /* under mu */
+	int live; /* threads still running, under mu */
 	pthread_t thr[WORKQ_THREADS_MAX];
 	int nthr;
 	int efd;
@@ -97,7 +97,8 @@ workq_new(struct event_base *base, const struct workq_conf *c,
 	pthread_cond_init(&q->cv, NULL);
 	if ((q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    (q->ev = event_new(base, q->efd, EV_READ | EV_PERSIST, done_cb,
-	    q)) == NULL || event_add(q->ev, NULL) != 0)
+	         q)) == NULL ||
+	    event_add(q->ev, NULL) != 0)
 		goto fail;
 	for (i = 0; i < c->nthreads; i++) {
 		if (pthread_create(&q->thr[i], NULL, thread_main, q) != 0)

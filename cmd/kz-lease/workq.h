@@ -21,7 +21,7 @@ struct workq_item {
 };
 
 struct workq_conf {
-	int nthreads;		/* 1 to WORKQ_THREADS_MAX */
+	int nthreads; /* 1 to WORKQ_THREADS_MAX */
 	/* On a thread: the blocking part.  It may touch only its item and
 	 * what ctx holds that never changes. */
 	void (*run)(void *ctx, struct workq_item *it);

@@ -15,114 +15,114 @@
 #include "banned.h"
 
 const char *const mx_daemons[] = {"kz-audit", "kz-lease", "kz-project",
-	"kz-egress", NULL};
+    "kz-egress", NULL};
 
 struct col {
-	const char *daemon;	/* NULL: every daemon, labelled daemon=... */
-	const char *key;	/* a top-level field of the reply */
+	const char *daemon; /* NULL: every daemon, labelled daemon=... */
+	const char *key; /* a top-level field of the reply */
 	const char *metric;
 	enum mx_type type;
-	const char *label;	/* NULL, or the label's name */
-	const char *lval;	/* its fixed value; NULL: from the JSON */
+	const char *label; /* NULL, or the label's name */
+	const char *lval; /* its fixed value; NULL: from the JSON */
 	const char *help;
 };
 
 #define C MX_COUNTER
 #define G MX_GAUGE
 static const struct col cols[] = {
-	{NULL, "open_conns", "kz_open_connections", G, NULL, NULL,
-	    "Client connections open on the daemon's socket."},
-	{NULL, "bad_frames", "kz_bad_frames_total", C, NULL, NULL,
-	    "Frames refused as malformed or too large."},
-	{NULL, "peer_refused", "kz_peer_refused_total", C, NULL, NULL,
-	    "Connections refused by the SO_PEERCRED check."},
+    {NULL, "open_conns", "kz_open_connections", G, NULL, NULL,
+        "Client connections open on the daemon's socket."},
+    {NULL, "bad_frames", "kz_bad_frames_total", C, NULL, NULL,
+        "Frames refused as malformed or too large."},
+    {NULL, "peer_refused", "kz_peer_refused_total", C, NULL, NULL,
+        "Connections refused by the SO_PEERCRED check."},
 
-	{"kz-audit", "acked", "kz_audit_appends_total", C, NULL, NULL,
-	    "Records appended and on disk (acknowledged)."},
-	{"kz-audit", "append_errors", "kz_audit_append_errors_total", C, NULL,
-	    NULL, "Appends that failed to reach the disk."},
-	{"kz-audit", "refused_by_reason", "kz_audit_refusals_total", C,
-	    "reason", NULL, "Appends refused by the schema, by reason."},
-	{"kz-audit", "last_seq", "kz_audit_last_seq", G, NULL, NULL,
-	    "Sequence number of the last record in the log."},
-	{"kz-audit", "batches", "kz_audit_batches_total", C, NULL, NULL,
-	    "Group-commit batches written."},
-	{"kz-audit", "fsyncs", "kz_audit_fsyncs_total", C, NULL, NULL,
-	    "fdatasync calls on the log."},
-	{"kz-audit", "rotations", "kz_audit_rotations_total", C, NULL, NULL,
-	    "Log file rotations."},
-	{"kz-audit", "writable", "kz_audit_writable", G, NULL, NULL,
-	    "1 when the log can be written, 0 after a write failure."},
+    {"kz-audit", "acked", "kz_audit_appends_total", C, NULL, NULL,
+        "Records appended and on disk (acknowledged)."},
+    {"kz-audit", "append_errors", "kz_audit_append_errors_total", C, NULL, NULL,
+        "Appends that failed to reach the disk."},
+    {"kz-audit", "refused_by_reason", "kz_audit_refusals_total", C, "reason",
+        NULL, "Appends refused by the schema, by reason."},
+    {"kz-audit", "last_seq", "kz_audit_last_seq", G, NULL, NULL,
+        "Sequence number of the last record in the log."},
+    {"kz-audit", "batches", "kz_audit_batches_total", C, NULL, NULL,
+        "Group-commit batches written."},
+    {"kz-audit", "fsyncs", "kz_audit_fsyncs_total", C, NULL, NULL,
+        "fdatasync calls on the log."},
+    {"kz-audit", "rotations", "kz_audit_rotations_total", C, NULL, NULL,
+        "Log file rotations."},
+    {"kz-audit", "writable", "kz_audit_writable", G, NULL, NULL,
+        "1 when the log can be written, 0 after a write failure."},
 
-	{"kz-lease", "store", "kz_lease_store_up", G, NULL, NULL,
-	    "1 when the store answered the status script."},
-	{"kz-lease", "inventory", "kz_lease_inventory_ok", G, NULL, NULL,
-	    "1 when the controller's inventory is known."},
-	{"kz-lease", "admission", "kz_lease_admission_open", G, NULL, NULL,
-	    "1 when admission is open."},
-	{"kz-lease", "draining", "kz_lease_draining", G, NULL, NULL,
-	    "1 while the pool drains."},
-	{"kz-lease", "capacity", "kz_lease_capacity", G, NULL, NULL,
-	    "Workers the pool keeps."},
-	{"kz-lease", "members", "kz_lease_members", G, NULL, NULL,
-	    "Members holding leases."},
-	{"kz-lease", "creating", "kz_lease_workers", G, "state", "creating",
-	    "Workers by pool state."},
-	{"kz-lease", "warm", "kz_lease_workers", G, "state", "warm",
-	    "Workers by pool state."},
-	{"kz-lease", "leased", "kz_lease_workers", G, "state", "leased",
-	    "Workers by pool state."},
-	{"kz-lease", "resetting", "kz_lease_workers", G, "state", "resetting",
-	    "Workers by pool state."},
-	{"kz-lease", "retiring", "kz_lease_workers", G, "state", "retiring",
-	    "Workers by pool state."},
-	{"kz-lease", "deleting", "kz_lease_workers", G, "state", "deleting",
-	    "Workers by pool state."},
-	{"kz-lease", "resets_running", "kz_lease_resets_running", G, NULL,
-	    NULL, "Resets in progress."},
-	{"kz-lease", "creates_running", "kz_lease_creates_running", G, NULL,
-	    NULL, "Worker creations in progress."},
-	{"kz-lease", "deletes_running", "kz_lease_deletes_running", G, NULL,
-	    NULL, "Worker deletions queued or in progress."},
-	{"kz-lease", "leases_granted", "kz_lease_leases_granted_total", C,
-	    NULL, NULL, "Leases granted by this process."},
-	{"kz-lease", "leases_refused", "kz_lease_leases_refused_total", C,
-	    NULL, NULL, "Lease requests refused by this process."},
-	{"kz-lease", "releases", "kz_lease_releases_total", C, NULL, NULL,
-	    "Releases that sent a worker to reset."},
-	{"kz-lease", "resets_warm", "kz_lease_resets_total", C, "outcome",
-	    "warm", "Resets decided, by outcome."},
-	{"kz-lease", "resets_retired", "kz_lease_resets_total", C, "outcome",
-	    "retired", "Resets decided, by outcome."},
-	{"kz-lease", "resets_stale", "kz_lease_resets_total", C, "outcome",
-	    "stale", "Resets decided, by outcome."},
-	{"kz-lease", "resets_failed", "kz_lease_resets_total", C, "outcome",
-	    "failed", "Resets decided, by outcome."},
-	{"kz-lease", "retired_by_reason", "kz_lease_retirements_total", C,
-	    "reason", NULL, "Workers retired, by reason."},
+    {"kz-lease", "store", "kz_lease_store_up", G, NULL, NULL,
+        "1 when the store answered the status script."},
+    {"kz-lease", "inventory", "kz_lease_inventory_ok", G, NULL, NULL,
+        "1 when the controller's inventory is known."},
+    {"kz-lease", "admission", "kz_lease_admission_open", G, NULL, NULL,
+        "1 when admission is open."},
+    {"kz-lease", "draining", "kz_lease_draining", G, NULL, NULL,
+        "1 while the pool drains."},
+    {"kz-lease", "capacity", "kz_lease_capacity", G, NULL, NULL,
+        "Workers the pool keeps."},
+    {"kz-lease", "members", "kz_lease_members", G, NULL, NULL,
+        "Members holding leases."},
+    {"kz-lease", "creating", "kz_lease_workers", G, "state", "creating",
+        "Workers by pool state."},
+    {"kz-lease", "warm", "kz_lease_workers", G, "state", "warm",
+        "Workers by pool state."},
+    {"kz-lease", "leased", "kz_lease_workers", G, "state", "leased",
+        "Workers by pool state."},
+    {"kz-lease", "resetting", "kz_lease_workers", G, "state", "resetting",
+        "Workers by pool state."},
+    {"kz-lease", "retiring", "kz_lease_workers", G, "state", "retiring",
+        "Workers by pool state."},
+    {"kz-lease", "deleting", "kz_lease_workers", G, "state", "deleting",
+        "Workers by pool state."},
+    {"kz-lease", "resets_running", "kz_lease_resets_running", G, NULL, NULL,
+        "Resets in progress."},
+    {"kz-lease", "creates_running", "kz_lease_creates_running", G, NULL, NULL,
+        "Worker creations in progress."},
+    {"kz-lease", "deletes_running", "kz_lease_deletes_running", G, NULL, NULL,
+        "Worker deletions queued or in progress."},
+    {"kz-lease", "leases_granted", "kz_lease_leases_granted_total", C, NULL,
+        NULL, "Leases granted by this process."},
+    {"kz-lease", "leases_refused", "kz_lease_leases_refused_total", C, NULL,
+        NULL, "Lease requests refused by this process."},
+    {"kz-lease", "releases", "kz_lease_releases_total", C, NULL, NULL,
+        "Releases that sent a worker to reset."},
+    {"kz-lease", "resets_warm", "kz_lease_resets_total", C, "outcome", "warm",
+        "Resets decided, by outcome."},
+    {"kz-lease", "resets_retired", "kz_lease_resets_total", C, "outcome",
+        "retired", "Resets decided, by outcome."},
+    {"kz-lease", "resets_stale", "kz_lease_resets_total", C, "outcome", "stale",
+        "Resets decided, by outcome."},
+    {"kz-lease", "resets_failed", "kz_lease_resets_total", C, "outcome",
+        "failed", "Resets decided, by outcome."},
+    {"kz-lease", "retired_by_reason", "kz_lease_retirements_total", C, "reason",
+        NULL, "Workers retired, by reason."},
 
-	{"kz-project", "store", "kz_project_store_connected", G, NULL, NULL,
-	    "1 when the daemon holds a store connection."},
-	{"kz-project", "answered_ok", "kz_project_requests_ok_total", C, NULL,
-	    NULL, "Requests answered ok."},
-	{"kz-project", "refused_by_code", "kz_project_refusals_total", C,
-	    "code", NULL, "Requests refused, by error code."},
+    {"kz-project", "store", "kz_project_store_connected", G, NULL, NULL,
+        "1 when the daemon holds a store connection."},
+    {"kz-project", "answered_ok", "kz_project_requests_ok_total", C, NULL, NULL,
+        "Requests answered ok."},
+    {"kz-project", "refused_by_code", "kz_project_refusals_total", C, "code",
+        NULL, "Requests refused, by error code."},
 
-	{"kz-egress", "mode", "kz_egress_mode", G, "mode", NULL,
-	    "1, labelled with the egress mode in force."},
-	{"kz-egress", "allowed", "kz_egress_allowed_total", C, NULL, NULL,
-	    "Requests that passed every check and went upstream."},
-	{"kz-egress", "refused_by_reason", "kz_egress_refused_total", C,
-	    "reason", NULL, "Requests refused, by reason."},
-	{"kz-egress", "bad_requests", "kz_egress_bad_requests_total", C, NULL,
-	    NULL, "Malformed requests answered 400."},
+    {"kz-egress", "mode", "kz_egress_mode", G, "mode", NULL,
+        "1, labelled with the egress mode in force."},
+    {"kz-egress", "allowed", "kz_egress_allowed_total", C, NULL, NULL,
+        "Requests that passed every check and went upstream."},
+    {"kz-egress", "refused_by_reason", "kz_egress_refused_total", C, "reason",
+        NULL, "Requests refused, by reason."},
+    {"kz-egress", "bad_requests", "kz_egress_bad_requests_total", C, NULL, NULL,
+        "Malformed requests answered 400."},
 };
 #undef C
 #undef G
 
 static int
-sample(struct mx *m, const struct col *c, const char *daemon,
-    const char *lval, const cJSON *v)
+sample(struct mx *m, const struct col *c, const char *daemon, const char *lval,
+    const cJSON *v)
 {
 	const char *lb[5] = {NULL};
 	size_t n = 0;
@@ -163,9 +163,8 @@ one(struct mx *m, const struct col *c, const char *daemon, const cJSON *st)
 		return sample(m, c, daemon, v->valuestring, &one_true);
 	if (!cJSON_IsObject(v))
 		return 0;
-	cJSON_ArrayForEach(x, v)
-		if ((r = sample(m, c, daemon, x->string, x)) != 0)
-			return r;
+	cJSON_ArrayForEach(x,
+	    v) if ((r = sample(m, c, daemon, x->string, x)) != 0) return r;
 	return 0;
 }
 
@@ -175,13 +174,15 @@ mx_collect(struct mx *m, const char *daemon, const cJSON *st)
 	const char *up[] = {"daemon", daemon, NULL};
 	int r;
 
-	if ((r = mx_add(m, "kz_up", MX_GAUGE, "1 when the daemon answered "
-	    "status, 0 when it could not be reached or refused.", up,
-	    st != NULL ? 1 : 0)) != 0 || st == NULL)
+	if ((r = mx_add(m, "kz_up", MX_GAUGE,
+	         "1 when the daemon answered "
+	         "status, 0 when it could not be reached or refused.",
+	         up, st != NULL ? 1 : 0)) != 0 ||
+	    st == NULL)
 		return r;
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 		if ((cols[i].daemon == NULL ||
-		    strcmp(cols[i].daemon, daemon) == 0) &&
+		        strcmp(cols[i].daemon, daemon) == 0) &&
 		    (r = one(m, &cols[i], daemon, st)) != 0)
 			return r;
 	return 0;

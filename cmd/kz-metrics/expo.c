@@ -16,14 +16,14 @@ struct fam {
 	char name[MX_NAME_MAX + 1];
 	char *help;
 	enum mx_type type;
-	char *buf;		/* the samples' lines */
+	char *buf; /* the samples' lines */
 	size_t len, cap;
 };
 
 struct mx {
 	struct fam f[MX_FAMILIES_MAX];
 	size_t n;
-	size_t bytes;		/* all samples, for MX_BYTES_MAX */
+	size_t bytes; /* all samples, for MX_BYTES_MAX */
 };
 
 int
@@ -115,10 +115,12 @@ family(struct mx *m, const char *name, enum mx_type type, const char *help)
 	for (size_t i = 0; i < m->n; i++)
 		if (strcmp(m->f[i].name, name) == 0)
 			return m->f[i].type == type &&
-			    strcmp(m->f[i].help, help) == 0 ? &m->f[i] : NULL;
+			        strcmp(m->f[i].help, help) == 0 ?
+			    &m->f[i] :
+			    NULL;
 	if (!mx_name_ok(name) || m->n == MX_FAMILIES_MAX ||
-	    (type == MX_COUNTER && (l < 7 ||
-	    strcmp(name + l - 6, "_total") != 0)))
+	    (type == MX_COUNTER &&
+	        (l < 7 || strcmp(name + l - 6, "_total") != 0)))
 		return NULL;
 	if ((m->f[m->n].help = strdup(help)) == NULL)
 		return NULL;
@@ -178,10 +180,10 @@ mx_add(struct mx *m, const char *name, enum mx_type type, const char *help,
 	if ((r = put(m, f, "%s", name)) != 0)
 		return r;
 	for (size_t i = 0; labels != NULL && labels[i] != NULL; i += 2) {
-		if ((r = mx_escape(labels[i + 1], false, esc,
-		    sizeof(esc))) != 0 ||
-		    (r = put(m, f, "%s%s=\"%s\"", i == 0 ? "{" : ",",
-		    labels[i], esc)) != 0)
+		if ((r = mx_escape(labels[i + 1], false, esc, sizeof(esc))) !=
+		        0 ||
+		    (r = put(m, f, "%s%s=\"%s\"", i == 0 ? "{" : ",", labels[i],
+		         esc)) != 0)
 			return r;
 	}
 	if (labels != NULL && labels[0] != NULL && (r = put(m, f, "}")) != 0)
@@ -199,8 +201,7 @@ mx_text(const struct mx *m, char **out, size_t *len)
 	char *buf, esc[1024];
 
 	for (size_t i = 0; i < m->n; i++)
-		cap += 2 * strlen(m->f[i].name) + 2 * strlen(m->f[i].help) +
-		    32;
+		cap += 2 * strlen(m->f[i].name) + 2 * strlen(m->f[i].help) + 32;
 	if ((buf = malloc(cap)) == NULL)
 		return KZ_ENOMEM;
 	for (size_t i = 0; i < m->n; i++) {

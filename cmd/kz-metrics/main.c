@@ -25,7 +25,8 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: kz-metrics [--run-dir DIR] [--socket DAEMON=PATH]... "
+	fprintf(f,
+	    "usage: kz-metrics [--run-dir DIR] [--socket DAEMON=PATH]... "
 	    "[-t SECONDS]\n"
 	    "                  [-o FILE]\n"
 	    "       kz-metrics --help | --version\n"
@@ -44,13 +45,13 @@ usage(FILE *f)
 
 /* The environment variable that names a daemon's socket. */
 static const char *const sock_env[NDAEMONS] = {"KZ_AUDIT_SOCKET",
-	"KZ_LEASE_SOCKET", "KZ_PROJECT_SOCKET", "KZ_EGRESS_STATUS_SOCKET"};
+    "KZ_LEASE_SOCKET", "KZ_PROJECT_SOCKET", "KZ_EGRESS_STATUS_SOCKET"};
 /* Each found by the one rule of kaizen.conf(5), DEFAULTS: in the daemon's
  * own directory of the run dir when it has one. */
 static const char *const sock_dir[NDAEMONS] = {"kz-audit", "kz-lease",
-	"kz-project", "kz-egress"};
+    "kz-project", "kz-egress"};
 static const char *const sock_file[NDAEMONS] = {"kz-audit.sock",
-	"kz-lease.sock", "kz-project.sock", "kz-egress-status.sock"};
+    "kz-lease.sock", "kz-project.sock", "kz-egress-status.sock"};
 
 struct opts {
 	const char *run, *out, *sock[NDAEMONS];
@@ -69,7 +70,8 @@ set_sock(struct opts *o, const char *arg)
 			o->sock[i] = eq + 1;
 			return 0;
 		}
-	fprintf(stderr, "kz-metrics: --socket wants DAEMON=PATH, DAEMON "
+	fprintf(stderr,
+	    "kz-metrics: --socket wants DAEMON=PATH, DAEMON "
 	    "one of kz-audit, kz-lease, kz-project, kz-egress\n");
 	return KZ_EXIT_USAGE;
 }
@@ -78,13 +80,13 @@ static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"run-dir", required_argument, NULL, 'r'},
-		{"socket", required_argument, NULL, 's'},
-		{"timeout", required_argument, NULL, 't'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"run-dir", required_argument, NULL, 'r'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -164,11 +166,14 @@ emit(const char *out, const char *text, size_t len)
 
 	if (out == NULL)
 		return fwrite(text, 1, len, stdout) == len &&
-		    fflush(stdout) == 0 ? 0 : -1;
+		        fflush(stdout) == 0 ?
+		    0 :
+		    -1;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= sizeof(tmp))
 		return -1;
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-	    O_NOFOLLOW, 0644)) < 0)
+	if ((fd = open(tmp,
+	         O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)) <
+	    0)
 		return -1;
 	if (kz_write_full(fd, text, len, -1) != 0 || fsync(fd) != 0) {
 		close(fd);

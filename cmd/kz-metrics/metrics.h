@@ -45,10 +45,10 @@ KZ_WUR int mx_text(const struct mx *m, char **out, size_t *len);
 
 /* collect.c: one daemon's status reply as metrics. */
 struct mx_daemon {
-	const char *name;	/* kz-audit, kz-lease, kz-project, kz-egress */
+	const char *name; /* kz-audit, kz-lease, kz-project, kz-egress */
 	char sock[108];
 };
-extern const char *const mx_daemons[];	/* NULL-terminated */
+extern const char *const mx_daemons[]; /* NULL-terminated */
 /* kz_up and the daemon's metrics from its status reply (NULL: down). */
 KZ_WUR int mx_collect(struct mx *m, const char *daemon, const cJSON *st);
 

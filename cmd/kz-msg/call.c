@@ -27,8 +27,7 @@ show(const unsigned char *b, size_t n, char *out, size_t cap)
 	size_t o = 0;
 
 	for (size_t i = 0; i < n && i < SHOW_MAX && o + 5 < cap; i++) {
-		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\'' &&
-		    b[i] != '\\')
+		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\'' && b[i] != '\\')
 			out[o++] = (char)b[i];
 		else
 			o += (size_t)snprintf(out + o, cap - o, "\\x%02x",
@@ -62,8 +61,7 @@ msg_sniff(const unsigned char *b, size_t n, size_t max, int eof, char *why,
 /* Waits for the reply's first bytes and judges them without taking
  * them off the socket. */
 static int
-peek_head(int fd, size_t max, int first_ms, int64_t dl, char *why,
-    size_t wlen)
+peek_head(int fd, size_t max, int first_ms, int64_t dl, char *why, size_t wlen)
 {
 	unsigned char b[SHOW_MAX + 1];
 	int64_t first_dl = kz_now_ms() + first_ms, until;
@@ -79,7 +77,8 @@ peek_head(int fd, size_t max, int first_ms, int64_t dl, char *why,
 
 		if (left <= 0 || poll(&p, 1, (int)left) == 0) {
 			if (until == first_dl && first_dl < dl)
-				kz_why(why, wlen, "no reply within %lld ms: "
+				kz_why(why, wlen,
+				    "no reply within %lld ms: "
 				    "it does not speak kz frames (a Redis "
 				    "server is silent), or the daemon is "
 				    "stalled (-t waits longer)",
@@ -95,7 +94,8 @@ peek_head(int fd, size_t max, int first_ms, int64_t dl, char *why,
 			return KZ_ESYS;
 		}
 		if (n == 0) {
-			kz_why(why, wlen, "closed the connection without "
+			kz_why(why, wlen,
+			    "closed the connection without "
 			    "a reply");
 			return KZ_EEOF;
 		}
@@ -126,8 +126,9 @@ msg_call(const char *path, const cJSON *req, size_t max, int timeout_ms,
 	if ((r = peek_head(fd, max, first_ms, dl, why, wlen)) != 0)
 		goto out;
 	/* At least a moment: a negative timeout would wait forever. */
-	r = kz_frame_read(fd, max, (int)(dl - kz_now_ms() > 1 ? dl - kz_now_ms() :
-	    1), reply, why, wlen);
+	r = kz_frame_read(fd, max,
+	    (int)(dl - kz_now_ms() > 1 ? dl - kz_now_ms() : 1), reply, why,
+	    wlen);
 out:
 	close(fd);
 	return r;

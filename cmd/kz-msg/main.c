@@ -21,11 +21,11 @@
 #include "msg.h"
 #include "banned.h"
 
-
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: kz-msg [-t SECONDS] [-m BYTES] SOCKET [JSON]\n"
+	fprintf(f,
+	    "usage: kz-msg [-t SECONDS] [-m BYTES] SOCKET [JSON]\n"
 	    "       kz-msg --help | --version\n"
 	    "Sends one request (JSON, or stdin when absent) and prints the "
 	    "reply.\n"
@@ -99,15 +99,14 @@ complete(cJSON *req)
 }
 
 static int
-parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max,
-    bool *timed)
+parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max, bool *timed)
 {
 	static const struct option lo[] = {
-		{"timeout", required_argument, NULL, 't'},
-		{"max", required_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"max", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -119,8 +118,8 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max,
 			*timed = true;
 			break;
 		case 'm':
-			if (kz_parse_int(optarg, 16, KZ_FRAME_MAX_LIMIT,
-			    max) != 0)
+			if (kz_parse_int(optarg, 16, KZ_FRAME_MAX_LIMIT, max) !=
+			    0)
 				return KZ_EXIT_USAGE;
 			break;
 		case 'h':
@@ -134,7 +133,7 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max,
 		}
 	}
 	return argc - optind == 1 || argc - optind == 2 ? KZ_EXIT_OK :
-	    KZ_EXIT_USAGE;
+	                                                  KZ_EXIT_USAGE;
 }
 
 int
@@ -172,11 +171,14 @@ main(int argc, char **argv)
 	/* Every daemon answers status from memory at once; a peer silent
 	 * for a second is most likely not a kz daemon (kz-protocol(7)). */
 	first = (int)timeout * 1000;
-	if (!timed && strcmp(cJSON_GetStringValue(kz_json_get(req, "op")) ?
-	    cJSON_GetStringValue(kz_json_get(req, "op")) : "", "status") == 0)
+	if (!timed &&
+	    strcmp(cJSON_GetStringValue(kz_json_get(req, "op")) ?
+	            cJSON_GetStringValue(kz_json_get(req, "op")) :
+	            "",
+	        "status") == 0)
 		first = MSG_STATUS_FIRST_MS;
-	r = msg_call(argv[optind], req, (size_t)max, (int)timeout * 1000,
-	    first, &reply, why, sizeof(why));
+	r = msg_call(argv[optind], req, (size_t)max, (int)timeout * 1000, first,
+	    &reply, why, sizeof(why));
 	if (r != 0) {
 		fprintf(stderr, "kz-msg: %s: %s\n", argv[optind],
 		    why[0] ? why : kz_strerror(r));
@@ -193,7 +195,7 @@ main(int argc, char **argv)
 	 * keeps for kz-msg's own usage and for a socket that did not answer.
 	 */
 	ex = cJSON_IsTrue(kz_json_get(reply, "ok")) ? KZ_EXIT_OK :
-	    KZ_EXIT_REFUSED;
+	                                              KZ_EXIT_REFUSED;
 out:
 	cJSON_Delete(req);
 	cJSON_Delete(reply);

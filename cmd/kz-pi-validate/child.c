@@ -115,8 +115,9 @@ unshare_wait(pid_t pid, int setup)
 		;
 	if (!WIFEXITED(st))
 		_exit(128 + WTERMSIG(st));
-	_exit(WEXITSTATUS(st) == 125 || WEXITSTATUS(st) == 126 ? 1 :
-	    WEXITSTATUS(st));
+	_exit(WEXITSTATUS(st) == 125 || WEXITSTATUS(st) == 126 ?
+	        1 :
+	        WEXITSTATUS(st));
 }
 
 /*
@@ -133,7 +134,8 @@ unshare_exec(const struct pv_run *r, char **env)
 	pid_t pid;
 
 	if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-	    CLONE_NEWPID) != 0 || pipe2(sp, O_CLOEXEC) != 0)
+	        CLONE_NEWPID) != 0 ||
+	    pipe2(sp, O_CLOEXEC) != 0)
 		_exit(125);
 	if ((pid = fork()) < 0)
 		_exit(125);
@@ -169,12 +171,14 @@ child(const struct pv_run *r, struct pipes *p)
 	if ((nul = open("/dev/null", O_RDONLY)) < 0 || dup2(nul, 0) < 0)
 		_exit(125);
 	/* The pipes were made after 0-2 were taken, so none is 3 or 4... */
-	if (r->channel && (dup2(p->nonce[0], NONCE_FD) < 0 ||
-	    dup2(p->result[1], RESULT_FD) < 0))
+	if (r->channel &&
+	    (dup2(p->nonce[0], NONCE_FD) < 0 ||
+	        dup2(p->result[1], RESULT_FD) < 0))
 		_exit(125);
 	/* ...and dup2 onto the same number would keep FD_CLOEXEC anyway. */
-	if (r->channel && (fcntl(NONCE_FD, F_SETFD, 0) != 0 ||
-	    fcntl(RESULT_FD, F_SETFD, 0) != 0))
+	if (r->channel &&
+	    (fcntl(NONCE_FD, F_SETFD, 0) != 0 ||
+	        fcntl(RESULT_FD, F_SETFD, 0) != 0))
 		_exit(125);
 	close_range(r->channel ? RESULT_FD + 1 : 3, ~0U, 0);
 	if (chdir(r->cwd) != 0)
@@ -255,8 +259,7 @@ stop_child(const struct pv_run *r, pid_t pid)
 }
 
 static void
-pump(const struct pv_run *r, struct pipes *p, pid_t pid,
-    struct pv_outcome *o)
+pump(const struct pv_run *r, struct pipes *p, pid_t pid, struct pv_outcome *o)
 {
 	struct pollfd pf[3] = {{p->result[0], POLLIN, 0},
 	    {p->out[0], POLLIN, 0}, {p->err[0], POLLIN, 0}};
@@ -275,8 +278,8 @@ pump(const struct pv_run *r, struct pipes *p, pid_t pid,
 		    errno != EINTR)
 			break;
 		for (int i = 0; i < 3; i++) {
-			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN |
-			    POLLHUP | POLLERR)))
+			if (pf[i].fd < 0 ||
+			    !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			if (drain(pf[i].fd, o, i, r->result_max)) {
 				pf[i].fd = -1;
@@ -347,8 +350,8 @@ make_pipes(struct pipes *p, bool channel, uid_t uid)
 	memset(p, -1, sizeof(*p));
 	if (pipe2(p->out, O_CLOEXEC) || pipe2(p->err, O_CLOEXEC))
 		return KZ_ESYS;
-	if (channel && (pipe2(p->nonce, O_CLOEXEC) ||
-	    pipe2(p->result, O_CLOEXEC)))
+	if (channel &&
+	    (pipe2(p->nonce, O_CLOEXEC) || pipe2(p->result, O_CLOEXEC)))
 		return KZ_ESYS;
 	/*
 	 * The child reopens its result end through /proc/self/fd under the
@@ -359,8 +362,9 @@ make_pipes(struct pipes *p, bool channel, uid_t uid)
 	 * widens nothing: only a process that may already reach the child's
 	 * /proc/PID/fd (root, or the child's own uid) can open the pipe.
 	 */
-	if (channel && (fchown(p->result[1], uid, uid) != 0 ||
-	    fchmod(p->result[1], 0622) != 0))
+	if (channel &&
+	    (fchown(p->result[1], uid, uid) != 0 ||
+	        fchmod(p->result[1], 0622) != 0))
 		return KZ_ESYS;
 	return 0;
 }
@@ -420,8 +424,8 @@ pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
 	rc = wait_child(r, pid, o);
 	if (r->iso == PV_ISO_SANDBOX && pv_sandbox_failed(o->status))
 		o->sandbox_failed = true;
-	if (WIFEXITED(o->status) && (WEXITSTATUS(o->status) == 125 ||
-	    WEXITSTATUS(o->status) == 126))
+	if (WIFEXITED(o->status) &&
+	    (WEXITSTATUS(o->status) == 125 || WEXITSTATUS(o->status) == 126))
 		o->sandbox_failed = true;
 out:
 	pipes_close(&p);
@@ -433,14 +437,15 @@ pv_err_line(const struct pv_outcome *o, char *out, size_t olen)
 {
 	size_t n = strnlen(o->err_tail, sizeof(o->err_tail)), s, k = 0;
 
-	while (n > 0 && (o->err_tail[n - 1] == '\n' ||
-	    o->err_tail[n - 1] == '\r'))
+	while (
+	    n > 0 && (o->err_tail[n - 1] == '\n' || o->err_tail[n - 1] == '\r'))
 		n--;
 	for (s = n; s > 0 && o->err_tail[s - 1] != '\n'; s--)
 		;
 	for (size_t i = s; i < n && k + 1 < olen; i++)
 		out[k++] = (o->err_tail[i] >= 0x20 && o->err_tail[i] < 0x7f) ?
-		    o->err_tail[i] : '?';
+		    o->err_tail[i] :
+		    '?';
 	if (olen > 0)
 		out[k] = '\0';
 }
@@ -454,8 +459,7 @@ pv_outcome_release(struct pv_outcome *o)
 }
 
 int
-pv_observation(const struct pv_outcome *o, cJSON **obs, char *why,
-    size_t wlen)
+pv_observation(const struct pv_outcome *o, cJSON **obs, char *why, size_t wlen)
 {
 	cJSON *root = NULL, *ob;
 	const char *nonce;
@@ -473,8 +477,8 @@ pv_observation(const struct pv_outcome *o, cJSON **obs, char *why,
 		kz_why(why, wlen, "no observation on the result channel");
 		return KZ_EPROTO;
 	}
-	if ((r = kz_json_parse_object(o->result, o->rlen, &root, why,
-	    wlen)) != 0)
+	if ((r = kz_json_parse_object(o->result, o->rlen, &root, why, wlen)) !=
+	    0)
 		return r;
 	if (kz_json_str(root, "nonce", 128, &nonce, why, wlen) != 0 ||
 	    strlen(nonce) != strlen(o->nonce) ||

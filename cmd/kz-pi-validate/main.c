@@ -17,10 +17,10 @@
 #include "banned.h"
 
 static const char *const keys[] = {"KZ_FIELD_KEY_FILE", "KZ_PI_SANDBOX",
-	"KZ_SANDBOX_BIN", "KZ_PI_SANDBOX_CONFIG", "KZ_PI_NODE", "KZ_PI_CHILD", "KZ_PI_MODULES",
-	"KZ_PI_VERSION", "KZ_PI_UID", "KZ_PI_RESULT_MAX",
-	"KZ_PI_DEADLINE_MAX_MS", "KZ_PI_NPM", "KZ_PI_NPM_CACHE",
-	"KZ_RUN_DIR", NULL};
+    "KZ_SANDBOX_BIN", "KZ_PI_SANDBOX_CONFIG", "KZ_PI_NODE", "KZ_PI_CHILD",
+    "KZ_PI_MODULES", "KZ_PI_VERSION", "KZ_PI_UID", "KZ_PI_RESULT_MAX",
+    "KZ_PI_DEADLINE_MAX_MS", "KZ_PI_NPM", "KZ_PI_NPM_CACHE", "KZ_RUN_DIR",
+    NULL};
 
 static void
 usage(FILE *f)
@@ -83,8 +83,7 @@ pinned_node(const char *mods, char *buf, size_t len)
 
 	if (slash == NULL)
 		return NULL;
-	n = snprintf(buf, len, "%.*s/node/bin/node", (int)(slash - mods),
-	    mods);
+	n = snprintf(buf, len, "%.*s/node/bin/node", (int)(slash - mods), mods);
 	if (n <= 0 || (size_t)n >= len || access(buf, X_OK) != 0)
 		return NULL;
 	return buf;
@@ -133,8 +132,9 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	c->child_js = kz_conf_str(*kc, "KZ_PI_CHILD", child);
 	c->modules = kz_conf_str(*kc, "KZ_PI_MODULES", mods);
 	pin = pinned_node(c->modules, node, sizeof(node));
-	c->node = kz_conf_str(*kc, "KZ_PI_NODE", pin != NULL ? pin :
-	    on_path("node", "/usr/bin/node", node, sizeof(node)));
+	c->node = kz_conf_str(*kc, "KZ_PI_NODE",
+	    pin != NULL ? pin :
+	                  on_path("node", "/usr/bin/node", node, sizeof(node)));
 	c->pi_version = kz_conf_str(*kc, "KZ_PI_VERSION", "0.73.1");
 	c->npm = kz_conf_str(*kc, "KZ_PI_NPM",
 	    on_path("npm", "/usr/bin/npm", npm, sizeof(npm)));
@@ -146,18 +146,17 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 		kz_why(why, sizeof(why), "KZ_PI_SANDBOX: required or unshare");
 		goto bad;
 	}
-	c->iso = strcmp(iso, "required") == 0 ? PV_ISO_SANDBOX :
-	    PV_ISO_UNSHARE;
+	c->iso = strcmp(iso, "required") == 0 ? PV_ISO_SANDBOX : PV_ISO_UNSHARE;
 	if (kz_conf_int(*kc, "KZ_PI_UID", 2100000000, 1, 2147483647, &v, why,
-	    sizeof(why)) != 0)
+	        sizeof(why)) != 0)
 		goto bad;
 	c->uid = (uid_t)v;
 	if (kz_conf_int(*kc, "KZ_PI_RESULT_MAX", 65536, 1024, 1 << 20, &v, why,
-	    sizeof(why)) != 0)
+	        sizeof(why)) != 0)
 		goto bad;
 	c->result_max = (size_t)v;
 	if (kz_conf_int(*kc, "KZ_PI_DEADLINE_MAX_MS", 300000, 1000, 3600000,
-	    &c->deadline_max, why, sizeof(why)) != 0)
+	        &c->deadline_max, why, sizeof(why)) != 0)
 		goto bad;
 	if (c->keyfile == NULL) {
 		kz_why(why, sizeof(why), "KZ_FIELD_KEY_FILE is required");
@@ -173,13 +172,13 @@ int
 main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{"config", required_argument, NULL, 'c'},
-		{"profile", required_argument, NULL, 'p'},
-		{"files", required_argument, NULL, 'f'},
-		{"contract-digest", required_argument, NULL, 'd'},
-		{"out", required_argument, NULL, 'o'},
-		{"receipt", required_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
+	    {"version", no_argument, NULL, 'V'},
+	    {"config", required_argument, NULL, 'c'},
+	    {"profile", required_argument, NULL, 'p'},
+	    {"files", required_argument, NULL, 'f'},
+	    {"contract-digest", required_argument, NULL, 'd'},
+	    {"out", required_argument, NULL, 'o'},
+	    {"receipt", required_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
 	const char *cfg = getenv("KZ_CONFIG"), *prof = NULL, *files = NULL;
 	const char *dig = NULL, *out = NULL, *rcpt = NULL;
 	struct kz_conf *kc = NULL;
@@ -190,15 +189,33 @@ main(int argc, char **argv)
 	kz_log_init("kz-pi-validate", KZ_LOG_INFO);
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
-		case 'h': usage(stdout); return KZ_EXIT_OK;
-		case 'V': puts("kz-pi-validate " KZ_VERSION); return KZ_EXIT_OK;
-		case 'c': cfg = optarg; break;
-		case 'p': prof = optarg; break;
-		case 'f': files = optarg; break;
-		case 'd': dig = optarg; break;
-		case 'o': out = optarg; break;
-		case 'r': rcpt = optarg; break;
-		default: usage(stderr); return KZ_EXIT_USAGE;
+		case 'h':
+			usage(stdout);
+			return KZ_EXIT_OK;
+		case 'V':
+			puts("kz-pi-validate " KZ_VERSION);
+			return KZ_EXIT_OK;
+		case 'c':
+			cfg = optarg;
+			break;
+		case 'p':
+			prof = optarg;
+			break;
+		case 'f':
+			files = optarg;
+			break;
+		case 'd':
+			dig = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			rcpt = optarg;
+			break;
+		default:
+			usage(stderr);
+			return KZ_EXIT_USAGE;
 		}
 	}
 	if (optind == argc - 1 && strcmp(argv[optind], "verify-receipt") == 0) {
@@ -207,7 +224,7 @@ main(int argc, char **argv)
 	}
 	if (optind != argc || files == NULL || dig == NULL ||
 	    (verify ? (rcpt == NULL || prof || out) :
-	    (prof == NULL || out == NULL || rcpt))) {
+	              (prof == NULL || out == NULL || rcpt))) {
 		usage(stderr);
 		return KZ_EXIT_USAGE;
 	}
@@ -215,7 +232,7 @@ main(int argc, char **argv)
 	if ((rc = load_conf(cfg, &c, &kc)) != 0)
 		goto out;
 	rc = verify ? pv_verify(&c, rcpt, files, dig) :
-	    pv_validate(&c, prof, files, dig, out);
+	              pv_validate(&c, prof, files, dig, out);
 out:
 	kz_conf_free(kc);
 	return rc;

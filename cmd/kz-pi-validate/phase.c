@@ -70,8 +70,8 @@ exited(const struct pv_outcome *o, int code)
 static void
 tap_summary(cJSON *t, const char *tail)
 {
-	static const char *const keys[] = {"tests", "pass", "fail",
-		"cancelled", "skipped", "todo", NULL};
+	static const char *const keys[] = {"tests", "pass", "fail", "cancelled",
+	    "skipped", "todo", NULL};
 	char pat[32];
 
 	for (int i = 0; keys[i] != NULL; i++) {
@@ -92,16 +92,20 @@ tests_record(struct pv_job *j, const struct pv_outcome *o)
 	cJSON *t = cJSON_AddObjectToObject(j->body, "tests");
 	bool pass = !o->timed_out && exited(o, 0);
 
-	cJSON_AddStringToObject(t, "status", o->timed_out ? "timeout" :
-	    pass ? "pass" : "fail");
+	cJSON_AddStringToObject(t, "status",
+	    o->timed_out ? "timeout" :
+	        pass     ? "pass" :
+	                   "fail");
 	cJSON_AddNumberToObject(t, "files", (double)j->prof.ntests);
 	tap_summary(cJSON_AddObjectToObject(t, "diagnostic_summary"),
 	    o->out_tail);
 	if (o->timed_out)
 		pv_reason(&j->v, "extension tests missed the deadline", "");
 	else if (sandboxed(j) && exited(o, PV_PREP_EXIT))
-		pv_reason(&j->v, "extension tests: the disposable copy could "
-		    "not be made", "");
+		pv_reason(&j->v,
+		    "extension tests: the disposable copy could "
+		    "not be made",
+		    "");
 	else if (!pass)
 		pv_reason(&j->v, "extension tests failed", "");
 	if (!pass && o->err_bytes > 0) {
@@ -123,22 +127,22 @@ pv_phase_tests(struct pv_job *j)
 	int n = 0, rc = 0;
 
 	snprintf(dir, sizeof(dir), "%s/test", j->run);
-	if (pv_materialize(j->filesfd, &j->tree, AT_FDCWD, dir, owner,
-	    j->why, sizeof(j->why)) != 0)
+	if (pv_materialize(j->filesfd, &j->tree, AT_FDCWD, dir, owner, j->why,
+	        sizeof(j->why)) != 0)
 		return KZ_EXIT_INTERNAL;
 	argv[n++] = (char *)j->c->node;
 	argv[n++] = "--test";
 	for (size_t i = 0; i < j->prof.ntests; i++) {
 		/* Absolute, as the child sees them: cwd differs per mode. */
-		snprintf(tpath[i], sizeof(tpath[i]), "%s/%s", sandboxed(j) ?
-		    PV_SANDBOX_PKG : dir, j->prof.tests[i]);
+		snprintf(tpath[i], sizeof(tpath[i]), "%s/%s",
+		    sandboxed(j) ? PV_SANDBOX_PKG : dir, j->prof.tests[i]);
 		argv[n++] = tpath[i];
 	}
 	argv[n] = NULL;
 	run_init(j, &r, dir, argv, false);
 	/* The tests get the dependencies if the offline cache has them. */
-	r.deps = j->prof.lock != NULL && j->c->npm_cache != NULL ?
-	    PV_DEPS_TRY : PV_DEPS_NONE;
+	r.deps = j->prof.lock != NULL && j->c->npm_cache != NULL ? PV_DEPS_TRY :
+	                                                           PV_DEPS_NONE;
 	if (pv_child_run(&r, &o, j->why, sizeof(j->why)) != 0)
 		return KZ_EXIT_INTERNAL;
 	if (o.sandbox_failed)
@@ -158,8 +162,8 @@ unshare_reinstall(struct pv_job *j, const char *dir)
 {
 	char cache[PATH_MAX];
 	char *argv[] = {(char *)j->c->npm, "ci", "--offline",
-		"--ignore-scripts", "--no-audit", "--no-fund",
-		"--no-update-notifier", "--cache", cache, NULL};
+	    "--ignore-scripts", "--no-audit", "--no-fund",
+	    "--no-update-notifier", "--cache", cache, NULL};
 	struct pv_outcome o;
 	struct pv_run r;
 
@@ -168,15 +172,19 @@ unshare_reinstall(struct pv_job *j, const char *dir)
 	if (pv_child_run(&r, &o, j->why, sizeof(j->why)) != 0)
 		return KZ_EXIT_INTERNAL;
 	if (o.timed_out)
-		pv_reason(&j->v, "preparation: dependency reinstall missed the "
-		    "deadline", "");
+		pv_reason(&j->v,
+		    "preparation: dependency reinstall missed the "
+		    "deadline",
+		    "");
 	else if (!exited(&o, 0))
-		pv_reason(&j->v, "preparation: dependency reinstall from the "
-		    "lock failed", "");
+		pv_reason(&j->v,
+		    "preparation: dependency reinstall from the "
+		    "lock failed",
+		    "");
 	pv_outcome_release(&o);
 	/* The reinstalled tree is ours again: the loader's child only reads. */
 	return pv_chown_tree(dir, geteuid()) == 0 ? KZ_EXIT_OK :
-	    KZ_EXIT_INTERNAL;
+	                                            KZ_EXIT_INTERNAL;
 }
 
 /* The fresh copy must be the artifact, byte for byte, path for path. */
@@ -190,8 +198,10 @@ prove_copy(struct pv_job *j, const char *dir)
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    pv_tree_scan(dfd, true, &again, j->why, sizeof(j->why)) != 0 ||
 	    strcmp(again.digest, j->tree.digest) != 0)
-		pv_reason(&j->v, "preparation: the fresh copy differs from the "
-		    "artifact", "");
+		pv_reason(&j->v,
+		    "preparation: the fresh copy differs from the "
+		    "artifact",
+		    "");
 	pv_tree_release(&again);
 	if (dfd >= 0)
 		close(dfd);
@@ -207,15 +217,17 @@ int
 pv_phase_prepare(struct pv_job *j, const char *dir)
 {
 	uid_t owner = sandboxed(j) || j->prof.lock == NULL ? geteuid() :
-	    j->c->uid;
+	                                                     j->c->uid;
 	cJSON *p = cJSON_AddObjectToObject(j->body, "preparation");
 	int rc = 0;
 
 	if (j->prof.lock != NULL && j->c->npm_cache == NULL)
-		pv_reason(&j->v, "preparation: the profile names a lock and no "
-		    "offline npm cache is configured", "");
+		pv_reason(&j->v,
+		    "preparation: the profile names a lock and no "
+		    "offline npm cache is configured",
+		    "");
 	else if (pv_materialize(j->filesfd, &j->tree, AT_FDCWD, dir, owner,
-	    j->why, sizeof(j->why)) != 0)
+	             j->why, sizeof(j->why)) != 0)
 		pv_reason(&j->v, "preparation: ", j->why);
 	else if (!sandboxed(j) && j->prof.lock != NULL)
 		rc = unshare_reinstall(j, dir);
@@ -232,15 +244,17 @@ spec_json(struct pv_job *j, const char *dir, char **out)
 	char pi[PATH_MAX], agent[PATH_MAX];
 	cJSON *s = cJSON_CreateObject(), *a;
 
-	snprintf(pi, sizeof(pi), "%s/@mariozechner/pi-coding-agent/dist/"
-	    "index.js", j->c->modules);
+	snprintf(pi, sizeof(pi),
+	    "%s/@mariozechner/pi-coding-agent/dist/"
+	    "index.js",
+	    j->c->modules);
 	/* Under kz-sandbox only its /workspace and /tmp are writable. */
 	if (sandboxed(j))
 		snprintf(agent, sizeof(agent), "/tmp/agent");
 	else
 		snprintf(agent, sizeof(agent), "%s/home/agent", j->run);
-	cJSON_AddStringToObject(s, "mode", j->prof.kind == PV_SKILL ?
-	    "skill" : "extension");
+	cJSON_AddStringToObject(s, "mode",
+	    j->prof.kind == PV_SKILL ? "skill" : "extension");
 	cJSON_AddStringToObject(s, "pi", pi);
 	cJSON_AddStringToObject(s, "root", sandboxed(j) ? PV_SANDBOX_PKG : dir);
 	cJSON_AddStringToObject(s, "agent_dir", agent);

@@ -21,7 +21,7 @@
 #include "banned.h"
 
 static const char *const profile_fields[] = {"v", "kind", "deadline_ms",
-	"skills", "prompts", "themes", "extensions", "tests", "lock", NULL};
+    "skills", "prompts", "themes", "extensions", "tests", "lock", NULL};
 
 static int
 str_list(const cJSON *o, const char *key, const char **out, size_t *n,
@@ -36,7 +36,8 @@ str_list(const cJSON *o, const char *key, const char **out, size_t *n,
 		kz_why(why, wlen, "%s must be an array", key);
 		return KZ_ETYPE;
 	}
-	cJSON_ArrayForEach(e, a) {
+	cJSON_ArrayForEach(e, a)
+	{
 		if (!cJSON_IsString(e) || *n >= PV_MAX_RES) {
 			kz_why(why, wlen, "%s: strings, at most %d", key,
 			    PV_MAX_RES);
@@ -48,8 +49,8 @@ str_list(const cJSON *o, const char *key, const char **out, size_t *n,
 }
 
 static int
-read_small(const char *file, size_t max, char **out, size_t *len,
-    char *why, size_t wlen)
+read_small(const char *file, size_t max, char **out, size_t *len, char *why,
+    size_t wlen)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
@@ -58,8 +59,10 @@ read_small(const char *file, size_t max, char **out, size_t *len,
 
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (size_t)st.st_size > max) {
-		kz_why(why, wlen, "cannot read a regular file of at most %zu "
-		    "bytes", max);
+		kz_why(why, wlen,
+		    "cannot read a regular file of at most %zu "
+		    "bytes",
+		    max);
 		if (fd >= 0)
 			close(fd);
 		return KZ_EINVAL;
@@ -92,17 +95,17 @@ profile_fields_load(struct pv_profile *p, char *why, size_t wlen)
 	    (r = kz_json_int(p->root, "v", 1, 1, &v, why, wlen)) != 0 ||
 	    (r = kz_json_str(p->root, "kind", 16, &kind, why, wlen)) != 0 ||
 	    (r = str_list(p->root, "skills", p->skills, &p->nskills, why,
-	    wlen)) != 0 ||
+	         wlen)) != 0 ||
 	    (r = str_list(p->root, "prompts", p->prompts, &p->nprompts, why,
-	    wlen)) != 0 ||
+	         wlen)) != 0 ||
 	    (r = str_list(p->root, "themes", p->themes, &p->nthemes, why,
-	    wlen)) != 0 ||
+	         wlen)) != 0 ||
 	    (r = str_list(p->root, "extensions", p->exts, &p->nexts, why,
-	    wlen)) != 0 ||
-	    (r = str_list(p->root, "tests", p->tests, &p->ntests, why,
-	    wlen)) != 0 ||
+	         wlen)) != 0 ||
+	    (r = str_list(p->root, "tests", p->tests, &p->ntests, why, wlen)) !=
+	        0 ||
 	    (r = kz_json_str_opt(p->root, "lock", KZ_PATH_MAX, NULL, &p->lock,
-	    why, wlen)) != 0)
+	         why, wlen)) != 0)
 		return r;
 	if (strcmp(kind, "skill") == 0)
 		p->kind = PV_SKILL;
@@ -113,12 +116,14 @@ profile_fields_load(struct pv_profile *p, char *why, size_t wlen)
 		return KZ_ERANGE;
 	}
 	if (p->kind == PV_SKILL && (p->nexts || p->ntests || p->lock)) {
-		kz_why(why, wlen, "a skill profile has no extensions, tests "
+		kz_why(why, wlen,
+		    "a skill profile has no extensions, tests "
 		    "or lock");
 		return KZ_EINVAL;
 	}
 	if (p->kind == PV_EXTENSION && (p->nexts == 0 || p->ntests == 0)) {
-		kz_why(why, wlen, "an extension profile needs extensions and "
+		kz_why(why, wlen,
+		    "an extension profile needs extensions and "
 		    "tests");
 		return KZ_EMISSING;
 	}
@@ -126,8 +131,8 @@ profile_fields_load(struct pv_profile *p, char *why, size_t wlen)
 }
 
 int
-pv_profile_load(const char *file, int64_t deadline_max,
-    struct pv_profile *p, char *why, size_t wlen)
+pv_profile_load(const char *file, int64_t deadline_max, struct pv_profile *p,
+    char *why, size_t wlen)
 {
 	char *buf = NULL;
 	size_t len;
@@ -142,7 +147,7 @@ pv_profile_load(const char *file, int64_t deadline_max,
 		return r;
 	if ((r = profile_fields_load(p, why, wlen)) != 0 ||
 	    (r = kz_json_int(p->root, "deadline_ms", 100, deadline_max,
-	    &p->deadline_ms, why, wlen)) != 0) {
+	         &p->deadline_ms, why, wlen)) != 0) {
 		pv_profile_release(p);
 		return r;
 	}
@@ -173,7 +178,8 @@ pv_workspace_check(char *cwd, size_t len, char *why, size_t wlen)
 	}
 	/* The kernel's cwd is physical; PWD tells how the caller got here. */
 	if (pwd != NULL && strcmp(pwd, cwd) != 0) {
-		kz_why(why, wlen, "working directory was reached through a "
+		kz_why(why, wlen,
+		    "working directory was reached through a "
 		    "symlink (PWD differs from the physical path)");
 		return KZ_EDENIED;
 	}
@@ -185,7 +191,8 @@ pv_workspace_check(char *cwd, size_t len, char *why, size_t wlen)
 			continue;
 		cwd[i] = '\0';
 		if (lstat(cwd, &st) != 0 || !S_ISDIR(st.st_mode)) {
-			kz_why(why, wlen, "working directory path crosses a "
+			kz_why(why, wlen,
+			    "working directory path crosses a "
 			    "symlink or a non-directory");
 			cwd[i] = c;
 			return KZ_EDENIED;
@@ -193,7 +200,8 @@ pv_workspace_check(char *cwd, size_t len, char *why, size_t wlen)
 		cwd[i] = c;
 	}
 	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		kz_why(why, wlen, "working directory is not owned by us or is "
+		kz_why(why, wlen,
+		    "working directory is not owned by us or is "
 		    "writable by others");
 		return KZ_EDENIED;
 	}
@@ -221,8 +229,8 @@ tree_add(struct pv_tree *t, const char *rel, char *why, size_t wlen)
 }
 
 static int
-scan_dir(int dfd, const char *prefix, int depth, bool skip,
-    struct pv_tree *t, char *why, size_t wlen)
+scan_dir(int dfd, const char *prefix, int depth, bool skip, struct pv_tree *t,
+    char *why, size_t wlen)
 {
 	DIR *d;
 	struct dirent *e;
@@ -239,10 +247,11 @@ scan_dir(int dfd, const char *prefix, int depth, bool skip,
 
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		if (skip && depth == 0 && strcmp(e->d_name, "node_modules") == 0)
+		if (skip && depth == 0 &&
+		    strcmp(e->d_name, "node_modules") == 0)
 			continue;
 		if (snprintf(rel, sizeof(rel), "%s%s%s", prefix,
-		    *prefix ? "/" : "", e->d_name) >= (int)sizeof(rel)) {
+		        *prefix ? "/" : "", e->d_name) >= (int)sizeof(rel)) {
 			r = KZ_EPATH_LEN;
 			break;
 		}
@@ -255,15 +264,18 @@ scan_dir(int dfd, const char *prefix, int depth, bool skip,
 		if (S_ISREG(st.st_mode)) {
 			r = tree_add(t, rel, why, wlen);
 		} else if (S_ISDIR(st.st_mode)) {
-			sub = openat(dirfd(d), e->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			r = sub < 0 ? KZ_EPATH_SYMLINK :
+			sub = openat(dirfd(d), e->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = sub < 0 ?
+			    KZ_EPATH_SYMLINK :
 			    scan_dir(sub, rel, depth + 1, skip, t, why, wlen);
 		} else {
-			kz_why(why, wlen, "package holds something that is not "
-			    "a file or directory: %s", rel);
+			kz_why(why, wlen,
+			    "package holds something that is not "
+			    "a file or directory: %s",
+			    rel);
 			r = S_ISLNK(st.st_mode) ? KZ_EPATH_SYMLINK :
-			    KZ_EPATH_NOTREG;
+			                          KZ_EPATH_NOTREG;
 		}
 	}
 	closedir(d);
@@ -288,7 +300,7 @@ hash_file(int rootfd, const char *rel, crypto_hash_sha256_state *h,
 	uint64_t left;
 
 	if ((r = kz_path_open(rootfd, rel, strlen(rel), KZ_PATH_FILE, &fd, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > PV_MAX_FILE_BYTES ||
 	    (*total += (uint64_t)st.st_size) > PV_MAX_TOTAL_BYTES) {
@@ -331,8 +343,7 @@ pv_tree_scan(int rootfd, bool skip_modules, struct pv_tree *t, char *why,
 	int dfd, r;
 
 	memset(t, 0, sizeof(*t));
-	if ((dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) < 0)
+	if ((dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return KZ_ESYS;
 	if ((r = scan_dir(dfd, "", 0, skip_modules, t, why, wlen)) != 0)
 		goto out;
@@ -346,7 +357,7 @@ pv_tree_scan(int rootfd, bool skip_modules, struct pv_tree *t, char *why,
 	crypto_hash_sha256_update(&h, (const unsigned char *)tag, sizeof(tag));
 	for (size_t i = 0; i < t->n; i++)
 		if ((r = hash_file(rootfd, t->paths[i], &h, &t->total, why,
-		    wlen)) != 0)
+		         wlen)) != 0)
 			goto out;
 	crypto_hash_sha256_final(&h, d);
 	kz_hex(d, sizeof(d), t->digest);
@@ -374,7 +385,7 @@ res_list(int rootfd, const char *what, const char *const *l, size_t n,
 
 	for (size_t i = 0; i < n; i++) {
 		if ((r = kz_path_open(rootfd, l[i], strlen(l[i]), flags, &fd, w,
-		    sizeof(w))) != 0) {
+		         sizeof(w))) != 0) {
 			kz_why(why, wlen, "%s entry %zu: %s (%s)", what, i,
 			    kz_strerror(r), w);
 			return r;
@@ -390,16 +401,16 @@ pv_resources_check(int rootfd, const struct pv_profile *p, char *why,
 {
 	int r;
 
-	if ((r = res_list(rootfd, "skills", p->skills, p->nskills,
-	    KZ_PATH_DIR, why, wlen)) != 0 ||
+	if ((r = res_list(rootfd, "skills", p->skills, p->nskills, KZ_PATH_DIR,
+	         why, wlen)) != 0 ||
 	    (r = res_list(rootfd, "prompts", p->prompts, p->nprompts,
-	    KZ_PATH_FILE, why, wlen)) != 0 ||
-	    (r = res_list(rootfd, "themes", p->themes, p->nthemes,
-	    KZ_PATH_FILE, why, wlen)) != 0 ||
-	    (r = res_list(rootfd, "extensions", p->exts, p->nexts,
-	    KZ_PATH_FILE, why, wlen)) != 0 ||
+	         KZ_PATH_FILE, why, wlen)) != 0 ||
+	    (r = res_list(rootfd, "themes", p->themes, p->nthemes, KZ_PATH_FILE,
+	         why, wlen)) != 0 ||
+	    (r = res_list(rootfd, "extensions", p->exts, p->nexts, KZ_PATH_FILE,
+	         why, wlen)) != 0 ||
 	    (r = res_list(rootfd, "tests", p->tests, p->ntests, KZ_PATH_FILE,
-	    why, wlen)) != 0)
+	         why, wlen)) != 0)
 		return r;
 	if (p->lock != NULL)
 		r = res_list(rootfd, "lock", &p->lock, 1, KZ_PATH_FILE, why,

@@ -34,8 +34,8 @@ pv_diag(struct pv_verdict *v, const char *s)
 		return;
 	snprintf(b, sizeof(b), "%s", s);
 	/* A cut may split a character: drop its bytes, not the line. */
-	for (size_t n = strlen(b), k = 0; k < 4 && n > 0 &&
-	    !kz_utf8_valid(b, n); k++)
+	for (size_t n = strlen(b), k = 0;
+	     k < 4 && n > 0 && !kz_utf8_valid(b, n); k++)
 		b[--n] = '\0';
 	if (!kz_utf8_valid(b, strlen(b)))
 		return;
@@ -56,7 +56,8 @@ bounded_list(struct pv_verdict *v, const cJSON *src)
 	cJSON *a = cJSON_CreateArray(), *e;
 	int n = 0;
 
-	cJSON_ArrayForEach(e, src) {
+	cJSON_ArrayForEach(e, src)
+	{
 		if (!short_str(e) || ++n > LIST_MAX) {
 			pv_diag(v, "observation list truncated");
 			break;
@@ -67,12 +68,13 @@ bounded_list(struct pv_verdict *v, const cJSON *src)
 }
 
 static void
-unsupported(struct pv_verdict *v, cJSON *un, const char *path,
-    const char *kind, const cJSON *names)
+unsupported(struct pv_verdict *v, cJSON *un, const char *path, const char *kind,
+    const cJSON *names)
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, names) {
+	cJSON_ArrayForEach(e, names)
+	{
 		cJSON *u;
 
 		if (!short_str(e) || cJSON_GetArraySize(un) >= LIST_MAX)
@@ -93,21 +95,20 @@ static void
 project_ext(struct pv_verdict *v, cJSON *exts, cJSON *un, const cJSON *x)
 {
 	static const char *const other[] = {"flags", "shortcuts", "renderers",
-		NULL};
+	    NULL};
 	static const char *const kind[] = {"flag", "shortcut", "renderer"};
 	const cJSON *p = kz_json_get(x, "path"), *e;
 	const char *path = short_str(p) ? p->valuestring : "?";
 	cJSON *o = cJSON_CreateObject(), *hooks = cJSON_CreateArray();
 
 	cJSON_AddStringToObject(o, "path", path);
-	cJSON_AddItemToObject(o, "tools", bounded_list(v,
-	    kz_json_get(x, "tools")));
-	cJSON_AddItemToObject(o, "commands", bounded_list(v,
-	    kz_json_get(x, "commands")));
-	cJSON_ArrayForEach(e, kz_json_get(x, "handlers"))
-		if (short_str(e) && pv_event_supported(e->valuestring))
-			cJSON_AddItemToArray(hooks,
-			    cJSON_CreateString(e->valuestring));
+	cJSON_AddItemToObject(o, "tools",
+	    bounded_list(v, kz_json_get(x, "tools")));
+	cJSON_AddItemToObject(o, "commands",
+	    bounded_list(v, kz_json_get(x, "commands")));
+	cJSON_ArrayForEach(e, kz_json_get(x, "handlers")) if (short_str(e) &&
+	    pv_event_supported(e->valuestring))
+	    cJSON_AddItemToArray(hooks, cJSON_CreateString(e->valuestring));
 	cJSON_AddItemToObject(o, "hooks", hooks);
 	cJSON_AddItemToArray(exts, o);
 	unsupported(v, un, path, "handler", kz_json_get(x, "handlers"));
@@ -120,7 +121,8 @@ project_skills(cJSON *sk, const cJSON *obs)
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, kz_json_get(obs, "skills")) {
+	cJSON_ArrayForEach(e, kz_json_get(obs, "skills"))
+	{
 		const cJSON *name = kz_json_get(e, "name");
 
 		if (short_str(name) && cJSON_GetArraySize(sk) < LIST_MAX)
@@ -140,21 +142,23 @@ pv_project(struct pv_verdict *v, cJSON *body, enum pv_kind kind,
 	const cJSON *e;
 
 	project_skills(sk, obs);
-	cJSON_ArrayForEach(e, kz_json_get(obs, "extensions"))
-		if (cJSON_IsObject(e) && cJSON_GetArraySize(exts) < LIST_MAX)
-			project_ext(v, exts, un, e);
+	cJSON_ArrayForEach(e,
+	    kz_json_get(obs, "extensions")) if (cJSON_IsObject(e) &&
+	    cJSON_GetArraySize(exts) < LIST_MAX) project_ext(v, exts, un, e);
 	unsupported(v, un, "*", "provider", kz_json_get(obs, "providers"));
 	if (cJSON_GetArraySize(un) > 0)
-		pv_reason(v, "the extension registers what kz does not "
-		    "support", "");
-	cJSON_ArrayForEach(e, kz_json_get(obs, "skill_diagnostics"))
-		if (cJSON_IsString(e))
-			pv_diag(v, e->valuestring);
-	cJSON_ArrayForEach(e, kz_json_get(obs, "errors"))
-		if (cJSON_IsString(e)) {
-			pv_diag(v, e->valuestring);
-			pv_reason(v, "the Pi loader reported an error", "");
-		}
+		pv_reason(v,
+		    "the extension registers what kz does not "
+		    "support",
+		    "");
+	cJSON_ArrayForEach(e,
+	    kz_json_get(obs, "skill_diagnostics")) if (cJSON_IsString(e))
+	    pv_diag(v, e->valuestring);
+	cJSON_ArrayForEach(e, kz_json_get(obs, "errors")) if (cJSON_IsString(e))
+	{
+		pv_diag(v, e->valuestring);
+		pv_reason(v, "the Pi loader reported an error", "");
+	}
 	if (kind == PV_SKILL && cJSON_GetArraySize(sk) == 0)
 		pv_reason(v, "the Pi skill loader found no skill", "");
 }

@@ -15,16 +15,15 @@
 #include "banned.h"
 
 /* The events Pi 0.73.1 dispatches to extensions (ExtensionAPI.on). */
-static const char *const events[] = {
-	"resources_discover", "session_start", "session_before_switch",
-	"session_before_fork", "session_before_compact", "session_compact",
-	"session_shutdown", "session_before_tree", "session_tree", "context",
-	"before_provider_request", "after_provider_response",
-	"before_agent_start", "agent_start", "agent_end", "turn_start",
-	"turn_end", "message_start", "message_update", "message_end",
-	"tool_execution_start", "tool_execution_update", "tool_execution_end",
-	"model_select", "thinking_level_select", "tool_call", "tool_result",
-	"user_bash", "input", NULL};
+static const char *const events[] = {"resources_discover", "session_start",
+    "session_before_switch", "session_before_fork", "session_before_compact",
+    "session_compact", "session_shutdown", "session_before_tree",
+    "session_tree", "context", "before_provider_request",
+    "after_provider_response", "before_agent_start", "agent_start", "agent_end",
+    "turn_start", "turn_end", "message_start", "message_update", "message_end",
+    "tool_execution_start", "tool_execution_update", "tool_execution_end",
+    "model_select", "thinking_level_select", "tool_call", "tool_result",
+    "user_bash", "input", NULL};
 
 bool
 pv_event_supported(const char *name)
@@ -43,7 +42,7 @@ keypair(const char *keyfile, unsigned char pk[crypto_sign_PUBLICKEYBYTES],
 	int r;
 
 	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_RECEIPT, &sub, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	if (crypto_sign_seed_keypair(pk, sk, sub.k) != 0)
 		r = KZ_ECRYPTO;
@@ -91,8 +90,8 @@ out:
 }
 
 static int
-check_sig(const cJSON *doc, const cJSON *body, const char *keyfile,
-    char *why, size_t wlen)
+check_sig(const cJSON *doc, const cJSON *body, const char *keyfile, char *why,
+    size_t wlen)
 {
 	unsigned char pk[crypto_sign_PUBLICKEYBYTES];
 	unsigned char sk[crypto_sign_SECRETKEYBYTES];
@@ -113,11 +112,14 @@ check_sig(const cJSON *doc, const cJSON *body, const char *keyfile,
 	sodium_memzero(sk, sizeof(sk));
 	if ((msg = kz_json_print(body)) == NULL)
 		return KZ_ENOMEM;
-	r = crypto_sign_verify_detached(sig, (unsigned char *)msg,
-	    strlen(msg), pk) == 0 ? 0 : KZ_ECRYPTO;
+	r = crypto_sign_verify_detached(sig, (unsigned char *)msg, strlen(msg),
+	        pk) == 0 ?
+	    0 :
+	    KZ_ECRYPTO;
 	free(msg);
 	if (r != 0)
-		kz_why(why, wlen, "signature does not verify under this "
+		kz_why(why, wlen,
+		    "signature does not verify under this "
 		    "deployment's receipt key");
 	return r;
 }
@@ -140,10 +142,10 @@ pv_receipt_verify(const char *text, size_t len, const char *keyfile,
 	}
 	if ((r = check_sig(doc, body, keyfile, why, wlen)) != 0)
 		goto out;
-	if ((r = kz_json_str(body, "artifact_sha256", 64, &a, why,
-	    wlen)) != 0 ||
-	    (r = kz_json_str(body, "contract_digest", 64, &c, why,
-	    wlen)) != 0 ||
+	if ((r = kz_json_str(body, "artifact_sha256", 64, &a, why, wlen)) !=
+	        0 ||
+	    (r = kz_json_str(body, "contract_digest", 64, &c, why, wlen)) !=
+	        0 ||
 	    (r = kz_json_str(body, "result", 8, &res, why, wlen)) != 0)
 		goto out;
 	if (strcmp(a, artifact) != 0) {

@@ -41,8 +41,8 @@ pv_node_version_ok(const char *v, bool *ok)
 	    num(&p, &min) != 0 || *p++ != '.' || num(&p, &patch) != 0 ||
 	    (*p != '\0' && *p != '-'))
 		return KZ_EINVAL;
-	*ok = maj > PV_NODE_MIN_MAJOR || (maj == PV_NODE_MIN_MAJOR &&
-	    min >= PV_NODE_MIN_MINOR);
+	*ok = maj > PV_NODE_MIN_MAJOR ||
+	    (maj == PV_NODE_MIN_MAJOR && min >= PV_NODE_MIN_MINOR);
 	return 0;
 }
 
@@ -107,15 +107,15 @@ node_check(struct pv_job *j, char *nodev, size_t len)
 	char *argv[] = {(char *)j->c->node, "--version", NULL};
 	bool ok = false;
 
-	if (access(j->c->node, X_OK) != 0 || host_line(argv, nodev,
-	    len) != 0) {
+	if (access(j->c->node, X_OK) != 0 || host_line(argv, nodev, len) != 0) {
 		kz_why(j->why, sizeof(j->why), "node is not available");
 		return KZ_EXIT_UNAVAIL;
 	}
 	if (pv_node_version_ok(nodev, &ok) != 0 || !ok) {
-		kz_why(j->why, sizeof(j->why), "node %.32s is too old: the "
-		    "pinned Pi loader needs Node %d.%d or later", nodev,
-		    PV_NODE_MIN_MAJOR, PV_NODE_MIN_MINOR);
+		kz_why(j->why, sizeof(j->why),
+		    "node %.32s is too old: the "
+		    "pinned Pi loader needs Node %d.%d or later",
+		    nodev, PV_NODE_MIN_MAJOR, PV_NODE_MIN_MINOR);
 		return KZ_EXIT_UNAVAIL;
 	}
 	return 0;
@@ -133,8 +133,10 @@ pv_runtime(struct pv_job *j)
 	if (access(j->c->child_js, R_OK) != 0 ||
 	    pi_version(j->c, piv, sizeof(piv)) != 0 ||
 	    strcmp(piv, j->c->pi_version) != 0) {
-		kz_why(j->why, sizeof(j->why), "the pinned Pi loader %s is not "
-		    "installed", j->c->pi_version);
+		kz_why(j->why, sizeof(j->why),
+		    "the pinned Pi loader %s is not "
+		    "installed",
+		    j->c->pi_version);
 		return KZ_EXIT_UNAVAIL;
 	}
 	if (j->c->iso == PV_ISO_SANDBOX && access(j->c->sandbox_bin, X_OK)) {
@@ -145,7 +147,7 @@ pv_runtime(struct pv_job *j)
 		return KZ_EXIT_INTERNAL;
 	cJSON_AddStringToObject(rt, "node", nodev);
 	cJSON_AddStringToObject(rt, "pi", piv);
-	cJSON_AddStringToObject(rt, "isolation", j->c->iso == PV_ISO_SANDBOX ?
-	    "kz-sandbox" : "unshare");
+	cJSON_AddStringToObject(rt, "isolation",
+	    j->c->iso == PV_ISO_SANDBOX ? "kz-sandbox" : "unshare");
 	return 0;
 }

@@ -48,7 +48,12 @@ static const char step[] =
 static const char *const deps_word[] = {"none", "try", "strict"};
 
 /* Appends one argument; the caller checks the count once at the end. */
-#define ADD(x) do { if (n < max - 1) a[n] = (char *)(x); n++; } while (0)
+#define ADD(x)                                                                 \
+	do {                                                                   \
+		if (n < max - 1)                                               \
+			a[n] = (char *)(x);                                    \
+		n++;                                                           \
+	} while (0)
 
 int
 pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
@@ -59,23 +64,41 @@ pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 
 	snprintf(tmo, sizeof(tmo), "%lld", (long long)(left > 0 ? left : 1));
 	snprintf(uid, sizeof(uid), "%u", (unsigned)r->uid);
-	ADD(r->sandbox_bin); ADD("run");
+	ADD(r->sandbox_bin);
+	ADD("run");
 	if (r->sandbox_conf != NULL) {
-		ADD("--config"); ADD(r->sandbox_conf);
+		ADD("--config");
+		ADD(r->sandbox_conf);
 	}
-	ADD("--projection"); ADD(r->cwd);
-	ADD("--timeout"); ADD(tmo);
-	ADD("--uid"); ADD(uid); ADD("--gid"); ADD(uid);
-	ADD("--env"); ADD("HOME=/tmp");
-	ADD("--env"); ADD("LANG=C.UTF-8");
-	ADD("--env"); ADD("NO_COLOR=1");
+	ADD("--projection");
+	ADD(r->cwd);
+	ADD("--timeout");
+	ADD(tmo);
+	ADD("--uid");
+	ADD(uid);
+	ADD("--gid");
+	ADD(uid);
+	ADD("--env");
+	ADD("HOME=/tmp");
+	ADD("--env");
+	ADD("LANG=C.UTF-8");
+	ADD("--env");
+	ADD("NO_COLOR=1");
 	if (r->channel) {
-		ADD("--env"); ADD("KZ_PI_NONCE_FD=3");
-		ADD("--env"); ADD("KZ_PI_RESULT_FD=4");
-		ADD("--pass-fd"); ADD("3");
-		ADD("--pass-fd"); ADD("4");
+		ADD("--env");
+		ADD("KZ_PI_NONCE_FD=3");
+		ADD("--env");
+		ADD("KZ_PI_RESULT_FD=4");
+		ADD("--pass-fd");
+		ADD("3");
+		ADD("--pass-fd");
+		ADD("4");
 	}
-	ADD("--"); ADD("/bin/sh"); ADD("-c"); ADD(step); ADD("kz-pi-step");
+	ADD("--");
+	ADD("/bin/sh");
+	ADD("-c");
+	ADD(step);
+	ADD("kz-pi-step");
 	ADD(deps_word[r->deps]);
 	ADD(r->npm);
 	ADD(r->npm_cache != NULL ? r->npm_cache : "-");
@@ -94,6 +117,7 @@ pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 bool
 pv_sandbox_failed(int status)
 {
-	return WIFEXITED(status) && (WEXITSTATUS(status) == KZ_EXIT_USAGE ||
-	    WEXITSTATUS(status) == KZ_EXIT_UNAVAIL);
+	return WIFEXITED(status) &&
+	    (WEXITSTATUS(status) == KZ_EXIT_USAGE ||
+	        WEXITSTATUS(status) == KZ_EXIT_UNAVAIL);
 }

@@ -33,13 +33,13 @@ copy_one(int srcfd, int dfd, const char *rel, uid_t owner, char *why,
 	ssize_t n;
 
 	if ((r = kz_path_open(srcfd, rel, strlen(rel), KZ_PATH_FILE, &in, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	if ((r = kz_path_mkparent(dfd, rel, 0755, owner, (gid_t)owner, &pfd,
-	    &base, NULL)) != 0)
+	         &base, NULL)) != 0)
 		goto out;
-	out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
+	out = openat(pfd, base,
+	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (out < 0 || fchown(out, owner, (gid_t)owner) != 0) {
 		r = KZ_ESYS;
 		goto out;
@@ -71,8 +71,8 @@ out:
  * child's uid; the loader's tree to us, read-only for the child).
  */
 int
-pv_materialize(int srcfd, const struct pv_tree *t, int dirfd,
-    const char *name, uid_t owner, char *why, size_t wlen)
+pv_materialize(int srcfd, const struct pv_tree *t, int dirfd, const char *name,
+    uid_t owner, char *why, size_t wlen)
 {
 	int dfd, r = 0;
 
@@ -81,8 +81,9 @@ pv_materialize(int srcfd, const struct pv_tree *t, int dirfd,
 		    strerror(errno));
 		return KZ_ESYS;
 	}
-	if ((dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0 || fchown(dfd, owner, (gid_t)owner) != 0) {
+	if ((dfd = openat(dirfd, name,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fchown(dfd, owner, (gid_t)owner) != 0) {
 		if (dfd >= 0)
 			close(dfd);
 		return KZ_ESYS;
@@ -108,14 +109,15 @@ walk_at(int pfd, const char *name, int depth, bool remove, uid_t owner)
 
 	if (depth > 2 * KZ_PATH_DEPTH_MAX)
 		return KZ_EPATH_LEN;
-	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		/* Not a directory (or a symlink to one): the entry itself. */
 		if (remove)
 			return unlinkat(pfd, name, 0) == 0 ? 0 : KZ_ESYS;
 		return fchownat(pfd, name, owner, owner, AT_SYMLINK_NOFOLLOW) ==
-		    0 ? 0 : KZ_ESYS;
+		        0 ?
+		    0 :
+		    KZ_ESYS;
 	}
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
@@ -183,7 +185,7 @@ read_res(int rootfd, const char *rel, char **buf, char hex[65], char *why,
 	ssize_t n;
 
 	if ((r = kz_path_open(rootfd, rel, strlen(rel), KZ_PATH_FILE, &fd, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	if (fstat(fd, &st) != 0 || st.st_size > 1 << 20 ||
 	    (*buf = malloc((size_t)st.st_size + 1)) == NULL) {
@@ -249,7 +251,8 @@ add_skills(cJSON *o, int rootfd, const struct pv_profile *p,
 			if (strncmp(f, p->skills[i], pl) != 0 || f[pl] != '/' ||
 			    b == NULL || strcmp(b, "/SKILL.md") != 0)
 				continue;
-			if ((r = add_entry(o, rootfd, f, false, why, wlen)) != 0)
+			if ((r = add_entry(o, rootfd, f, false, why, wlen)) !=
+			    0)
 				return r;
 		}
 	}
@@ -257,8 +260,8 @@ add_skills(cJSON *o, int rootfd, const struct pv_profile *p,
 }
 
 int
-pv_static_read(int rootfd, const struct pv_profile *p, cJSON *out,
-    char *why, size_t wlen)
+pv_static_read(int rootfd, const struct pv_profile *p, cJSON *out, char *why,
+    size_t wlen)
 {
 	cJSON *sk, *pr, *th;
 	struct pv_tree t;

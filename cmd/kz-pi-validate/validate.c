@@ -40,33 +40,36 @@ job_open(struct pv_job *j, const char *profile, const char *files,
 	int r;
 
 	if (!pv_hex64(contract)) {
-		kz_why(j->why, sizeof(j->why), "contract digest must be 64 "
+		kz_why(j->why, sizeof(j->why),
+		    "contract digest must be 64 "
 		    "lowercase hex characters");
 		return KZ_EXIT_USAGE;
 	}
 	if ((r = pv_workspace_check(j->cwd, sizeof(j->cwd), j->why,
-	    sizeof(j->why))) != 0)
+	         sizeof(j->why))) != 0)
 		return KZ_EXIT_USAGE;
 	if (pv_profile_load(profile, j->c->deadline_max, &j->prof, j->why,
-	    sizeof(j->why)) != 0)
+	        sizeof(j->why)) != 0)
 		return KZ_EXIT_USAGE;
 	j->deadline = kz_now_ms() + j->prof.deadline_ms;
 	if ((j->filesfd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	    0) {
-		kz_why(j->why, sizeof(j->why), "cannot open the files "
+		kz_why(j->why, sizeof(j->why),
+		    "cannot open the files "
 		    "directory");
 		return KZ_EXIT_USAGE;
 	}
 	/* Resources first: nothing is read before every one resolves. */
-	if (pv_resources_check(j->filesfd, &j->prof, j->why,
-	    sizeof(j->why)) != 0)
+	if (pv_resources_check(j->filesfd, &j->prof, j->why, sizeof(j->why)) !=
+	    0)
 		return KZ_EXIT_REFUSED;
-	if (pv_tree_scan(j->filesfd, false, &j->tree, j->why,
-	    sizeof(j->why)) != 0)
+	if (pv_tree_scan(j->filesfd, false, &j->tree, j->why, sizeof(j->why)) !=
+	    0)
 		return KZ_EXIT_REFUSED;
 	for (size_t i = 0; i < j->tree.n; i++)
 		if (strncmp(j->tree.paths[i], "node_modules/", 13) == 0) {
-			kz_why(j->why, sizeof(j->why), "dependencies come from "
+			kz_why(j->why, sizeof(j->why),
+			    "dependencies come from "
 			    "the lock, not from the files");
 			return KZ_EXIT_REFUSED;
 		}
@@ -82,8 +85,8 @@ job_body(struct pv_job *j, const char *contract)
 		return KZ_EXIT_INTERNAL;
 	cJSON_AddNumberToObject(j->body, "v", 1);
 	cJSON_AddStringToObject(j->body, "validator", tag);
-	cJSON_AddStringToObject(j->body, "kind", j->prof.kind == PV_SKILL ?
-	    "skill" : "extension");
+	cJSON_AddStringToObject(j->body, "kind",
+	    j->prof.kind == PV_SKILL ? "skill" : "extension");
 	cJSON_AddStringToObject(j->body, "artifact_sha256", j->tree.digest);
 	cJSON_AddStringToObject(j->body, "contract_digest", contract);
 	cJSON_AddNumberToObject(j->body, "files", (double)j->tree.n);
@@ -103,10 +106,10 @@ write_receipt(struct pv_job *j, const char *out)
 	size_t len;
 	int fd, rc = 0;
 
-	cJSON_AddStringToObject(j->body, "result", j->v.failed ? "fail" :
-	    "pass");
+	cJSON_AddStringToObject(j->body, "result",
+	    j->v.failed ? "fail" : "pass");
 	if (pv_receipt_sign(j->body, j->c->keyfile, &text, j->why,
-	    sizeof(j->why)) != 0)
+	        sizeof(j->why)) != 0)
 		return KZ_EXIT_UNAVAIL;
 	len = strlen(text);
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
@@ -130,8 +133,9 @@ job_run(struct pv_job *j)
 
 	if ((rc = pv_runtime(j)) != 0)
 		return rc;
-	if (pv_static_read(j->filesfd, &j->prof, cJSON_AddObjectToObject(
-	    j->body, "static"), j->why, sizeof(j->why)) != 0) {
+	if (pv_static_read(j->filesfd, &j->prof,
+	        cJSON_AddObjectToObject(j->body, "static"), j->why,
+	        sizeof(j->why)) != 0) {
 		pv_reason(&j->v, "static resource: ", j->why);
 		return 0;
 	}
@@ -179,8 +183,8 @@ out:
 		kz_log(KZ_LOG_WARN, "pi.cleanup", KZ_ESYS,
 		    "could not remove the run directory", NULL);
 	if (rc != 0)
-		kz_log(rc == 1 ? KZ_LOG_INFO : KZ_LOG_ERROR, rc == 1 ?
-		    "pi.refuse" : "pi.fail", 0, j.why, "artifact",
+		kz_log(rc == 1 ? KZ_LOG_INFO : KZ_LOG_ERROR,
+		    rc == 1 ? "pi.refuse" : "pi.fail", 0, j.why, "artifact",
 		    j.tree.digest[0] ? j.tree.digest : NULL, NULL);
 	else
 		kz_log(KZ_LOG_INFO, "pi.pass", 0, "validation passed",

@@ -28,16 +28,17 @@ pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
 	}
 	if ((fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (rfd = open(receipt, O_RDONLY | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "kz-pi-validate: cannot open the receipt or "
+		fprintf(stderr,
+		    "kz-pi-validate: cannot open the receipt or "
 		    "the files\n");
 		if (fd >= 0)
 			close(fd);
 		return KZ_EXIT_USAGE;
 	}
 	if (fstat(rfd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > (1 << 20) || (text = malloc((size_t)st.st_size +
-	    1)) == NULL || read(rfd, text, (size_t)st.st_size) !=
-	    st.st_size) {
+	    st.st_size > (1 << 20) ||
+	    (text = malloc((size_t)st.st_size + 1)) == NULL ||
+	    read(rfd, text, (size_t)st.st_size) != st.st_size) {
 		rc = KZ_EXIT_USAGE;
 		kz_why(why, sizeof(why), "unreadable receipt");
 		goto out;
@@ -48,9 +49,11 @@ pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
 	}
 	r = pv_receipt_verify(text, (size_t)st.st_size, c->keyfile, t.digest,
 	    contract, why, sizeof(why));
-	rc = r == 0 ? KZ_EXIT_OK : r == KZ_EKEY || r == KZ_ESYS ?
-	    KZ_EXIT_UNAVAIL : r == KZ_EJSON || r == KZ_EMISSING ||
-	    r == KZ_ETYPE ? KZ_EXIT_USAGE : KZ_EXIT_REFUSED;
+	rc = r == 0                      ? KZ_EXIT_OK :
+	    r == KZ_EKEY || r == KZ_ESYS ? KZ_EXIT_UNAVAIL :
+	    r == KZ_EJSON || r == KZ_EMISSING || r == KZ_ETYPE ?
+	                                   KZ_EXIT_USAGE :
+	                                   KZ_EXIT_REFUSED;
 out:
 	if (rc == 0)
 		printf("current\n");

@@ -50,9 +50,8 @@ has_str(const cJSON *arr, const char *s)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, arr)
-		if (cJSON_IsString(c) && strcmp(c->valuestring, s) == 0)
-			return true;
+	cJSON_ArrayForEach(c, arr) if (cJSON_IsString(c) &&
+	    strcmp(c->valuestring, s) == 0) return true;
 	return false;
 }
 
@@ -62,8 +61,7 @@ count(const cJSON *arr)
 	const cJSON *c;
 	int n = 0;
 
-	cJSON_ArrayForEach(c, arr)
-		n++;
+	cJSON_ArrayForEach(c, arr) n++;
 	return n;
 }
 
@@ -92,9 +90,7 @@ idx_build(struct idx *ix, const cJSON *arr, const char *key)
 	ix->n = 0;
 	if ((ix->v = calloc((size_t)count(arr) + 1, sizeof(*ix->v))) == NULL)
 		return KZ_ENOMEM;
-	cJSON_ArrayForEach(c, arr)
-		if (jstr(c, key) != NULL)
-			ix->v[ix->n++] = c;
+	cJSON_ArrayForEach(c, arr) if (jstr(c, key) != NULL) ix->v[ix->n++] = c;
 	qsort_r(ix->v, ix->n, sizeof(*ix->v), idx_cmp, (void *)key);
 	return 0;
 }
@@ -115,8 +111,8 @@ idx_find(const struct idx *ix, const char *key, const char *s)
 		else
 			hi = mid;
 	}
-	return lo < ix->n && strcmp(jstr(ix->v[lo], key), s) == 0 ?
-	    ix->v[lo] : NULL;
+	return lo < ix->n && strcmp(jstr(ix->v[lo], key), s) == 0 ? ix->v[lo] :
+	                                                            NULL;
 }
 
 static void
@@ -138,9 +134,7 @@ item_of(const cJSON *items, const char *rid)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, items)
-		if (jeq(c, "id", rid))
-			return c;
+	cJSON_ArrayForEach(c, items) if (jeq(c, "id", rid)) return c;
 	return NULL;
 }
 
@@ -165,9 +159,9 @@ kzp_can_read(const cJSON *f, const char *mh)
 		return true;
 	if (jeq(f, "kind", "library"))
 		return false;
-	cJSON_ArrayForEach(g, kz_json_get(f, "grants"))
-		if (jtrue(g, "member_in") && jtrue(g, "shared"))
-			return true;
+	cJSON_ArrayForEach(g,
+	    kz_json_get(f, "grants")) if (jtrue(g, "member_in") &&
+	    jtrue(g, "shared")) return true;
 	return false;
 }
 
@@ -196,9 +190,12 @@ kzp_manifest_digest(const cJSON *items, char out[KZP_SHA_HEX + 1])
 	char line[KZP_PATH_MAX + KZP_ID_MAX + KZP_SHA_HEX + 96];
 
 	crypto_hash_sha256_init(&st);
-	cJSON_ArrayForEach(c, items) {
-		int n = snprintf(line, sizeof(line), "%s%c%lld%c%s%c%lld%c%s%c"
-		    "%s\n", jstr(c, "id") ? jstr(c, "id") : "", 0,
+	cJSON_ArrayForEach(c, items)
+	{
+		int n = snprintf(line, sizeof(line),
+		    "%s%c%lld%c%s%c%lld%c%s%c"
+		    "%s\n",
+		    jstr(c, "id") ? jstr(c, "id") : "", 0,
 		    (long long)jnum(c, "ver"), 0,
 		    jstr(c, "path") ? jstr(c, "path") : "", 0,
 		    (long long)jnum(c, "size"), 0,
@@ -208,7 +205,7 @@ kzp_manifest_digest(const cJSON *items, char out[KZP_SHA_HEX + 1])
 		if (n > 0)
 			crypto_hash_sha256_update(&st, (unsigned char *)line,
 			    (size_t)n < sizeof(line) ? (size_t)n :
-			    sizeof(line) - 1);
+			                               sizeof(line) - 1);
 	}
 	sha_hex(&st, out);
 }
@@ -220,7 +217,8 @@ kzp_roster_digest(const cJSON *roster, char out[KZP_SHA_HEX + 1])
 	const cJSON *c;
 
 	crypto_hash_sha256_init(&st);
-	cJSON_ArrayForEach(c, roster) {
+	cJSON_ArrayForEach(c, roster)
+	{
 		if (!cJSON_IsString(c))
 			continue;
 		crypto_hash_sha256_update(&st, (unsigned char *)c->valuestring,
@@ -242,8 +240,8 @@ make_item(const cJSON *f, const char *src)
 	cJSON_AddStringToObject(it, "path", jstr(f, "path"));
 	cJSON_AddNumberToObject(it, "size", (double)jnum(f, "size"));
 	cJSON_AddStringToObject(it, "sha256", jstr(f, "sha"));
-	cJSON_AddStringToObject(it, "kind", jstr(f, "kind") ?
-	    jstr(f, "kind") : "document");
+	cJSON_AddStringToObject(it, "kind",
+	    jstr(f, "kind") ? jstr(f, "kind") : "document");
 	cJSON_AddStringToObject(it, "src", src);
 	return it;
 }
@@ -259,7 +257,8 @@ within(const cJSON *a, const cJSON *b, const struct kzp_bounds *bd)
 	const cJSON *lists[2] = {a, b}, *c;
 
 	for (int i = 0; i < 2; i++) {
-		cJSON_ArrayForEach(c, lists[i]) {
+		cJSON_ArrayForEach(c, lists[i])
+		{
 			int64_t sz = jnum(c, "size");
 
 			if (sz < 0 || sz > bd->max_file_bytes)
@@ -274,7 +273,8 @@ within(const cJSON *a, const cJSON *b, const struct kzp_bounds *bd)
 static int
 cmp_path(const void *a, const void *b)
 {
-	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	const cJSON *x = *(const cJSON *const *)a,
+	            *y = *(const cJSON *const *)b;
 
 	return strcmp(jstr(x, "path"), jstr(y, "path"));
 }
@@ -302,7 +302,7 @@ sort_items(cJSON *items, struct kzp_res *r)
 
 struct adm {
 	const cJSON *view;
-	struct idx res;		/* the view's facts by id */
+	struct idx res; /* the view's facts by id */
 	const struct kzp_turn *t;
 	const struct kzp_bounds *b;
 	cJSON *items;
@@ -322,7 +322,8 @@ add_requested(struct adm *a, const cJSON *ids, const char *src,
 	const cJSON *c, *f;
 	bool retr = strcmp(src, "retrieved") == 0;
 
-	cJSON_ArrayForEach(c, ids) {
+	cJSON_ArrayForEach(c, ids)
+	{
 		if (!cJSON_IsString(c) || !kzp_id_ok(c->valuestring)) {
 			kzp_fail(r, KZ_WE_BAD_REQUEST,
 			    "a requested file is named by id only");
@@ -331,25 +332,29 @@ add_requested(struct adm *a, const cJSON *ids, const char *src,
 		/* Retrieval never widens a shared audience (the
 		 * private-retrieval rule). */
 		if (retr && !a->priv) {
-			kzp_fail(r, KZ_WE_REFUSED, "a retrieved document is "
+			kzp_fail(r, KZ_WE_REFUSED,
+			    "a retrieved document is "
 			    "projected only in a private turn");
 			return KZ_EDENIED;
 		}
 		f = facts_of(&a->res, c->valuestring);
 		if (!kzp_can_read(f, a->t->mh)) {
-			kzp_fail(r, KZ_WE_REFUSED, "a requested id is not "
+			kzp_fail(r, KZ_WE_REFUSED,
+			    "a requested id is not "
 			    "readable by the initiating member");
 			return KZ_EDENIED;
 		}
 		/* Library files come only through the selection (the
 		 * library rule). */
 		if (!retr && jeq(f, "kind", "library")) {
-			kzp_fail(r, KZ_WE_REFUSED, "a private-library file is "
+			kzp_fail(r, KZ_WE_REFUSED,
+			    "a private-library file is "
 			    "bound to the chat as a selection, not requested");
 			return KZ_EDENIED;
 		}
 		if (!ready(f)) {
-			kzp_fail(r, KZ_WE_REFUSED, "a requested file is not "
+			kzp_fail(r, KZ_WE_REFUSED,
+			    "a requested file is not "
 			    "ready");
 			return KZ_EDENIED;
 		}
@@ -369,7 +374,8 @@ add_room(struct adm *a, struct kzp_res *r)
 	const cJSON *c, *f;
 	const char *mh = a->t->mh;
 
-	cJSON_ArrayForEach(c, kz_json_get(a->view, "links")) {
+	cJSON_ArrayForEach(c, kz_json_get(a->view, "links"))
+	{
 		const char *rid = jstr(c, "rid");
 
 		if (rid == NULL || (!jtrue(c, "shared") && !jeq(c, "by", mh)))
@@ -383,13 +389,15 @@ add_room(struct adm *a, struct kzp_res *r)
 	}
 	/* Later turns use the resolved scope; it never narrows (the
 	 * selector rule). */
-	cJSON_ArrayForEach(c, kz_json_get(a->view, "scope")) {
+	cJSON_ArrayForEach(c, kz_json_get(a->view, "scope"))
+	{
 		if (!cJSON_IsString(c) ||
 		    item_of(a->items, c->valuestring) != NULL)
 			continue;
 		f = facts_of(&a->res, c->valuestring);
 		if (!kzp_can_read(f, mh) || !ready(f)) {
-			kzp_fail(r, KZ_WE_REFUSED, "the conversation's "
+			kzp_fail(r, KZ_WE_REFUSED,
+			    "the conversation's "
 			    "resolved scope is no longer readable");
 			return KZ_EDENIED;
 		}
@@ -414,7 +422,8 @@ add_selection(struct adm *a, struct kzp_res *r)
 	cJSON *sel = cJSON_CreateArray();
 	int e = 0;
 
-	cJSON_ArrayForEach(c, kz_json_get(a->view, "sel")) {
+	cJSON_ArrayForEach(c, kz_json_get(a->view, "sel"))
+	{
 		if (!jeq(c, "owner", mh))
 			continue;
 		if (!a->priv) {
@@ -471,8 +480,7 @@ build_snap(struct adm *a)
 		return NULL;
 	randombytes_buf(rnd, sizeof(rnd));
 	kz_hex(rnd, sizeof(rnd), sid);
-	cJSON_ArrayForEach(c, a->items)
-		bytes += jnum(c, "size");
+	cJSON_ArrayForEach(c, a->items) bytes += jnum(c, "size");
 	kzp_manifest_digest(a->items, md);
 	kzp_roster_digest(roster, rd);
 	cJSON_AddStringToObject(s, "snapshot", sid);
@@ -516,7 +524,8 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 	}
 	/* An actor that cannot be proven gets nothing (fail closed). */
 	if (!jtrue(view, "exists") || !has_str(roster, t->mh)) {
-		kzp_fail(r, KZ_WE_REFUSED, "the initiating member is not in "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the initiating member is not in "
 		    "the room's audience");
 		e = KZ_EDENIED;
 		goto out;
@@ -527,12 +536,14 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 	    (e = add_requested(&a, t->retrieved, "retrieved", r)) != 0)
 		goto out;
 	if (!within(a.items, NULL, b)) {
-		kzp_fail(r, KZ_WE_REFUSED, "the projection is over the "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the projection is over the "
 		    "configured bounds");
 		e = KZ_EDENIED;
 		goto out;
 	}
-	if ((e = add_selection(&a, r)) != 0 || (e = sort_items(a.items, r)) != 0)
+	if ((e = add_selection(&a, r)) != 0 ||
+	    (e = sort_items(a.items, r)) != 0)
 		goto out;
 	if ((*snap = build_snap(&a)) == NULL) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
@@ -557,9 +568,9 @@ changed(struct kzp_res *r, const char *code, const char *why)
 
 /* The view and snapshot, indexed for one verification. */
 struct vix {
-	struct idx res;		/* the view's facts by id */
-	struct idx links;	/* the room's links by rid */
-	struct idx items;	/* the snapshot's items by id */
+	struct idx res; /* the view's facts by id */
+	struct idx links; /* the room's links by rid */
+	struct idx items; /* the snapshot's items by id */
 };
 
 static bool
@@ -567,9 +578,8 @@ selected(const cJSON *view, const char *id)
 {
 	const cJSON *l;
 
-	cJSON_ArrayForEach(l, kz_json_get(view, "sel"))
-		if (jeq(l, "rid", id))
-			return true;
+	cJSON_ArrayForEach(l,
+	    kz_json_get(view, "sel")) if (jeq(l, "rid", id)) return true;
 	return false;
 }
 
@@ -584,25 +594,30 @@ verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
 	const char *mh = jstr(snap, "actor_hash");
 	const cJSON *it, *f;
 
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
+	{
 		const char *id = jstr(it, "id"), *src = jstr(it, "src");
 
 		f = facts_of(&x->res, id);
 		if (!kzp_can_read(f, mh) || !ready(f))
-			return changed(r, KZ_WE_MANIFEST_CHANGED, "an admitted "
+			return changed(r, KZ_WE_MANIFEST_CHANGED,
+			    "an admitted "
 			    "file was removed or is no longer readable");
 		if (jnum(f, "cur") != jnum(it, "ver"))
-			return changed(r, KZ_WE_MANIFEST_CHANGED, "a new version "
+			return changed(r, KZ_WE_MANIFEST_CHANGED,
+			    "a new version "
 			    "of an admitted file landed after admission");
 		if (!jeq(f, "path", jstr(it, "path")) ||
 		    !jeq(f, "sha", jstr(it, "sha256")) ||
 		    jnum(f, "size") != jnum(it, "size"))
-			return changed(r, KZ_WE_MANIFEST_CHANGED, "an admitted "
+			return changed(r, KZ_WE_MANIFEST_CHANGED,
+			    "an admitted "
 			    "file changed after admission");
 		if ((strcmp(src, "room") == 0 &&
-		    idx_find(&x->links, "rid", id) == NULL) ||
+		        idx_find(&x->links, "rid", id) == NULL) ||
 		    (strcmp(src, "selection") == 0 && !selected(view, id)))
-			return changed(r, KZ_WE_MANIFEST_CHANGED, "an admitted "
+			return changed(r, KZ_WE_MANIFEST_CHANGED,
+			    "an admitted "
 			    "file was removed from the room");
 	}
 	return 0;
@@ -619,7 +634,8 @@ verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
 	const char *mh = jstr(snap, "actor_hash"), *turn = jstr(snap, "turn");
 	const cJSON *l, *f;
 
-	cJSON_ArrayForEach(l, kz_json_get(view, "links")) {
+	cJSON_ArrayForEach(l, kz_json_get(view, "links"))
+	{
 		const char *rid = jstr(l, "rid");
 
 		if (rid == NULL || (!jtrue(l, "shared") && !jeq(l, "by", mh)))
@@ -632,7 +648,8 @@ verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
 		if (jeq(l, "by", mh) && jeq(l, "turn", turn) &&
 		    jnum(l, "seq") > jnum(snap, "admission_seq"))
 			continue;
-		return changed(r, KZ_WE_MANIFEST_CHANGED, "the room's manifest "
+		return changed(r, KZ_WE_MANIFEST_CHANGED,
+		    "the room's manifest "
 		    "changed between admission and dispatch");
 	}
 	return 0;
@@ -650,20 +667,23 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 	int e;
 
 	if (!jtrue(view, "exists") || !has_str(roster, mh))
-		return changed(r, KZ_WE_REFUSED, "the initiating member is "
+		return changed(r, KZ_WE_REFUSED,
+		    "the initiating member is "
 		    "no longer in the room's audience");
 	/* The live audience version and roster (the sole-audience and
 	 * freshness rules). */
 	kzp_roster_digest(roster, rd);
 	if (jnum(view, "aver") != jnum(snap, "audience_version") ||
 	    !jeq(snap, "roster_digest", rd))
-		return changed(r, KZ_WE_AUDIENCE_CHANGED, "the room's audience "
+		return changed(r, KZ_WE_AUDIENCE_CHANGED,
+		    "the room's audience "
 		    "changed since admission");
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
-		if (jeq(it, "src", "selection"))
-			sel = true;
+	cJSON_ArrayForEach(it,
+	    kz_json_get(snap, "items")) if (jeq(it, "src", "selection"))
+	    sel = true;
 	if (sel && !roster_alone(roster, mh))
-		return changed(r, KZ_WE_AUDIENCE_CHANGED, "the member is no "
+		return changed(r, KZ_WE_AUDIENCE_CHANGED,
+		    "the member is no "
 		    "longer the room's entire audience");
 	if (idx_build(&x.res, kz_json_get(view, "res"), "id") != 0 ||
 	    idx_build(&x.links, kz_json_get(view, "links"), "rid") != 0 ||
@@ -676,7 +696,8 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 	    (e = verify_links(snap, view, &x, r)) != 0)
 		goto out;
 	if (!within(kz_json_get(snap, "items"), NULL, b))
-		e = changed(r, KZ_WE_REFUSED, "the projection is over the "
+		e = changed(r, KZ_WE_REFUSED,
+		    "the projection is over the "
 		    "configured bounds");
 out:
 	idx_free(&x.res);
@@ -704,9 +725,11 @@ kzp_snap_check(const cJSON *snap, struct kzp_res *r)
 	if (!cJSON_IsArray(items) || jnum(snap, "audience_version") < 0 ||
 	    jnum(snap, "admission_seq") < 0)
 		goto bad;
-	cJSON_ArrayForEach(it, items) {
+	cJSON_ArrayForEach(it, items)
+	{
 		if (jstr(it, "id") == NULL || jstr(it, "path") == NULL ||
-		    jstr(it, "src") == NULL || !kzp_sha_ok(jstr(it, "sha256")) ||
+		    jstr(it, "src") == NULL ||
+		    !kzp_sha_ok(jstr(it, "sha256")) ||
 		    kzp_relpath_ok(jstr(it, "path")) != 0 ||
 		    jnum(it, "size") < 0 || jnum(it, "ver") < 1)
 			goto bad;

@@ -74,16 +74,17 @@ kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
 		kzp_fail(r, KZ_WE_INTERNAL, "blob store unavailable");
 		return KZ_ESYS;
 	}
-	if ((dfd = open(blobdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0) {
+	if ((dfd = open(blobdir,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "blob store unavailable");
 		return KZ_ESYS;
 	}
 	randombytes_buf(rnd, sizeof(rnd));
 	kz_hex(rnd, sizeof(rnd), rh);
 	snprintf(tmp, sizeof(tmp), ".tmp-%s", rh);
-	if ((fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) < 0) {
+	if ((fd = openat(dfd, tmp,
+	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) <
+	    0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "blob store not writable");
 		e = KZ_ESYS;
 		goto out;
@@ -91,7 +92,7 @@ kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
 	if ((e = copy_hash(srcfd, fd, max, h, size)) != 0) {
 		kzp_fail(r, e == KZ_ETOOBIG ? KZ_WE_REFUSED : KZ_WE_INTERNAL,
 		    e == KZ_ETOOBIG ? "the file is over the size bound" :
-		    "the blob could not be written");
+		                      "the blob could not be written");
 		goto out;
 	}
 	kz_hex(h, sizeof(h), sha);

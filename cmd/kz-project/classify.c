@@ -84,7 +84,8 @@ kzp_classify(const struct kzp *p, const cJSON *snap, bool *admin,
 	*admin = false;
 	if (kzp_blob_dir(p->blobdir, &blobs) != 0)
 		blobs = -1;
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
+	{
 		if ((e = classify_one(blobs, it)) == KZ_CLASS_HOST_ADMIN) {
 			*admin = true;
 			e = 0;
@@ -98,7 +99,8 @@ kzp_classify(const struct kzp *p, const cJSON *snap, bool *admin,
 	if (e == KZ_ECRYPTO)
 		kzp_fail(r, KZ_WE_REFUSED, KZP_DIGEST_MISMATCH);
 	else if (e != 0)
-		kzp_fail(r, KZ_WE_UNAVAILABLE, "a file could not be "
+		kzp_fail(r, KZ_WE_UNAVAILABLE,
+		    "a file could not be "
 		    "classified whole");
 	return e;
 }

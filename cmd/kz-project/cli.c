@@ -73,8 +73,8 @@ out:
 }
 
 int
-kzp_cli_request(const char *op, int argc, char **argv, cJSON **out,
-    char *why, size_t wlen)
+kzp_cli_request(const char *op, int argc, char **argv, cJSON **out, char *why,
+    size_t wlen)
 {
 	const struct kzp_opdef *d = kzp_op_find(op);
 	cJSON *req;

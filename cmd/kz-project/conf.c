@@ -14,12 +14,24 @@
 #include "banned.h"
 
 const char *const kzp_conf_keys[] = {
-	"KZ_SOCKET", "KZ_RUN_DIR", "KZ_FIELD_KEY_FILE", "KZ_AUDIT_SOCKET",
-	"KZ_STORE_SOCKET", "KZ_DEPLOYMENT", KZ_SRV_PEER_KEYS, "KZ_FRAME_MAX",
-	"KZ_PROJECT_BLOB_DIR", "KZ_PROJECT_MAX_FILES",
-	"KZ_PROJECT_MAX_FILE_BYTES", "KZ_PROJECT_MAX_TOTAL_BYTES",
-	"KZ_PROJECT_OUTPUT_MAX_BYTES", "KZ_PROJECT_OUTPUT_TYPES",
-	"KZ_PROJECT_SNAPSHOT_TTL", "KZ_PROJECT_POINTER_DEFAULT", "KZ_AUDIT", NULL,
+    "KZ_SOCKET",
+    "KZ_RUN_DIR",
+    "KZ_FIELD_KEY_FILE",
+    "KZ_AUDIT_SOCKET",
+    "KZ_STORE_SOCKET",
+    "KZ_DEPLOYMENT",
+    KZ_SRV_PEER_KEYS,
+    "KZ_FRAME_MAX",
+    "KZ_PROJECT_BLOB_DIR",
+    "KZ_PROJECT_MAX_FILES",
+    "KZ_PROJECT_MAX_FILE_BYTES",
+    "KZ_PROJECT_MAX_TOTAL_BYTES",
+    "KZ_PROJECT_OUTPUT_MAX_BYTES",
+    "KZ_PROJECT_OUTPUT_TYPES",
+    "KZ_PROJECT_SNAPSHOT_TTL",
+    "KZ_PROJECT_POINTER_DEFAULT",
+    "KZ_AUDIT",
+    NULL,
 };
 
 static int
@@ -46,28 +58,29 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 
 	/* Every socket's default is the one rule of kaizen.conf(5). */
 	if ((e = kz_run_dir(k, run, sizeof(run), why, wlen)) != 0 ||
-	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", run, "store",
-	    c->store_sock, sizeof(c->store_sock), why, wlen)) != 0 ||
+	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", run, "store", c->store_sock,
+	         sizeof(c->store_sock), why, wlen)) != 0 ||
 	    (e = kz_conf_sock(k, "KZ_SOCKET", run, "kz-project", sock,
-	    sizeof(sock), why, wlen)) != 0 ||
+	         sizeof(sock), why, wlen)) != 0 ||
 	    (e = kz_conf_audit(k, run, c->audit_sock, sizeof(c->audit_sock),
-	    why, wlen)) != 0)
+	         why, wlen)) != 0)
 		return e;
 	if ((e = kz_conf_int(k, "KZ_PROJECT_MAX_FILES", 256, 1, 100000, &files,
-	    why, wlen)) != 0 ||
+	         why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_PROJECT_MAX_FILE_BYTES", 64ull << 20,
-	    1ull << 40, &mf, why, wlen)) != 0 ||
+	         1ull << 40, &mf, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_PROJECT_MAX_TOTAL_BYTES", 256ull << 20,
-	    1ull << 42, &mt, why, wlen)) != 0 ||
+	         1ull << 42, &mt, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_PROJECT_OUTPUT_MAX_BYTES", 32ull << 20,
-	    1ull << 40, &om, why, wlen)) != 0 ||
-	    (e = kz_conf_size(k, "KZ_FRAME_MAX", 1u << 20, 64u << 20, &fm,
-	    why, wlen)) != 0 ||
-	    (e = kz_conf_int(k, "KZ_PROJECT_SNAPSHOT_TTL", 3600, 1, 86400,
-	    &ttl, why, wlen)) != 0)
+	         1ull << 40, &om, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "KZ_FRAME_MAX", 1u << 20, 64u << 20, &fm, why,
+	         wlen)) != 0 ||
+	    (e = kz_conf_int(k, "KZ_PROJECT_SNAPSHOT_TTL", 3600, 1, 86400, &ttl,
+	         why, wlen)) != 0)
 		return e;
 	if (strcmp(ptr, "private") != 0 && strcmp(ptr, "shared") != 0) {
-		kz_why(why, wlen, "KZ_PROJECT_POINTER_DEFAULT must be private "
+		kz_why(why, wlen,
+		    "KZ_PROJECT_POINTER_DEFAULT must be private "
 		    "or shared");
 		return KZ_ECONF;
 	}
@@ -91,8 +104,10 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 		p->blobdir = c->blobdir;
 	}
 	if (dup_path(&c->keyfile, kz_conf_str(k, "KZ_FIELD_KEY_FILE", run),
-	    kz_conf_str(k, "KZ_FIELD_KEY_FILE", NULL) ? "" : "/field.key") !=
-	    0 || dup_path(&c->sock, sock, "") != 0)
+	        kz_conf_str(k, "KZ_FIELD_KEY_FILE", NULL) ?
+	            "" :
+	            "/field.key") != 0 ||
+	    dup_path(&c->sock, sock, "") != 0)
 		return KZ_ENOMEM;
 	return 0;
 }

@@ -37,11 +37,11 @@
 #include "kz_key.h"
 #include "kz_store.h"
 
-#define KZP_ID_MAX 64		/* raw ids and resource ids */
-#define KZP_PATH_MAX 255	/* a projected file's relative path */
+#define KZP_ID_MAX 64 /* raw ids and resource ids */
+#define KZP_PATH_MAX 255 /* a projected file's relative path */
 #define KZP_SEG_MAX 128
 #define KZP_SHA_HEX 64
-#define KZP_LIST_MAX 64		/* selectors, retrieved ids per turn */
+#define KZP_LIST_MAX 64 /* selectors, retrieved ids per turn */
 #define KZP_WHY 200
 
 /* Bounds on one projection (the bounds rule: exact and bounded). */
@@ -52,18 +52,18 @@ struct kzp_bounds {
 };
 
 struct kzp {
-	struct kz_store *st;	/* NULL until connected */
+	struct kz_store *st; /* NULL until connected */
 	const char *store_sock;
 	const char *dep;
-	struct kz_key idkey;	/* KZ_SUBKEY_IDHASH of the field key */
+	struct kz_key idkey; /* KZ_SUBKEY_IDHASH of the field key */
 	const char *blobdir;
-	const char *audit_sock;	/* NULL: no audit */
+	const char *audit_sock; /* NULL: no audit */
 	struct kzp_bounds b;
 	int64_t out_max_bytes;
-	const char *out_types;	/* comma-separated extensions */
+	const char *out_types; /* comma-separated extensions */
 	int64_t snap_ttl;
-	bool pointer_shared;	/* default pointer for new links */
-	bool oneshot;		/* one op per process: EVAL, no SCRIPT LOAD */
+	bool pointer_shared; /* default pointer for new links */
+	bool oneshot; /* one op per process: EVAL, no SCRIPT LOAD */
 };
 
 /*
@@ -74,12 +74,12 @@ struct kzp {
 
 /* A refusal or failure: wire code and one-line reason. */
 struct kzp_res {
-	const char *code;	/* NULL: ok */
+	const char *code; /* NULL: ok */
 	char why[KZP_WHY];
 };
 
 void kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* ids.c-like helpers (model.c) */
 bool kzp_id_ok(const char *s);
@@ -110,12 +110,12 @@ KZ_WUR int kzp_live(struct kzp *p, const char *rh, const char *mh,
 
 /* admit.c: the policy, pure over a view (unit-tested). */
 struct kzp_turn {
-	const char *mh;		/* initiating member's hash */
-	const char *rh;		/* room hash */
+	const char *mh; /* initiating member's hash */
+	const char *rh; /* room hash */
 	const char *turn;
 	const char *capability;
-	const cJSON *select;	/* array of resource ids or NULL */
-	const cJSON *retrieved;	/* array of resource ids or NULL */
+	const cJSON *select; /* array of resource ids or NULL */
+	const cJSON *retrieved; /* array of resource ids or NULL */
 	bool contract;
 };
 bool kzp_can_read(const cJSON *facts, const char *mh);
@@ -175,21 +175,20 @@ struct kzp_opdef {
 	const char *const *fields;
 	kzp_op_fn *fn;
 	const char *mode;
-	unsigned flags;		/* KZ_OP_* (kz_srv.h), checked by the server */
+	unsigned flags; /* KZ_OP_* (kz_srv.h), checked by the server */
 };
 extern const struct kzp_opdef kzp_ops[];
 const struct kzp_opdef *kzp_op_find(const char *op);
 /* Runs one op: reply fields in *out on success. */
-KZ_WUR int kzp_run(struct kzp *p, const char *op, const cJSON *req,
-    cJSON **out, struct kzp_res *r);
+KZ_WUR int kzp_run(struct kzp *p, const char *op, const cJSON *req, cJSON **out,
+    struct kzp_res *r);
 
 /* ops.c: the request readers every op uses; each fills r on failure. */
-int kzp_bad(struct kzp_res *r, const char *why);	/* bad_request */
+int kzp_bad(struct kzp_res *r, const char *why); /* bad_request */
 KZ_WUR int kzp_req_id(const cJSON *req, const char *key, const char **out,
     struct kzp_res *r);
-KZ_WUR int kzp_req_hash(const struct kzp *p, const cJSON *req,
-    const char *key, const char *kind, char out[KZ_IDHASH_HEX + 1],
-    struct kzp_res *r);
+KZ_WUR int kzp_req_hash(const struct kzp *p, const cJSON *req, const char *key,
+    const char *kind, char out[KZ_IDHASH_HEX + 1], struct kzp_res *r);
 /* Runs mutation script and answers its integer as out's field key. */
 KZ_WUR int kzp_mutate_as(struct kzp *p, const char *script, int argc,
     const char **av, const char *key, cJSON *out, struct kzp_res *r);
@@ -200,14 +199,14 @@ KZ_WUR int kzp_mutate_json(struct kzp *p, const char *script, int argc,
 
 /* The ops, by concern. */
 kzp_op_fn kzp_op_member_create, kzp_op_room_member, kzp_op_project_member,
-    kzp_op_room_project;					/* members.c */
+    kzp_op_room_project; /* members.c */
 kzp_op_fn kzp_op_blob_put, kzp_op_resource_create, kzp_op_version_new,
-    kzp_op_resource_revoke;				/* resources.c */
-kzp_op_fn kzp_op_link, kzp_op_withdraw, kzp_op_selection;	/* links.c */
-kzp_op_fn kzp_op_connection_create, kzp_op_declare_source,
-    kzp_op_can_read, kzp_op_resolve;			/* sources.c */
+    kzp_op_resource_revoke; /* resources.c */
+kzp_op_fn kzp_op_link, kzp_op_withdraw, kzp_op_selection; /* links.c */
+kzp_op_fn kzp_op_connection_create, kzp_op_declare_source, kzp_op_can_read,
+    kzp_op_resolve; /* sources.c */
 kzp_op_fn kzp_op_admit, kzp_op_verify, kzp_op_classify,
-    kzp_op_materialize;					/* turn.c */
-kzp_op_fn kzp_op_link_output, kzp_op_placeholder;	/* outputs.c */
+    kzp_op_materialize; /* turn.c */
+kzp_op_fn kzp_op_link_output, kzp_op_placeholder; /* outputs.c */
 
 #endif

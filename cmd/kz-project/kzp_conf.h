@@ -14,7 +14,7 @@ struct kzp_cfg {
 	char *keyfile;
 	char *sock;
 	char store_sock[108];
-	char audit_sock[108];	/* "" with KZ_AUDIT = off */
+	char audit_sock[108]; /* "" with KZ_AUDIT = off */
 	size_t frame_max;
 };
 
@@ -24,8 +24,8 @@ KZ_WUR int kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why,
 void kzp_cfg_release(struct kzp_cfg *c);
 
 /* Builds a request object from "--name value" arguments of one op. */
-KZ_WUR int kzp_cli_request(const char *op, int argc, char **argv,
-    cJSON **out, char *why, size_t wlen);
+KZ_WUR int kzp_cli_request(const char *op, int argc, char **argv, cJSON **out,
+    char *why, size_t wlen);
 /* Runs the daemon until SIGTERM/SIGINT. */
 enum kz_exit kzp_serve(struct kzp *p, struct kzp_cfg *c);
 

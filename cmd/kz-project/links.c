@@ -33,8 +33,8 @@ target(const struct kzp *p, const cJSON *req, const char **kind,
 }
 
 int
-kzp_op_link(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_link(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	char mh[KZ_IDHASH_HEX + 1], tg[KZ_IDHASH_HEX + 1], why[KZP_WHY];
 	const char *rid, *kind, *turn, *av[6];
@@ -50,8 +50,9 @@ kzp_op_link(struct kzp *p, const cJSON *req, cJSON *out,
 	 * project-grant rule).
 	 */
 	if (kz_json_bool_opt(req, "shared", p->pointer_shared, &shared, why,
-	    sizeof(why)) != 0 || kz_json_str_opt(req, "turn", KZP_ID_MAX, "-",
-	    &turn, why, sizeof(why)) != 0)
+	        sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "turn", KZP_ID_MAX, "-", &turn, why,
+	        sizeof(why)) != 0)
 		return kzp_bad(r, "bad 'shared' or 'turn'");
 	av[0] = rid;
 	av[1] = mh;
@@ -65,8 +66,8 @@ kzp_op_link(struct kzp *p, const cJSON *req, cJSON *out,
 }
 
 int
-kzp_op_withdraw(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_withdraw(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	char mh[KZ_IDHASH_HEX + 1], tg[KZ_IDHASH_HEX + 1];
 	const char *rid, *kind, *av[4];
@@ -85,8 +86,8 @@ kzp_op_withdraw(struct kzp *p, const cJSON *req, cJSON *out,
 
 /* select ("1") and unselect ("0"). */
 int
-kzp_op_selection(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_selection(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	char rh[KZ_IDHASH_HEX + 1], mh[KZ_IDHASH_HEX + 1];
 	const char *rid, *av[4] = {rh, mh, NULL, mode};

@@ -22,7 +22,8 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: kz-project serve [--config FILE] [--socket PATH]\n"
+	fprintf(f,
+	    "usage: kz-project serve [--config FILE] [--socket PATH]\n"
 	    "       kz-project COMMAND [--config FILE] [--FIELD VALUE]...\n"
 	    "       kz-project --help | --version\n"
 	    "Commands (fields as --name value; lists repeat; flags alone):\n");
@@ -32,7 +33,8 @@ usage(FILE *f)
 			fprintf(f, " --%s", d->fields[i]);
 		fprintf(f, "\n");
 	}
-	fprintf(f, "Exit: 0 done, 1 refused, 2 usage or bad input, "
+	fprintf(f,
+	    "Exit: 0 done, 1 refused, 2 usage or bad input, "
 	    "3 store or audit unavailable, 4 internal.\n");
 }
 
@@ -129,7 +131,8 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (c.audit_sock[0] == '\0')
-		fprintf(stderr, "kz-project: audit is off (KZ_AUDIT = off): "
+		fprintf(stderr,
+		    "kz-project: audit is off (KZ_AUDIT = off): "
 		    "no decision is recorded\n");
 	if (strcmp(argv[1], "serve") == 0) {
 		if (n > 0) {

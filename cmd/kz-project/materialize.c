@@ -40,8 +40,7 @@ kzp_relpath_ok(const char *path)
 int
 kzp_open_beneath(int dirfd, const char *rel, int *fd)
 {
-	return kz_path_open(dirfd, rel, strlen(rel), KZ_PATH_FILE, fd, NULL,
-	    0);
+	return kz_path_open(dirfd, rel, strlen(rel), KZ_PATH_FILE, fd, NULL, 0);
 }
 
 static int
@@ -92,7 +91,7 @@ write_all(int fd, const unsigned char *b, size_t n)
 struct proj {
 	int root;
 	int blobs;
-	bool subdirs;		/* directories made below the root */
+	bool subdirs; /* directories made below the root */
 };
 
 /*
@@ -140,15 +139,17 @@ put_one(struct proj *pj, const cJSON *it, int64_t *bytes, struct kzp_res *r)
 		goto out;
 	if ((e = open_parent(pj, rel, &pfd, &base)) != 0)
 		goto out;
-	if ((out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) < 0) {
+	if ((out = openat(pfd, base,
+	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) <
+	    0) {
 		e = KZ_ESYS;
 		goto out;
 	}
 	crypto_hash_sha256_init(&st);
 	while (total < want) {
 		size_t ask = want - total < (int64_t)sizeof(buf) ?
-		    (size_t)(want - total) : sizeof(buf);
+		    (size_t)(want - total) :
+		    sizeof(buf);
 
 		if ((n = read(in, buf, ask)) < 0 && errno == EINTR)
 			continue;
@@ -180,7 +181,8 @@ out:
 	if (e == KZ_ECRYPTO)
 		kzp_fail(r, KZ_WE_REFUSED, KZP_DIGEST_MISMATCH);
 	else if (e != 0)
-		kzp_fail(r, KZ_WE_REFUSED, "the projection could not be "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the projection could not be "
 		    "written");
 	if (in >= 0)
 		close(in);
@@ -223,12 +225,13 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 	*files = *bytes = 0;
 	if (lstat(dest, &sb) == 0 || errno != ENOENT ||
 	    make_tmp(dest, tmp, sizeof(tmp)) != 0) {
-		kzp_fail(r, KZ_WE_BAD_REQUEST, "the destination must be a new "
+		kzp_fail(r, KZ_WE_BAD_REQUEST,
+		    "the destination must be a new "
 		    "absolute path in an existing directory");
 		return KZ_EINVAL;
 	}
-	if ((pj.root = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0) {
+	if ((pj.root = open(tmp,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "the projection could not start");
 		e = KZ_ESYS;
 		goto out;
@@ -236,25 +239,29 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 	/* A missing blob directory fails the first file, as a missing blob. */
 	if (kzp_blob_dir(p->blobdir, &pj.blobs) != 0)
 		pj.blobs = -1;
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
+	{
 		if ((e = put_one(&pj, it, bytes, r)) != 0)
 			goto out;
 		(*files)++;
 	}
 	/* The bounds rule again, on what was actually written. */
 	if (*files > p->b.max_files || *bytes > p->b.max_total_bytes ||
-	    *files != (int64_t)cJSON_GetNumberValue(kz_json_get(snap,
-	    "files"))) {
-		kzp_fail(r, KZ_WE_REFUSED, "the projection is over the "
+	    *files !=
+	        (int64_t)cJSON_GetNumberValue(kz_json_get(snap, "files"))) {
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the projection is over the "
 		    "configured bounds");
 		e = KZ_ETOOBIG;
 		goto out;
 	}
 	/* Files are 0444 already; directories become 0555 last. */
-	if ((pj.subdirs && nftw(tmp, chmod_ro, 16, FTW_DEPTH | FTW_PHYS) !=
-	    0) || fchmod(pj.root, 0555) != 0 ||
+	if ((pj.subdirs &&
+	        nftw(tmp, chmod_ro, 16, FTW_DEPTH | FTW_PHYS) != 0) ||
+	    fchmod(pj.root, 0555) != 0 ||
 	    renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
-		kzp_fail(r, KZ_WE_REFUSED, "the projection could not be "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the projection could not be "
 		    "delivered");
 		e = KZ_ESYS;
 		goto out;

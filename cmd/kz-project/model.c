@@ -25,25 +25,25 @@
 #define VIEW LIB KZP_LUA_FACTS_FN KZP_LUA_VIEW_FN
 
 static struct kz_script scripts[] = {
-	{"member_create", LIB KZP_LUA_MEMBER_CREATE, ""},
-	{"room_create", LIB KZP_LUA_ROOM_CREATE, ""},
-	{"room_member", LIB KZP_LUA_ROOM_MEMBER, ""},
-	{"project_create", LIB KZP_LUA_PROJECT_CREATE, ""},
-	{"project_member", LIB KZP_LUA_PROJECT_MEMBER, ""},
-	{"room_project", LIB KZP_LUA_ROOM_PROJECT, ""},
-	{"res_create", LIB KZP_LUA_RES_CREATE, ""},
-	{"res_version", LIB KZP_LUA_RES_VERSION, ""},
-	{"res_revoke", LIB KZP_LUA_RES_REVOKE, ""},
-	{"link", LIB KZP_LUA_LINK, ""},
-	{"withdraw", LIB KZP_LUA_WITHDRAW, ""},
-	{"select", LIB KZP_LUA_SELECT, ""},
-	{"declare_source", LIB KZP_LUA_DECLARE_SOURCE, ""},
-	{"conn_create", LIB KZP_LUA_CONN_CREATE, ""},
-	{"facts", LIB KZP_LUA_FACTS_FN KZP_LUA_FACTS, ""},
-	{"view", VIEW KZP_LUA_VIEW, ""},
-	{"live", VIEW KZP_LUA_LIVE, ""},
-	{"commit", LIB KZP_LUA_COMMIT, ""},
-	{NULL, NULL, ""},
+    {"member_create", LIB KZP_LUA_MEMBER_CREATE, ""},
+    {"room_create", LIB KZP_LUA_ROOM_CREATE, ""},
+    {"room_member", LIB KZP_LUA_ROOM_MEMBER, ""},
+    {"project_create", LIB KZP_LUA_PROJECT_CREATE, ""},
+    {"project_member", LIB KZP_LUA_PROJECT_MEMBER, ""},
+    {"room_project", LIB KZP_LUA_ROOM_PROJECT, ""},
+    {"res_create", LIB KZP_LUA_RES_CREATE, ""},
+    {"res_version", LIB KZP_LUA_RES_VERSION, ""},
+    {"res_revoke", LIB KZP_LUA_RES_REVOKE, ""},
+    {"link", LIB KZP_LUA_LINK, ""},
+    {"withdraw", LIB KZP_LUA_WITHDRAW, ""},
+    {"select", LIB KZP_LUA_SELECT, ""},
+    {"declare_source", LIB KZP_LUA_DECLARE_SOURCE, ""},
+    {"conn_create", LIB KZP_LUA_CONN_CREATE, ""},
+    {"facts", LIB KZP_LUA_FACTS_FN KZP_LUA_FACTS, ""},
+    {"view", VIEW KZP_LUA_VIEW, ""},
+    {"live", VIEW KZP_LUA_LIVE, ""},
+    {"commit", LIB KZP_LUA_COMMIT, ""},
+    {NULL, NULL, ""},
 };
 
 void
@@ -64,8 +64,9 @@ kzp_id_ok(const char *s)
 
 	/* Ids are opaque tokens: no title, no path, no separator. */
 	return n > 0 && n <= KZP_ID_MAX &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz"
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+	    strspn(s,
+	        "abcdefghijklmnopqrstuvwxyz"
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
 int
@@ -85,11 +86,13 @@ kzp_connect(struct kzp *p, struct kzp_res *r)
 	if (p->st != NULL)
 		return 0;
 	if (kz_store_open(p->store_sock, p->dep, KZ_STORE_TIMEOUT_MS, &p->st,
-	    why, sizeof(why)) != 0) {
+	        why, sizeof(why)) != 0) {
 		/* The reply names no path; the operator's line does. */
 		if (p->oneshot)
-			fprintf(stderr, "kz-project: store unreachable at %s: "
-			    "%s\n", p->store_sock, why);
+			fprintf(stderr,
+			    "kz-project: store unreachable at %s: "
+			    "%s\n",
+			    p->store_sock, why);
 		else
 			kz_log(KZ_LOG_WARN, "store.fail", KZ_EUNAVAIL, why,
 			    "socket", p->store_sock, NULL);
@@ -284,7 +287,8 @@ kzp_live(struct kzp *p, const char *rh, const char *mh, const cJSON *rids,
 	*view = *stored = NULL;
 	/* Snapshot ids are what admit makes: 32 lowercase hex digits. */
 	if (strlen(sid) != 32 || strspn(sid, "0123456789abcdef") != 32) {
-		kzp_fail(r, KZ_WE_REFUSED, "the admission snapshot cannot be "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the admission snapshot cannot be "
 		    "proven");
 		return KZ_EDENIED;
 	}
@@ -298,7 +302,7 @@ kzp_live(struct kzp *p, const char *rh, const char *mh, const cJSON *rids,
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
 	    parse_str(rep->element[0], view) != 0 ||
 	    (rep->elements > 1 && rep->element[1]->type != REDIS_REPLY_NIL &&
-	    parse_str(rep->element[1], stored) != 0)) {
+	        parse_str(rep->element[1], stored) != 0)) {
 		cJSON_Delete(*view);
 		cJSON_Delete(*stored);
 		*view = *stored = NULL;
@@ -327,8 +331,8 @@ jstr(const cJSON *o, const char *k)
 }
 
 int
-kzp_commit(struct kzp *p, const cJSON *view, const cJSON *snap,
-    const char *mh, const cJSON *scope_add, struct kzp_res *r)
+kzp_commit(struct kzp *p, const cJSON *view, const cJSON *snap, const char *mh,
+    const cJSON *scope_add, struct kzp_res *r)
 {
 	const char *av[8];
 	char aver[24], seq[24], ttl[24];

@@ -70,9 +70,8 @@ kzp_mutate_as(struct kzp *p, const char *script, int argc, const char **av,
 }
 
 int
-kzp_mutate_json(struct kzp *p, const char *script, int argc,
-    const char **av, int i, const cJSON *v, const char *key, cJSON *out,
-    struct kzp_res *r)
+kzp_mutate_json(struct kzp *p, const char *script, int argc, const char **av,
+    int i, const cJSON *v, const char *key, cJSON *out, struct kzp_res *r)
 {
 	char *js;
 	int e;
@@ -93,54 +92,56 @@ kzp_mutate_json(struct kzp *p, const char *script, int argc,
  * connection-create is an operator's: a platform-managed connection is
  * the operator's to make (sources.c), and the backend never makes one.
  */
-#define F(...) (const char *const[]){__VA_ARGS__, NULL}
+#define F(...)                                                                 \
+	(const char *const[])                                                  \
+	{                                                                      \
+		__VA_ARGS__, NULL                                              \
+	}
 const struct kzp_opdef kzp_ops[] = {
-	{"member-create", F("member"), kzp_op_member_create, NULL, 0},
-	{"room-create", F("room", "member"), kzp_op_room_member, NULL, 0},
-	{"room-join", F("room", "member"), kzp_op_room_member, "1", 0},
-	{"room-leave", F("room", "member"), kzp_op_room_member, "0", 0},
-	{"project-create", F("project", "member"), kzp_op_project_member,
-	    NULL, 0},
-	{"project-join", F("project", "member"), kzp_op_project_member, "1",
-	    0},
-	{"project-leave", F("project", "member"), kzp_op_project_member, "0",
-	    0},
-	{"room-link-project", F("room", "project", "member"),
-	    kzp_op_room_project, "1", 0},
-	{"room-unlink-project", F("room", "project", "member"),
-	    kzp_op_room_project, "0", 0},
-	{"blob-put", F("file"), kzp_op_blob_put, NULL, 0},
-	{"connection-create", F("connection", "bucket", "serves", "project"),
-	    kzp_op_connection_create, NULL, KZ_OP_OPERATOR},
-	{"resource-create", F("resource", "member", "kind", "connection",
-	    "object"), kzp_op_resource_create, NULL, 0},
-	{"version-new", F("resource", "member", "path", "blob", "pending"),
-	    kzp_op_version_new, NULL, 0},
-	{"resource-revoke", F("resource", "member"), kzp_op_resource_revoke,
-	    NULL, 0},
-	{"link", F("resource", "member", "room", "project", "turn", "shared"),
-	    kzp_op_link, NULL, 0},
-	{"withdraw", F("resource", "member", "room", "project"),
-	    kzp_op_withdraw, NULL, 0},
-	{"select", F("room", "member", "resource"), kzp_op_selection, "1", 0},
-	{"unselect", F("room", "member", "resource"), kzp_op_selection, "0",
-	    0},
-	{"declare-source", F("project", "member", "name", "kind", "bucket",
-	    "key", "prefix", "endpoint", "manifest", "url"),
-	    kzp_op_declare_source, NULL, 0},
-	{"can-read", F("member", "resource", "room"), kzp_op_can_read, NULL,
-	    0},
-	{"resolve", F("member", "resource"), kzp_op_resolve, NULL, 0},
-	{"admit", F("room", "member", "turn", "select", "retrieved",
-	    "contract", "capability"), kzp_op_admit, NULL, 0},
-	{"verify", F("snapshot"), kzp_op_verify, NULL, 0},
-	{"classify", F("snapshot"), kzp_op_classify, NULL, 0},
-	{"materialize", F("snapshot", "dest"), kzp_op_materialize, NULL, 0},
-	{"link-output", F("room", "member", "turn", "workspace", "file",
-	    "name"), kzp_op_link_output, NULL, 0},
-	{"placeholder", F("room", "run", "call", "name"), kzp_op_placeholder,
-	    NULL, 0},
-	{NULL, NULL, NULL, NULL, 0},
+    {"member-create", F("member"), kzp_op_member_create, NULL, 0},
+    {"room-create", F("room", "member"), kzp_op_room_member, NULL, 0},
+    {"room-join", F("room", "member"), kzp_op_room_member, "1", 0},
+    {"room-leave", F("room", "member"), kzp_op_room_member, "0", 0},
+    {"project-create", F("project", "member"), kzp_op_project_member, NULL, 0},
+    {"project-join", F("project", "member"), kzp_op_project_member, "1", 0},
+    {"project-leave", F("project", "member"), kzp_op_project_member, "0", 0},
+    {"room-link-project", F("room", "project", "member"), kzp_op_room_project,
+        "1", 0},
+    {"room-unlink-project", F("room", "project", "member"), kzp_op_room_project,
+        "0", 0},
+    {"blob-put", F("file"), kzp_op_blob_put, NULL, 0},
+    {"connection-create", F("connection", "bucket", "serves", "project"),
+        kzp_op_connection_create, NULL, KZ_OP_OPERATOR},
+    {"resource-create", F("resource", "member", "kind", "connection", "object"),
+        kzp_op_resource_create, NULL, 0},
+    {"version-new", F("resource", "member", "path", "blob", "pending"),
+        kzp_op_version_new, NULL, 0},
+    {"resource-revoke", F("resource", "member"), kzp_op_resource_revoke, NULL,
+        0},
+    {"link", F("resource", "member", "room", "project", "turn", "shared"),
+        kzp_op_link, NULL, 0},
+    {"withdraw", F("resource", "member", "room", "project"), kzp_op_withdraw,
+        NULL, 0},
+    {"select", F("room", "member", "resource"), kzp_op_selection, "1", 0},
+    {"unselect", F("room", "member", "resource"), kzp_op_selection, "0", 0},
+    {"declare-source",
+        F("project", "member", "name", "kind", "bucket", "key", "prefix",
+            "endpoint", "manifest", "url"),
+        kzp_op_declare_source, NULL, 0},
+    {"can-read", F("member", "resource", "room"), kzp_op_can_read, NULL, 0},
+    {"resolve", F("member", "resource"), kzp_op_resolve, NULL, 0},
+    {"admit",
+        F("room", "member", "turn", "select", "retrieved", "contract",
+            "capability"),
+        kzp_op_admit, NULL, 0},
+    {"verify", F("snapshot"), kzp_op_verify, NULL, 0},
+    {"classify", F("snapshot"), kzp_op_classify, NULL, 0},
+    {"materialize", F("snapshot", "dest"), kzp_op_materialize, NULL, 0},
+    {"link-output", F("room", "member", "turn", "workspace", "file", "name"),
+        kzp_op_link_output, NULL, 0},
+    {"placeholder", F("room", "run", "call", "name"), kzp_op_placeholder, NULL,
+        0},
+    {NULL, NULL, NULL, NULL, 0},
 };
 
 const struct kzp_opdef *
@@ -167,7 +168,8 @@ kzp_run(struct kzp *p, const char *op, const cJSON *req, cJSON **out,
 	*out = NULL;
 	if (d == NULL)
 		return kzp_bad(r, "unknown op");
-	cJSON_ArrayForEach(c, req) {
+	cJSON_ArrayForEach(c, req)
+	{
 		bool ok = false;
 
 		for (size_t i = 0; i < 3; i++)

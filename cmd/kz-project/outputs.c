@@ -24,21 +24,25 @@
 
 struct type {
 	const char *ext;
-	const char *magic;	/* NULL: text (no NUL byte, valid UTF-8) */
+	const char *magic; /* NULL: text (no NUL byte, valid UTF-8) */
 	size_t mlen;
 };
 
 static const struct type types[] = {
-	{"png", "\x89PNG\r\n\x1a\n", 8},
-	{"pdf", "%PDF-", 5},
-	{"zip", "PK\x03\x04", 4},
-	{"docx", "PK\x03\x04", 4},
-	{"pptx", "PK\x03\x04", 4},
-	{"xlsx", "PK\x03\x04", 4},
-	{"jpg", "\xff\xd8\xff", 3},
-	{"txt", NULL, 0}, {"csv", NULL, 0}, {"json", NULL, 0},
-	{"md", NULL, 0}, {"html", NULL, 0}, {"svg", NULL, 0},
-	{NULL, NULL, 0},
+    {"png", "\x89PNG\r\n\x1a\n", 8},
+    {"pdf", "%PDF-", 5},
+    {"zip", "PK\x03\x04", 4},
+    {"docx", "PK\x03\x04", 4},
+    {"pptx", "PK\x03\x04", 4},
+    {"xlsx", "PK\x03\x04", 4},
+    {"jpg", "\xff\xd8\xff", 3},
+    {"txt", NULL, 0},
+    {"csv", NULL, 0},
+    {"json", NULL, 0},
+    {"md", NULL, 0},
+    {"html", NULL, 0},
+    {"svg", NULL, 0},
+    {NULL, NULL, 0},
 };
 
 static bool
@@ -66,8 +70,9 @@ kzp_output_check(const char *name, const char *allowed,
 	const struct type *t;
 
 	if (n == 0 || n > NAME_MAX_OUT || name[0] == '.' || dot == NULL ||
-	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "0123456789._-") != n) {
+	    strspn(name,
+	        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	        "0123456789._-") != n) {
 		kzp_fail(r, KZ_WE_REFUSED, "the output name is not allowed");
 		return KZ_EDENIED;
 	}
@@ -78,10 +83,11 @@ kzp_output_check(const char *name, const char *allowed,
 		kzp_fail(r, KZ_WE_REFUSED, "the output type is not allowed");
 		return KZ_EDENIED;
 	}
-	if (t->magic != NULL ? headlen < t->mlen ||
-	    memcmp(head, t->magic, t->mlen) != 0 :
-	    memchr(head, '\0', headlen) != NULL) {
-		kzp_fail(r, KZ_WE_REFUSED, "the output content does not match "
+	if (t->magic != NULL ?
+	        headlen < t->mlen || memcmp(head, t->magic, t->mlen) != 0 :
+	        memchr(head, '\0', headlen) != NULL) {
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the output content does not match "
 		    "its type");
 		return KZ_EDENIED;
 	}
@@ -119,9 +125,8 @@ hashed(const struct kzp *p, const cJSON *req, const char *k, const char *kind,
 
 /* Reads, validates and stores the one declared file; nothing else. */
 static int
-store_output(struct kzp *p, const char *ws, const char *file,
-    const char *name, char sha[KZP_SHA_HEX + 1], int64_t *size,
-    struct kzp_res *r)
+store_output(struct kzp *p, const char *ws, const char *file, const char *name,
+    char sha[KZP_SHA_HEX + 1], int64_t *size, struct kzp_res *r)
 {
 	unsigned char head[HEAD];
 	struct stat sb;
@@ -139,7 +144,8 @@ store_output(struct kzp *p, const char *ws, const char *file,
 	e = kzp_open_beneath(dfd, file, &fd);
 	close(dfd);
 	if (e != 0) {
-		kzp_fail(r, KZ_WE_REFUSED, "the output is not a plain file "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the output is not a plain file "
 		    "inside the workspace");
 		return KZ_EDENIED;
 	}
@@ -149,8 +155,8 @@ store_output(struct kzp *p, const char *ws, const char *file,
 		goto out;
 	}
 	if ((n = pread(fd, head, sizeof(head), 0)) < 0 ||
-	    (e = kzp_output_check(name, p->out_types, head, (size_t)n,
-	    r)) != 0) {
+	    (e = kzp_output_check(name, p->out_types, head, (size_t)n, r)) !=
+	        0) {
 		e = e ? e : KZ_ESYS;
 		if (r->code == NULL)
 			kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
@@ -181,7 +187,8 @@ kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
 	    (e = get(req, "file", KZP_PATH_MAX, &file, r)) != 0)
 		return e;
 	if (kz_json_str_opt(req, "name", NAME_MAX_OUT, NULL, &name, why,
-	    sizeof(why)) != 0 || !kzp_id_ok(turn)) {
+	        sizeof(why)) != 0 ||
+	    !kzp_id_ok(turn)) {
 		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad 'name' or 'turn'");
 		return KZ_EINVAL;
 	}
@@ -224,8 +231,10 @@ kzp_op_placeholder(struct kzp *p, const cJSON *req, cJSON *out,
 	    (e = get(req, "call", 256, &call, r)) != 0 ||
 	    (e = get(req, "name", NAME_MAX_OUT, &name, r)) != 0)
 		return e;
-	if (!kzp_id_ok(rn) || strspn(name, "abcdefghijklmnopqrstuvwxyz"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(name)) {
+	if (!kzp_id_ok(rn) ||
+	    strspn(name,
+	        "abcdefghijklmnopqrstuvwxyz"
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(name)) {
 		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad 'run' or 'name'");
 		return KZ_EINVAL;
 	}

@@ -15,8 +15,8 @@
 #include "banned.h"
 
 int
-kzp_op_blob_put(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_blob_put(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	char why[KZP_WHY], sha[KZP_SHA_HEX + 1];
 	const char *file;
@@ -51,7 +51,7 @@ kzp_op_resource_create(struct kzp *p, const cJSON *req, cJSON *out,
 	    (e = kzp_req_hash(p, req, "member", "member", mh, r)) != 0)
 		return e;
 	if (kz_json_str_opt(req, "kind", 16, "document", &kind, why,
-	    sizeof(why)) != 0)
+	        sizeof(why)) != 0)
 		return kzp_bad(r, "field 'kind' must be a string");
 	for (int i = 0; kinds[i] != NULL; i++)
 		ok |= strcmp(kind, kinds[i]) == 0;
@@ -62,13 +62,15 @@ kzp_op_resource_create(struct kzp *p, const cJSON *req, cJSON *out,
 	 * declared-source rule).
 	 */
 	if (kz_json_str_opt(req, "connection", KZP_ID_MAX, "", &conn, why,
-	    sizeof(why)) != 0 || kz_json_str_opt(req, "object", KZP_PATH_MAX,
-	    "", &obj, why, sizeof(why)) != 0)
+	        sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "object", KZP_PATH_MAX, "", &obj, why,
+	        sizeof(why)) != 0)
 		return kzp_bad(r, "bad 'connection' or 'object'");
 	if ((*conn != '\0' && !kzp_id_ok(conn)) ||
 	    (*conn == '\0') != (*obj == '\0') ||
 	    (*obj != '\0' && kzp_relpath_ok(obj) != 0))
-		return kzp_bad(r, "'connection' and 'object' come together: "
+		return kzp_bad(r,
+		    "'connection' and 'object' come together: "
 		    "an id and a relative object key");
 	av[0] = rid;
 	av[2] = kind;
@@ -95,13 +97,15 @@ kzp_op_version_new(struct kzp *p, const cJSON *req, cJSON *out,
 	    kzp_relpath_ok(path) != 0)
 		return kzp_bad(r, "field 'path' must be a relative path");
 	if (kz_json_bool_opt(req, "pending", false, &pending, why,
-	    sizeof(why)) != 0 || kz_json_str_opt(req, "blob", KZP_SHA_HEX, "",
-	    &sha, why, sizeof(why)) != 0)
+	        sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "blob", KZP_SHA_HEX, "", &sha, why,
+	        sizeof(why)) != 0)
 		return kzp_bad(r, "bad 'pending' or 'blob'");
 	snprintf(size, sizeof(size), "0");
 	if (!pending) {
 		if (kzp_blob_open(p->blobdir, sha, &fd) != 0)
-			return kzp_bad(r, "field 'blob' must name a stored "
+			return kzp_bad(r,
+			    "field 'blob' must name a stored "
 			    "blob");
 		e = fstat(fd, &sb);
 		close(fd);

@@ -66,13 +66,11 @@ op_status(struct kz_req *req, void *arg)
 	    !cJSON_AddNumberToObject(o, "requests", (double)ss.requests) ||
 	    !cJSON_AddNumberToObject(o, "answered_ok", (double)stats.ok) ||
 	    !cJSON_AddNumberToObject(o, "answered_refused",
-	    (double)stats.refused) ||
-	    !cJSON_AddNumberToObject(o, "bad_frames",
-	    (double)ss.bad_frames) ||
+	        (double)stats.refused) ||
+	    !cJSON_AddNumberToObject(o, "bad_frames", (double)ss.bad_frames) ||
 	    !cJSON_AddNumberToObject(o, "peer_refused",
-	    (double)ss.peer_refused) ||
-	    !cJSON_AddNumberToObject(o, "open_conns",
-	    (double)ss.open_conns) ||
+	        (double)ss.peer_refused) ||
+	    !cJSON_AddNumberToObject(o, "open_conns", (double)ss.open_conns) ||
 	    (b = cJSON_AddObjectToObject(o, "refused_by_code")) == NULL) {
 		cJSON_Delete(o);
 		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
@@ -130,12 +128,11 @@ kzp_serve(struct kzp *p, struct kzp_cfg *c)
 	enum kz_exit rc = KZ_EXIT_INTERNAL;
 
 	memset(ops, 0, sizeof(ops));
-	for (const struct kzp_opdef *d = kzp_ops; d->op && n < OPS_MAX - 1;
-	    d++)
+	for (const struct kzp_opdef *d = kzp_ops; d->op && n < OPS_MAX - 1; d++)
 		ops[n++] = (struct kz_op){d->op, handle, d->fields, d->flags};
 	ops[n++] = (struct kz_op){"status", op_status, no_fields, 0};
 	if (kz_srv_peers_load(c->conf, &sc.peers, &sc.operators, why,
-	    sizeof(why)) != 0) {
+	        sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "project.config", KZ_ECONF, why, NULL);
 		return KZ_EXIT_USAGE;
 	}

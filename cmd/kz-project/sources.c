@@ -36,29 +36,34 @@ kzp_op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
 	if ((e = kzp_req_id(req, "connection", &cid, r)) != 0)
 		goto out;
 	if (kz_json_str_opt(req, "bucket", 256, "", &bucket, why,
-	    sizeof(why)) != 0 || kz_json_str_opt(req, "project", KZP_ID_MAX,
-	    "", &pid, why, sizeof(why)) != 0 ||
+	        sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "project", KZP_ID_MAX, "", &pid, why,
+	        sizeof(why)) != 0 ||
 	    (*pid != '\0' && !kzp_id_ok(pid)) ||
 	    (sv != NULL && !cJSON_IsArray(sv))) {
 		e = kzp_bad(r, "bad 'bucket', 'project' or 'serves'");
 		goto out;
 	}
-	cJSON_ArrayForEach(c, sv) {
+	cJSON_ArrayForEach(c, sv)
+	{
 		if (!cJSON_IsString(c) || !kzp_id_ok(c->valuestring) ||
 		    ++n > CONN_SERVES_MAX) {
-			e = kzp_bad(r, "'serves' is a bounded list of member "
+			e = kzp_bad(r,
+			    "'serves' is a bounded list of member "
 			    "ids");
 			goto out;
 		}
 		if (kzp_hash(p, "member", c->valuestring, mh) != 0) {
-			kzp_fail(r, KZ_WE_INTERNAL, "identifier hashing failed");
+			kzp_fail(r, KZ_WE_INTERNAL,
+			    "identifier hashing failed");
 			e = KZ_EINTERNAL;
 			goto out;
 		}
 		cJSON_AddItemToArray(ms, cJSON_CreateString(mh));
 	}
 	if (n == 0 && *pid == '\0') {
-		e = kzp_bad(r, "a connection serves named members or a "
+		e = kzp_bad(r,
+		    "a connection serves named members or a "
 		    "project");
 		goto out;
 	}
@@ -94,7 +99,7 @@ kzp_op_declare_source(struct kzp *p, const cJSON *req, cJSON *out,
 		const char *v;
 
 		if (kz_json_str_opt(req, keys[i], 1024, NULL, &v, why,
-		    sizeof(why)) != 0) {
+		        sizeof(why)) != 0) {
 			e = kzp_bad(r, "source fields are strings");
 			goto out;
 		}
@@ -102,8 +107,8 @@ kzp_op_declare_source(struct kzp *p, const cJSON *req, cJSON *out,
 			cJSON_AddStringToObject(rec, keys[i], v);
 	}
 	if ((e = kzp_mutate_json(p, "declare_source", 4,
-	    (const char *[]){pid, mh, name, NULL}, 3, rec, "value", out,
-	    r)) == 0)
+	         (const char *[]){pid, mh, name, NULL}, 3, rec, "value", out,
+	         r)) == 0)
 		cJSON_AddBoolToObject(out, "grants_access", false);
 out:
 	cJSON_Delete(rec);
@@ -112,8 +117,8 @@ out:
 
 /* One predicate for every kind of item (the project-grant rule). */
 int
-kzp_op_can_read(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_can_read(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	char mh[KZ_IDHASH_HEX + 1], rh[KZ_IDHASH_HEX + 1];
 	cJSON *f = NULL;
@@ -126,13 +131,12 @@ kzp_op_can_read(struct kzp *p, const cJSON *req, cJSON *out,
 		return e;
 	if (kz_json_get(req, "room") != NULL) {
 		/* A room is readable by its live audience. */
-		if ((e = kzp_req_hash(p, req, "room", "conversation", rh,
-		    r)) != 0 ||
+		if ((e = kzp_req_hash(p, req, "room", "conversation", rh, r)) !=
+		        0 ||
 		    (e = kzp_view(p, rh, mh, NULL, &f, r)) != 0)
 			return e;
 		cJSON_ArrayForEach(c, kz_json_get(f, "roster"))
-			yes |= cJSON_IsString(c) &&
-			    strcmp(c->valuestring, mh) == 0;
+		    yes |= cJSON_IsString(c) && strcmp(c->valuestring, mh) == 0;
 	} else {
 		if ((e = kzp_req_id(req, "resource", &rid, r)) != 0 ||
 		    (e = kzp_facts(p, rid, mh, &f, r)) != 0)
@@ -157,8 +161,8 @@ kzp_op_can_read(struct kzp *p, const cJSON *req, cJSON *out,
  * bytes); it carries no object key, bucket or credential.
  */
 int
-kzp_op_resolve(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_resolve(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	char mh[KZ_IDHASH_HEX + 1];
 	cJSON *f = NULL;

@@ -30,8 +30,8 @@ static int
 audit(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
     const char *rh, const struct kzp_res *res, int64_t files, int64_t bytes)
 {
-	const char *md = cJSON_GetStringValue(kz_json_get(snap,
-	    "manifest_digest"));
+	const char *md = cJSON_GetStringValue(
+	    kz_json_get(snap, "manifest_digest"));
 	const char *cap = cJSON_GetStringValue(kz_json_get(snap, "capability"));
 	const cJSON *av = kz_json_get(snap, "audience_version");
 	cJSON *ev;
@@ -49,17 +49,18 @@ audit(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
 		cJSON_AddStringToObject(ev, "room_hash", rh);
 	}
 	if (cJSON_IsNumber(av))
-		cJSON_AddNumberToObject(ev, "audience_version", av->valuedouble);
+		cJSON_AddNumberToObject(ev, "audience_version",
+		    av->valuedouble);
 	if (cap != NULL)
 		cJSON_AddStringToObject(ev, "capability", cap);
 	if (md != NULL)
 		cJSON_AddStringToObject(ev, "manifest_digest", md);
 	cJSON_AddNumberToObject(ev, "files", (double)files);
 	cJSON_AddNumberToObject(ev, "bytes", (double)bytes);
-	cJSON_AddStringToObject(ev, "decision", res->code == NULL ? "allow" :
-	    "refuse");
-	cJSON_AddStringToObject(ev, "outcome", res->code == NULL ? "ok" :
-	    res->code);
+	cJSON_AddStringToObject(ev, "decision",
+	    res->code == NULL ? "allow" : "refuse");
+	cJSON_AddStringToObject(ev, "outcome",
+	    res->code == NULL ? "ok" : res->code);
 	if (res->code != NULL)
 		cJSON_AddStringToObject(ev, "reason", res->why);
 	e = kz_audit_send(p->audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS, why,
@@ -81,8 +82,7 @@ audited(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
 }
 
 static int
-id_list(const cJSON *req, const char *key, const cJSON **out,
-    struct kzp_res *r)
+id_list(const cJSON *req, const char *key, const cJSON **out, struct kzp_res *r)
 {
 	const cJSON *v = kz_json_get(req, key);
 
@@ -96,8 +96,8 @@ id_list(const cJSON *req, const char *key, const cJSON **out,
 }
 
 int
-kzp_op_admit(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_admit(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	char mh[KZ_IDHASH_HEX + 1] = "", rh[KZ_IDHASH_HEX + 1] = "";
 	char why[KZP_WHY];
@@ -111,11 +111,12 @@ kzp_op_admit(struct kzp *p, const cJSON *req, cJSON *out,
 	    (e = id_list(req, "retrieved", &t.retrieved, r)) != 0)
 		goto out;
 	if (kz_json_str_opt(req, "turn", KZP_ID_MAX, "-", &t.turn, why,
-	    sizeof(why)) != 0 || kz_json_str_opt(req, "capability", 32,
-	    "code.run", &t.capability, why, sizeof(why)) != 0 ||
+	        sizeof(why)) != 0 ||
+	    kz_json_str_opt(req, "capability", 32, "code.run", &t.capability,
+	        why, sizeof(why)) != 0 ||
 	    kz_json_bool_opt(req, "contract", false, &t.contract, why,
-	    sizeof(why)) != 0 || !kzp_id_ok(t.turn) ||
-	    !cap_ok(t.capability)) {
+	        sizeof(why)) != 0 ||
+	    !kzp_id_ok(t.turn) || !cap_ok(t.capability)) {
 		e = kzp_bad(r, "bad 'turn', 'capability' or 'contract'");
 		goto out;
 	}
@@ -123,10 +124,9 @@ kzp_op_admit(struct kzp *p, const cJSON *req, cJSON *out,
 	for (int i = 0; i < 2; i++) {
 		const cJSON *c, *l = i == 0 ? t.select : t.retrieved;
 
-		cJSON_ArrayForEach(c, l)
-			if (cJSON_IsString(c) && kzp_id_ok(c->valuestring))
-				cJSON_AddItemToArray(extra,
-				    cJSON_CreateString(c->valuestring));
+		cJSON_ArrayForEach(c, l) if (cJSON_IsString(c) &&
+		    kzp_id_ok(c->valuestring)) cJSON_AddItemToArray(extra,
+		    cJSON_CreateString(c->valuestring));
 	}
 	/* The commit fails if the room moved since the view: read again. */
 	for (tries = 0; tries < 4; tries++) {
@@ -135,21 +135,23 @@ kzp_op_admit(struct kzp *p, const cJSON *req, cJSON *out,
 		cJSON_Delete(scope);
 		view = snap = scope = NULL;
 		if ((e = kzp_view(p, rh, mh, extra, &view, r)) != 0 ||
-		    (e = kzp_admit_decide(view, &t, &p->b, &snap, &scope,
-		    r)) != 0)
+		    (e = kzp_admit_decide(view, &t, &p->b, &snap, &scope, r)) !=
+		        0)
 			goto out;
 		e = kzp_commit(p, view, snap, mh, scope, r);
 		if (e == 0 || r->code == NULL || strcmp(r->code, KZP_CONFLICT))
 			break;
 	}
 	if (e != 0 && r->code != NULL && strcmp(r->code, KZP_CONFLICT) == 0)
-		kzp_fail(r, KZ_WE_REFUSED, "the room kept changing during "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the room kept changing during "
 		    "admission");
 out:
 	e = audited(p, "admission", snap != NULL ? snap : req, mh, rh, e, r,
 	    snap ? (int64_t)cJSON_GetNumberValue(kz_json_get(snap, "files")) :
-	    0, snap ? (int64_t)cJSON_GetNumberValue(kz_json_get(snap,
-	    "bytes")) : 0);
+	           0,
+	    snap ? (int64_t)cJSON_GetNumberValue(kz_json_get(snap, "bytes")) :
+	           0);
 	if (e == 0)
 		cJSON_AddItemToObject(out, "admission", snap);
 	else
@@ -181,14 +183,15 @@ check_live(struct kzp *p, const cJSON *snap, struct kzp_res *r)
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		return KZ_ENOMEM;
 	}
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
-		cJSON_AddItemToArray(ids, cJSON_CreateString(
-		    cJSON_GetStringValue(kz_json_get(it, "id"))));
+	cJSON_ArrayForEach(it,
+	    kz_json_get(snap, "items")) cJSON_AddItemToArray(ids,
+	    cJSON_CreateString(cJSON_GetStringValue(kz_json_get(it, "id"))));
 	/* The stored snapshot and live state, in one atomic read. */
 	if ((e = kzp_live(p, rh, mh, ids, sid, &view, &stored, r)) != 0)
 		goto out;
 	if (stored == NULL || !cJSON_Compare(stored, snap, true)) {
-		kzp_fail(r, KZ_WE_REFUSED, "the admission snapshot cannot be "
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the admission snapshot cannot be "
 		    "proven");
 		e = KZ_EDENIED;
 		goto out;
@@ -220,12 +223,14 @@ snap_str(const cJSON *s, const char *k)
 
 	/* Only hex goes to audit from an unproven snapshot. */
 	return v != NULL && strlen(v) == KZ_IDHASH_HEX &&
-	    strspn(v, "0123456789abcdef") == KZ_IDHASH_HEX ? v : NULL;
+	        strspn(v, "0123456789abcdef") == KZ_IDHASH_HEX ?
+	    v :
+	    NULL;
 }
 
 int
-kzp_op_verify(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_verify(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	const cJSON *snap;
 	int e;
@@ -273,8 +278,8 @@ kzp_op_materialize(struct kzp *p, const cJSON *req, cJSON *out,
  * turn whose verdict is host_administration.
  */
 int
-kzp_op_classify(struct kzp *p, const cJSON *req, cJSON *out,
-    struct kzp_res *r, const char *mode)
+kzp_op_classify(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
+    const char *mode)
 {
 	const cJSON *snap;
 	bool admin = false;
@@ -284,7 +289,7 @@ kzp_op_classify(struct kzp *p, const cJSON *req, cJSON *out,
 		return KZ_EINVAL;
 	if ((e = check_live(p, snap, r)) == 0 &&
 	    (e = kzp_classify(p, snap, &admin, r)) == 0)
-		cJSON_AddStringToObject(out, "verdict", admin ?
-		    "host_administration" : "ok");
+		cJSON_AddStringToObject(out, "verdict",
+		    admin ? "host_administration" : "ok");
 	return e;
 }

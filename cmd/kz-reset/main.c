@@ -23,14 +23,14 @@
 #include "banned.h"
 
 static const char *const known[] = {"KZ_STORE_SOCKET", "KZ_AUDIT_SOCKET",
-	"KZ_AUDIT",
-	"KZ_RUN_DIR", "KZ_DEPLOYMENT", "LEASE_WORKERS_DIR",
-	"RESET_IO_TIMEOUT_MS", "RESET_STORE_TIMEOUT_MS", NULL};
+    "KZ_AUDIT", "KZ_RUN_DIR", "KZ_DEPLOYMENT", "LEASE_WORKERS_DIR",
+    "RESET_IO_TIMEOUT_MS", "RESET_STORE_TIMEOUT_MS", NULL};
 
 static void
 usage(FILE *fp)
 {
-	fprintf(fp, "usage: kz-reset --worker ID --token T [--rid RUN] "
+	fprintf(fp,
+	    "usage: kz-reset --worker ID --token T [--rid RUN] "
 	    "[--config FILE]\n"
 	    "       kz-reset --help | --version\n");
 }
@@ -47,18 +47,18 @@ load_conf(struct reset_conf *c, const char *path, char *why, size_t wlen)
 	/* Every socket's default is KZ_RUN_DIR/NAME.sock, the rule of
 	 * kaizen.conf(5)'s DEFAULTS. */
 	if ((e = kz_run_dir(k, rd, sizeof(rd), why, wlen)) != 0 ||
-	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store",
-	    c->store_sock, sizeof(c->store_sock), why, wlen)) != 0 ||
-	    (e = kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock),
-	    why, wlen)) != 0)
+	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store", c->store_sock,
+	         sizeof(c->store_sock), why, wlen)) != 0 ||
+	    (e = kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock), why,
+	         wlen)) != 0)
 		goto out;
-	snprintf(c->dep, sizeof(c->dep), "%s", kz_conf_str(k,
-	    "KZ_DEPLOYMENT", "default"));
+	snprintf(c->dep, sizeof(c->dep), "%s",
+	    kz_conf_str(k, "KZ_DEPLOYMENT", "default"));
 	snprintf(d, sizeof(d), "%s/workers", rd);
 	snprintf(c->workers_dir, sizeof(c->workers_dir), "%s",
 	    kz_conf_str(k, "LEASE_WORKERS_DIR", d));
 	if ((e = kz_conf_int(k, "RESET_IO_TIMEOUT_MS", 5000, 10, 600000,
-	    &c->io_timeout_ms, why, wlen)) == 0)
+	         &c->io_timeout_ms, why, wlen)) == 0)
 		e = kz_conf_int(k, "RESET_STORE_TIMEOUT_MS", 2000, 10, 60000,
 		    &c->store_timeout_ms, why, wlen);
 out:
@@ -80,9 +80,9 @@ fetch(struct kz_store *s, const char *id, const char *token,
 	e = 1;
 	if (kz_pool_errcode(res) != NULL)
 		goto out;
-#define GET(f, k) \
-	if (kz_json_str_opt(res, k, sizeof(w->f) - 1, "", &v, NULL, 0) != 0) \
-		goto out; \
+#define GET(f, k)                                                              \
+	if (kz_json_str_opt(res, k, sizeof(w->f) - 1, "", &v, NULL, 0) != 0)   \
+		goto out;                                                      \
 	snprintf(w->f, sizeof(w->f), "%s", v);
 	GET(state, "state");
 	GET(token, "token");
@@ -107,11 +107,12 @@ transition(const struct reset_conf *c, struct kz_store **s,
 	int e, i;
 
 	for (i = 0; i < 2; i++) {
-		if (*s == NULL && kz_store_open(c->store_sock, c->dep,
-		    (int)c->store_timeout_ms, s, why, sizeof(why)) != 0)
+		if (*s == NULL &&
+		    kz_store_open(c->store_sock, c->dep,
+		        (int)c->store_timeout_ms, s, why, sizeof(why)) != 0)
 			continue;
 		if ((e = kz_pool_call(*s, which, argc, av, res, why,
-		    sizeof(why))) != KZ_EUNAVAIL)
+		         sizeof(why))) != KZ_EUNAVAIL)
 			return e;
 		kz_store_free(*s);
 		*s = NULL;
@@ -140,12 +141,15 @@ report(const struct reset_conf *c, const char *kind, const char *id,
 		return KZ_EXIT_OK;
 	e = KZ_ENOMEM;
 	if ((a = kz_evidence_record(out, id, token, c->rid, ms)) == NULL ||
-	    (e = kz_audit_send(c->audit_sock, kind, a, KZ_AUDIT_TIMEOUT_MS,
-	    why, sizeof(why))) != 0) {
-		kz_log(KZ_LOG_WARN, "audit.fail", e, a == NULL ?
-		    "out of memory" : why, "socket", c->audit_sock, NULL);
-		fprintf(stderr, "kz-reset: the audit sink %s did not record "
-		    "the %s\n", c->audit_sock, kind);
+	    (e = kz_audit_send(c->audit_sock, kind, a, KZ_AUDIT_TIMEOUT_MS, why,
+	         sizeof(why))) != 0) {
+		kz_log(KZ_LOG_WARN, "audit.fail", e,
+		    a == NULL ? "out of memory" : why, "socket", c->audit_sock,
+		    NULL);
+		fprintf(stderr,
+		    "kz-reset: the audit sink %s did not record "
+		    "the %s\n",
+		    c->audit_sock, kind);
 	}
 	cJSON_Delete(a);
 	return e == 0 ? KZ_EXIT_OK : KZ_EXIT_UNAVAIL;
@@ -158,14 +162,17 @@ audit_ready(const struct reset_conf *c)
 	char why[160] = "";
 
 	if (c->audit_sock[0] == '\0') {
-		fprintf(stderr, "kz-reset: audit is off (KZ_AUDIT = off): this "
+		fprintf(stderr,
+		    "kz-reset: audit is off (KZ_AUDIT = off): this "
 		    "reset is not recorded\n");
 		return KZ_EXIT_OK;
 	}
 	if (kz_audit_ping(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, why,
-	    sizeof(why)) != 0) {
-		fprintf(stderr, "kz-reset: audit sink %s unreachable (%s); "
-		    "nothing was reset\n", c->audit_sock, why);
+	        sizeof(why)) != 0) {
+		fprintf(stderr,
+		    "kz-reset: audit sink %s unreachable (%s); "
+		    "nothing was reset\n",
+		    c->audit_sock, why);
 		return KZ_EXIT_UNAVAIL;
 	}
 	return KZ_EXIT_OK;
@@ -188,7 +195,7 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 		return rc;
 	rc = KZ_EXIT_INTERNAL;
 	if ((e = kz_store_open(c->store_sock, c->dep, (int)c->store_timeout_ms,
-	    &s, why, sizeof(why))) != 0 ||
+	         &s, why, sizeof(why))) != 0 ||
 	    (e = fetch(s, id, token, &w, why, sizeof(why))) < 0) {
 		fprintf(stderr, "kz-reset: store unavailable at %s\n",
 		    c->store_sock);
@@ -243,13 +250,13 @@ int
 main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"worker", required_argument, NULL, 'w'},
-		{"token", required_argument, NULL, 't'},
-		{"rid", required_argument, NULL, 'r'},
-		{"config", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"worker", required_argument, NULL, 'w'},
+	    {"token", required_argument, NULL, 't'},
+	    {"rid", required_argument, NULL, 'r'},
+	    {"config", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *id = NULL, *token = NULL, *rid = "";
 	const char *cf = getenv("KZ_CONFIG");
@@ -260,15 +267,27 @@ main(int argc, char **argv)
 	kz_log_init("kz-reset", KZ_LOG_INFO);
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'w': id = optarg; break;
-		case 't': token = optarg; break;
-		case 'r': rid = optarg; break;
-		case 'c': cf = optarg; break;
-		case 'h': usage(stdout); return KZ_EXIT_OK;
+		case 'w':
+			id = optarg;
+			break;
+		case 't':
+			token = optarg;
+			break;
+		case 'r':
+			rid = optarg;
+			break;
+		case 'c':
+			cf = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return KZ_EXIT_OK;
 		case 'V':
 			printf("kz-reset " KZ_VERSION "\n");
 			return KZ_EXIT_OK;
-		default: usage(stderr); return KZ_EXIT_USAGE;
+		default:
+			usage(stderr);
+			return KZ_EXIT_USAGE;
 		}
 	}
 	if (optind != argc || id == NULL || token == NULL ||

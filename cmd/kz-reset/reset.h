@@ -14,13 +14,12 @@
 
 #include "kz_err.h"
 
-
 struct reset_conf {
 	char store_sock[108];
 	char audit_sock[108];
 	char dep[65];
 	char workers_dir[PATH_MAX];
-	char rid[65];		/* the run that released it; "" when none */
+	char rid[65]; /* the run that released it; "" when none */
 	int64_t io_timeout_ms, store_timeout_ms;
 };
 

@@ -122,8 +122,9 @@ refuse(struct run_refusal *f, const char *stage, const char *code,
 
 	f->stage = stage;
 	snprintf(f->code, sizeof(f->code), "%s", code);
-	snprintf(f->reason, sizeof(f->reason), "%s", reason != NULL &&
-	    *reason != '\0' ? reason : "refused by kz-project");
+	snprintf(f->reason, sizeof(f->reason), "%s",
+	    reason != NULL && *reason != '\0' ? reason :
+	                                        "refused by kz-project");
 	for (i = 0; f->reason[i] != '\0'; i++)
 		if ((unsigned char)f->reason[i] < 0x20 ||
 		    (unsigned char)f->reason[i] > 0x7e)
@@ -147,7 +148,8 @@ call(const struct run_conf *c, const char *stage, cJSON *req, cJSON **rep,
 	if (run_project_call(c, req, rep) != 0) {
 		fprintf(stderr, "kz-run: kz-project unreachable at %s\n",
 		    c->project_sock);
-		refuse(f, stage, KZ_WE_UNAVAILABLE, "the projection service "
+		refuse(f, stage, KZ_WE_UNAVAILABLE,
+		    "the projection service "
 		    "could not be reached");
 		return KZ_EXIT_UNAVAIL;
 	}
@@ -198,9 +200,11 @@ classify_admitted(const struct run_ctx *x, const struct run_adm *a,
 	if (rc == 0 && (v == NULL || strcmp(v, "ok") != 0)) {
 		bool admin = v != NULL && strcmp(v, "host_administration") == 0;
 
-		refuse(f, "classify", admin ? "host_administration" :
-		    KZ_WE_INTERNAL, admin ? "a projected file is host "
-		    "administration" : "malformed classification verdict");
+		refuse(f, "classify",
+		    admin ? "host_administration" : KZ_WE_INTERNAL,
+		    admin ? "a projected file is host "
+		            "administration" :
+		            "malformed classification verdict");
 		rc = admin ? KZ_EXIT_REFUSED : KZ_EXIT_INTERNAL;
 	}
 	cJSON_Delete(rep);
@@ -240,8 +244,9 @@ run_materialize(const struct run_ctx *x, const struct run_adm *a,
 	 * hold. */
 	if (proj == NULL || proj[0] != '/' || !kz_evidence_dir_empty(proj) ||
 	    (size_t)snprintf(dest, sizeof(dest), "%s/%s", proj,
-	    RUN_PROJECTION_SUBDIR) >= sizeof(dest)) {
-		refuse(f, "materialize", KZ_WE_UNAVAILABLE, "the worker has no "
+	        RUN_PROJECTION_SUBDIR) >= sizeof(dest)) {
+		refuse(f, "materialize", KZ_WE_UNAVAILABLE,
+		    "the worker has no "
 		    "empty projection directory");
 		return KZ_EXIT_UNAVAIL;
 	}

@@ -98,8 +98,8 @@ send_now(const struct run_ctx *x, const char *kind, cJSON *ev)
 	char why[160] = "";
 	int e;
 
-	e = kz_audit_send(x->c->audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS,
-	    why, sizeof(why));
+	e = kz_audit_send(x->c->audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS, why,
+	    sizeof(why));
 	cJSON_Delete(ev);
 	if (e != 0) {
 		kz_log(KZ_LOG_WARN, "audit.fail", e, why, "kind", kind, NULL);

@@ -19,9 +19,17 @@
 static const struct {
 	const char *name, *flags;
 } interp[] = {
-	{"sh", "c"}, {"bash", "c"}, {"dash", "c"}, {"zsh", "c"},
-	{"ksh", "c"}, {"python3", "c"}, {"python", "c"}, {"perl", "eE"},
-	{"ruby", "e"}, {"node", "ep"}, {NULL, NULL},
+    {"sh", "c"},
+    {"bash", "c"},
+    {"dash", "c"},
+    {"zsh", "c"},
+    {"ksh", "c"},
+    {"python3", "c"},
+    {"python", "c"},
+    {"perl", "eE"},
+    {"ruby", "e"},
+    {"node", "ep"},
+    {NULL, NULL},
 };
 
 /* Whether w is a short-option cluster ("-c", "-ec", "-xc") holding one
@@ -33,8 +41,10 @@ takes_script(const char *w, const char *flags)
 		return strchr(flags, 'p') != NULL;
 	if (w[0] != '-' || w[1] == '-' || w[1] == '\0')
 		return false;
-	return strspn(w + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
-	    "VWXYZ") == strlen(w + 1) && strpbrk(w + 1, flags) != NULL;
+	return strspn(w + 1,
+	           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+	           "VWXYZ") == strlen(w + 1) &&
+	    strpbrk(w + 1, flags) != NULL;
 }
 
 /* How many leading words of argv only run the rest: "env A=1 -i",
@@ -45,14 +55,18 @@ wrappers(int argc, char **argv)
 	int k = 0;
 
 	while (k < argc) {
-		const char *w = strrchr(argv[k], '/') ? strrchr(argv[k], '/') + 1 :
+		const char *w = strrchr(argv[k], '/') ?
+		    strrchr(argv[k], '/') + 1 :
 		    argv[k];
 
 		if (strcmp(w, "env") == 0) {
-			for (k++; k < argc && (strchr(argv[k], '=') != NULL ||
-			    argv[k][0] == '-'); k++)
+			for (k++; k < argc &&
+			     (strchr(argv[k], '=') != NULL ||
+			         argv[k][0] == '-');
+			     k++)
 				if ((strcmp(argv[k], "-u") == 0 ||
-				    strcmp(argv[k], "-C") == 0) && k + 1 < argc)
+				        strcmp(argv[k], "-C") == 0) &&
+				    k + 1 < argc)
 					k++;
 		} else if (strcmp(w, "nice") == 0) {
 			k++;
@@ -114,9 +128,12 @@ command_line(int argc, char **argv)
 		return NULL;
 	for (int i = 0; i < argc; i++) {
 		for (const char *a = argv[i]; *a != '\0'; a++)
-			*p++ = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
-			    "QRSTUVWXYZ0123456789_./=:@%+,-", *a) != NULL ?
-			    *a : ' ';
+			*p++ = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+			              "OP"
+			              "QRSTUVWXYZ0123456789_./=:@%+,-",
+			           *a) != NULL ?
+			    *a :
+			    ' ';
 		*p++ = i + 1 < argc ? ' ' : '\n';
 	}
 	*p = '\0';
@@ -135,30 +152,32 @@ run_classify(const struct run_conf *c, const struct run_opts *o, char *why,
 
 	for (i = 0; i < o->nfiles; i++)
 		if ((e = kz_classify_file(o->files[i], line_why,
-		    sizeof(line_why))) != KZ_CLASS_OK) {
-			kz_why(why, wlen, e == KZ_CLASS_HOST_ADMIN ?
-			    "a projected file is host administration" :
-			    "a projected file cannot be classified (%s)",
+		         sizeof(line_why))) != KZ_CLASS_OK) {
+			kz_why(why, wlen,
+			    e == KZ_CLASS_HOST_ADMIN ?
+			        "a projected file is host administration" :
+			        "a projected file cannot be classified (%s)",
 			    kz_strerror(e));
 			return e == KZ_CLASS_HOST_ADMIN ? 1 : KZ_EUNAVAIL;
 		}
 	if (run_inline_script(o->argc, o->argv, &text) &&
 	    kz_classify(text, strlen(text), line_why, sizeof(line_why)) ==
-	    KZ_CLASS_HOST_ADMIN) {
+	        KZ_CLASS_HOST_ADMIN) {
 		kz_why(why, wlen, "the inline script is host administration");
 		return 1;
 	}
 	if (o->argc > 0) {
 		if ((line = command_line(o->argc, o->argv)) == NULL) {
-			kz_why(why, wlen, "the command could not be "
+			kz_why(why, wlen,
+			    "the command could not be "
 			    "classified");
 			return KZ_EUNAVAIL;
 		}
-		e = kz_classify(line, strlen(line), line_why,
-		    sizeof(line_why));
+		e = kz_classify(line, strlen(line), line_why, sizeof(line_why));
 		free(line);
 		if (e == KZ_CLASS_HOST_ADMIN) {
-			kz_why(why, wlen, "the command is host "
+			kz_why(why, wlen,
+			    "the command is host "
 			    "administration");
 			return 1;
 		}

@@ -44,8 +44,8 @@ struct exec {
 	const char *grant;
 	int rc;
 	int64_t ms;
-	bool sent;	/* the command reached the worker */
-	bool ran;	/* and it answered: rc and ms are the code's */
+	bool sent; /* the command reached the worker */
+	bool ran; /* and it answered: rc and ms are the code's */
 };
 
 /* The grant comes from "kz-egress grant" (exec, not linking): it is read
@@ -54,7 +54,7 @@ static int
 egress_grant(const struct run_ctx *x, char *grant, size_t glen)
 {
 	const char *av[] = {x->c->egress_bin, "grant", "--field-key",
-		x->c->key_file, "--run", x->rid, NULL};
+	    x->c->key_file, "--run", x->rid, NULL};
 	size_t t = 0;
 	ssize_t n;
 	int p[2], st, fd;
@@ -77,7 +77,8 @@ egress_grant(const struct run_ctx *x, char *grant, size_t glen)
 	grant[strcspn(grant, "\r\n")] = '\0';
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && grant[0] != '\0' ? 0 :
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && grant[0] != '\0' ?
+	    0 :
 	    KZ_EUNAVAIL;
 }
 
@@ -93,7 +94,7 @@ put(int fd, const char *b64)
 	if ((b = malloc(cap)) == NULL)
 		return;
 	if (sodium_base642bin(b, cap, b64, strlen(b64), NULL, &len, NULL,
-	    sodium_base64_VARIANT_ORIGINAL) == 0)
+	        sodium_base64_VARIANT_ORIGINAL) == 0)
 		(void)!kz_write_full(fd, b, len, kz_now_ms() + 30000);
 	free(b);
 }
@@ -112,20 +113,21 @@ project(struct run_ctx *x, const struct run_lease *l, const struct run_adm *a)
 
 	if (x->o->room != NULL) {
 		if ((rc = run_materialize(x, a, l->proj, &f)) != 0) {
-			fprintf(stderr, "kz-run: projection: %s: %s\n",
-			    f.code, f.reason);
+			fprintf(stderr, "kz-run: projection: %s: %s\n", f.code,
+			    f.reason);
 			run_denied(x, "projection", f.stage, f.code, f.reason);
 			return rc;
 		}
 		files = a->files;
 		bytes = (uint64_t)a->bytes;
 	} else if (x->o->nfiles > 0) {
-		if (l->proj == NULL || (e = run_project(x->c, l->proj,
-		    x->o->files, x->o->nfiles, x->manifest, &bytes, why,
-		    sizeof(why))) != 0) {
+		if (l->proj == NULL ||
+		    (e = run_project(x->c, l->proj, x->o->files, x->o->nfiles,
+		         x->manifest, &bytes, why, sizeof(why))) != 0) {
 			fprintf(stderr, "kz-run: projection refused: %s\n",
-			    l->proj ? why : "the worker has no projection "
-			    "directory");
+			    l->proj ? why :
+			              "the worker has no projection "
+			              "directory");
 			run_denied(x, "projection", "copy", KZ_WE_REFUSED,
 			    "the projection could not be made");
 			return KZ_EXIT_REFUSED;
@@ -170,22 +172,27 @@ static int run_exec(const struct run_ctx *x, struct run_lease *l,
  * the closing dispatch record of a run in flight says it was abandoned.
  */
 static int
-lease_lost(const struct run_ctx *x, struct run_lease *l,
-    const struct exec *ex)
+lease_lost(const struct run_ctx *x, struct run_lease *l, const struct exec *ex)
 {
 	cJSON *ev;
 
-	fprintf(stderr, "kz-run: the lease expired %s (%s); the worker was "
-	    "retired and nothing more was sent to it%s\n", !ex->sent ?
-	    "before the run" : ex->ran ? "after the run" : "during the run",
-	    l->lost_why, ex->sent && x->c->snapshot ? "; the workspace was "
-	    "not saved" : "");
+	fprintf(stderr,
+	    "kz-run: the lease expired %s (%s); the worker was "
+	    "retired and nothing more was sent to it%s\n",
+	    !ex->sent   ? "before the run" :
+	        ex->ran ? "after the run" :
+	                  "during the run",
+	    l->lost_why,
+	    ex->sent && x->c->snapshot ? "; the workspace was "
+	                                 "not saved" :
+	                                 "");
 	if (ex->sent && !ex->ran && (ev = run_lease_ev(l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "duration_ms", (double)ex->ms);
-		cJSON_AddStringToObject(ev, "egress", *ex->grant ? "granted" :
-		    "none");
+		cJSON_AddStringToObject(ev, "egress",
+		    *ex->grant ? "granted" : "none");
 		cJSON_AddStringToObject(ev, "outcome", "lease_expired");
-		cJSON_AddStringToObject(ev, "reason", "the run was abandoned: "
+		cJSON_AddStringToObject(ev, "reason",
+		    "the run was abandoned: "
 		    "its lease could not be kept");
 		cJSON_Delete(l->result);
 		l->result = ev;
@@ -201,10 +208,11 @@ status(const struct run_ctx *x, const struct run_lease *l,
 {
 	if (ex->ran && !x->o->quiet)
 		fprintf(stderr, "kz-run: exit %d (worker %s, %lld ms)%s%s%s\n",
-		    rc, l->worker, (long long)ex->ms, *unsaved ?
-		    "; the workspace was not saved: " : "", unsaved,
+		    rc, l->worker, (long long)ex->ms,
+		    *unsaved ? "; the workspace was not saved: " : "", unsaved,
 		    x->c->audit_sock[0] == '\0' ? "; audit off, nothing "
-		    "recorded" : "");
+		                                  "recorded" :
+		                                  "");
 	else if (*unsaved)
 		fprintf(stderr, "kz-run: the workspace was not saved: %s\n",
 		    unsaved);
@@ -250,14 +258,17 @@ audit_ready(const struct run_conf *c)
 	char why[160] = "";
 
 	if (c->audit_sock[0] == '\0') {
-		fprintf(stderr, "kz-run: audit is off (KZ_AUDIT = off): nothing "
+		fprintf(stderr,
+		    "kz-run: audit is off (KZ_AUDIT = off): nothing "
 		    "of this run is recorded\n");
 		return 0;
 	}
 	if (kz_audit_ping(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, why,
-	    sizeof(why)) != 0) {
-		fprintf(stderr, "kz-run: audit sink %s unreachable (%s); "
-		    "nothing was dispatched\n", c->audit_sock, why);
+	        sizeof(why)) != 0) {
+		fprintf(stderr,
+		    "kz-run: audit sink %s unreachable (%s); "
+		    "nothing was dispatched\n",
+		    c->audit_sock, why);
 		return KZ_EXIT_UNAVAIL;
 	}
 	return 0;
@@ -284,10 +295,10 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		goto out;
 	if ((e = run_classify(c, o, why, sizeof(why))) != 0) {
 		fprintf(stderr, "kz-run: refused: %s\n", why);
-		run_denied(&x, "isolation_denial", "classify", e == 1 ?
-		    "host_administration" : KZ_WE_UNAVAILABLE, e == 1 ?
-		    "a script requires host administration" :
-		    "the script classifier could not run");
+		run_denied(&x, "isolation_denial", "classify",
+		    e == 1 ? "host_administration" : KZ_WE_UNAVAILABLE,
+		    e == 1 ? "a script requires host administration" :
+		             "the script classifier could not run");
 		rc = e == 1 ? KZ_EXIT_REFUSED : KZ_EXIT_UNAVAIL;
 		goto out;
 	}
@@ -312,7 +323,8 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	if (o->egress && !l.egress) {
 		/* A grant the worker cannot use would be recorded as egress
 		 * granted for a run with no network: refuse instead. */
-		fprintf(stderr, "kz-run: refused: --egress: worker %s has no "
+		fprintf(stderr,
+		    "kz-run: refused: --egress: worker %s has no "
 		    "egress path (its kz-lease has no LEASE_EGRESS_SOCKET)\n",
 		    l.worker);
 		run_denied(&x, "isolation_denial", "egress", KZ_WE_UNAVAILABLE,
@@ -325,8 +337,10 @@ out:
 	if (l.result != NULL)
 		(void)run_audit(&x, "dispatch", l.result);
 	if (run_audit_wait(&x, RUN_AUDIT_ALL) != 0) {
-		fprintf(stderr, "kz-run: the audit sink %s did not "
-		    "acknowledge every record of this run\n", c->audit_sock);
+		fprintf(stderr,
+		    "kz-run: the audit sink %s did not "
+		    "acknowledge every record of this run\n",
+		    c->audit_sock);
 		if (rc == 0)
 			rc = KZ_EXIT_UNAVAIL;
 	}
@@ -348,12 +362,13 @@ run_failed(const struct run_ctx *x, struct run_lease *l, int e,
 	if (l->lost || (e != 0 && run_lease_keep(x, l, true) != 0))
 		return KZ_EXIT_UNAVAIL;
 	fprintf(stderr, "kz-run: run: %s: %s\n", code ? code : KZ_WE_INTERNAL,
-	    e != 0 ? "the worker did not answer" : run_str(rep, "reason") ?
-	    run_str(rep, "reason") : "");
+	    e != 0                     ? "the worker did not answer" :
+	        run_str(rep, "reason") ? run_str(rep, "reason") :
+	                                 "");
 	run_denied(x, "isolation_denial", "run", code ? code : KZ_WE_INTERNAL,
 	    "the worker refused or failed the run");
 	return code && strcmp(code, KZ_WE_BAD_REQUEST) == 0 ? KZ_EXIT_USAGE :
-	    KZ_EXIT_UNAVAIL;
+	                                                      KZ_EXIT_UNAVAIL;
 }
 
 /* The code's output and the closing dispatch record. */
@@ -371,16 +386,18 @@ run_done(struct run_lease *l, struct exec *ex, const cJSON *rep)
 		st = v->valueint;
 	if (cJSON_IsNumber(v = kz_json_get(rep, "signal")))
 		sig = v->valueint;
-	rc = limit != NULL ? KZ_EXIT_REFUSED : st >= 0 ? st : sig > 0 ?
-	    128 + sig : KZ_EXIT_INTERNAL;
+	rc = limit != NULL ? KZ_EXIT_REFUSED :
+	    st >= 0        ? st :
+	    sig > 0        ? 128 + sig :
+	                     KZ_EXIT_INTERNAL;
 	if ((ev = run_lease_ev(l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "exit_status", st);
 		cJSON_AddNumberToObject(ev, "signal", sig);
 		cJSON_AddNumberToObject(ev, "duration_ms", (double)ex->ms);
-		cJSON_AddStringToObject(ev, "egress", *ex->grant ? "granted" :
-		    "none");
-		cJSON_AddStringToObject(ev, "outcome", limit ? limit :
-		    "exited");
+		cJSON_AddStringToObject(ev, "egress",
+		    *ex->grant ? "granted" : "none");
+		cJSON_AddStringToObject(ev, "outcome",
+		    limit ? limit : "exited");
 		l->result = ev;
 	}
 	if (limit != NULL)
@@ -400,14 +417,15 @@ run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 
 	if (req == NULL || (ev = run_lease_ev(l)) == NULL)
 		goto out;
-	cJSON_AddStringToObject(ev, "egress", *ex->grant ? "granted" :
-	    "none");
+	cJSON_AddStringToObject(ev, "egress", *ex->grant ? "granted" : "none");
 	cJSON_AddStringToObject(ev, "outcome", "started");
 	/* No record, no run: the audit sink must hold the dispatch first
 	 * (the lease record, sent just before, shares its fsync). */
 	if (run_audit_wait(x, run_audit(x, "dispatch", ev)) != 0) {
-		fprintf(stderr, "kz-run: the audit sink %s did not record "
-		    "the dispatch; nothing ran\n", x->c->audit_sock);
+		fprintf(stderr,
+		    "kz-run: the audit sink %s did not record "
+		    "the dispatch; nothing ran\n",
+		    x->c->audit_sock);
 		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}

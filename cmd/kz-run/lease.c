@@ -81,8 +81,8 @@ lose(struct run_lease *l, const char *why)
 /* One lease call; a lost reply is retried once under the same op id, so
  * a lease granted meanwhile is answered, not granted twice. */
 static int
-lease_once(const struct run_ctx *x, const char *opid, cJSON **rep,
-    char *why, size_t wlen)
+lease_once(const struct run_ctx *x, const char *opid, cJSON **rep, char *why,
+    size_t wlen)
 {
 	cJSON *req = run_request("lease", x->rid);
 	int e, i;
@@ -97,8 +97,9 @@ lease_once(const struct run_ctx *x, const char *opid, cJSON **rep,
 	cJSON_AddStringToObject(req, "run_id", x->rid);
 	for (i = 0; i < 2; i++)
 		if ((e = kz_frame_call(x->c->lease_sock, req,
-		    (int)x->c->io_timeout_ms, rep, why, wlen)) !=
-		    KZ_ETIMEDOUT && e != KZ_EEOF)
+		         (int)x->c->io_timeout_ms, rep, why, wlen)) !=
+		        KZ_ETIMEDOUT &&
+		    e != KZ_EEOF)
 			break;
 	cJSON_Delete(req);
 	return e;
@@ -110,11 +111,13 @@ snap_bounds(struct run_lease *l)
 {
 	int64_t a, t, ttl;
 
-	if (l->snap == NULL || kz_json_int(l->rep, "snapshot_actor_max", 1,
-	    INT64_MAX, &a, NULL, 0) != 0 || kz_json_int(l->rep,
-	    "snapshot_total_max", 1, INT64_MAX, &t, NULL, 0) != 0 ||
+	if (l->snap == NULL ||
+	    kz_json_int(l->rep, "snapshot_actor_max", 1, INT64_MAX, &a, NULL,
+	        0) != 0 ||
+	    kz_json_int(l->rep, "snapshot_total_max", 1, INT64_MAX, &t, NULL,
+	        0) != 0 ||
 	    kz_json_int(l->rep, "snapshot_ttl_ms", 1, INT64_MAX, &ttl, NULL,
-	    0) != 0) {
+	        0) != 0) {
 		l->snap = NULL;
 		return;
 	}
@@ -137,8 +140,8 @@ lease_fields(struct run_lease *l, int64_t sent)
 	/* Absent (an older kz-lease) is no egress path. */
 	l->egress = cJSON_IsTrue(kz_json_get(l->rep, "egress"));
 	if (l->worker == NULL || l->lid == NULL || l->token == NULL ||
-	    l->endpoint == NULL || kz_json_int(l->rep, "ttl_ms", 100,
-	    86400000, &ttl, NULL, 0) != 0) {
+	    l->endpoint == NULL ||
+	    kz_json_int(l->rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0) != 0) {
 		fprintf(stderr, "kz-run: lease: malformed reply\n");
 		return KZ_EXIT_INTERNAL;
 	}
@@ -163,14 +166,14 @@ run_lease_get(const struct run_ctx *x, struct run_lease *l)
 		randombytes_buf(b, sizeof(b));
 		kz_hex(b, sizeof(b), opid);
 		sent = kz_now_ms();
-		if ((e = lease_once(x, opid, &l->rep, why, sizeof(why))) !=
-		    0) {
+		if ((e = lease_once(x, opid, &l->rep, why, sizeof(why))) != 0) {
 			/* The reason tells a caller outside the deployment's
 			 * group from a daemon that is down; the path, where
 			 * it was looked for (kaizen.conf(5), DEFAULTS). */
-			fprintf(stderr, "kz-run: kz-lease unreachable at "
-			    "%s%s%s\n", x->c->lease_sock, why[0] ? ": " : "",
-			    why);
+			fprintf(stderr,
+			    "kz-run: kz-lease unreachable at "
+			    "%s%s%s\n",
+			    x->c->lease_sock, why[0] ? ": " : "", why);
 			run_denied(x, "admission", "lease", KZ_WE_UNAVAILABLE,
 			    "the lease service could not be reached");
 			return KZ_EXIT_UNAVAIL;
@@ -188,9 +191,10 @@ run_lease_get(const struct run_ctx *x, struct run_lease *l)
 			nap = nap < 200000 ? nap * 2 : nap;
 			continue;
 		}
-		fprintf(stderr, "kz-run: lease: %s: %s\n", code ? code :
-		    KZ_WE_INTERNAL, reason ? reason : "");
-		run_denied(x, "admission", "lease", code ? code : KZ_WE_INTERNAL,
+		fprintf(stderr, "kz-run: lease: %s: %s\n",
+		    code ? code : KZ_WE_INTERNAL, reason ? reason : "");
+		run_denied(x, "admission", "lease",
+		    code ? code : KZ_WE_INTERNAL,
 		    reason ? reason : "lease refused");
 		return kz_exit_for_wire(code);
 	}
@@ -224,13 +228,13 @@ renew(const struct run_ctx *x, struct run_lease *l)
 	cJSON_AddStringToObject(req, "lease_id", l->lid);
 	cJSON_AddStringToObject(req, "token", l->token);
 	cJSON_AddNumberToObject(req, "ttl_ms", (double)l->ttl_ms);
-	e = kz_frame_call(x->c->lease_sock, req, (int)(left <
-	    x->c->io_timeout_ms ? left : x->c->io_timeout_ms), &rep, why,
-	    sizeof(why));
+	e = kz_frame_call(x->c->lease_sock, req,
+	    (int)(left < x->c->io_timeout_ms ? left : x->c->io_timeout_ms),
+	    &rep, why, sizeof(why));
 	cJSON_Delete(req);
 	if (e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"))) {
-		if (kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL,
-		    0) != 0)
+		if (kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0) !=
+		    0)
 			ttl = l->ttl_ms;
 		held(l, sent, ttl);
 		cJSON_Delete(rep);
@@ -265,8 +269,8 @@ run_lease_keep(const struct run_ctx *x, struct run_lease *l, bool now)
 
 /* Waits for the reply on fd, renewing the lease meanwhile. */
 static int
-await(const struct run_ctx *x, struct run_lease *l, int fd,
-    int64_t deadline, cJSON **rep, char *why, size_t wlen)
+await(const struct run_ctx *x, struct run_lease *l, int fd, int64_t deadline,
+    cJSON **rep, char *why, size_t wlen)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	int64_t now, until;
@@ -284,8 +288,9 @@ await(const struct run_ctx *x, struct run_lease *l, int fd,
 			until = l->valid_until - margin(l);
 			until = deadline < until ? deadline : until;
 			now = kz_now_ms();
-			return kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, until >
-			    now ? (int)(until - now) : 1, rep, why, wlen);
+			return kz_frame_read(fd, KZ_FRAME_MAX_LIMIT,
+			    until > now ? (int)(until - now) : 1, rep, why,
+			    wlen);
 		}
 		if (kz_now_ms() >= l->next_renew &&
 		    run_lease_keep(x, l, false) != 0)
@@ -294,9 +299,8 @@ await(const struct run_ctx *x, struct run_lease *l, int fd,
 }
 
 int
-run_worker_call(const struct run_ctx *x, struct run_lease *l,
-    const cJSON *req, int64_t timeout_ms, bool *sent, cJSON **rep,
-    char *why, size_t wlen)
+run_worker_call(const struct run_ctx *x, struct run_lease *l, const cJSON *req,
+    int64_t timeout_ms, bool *sent, cJSON **rep, char *why, size_t wlen)
 {
 	int io = (int)x->c->io_timeout_ms, fd = -1, e;
 
@@ -312,8 +316,8 @@ run_worker_call(const struct run_ctx *x, struct run_lease *l,
 		*sent = true;
 	if (e == 0)
 		e = await(x, l, fd, kz_now_ms() + timeout_ms, rep, why, wlen);
-	else if (e == KZ_EEOF && kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, io,
-	    rep, NULL, 0) == 0)
+	else if (e == KZ_EEOF &&
+	    kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, io, rep, NULL, 0) == 0)
 		/* Refused peer: the worker answered before closing. */
 		e = 0;
 	close(fd);
@@ -361,7 +365,8 @@ run_lease_release(const struct run_ctx *x, struct run_lease *l)
 		    (int)x->c->io_timeout_ms, &rep, why, sizeof(why));
 		ok = e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"));
 		if (!ok)
-			fprintf(stderr, "kz-run: release failed; the lease "
+			fprintf(stderr,
+			    "kz-run: release failed; the lease "
 			    "will expire and the worker will be retired\n");
 	}
 	if (l->result != NULL)
@@ -370,8 +375,10 @@ run_lease_release(const struct run_ctx *x, struct run_lease *l)
 	if ((ev = run_lease_ev(l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "duration_ms",
 		    (double)(kz_now_ms() - l->t0));
-		cJSON_AddStringToObject(ev, "outcome", l->lost ?
-		    "lease_expired" : ok ? "released" : "failed");
+		cJSON_AddStringToObject(ev, "outcome",
+		    l->lost ? "lease_expired" :
+		        ok  ? "released" :
+		              "failed");
 		if (l->lost)
 			cJSON_AddStringToObject(ev, "reason", l->lost_why);
 		(void)run_audit(x, "release", ev);

@@ -45,23 +45,23 @@ add(const char **list, size_t *n, size_t max, const char *v)
 }
 
 static const struct option lo[] = {
-	{"actor", required_argument, NULL, 'a'},
-	{"conversation", required_argument, NULL, 'C'},
-	{"capability", required_argument, NULL, 'x'},
-	{"egress", no_argument, NULL, 'e'},
-	{"file", required_argument, NULL, 'f'},
-	{"room", required_argument, NULL, 'r'},
-	{"member", required_argument, NULL, 'm'},
-	{"select", required_argument, NULL, 'S'},
-	{"retrieved", required_argument, NULL, 'R'},
-	{"contract", no_argument, NULL, 'k'},
-	{"turn", required_argument, NULL, 't'},
-	{"config", required_argument, NULL, 'c'},
-	{"socket", required_argument, NULL, 's'},
-	{"quiet", no_argument, NULL, 'q'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, 'V'},
-	{NULL, 0, NULL, 0},
+    {"actor", required_argument, NULL, 'a'},
+    {"conversation", required_argument, NULL, 'C'},
+    {"capability", required_argument, NULL, 'x'},
+    {"egress", no_argument, NULL, 'e'},
+    {"file", required_argument, NULL, 'f'},
+    {"room", required_argument, NULL, 'r'},
+    {"member", required_argument, NULL, 'm'},
+    {"select", required_argument, NULL, 'S'},
+    {"retrieved", required_argument, NULL, 'R'},
+    {"contract", no_argument, NULL, 'k'},
+    {"turn", required_argument, NULL, 't'},
+    {"config", required_argument, NULL, 'c'},
+    {"socket", required_argument, NULL, 's'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
 };
 
 static int
@@ -69,22 +69,47 @@ parse(int argc, char **argv, struct run_opts *o)
 {
 	int ch, e = 0;
 
-	while (e == 0 && (ch = getopt_long(argc, argv, "+q", lo, NULL)) !=
-	    -1) {
+	while (e == 0 && (ch = getopt_long(argc, argv, "+q", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'a': o->actor = optarg; break;
-		case 'C': o->conv = optarg; break;
-		case 'x': o->cap = optarg; break;
-		case 'e': o->egress = true; break;
-		case 'r': o->room = optarg; break;
-		case 'm': o->member = optarg; break;
-		case 'k': o->contract = true; break;
-		case 't': o->turn = optarg; break;
-		case 'c': o->config = optarg; break;
-		case 's': o->socket = optarg; break;
-		case 'q': o->quiet = true; break;
-		case 'h': usage(stdout); exit(KZ_EXIT_OK);
-		case 'V': printf("kz-run " KZ_VERSION "\n"); exit(KZ_EXIT_OK);
+		case 'a':
+			o->actor = optarg;
+			break;
+		case 'C':
+			o->conv = optarg;
+			break;
+		case 'x':
+			o->cap = optarg;
+			break;
+		case 'e':
+			o->egress = true;
+			break;
+		case 'r':
+			o->room = optarg;
+			break;
+		case 'm':
+			o->member = optarg;
+			break;
+		case 'k':
+			o->contract = true;
+			break;
+		case 't':
+			o->turn = optarg;
+			break;
+		case 'c':
+			o->config = optarg;
+			break;
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(KZ_EXIT_OK);
+		case 'V':
+			printf("kz-run " KZ_VERSION "\n");
+			exit(KZ_EXIT_OK);
 		case 'f':
 			e = add(o->files, &o->nfiles, RUN_FILES_MAX, optarg);
 			break;
@@ -129,8 +154,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "kz-run: config: %s\n", why);
 		return KZ_EXIT_USAGE;
 	}
-	if (o.socket != NULL && (size_t)snprintf(c.lease_sock,
-	    sizeof(c.lease_sock), "%s", o.socket) >= sizeof(c.lease_sock)) {
+	if (o.socket != NULL &&
+	    (size_t)snprintf(c.lease_sock, sizeof(c.lease_sock), "%s",
+	        o.socket) >= sizeof(c.lease_sock)) {
 		fprintf(stderr, "kz-run: --socket is too long\n");
 		return KZ_EXIT_USAGE;
 	}

@@ -20,8 +20,8 @@ given(const char *s)
 
 /* a defaults to b; both given must agree. */
 static int
-same(const char **a, const char *b, const char *an, const char *bn,
-    char *why, size_t wlen)
+same(const char **a, const char *b, const char *an, const char *bn, char *why,
+    size_t wlen)
 {
 	if (*a == NULL)
 		*a = b;
@@ -36,28 +36,31 @@ same(const char **a, const char *b, const char *an, const char *bn,
 static int
 room_rules(struct run_opts *o, char *why, size_t wlen)
 {
-	if (given(o->room) != given(o->member) || (o->room != NULL &&
-	    !given(o->room)) || (o->member != NULL && !given(o->member))) {
+	if (given(o->room) != given(o->member) ||
+	    (o->room != NULL && !given(o->room)) ||
+	    (o->member != NULL && !given(o->member))) {
 		kz_why(why, wlen, "--room and --member go together");
 		return -1;
 	}
 	if (o->room == NULL) {
 		if (o->nselect || o->nretrieved || o->contract ||
 		    o->turn != NULL) {
-			kz_why(why, wlen, "--select, --retrieved, --contract "
+			kz_why(why, wlen,
+			    "--select, --retrieved, --contract "
 			    "and --turn need --room");
 			return -1;
 		}
 		return 0;
 	}
 	if (o->nfiles > 0) {
-		kz_why(why, wlen, "--file and --room are exclusive: with "
+		kz_why(why, wlen,
+		    "--file and --room are exclusive: with "
 		    "--room kz-project decides what is projected");
 		return -1;
 	}
 	if (strlen(o->room) > RUN_ID_MAX || strlen(o->member) > RUN_ID_MAX ||
-	    (o->turn != NULL && (!given(o->turn) ||
-	    strlen(o->turn) > RUN_ID_MAX))) {
+	    (o->turn != NULL &&
+	        (!given(o->turn) || strlen(o->turn) > RUN_ID_MAX))) {
 		kz_why(why, wlen, "an id is empty or longer than %d bytes",
 		    RUN_ID_MAX);
 		return -1;
@@ -74,12 +77,14 @@ run_opts_check(struct run_opts *o, char *why, size_t wlen)
 	if (room_rules(o, why, wlen) != 0)
 		return -1;
 	if (!given(o->actor) || !given(o->conv)) {
-		kz_why(why, wlen, "--actor and --conversation (or --member "
+		kz_why(why, wlen,
+		    "--actor and --conversation (or --member "
 		    "and --room) are required");
 		return -1;
 	}
 	if (strlen(o->actor) > 256 || strlen(o->conv) > 256) {
-		kz_why(why, wlen, "--actor or --conversation is longer than "
+		kz_why(why, wlen,
+		    "--actor or --conversation is longer than "
 		    "256 bytes");
 		return -1;
 	}

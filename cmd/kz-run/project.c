@@ -51,8 +51,9 @@ copy_one(int in, int dfd, const char *name, uint64_t max,
 	ssize_t n;
 	int out, e = 0;
 
-	if ((out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0444)) < 0)
+	if ((out = openat(dfd, name,
+	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444)) <
+	    0)
 		return KZ_ESYS;
 	crypto_hash_sha256_init(&s);
 	*size = 0;
@@ -84,9 +85,9 @@ name_ok(const char *b)
 }
 
 int
-run_project(const struct run_conf *c, const char *dir,
-    const char *const *files, size_t n, char digest[RUN_DIGEST_MAX],
-    uint64_t *bytes, char *why, size_t wlen)
+run_project(const struct run_conf *c, const char *dir, const char *const *files,
+    size_t n, char digest[RUN_DIGEST_MAX], uint64_t *bytes, char *why,
+    size_t wlen)
 {
 	unsigned char h[crypto_hash_sha256_BYTES];
 	crypto_hash_sha256_state m;
@@ -99,8 +100,8 @@ run_project(const struct run_conf *c, const char *dir,
 
 	*bytes = 0;
 	crypto_hash_sha256_init(&m);
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0) {
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+	    0) {
 		kz_why(why, wlen, "the worker has no projection directory");
 		return KZ_EUNAVAIL;
 	}
@@ -113,15 +114,21 @@ run_project(const struct run_conf *c, const char *dir,
 			e = KZ_EINVAL;
 		} else if ((in = open(files[i], O_RDONLY | O_CLOEXEC)) < 0 ||
 		    fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-			kz_why(why, wlen, "file %zu is not a readable regular "
-			    "file", i + 1);
+			kz_why(why, wlen,
+			    "file %zu is not a readable regular "
+			    "file",
+			    i + 1);
 			e = KZ_EINVAL;
-		} else if ((e = copy_one(in, dfd, b, c->file_max, h,
-		    &size)) != 0 || (*bytes += size) > c->total_max) {
-			kz_why(why, wlen, e == KZ_ESYS && errno == EEXIST ?
-			    "two files have the same name" : e == KZ_ESYS ?
-			    "file %zu could not be copied" :
-			    "file %zu is over the size limit", i + 1);
+		} else if ((e = copy_one(in, dfd, b, c->file_max, h, &size)) !=
+		        0 ||
+		    (*bytes += size) > c->total_max) {
+			kz_why(why, wlen,
+			    e == KZ_ESYS && errno == EEXIST ?
+			        "two files have the same name" :
+			        e == KZ_ESYS ?
+			        "file %zu could not be copied" :
+			        "file %zu is over the size limit",
+			    i + 1);
 			e = e ? e : KZ_ETOOBIG;
 		} else {
 			int len = snprintf(line, sizeof(line), "%s\n%llu\n", b,

@@ -16,9 +16,9 @@
 #include "kz_snap.h"
 
 #define RUN_FILES_MAX 64
-#define RUN_IDS_MAX 64		/* --select and --retrieved, as kz-project */
+#define RUN_IDS_MAX 64 /* --select and --retrieved, as kz-project */
 #define RUN_ID_MAX 128
-#define RUN_DIGEST_MAX 80	/* "sha256:" and 64 hex */
+#define RUN_DIGEST_MAX 80 /* "sha256:" and 64 hex */
 
 struct run_conf {
 	char run_dir[PATH_MAX];
@@ -48,8 +48,8 @@ struct run_opts {
 };
 
 /* conf.c: file (NULL: none) and environment over the defaults. */
-KZ_WUR int run_conf_load(struct run_conf *c, const char *path,
-    const char *self, char *why, size_t wlen);
+KZ_WUR int run_conf_load(struct run_conf *c, const char *path, const char *self,
+    char *why, size_t wlen);
 
 /* classify.c: the --file files, an inline script and the command line:
  * 0 ok, 1 host administration (why says which), or a negative kz_err when
@@ -78,7 +78,7 @@ int run_opts_check(struct run_opts *o, char *why, size_t wlen);
  * caller, and what its records carry. */
 struct run_adm {
 	cJSON *snap;
-	int64_t audience;	/* -1: none */
+	int64_t audience; /* -1: none */
 	int64_t files, bytes;
 	char manifest[RUN_DIGEST_MAX];
 };
@@ -90,8 +90,7 @@ KZ_WUR int run_adm_take(cJSON *rep, struct run_adm *a);
 void run_adm_release(struct run_adm *a);
 /* One kz-project call: 0 with *rep (ok or not), or a kz_err when the
  * service could not be reached. */
-KZ_WUR int run_project_call(const struct run_conf *c, cJSON *req,
-    cJSON **rep);
+KZ_WUR int run_project_call(const struct run_conf *c, cJSON *req, cJSON **rep);
 
 /* Why a step was refused: the wire code and kz-project's one line, for
  * the member (stderr) and the audit record. */
@@ -120,11 +119,11 @@ struct run_ctx {
 	const struct run_opts *o;
 	char rid[33];
 	char manifest[RUN_DIGEST_MAX];
-	int64_t audience;	/* audience_version; -1: no admission */
-	struct run_aq *aq;	/* records in flight; NULL: send in line */
+	int64_t audience; /* audience_version; -1: no admission */
+	struct run_aq *aq; /* records in flight; NULL: send in line */
 };
-#define RUN_AUDIT_DONE INT_MAX	/* a ticket already acknowledged */
-#define RUN_AUDIT_ALL INT_MIN	/* run_audit_wait: every record */
+#define RUN_AUDIT_DONE INT_MAX /* a ticket already acknowledged */
+#define RUN_AUDIT_ALL INT_MIN /* run_audit_wait: every record */
 struct run_aq *run_aq_new(void);
 /* Waits for what is still in flight, then frees. */
 void run_aq_free(struct run_aq *q);
@@ -141,16 +140,16 @@ int run_audit_wait(const struct run_ctx *x, int ticket);
 /* lease.c: the lease and every call to its worker. */
 struct run_lease {
 	cJSON *rep;
-	cJSON *result;	/* the closing dispatch record, sent with release's */
+	cJSON *result; /* the closing dispatch record, sent with release's */
 	const char *worker, *lid, *token, *endpoint, *proj, *snap;
 	int64_t t0;
 	int64_t ttl_ms;
-	int64_t valid_until;	/* monotonic ms: the lease holds until then */
-	int64_t next_renew;	/* monotonic ms */
-	bool lost;		/* gone: nothing more goes to the worker */
-	bool egress;		/* kz-lease gave its pool an egress path */
+	int64_t valid_until; /* monotonic ms: the lease holds until then */
+	int64_t next_renew; /* monotonic ms */
+	bool lost; /* gone: nothing more goes to the worker */
+	bool egress; /* kz-lease gave its pool an egress path */
 	char lost_why[96];
-	struct kz_snap_bounds snapb;	/* with snap, from kz-lease */
+	struct kz_snap_bounds snapb; /* with snap, from kz-lease */
 };
 cJSON *run_request(const char *op, const char *rid);
 const char *run_str(const cJSON *o, const char *k);
@@ -167,8 +166,8 @@ KZ_WUR int run_lease_keep(const struct run_ctx *x, struct run_lease *l,
  * connection closed, once the lease is lost.  *sent (may be NULL) tells
  * whether the request reached the worker's socket. */
 KZ_WUR int run_worker_call(const struct run_ctx *x, struct run_lease *l,
-    const cJSON *req, int64_t timeout_ms, bool *sent, cJSON **rep,
-    char *why, size_t wlen);
+    const cJSON *req, int64_t timeout_ms, bool *sent, cJSON **rep, char *why,
+    size_t wlen);
 /* worker_id, lease_id and token, for the lease's records. */
 cJSON *run_lease_ev(const struct run_lease *l);
 /* Releases the lease (never a lost one) and sends the closing dispatch
@@ -190,8 +189,8 @@ int run_save(const struct run_ctx *x, struct run_lease *l, char *why,
 void run_unsave(const struct run_ctx *x, const struct run_lease *l);
 
 /* An admission, projection or isolation_denial record of a refusal. */
-void run_denied(const struct run_ctx *x, const char *kind,
-    const char *stage, const char *error, const char *reason);
+void run_denied(const struct run_ctx *x, const char *kind, const char *stage,
+    const char *error, const char *reason);
 
 /* dispatch.c: the whole job; returns the exit code. */
 int run_dispatch(const struct run_conf *c, const struct run_opts *o);

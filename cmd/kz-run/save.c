@@ -34,7 +34,8 @@ run_worker_op(const struct run_ctx *x, struct run_lease *l, const char *op,
 		err = run_str(rep, "error");
 		if (code != NULL)
 			*code = err && strcmp(err, KZ_WE_REFUSED) == 0 ?
-			    KZ_WE_REFUSED : "error";
+			    KZ_WE_REFUSED :
+			    "error";
 		e = KZ_EDENIED;
 	}
 	cJSON_Delete(rep);
@@ -51,13 +52,15 @@ run_restore(const struct run_ctx *x, struct run_lease *l)
 	/* kz-lease removes an expired snapshot when it offers it; this
 	 * holds even if it did not. */
 	if ((e = kz_snap_fresh(l->snap, l->snapb.ttl_ms)) == KZ_ESTATE)
-		fprintf(stderr, "kz-run: the saved workspace had not been used "
+		fprintf(stderr,
+		    "kz-run: the saved workspace had not been used "
 		    "for longer than its expiry and was removed; starting "
 		    "empty\n");
 	if (e != 0)
 		return;
 	if (run_worker_op(x, l, "restore", l->snap, NULL) != 0 && !l->lost)
-		fprintf(stderr, "kz-run: the saved workspace could not be "
+		fprintf(stderr,
+		    "kz-run: the saved workspace could not be "
 		    "restored; starting empty\n");
 }
 
@@ -75,15 +78,15 @@ run_unsave(const struct run_ctx *x, const struct run_lease *l)
  * kz_snap_commit puts it in place under the bounds.
  */
 int
-run_save(const struct run_ctx *x, struct run_lease *l, char *why,
-    size_t wlen)
+run_save(const struct run_ctx *x, struct run_lease *l, char *why, size_t wlen)
 {
 	char tmp[PATH_MAX + 64];
 	const char *code = NULL;
 	int evicted, e;
 
 	if (l->snap == NULL) {
-		kz_why(why, wlen, "kz-lease named no snapshot for this "
+		kz_why(why, wlen,
+		    "kz-lease named no snapshot for this "
 		    "workspace");
 		return KZ_ENOENT;
 	}
@@ -99,10 +102,12 @@ run_save(const struct run_ctx *x, struct run_lease *l, char *why,
 	if (e != 0) {
 		kz_snap_drop(l->snap, tmp);
 		if (code != NULL && strcmp(code, KZ_WE_REFUSED) == 0)
-			kz_why(why, wlen, "the workspace is larger than the "
+			kz_why(why, wlen,
+			    "the workspace is larger than the "
 			    "worker's snapshot bound (SANDBOX_SNAPSHOT_MAX)");
 		else
-			kz_why(why, wlen, "the worker could not archive the "
+			kz_why(why, wlen,
+			    "the worker could not archive the "
 			    "workspace");
 		return e;
 	}

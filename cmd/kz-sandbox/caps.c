@@ -33,8 +33,8 @@ status_hex(const char *st, const char *name, uint64_t *v)
 	size_t n = strlen(name);
 	char *end;
 
-	for (const char *p = st; p != NULL; p = strchr(p, '\n'),
-	    p = p != NULL ? p + 1 : NULL)
+	for (const char *p = st; p != NULL;
+	     p = strchr(p, '\n'), p = p != NULL ? p + 1 : NULL)
 		if (strncmp(p, name, n) == 0 && p[n] == ':') {
 			*v = strtoull(p + n + 1, &end, 16);
 			return end != p + n + 1 && *end == '\n';
@@ -58,8 +58,8 @@ bound_clear(void)
 	if (n <= 0)
 		return false;
 	st[n] = '\0';
-	return status_hex(st, "CapBnd", &bnd) && status_hex(st, "CapAmb",
-	    &amb) && bnd == 0 && amb == 0;
+	return status_hex(st, "CapBnd", &bnd) &&
+	    status_hex(st, "CapAmb", &amb) && bnd == 0 && amb == 0;
 }
 
 static bool
@@ -85,7 +85,8 @@ sbx_caps_bound(char *why, size_t wlen)
 	capng_clear(CAPNG_SELECT_BOUNDS | CAPNG_SELECT_AMBIENT);
 	if (capng_apply(CAPNG_SELECT_BOUNDS | CAPNG_SELECT_AMBIENT) != 0 ||
 	    !bound_clear()) {
-		kz_why(why, wlen, "capabilities: cannot empty the bounding and "
+		kz_why(why, wlen,
+		    "capabilities: cannot empty the bounding and "
 		    "ambient sets");
 		return KZ_EDENIED;
 	}
@@ -101,10 +102,12 @@ sbx_caps_drop(uid_t uid, gid_t gid, bool userns, char *why, size_t wlen)
 		kz_why(why, wlen, "capabilities: refusing uid or gid 0");
 		return KZ_EDENIED;
 	}
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
-	    SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
-	    SECBIT_NO_CAP_AMBIENT_RAISE |
-	    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0, 0, 0) < 0) {
+	if (prctl(PR_SET_SECUREBITS,
+	        SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+	            SECBIT_NO_SETUID_FIXUP_LOCKED |
+	            SECBIT_NO_CAP_AMBIENT_RAISE |
+	            SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+	        0, 0, 0) < 0) {
 		kz_why(why, wlen, "capabilities: securebits: %s",
 		    strerror(errno));
 		return KZ_ESYS;
@@ -124,8 +127,8 @@ sbx_caps_drop(uid_t uid, gid_t gid, bool userns, char *why, size_t wlen)
 	capng_clear(CAPNG_SELECT_ALL);
 	/* In a user namespace setgroups is denied; the groups were emptied
 	 * before it was made, and the check below holds either way. */
-	if (capng_change_id((int)uid, (int)gid, userns ? 0 :
-	    CAPNG_DROP_SUPP_GRP) != 0) {
+	if (capng_change_id((int)uid, (int)gid,
+	        userns ? 0 : CAPNG_DROP_SUPP_GRP) != 0) {
 		kz_why(why, wlen, "capabilities: change id: %s",
 		    strerror(errno));
 		return KZ_ESYS;

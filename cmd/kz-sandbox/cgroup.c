@@ -93,7 +93,8 @@ keyed_fd(int fd, const char *key)
 
 	if (rfd(fd, buf, sizeof(buf)) < 0)
 		return 0;
-	for (p = buf; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p)
+	for (p = buf; p != NULL && *p != '\0';
+	     p = strchr(p, '\n'), p = p ? p + 1 : p)
 		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
 			return strtoull(p + kl + 1, NULL, 10);
 	return 0;
@@ -129,7 +130,9 @@ stat_fds(struct sbx_cg *g)
 	g->pev_fd = open_at(g->run[v->pids], "pids.events", O_RDONLY);
 	g->count_fd = open_at(g->run[v->pids], "pids.current", O_RDONLY);
 	return (g->peak_fd < 0 && !v->peak_optional) || g->oom_fd < 0 ||
-	    g->pev_fd < 0 || g->count_fd < 0 ? KZ_ESYS : 0;
+	        g->pev_fd < 0 || g->count_fd < 0 ?
+	    KZ_ESYS :
+	    0;
 }
 
 /* The agent's current cgroup in hierarchy i, from /proc/self/cgroup. */
@@ -148,20 +151,22 @@ own_cgroup(const struct sbx_cg *g, bool v2, int i, char *out, size_t len)
 		return KZ_ESYS;
 	buf[n] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : 0;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'),
+		     *c2 = c1 ? strchr(c1 + 1, ':') : 0;
 		bool hit;
 
 		if (c2 == NULL)
 			continue;
 		*c2 = '\0';
 		hit = v2 ? strcmp(c1 + 1, "") == 0 :
-		    strcmp(c1 + 1, sbx_cg_v1_name[i]) == 0 ||
-		    (i == SBX_CG_CPU && strcmp(c1 + 1, "cpu,cpuacct") == 0);
+		           strcmp(c1 + 1, sbx_cg_v1_name[i]) == 0 ||
+		        (i == SBX_CG_CPU && strcmp(c1 + 1, "cpu,cpuacct") == 0);
 		if (hit) {
-			int w = v2 ? snprintf(out, len, "%s%s", g->root,
-			    c2 + 1) : snprintf(out, len, "%s/%s%s", g->root,
-			    c1 + 1, c2 + 1);
+			int w = v2 ?
+			    snprintf(out, len, "%s%s", g->root, c2 + 1) :
+			    snprintf(out, len, "%s/%s%s", g->root, c1 + 1,
+			        c2 + 1);
 
 			return w >= 0 && (size_t)w < len ? 0 : KZ_ETOOBIG;
 		}
@@ -205,8 +210,7 @@ mk(const char *p, bool *fresh)
  * device to throttle.
  */
 static int
-io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why,
-    size_t wlen)
+io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why, size_t wlen)
 {
 	char p[PATH_MAX], buf[512];
 	struct stat st;
@@ -229,7 +233,8 @@ io_device(struct sbx_cg *g, const struct sbx_conf *c, char *why,
 		snprintf(p + strlen(p), sizeof(p) - strlen(p), "/..");
 	if (sbx_cg_rfile(p, "dev", buf, sizeof(buf)) <= 0 ||
 	    sscanf(buf, "%u:%u", &ma, &mi) != 2) {
-		kz_why(why, wlen, "cgroup: cannot find the disk of the root "
+		kz_why(why, wlen,
+		    "cgroup: cannot find the disk of the root "
 		    "view for the I/O limit");
 		return KZ_EUNAVAIL;
 	}
@@ -250,33 +255,37 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 		else
 			snprintf(base, sizeof(base), "%s/%s", g->root,
 			    sbx_cg_v1_name[i]);
-		if (stat(base, &st) < 0 && !(i == SBX_CG_CPU &&
-		    snprintf(base, sizeof(base), "%s/cpu,cpuacct", g->root) &&
-		    stat(base, &st) == 0)) {
-			kz_why(why, wlen, "cgroup: no %s controller", sbx_cg_v1_name[i]);
+		if (stat(base, &st) < 0 &&
+		    !(i == SBX_CG_CPU &&
+		        snprintf(base, sizeof(base), "%s/cpu,cpuacct",
+		            g->root) &&
+		        stat(base, &st) == 0)) {
+			kz_why(why, wlen, "cgroup: no %s controller",
+			    sbx_cg_v1_name[i]);
 			return KZ_EUNAVAIL;
 		}
 		/* One-shot: <id> is the run cgroup and there is no init. */
 		if ((size_t)snprintf(wk, sizeof(wk), "%s/%s/%s", base,
-		    c->cg_parent, c->id) >= SBX_CG_PATH ||
+		        c->cg_parent, c->id) >= SBX_CG_PATH ||
 		    (size_t)snprintf(g->run[i], SBX_CG_PATH, "%s%s", wk,
-		    join ? "/run" : "") >= SBX_CG_PATH ||
+		        join ? "/run" : "") >= SBX_CG_PATH ||
 		    (size_t)snprintf(g->init[i], SBX_CG_PATH, "%s%s",
-		    join ? wk : "", join ? "/init" : "") >= SBX_CG_PATH) {
+		        join ? wk : "", join ? "/init" : "") >= SBX_CG_PATH) {
 			kz_why(why, wlen, "cgroup: path too long");
 			return KZ_ETOOBIG;
 		}
 		memcpy(g->worker[i], wk, strlen(wk) + 1);
 		/* v2 allows no process in a cgroup that delegates controllers
 		 * to a child, so there the agent sits in a leaf of its own. */
-		if (i == 0 && (size_t)snprintf(g->agent, SBX_CG_PATH, "%s%s",
-		    wk, g->v2 ? "/agent" : "") >= SBX_CG_PATH) {
+		if (i == 0 &&
+		    (size_t)snprintf(g->agent, SBX_CG_PATH, "%s%s", wk,
+		        g->v2 ? "/agent" : "") >= SBX_CG_PATH) {
 			kz_why(why, wlen, "cgroup: path too long");
 			return KZ_ETOOBIG;
 		}
 		/* Only an agent that joins has to move back. */
-		if (join && own_cgroup(g, g->v2, i, g->orig[i],
-		    SBX_CG_PATH) != 0) {
+		if (join &&
+		    own_cgroup(g, g->v2, i, g->orig[i], SBX_CG_PATH) != 0) {
 			kz_why(why, wlen, "cgroup: cannot read own cgroup");
 			return KZ_EUNAVAIL;
 		}
@@ -285,8 +294,8 @@ paths(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 }
 
 int
-sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
-    char *why, size_t wlen)
+sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
+    size_t wlen)
 {
 	char pid[32], missing[64];
 	bool fresh = true;
@@ -297,8 +306,10 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 	if (strcmp(c->cg_version, "v1") == 0)
 		g->v2 = false;
 	else if (strcmp(c->cg_version, "v2") == 0 && !g->v2) {
-		kz_why(why, wlen, "cgroup: v2 is configured but its root does "
-		    "not offer %s", missing);
+		kz_why(why, wlen,
+		    "cgroup: v2 is configured but its root does "
+		    "not offer %s",
+		    missing);
 		return KZ_EUNAVAIL;
 	}
 	if ((r = io_device(g, c, why, wlen)) != 0)
@@ -315,8 +326,10 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		snprintf(parent, sizeof(parent), "%s", g->worker[i]);
 		*strrchr(parent, '/') = '\0';
 		if (mk(parent, &dummy) != 0 || mk(g->worker[i], &fresh) != 0) {
-			kz_why(why, wlen, "cgroup: cannot create the worker "
-			    "cgroup: %s", strerror(errno));
+			kz_why(why, wlen,
+			    "cgroup: cannot create the worker "
+			    "cgroup: %s",
+			    strerror(errno));
 			return KZ_EUNAVAIL;
 		}
 		g->made = true;
@@ -327,13 +340,17 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		if (g->v2)
 			sbx_cg_v2_delegate(g, g->worker[i]);
 		if (g->v2 && mk(g->agent, &fresh) != 0) {
-			kz_why(why, wlen, "cgroup: cannot create the agent "
-			    "cgroup: %s", strerror(errno));
+			kz_why(why, wlen,
+			    "cgroup: cannot create the agent "
+			    "cgroup: %s",
+			    strerror(errno));
 			return KZ_EUNAVAIL;
 		}
 		if (mk(g->run[i], &fresh) != 0 || mk(g->init[i], &fresh) != 0) {
-			kz_why(why, wlen, "cgroup: cannot create the run "
-			    "cgroup: %s", strerror(errno));
+			kz_why(why, wlen,
+			    "cgroup: cannot create the run "
+			    "cgroup: %s",
+			    strerror(errno));
 			return KZ_EUNAVAIL;
 		}
 	}
@@ -369,7 +386,8 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		}
 	}
 	if (stat_fds(g) != 0) {
-		kz_why(why, wlen, "cgroup: cannot open the run cgroup's "
+		kz_why(why, wlen,
+		    "cgroup: cannot open the run cgroup's "
 		    "accounting files");
 		return KZ_EUNAVAIL;
 	}
@@ -381,8 +399,9 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
 		for (int i = 0; i < g->n; i++)
 			if (sbx_cg_wfile(i == 0 ? g->agent : g->worker[i],
-			    "cgroup.procs", pid) != 0) {
-				kz_why(why, wlen, "cgroup: cannot join the worker "
+			        "cgroup.procs", pid) != 0) {
+				kz_why(why, wlen,
+				    "cgroup: cannot join the worker "
 				    "cgroup");
 				return KZ_EUNAVAIL;
 			}
@@ -521,13 +540,13 @@ sbx_cg_settle(const struct sbx_cg *g, uint64_t max, int wait_ms,
 
 	for (;;) {
 		*usage = sbx_cg_rfile(dir, v->usage, buf, sizeof(buf)) > 0 ?
-		    strtoull(buf, NULL, 10) : UINT64_MAX;
+		    strtoull(buf, NULL, 10) :
+		    UINT64_MAX;
 		if (*usage <= max)
 			return true;
 		if (*usage == UINT64_MAX || kz_now_ms() >= end)
 			return false;
-		(void)sbx_cg_wfile(dir, v->reclaim, v->reclaim_all ? "0" :
-		    buf);
+		(void)sbx_cg_wfile(dir, v->reclaim, v->reclaim_all ? "0" : buf);
 		usleep(1000);
 	}
 }
@@ -541,8 +560,8 @@ sbx_cg_only(const struct sbx_cg *g, pid_t pid)
 		char want[32];
 
 		snprintf(want, sizeof(want), "%d\n", (int)pid);
-		if (sbx_cg_rfile(i == 0 ? g->agent : g->worker[i], "cgroup.procs",
-		    buf, sizeof(buf)) < 0 ||
+		if (sbx_cg_rfile(i == 0 ? g->agent : g->worker[i],
+		        "cgroup.procs", buf, sizeof(buf)) < 0 ||
 		    strcmp(buf, want) != 0)
 			return false;
 		if (sbx_cg_each_pid(g->run[i], NULL) != 0)

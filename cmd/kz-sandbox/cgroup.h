@@ -9,16 +9,16 @@
 #include "sbx.h"
 
 struct sbx_cg_ver {
-	int mem, pids;		/* the hierarchy of the memory and pids files */
-	const char *join;	/* the run cgroup file the code joins through */
-	const char *peak;	/* the run's memory peak, read through a kept
-				 * descriptor */
-	const char *peak_reset;	/* written to it to start a new peak */
-	bool peak_optional;	/* an older kernel may not have one */
-	const char *oom;	/* its "oom_kill N" line counts OOM kills */
-	const char *usage;	/* the memory charged now */
-	const char *reclaim;	/* a write reclaims memory */
-	bool reclaim_all;	/* "0" reclaims all; else the amount written */
+	int mem, pids; /* the hierarchy of the memory and pids files */
+	const char *join; /* the run cgroup file the code joins through */
+	const char *peak; /* the run's memory peak, read through a kept
+	                   * descriptor */
+	const char *peak_reset; /* written to it to start a new peak */
+	bool peak_optional; /* an older kernel may not have one */
+	const char *oom; /* its "oom_kill N" line counts OOM kills */
+	const char *usage; /* the memory charged now */
+	const char *reclaim; /* a write reclaims memory */
+	bool reclaim_all; /* "0" reclaims all; else the amount written */
 	/* Whether the I/O controller is there to throttle with. */
 	bool (*io_offered)(const struct sbx_cg *g);
 	/* Writes the memory, pids, cpu (and I/O) limits on the run cgroup. */
@@ -38,8 +38,7 @@ void sbx_cg_v2_delegate(const struct sbx_cg *g, const char *dir);
 
 /* dir/file, written whole or read (NUL-terminated, at most len - 1). */
 int sbx_cg_wfile(const char *dir, const char *file, const char *val);
-ssize_t sbx_cg_rfile(const char *dir, const char *file, char *buf,
-    size_t len);
+ssize_t sbx_cg_rfile(const char *dir, const char *file, char *buf, size_t len);
 /* Calls fn for each pid listed in dir/cgroup.procs; returns the count. */
 int sbx_cg_each_pid(const char *dir, void (*fn)(pid_t));
 void sbx_cg_kill9(pid_t p);

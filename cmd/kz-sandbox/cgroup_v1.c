@@ -35,9 +35,11 @@ limits(struct sbx_cg *g, const struct sbx_conf *c)
 	/* v1 does not count socket buffers against the limit above: a run
 	 * could otherwise pin hundreds of MiB of TCP buffers on its own
 	 * loopback.  Their own limit, at the same figure, bounds them. */
-	r |= sbx_cg_wfile(g->run[SBX_CG_MEM], "memory.kmem.tcp.limit_in_bytes", v);
+	r |= sbx_cg_wfile(g->run[SBX_CG_MEM], "memory.kmem.tcp.limit_in_bytes",
+	    v);
 	/* With swap accounting, swap must not extend the limit. */
-	(void)sbx_cg_wfile(g->run[SBX_CG_MEM], "memory.memsw.limit_in_bytes", v);
+	(void)sbx_cg_wfile(g->run[SBX_CG_MEM], "memory.memsw.limit_in_bytes",
+	    v);
 	(void)sbx_cg_wfile(g->run[SBX_CG_MEM], "memory.swappiness", "0");
 	snprintf(v, sizeof(v), "%lld", (long long)c->pids);
 	r |= sbx_cg_wfile(g->run[SBX_CG_PIDS], "pids.max", v);
@@ -78,16 +80,16 @@ kill_run(const struct sbx_cg *g)
  * force_empty (of an empty cgroup) reclaims everything.
  */
 const struct sbx_cg_ver sbx_cg_v1 = {
-	.mem = SBX_CG_MEM,
-	.pids = SBX_CG_PIDS,
-	.join = "tasks",
-	.peak = "memory.max_usage_in_bytes",
-	.peak_reset = "0",
-	.oom = "memory.oom_control",
-	.usage = "memory.usage_in_bytes",
-	.reclaim = "memory.force_empty",
-	.reclaim_all = true,
-	.io_offered = io_offered,
-	.limits = limits,
-	.kill = kill_run,
+    .mem = SBX_CG_MEM,
+    .pids = SBX_CG_PIDS,
+    .join = "tasks",
+    .peak = "memory.max_usage_in_bytes",
+    .peak_reset = "0",
+    .oom = "memory.oom_control",
+    .usage = "memory.usage_in_bytes",
+    .reclaim = "memory.force_empty",
+    .reclaim_all = true,
+    .io_offered = io_offered,
+    .limits = limits,
+    .kill = kill_run,
 };

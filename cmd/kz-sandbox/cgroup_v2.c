@@ -70,7 +70,7 @@ static const char *
 v2_ctrl(const struct sbx_cg *g)
 {
 	return g->io[0] != '\0' ? "+memory +pids +cpu +io" :
-	    "+memory +pids +cpu";
+	                          "+memory +pids +cpu";
 }
 
 void
@@ -121,16 +121,16 @@ kill_run(const struct sbx_cg *g)
  * written.
  */
 const struct sbx_cg_ver sbx_cg_v2 = {
-	.mem = 0,
-	.pids = 0,
-	.join = "cgroup.procs",
-	.peak = "memory.peak",
-	.peak_reset = "reset",
-	.peak_optional = true,
-	.oom = "memory.events",
-	.usage = "memory.current",
-	.reclaim = "memory.reclaim",
-	.io_offered = io_offered,
-	.limits = limits,
-	.kill = kill_run,
+    .mem = 0,
+    .pids = 0,
+    .join = "cgroup.procs",
+    .peak = "memory.peak",
+    .peak_reset = "reset",
+    .peak_optional = true,
+    .oom = "memory.events",
+    .usage = "memory.current",
+    .reclaim = "memory.reclaim",
+    .io_offered = io_offered,
+    .limits = limits,
+    .kill = kill_run,
 };

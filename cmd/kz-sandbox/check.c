@@ -70,8 +70,8 @@ mqueue_empty(void)
 		return false;
 	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0 &&
 	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY)) >= 0) {
-		if ((dir = openat(mnt, ".", O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) >= 0) {
+		if ((dir = openat(mnt, ".",
+		         O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 			ok = dir_empty_fd(dir);
 			close(dir);
 		}
@@ -97,7 +97,8 @@ sbx_check_here(const struct sbx_mnt *zm, int sock)
 	bits |= sbx_mnt_empty(zm, "dev/shm") ? SBX_CHK_SHM : 0;
 	bits |= sbx_mnt_baseline_ok(zm) ? SBX_CHK_MOUNTS : 0;
 	bits |= sysv_empty("shm") && sysv_empty("msg") && sysv_empty("sem") ?
-	    SBX_CHK_SYSV : 0;
+	    SBX_CHK_SYSV :
+	    0;
 	bits |= mqueue_empty() ? SBX_CHK_MQUEUE : 0;
 	sbx_msg_report(sock, REP_CHECKED, (int)bits, "check", NULL);
 }

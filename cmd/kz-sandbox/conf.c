@@ -17,11 +17,11 @@ enum ktype { K_STR, K_SIZE, K_INT, K_BOOL };
 
 struct key {
 	const char *key;
-	const char *opt;	/* NULL: config/env only */
+	const char *opt; /* NULL: config/env only */
 	enum ktype t;
 	size_t off;
-	size_t cap;		/* K_STR buffer size */
-	int64_t min, max;	/* K_INT bounds; K_SIZE max in max */
+	size_t cap; /* K_STR buffer size */
+	int64_t min, max; /* K_INT bounds; K_SIZE max in max */
 	const char *dflt;
 	const char *help;
 };
@@ -31,85 +31,85 @@ struct key {
 #define G(x) ((int64_t)(x) << 30)
 
 static const struct key keys[] = {
-	{"SANDBOX_ROOT", "root", K_STR, S(root), 0, 0, "/",
-	    "/: the allowlisted host view; else a dedicated image root"},
-	{"SANDBOX_WORKSPACE_SIZE", "workspace-size", K_SIZE, N(ws_size), 1 << 20,
-	    G(64), "256M", "size of the /workspace tmpfs"},
-	{"SANDBOX_TMP_SIZE", "tmp-size", K_SIZE, N(tmp_size), 1 << 20, G(16),
-	    "64M", "size of the /tmp tmpfs"},
-	{"SANDBOX_SHM_SIZE", "shm-size", K_SIZE, N(shm_size), 1 << 20, G(16),
-	    "64M", "size of the /dev/shm tmpfs"},
-	{"SANDBOX_UID", "uid", K_INT, N(uid), 1, 2147483646, "2100000000",
-	    "uid the code runs as (never 0 or nobody)"},
-	{"SANDBOX_GID", "gid", K_INT, N(gid), 1, 2147483646, "2100000000",
-	    "gid the code runs as (never 0 or nogroup)"},
-	{"SANDBOX_MEMORY", "memory", K_SIZE, N(memory), 8 << 20, G(1024),
-	    "512M", "memory limit of a run (cgroup)"},
-	{"SANDBOX_PIDS", "pids", K_INT, N(pids), 4, 65536, "128",
-	    "process/thread limit of a run (cgroup)"},
-	{"SANDBOX_CPU", "cpu", K_INT, N(cpu_milli), 10, 1024000, "1000",
-	    "CPU bandwidth of a run in millicores (cgroup)"},
-	{"SANDBOX_NOFILE", "nofile", K_INT, N(nofile), 16, 1048576, "1024",
-	    "RLIMIT_NOFILE of a run"},
-	{"SANDBOX_FSIZE", "fsize", K_SIZE, N(fsize), 1 << 20, G(1024), "256M",
-	    "RLIMIT_FSIZE of a run"},
-	{"SANDBOX_SIGPENDING", "sigpending", K_INT, N(sigpending), 16, 1048576,
-	    "256", "RLIMIT_SIGPENDING of a run (queued signals, POSIX timers)"},
-	{"SANDBOX_MSGQUEUE", "msgqueue", K_SIZE, N(msgqueue), 0, G(1), "800K",
-	    "RLIMIT_MSGQUEUE of a run (POSIX message queue bytes)"},
-	{"SANDBOX_IO_READ_BPS", "io-read-bps", K_SIZE, N(io_rbps), 0, G(1024),
-	    "100M", "read bandwidth of a run from the root's disk (0: none)"},
-	{"SANDBOX_IO_WRITE_BPS", "io-write-bps", K_SIZE, N(io_wbps), 0,
-	    G(1024), "100M", "write bandwidth of a run to that disk (0: none)"},
-	{"SANDBOX_LEASES_MAX", "leases-max", K_INT, N(leases_max), 1, 1048576,
-	    "4096", "leases a served worker takes before a reset retires it"},
-	{"SANDBOX_CLEAN_MEMORY", "clean-memory", K_SIZE, N(clean_memory),
-	    64 << 10, G(1), "4M", "memory a reset must bring the run cgroup "
-	    "back under"},
-	{"SANDBOX_TIMEOUT", "timeout", K_INT, N(timeout_s), 1, 86400, "60",
-	    "wall-clock limit of a run in seconds"},
-	{"SANDBOX_STDOUT_MAX", "stdout-max", K_SIZE, N(stdout_max), 1024,
-	    G(1) / 4, "1M", "bytes of stdout kept"},
-	{"SANDBOX_STDERR_MAX", "stderr-max", K_SIZE, N(stderr_max), 1024,
-	    G(1) / 4, "1M", "bytes of stderr kept"},
-	{"SANDBOX_SNAPSHOT_MAX", "snapshot-max", K_SIZE, N(snapshot_max),
-	    1 << 20, G(1), "64M", "bound of a workspace snapshot"},
-	{"SANDBOX_PROJECTION_DIR", "projection", K_STR, S(projection), 0, 0, "",
-	    "host directory mounted read-only at /projection"},
-	{"SANDBOX_EGRESS_SOCKET", "egress-socket", K_STR, S(egress_sock), 0,
-	    0, "", "kz-egress socket; empty: no network"},
-	{"SANDBOX_RELAY_PORT", "relay-port", K_INT, N(relay_port), 1, 65535,
-	    "3128", "loopback port of the egress relay"},
-	{"SANDBOX_USERNS", "userns", K_BOOL, N(userns), 0, 0, "off",
-	    "run the code in its own user namespace (on or off)"},
-	{"SANDBOX_USERNS_HOST_UID", "userns-host-uid", K_INT, N(userns_uid), 1,
-	    2147483646, "2100000000",
-	    "host uid the sandbox uid maps to (--userns on)"},
-	{"SANDBOX_USERNS_HOST_GID", "userns-host-gid", K_INT, N(userns_gid), 1,
-	    2147483646, "2100000000",
-	    "host gid the sandbox gid maps to (--userns on)"},
-	{"SANDBOX_CGROUP_PARENT", "cgroup-parent", K_STR, S(cg_parent), 0, 0,
-	    "kz-sandbox", "cgroup under which workers are created"},
-	{"SANDBOX_CGROUP_ROOT", "cgroup-root", K_STR, S(cg_root), 0, 0,
-	    "/sys/fs/cgroup", "where the cgroup hierarchies are mounted"},
-	{"SANDBOX_CGROUP_VERSION", "cgroup-version", K_STR, S(cg_version), 0, 0,
-	    "auto", "auto, v1 or v2 (auto: v2 when it offers the controllers)"},
-	{"SANDBOX_STATE_DIR", "state-dir", K_STR, S(state_dir), 0, 0,
-	    "/run/kz-sandbox", "host directory for the workers' root views"},
-	{"SANDBOX_MASK", "mask", K_STR, S(masks), 0, 0, "",
-	    "comma-separated directories of the view hidden by an empty mount"},
-	{"SANDBOX_EXTRA_RO", "extra-ro", K_STR, S(extra_ro), 0, 0, "",
-	    "comma-separated host directories shown read-only at their path"},
-	{"SANDBOX_HOSTNAME", NULL, K_STR, S(hostname), 0, 0, "sandbox", NULL},
-	{"KZ_SOCKET", "socket", K_STR, S(sock), 0, 0, "", "serve socket"},
-	{"KZ_RUN_DIR", NULL, K_STR, S(run_dir), 0, 0, "", NULL},
-	{"KZ_PEER_UIDS", NULL, K_STR, S(peer_uids), 0, 0, "", NULL},
-	{"KZ_PEER_GIDS", NULL, K_STR, S(peer_gids), 0, 0, "", NULL},
-	{"KZ_FRAME_MAX", NULL, K_SIZE, N(frame_max), 1024, 64 << 20, "8M",
-	    NULL},
-	{"KZ_IO_TIMEOUT_MS", NULL, K_INT, N(io_timeout_ms), 10, 600000, "5000",
-	    NULL},
-	{NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL},
+    {"SANDBOX_ROOT", "root", K_STR, S(root), 0, 0, "/",
+        "/: the allowlisted host view; else a dedicated image root"},
+    {"SANDBOX_WORKSPACE_SIZE", "workspace-size", K_SIZE, N(ws_size), 1 << 20,
+        G(64), "256M", "size of the /workspace tmpfs"},
+    {"SANDBOX_TMP_SIZE", "tmp-size", K_SIZE, N(tmp_size), 1 << 20, G(16), "64M",
+        "size of the /tmp tmpfs"},
+    {"SANDBOX_SHM_SIZE", "shm-size", K_SIZE, N(shm_size), 1 << 20, G(16), "64M",
+        "size of the /dev/shm tmpfs"},
+    {"SANDBOX_UID", "uid", K_INT, N(uid), 1, 2147483646, "2100000000",
+        "uid the code runs as (never 0 or nobody)"},
+    {"SANDBOX_GID", "gid", K_INT, N(gid), 1, 2147483646, "2100000000",
+        "gid the code runs as (never 0 or nogroup)"},
+    {"SANDBOX_MEMORY", "memory", K_SIZE, N(memory), 8 << 20, G(1024), "512M",
+        "memory limit of a run (cgroup)"},
+    {"SANDBOX_PIDS", "pids", K_INT, N(pids), 4, 65536, "128",
+        "process/thread limit of a run (cgroup)"},
+    {"SANDBOX_CPU", "cpu", K_INT, N(cpu_milli), 10, 1024000, "1000",
+        "CPU bandwidth of a run in millicores (cgroup)"},
+    {"SANDBOX_NOFILE", "nofile", K_INT, N(nofile), 16, 1048576, "1024",
+        "RLIMIT_NOFILE of a run"},
+    {"SANDBOX_FSIZE", "fsize", K_SIZE, N(fsize), 1 << 20, G(1024), "256M",
+        "RLIMIT_FSIZE of a run"},
+    {"SANDBOX_SIGPENDING", "sigpending", K_INT, N(sigpending), 16, 1048576,
+        "256", "RLIMIT_SIGPENDING of a run (queued signals, POSIX timers)"},
+    {"SANDBOX_MSGQUEUE", "msgqueue", K_SIZE, N(msgqueue), 0, G(1), "800K",
+        "RLIMIT_MSGQUEUE of a run (POSIX message queue bytes)"},
+    {"SANDBOX_IO_READ_BPS", "io-read-bps", K_SIZE, N(io_rbps), 0, G(1024),
+        "100M", "read bandwidth of a run from the root's disk (0: none)"},
+    {"SANDBOX_IO_WRITE_BPS", "io-write-bps", K_SIZE, N(io_wbps), 0, G(1024),
+        "100M", "write bandwidth of a run to that disk (0: none)"},
+    {"SANDBOX_LEASES_MAX", "leases-max", K_INT, N(leases_max), 1, 1048576,
+        "4096", "leases a served worker takes before a reset retires it"},
+    {"SANDBOX_CLEAN_MEMORY", "clean-memory", K_SIZE, N(clean_memory), 64 << 10,
+        G(1), "4M",
+        "memory a reset must bring the run cgroup "
+        "back under"},
+    {"SANDBOX_TIMEOUT", "timeout", K_INT, N(timeout_s), 1, 86400, "60",
+        "wall-clock limit of a run in seconds"},
+    {"SANDBOX_STDOUT_MAX", "stdout-max", K_SIZE, N(stdout_max), 1024, G(1) / 4,
+        "1M", "bytes of stdout kept"},
+    {"SANDBOX_STDERR_MAX", "stderr-max", K_SIZE, N(stderr_max), 1024, G(1) / 4,
+        "1M", "bytes of stderr kept"},
+    {"SANDBOX_SNAPSHOT_MAX", "snapshot-max", K_SIZE, N(snapshot_max), 1 << 20,
+        G(1), "64M", "bound of a workspace snapshot"},
+    {"SANDBOX_PROJECTION_DIR", "projection", K_STR, S(projection), 0, 0, "",
+        "host directory mounted read-only at /projection"},
+    {"SANDBOX_EGRESS_SOCKET", "egress-socket", K_STR, S(egress_sock), 0, 0, "",
+        "kz-egress socket; empty: no network"},
+    {"SANDBOX_RELAY_PORT", "relay-port", K_INT, N(relay_port), 1, 65535, "3128",
+        "loopback port of the egress relay"},
+    {"SANDBOX_USERNS", "userns", K_BOOL, N(userns), 0, 0, "off",
+        "run the code in its own user namespace (on or off)"},
+    {"SANDBOX_USERNS_HOST_UID", "userns-host-uid", K_INT, N(userns_uid), 1,
+        2147483646, "2100000000",
+        "host uid the sandbox uid maps to (--userns on)"},
+    {"SANDBOX_USERNS_HOST_GID", "userns-host-gid", K_INT, N(userns_gid), 1,
+        2147483646, "2100000000",
+        "host gid the sandbox gid maps to (--userns on)"},
+    {"SANDBOX_CGROUP_PARENT", "cgroup-parent", K_STR, S(cg_parent), 0, 0,
+        "kz-sandbox", "cgroup under which workers are created"},
+    {"SANDBOX_CGROUP_ROOT", "cgroup-root", K_STR, S(cg_root), 0, 0,
+        "/sys/fs/cgroup", "where the cgroup hierarchies are mounted"},
+    {"SANDBOX_CGROUP_VERSION", "cgroup-version", K_STR, S(cg_version), 0, 0,
+        "auto", "auto, v1 or v2 (auto: v2 when it offers the controllers)"},
+    {"SANDBOX_STATE_DIR", "state-dir", K_STR, S(state_dir), 0, 0,
+        "/run/kz-sandbox", "host directory for the workers' root views"},
+    {"SANDBOX_MASK", "mask", K_STR, S(masks), 0, 0, "",
+        "comma-separated directories of the view hidden by an empty mount"},
+    {"SANDBOX_EXTRA_RO", "extra-ro", K_STR, S(extra_ro), 0, 0, "",
+        "comma-separated host directories shown read-only at their path"},
+    {"SANDBOX_HOSTNAME", NULL, K_STR, S(hostname), 0, 0, "sandbox", NULL},
+    {"KZ_SOCKET", "socket", K_STR, S(sock), 0, 0, "", "serve socket"},
+    {"KZ_RUN_DIR", NULL, K_STR, S(run_dir), 0, 0, "", NULL},
+    {"KZ_PEER_UIDS", NULL, K_STR, S(peer_uids), 0, 0, "", NULL},
+    {"KZ_PEER_GIDS", NULL, K_STR, S(peer_gids), 0, 0, "", NULL},
+    {"KZ_FRAME_MAX", NULL, K_SIZE, N(frame_max), 1024, 64 << 20, "8M", NULL},
+    {"KZ_IO_TIMEOUT_MS", NULL, K_INT, N(io_timeout_ms), 10, 600000, "5000",
+        NULL},
+    {NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL},
 };
 
 /* Keys every kz binary's config may carry that this one does not use. */
@@ -135,9 +135,10 @@ set(struct sbx_conf *c, const struct key *k, const char *v, char *why,
 	case K_SIZE:
 		if (kz_parse_size(v, (uint64_t)k->max, &u) != 0 ||
 		    u < (uint64_t)k->min) {
-			kz_why(why, wlen, "%s must be a size between %lld and "
-			    "%lld bytes", k->key, (long long)k->min,
-			    (long long)k->max);
+			kz_why(why, wlen,
+			    "%s must be a size between %lld and "
+			    "%lld bytes",
+			    k->key, (long long)k->min, (long long)k->max);
 			return KZ_ERANGE;
 		}
 		memcpy(base + k->off, &u, sizeof(u));
@@ -157,8 +158,9 @@ set(struct sbx_conf *c, const struct key *k, const char *v, char *why,
 		return 0;
 	case K_INT:
 		if (kz_parse_int(v, k->min, k->max, &i) != 0) {
-			kz_why(why, wlen, "%s must be an integer in [%lld, %lld]",
-			    k->key, (long long)k->min, (long long)k->max);
+			kz_why(why, wlen,
+			    "%s must be an integer in [%lld, %lld]", k->key,
+			    (long long)k->min, (long long)k->max);
 			return KZ_ERANGE;
 		}
 		memcpy(base + k->off, &i, sizeof(i));
@@ -173,7 +175,7 @@ sbx_conf_defaults(struct sbx_conf *c)
 	memset(c, 0, sizeof(*c));
 	for (const struct key *k = keys; k->key != NULL; k++)
 		if (set(c, k, k->dflt, NULL, 0) != 0)
-			__builtin_trap();	/* a bad default is a bug */
+			__builtin_trap(); /* a bad default is a bug */
 }
 
 int
@@ -202,8 +204,8 @@ sbx_conf_load(struct sbx_conf *c, const char *path, char *why, size_t wlen)
 }
 
 int
-sbx_conf_opt(struct sbx_conf *c, const char *opt, const char *val,
-    char *why, size_t wlen)
+sbx_conf_opt(struct sbx_conf *c, const char *opt, const char *val, char *why,
+    size_t wlen)
 {
 	for (const struct key *k = keys; k->key != NULL; k++)
 		if (k->opt != NULL && strcmp(k->opt, opt) == 0)
@@ -222,8 +224,8 @@ sbx_id_valid(const char *id)
 		char ch = id[i];
 
 		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
-		    ch == '.'))
+		        (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+		        ch == '.'))
 			return false;
 	}
 	return true;
@@ -266,38 +268,46 @@ sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 	}
 	/* In a user namespace the host ids are the mapped ones. */
 	if (c->userns ? is_nobody(c->userns_uid, c->userns_gid) :
-	    is_nobody(c->uid, c->gid)) {
-		kz_why(why, wlen, "the code never runs as the host's nobody "
-		    "or nogroup (%s)", c->userns ? "SANDBOX_USERNS_HOST_UID, "
-		    "SANDBOX_USERNS_HOST_GID" : "SANDBOX_UID, SANDBOX_GID");
+	                is_nobody(c->uid, c->gid)) {
+		kz_why(why, wlen,
+		    "the code never runs as the host's nobody "
+		    "or nogroup (%s)",
+		    c->userns ? "SANDBOX_USERNS_HOST_UID, "
+		                "SANDBOX_USERNS_HOST_GID" :
+		                "SANDBOX_UID, SANDBOX_GID");
 		return KZ_ECONF;
 	}
 	if (!abs_path_ok(c->root) || !abs_path_ok(c->state_dir) ||
 	    (c->projection[0] != '\0' && !abs_path_ok(c->projection))) {
-		kz_why(why, wlen, "SANDBOX_ROOT, SANDBOX_STATE_DIR and "
+		kz_why(why, wlen,
+		    "SANDBOX_ROOT, SANDBOX_STATE_DIR and "
 		    "SANDBOX_PROJECTION_DIR must be absolute paths without "
 		    "dot segments");
 		return KZ_ECONF;
 	}
 	if (!abs_path_ok(c->cg_root)) {
-		kz_why(why, wlen, "SANDBOX_CGROUP_ROOT must be an absolute "
+		kz_why(why, wlen,
+		    "SANDBOX_CGROUP_ROOT must be an absolute "
 		    "path without dot segments");
 		return KZ_ECONF;
 	}
 	if (strcmp(c->cg_version, "auto") != 0 &&
 	    strcmp(c->cg_version, "v1") != 0 &&
 	    strcmp(c->cg_version, "v2") != 0) {
-		kz_why(why, wlen, "SANDBOX_CGROUP_VERSION must be auto, v1 or "
+		kz_why(why, wlen,
+		    "SANDBOX_CGROUP_VERSION must be auto, v1 or "
 		    "v2");
 		return KZ_ECONF;
 	}
 	if (!sbx_id_valid(c->cg_parent)) {
-		kz_why(why, wlen, "SANDBOX_CGROUP_PARENT must be one name of "
+		kz_why(why, wlen,
+		    "SANDBOX_CGROUP_PARENT must be one name of "
 		    "[A-Za-z0-9._-]");
 		return KZ_ECONF;
 	}
 	if (c->id[0] != '\0' && !sbx_id_valid(c->id)) {
-		kz_why(why, wlen, "the worker id must be 1-63 characters of "
+		kz_why(why, wlen,
+		    "the worker id must be 1-63 characters of "
 		    "[A-Za-z0-9._-]");
 		return KZ_ECONF;
 	}
@@ -309,6 +319,6 @@ sbx_conf_usage(void *fp)
 {
 	for (const struct key *k = keys; k->key != NULL; k++)
 		if (k->opt != NULL && k->help != NULL)
-			fprintf(fp, "  --%-16s %s (%s, default \"%s\")\n", k->opt,
-			    k->help, k->key, k->dflt);
+			fprintf(fp, "  --%-16s %s (%s, default \"%s\")\n",
+			    k->opt, k->help, k->key, k->dflt);
 }

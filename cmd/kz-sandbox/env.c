@@ -18,9 +18,9 @@ sbx_env_name_ok(const char *n)
 	if (len == 0 || len > 128 || (n[0] >= '0' && n[0] <= '9'))
 		return false;
 	for (size_t i = 0; i < len; i++)
-		if (!((n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= 'a' &&
-		    n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') ||
-		    n[i] == '_'))
+		if (!((n[i] >= 'A' && n[i] <= 'Z') ||
+		        (n[i] >= 'a' && n[i] <= 'z') ||
+		        (n[i] >= '0' && n[i] <= '9') || n[i] == '_'))
 			return false;
 	return true;
 }
@@ -63,8 +63,8 @@ put(struct sbx_env *e, const char *name, const char *value, size_t max,
 }
 
 int
-sbx_env_add(struct sbx_env *e, const char *name, const char *value,
-    char *why, size_t wlen)
+sbx_env_add(struct sbx_env *e, const char *name, const char *value, char *why,
+    size_t wlen)
 {
 	if (!sbx_env_name_ok(name)) {
 		kz_why(why, wlen, "env: bad variable name");
@@ -81,10 +81,14 @@ int
 sbx_env_finish(struct sbx_env *e, int port, char *why, size_t wlen)
 {
 	static const char *const safe[][2] = {
-		{"PATH", "/usr/local/bin:/usr/bin:/bin"},
-		{"HOME", SBX_WS}, {"TMPDIR", "/tmp"}, {"LANG", "C.UTF-8"},
-		{"USER", "sandbox"}, {"LOGNAME", "sandbox"},
-		{"SHELL", "/bin/sh"}, {"PWD", SBX_WS},
+	    {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+	    {"HOME", SBX_WS},
+	    {"TMPDIR", "/tmp"},
+	    {"LANG", "C.UTF-8"},
+	    {"USER", "sandbox"},
+	    {"LOGNAME", "sandbox"},
+	    {"SHELL", "/bin/sh"},
+	    {"PWD", SBX_WS},
 	};
 	static const char *const proxy[] = {"HTTP_PROXY", "HTTPS_PROXY",
 	    "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"};
@@ -92,8 +96,9 @@ sbx_env_finish(struct sbx_env *e, int port, char *why, size_t wlen)
 	int r;
 
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
-		if (!has(e, safe[i][0]) && (r = put(e, safe[i][0], safe[i][1],
-		    SBX_ENV_MAX + 15, why, wlen)) != 0)
+		if (!has(e, safe[i][0]) &&
+		    (r = put(e, safe[i][0], safe[i][1], SBX_ENV_MAX + 15, why,
+		         wlen)) != 0)
 			return r;
 	if (port <= 0)
 		return 0;
@@ -114,8 +119,9 @@ sbx_env_finish(struct sbx_env *e, int port, char *why, size_t wlen)
 				free(e->v[j]);
 				e->v[j] = s;
 			}
-		if (!has(e, proxy[i]) && (r = put(e, proxy[i], url,
-		    SBX_ENV_MAX + 15, why, wlen)) != 0)
+		if (!has(e, proxy[i]) &&
+		    (r = put(e, proxy[i], url, SBX_ENV_MAX + 15, why, wlen)) !=
+		        0)
 			return r;
 	}
 	return 0;

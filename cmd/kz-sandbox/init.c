@@ -32,8 +32,6 @@
 #include "sbx.h"
 #include "banned.h"
 
-
-
 extern char **environ;
 
 /* The signals ignored, from the SigIgn line of /proc/self/status (all of
@@ -71,8 +69,8 @@ init_signals(void)
 	uint64_t ign = sig_ignored();
 
 	for (int s = 1; s < NSIG && s <= 64; s++)
-		if ((ign & (1ull << (s - 1))) && s != SIGKILL &&
-		    s != SIGSTOP && s != SIGPIPE)
+		if ((ign & (1ull << (s - 1))) && s != SIGKILL && s != SIGSTOP &&
+		    s != SIGPIPE)
 			(void)signal(s, SIG_DFL);
 	(void)signal(SIGPIPE, SIG_IGN);
 }
@@ -150,9 +148,11 @@ code_main(void *arg)
 	return 127;
 }
 
-#define FAIL(step, why) do { \
-	sbx_msg_report(rep, REP_FAIL, 0, step, why); \
-	_exit(127); } while (0)
+#define FAIL(step, why)                                                        \
+	do {                                                                   \
+		sbx_msg_report(rep, REP_FAIL, 0, step, why);                   \
+		_exit(127);                                                    \
+	} while (0)
 
 /*
  * The code process: never returns.  It runs on its own stack in the
@@ -181,12 +181,13 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 	(void)setsid();
 	if (sbx_rlimit_apply(w->c, why, sizeof(why)) != 0)
 		FAIL("rlimit", why);
-	if (sbx_caps_drop((uid_t)w->c->uid, (gid_t)w->c->gid,
-	    w->userns_fd >= 0, why, sizeof(why)) != 0)
+	if (sbx_caps_drop((uid_t)w->c->uid, (gid_t)w->c->gid, w->userns_fd >= 0,
+	        why, sizeof(why)) != 0)
 		FAIL("capabilities", why);
 	snprintf(cwd, sizeof(cwd), "%s/%s", SBX_WS, j->cwd);
 	if (chdir(cwd) < 0)
-		FAIL("cwd", "the working directory does not exist in the "
+		FAIL("cwd",
+		    "the working directory does not exist in the "
 		    "workspace");
 	if (sbx_seccomp_load(&w->prog) != 0)
 		FAIL("seccomp", "seccomp: cannot load the filter");
@@ -277,7 +278,7 @@ spawn(struct sbx_worker *w, struct sbx_job *j, char *stack)
 	pid_t pid;
 
 	pid = clone(code_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
-	environ = saved;	/* the child pointed it at the job's env */
+	environ = saved; /* the child pointed it at the job's env */
 	return pid;
 }
 
@@ -312,27 +313,30 @@ zygote(struct sbx_worker *w, int sock)
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* A served worker's view is a copy of its template, to which only
 	 * what is each lease's own is added. */
-	if (w->tmpl_fd >= 0 && (setns(w->tmpl_fd, CLONE_NEWNS) < 0 ||
-	    unshare(CLONE_NEWNS) < 0)) {
-		sbx_msg_report(sock, REP_FAIL, 0, "mount", "mount: cannot copy the "
+	if (w->tmpl_fd >= 0 &&
+	    (setns(w->tmpl_fd, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)) {
+		sbx_msg_report(sock, REP_FAIL, 0, "mount",
+		    "mount: cannot copy the "
 		    "template namespace");
 		fail_exit(sock);
 	}
 	keep_only(sock);
 	init_signals();
-	if ((w->tmpl_fd >= 0 ? sbx_mnt_lease(&w->mnt, w->c, why, sizeof(why)) :
-	    sbx_mnt_build(&w->mnt, w->c, why, sizeof(why))) != 0 ||
+	if ((w->tmpl_fd >= 0 ?
+	            sbx_mnt_lease(&w->mnt, w->c, why, sizeof(why)) :
+	            sbx_mnt_build(&w->mnt, w->c, why, sizeof(why))) != 0 ||
 	    sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
 		sbx_msg_report(sock, REP_FAIL, 0, "mount", why);
 		fail_exit(sock);
 	}
-	if (w->c->userns && sbx_ns_userns_make(w->c, &w->userns_fd, why,
-	    sizeof(why)) != 0) {
+	if (w->c->userns &&
+	    sbx_ns_userns_make(w->c, &w->userns_fd, why, sizeof(why)) != 0) {
 		sbx_msg_report(sock, REP_FAIL, 0, "namespaces", why);
 		fail_exit(sock);
 	}
 	if ((stack = code_stack()) == NULL) {
-		sbx_msg_report(sock, REP_FAIL, 0, "init", "cannot map the code stack");
+		sbx_msg_report(sock, REP_FAIL, 0, "init",
+		    "cannot map the code stack");
 		fail_exit(sock);
 	}
 	sigemptyset(&set);
@@ -345,7 +349,8 @@ zygote(struct sbx_worker *w, int sock)
 	/* The baseline is the wipe's evidence; a one-shot run is never
 	 * wiped. */
 	if (w->serve && sbx_mnt_record(&zm) != 0) {
-		sbx_msg_report(sock, REP_FAIL, 0, "mount", "cannot record the mount "
+		sbx_msg_report(sock, REP_FAIL, 0, "mount",
+		    "cannot record the mount "
 		    "table");
 		fail_exit(sock);
 	}
@@ -353,10 +358,12 @@ zygote(struct sbx_worker *w, int sock)
 	 * agent that failed or went away sends nothing (and kills us). */
 	if ((r = take_setup(w, sock, buf, sizeof(buf))) != 0) {
 		if (r == -1)
-			sbx_msg_report(sock, REP_FAIL, 0, "init", "init: bad setup "
+			sbx_msg_report(sock, REP_FAIL, 0, "init",
+			    "init: bad setup "
 			    "message");
 		if (r == -3)
-			sbx_msg_report(sock, REP_FAIL, 0, "namespaces", "namespaces: "
+			sbx_msg_report(sock, REP_FAIL, 0, "namespaces",
+			    "namespaces: "
 			    "the init cannot join the worker's namespaces");
 		fail_exit(sock);
 	}
@@ -384,7 +391,8 @@ zygote(struct sbx_worker *w, int sock)
 		if (r != 0 || cur != 0)
 			continue;
 		if ((cur = spawn(w, &j, stack)) < 0) {
-			sbx_msg_report(j.fd[3], REP_FAIL, 0, "fork", strerror(errno));
+			sbx_msg_report(j.fd[3], REP_FAIL, 0, "fork",
+			    strerror(errno));
 			sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
 			cur = 0;
 		}
@@ -440,7 +448,8 @@ build_template(struct sbx_worker *w, int sock)
 	keep_only(sock);
 	memset(msg, 0, sizeof(msg));
 	msg[0] = sbx_mnt_base(&w->mnt, w->c, msg + 1, sizeof(msg) - 1) == 0 ?
-	    'y' : 'n';
+	    'y' :
+	    'n';
 	n = (int)strlen(msg);
 	(void)!write(sock, msg, (size_t)n);
 	/* Until the agent holds the namespace open. */
@@ -477,8 +486,10 @@ sbx_template_make(struct sbx_worker *w, char *why, size_t wlen)
 	    (w->tmpl_fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0)
 		r = 0;
 	else
-		kz_why(why, wlen, "%s", n > 1 && msg[0] == 'n' ? msg + 1 :
-		    "mount: the template was not built");
+		kz_why(why, wlen, "%s",
+		    n > 1 && msg[0] == 'n' ?
+		        msg + 1 :
+		        "mount: the template was not built");
 	close(sv[0]);
 	(void)kill(pid, SIGKILL);
 	(void)waitpid(pid, NULL, 0);
@@ -518,8 +529,10 @@ sbx_init_go(struct sbx_worker *w, char *why, size_t wlen)
 		n = read(w->zsock, &r, sizeof(r));
 	if (n != (ssize_t)sizeof(r) || r.kind != REP_READY) {
 		r.why[sizeof(r.why) - 1] = '\0';
-		kz_why(why, wlen, "%s", n == (ssize_t)sizeof(r) &&
-		    r.kind == REP_FAIL ? r.why : "init: did not start");
+		kz_why(why, wlen, "%s",
+		    n == (ssize_t)sizeof(r) && r.kind == REP_FAIL ?
+		        r.why :
+		        "init: did not start");
 		return KZ_EUNAVAIL;
 	}
 	return 0;

@@ -23,10 +23,12 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp,
-	    "usage: kz-sandbox run [--config FILE] [--id ID] [--env NAME=VALUE]...\n"
+	    "usage: kz-sandbox run [--config FILE] [--id ID] [--env "
+	    "NAME=VALUE]...\n"
 	    "           [--cwd DIR] [--grant-file FILE] [--pass-fd N]...\n"
 	    "           [options] -- CMD [ARG...]\n"
-	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file FILE]\n"
+	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file "
+	    "FILE]\n"
 	    "           [--config FILE] [options]\n"
 	    "       kz-sandbox classify FILE...\n"
 	    "       kz-sandbox seccomp\n"
@@ -104,12 +106,13 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 			if (o->npass >= SBX_PASS_MAX ||
 			    kz_parse_int(v, 3, 1023, &fd) != 0 ||
 			    fcntl((int)fd, F_GETFD) < 0)
-				return die(KZ_EXIT_USAGE, "--pass-fd needs an "
+				return die(KZ_EXIT_USAGE,
+				    "--pass-fd needs an "
 				    "open descriptor from 3 to 1023 (at most "
-				    "%d)", SBX_PASS_MAX);
+				    "%d)",
+				    SBX_PASS_MAX);
 			o->pass[o->npass++] = (int)fd;
-		}
-		else if ((r = sbx_conf_opt(c, a, v, why, sizeof(why))) ==
+		} else if ((r = sbx_conf_opt(c, a, v, why, sizeof(why))) ==
 		    KZ_ENOENT)
 			return die(KZ_EXIT_USAGE, "unknown option --%s", a);
 		else if (r != 0)
@@ -193,8 +196,9 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	}
 	if (o->grant_file && read_grant(o->grant_file, grant, sizeof(grant)))
 		return die(KZ_EXIT_USAGE, "cannot read the grant file");
-	if (sbx_env_finish(&rq.env, c->egress_sock[0] && grant[0] ?
-	    (int)c->relay_port : 0, why, sizeof(why)) != 0)
+	if (sbx_env_finish(&rq.env,
+	        c->egress_sock[0] && grant[0] ? (int)c->relay_port : 0, why,
+	        sizeof(why)) != 0)
 		return die(KZ_EXIT_USAGE, "%s", why);
 	/* An interrupted run still tears down its cgroups and mounts. */
 	memset(&sa, 0, sizeof(sa));
@@ -330,8 +334,9 @@ main(int argc, char **argv)
 	if ((r = parse(argc, argv, &c, &o)) != 0)
 		return r;
 	if (geteuid() != 0)
-		return die(KZ_EXIT_UNAVAIL, "isolation setup failed: "
+		return die(KZ_EXIT_UNAVAIL,
+		    "isolation setup failed: "
 		    "namespaces and cgroups need root");
 	return strcmp(argv[1], "run") == 0 ? cmd_run(&c, &o) :
-	    cmd_serve(&c, &o);
+	                                     cmd_serve(&c, &o);
 }

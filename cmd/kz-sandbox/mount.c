@@ -31,8 +31,8 @@
 #include "sbx.h"
 #include "banned.h"
 
-static const char *const devs[] = {"null", "zero", "full", "random",
-    "urandom", "tty", NULL};
+static const char *const devs[] = {"null", "zero", "full", "random", "urandom",
+    "tty", NULL};
 
 static int
 fail(char *why, size_t wlen, const char *step, const char *what)
@@ -45,13 +45,12 @@ fail(char *why, size_t wlen, const char *step, const char *what)
 }
 
 static int
-setattr(const char *path, unsigned flags, uint64_t set, char *why,
-    size_t wlen)
+setattr(const char *path, unsigned flags, uint64_t set, char *why, size_t wlen)
 {
 	struct mount_attr a = {.attr_set = set};
 
-	if (syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &a,
-	    sizeof(a)) < 0)
+	if (syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &a, sizeof(a)) <
+	    0)
 		return fail(why, wlen, "read-only", path);
 	return 0;
 }
@@ -67,13 +66,13 @@ mkdev(const char *root, char *why, size_t wlen)
 
 	snprintf(p, sizeof(p), "%s/dev", root);
 	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC,
-	    "size=64k,mode=0755") < 0)
+	        "size=64k,mode=0755") < 0)
 		return fail(why, wlen, "tmpfs", "/dev");
 	for (int i = 0; devs[i] != NULL; i++) {
 		snprintf(p, sizeof(p), "%s/dev/%s", root, devs[i]);
 		snprintf(src, sizeof(src), "/dev/%s", devs[i]);
 		if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-		    0666)) < 0)
+		         0666)) < 0)
 			return fail(why, wlen, "create", src);
 		close(fd);
 		if (mount(src, p, NULL, MS_BIND, NULL) < 0)
@@ -91,16 +90,16 @@ mkdev(const char *root, char *why, size_t wlen)
 	if (mkdir(p, 01777) < 0)
 		return fail(why, wlen, "mkdir", "/dev/shm");
 	snprintf(p, sizeof(p), "%s/dev", root);
-	if (setattr(p, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
-	    why, wlen) != 0)
+	if (setattr(p, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, why,
+	        wlen) != 0)
 		return KZ_ESYS;
 	return 0;
 }
 
 /* The three writable places, each a fresh size-bounded tmpfs. */
 static int
-writable(const struct sbx_conf *c, const char *root, const char *rel,
-    char *why, size_t wlen)
+writable(const struct sbx_conf *c, const char *root, const char *rel, char *why,
+    size_t wlen)
 {
 	char p[SBX_PBUF], opt[128];
 	uint64_t size = c->tmp_size;
@@ -108,8 +107,10 @@ writable(const struct sbx_conf *c, const char *root, const char *rel,
 	if (strcmp(rel, "workspace") == 0) {
 		/* Host ids: with a user namespace, the ones the code's ids
 		 * map to. */
-		snprintf(opt, sizeof(opt), "size=%llu,mode=0755,uid=%lld,"
-		    "gid=%lld", (unsigned long long)c->ws_size,
+		snprintf(opt, sizeof(opt),
+		    "size=%llu,mode=0755,uid=%lld,"
+		    "gid=%lld",
+		    (unsigned long long)c->ws_size,
 		    (long long)(c->userns ? c->userns_uid : c->uid),
 		    (long long)(c->userns ? c->userns_gid : c->gid));
 	} else {
@@ -237,8 +238,8 @@ stage(const struct sbx_mnt *m, const struct sbx_conf *c, char *root,
 	const char *const dirs[] = {"root", "projection", "empty"};
 	char p[SBX_PBUF];
 
-	if (mount("tmpfs", m->stage, "tmpfs", MS_NOSUID | MS_NODEV |
-	    MS_NOEXEC, "size=16k,nr_inodes=8,mode=0755") < 0)
+	if (mount("tmpfs", m->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	        "size=16k,nr_inodes=8,mode=0755") < 0)
 		return fail(why, wlen, "tmpfs", "stage");
 	for (int i = 0; i < (c->projection[0] ? 3 : 1); i++) {
 		snprintf(p, sizeof(p), "%s/%s", m->stage, dirs[i]);
@@ -247,7 +248,7 @@ stage(const struct sbx_mnt *m, const struct sbx_conf *c, char *root,
 	}
 	snprintf(root, rlen, "%s/root", m->stage);
 	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV,
-	    "size=1m,mode=0755") < 0)
+	        "size=1m,mode=0755") < 0)
 		return fail(why, wlen, "tmpfs", "root");
 	for (int i = 0; places[i] != NULL; i++) {
 		snprintf(p, sizeof(p), "%s/%s", root, places[i]);
@@ -262,8 +263,8 @@ stage(const struct sbx_mnt *m, const struct sbx_conf *c, char *root,
 static int
 overlay(const char *dst)
 {
-	return mount("overlay", dst, "overlay", MS_RDONLY | MS_NOSUID |
-	    MS_NODEV, "lowerdir=projection:empty");
+	return mount("overlay", dst, "overlay",
+	    MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=projection:empty");
 }
 
 int
@@ -282,8 +283,9 @@ sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 	if (c->projection[0] != '\0' &&
 	    mount(c->projection, p, NULL, MS_BIND, NULL) < 0)
 		return fail(why, wlen, "bind", "projection");
-	if ((r = setattr(m->stage, AT_RECURSIVE, MOUNT_ATTR_RDONLY |
-	    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, why, wlen)) != 0)
+	if ((r = setattr(m->stage, AT_RECURSIVE,
+	         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, why,
+	         wlen)) != 0)
 		return r;
 	return mkdev(root, why, wlen);
 }
@@ -300,12 +302,12 @@ sbx_mnt_lease(const struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 	int r;
 
 	snprintf(root, sizeof(root), "%s/root", m->stage);
-	if (c->projection[0] != '\0' && (chdir(m->stage) < 0 ||
-	    overlay("root" SBX_PROJ) < 0))
+	if (c->projection[0] != '\0' &&
+	    (chdir(m->stage) < 0 || overlay("root" SBX_PROJ) < 0))
 		return fail(why, wlen, "overlay", SBX_PROJ);
 	snprintf(p, sizeof(p), "%s/dev/pts", root);
 	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
-	    "newinstance,ptmxmode=0666,mode=0620") < 0)
+	        "newinstance,ptmxmode=0666,mode=0620") < 0)
 		return fail(why, wlen, "devpts", "/dev/pts");
 	for (int i = 0; wplaces[i] != NULL; i++)
 		if ((r = writable(c, root, wplaces[i], why, wlen)) != 0)
@@ -347,14 +349,15 @@ sbx_mnt_enter(const struct sbx_mnt *m, char *why, size_t wlen)
 	    chroot(".") < 0 || chdir("/") < 0)
 		return fail(why, wlen, "move", "root");
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	    "hidepid=invisible") < 0)
+	        "hidepid=invisible") < 0)
 		return fail(why, wlen, "proc", "/proc");
 	/* The kernel's command line is the host's (boot parameters, at
 	 * times a secret): /dev/null takes its place, on a mount that must
 	 * allow devices to be read at all. */
 	if (mount("/dev/null", "/proc/cmdline", NULL, MS_BIND, NULL) < 0 ||
-	    mount(NULL, "/proc/cmdline", NULL, MS_REMOUNT | MS_BIND |
-	    MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+	    mount(NULL, "/proc/cmdline", NULL,
+	        MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+	        NULL) < 0)
 		return fail(why, wlen, "mask", "/proc/cmdline");
 	return 0;
 }

@@ -20,8 +20,7 @@
 #define HIGH_FD 1100
 
 void
-sbx_msg_report(int fd, int kind, int status, const char *step,
-    const char *why)
+sbx_msg_report(int fd, int kind, int status, const char *step, const char *why)
 {
 	struct report r;
 
@@ -43,7 +42,7 @@ sbx_msg_report(int fd, int kind, int status, const char *step,
 struct setup_hdr {
 	char magic[4];
 	uint32_t nfd;
-	uint32_t len;	/* bytes of filter that follow */
+	uint32_t len; /* bytes of filter that follow */
 };
 
 /*
@@ -57,8 +56,7 @@ sbx_msg_setup_send(int sock, const struct sock_fprog *prog, int self,
 	struct setup_hdr h = {{'S', 'E', 'T', 'U'}, 0, 0};
 	char cb[CMSG_SPACE(sizeof(int) * SBX_SETUP_FDS)];
 	struct iovec iov[2];
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2,
-	    .msg_control = cb};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = cb};
 	struct cmsghdr *c;
 	int nfd = 1 + ncg;
 
@@ -74,8 +72,7 @@ sbx_msg_setup_send(int sock, const struct sock_fprog *prog, int self,
 	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
 	memcpy(CMSG_DATA(c), &self, sizeof(int));
 	memcpy(CMSG_DATA(c) + sizeof(int), cgfd, sizeof(int) * (size_t)ncg);
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) ==
-	    (ssize_t)(sizeof(h) + h.len);
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + h.len);
 }
 
 int
@@ -84,8 +81,10 @@ sbx_msg_setup_take(int sock, char *buf, size_t cap, int fds[SBX_SETUP_FDS],
 {
 	char cb[CMSG_SPACE(sizeof(int) * SBX_SETUP_FDS)];
 	struct iovec iov = {buf, cap};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = cb, .msg_controllen = sizeof(cb)};
+	struct msghdr mh = {.msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = cb,
+	    .msg_controllen = sizeof(cb)};
 	struct cmsghdr *c;
 	struct setup_hdr h;
 	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
@@ -112,10 +111,10 @@ sbx_msg_setup_take(int sock, char *buf, size_t cap, int fds[SBX_SETUP_FDS],
 		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfd);
 	}
 	memcpy(&h, buf, (size_t)n < sizeof(h) ? (size_t)n : sizeof(h));
-	if ((size_t)n < sizeof(h) || (mh.msg_flags & (MSG_TRUNC |
-	    MSG_CTRUNC)) || memcmp(h.magic, "SETU", 4) != 0 ||
-	    h.nfd != (uint32_t)nfd || (nfd != 2 && nfd != SBX_SETUP_FDS &&
-	    nfd != SBX_SETUP_FDS - 1) ||
+	if ((size_t)n < sizeof(h) ||
+	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    memcmp(h.magic, "SETU", 4) != 0 || h.nfd != (uint32_t)nfd ||
+	    (nfd != 2 && nfd != SBX_SETUP_FDS && nfd != SBX_SETUP_FDS - 1) ||
 	    h.len == 0 || h.len % sizeof(struct sock_filter) != 0 ||
 	    h.len / sizeof(struct sock_filter) > BPF_MAXINSNS ||
 	    (size_t)n != sizeof(h) + h.len || (f = malloc(h.len)) == NULL) {
@@ -156,8 +155,10 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
 	char targets[SBX_PASS_MAX * 8] = "";
 	struct iovec iov = {buf, 0};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = cb, .msg_controllen = sizeof(cb)};
+	struct msghdr mh = {.msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = cb,
+	    .msg_controllen = sizeof(cb)};
 	struct cmsghdr *c;
 	size_t len = 0;
 	int r = 0;
@@ -187,10 +188,9 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 	memcpy(CMSG_DATA(c), fds, sizeof(int) * ZFDS);
 	memcpy(CMSG_DATA(c) + sizeof(int) * ZFDS, rq->pass_fd,
 	    sizeof(int) * (size_t)rq->npass);
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) *
-	    (size_t)(ZFDS + rq->npass));
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 :
-	    KZ_ESYS;
+	mh.msg_controllen = CMSG_SPACE(
+	    sizeof(int) * (size_t)(ZFDS + rq->npass));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : KZ_ESYS;
 }
 
 /* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0" into the job;
@@ -211,7 +211,7 @@ sbx_msg_unpack(char *b, size_t n, struct sbx_job *j)
 		return -1;
 	p++;
 	for (k = 0; p < end && *p != '\0' && k < SBX_ENV_MAX + 16;
-	    p += strlen(p) + 1)
+	     p += strlen(p) + 1)
 		j->env[k++] = p;
 	j->env[k] = NULL;
 	if (p >= end || *p != '\0' || ++p >= end)
@@ -238,8 +238,10 @@ sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j)
 {
 	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
 	struct iovec iov = {buf, cap};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = cb, .msg_controllen = sizeof(cb)};
+	struct msghdr mh = {.msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = cb,
+	    .msg_controllen = sizeof(cb)};
 	struct cmsghdr *c;
 	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 

@@ -80,7 +80,8 @@ pid_t
 sbx_clone(unsigned long flags, int *pidfd)
 {
 	struct clone_args a = {.flags = flags | CLONE_PIDFD |
-	    CLONE_CLEAR_SIGHAND, .pidfd = (uint64_t)(uintptr_t)pidfd,
+	        CLONE_CLEAR_SIGHAND,
+	    .pidfd = (uint64_t)(uintptr_t)pidfd,
 	    .exit_signal = SIGCHLD};
 	pid_t pid;
 
@@ -88,8 +89,8 @@ sbx_clone(unsigned long flags, int *pidfd)
 	pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
 	if (pid >= 0 || errno != ENOSYS)
 		return pid;
-	pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, 0,
-	    pidfd, 0, 0);
+	pid = (pid_t)syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, 0, pidfd,
+	    0, 0);
 	for (int s = 1; pid == 0 && s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			(void)signal(s, SIG_DFL);
@@ -158,7 +159,8 @@ sbx_ns_new(const struct sbx_nsid *cur, const struct sbx_nsid *prev,
 		if (cur->ino[i] == 0)
 			return false;
 		if (cur->id[i] != 0 ? seen_id(hist, n, cur->id[i]) :
-		    n > 0 || prev->id[i] != 0 || cur->ino[i] == prev->ino[i])
+		                      n > 0 || prev->id[i] != 0 ||
+		            cur->ino[i] == prev->ino[i])
 			return false;
 	}
 	return true;
@@ -230,15 +232,17 @@ sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd, char *why, size_t wlen)
 	}
 	if ((pid = sbx_clone(CLONE_NEWUSER, &pidfd)) == 0) {
 		close(p[1]);
-		(void)!read(p[0], &b, 1);	/* until the init is done */
+		(void)!read(p[0], &b, 1); /* until the init is done */
 		_exit(0);
 	}
 	close(p[0]);
 	if (pidfd >= 0)
 		close(pidfd);
 	if (pid < 0) {
-		kz_why(why, wlen, "namespaces: the kernel refuses a user "
-		    "namespace: %s", strerror(errno));
+		kz_why(why, wlen,
+		    "namespaces: the kernel refuses a user "
+		    "namespace: %s",
+		    strerror(errno));
 		close(p[1]);
 		return KZ_EUNAVAIL;
 	}

@@ -55,10 +55,13 @@ request_line(const char *l, size_t n)
 		return KZ_EPROTO;
 	if ((size_t)(sp1 - l) == 7 && memcmp(l, "CONNECT", 7) == 0)
 		return memchr(sp1 + 1, '/', (size_t)(sp2 - sp1 - 1)) == NULL &&
-		    memchr(sp1 + 1, ':', (size_t)(sp2 - sp1 - 1)) != NULL ?
-		    0 : KZ_EPROTO;
+		        memchr(sp1 + 1, ':', (size_t)(sp2 - sp1 - 1)) != NULL ?
+		    0 :
+		    KZ_EPROTO;
 	return (size_t)(sp2 - sp1 - 1) > 7 &&
-	    strncasecmp(sp1 + 1, "http://", 7) == 0 ? 0 : KZ_EPROTO;
+	        strncasecmp(sp1 + 1, "http://", 7) == 0 ?
+	    0 :
+	    KZ_EPROTO;
 }
 
 static int
@@ -160,7 +163,7 @@ pump(int a, int b)
 				continue;
 			}
 			if (kz_write_full(dst, buf, (size_t)got,
-			    kz_now_ms() + RELAY_IDLE_MS) != 0)
+			        kz_now_ms() + RELAY_IDLE_MS) != 0)
 				return;
 		}
 	}
@@ -169,8 +172,9 @@ pump(int a, int b)
 static void
 refuse(int c)
 {
-	static const char r[] = "HTTP/1.1 400 Bad Request\r\n"
-	    "Connection: close\r\nContent-Length: 0\r\n\r\n";
+	static const char
+	    r[] = "HTTP/1.1 400 Bad Request\r\n"
+	          "Connection: close\r\nContent-Length: 0\r\n\r\n";
 
 	(void)!kz_write_full(c, r, sizeof(r) - 1, kz_now_ms() + 1000);
 }
@@ -195,14 +199,16 @@ handle(int c, const char *egress, const char *grant)
 		len += (size_t)n;
 		endp = memmem(head, len, "\r\n\r\n", 4);
 	}
-	if (endp == NULL || sbx_relay_head(head, (size_t)(endp + 4 - head),
-	    grant, out, sizeof(out), &olen) != 0) {
+	if (endp == NULL ||
+	    sbx_relay_head(head, (size_t)(endp + 4 - head), grant, out,
+	        sizeof(out), &olen) != 0) {
 		refuse(c);
 		return;
 	}
 	if (kz_sock_connect(egress, 5000, &up, NULL, 0) != 0) {
-		static const char r[] = "HTTP/1.1 502 Bad Gateway\r\n"
-		    "Connection: close\r\nContent-Length: 0\r\n\r\n";
+		static const char
+		    r[] = "HTTP/1.1 502 Bad Gateway\r\n"
+		          "Connection: close\r\nContent-Length: 0\r\n\r\n";
 
 		(void)!kz_write_full(c, r, sizeof(r) - 1, kz_now_ms() + 1000);
 		return;
@@ -211,7 +217,7 @@ handle(int c, const char *egress, const char *grant)
 	/* The bytes after the head (a body, a TLS hello) follow it. */
 	if (kz_write_full(up, out, olen, kz_now_ms() + 5000) == 0 &&
 	    kz_write_full(up, endp + 4, len - (size_t)(endp + 4 - head),
-	    kz_now_ms() + 5000) == 0)
+	        kz_now_ms() + 5000) == 0)
 		pump(c, up);
 	close(up);
 }

@@ -21,12 +21,12 @@ sbx_rlimit_apply(const struct sbx_conf *c, char *why, size_t wlen)
 		rlim_t v;
 		const char *name;
 	} l[] = {
-		{RLIMIT_NOFILE, (rlim_t)c->nofile, "NOFILE"},
-		{RLIMIT_FSIZE, (rlim_t)c->fsize, "FSIZE"},
-		{RLIMIT_CORE, 0, "CORE"},
-		{RLIMIT_MEMLOCK, 64 * 1024, "MEMLOCK"},
-		{RLIMIT_MSGQUEUE, (rlim_t)c->msgqueue, "MSGQUEUE"},
-		{RLIMIT_SIGPENDING, (rlim_t)c->sigpending, "SIGPENDING"},
+	    {RLIMIT_NOFILE, (rlim_t)c->nofile, "NOFILE"},
+	    {RLIMIT_FSIZE, (rlim_t)c->fsize, "FSIZE"},
+	    {RLIMIT_CORE, 0, "CORE"},
+	    {RLIMIT_MEMLOCK, 64 * 1024, "MEMLOCK"},
+	    {RLIMIT_MSGQUEUE, (rlim_t)c->msgqueue, "MSGQUEUE"},
+	    {RLIMIT_SIGPENDING, (rlim_t)c->sigpending, "SIGPENDING"},
 	};
 
 	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {

@@ -51,7 +51,7 @@ struct loop {
 	int outfd[2];
 	int infd;
 	size_t in_off;
-	char *inbuf;		/* STDIN_BUF bytes */
+	char *inbuf; /* STDIN_BUF bytes */
 	size_t in_len;
 	bool in_eof;
 	uint64_t total[2];
@@ -65,7 +65,8 @@ sink(struct loop *l, int i, const char *buf, size_t n)
 
 	if (l->total[i] < cap)
 		keep = (size_t)(cap - l->total[i]) < n ?
-		    (size_t)(cap - l->total[i]) : n;
+		    (size_t)(cap - l->total[i]) :
+		    n;
 	l->total[i] += n;
 	if (keep < n)
 		l->rs->trunc[i] = true;
@@ -175,7 +176,8 @@ supervise(struct sbx_worker *w, struct loop *l, int rep,
 
 	while (alive || o[0] || o[1]) {
 		struct pollfd p[6];
-		int np = 0, ip = -1, is = -1, io_[2] = {-1, -1}, ir = -1, iz = -1;
+		int np = 0, ip = -1, is = -1, io_[2] = {-1, -1}, ir = -1,
+		    iz = -1;
 		int64_t now = kz_now_ms(), t;
 
 		if (alive && sbx_interrupted)
@@ -207,8 +209,10 @@ supervise(struct sbx_worker *w, struct loop *l, int rep,
 		}
 		if (!alive && now > ended + 2000)
 			break;
-		t = (alive && deadline > now && deadline < next_tick ? deadline :
-		    next_tick) - now;
+		t = (alive && deadline > now && deadline < next_tick ?
+		            deadline :
+		            next_tick) -
+		    now;
 		if (alive)
 			p[iz = np++] = (struct pollfd){w->zsock, POLLIN, 0};
 		if (rep >= 0)
@@ -226,7 +230,8 @@ supervise(struct sbx_worker *w, struct loop *l, int rep,
 				p[ip = np++] = (struct pollfd){l->infd, POLLOUT,
 				    0};
 		}
-		if (poll(p, (nfds_t)np, t < 0 ? 0 : (int)t) < 0 && errno != EINTR)
+		if (poll(p, (nfds_t)np, t < 0 ? 0 : (int)t) < 0 &&
+		    errno != EINTR)
 			break;
 		for (int i = 0; i < 2; i++) {
 			if (io_[i] >= 0 && p[io_[i]].revents)
@@ -360,7 +365,7 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 		int lfd;
 
 		if (sbx_relay_listen((int)w->c->relay_port, &lfd, why,
-		    sizeof(why)) != 0) {
+		        sizeof(why)) != 0) {
 			setup_fail(rs, "relay", why);
 			return 0;
 		}
@@ -384,7 +389,8 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 		const int fds[ZFDS] = {io[0][0], io[1][1], io[2][1], rep[1]};
 
 		if (sbx_msg_job_send(w->zsock, rq, fds) != 0) {
-			setup_fail(rs, "init", "cannot hand the run to the "
+			setup_fail(rs, "init",
+			    "cannot hand the run to the "
 			    "init");
 			w->broken = true;
 			goto out;
@@ -442,12 +448,15 @@ state_dir(struct sbx_mnt *m, const struct sbx_conf *c, bool serve, char *why,
     size_t wlen)
 {
 	if (mkdir(c->state_dir, 0700) < 0 && errno != EEXIST) {
-		kz_why(why, wlen, "state: cannot create the state directory: "
-		    "%s", strerror(errno));
+		kz_why(why, wlen,
+		    "state: cannot create the state directory: "
+		    "%s",
+		    strerror(errno));
 		return KZ_ESYS;
 	}
 	if (strlen(c->state_dir) + strlen(c->id) + 2 > 1024) {
-		kz_why(why, wlen, "state: the state directory path is too long");
+		kz_why(why, wlen,
+		    "state: the state directory path is too long");
 		return KZ_ETOOBIG;
 	}
 	memcpy(m->stage, c->state_dir, strlen(c->state_dir) + 1);
@@ -457,8 +466,9 @@ state_dir(struct sbx_mnt *m, const struct sbx_conf *c, bool serve, char *why,
 	memcpy(m->stage + strlen(c->state_dir) + 1, c->id, strlen(c->id) + 1);
 	/* A stale empty directory from a crashed worker is removed; a busy
 	 * one means another worker has this id. */
-	if (mkdir(m->stage, 0700) < 0 && (errno != EEXIST ||
-	    rmdir(m->stage) < 0 || mkdir(m->stage, 0700) < 0)) {
+	if (mkdir(m->stage, 0700) < 0 &&
+	    (errno != EEXIST || rmdir(m->stage) < 0 ||
+	        mkdir(m->stage, 0700) < 0)) {
 		kz_why(why, wlen, "state: worker directory in use: %s",
 		    strerror(errno));
 		return KZ_EEXIST;
@@ -509,8 +519,8 @@ note_ns(struct sbx_worker *w)
 }
 
 int
-sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
-    char *why, size_t wlen)
+sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
+    size_t wlen)
 {
 	int r;
 

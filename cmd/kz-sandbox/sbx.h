@@ -28,7 +28,7 @@
 #define SBX_MASK_MAX 32
 #define SBX_PBUF (PATH_MAX * 2)
 #define SBX_PASS_MAX 8
-#define SBX_RESET_NICE 10	/* the reset's priority (nice) */
+#define SBX_RESET_NICE 10 /* the reset's priority (nice) */
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
 
@@ -40,7 +40,7 @@ struct sbx_conf {
 	char state_dir[PATH_MAX];
 	char cg_parent[128];
 	char cg_root[256];
-	char cg_version[8];	/* auto, v1 or v2 */
+	char cg_version[8]; /* auto, v1 or v2 */
 	char masks[4096];
 	char extra_ro[4096];
 	char hostname[64];
@@ -54,8 +54,8 @@ struct sbx_conf {
 	int64_t uid, gid, pids, cpu_milli, nofile, timeout_s, relay_port;
 	int64_t sigpending, leases_max;
 	int64_t io_timeout_ms;
-	int64_t userns;			/* 0 or 1 */
-	int64_t userns_uid, userns_gid;	/* host ids of uid and gid */
+	int64_t userns; /* 0 or 1 */
+	int64_t userns_uid, userns_gid; /* host ids of uid and gid */
 };
 
 /* conf.c */
@@ -65,8 +65,8 @@ KZ_WUR int sbx_conf_load(struct sbx_conf *c, const char *path, char *why,
     size_t wlen);
 /* Sets one value by command-line option name (without "--"); KZ_ENOENT if
  * the option is not a config option. */
-KZ_WUR int sbx_conf_opt(struct sbx_conf *c, const char *opt,
-    const char *val, char *why, size_t wlen);
+KZ_WUR int sbx_conf_opt(struct sbx_conf *c, const char *opt, const char *val,
+    char *why, size_t wlen);
 /* Cross-field checks (uid/gid never 0, sizes sane). */
 KZ_WUR int sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen);
 /* The option table, for --help. */
@@ -77,23 +77,22 @@ KZ_WUR bool sbx_id_valid(const char *id);
  * each version's controller files, limits and kill are in cgroup_v1.c and
  * cgroup_v2.c (cgroup.h between them).
  * v1 hierarchies, in order; blkio (last) only when I/O limits apply. */
-enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_IO,
-    SBX_CG_N };
+enum { SBX_CG_MEM, SBX_CG_PIDS, SBX_CG_CPU, SBX_CG_FRZ, SBX_CG_IO, SBX_CG_N };
 /* Room for root (255), controller, parent (127), id (63) and a leaf, with
  * no PATH_MAX arrays: the worker state is cleared at every start, and each
  * page it spans is a page fault. */
 #define SBX_CG_PATH 512
 struct sbx_cg {
 	bool v2;
-	int n;				/* hierarchies in use: 1 on v2 */
-	char io[24];			/* MAJOR:MINOR under the I/O limit */
-	char root[256];				/* SANDBOX_CGROUP_ROOT */
-	char worker[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id> */
-	char run[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id>/run */
-	char init[SBX_CG_N][SBX_CG_PATH];	/* .../<parent>/<id>/init */
-	char orig[SBX_CG_N][SBX_CG_PATH];	/* agent's cgroup before */
-	char agent[SBX_CG_PATH];	/* where the agent sits (v2: a leaf) */
-	int procs_fd[SBX_CG_N];	/* run/tasks (v1), run/cgroup.procs (v2) */
+	int n; /* hierarchies in use: 1 on v2 */
+	char io[24]; /* MAJOR:MINOR under the I/O limit */
+	char root[256]; /* SANDBOX_CGROUP_ROOT */
+	char worker[SBX_CG_N][SBX_CG_PATH]; /* .../<parent>/<id> */
+	char run[SBX_CG_N][SBX_CG_PATH]; /* .../<parent>/<id>/run */
+	char init[SBX_CG_N][SBX_CG_PATH]; /* .../<parent>/<id>/init */
+	char orig[SBX_CG_N][SBX_CG_PATH]; /* agent's cgroup before */
+	char agent[SBX_CG_PATH]; /* where the agent sits (v2: a leaf) */
+	int procs_fd[SBX_CG_N]; /* run/tasks (v1), run/cgroup.procs (v2) */
 	/* The agent's per-run reads and writes go through descriptors
 	 * opened once (pread at 0), not a path walk each time. */
 	int peak_fd, oom_fd, pev_fd, count_fd;
@@ -103,8 +102,8 @@ struct sbx_cg_stats {
 	uint64_t peak, oom_kills, pids_max_hits;
 };
 void sbx_cg_init(struct sbx_cg *g);
-KZ_WUR int sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c,
-    bool join, char *why, size_t wlen);
+KZ_WUR int sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join,
+    char *why, size_t wlen);
 KZ_WUR int sbx_cg_attach(const struct sbx_cg *g, pid_t pid);
 KZ_WUR int sbx_cg_attach_init(const struct sbx_cg *g, pid_t pid);
 void sbx_cg_stats(const struct sbx_cg *g, struct sbx_cg_stats *st);
@@ -133,8 +132,8 @@ KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
 pid_t sbx_clone(unsigned long flags, int *pidfd);
 /* The code's user namespace (SANDBOX_USERNS=on), made once by the init:
  * *nsfd holds it, mapped to the sandbox uid and gid alone. */
-KZ_WUR int sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd,
-    char *why, size_t wlen);
+KZ_WUR int sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd, char *why,
+    size_t wlen);
 /* In a code process: drops the supplementary groups, enters it; -1. */
 KZ_WUR int sbx_ns_userns_enter(int nsfd);
 /* The namespaces of a run init, by kind: the kernel's 64-bit id where it
@@ -158,16 +157,16 @@ bool sbx_ns_new(const struct sbx_nsid *cur, const struct sbx_nsid *prev,
  */
 struct sbx_mnt {
 	char stage[PATH_MAX];
-	char *baseline;		/* normalized mount table of the view */
+	char *baseline; /* normalized mount table of the view */
 	bool made_dir;
 };
-KZ_WUR int sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c,
-    char *why, size_t wlen);
+KZ_WUR int sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
+    size_t wlen);
 /* sbx_mnt_build in two halves: what every lease of a worker shares, read
  * only (built once, in the worker's template mount namespace), and what
  * each lease gets fresh (in a copy of that namespace). */
-KZ_WUR int sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c,
-    char *why, size_t wlen);
+KZ_WUR int sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
+    size_t wlen);
 KZ_WUR int sbx_mnt_lease(const struct sbx_mnt *m, const struct sbx_conf *c,
     char *why, size_t wlen);
 /* In a run's init (new mount and pid namespaces): pivot into the stage,
@@ -187,8 +186,8 @@ char *sbx_mnt_normalize(const char *mountinfo, const char *prefix);
 /* Fills the view's root tmpfs at root: the allowlisted system directories
  * and a synthesized /etc (SANDBOX_ROOT /) or the image, the extra
  * directories, then the masks; refuses anything not applicable exactly. */
-KZ_WUR int sbx_view_fill(const struct sbx_conf *c, const char *root,
-    char *why, size_t wlen);
+KZ_WUR int sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
+    size_t wlen);
 /* What the config alone can get wrong: the lists and the hostname. */
 KZ_WUR int sbx_view_check(const struct sbx_conf *c, char *why, size_t wlen);
 /* The text of a synthesized /etc file (passwd, group, hosts, hostname,
@@ -207,8 +206,7 @@ bool sbx_view_next(const char **p, char *buf, size_t len);
 
 /* seccomp.c: the allowlist filter.  Building it fails, naming the call,
  * when libseccomp cannot resolve a listed name on this architecture. */
-KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, char *why,
-    size_t wlen);
+KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, char *why, size_t wlen);
 /* Sets *nr to name's number on the native architecture; KZ_EUNAVAIL,
  * naming the call in why, when libseccomp has none. */
 KZ_WUR int sbx_seccomp_resolve(const char *name, int *nr, char *why,
@@ -228,8 +226,7 @@ KZ_WUR int sbx_caps_drop(uid_t uid, gid_t gid, bool userns, char *why,
     size_t wlen);
 
 /* rlimit.c */
-KZ_WUR int sbx_rlimit_apply(const struct sbx_conf *c, char *why,
-    size_t wlen);
+KZ_WUR int sbx_rlimit_apply(const struct sbx_conf *c, char *why, size_t wlen);
 
 /* env.c */
 struct sbx_env {
@@ -239,8 +236,8 @@ struct sbx_env {
 };
 void sbx_env_init(struct sbx_env *e);
 /* Adds NAME=VALUE after checking the name; KZ_EINVAL/KZ_ETOOBIG. */
-KZ_WUR int sbx_env_add(struct sbx_env *e, const char *name,
-    const char *value, char *why, size_t wlen);
+KZ_WUR int sbx_env_add(struct sbx_env *e, const char *name, const char *value,
+    char *why, size_t wlen);
 /* Adds the fixed safe set (and proxy variables when port > 0) for the
  * names the request did not set. */
 KZ_WUR int sbx_env_finish(struct sbx_env *e, int proxy_port, char *why,
@@ -265,33 +262,33 @@ struct sbx_worker {
 	struct sbx_cg cg;
 	struct sbx_mnt mnt;
 	struct sock_fprog prog;
-	int zsock;		/* to the run namespace's init */
+	int zsock; /* to the run namespace's init */
 	pid_t zpid;
 	int zpidfd;
-	int userns_fd;		/* in the init: the code's user namespace */
-	int tmpl_fd;		/* served: the template mount namespace */
-	unsigned char *obuf[2];	/* output buffers reused across runs */
+	int userns_fd; /* in the init: the code's user namespace */
+	int tmpl_fd; /* served: the template mount namespace */
+	unsigned char *obuf[2]; /* output buffers reused across runs */
 	size_t ocap[2];
 	uint64_t generation;
-	struct sbx_nsid ns_cur;		/* this lease's namespaces */
-	uint64_t *ns_hist;		/* every lease's kernel ids */
+	struct sbx_nsid ns_cur; /* this lease's namespaces */
+	uint64_t *ns_hist; /* every lease's kernel ids */
 	size_t ns_n, ns_cap;
-	int64_t leases;			/* run namespaces made so far */
+	int64_t leases; /* run namespaces made so far */
 	bool serve, broken;
 };
 struct sbx_req {
-	char **argv;		/* NULL-terminated */
+	char **argv; /* NULL-terminated */
 	struct sbx_env env;
-	const char *cwd;	/* relative to the workspace; NULL = top */
+	const char *cwd; /* relative to the workspace; NULL = top */
 	const unsigned char *stdin_buf;
 	size_t stdin_len;
-	int stdin_fd;		/* one-shot: stream from this fd; else -1 */
-	int out_fd[2];		/* one-shot: stream to these fds; else -1 */
+	int stdin_fd; /* one-shot: stream from this fd; else -1 */
+	int out_fd[2]; /* one-shot: stream to these fds; else -1 */
 	int64_t timeout_ms;
 	uint64_t out_max[2];
-	char *grant;		/* wiped after the relay has it */
-	int pass_fd[SBX_PASS_MAX];	/* one-shot: the caller's descriptors
-					 * the code gets at the same numbers */
+	char *grant; /* wiped after the relay has it */
+	int pass_fd[SBX_PASS_MAX]; /* one-shot: the caller's descriptors
+	                            * the code gets at the same numbers */
 	int npass;
 };
 struct sbx_res {
@@ -300,17 +297,17 @@ struct sbx_res {
 	char why[256];
 	bool exited;
 	int code, sig;
-	const char *limit;	/* NULL, "timeout", "memory", "pids", "output" */
+	const char *limit; /* NULL, "timeout", "memory", "pids", "output" */
 	unsigned char *buf[2];
-	bool lent[2];		/* buf is the worker's, not to be freed */
+	bool lent[2]; /* buf is the worker's, not to be freed */
 	size_t len[2];
 	bool trunc[2];
 	int64_t wall_ms, cpu_ms;
 	uint64_t peak;
 	int leftovers;
 };
-KZ_WUR int sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c,
-    bool serve, char *why, size_t wlen);
+KZ_WUR int sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve,
+    char *why, size_t wlen);
 void sbx_worker_release(struct sbx_worker *w);
 #include <signal.h>
 extern volatile sig_atomic_t sbx_interrupted;
@@ -319,13 +316,13 @@ KZ_WUR int sbx_run(struct sbx_worker *w, struct sbx_req *rq,
 void sbx_res_release(struct sbx_res *rs);
 /* check.c: what the next tenant will find, checked by the run init from
  * inside its namespaces (sbx_check). */
-#define SBX_CHK_WS 1		/* /workspace lists nothing */
-#define SBX_CHK_TMP 2		/* /tmp */
-#define SBX_CHK_SHM 4		/* /dev/shm */
-#define SBX_CHK_MOUNTS 8	/* the mount table equals the baseline */
-#define SBX_CHK_SYSV 16		/* no SysV shm, msg or sem object */
-#define SBX_CHK_MQUEUE 32	/* no POSIX message queue */
-#define SBX_CHK_DONE 64		/* every check ran */
+#define SBX_CHK_WS 1 /* /workspace lists nothing */
+#define SBX_CHK_TMP 2 /* /tmp */
+#define SBX_CHK_SHM 4 /* /dev/shm */
+#define SBX_CHK_MOUNTS 8 /* the mount table equals the baseline */
+#define SBX_CHK_SYSV 16 /* no SysV shm, msg or sem object */
+#define SBX_CHK_MQUEUE 32 /* no POSIX message queue */
+#define SBX_CHK_DONE 64 /* every check ran */
 KZ_WUR int sbx_check(struct sbx_worker *w, unsigned *bits);
 /* check.c, in the run init: runs the checks and reports the bits on sock
  * (REP_CHECKED). */
@@ -353,7 +350,7 @@ cJSON *sbx_op_restore(struct sbx_worker *w, const cJSON *req);
 /* msg.c: the agent <-> run init messages (run.c and init.c send and take
  * them). */
 #define ZMSG_MAX (SBX_ARG_BYTES + SBX_ENV_BYTES + 8192)
-#define ZFDS 4		/* stdin, stdout, stderr, report */
+#define ZFDS 4 /* stdin, stdout, stderr, report */
 
 enum { REP_FAIL = 1, REP_DONE = 2, REP_READY = 3, REP_CHECKED = 4 };
 struct report {
@@ -368,9 +365,9 @@ struct sbx_job {
 	char *argv[SBX_ARGV_MAX + 1];
 	char *env[SBX_ENV_MAX + 17];
 	const char *cwd;
-	int fd[ZFDS + SBX_PASS_MAX];	/* stdin, stdout, stderr, report,
-					 * then the passed descriptors */
-	int target[SBX_PASS_MAX];	/* their numbers in the code */
+	int fd[ZFDS + SBX_PASS_MAX]; /* stdin, stdout, stderr, report,
+	                              * then the passed descriptors */
+	int target[SBX_PASS_MAX]; /* their numbers in the code */
 	int npass;
 };
 /* The setup's descriptors: the agent's pidfd and at most one run cgroup

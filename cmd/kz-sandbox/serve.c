@@ -29,8 +29,8 @@ static volatile sig_atomic_t stopping;
 
 /* Process-lifetime counters for status. */
 static struct {
-	unsigned long conns, requests, runs, wipes, wipes_unclean,
-	    bad_frames, peer_refused;
+	unsigned long conns, requests, runs, wipes, wipes_unclean, bad_frames,
+	    peer_refused;
 } stats;
 
 static void
@@ -78,13 +78,17 @@ parse_argv(const cJSON *a, struct sbx_req *rq, char *why, size_t wlen)
 		return KZ_EINVAL;
 	}
 	if ((rq->argv = calloc((size_t)cJSON_GetArraySize(a) + 1,
-	    sizeof(char *))) == NULL)
+	         sizeof(char *))) == NULL)
 		return KZ_ENOMEM;
-	cJSON_ArrayForEach(it, a) {
-		if (!cJSON_IsString(it) || (bytes += strlen(it->valuestring) +
-		    1) > SBX_ARG_BYTES || (n == 0 && it->valuestring[0] == 0)) {
-			kz_why(why, wlen, "argv must hold non-empty strings "
-			    "within %d bytes", SBX_ARG_BYTES);
+	cJSON_ArrayForEach(it, a)
+	{
+		if (!cJSON_IsString(it) ||
+		    (bytes += strlen(it->valuestring) + 1) > SBX_ARG_BYTES ||
+		    (n == 0 && it->valuestring[0] == 0)) {
+			kz_why(why, wlen,
+			    "argv must hold non-empty strings "
+			    "within %d bytes",
+			    SBX_ARG_BYTES);
 			return KZ_EINVAL;
 		}
 		rq->argv[n++] = it->valuestring;
@@ -107,34 +111,36 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 	if ((r = kz_json_str_opt(j, "cwd", 1024, "", &cwd, why, wlen)) != 0)
 		return r;
 	if (!cwd_ok(cwd)) {
-		kz_why(why, wlen, "cwd must be a relative path inside the "
+		kz_why(why, wlen,
+		    "cwd must be a relative path inside the "
 		    "workspace");
 		return KZ_EINVAL;
 	}
 	rq->cwd = cwd;
 	if ((r = kz_json_int_opt(j, "timeout_ms", 1, c->timeout_s * 1000,
-	    c->timeout_s * 1000, &rq->timeout_ms, why, wlen)) != 0 ||
+	         c->timeout_s * 1000, &rq->timeout_ms, why, wlen)) != 0 ||
 	    (r = kz_json_int_opt(j, "stdout_max", 0, (int64_t)c->stdout_max,
-	    (int64_t)c->stdout_max, &v, why, wlen)) != 0)
+	         (int64_t)c->stdout_max, &v, why, wlen)) != 0)
 		return r;
 	rq->out_max[0] = (uint64_t)v;
 	if ((r = kz_json_int_opt(j, "stderr_max", 0, (int64_t)c->stderr_max,
-	    (int64_t)c->stderr_max, &v, why, wlen)) != 0)
+	         (int64_t)c->stderr_max, &v, why, wlen)) != 0)
 		return r;
 	rq->out_max[1] = (uint64_t)v;
 	if ((r = kz_json_str_opt(j, "grant", KZ_JSON_STR_MAX, "", &grant, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	rq->grant = (char *)grant;
 	if (*grant != '\0' && w->c->egress_sock[0] == '\0') {
 		/* Running it would be a run without the network it was
 		 * granted: the caller records a grant that does nothing. */
-		kz_why(why, wlen, "an egress grant, but this worker has no "
+		kz_why(why, wlen,
+		    "an egress grant, but this worker has no "
 		    "egress socket");
 		return KZ_EUNAVAIL;
 	}
 	if ((r = kz_json_str_opt(j, "stdin_b64", c->frame_max, "", &s, why,
-	    wlen)) != 0)
+	         wlen)) != 0)
 		return r;
 	if (*s != '\0') {
 		size_t cap = strlen(s) / 4 * 3 + 3, len = 0;
@@ -142,7 +148,7 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 		if ((*stdin_buf = malloc(cap)) == NULL)
 			return KZ_ENOMEM;
 		if (sodium_base642bin(*stdin_buf, cap, s, strlen(s), NULL, &len,
-		    NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+		        NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
 			kz_why(why, wlen, "stdin_b64 is not base64");
 			return KZ_EINVAL;
 		}
@@ -153,18 +159,19 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 			kz_why(why, wlen, "env must be an object of strings");
 			return KZ_ETYPE;
 		}
-		cJSON_ArrayForEach(it, env) {
+		cJSON_ArrayForEach(it, env)
+		{
 			if (!cJSON_IsString(it)) {
 				kz_why(why, wlen, "env values must be strings");
 				return KZ_ETYPE;
 			}
 			if ((r = sbx_env_add(&rq->env, it->string,
-			    it->valuestring, why, wlen)) != 0)
+			         it->valuestring, why, wlen)) != 0)
 				return r;
 		}
 	}
-	return sbx_env_finish(&rq->env, w->c->egress_sock[0] && *grant ?
-	    (int)c->relay_port : 0, why, wlen);
+	return sbx_env_finish(&rq->env,
+	    w->c->egress_sock[0] && *grant ? (int)c->relay_port : 0, why, wlen);
 }
 
 static int
@@ -246,10 +253,14 @@ op_run(struct sbx_worker *w, const cJSON *req)
 
 		kz_log(KZ_LOG_ERROR, "sandbox.isolation", KZ_EDENIED, rs.why,
 		    "step", rs.step, NULL);
-		snprintf(reason, sizeof(reason), "isolation setup failed at "
-		    "%s: %s", rs.step, rs.why);
-		reply = kz_reply_err(req, strcmp(rs.step, "cwd") == 0 ?
-		    KZ_WE_BAD_REQUEST : KZ_WE_ISOLATION_DENIED, reason);
+		snprintf(reason, sizeof(reason),
+		    "isolation setup failed at "
+		    "%s: %s",
+		    rs.step, rs.why);
+		reply = kz_reply_err(req,
+		    strcmp(rs.step, "cwd") == 0 ? KZ_WE_BAD_REQUEST :
+		                                  KZ_WE_ISOLATION_DENIED,
+		    reason);
 		goto out;
 	}
 	kz_log(KZ_LOG_DEBUG, "sandbox.run", 0, "run finished", "limit",
@@ -278,8 +289,8 @@ op_health(struct sbx_worker *w, const cJSON *req)
 	cJSON_AddStringToObject(o, "state", w->broken ? "broken" : "ready");
 	cJSON_AddNumberToObject(o, "pid", (double)getpid());
 	cJSON_AddNumberToObject(o, "init_pid", (double)w->zpid);
-	cJSON_AddStringToObject(o, "cgroup", sbx_cg_relpath(w->c, cg,
-	    sizeof(cg)));
+	cJSON_AddStringToObject(o, "cgroup",
+	    sbx_cg_relpath(w->c, cg, sizeof(cg)));
 	cJSON_AddBoolToObject(o, "userns", w->c->userns != 0);
 	return o;
 }
@@ -305,12 +316,24 @@ op_status(struct sbx_worker *w, const cJSON *req)
 }
 
 /* The items of a reset's evidence, in the order kz-reset(8) lists them. */
-enum { EV_KILLED, EV_GONE, EV_NS, EV_LIMIT, EV_WS, EV_TMP, EV_SHM,
-    EV_MOUNTS, EV_IPC, EV_CGROUP, EV_MEMORY, EV_N };
-static const char *const ev_name[EV_N] = {"leftovers_killed",
-    "previous_gone", "namespaces_new", "within_lease_limit",
-    "workspace_empty", "tmp_empty", "shm_empty", "mounts_baseline",
-    "ipc_empty", "cgroup_only_agent", "memory_clean"};
+enum {
+	EV_KILLED,
+	EV_GONE,
+	EV_NS,
+	EV_LIMIT,
+	EV_WS,
+	EV_TMP,
+	EV_SHM,
+	EV_MOUNTS,
+	EV_IPC,
+	EV_CGROUP,
+	EV_MEMORY,
+	EV_N
+};
+static const char *const ev_name[EV_N] = {"leftovers_killed", "previous_gone",
+    "namespaces_new", "within_lease_limit", "workspace_empty", "tmp_empty",
+    "shm_empty", "mounts_baseline", "ipc_empty", "cgroup_only_agent",
+    "memory_clean"};
 
 static cJSON *
 wipe_reply(const struct sbx_worker *w, const cJSON *req, const bool ev[EV_N],
@@ -323,14 +346,15 @@ wipe_reply(const struct sbx_worker *w, const cJSON *req, const bool ev[EV_N],
 		clean = clean && ev[i];
 	stats.wipes++;
 	stats.wipes_unclean += !clean;
-	o = clean ? kz_reply_ok(req) : kz_reply_err(req, KZ_WE_INTERNAL,
-	    "the reset could not be proven clean");
+	o = clean ? kz_reply_ok(req) :
+	            kz_reply_err(req, KZ_WE_INTERNAL,
+	                "the reset could not be proven clean");
 	if (o == NULL || (e = cJSON_AddObjectToObject(o, "evidence")) == NULL)
 		return o;
 	for (int i = 0; i < EV_N; i++)
 		cJSON_AddBoolToObject(e, ev_name[i], ev[i]);
-	cJSON_AddNumberToObject(o, "memory_bytes", usage == UINT64_MAX ? -1 :
-	    (double)usage);
+	cJSON_AddNumberToObject(o, "memory_bytes",
+	    usage == UINT64_MAX ? -1 : (double)usage);
 	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
 	return o;
 }
@@ -351,14 +375,13 @@ op_wipe(struct sbx_worker *w, const cJSON *req)
 	unsigned bits = 0;
 
 	ev[EV_KILLED] = sbx_cg_kill_run(&w->cg) == 0;
-	if (sbx_worker_refresh(w, &ev[EV_GONE], &ev[EV_NS], why,
-	    sizeof(why)) != 0) {
+	if (sbx_worker_refresh(w, &ev[EV_GONE], &ev[EV_NS], why, sizeof(why)) !=
+	    0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.reset", KZ_EUNAVAIL, why, NULL);
 		return wipe_reply(w, req, ev, usage);
 	}
 	ev[EV_LIMIT] = w->leases <= w->c->leases_max;
-	ev[EV_MEMORY] = sbx_cg_settle(&w->cg, w->c->clean_memory, 1000,
-	    &usage);
+	ev[EV_MEMORY] = sbx_cg_settle(&w->cg, w->c->clean_memory, 1000, &usage);
 	if (sbx_check(w, &bits) == 0 && (bits & SBX_CHK_DONE)) {
 		ev[EV_WS] = bits & SBX_CHK_WS;
 		ev[EV_TMP] = bits & SBX_CHK_TMP;
@@ -396,20 +419,21 @@ static const char *const no_fields[] = {NULL};
  * runs as) and an operator's kz-reset, both operators by lib's default.
  */
 static const struct kz_op ops[] = {
-	{"run", NULL, run_fields, 0},
-	{"health", NULL, no_fields, 0},
-	{"status", NULL, no_fields, 0},
-	{"wipe", NULL, no_fields, KZ_OP_OPERATOR},
-	{"snapshot", NULL, sbx_snapshot_fields, 0},
-	{"restore", NULL, sbx_restore_fields, 0},
-	{"shutdown", NULL, no_fields, KZ_OP_OPERATOR},
-	{NULL, NULL, NULL, 0},
+    {"run", NULL, run_fields, 0},
+    {"health", NULL, no_fields, 0},
+    {"status", NULL, no_fields, 0},
+    {"wipe", NULL, no_fields, KZ_OP_OPERATOR},
+    {"snapshot", NULL, sbx_snapshot_fields, 0},
+    {"restore", NULL, sbx_restore_fields, 0},
+    {"shutdown", NULL, no_fields, KZ_OP_OPERATOR},
+    {NULL, NULL, NULL, 0},
 };
-static cJSON *(*const handlers[])(struct sbx_worker *, const cJSON *) = {
-	op_run, op_health, op_status, op_wipe, sbx_op_snapshot,
-	sbx_op_restore, op_shutdown};
+static cJSON *(*const handlers[])(struct sbx_worker *, const cJSON *) = {op_run,
+    op_health, op_status, op_wipe, sbx_op_snapshot, sbx_op_restore,
+    op_shutdown};
 _Static_assert(sizeof(handlers) / sizeof(handlers[0]) ==
-    sizeof(ops) / sizeof(ops[0]) - 1, "one handler for each op");
+        sizeof(ops) / sizeof(ops[0]) - 1,
+    "one handler for each op");
 
 static cJSON *
 dispatch(struct sbx_worker *w, const cJSON *req, const struct kz_peer *peer)
@@ -419,8 +443,8 @@ dispatch(struct sbx_worker *w, const cJSON *req, const struct kz_peer *peer)
 	const char *code;
 	char why[160] = "";
 
-	if ((op = kz_op_check(&srv, req, peer, &code, why,
-	    sizeof(why))) == NULL)
+	if ((op = kz_op_check(&srv, req, peer, &code, why, sizeof(why))) ==
+	    NULL)
 		return kz_reply_err(req, code, why);
 	stats.requests++;
 	return handlers[op - ops](w, req);
@@ -436,8 +460,7 @@ reply(int fd, cJSON *o, int64_t to)
 
 /* Serves one connection until it closes, idles out or asks to quit. */
 static void
-conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
-    bool *quit)
+conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol, bool *quit)
 {
 	const struct sbx_conf *c = w->c;
 	struct kz_peer peer;
@@ -445,10 +468,12 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
 	stats.conns++;
 	if (kz_peer_check(fd, pol, &peer) != 0) {
 		stats.peer_refused++;
-		kz_log(KZ_LOG_WARN, "sandbox.peer", KZ_EPEER,
-		    "peer refused", NULL);
-		reply(fd, kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
-		    "peer not allowed"), c->io_timeout_ms);
+		kz_log(KZ_LOG_WARN, "sandbox.peer", KZ_EPEER, "peer refused",
+		    NULL);
+		reply(fd,
+		    kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
+		        "peer not allowed"),
+		    c->io_timeout_ms);
 		return;
 	}
 	while (!*quit && !stopping) {
@@ -466,10 +491,13 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol,
 			return;
 		if (r != 0) {
 			stats.bad_frames++;
-			reply(fd, kz_reply_err(NULL, r == KZ_ETOOBIG ?
-			    KZ_WE_FRAME_TOO_LARGE : KZ_WE_BAD_REQUEST,
-			    r == KZ_ETOOBIG ? "frame too large" :
-			    "bad frame"), c->io_timeout_ms);
+			reply(fd,
+			    kz_reply_err(NULL,
+			        r == KZ_ETOOBIG ? KZ_WE_FRAME_TOO_LARGE :
+			                          KZ_WE_BAD_REQUEST,
+			        r == KZ_ETOOBIG ? "frame too large" :
+			                          "bad frame"),
+			    c->io_timeout_ms);
 			return;
 		}
 		reply(fd, dispatch(w, req, &peer), c->io_timeout_ms);
@@ -488,8 +516,9 @@ pid_file(const char *path)
 	char buf[32];
 	int fd, n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid()), r = 0;
 
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-	    O_NOFOLLOW, 0644)) < 0)
+	if ((fd = open(path,
+	         O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)) <
+	    0)
 		return KZ_ESYS;
 	if (write(fd, buf, (size_t)n) != n)
 		r = KZ_ESYS;
@@ -510,7 +539,7 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	(void)sigaction(SIGTERM, &sa, NULL);
 	(void)sigaction(SIGINT, &sa, NULL);
 	if (kz_peer_policy_parse(w->c->peer_uids, w->c->peer_gids, &pol, why,
-	    sizeof(why)) != 0) {
+	        sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.config", KZ_ECONF, why, NULL);
 		return KZ_EXIT_USAGE;
 	}

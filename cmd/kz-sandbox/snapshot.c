@@ -26,8 +26,8 @@
 static char *const tar_out[] = {"/bin/tar", "--numeric-owner", "-C", SBX_WS,
     "-cf", "-", ".", NULL};
 static char *const tar_in[] = {"/bin/tar", "--no-same-owner",
-    "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS,
-    "-xf", "-", NULL};
+    "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS, "-xf",
+    "-", NULL};
 
 const char *const sbx_snapshot_fields[] = {"path", NULL};
 const char *const sbx_restore_fields[] = {"path", "archive_b64", NULL};
@@ -57,15 +57,14 @@ tar_run(struct sbx_worker *w, char *const *argv, const unsigned char *in,
 static bool
 path_ok(const char *p)
 {
-	return p[0] == '/' && strstr(p, "/../") == NULL &&
-	    strlen(p) < PATH_MAX;
+	return p[0] == '/' && strstr(p, "/../") == NULL && strlen(p) < PATH_MAX;
 }
 
 static int
 write_file(const char *path, const unsigned char *b, size_t n)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
+	int fd = open(path,
+	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int r = 0;
 
 	if (fd < 0)
@@ -115,7 +114,8 @@ failed(const cJSON *req, const struct sbx_res *rs, const char *what)
 	if (rs->setup_failed)
 		return kz_reply_err(req, KZ_WE_ISOLATION_DENIED, rs->step);
 	if (rs->trunc[0])
-		return kz_reply_err(req, KZ_WE_REFUSED, "the workspace is "
+		return kz_reply_err(req, KZ_WE_REFUSED,
+		    "the workspace is "
 		    "larger than the snapshot bound");
 	return kz_reply_err(req, KZ_WE_INTERNAL, what);
 }
@@ -129,7 +129,7 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 	cJSON *o = NULL;
 
 	if (kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
-	    sizeof(why)) != 0)
+	        sizeof(why)) != 0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
 	if (path != NULL && !path_ok(path))
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
@@ -141,7 +141,8 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 		goto out;
 	}
 	if (path != NULL && write_file(path, rs.buf[0], rs.len[0]) != 0) {
-		o = kz_reply_err(req, KZ_WE_INTERNAL, "cannot write the "
+		o = kz_reply_err(req, KZ_WE_INTERNAL,
+		    "cannot write the "
 		    "snapshot file");
 		goto out;
 	}
@@ -154,9 +155,10 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 		    sodium_base64_VARIANT_ORIGINAL);
 		char *b = malloc(cap);
 
-		if (b == NULL || cJSON_AddStringToObject(o, "archive_b64",
-		    sodium_bin2base64(b, cap, rs.buf[0], rs.len[0],
-		    sodium_base64_VARIANT_ORIGINAL)) == NULL) {
+		if (b == NULL ||
+		    cJSON_AddStringToObject(o, "archive_b64",
+		        sodium_bin2base64(b, cap, rs.buf[0], rs.len[0],
+		            sodium_base64_VARIANT_ORIGINAL)) == NULL) {
 			cJSON_Delete(o);
 			o = NULL;
 		}
@@ -177,7 +179,7 @@ decode(const char *s, unsigned char **out, size_t *len, size_t max)
 	if ((*out = malloc(cap)) == NULL)
 		return KZ_ENOMEM;
 	if (sodium_base642bin(*out, cap, s, strlen(s), NULL, len, NULL,
-	    sodium_base64_VARIANT_ORIGINAL) != 0) {
+	        sodium_base64_VARIANT_ORIGINAL) != 0) {
 		free(*out);
 		*out = NULL;
 		return KZ_EINVAL;
@@ -197,19 +199,22 @@ sbx_op_restore(struct sbx_worker *w, const cJSON *req)
 	int r;
 
 	if (kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
-	    sizeof(why)) != 0 ||
+	        sizeof(why)) != 0 ||
 	    kz_json_str_opt(req, "archive_b64", KZ_FRAME_MAX_LIMIT, NULL, &b64,
-	    why, sizeof(why)) != 0)
+	        why, sizeof(why)) != 0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
 	if ((path == NULL) == (b64 == NULL) || (path && !path_ok(path)))
-		return kz_reply_err(req, KZ_WE_BAD_REQUEST, "give exactly one "
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
+		    "give exactly one "
 		    "of an absolute path or archive_b64");
 	r = path ? read_file(path, w->c->snapshot_max, &ar, &len) :
-	    decode(b64, &ar, &len, w->c->snapshot_max);
+	           decode(b64, &ar, &len, w->c->snapshot_max);
 	if (r != 0)
-		return kz_reply_err(req, r == KZ_ETOOBIG ? KZ_WE_REFUSED :
-		    KZ_WE_BAD_REQUEST, r == KZ_ETOOBIG ? "the archive is "
-		    "larger than the snapshot bound" : "cannot read the archive");
+		return kz_reply_err(req,
+		    r == KZ_ETOOBIG ? KZ_WE_REFUSED : KZ_WE_BAD_REQUEST,
+		    r == KZ_ETOOBIG ? "the archive is "
+		                      "larger than the snapshot bound" :
+		                      "cannot read the archive");
 	if (tar_run(w, tar_in, ar, len, &rs) != 0) {
 		free(ar);
 		return kz_reply_err(req, KZ_WE_INTERNAL, "restore failed");

@@ -45,10 +45,13 @@ static const struct {
 	const char *path;
 	mode_t type;
 } etc_binds[] = {
-	{"ld.so.cache", S_IFREG}, {"alternatives", S_IFDIR},
-	{"ssl/certs", S_IFDIR}, {"ssl/openssl.cnf", S_IFREG},
-	{"protocols", S_IFREG}, {"services", S_IFREG},
-	{"mime.types", S_IFREG},
+    {"ld.so.cache", S_IFREG},
+    {"alternatives", S_IFDIR},
+    {"ssl/certs", S_IFDIR},
+    {"ssl/openssl.cnf", S_IFREG},
+    {"protocols", S_IFREG},
+    {"services", S_IFREG},
+    {"mime.types", S_IFREG},
 };
 
 /* Where a forbidden directory's canonical path is kept while building. */
@@ -58,18 +61,17 @@ static const char *const fnames[F_N] = {"the run directory",
 
 struct fill {
 	const struct sbx_conf *c;
-	const char *root;	/* the view's root, under the stage */
-	int viewfd;		/* the view's root tmpfs */
-	const char *forbid[F_N];	/* canonical, or "" */
-	char *owned[F_N + 1];	/* what canon() allocated */
+	const char *root; /* the view's root, under the stage */
+	int viewfd; /* the view's root tmpfs */
+	const char *forbid[F_N]; /* canonical, or "" */
+	char *owned[F_N + 1]; /* what canon() allocated */
 	int nowned;
 	char *why;
 	size_t wlen;
 };
 
 static int
-refuse(struct fill *f, const char *what, const char *path,
-    const char *reason)
+refuse(struct fill *f, const char *what, const char *path, const char *reason)
 {
 	kz_why(f->why, f->wlen, "mount: %s %s: %s", what, path, reason);
 	return KZ_EDENIED;
@@ -115,12 +117,14 @@ bind_fd(int src, int dstfd, const char *dst, bool rec)
 {
 	int t, r;
 
-	if ((t = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-	    AT_EMPTY_PATH | (rec ? AT_RECURSIVE : 0))) < 0)
+	if ((t = open_tree(src, "",
+	         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+	             (rec ? AT_RECURSIVE : 0))) < 0)
 		return -1;
-	r = move_mount(t, "", dstfd >= 0 ? dstfd : AT_FDCWD, dstfd >= 0 ? "" :
-	    dst, MOVE_MOUNT_F_EMPTY_PATH | (dstfd >= 0 ?
-	    MOVE_MOUNT_T_EMPTY_PATH : 0));
+	r = move_mount(t, "", dstfd >= 0 ? dstfd : AT_FDCWD,
+	    dstfd >= 0 ? "" : dst,
+	    MOVE_MOUNT_F_EMPTY_PATH |
+	        (dstfd >= 0 ? MOVE_MOUNT_T_EMPTY_PATH : 0));
 	close(t);
 	return r;
 }
@@ -208,8 +212,7 @@ reserved(const char *p, bool etc)
 
 /* The checks a list can fail on its own, before any path is looked up. */
 static int
-check_list(const char *key, const char *list, bool bind, char *why,
-    size_t wlen)
+check_list(const char *key, const char *list, bool bind, char *why, size_t wlen)
 {
 	char a[PATH_MAX], b[PATH_MAX];
 	const char *p = list, *q, *r;
@@ -222,7 +225,8 @@ check_list(const char *key, const char *list, bool bind, char *why,
 			return KZ_ECONF;
 		}
 		if (!sbx_view_path_ok(a)) {
-			kz_why(why, wlen, "%s: %s is not an absolute path "
+			kz_why(why, wlen,
+			    "%s: %s is not an absolute path "
 			    "below / without '.', '..' or empty segments",
 			    key, a);
 			return KZ_ECONF;
@@ -248,9 +252,12 @@ sbx_view_check(const struct sbx_conf *c, char *why, size_t wlen)
 	size_t n = strlen(c->hostname);
 	int r;
 
-	if (n == 0 || n > 63 || strspn(c->hostname, "abcdefghijklmnopqrstuvwxyz"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != n) {
-		kz_why(why, wlen, "SANDBOX_HOSTNAME must be 1-63 characters of "
+	if (n == 0 || n > 63 ||
+	    strspn(c->hostname,
+	        "abcdefghijklmnopqrstuvwxyz"
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != n) {
+		kz_why(why, wlen,
+		    "SANDBOX_HOSTNAME must be 1-63 characters of "
 		    "[A-Za-z0-9.-]");
 		return KZ_ECONF;
 	}
@@ -267,18 +274,22 @@ sbx_view_etc_text(const struct sbx_conf *c, const char *name, char *buf,
 	int n;
 
 	if (strcmp(name, "passwd") == 0)
-		n = snprintf(buf, len, "sandbox:x:%lld:%lld:sandbox:%s:"
-		    "/bin/sh\n", uid, gid, SBX_WS);
+		n = snprintf(buf, len,
+		    "sandbox:x:%lld:%lld:sandbox:%s:"
+		    "/bin/sh\n",
+		    uid, gid, SBX_WS);
 	else if (strcmp(name, "group") == 0)
 		n = snprintf(buf, len, "sandbox:x:%lld:\n", gid);
 	else if (strcmp(name, "hosts") == 0)
-		n = snprintf(buf, len, "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n"
+		n = snprintf(buf, len,
+		    "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n"
 		    "::1\tlocalhost ip6-localhost ip6-loopback\n",
 		    c->hostname);
 	else if (strcmp(name, "hostname") == 0)
 		n = snprintf(buf, len, "%s\n", c->hostname);
 	else if (strcmp(name, "nsswitch.conf") == 0)
-		n = snprintf(buf, len, "passwd: files\ngroup: files\n"
+		n = snprintf(buf, len,
+		    "passwd: files\ngroup: files\n"
 		    "shadow: files\nhosts: files\nnetworks: files\n"
 		    "protocols: files\nservices: files\n");
 	else
@@ -326,9 +337,11 @@ overlap(struct fill *f, const char *what, const char *path)
 	for (int i = 0; i < F_N; i++)
 		if (f->forbid[i][0] != '\0' &&
 		    (sbx_view_under(f->forbid[i], path) ||
-		    sbx_view_under(path, f->forbid[i]))) {
-			snprintf(r, sizeof(r), "%s %s", sbx_view_under(path,
-			    f->forbid[i]) ? "is in" : "holds", fnames[i]);
+		        sbx_view_under(path, f->forbid[i]))) {
+			snprintf(r, sizeof(r), "%s %s",
+			    sbx_view_under(path, f->forbid[i]) ? "is in" :
+			                                         "holds",
+			    fnames[i]);
 			return refuse(f, what, path, r);
 		}
 	return 0;
@@ -357,14 +370,16 @@ sysdir(struct fill *f, int host, const char *name)
 
 	snprintf(path, sizeof(path), "/%s", name);
 	if (fstatat(host, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT && strcmp(name, "usr") != 0 ? 0 :
+		return errno == ENOENT && strcmp(name, "usr") != 0 ?
+		    0 :
 		    sys(f, "root view", path);
 	if (S_ISLNK(st.st_mode)) {
 		if ((n = readlinkat(host, name, tgt, sizeof(tgt) - 1)) < 0)
 			return sys(f, "readlink", path);
 		tgt[n] = '\0';
 		if (!sbx_view_link_ok(tgt))
-			return refuse(f, "root view", path, "a symlink out of "
+			return refuse(f, "root view", path,
+			    "a symlink out of "
 			    "the view");
 		snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
 		return symlink(tgt, dst) < 0 ? sys(f, "symlink", path) : 0;
@@ -407,17 +422,17 @@ etc_bind(struct fill *f, int host, int etc, const char *rel, mode_t type)
 		return 0;
 	if (fstat(src, &st) < 0 || (st.st_mode & S_IFMT) != type)
 		goto out;
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0,
-	    rel);
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0, rel);
 	if (slash != NULL && mkdirat(etc, dir, 0755) < 0 && errno != EEXIST)
 		r = -1;
 	else if (type == S_IFDIR)
 		r = mkdirat(etc, rel, 0755);
-	else if ((r = openat(etc, rel, O_WRONLY | O_CREAT | O_EXCL |
-	    O_CLOEXEC, 0644)) >= 0)
+	else if ((r = openat(etc, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	              0644)) >= 0)
 		r = close(r);
-	if (r == 0 && ((dst = open_exact(etc, rel, 0)) < 0 ||
-	    bind_fd(src, dst, NULL, false) < 0))
+	if (r == 0 &&
+	    ((dst = open_exact(etc, rel, 0)) < 0 ||
+	        bind_fd(src, dst, NULL, false) < 0))
 		r = -1;
 out:
 	if (dst >= 0)
@@ -426,8 +441,8 @@ out:
 	return r < 0 ? sys(f, "bind /etc", rel) : 0;
 }
 
-static const char *const etc_files[] = {"passwd", "group", "hosts",
-    "hostname", "nsswitch.conf", NULL};
+static const char *const etc_files[] = {"passwd", "group", "hosts", "hostname",
+    "nsswitch.conf", NULL};
 
 /*
  * /etc of the allowlisted view, on a tmpfs of its own: passwd and group
@@ -442,8 +457,9 @@ etc(struct fill *f)
 	int etcfd = -1, host = -1, n, r = 0;
 
 	snprintf(p, sizeof(p), "%s/etc", f->root);
-	if (mkdir(p, 0755) < 0 || mount("tmpfs", p, "tmpfs", MS_NOSUID |
-	    MS_NODEV | MS_NOEXEC, "size=256k,nr_inodes=64,mode=0755") < 0)
+	if (mkdir(p, 0755) < 0 ||
+	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	        "size=256k,nr_inodes=64,mode=0755") < 0)
 		return sys(f, "tmpfs", "/etc");
 	if ((etcfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (host = open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
@@ -452,14 +468,14 @@ etc(struct fill *f)
 	}
 	for (int i = 0; r == 0 && etc_files[i] != NULL; i++)
 		if ((n = sbx_view_etc_text(f->c, etc_files[i], text,
-		    sizeof(text))) < 0 || write_at(etcfd, etc_files[i], text,
-		    (size_t)n) < 0)
+		         sizeof(text))) < 0 ||
+		    write_at(etcfd, etc_files[i], text, (size_t)n) < 0)
 			r = sys(f, "write /etc", etc_files[i]);
-	if (r == 0 && symlinkat("../usr/lib/os-release", etcfd,
-	    "os-release") < 0)
+	if (r == 0 &&
+	    symlinkat("../usr/lib/os-release", etcfd, "os-release") < 0)
 		r = sys(f, "symlink", "/etc/os-release");
-	for (size_t i = 0; r == 0 && i < sizeof(etc_binds) /
-	    sizeof(etc_binds[0]); i++)
+	for (size_t i = 0;
+	     r == 0 && i < sizeof(etc_binds) / sizeof(etc_binds[0]); i++)
 		r = etc_bind(f, host, etcfd, etc_binds[i].path,
 		    etc_binds[i].type);
 out:
@@ -504,14 +520,15 @@ image_entry(struct fill *f, int img, const char *name)
 		return symlink(tgt, dst) < 0 ? sys(f, "symlink", name) : 0;
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-		return refuse(f, "root", name, "neither a directory, a file "
+		return refuse(f, "root", name,
+		    "neither a directory, a file "
 		    "nor a symlink");
 	if ((fd = open_exact(img, name, RESOLVE_BENEATH)) < 0)
 		return sys(f, "open", name);
 	if (S_ISDIR(st.st_mode))
 		r = bind_dir(f, fd, name, name);
 	else if ((r = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0644)) >= 0) {
+	              0644)) >= 0) {
 		close(r);
 		r = bind_fd(fd, -1, dst, false) < 0 ? sys(f, "bind", name) : 0;
 	} else
@@ -591,9 +608,11 @@ mountpoint(struct fill *f, const char *path, int *out)
 	if (e != 0) {
 		if (fd >= 0)
 			close(fd);
-		return refuse(f, "extra bind", path, e == ENOENT ? "not in the "
-		    "bound directory it lies in (nothing is made there)" :
-		    exact_reason(e));
+		return refuse(f, "extra bind", path,
+		    e == ENOENT ?
+		        "not in the "
+		        "bound directory it lies in (nothing is made there)" :
+		        exact_reason(e));
 	}
 	*out = fd;
 	return 0;
@@ -634,14 +653,18 @@ mask_one(struct fill *f, const char *path)
 	int fd, r = 0;
 
 	if ((fd = open_exact(f->viewfd, path + 1, RESOLVE_BENEATH)) < 0)
-		return refuse(f, "mask", path, errno == ENOENT ? "not in the "
-		    "root view" : exact_reason(errno));
+		return refuse(f, "mask", path,
+		    errno == ENOENT ? "not in the "
+		                      "root view" :
+		                      exact_reason(errno));
 	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", fd);
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
-		r = refuse(f, "mask", path, "not a directory (only a directory "
+		r = refuse(f, "mask", path,
+		    "not a directory (only a directory "
 		    "can be masked)");
-	else if (mount("tmpfs", fdp, "tmpfs", MS_RDONLY | MS_NOSUID |
-	    MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0755") < 0)
+	else if (mount("tmpfs", fdp, "tmpfs",
+	             MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	             "size=4k,nr_inodes=1,mode=0755") < 0)
 		r = sys(f, "mask", path);
 	close(fd);
 	return r;
@@ -660,8 +683,8 @@ projection(struct fill *f)
 		return sys(f, "bind", "projection");
 	p = canon(f, f->c->projection);
 	for (int i = 0; i < F_N; i++)
-		if (f->forbid[i][0] != '\0' && sbx_view_under(f->forbid[i],
-		    p)) {
+		if (f->forbid[i][0] != '\0' &&
+		    sbx_view_under(f->forbid[i], p)) {
 			char r[64];
 
 			snprintf(r, sizeof(r), "holds %s", fnames[i]);
@@ -674,7 +697,10 @@ int
 sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
     size_t wlen)
 {
-	struct fill f = {.c = c, .root = root, .viewfd = -1, .why = why,
+	struct fill f = {.c = c,
+	    .root = root,
+	    .viewfd = -1,
+	    .why = why,
 	    .wlen = wlen};
 	char item[PATH_MAX];
 	const char *p;

@@ -43,8 +43,8 @@ main(int argc, char **argv)
 	if (argc < 2 || n < 1 || (t = calloc((size_t)n, sizeof(*t))) == NULL)
 		return 2;
 	snprintf(path, sizeof(path), "%s/floor.%d", argv[1], (int)getpid());
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-	    0600)) < 0)
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) <
+	    0)
 		return 3;
 	for (int i = 0; i < n; i++) {
 		double s = now_ms();
@@ -59,7 +59,8 @@ main(int argc, char **argv)
 			return 4;
 		for (int k = 0; k < 2; k++)
 			if (write(fd, rec, sizeof(rec) - 1) !=
-			    (ssize_t)sizeof(rec) - 1 || fdatasync(fd) != 0)
+			        (ssize_t)sizeof(rec) - 1 ||
+			    fdatasync(fd) != 0)
 				return 5;
 		t[i] = now_ms() - s;
 	}

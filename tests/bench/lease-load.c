@@ -110,10 +110,10 @@ client(void *arg)
 		nap = 1000;
 		clean = keep_clean(r);
 		q = request("release");
-		cJSON_AddItemToObject(q, "lease_id", cJSON_Duplicate(
-		    kz_json_get(r, "lease_id"), 1));
-		cJSON_AddItemToObject(q, "token", cJSON_Duplicate(
-		    kz_json_get(r, "token"), 1));
+		cJSON_AddItemToObject(q, "lease_id",
+		    cJSON_Duplicate(kz_json_get(r, "lease_id"), 1));
+		cJSON_AddItemToObject(q, "token",
+		    cJSON_Duplicate(kz_json_get(r, "token"), 1));
 		cJSON_Delete(r);
 		if ((s = call(fd, q)) == NULL)
 			break;
@@ -147,8 +147,8 @@ main(int argc, char **argv)
 		return 2;
 	path = argv[1];
 	n = strtol(argv[2], NULL, 10);
-	if (n < 1 || n > 256 || (tokens = calloc(TOKENS_MAX,
-	    sizeof(*tokens))) == NULL)
+	if (n < 1 || n > 256 ||
+	    (tokens = calloc(TOKENS_MAX, sizeof(*tokens))) == NULL)
 		return 2;
 	t0 = kz_now_ms();
 	end_ms = t0 + (int64_t)(strtod(argv[3], NULL) * 1000);
@@ -166,7 +166,7 @@ main(int argc, char **argv)
 		if (strcmp(tokens[i], tokens[i - 1]) == 0)
 			dup++;
 	/* A reused token's leases are not honest cycles either. */
-	printf("%.0f %.0f %ld %ld\n", (double)(c - dup) / el, (double)b / el,
-	    f, dup);
+	printf("%.0f %.0f %ld %ld\n", (double)(c - dup) / el, (double)b / el, f,
+	    dup);
 	return 0;
 }

@@ -1,8 +1,8 @@
 /*
  * Load client for kz-audit's tests and benchmark (built by the scripts with
  * cc; standalone on purpose).  CLIENTS connections each append events back
- * to back for SECONDS, one in flight per connection.  Every acknowledged append is
- * recorded as "RID SEQ" in ACKFILE the moment its reply arrives, so a test
+ * to back for SECONDS, one in flight per connection.  Every acknowledged append
+ * is recorded as "RID SEQ" in ACKFILE the moment its reply arrives, so a test
  * that kills the daemon knows exactly what was acknowledged.  A thread
  * stops at its first error (the daemon went away).
  *
@@ -101,7 +101,7 @@ take_reply(struct conn *c)
 	if (c->got < n + 4)
 		return 0;
 	if (c->got != n + 4)
-		return -1;	/* one request in flight: one reply */
+		return -1; /* one request in flight: one reply */
 	c->rep[n + 4] = '\0';
 	if (strstr(c->rep + 4, "\"ok\":true") == NULL ||
 	    (s = strstr(c->rep + 4, "\"seq\":")) == NULL)
@@ -125,8 +125,7 @@ dial(struct conn *c, int ep)
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa,
-	    sizeof(sa)) < 0)
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -1;
 	ev.events = EPOLLIN;
 	ev.data.ptr = c;
@@ -241,7 +240,8 @@ main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "raw") == 0)
 		return raw(argv[2], strtod(argv[3], NULL));
 	if (argc != 5) {
-		fprintf(stderr, "usage: audit-load SOCKET CLIENTS SECONDS "
+		fprintf(stderr,
+		    "usage: audit-load SOCKET CLIENTS SECONDS "
 		    "ACKFILE\n");
 		return 2;
 	}
@@ -250,7 +250,8 @@ main(int argc, char **argv)
 	seconds = strtod(argv[3], NULL);
 	if (n < 1 || n > 1024 || seconds <= 0)
 		return 2;
-	ackfd = strcmp(argv[4], "-") == 0 ? -1 :
+	ackfd = strcmp(argv[4], "-") == 0 ?
+	    -1 :
 	    open(argv[4], O_WRONLY | O_CREAT | O_APPEND | O_TRUNC, 0644);
 	t0 = now();
 	if (run_clients(n) != 0)

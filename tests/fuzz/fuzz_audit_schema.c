@@ -26,8 +26,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char why[200];
 	int r;
 
-	if (size > 65536 || kz_json_parse_object((const char *)data, size,
-	    &line, why, sizeof(why)) != 0)
+	if (size > 65536 ||
+	    kz_json_parse_object((const char *)data, size, &line, why,
+	        sizeof(why)) != 0)
 		return 0;
 	if (aud_input_split(line, &kind, &ev, why, sizeof(why)) != 0)
 		goto out;
@@ -37,8 +38,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		free(kz_json_print(clean));
 	} else if (r == KZ_EDENIED) {
-		if (ri.field == NULL || memchr(ri.why, '\0',
-		    sizeof(ri.why)) == NULL)
+		if (ri.field == NULL ||
+		    memchr(ri.why, '\0', sizeof(ri.why)) == NULL)
 			abort();
 		(void)aud_refusal_name(ri.reason);
 	}

@@ -32,7 +32,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(pk, sizeof(pk), "/tmp/kz-fuzz-dnspk.%d", (int)getpid());
 	if ((f = fopen(pk, "w")) == NULL)
 		abort();
-	fputs("be6ba96ccd5e7d69d57f27b578f292d37e460d4402786403eea4ef1774b7695a\n",
+	fputs("be6ba96ccd5e7d69d57f27b578f292d37e460d4402786403eea4ef1774b7695a"
+	      "\n",
 	    f);
 	fclose(f);
 	for (int i = 0; eg_conf_keys[i] != NULL; i++)
@@ -65,7 +66,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * answer of one lookup. */
 	if (data[0] & 2)
 		ok = eg_dns_judge(&v, pol, &dest, fam == 4 ? 6 : 4, data + 1,
-		    size - 1) && ok;
+		         size - 1) &&
+		    ok;
 	if (v.nanswers > EG_ANS_MAX)
 		abort();
 	eg_dns_settle(&v, !ok);

@@ -30,7 +30,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (n > size - KZ_FRAME_HDR)
 		n = (uint32_t)(size - KZ_FRAME_HDR);
 	if (kz_frame_decode((const char *)data + KZ_FRAME_HDR, n, &v, why,
-	    sizeof(why)) != 0)
+	        sizeof(why)) != 0)
 		return 0;
 	(void)kz_json_str(v, "op", 64, &s, why, sizeof(why));
 	(void)kz_json_int(v, "v", 1, 1, &i, why, sizeof(why));

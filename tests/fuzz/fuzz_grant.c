@@ -19,7 +19,7 @@
 #include "egress.h"
 
 #define B64URL sodium_base64_VARIANT_URLSAFE_NO_PADDING
-#define NOW INT64_C(1000001)	/* the time check_grant.c tests at */
+#define NOW INT64_C(1000001) /* the time check_grant.c tests at */
 #define MAX_TTL 14400
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -67,8 +67,8 @@ turn(const uint8_t *p, size_t n)
 	if (nul == NULL || (size_t)(nul - p) >= sizeof(user))
 		return;
 	memcpy(user, p, (size_t)(nul - p) + 1);
-	if (eg_turn_credential(nul + 1, n - (size_t)(nul - p) - 1, user,
-	    NOW, uname, sizeof(uname), pass, sizeof(pass)) != 0)
+	if (eg_turn_credential(nul + 1, n - (size_t)(nul - p) - 1, user, NOW,
+	        uname, sizeof(uname), pass, sizeof(pass)) != 0)
 		return;
 	snprintf(want, sizeof(want), "%lld:%s", (long long)NOW, user);
 	if (strcmp(uname, want) != 0 || strlen(pass) != 28)

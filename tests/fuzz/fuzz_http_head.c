@@ -35,8 +35,8 @@ body(const char *p, size_t n, unsigned step)
 
 		if (r < 0)
 			return;
-		if ((size_t)r > k || (done && r == 0) || (!done &&
-		    (size_t)r != k))
+		if ((size_t)r > k || (done && r == 0) ||
+		    (!done && (size_t)r != k))
 			abort();
 		if (done)
 			return;
@@ -81,7 +81,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (hd->proxy_auth != NULL &&
 		    eg_http_grant(hd->proxy_auth->value, hd->proxy_auth->vlen,
-		    grant, sizeof(grant)) == 0 && strlen(grant) >= sizeof(grant))
+		        grant, sizeof(grant)) == 0 &&
+		    strlen(grant) >= sizeof(grant))
 			abort();
 		if (hd->chunked)
 			body((const char *)data + hlen, size - hlen,

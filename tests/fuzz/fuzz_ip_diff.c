@@ -64,21 +64,21 @@ check_v4(const char *s, int k, const struct eg_addr *a)
 
 	if (inet_aton(s, &in) == 1) {
 		if (k == 0 && eg_name_normalize(s, norm, sizeof(norm)) == 0)
-			abort();	/* 1: an address sent to DNS */
+			abort(); /* 1: an address sent to DNS */
 		if (k == 1 && (a->fam != 4 || memcmp(a->b, &in, 4) != 0))
-			abort();	/* 1, 5: another address */
+			abort(); /* 1, 5: another address */
 	}
 	if (k == 1 && a->fam == 4) {
 		if (inet_aton(s, &in) != 1) {
 			if (n == 0 || s[n - 1] != '.' || n >= sizeof(buf))
-				abort();	/* 2: libc reads no address */
+				abort(); /* 2: libc reads no address */
 			memcpy(buf, s, n - 1);
 			buf[n - 1] = '\0';
 			if (inet_aton(buf, &in) != 1)
-				abort();	/* 2: nor without the dot */
+				abort(); /* 2: nor without the dot */
 		}
 		if (memcmp(a->b, &in, 4) != 0)
-			abort();	/* 2: another address */
+			abort(); /* 2: another address */
 	}
 }
 
@@ -89,10 +89,10 @@ check_v6(const char *s, int k, const struct eg_addr *a)
 
 	if (inet_pton(AF_INET6, s, &in6) == 1 && k >= 0 &&
 	    (k != 1 || a->fam != 6 || memcmp(a->b, &in6, 16) != 0))
-		abort();	/* 3, 5 */
+		abort(); /* 3, 5 */
 	if (k == 1 && a->fam == 6 &&
 	    (!v6_core(s, &in6) || memcmp(a->b, &in6, 16) != 0))
-		abort();	/* 4 */
+		abort(); /* 4 */
 }
 
 int

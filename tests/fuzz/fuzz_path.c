@@ -30,8 +30,7 @@ promises(const char *p, size_t n)
 		if (c < 0x20 || c == 0x7f || c == '\\')
 			abort();
 		/* C1 controls are U+0080..U+009F: C2 80..C2 9F in UTF-8. */
-		if (c == 0xc2 && i + 1 < n &&
-		    (unsigned char)p[i + 1] >= 0x80 &&
+		if (c == 0xc2 && i + 1 < n && (unsigned char)p[i + 1] >= 0x80 &&
 		    (unsigned char)p[i + 1] <= 0x9f)
 			abort();
 		if (c != '/') {

@@ -24,7 +24,7 @@ full(int fd, void *b, size_t n, int rd)
 
 	while (o < n) {
 		ssize_t r = rd ? read(fd, (char *)b + o, n - o) :
-		    write(fd, (char *)b + o, n - o);
+		                 write(fd, (char *)b + o, n - o);
 
 		if (r <= 0)
 			return -1;
@@ -54,11 +54,11 @@ int
 main(int argc, char **argv)
 {
 	static const char run[] = "{\"v\":1,\"op\":\"run\",\"id\":\"b\","
-	    "\"argv\":[\"/bin/true\"]}";
+	                          "\"argv\":[\"/bin/true\"]}";
 	static const char wipe[] = "{\"v\":1,\"op\":\"wipe\",\"id\":\"b\"}";
 	bool w = argc > 3 && strcmp(argv[argc - 1], "-w") == 0;
-	const char *req = w ? wipe : run, *want = w ? "\"ok\":true" :
-	    "\"exit_code\":0";
+	const char *req = w ? wipe : run,
+	           *want = w ? "\"ok\":true" : "\"exit_code\":0";
 	size_t rlen = strlen(req);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int n = argc > 2 ? atoi(argv[2]) : 200, fd;
@@ -76,8 +76,8 @@ main(int argc, char **argv)
 		double s = now_ms();
 
 		if (full(fd, &len, 4, 0) || full(fd, (void *)req, rlen, 0) ||
-		    full(fd, &rl, 4, 1) ||
-		    ntohl(rl) >= sizeof(buf) || full(fd, buf, ntohl(rl), 1))
+		    full(fd, &rl, 4, 1) || ntohl(rl) >= sizeof(buf) ||
+		    full(fd, buf, ntohl(rl), 1))
 			return 4;
 		t[i] = now_ms() - s;
 		sum += t[i];

@@ -76,14 +76,46 @@ t_vmread(void)
 	return sys_failed(n);
 }
 
-static int t_mount(void) { return sys_failed(mount("none", "/tmp", "tmpfs", 0, NULL)); }
-static int t_remount(void) { return sys_failed(mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL)); }
-static int t_umount(void) { return sys_failed(umount2("/proc", MNT_DETACH)); }
-static int t_fsopen(void) { return sys_failed(syscall(SYS_fsopen, "tmpfs", 0)); }
-static int t_pivot(void) { return sys_failed(syscall(SYS_pivot_root, "/tmp", "/tmp")); }
-static int t_chroot(void) { return sys_failed(chroot("/tmp")); }
-static int t_userns(void) { return sys_failed(unshare(CLONE_NEWUSER)); }
-static int t_unshare_net(void) { return sys_failed(unshare(CLONE_NEWNET)); }
+static int
+t_mount(void)
+{
+	return sys_failed(mount("none", "/tmp", "tmpfs", 0, NULL));
+}
+static int
+t_remount(void)
+{
+	return sys_failed(mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL));
+}
+static int
+t_umount(void)
+{
+	return sys_failed(umount2("/proc", MNT_DETACH));
+}
+static int
+t_fsopen(void)
+{
+	return sys_failed(syscall(SYS_fsopen, "tmpfs", 0));
+}
+static int
+t_pivot(void)
+{
+	return sys_failed(syscall(SYS_pivot_root, "/tmp", "/tmp"));
+}
+static int
+t_chroot(void)
+{
+	return sys_failed(chroot("/tmp"));
+}
+static int
+t_userns(void)
+{
+	return sys_failed(unshare(CLONE_NEWUSER));
+}
+static int
+t_unshare_net(void)
+{
+	return sys_failed(unshare(CLONE_NEWNET));
+}
 
 static int
 t_setns(void)
@@ -113,8 +145,18 @@ t_clone3(void)
 	return sys_failed(syscall(SYS_clone3, NULL, 0)) && errno == ENOSYS;
 }
 
-static int t_keyctl(void) { return sys_failed(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 1)); }
-static int t_addkey(void) { return sys_failed(syscall(SYS_add_key, "user", "x", "y", 1, KEY_SPEC_PROCESS_KEYRING)); }
+static int
+t_keyctl(void)
+{
+	return sys_failed(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID,
+	    KEY_SPEC_SESSION_KEYRING, 1));
+}
+static int
+t_addkey(void)
+{
+	return sys_failed(syscall(SYS_add_key, "user", "x", "y", 1,
+	    KEY_SPEC_PROCESS_KEYRING));
+}
 
 static int
 t_bpf(void)
@@ -141,21 +183,87 @@ t_perf(void)
 	return sys_failed(syscall(SYS_perf_event_open, &a, 0, -1, -1, 0));
 }
 
-static int t_uffd(void) { return sys_failed(syscall(SYS_userfaultfd, 0)); }
-static int t_iouring(void) { char p[120] = {0}; return sys_failed(syscall(SYS_io_uring_setup, 1, p)); }
-static int t_raw(void) { return sys_failed(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)); }
-static int t_packet(void) { return sys_failed(socket(AF_PACKET, SOCK_RAW, 0)); }
-static int t_netlink(void) { return sys_failed(socket(AF_NETLINK, SOCK_RAW, 0)); }
-static int t_vsock(void) { return sys_failed(socket(40 /* AF_VSOCK */, SOCK_STREAM, 0)); }
-static int t_handle(void) { char h[64] = {0}; return sys_failed(syscall(SYS_open_by_handle_at, AT_FDCWD, h, O_RDONLY)); }
-static int t_iopl(void) { return sys_failed(syscall(SYS_iopl, 3)); }
-static int t_module(void) { return sys_failed(syscall(SYS_finit_module, 0, "", 0)); }
-static int t_kexec(void) { return sys_failed(syscall(SYS_kexec_load, 0, 0, NULL, 0)); }
-static int t_reboot(void) { return sys_failed(syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321fedc, NULL)); }
-static int t_swapon(void) { return sys_failed(syscall(SYS_swapon, "/tmp/x", 0)); }
-static int t_settime(void) { struct timespec ts = {0, 0}; return sys_failed(clock_settime(CLOCK_REALTIME, &ts)); }
-static int t_syslog(void) { char b[64]; return sys_failed(syscall(SYS_syslog, 3, b, sizeof(b))); }
-static int t_setuid(void) { return sys_failed(setuid(0)); }
+static int
+t_uffd(void)
+{
+	return sys_failed(syscall(SYS_userfaultfd, 0));
+}
+static int
+t_iouring(void)
+{
+	char p[120] = {0};
+	return sys_failed(syscall(SYS_io_uring_setup, 1, p));
+}
+static int
+t_raw(void)
+{
+	return sys_failed(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP));
+}
+static int
+t_packet(void)
+{
+	return sys_failed(socket(AF_PACKET, SOCK_RAW, 0));
+}
+static int
+t_netlink(void)
+{
+	return sys_failed(socket(AF_NETLINK, SOCK_RAW, 0));
+}
+static int
+t_vsock(void)
+{
+	return sys_failed(socket(40 /* AF_VSOCK */, SOCK_STREAM, 0));
+}
+static int
+t_handle(void)
+{
+	char h[64] = {0};
+	return sys_failed(
+	    syscall(SYS_open_by_handle_at, AT_FDCWD, h, O_RDONLY));
+}
+static int
+t_iopl(void)
+{
+	return sys_failed(syscall(SYS_iopl, 3));
+}
+static int
+t_module(void)
+{
+	return sys_failed(syscall(SYS_finit_module, 0, "", 0));
+}
+static int
+t_kexec(void)
+{
+	return sys_failed(syscall(SYS_kexec_load, 0, 0, NULL, 0));
+}
+static int
+t_reboot(void)
+{
+	return sys_failed(
+	    syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321fedc, NULL));
+}
+static int
+t_swapon(void)
+{
+	return sys_failed(syscall(SYS_swapon, "/tmp/x", 0));
+}
+static int
+t_settime(void)
+{
+	struct timespec ts = {0, 0};
+	return sys_failed(clock_settime(CLOCK_REALTIME, &ts));
+}
+static int
+t_syslog(void)
+{
+	char b[64];
+	return sys_failed(syscall(SYS_syslog, 3, b, sizeof(b)));
+}
+static int
+t_setuid(void)
+{
+	return sys_failed(setuid(0));
+}
 
 static int
 t_tiocsti(void)
@@ -202,8 +310,16 @@ x32_getpid(void)
 	_exit(r > 0 ? 0 : 3);
 }
 
-static int t_i386(void) { return killed_by(i386_getpid); }
-static int t_x32(void) { return killed_by(x32_getpid); }
+static int
+t_i386(void)
+{
+	return killed_by(i386_getpid);
+}
+static int
+t_x32(void)
+{
+	return killed_by(x32_getpid);
+}
 
 static int
 t_loopback(void)
@@ -253,27 +369,52 @@ static const struct {
 	const char *name;
 	int (*fn)(void);
 } tests[] = {
-	{"ptrace", t_ptrace}, {"traceme", t_traceme}, {"vmread", t_vmread},
-	{"mount", t_mount}, {"remount", t_remount}, {"umount", t_umount},
-	{"fsopen", t_fsopen}, {"pivot_root", t_pivot}, {"chroot", t_chroot},
-	{"userns", t_userns}, {"unshare_net", t_unshare_net},
-	{"setns", t_setns}, {"clone_ns", t_clone_ns}, {"clone3", t_clone3},
-	{"keyctl", t_keyctl}, {"add_key", t_addkey}, {"bpf", t_bpf},
-	{"perf", t_perf}, {"userfaultfd", t_uffd}, {"io_uring", t_iouring},
-	{"raw_socket", t_raw}, {"packet_socket", t_packet},
-	{"netlink", t_netlink}, {"vsock", t_vsock}, {"handle", t_handle},
-	{"iopl", t_iopl}, {"module", t_module}, {"kexec", t_kexec},
-	{"reboot", t_reboot}, {"swapon", t_swapon}, {"settime", t_settime},
-	{"syslog", t_syslog}, {"setuid", t_setuid}, {"tiocsti", t_tiocsti},
-	{"i386", t_i386}, {"x32", t_x32}, {"loopback", t_loopback},
-	{"outside", t_outside}, {"pids", t_pidsbomb},
+    {"ptrace", t_ptrace},
+    {"traceme", t_traceme},
+    {"vmread", t_vmread},
+    {"mount", t_mount},
+    {"remount", t_remount},
+    {"umount", t_umount},
+    {"fsopen", t_fsopen},
+    {"pivot_root", t_pivot},
+    {"chroot", t_chroot},
+    {"userns", t_userns},
+    {"unshare_net", t_unshare_net},
+    {"setns", t_setns},
+    {"clone_ns", t_clone_ns},
+    {"clone3", t_clone3},
+    {"keyctl", t_keyctl},
+    {"add_key", t_addkey},
+    {"bpf", t_bpf},
+    {"perf", t_perf},
+    {"userfaultfd", t_uffd},
+    {"io_uring", t_iouring},
+    {"raw_socket", t_raw},
+    {"packet_socket", t_packet},
+    {"netlink", t_netlink},
+    {"vsock", t_vsock},
+    {"handle", t_handle},
+    {"iopl", t_iopl},
+    {"module", t_module},
+    {"kexec", t_kexec},
+    {"reboot", t_reboot},
+    {"swapon", t_swapon},
+    {"settime", t_settime},
+    {"syslog", t_syslog},
+    {"setuid", t_setuid},
+    {"tiocsti", t_tiocsti},
+    {"i386", t_i386},
+    {"x32", t_x32},
+    {"loopback", t_loopback},
+    {"outside", t_outside},
+    {"pids", t_pidsbomb},
 };
 
 int
 main(int argc, char **argv)
 {
 	for (size_t i = 0; argc > 1 && i < sizeof(tests) / sizeof(tests[0]);
-	    i++) {
+	     i++) {
 		if (strcmp(argv[1], tests[i].name) != 0)
 			continue;
 		errno = 0;

@@ -58,11 +58,19 @@ static const struct {
 	int nr;
 	const char *name;
 } names[] = {
-	{457, "statmount"}, {458, "listmount"}, {459, "lsm_get_self_attr"},
-	{460, "lsm_set_self_attr"}, {461, "lsm_list_modules"}, {462, "mseal"},
-	{463, "setxattrat"}, {464, "getxattrat"}, {465, "listxattrat"},
-	{466, "removexattrat"}, {467, "open_tree_attr"},
-	{468, "file_getattr"}, {469, "file_setattr"},
+    {457, "statmount"},
+    {458, "listmount"},
+    {459, "lsm_get_self_attr"},
+    {460, "lsm_set_self_attr"},
+    {461, "lsm_list_modules"},
+    {462, "mseal"},
+    {463, "setxattrat"},
+    {464, "getxattrat"},
+    {465, "listxattrat"},
+    {466, "removexattrat"},
+    {467, "open_tree_attr"},
+    {468, "file_getattr"},
+    {469, "file_setattr"},
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
@@ -71,7 +79,8 @@ static const struct {
 	int nr;
 	const char *name;
 } exempt[] = {
-	{335, "uretprobe"}, {336, "uprobe"},
+    {335, "uretprobe"},
+    {336, "uprobe"},
 };
 #define NEXEMPT (sizeof(exempt) / sizeof(exempt[0]))
 
@@ -85,15 +94,24 @@ static const char *
 errname(int e)
 {
 	switch (e) {
-	case 0: return "0";
-	case EPERM: return "EPERM";
-	case ENOSYS: return "ENOSYS";
-	case EAFNOSUPPORT: return "EAFNOSUPPORT";
-	case EFAULT: return "EFAULT";
-	case EINVAL: return "EINVAL";
-	case EBADF: return "EBADF";
-	case ENOENT: return "ENOENT";
-	default: return strerrorname_np(e) ? strerrorname_np(e) : "E?";
+	case 0:
+		return "0";
+	case EPERM:
+		return "EPERM";
+	case ENOSYS:
+		return "ENOSYS";
+	case EAFNOSUPPORT:
+		return "EAFNOSUPPORT";
+	case EFAULT:
+		return "EFAULT";
+	case EINVAL:
+		return "EINVAL";
+	case EBADF:
+		return "EBADF";
+	case ENOENT:
+		return "ENOENT";
+	default:
+		return strerrorname_np(e) ? strerrorname_np(e) : "E?";
 	}
 }
 
@@ -168,8 +186,10 @@ walk(const char *allowed, const char *eperm)
 	 * zero arguments would end, fork, stop or crash the walk. */
 	for (size_t i = 0; i < sizeof(unsafe) / sizeof(unsafe[0]); i++)
 		if (!skip[unsafe[i]]) {
-			fprintf(stderr, "scwalk: %d is not allowed; not "
-			    "walking\n", unsafe[i]);
+			fprintf(stderr,
+			    "scwalk: %d is not allowed; not "
+			    "walking\n",
+			    unsafe[i]);
 			return 2;
 		}
 	for (int nr = 0; nr < NR_MAX; nr++) {
@@ -216,7 +236,8 @@ walk(const char *allowed, const char *eperm)
 			    names[i].name);
 	}
 	printf("walked %d numbers: %d allowed (not called), %d refused, %d "
-	    "not refused\n", NR_MAX, nskip, nref, bad);
+	       "not refused\n",
+	    NR_MAX, nskip, nref, bad);
 	return bad != 0;
 }
 
@@ -276,13 +297,13 @@ clone_checks(void)
 		unsigned long f;
 		const char *name;
 	} ns[] = {
-		{CLONE_NEWNS, "clone CLONE_NEWNS"},
-		{CLONE_NEWUTS, "clone CLONE_NEWUTS"},
-		{CLONE_NEWIPC, "clone CLONE_NEWIPC"},
-		{CLONE_NEWUSER, "clone CLONE_NEWUSER"},
-		{CLONE_NEWPID, "clone CLONE_NEWPID"},
-		{CLONE_NEWNET, "clone CLONE_NEWNET"},
-		{CLONE_NEWCGROUP, "clone CLONE_NEWCGROUP"},
+	    {CLONE_NEWNS, "clone CLONE_NEWNS"},
+	    {CLONE_NEWUTS, "clone CLONE_NEWUTS"},
+	    {CLONE_NEWIPC, "clone CLONE_NEWIPC"},
+	    {CLONE_NEWUSER, "clone CLONE_NEWUSER"},
+	    {CLONE_NEWPID, "clone CLONE_NEWPID"},
+	    {CLONE_NEWNET, "clone CLONE_NEWNET"},
+	    {CLONE_NEWCGROUP, "clone CLONE_NEWCGROUP"},
 	};
 	long r;
 
@@ -356,10 +377,8 @@ socket_checks(void)
 	refused("socket AF_INET SOCK_PACKET", sock(AF_INET, SOCK_PACKET),
 	    EPERM);
 	refused("socket AF_UNIX SOCK_RAW", sock(AF_UNIX, SOCK_RAW), EPERM);
-	refused("socket AF_UNSPEC", sock(AF_UNSPEC, SOCK_STREAM),
-	    EAFNOSUPPORT);
-	refused("socket AF_NETLINK", sock(AF_NETLINK, SOCK_RAW),
-	    EAFNOSUPPORT);
+	refused("socket AF_UNSPEC", sock(AF_UNSPEC, SOCK_STREAM), EAFNOSUPPORT);
+	refused("socket AF_NETLINK", sock(AF_NETLINK, SOCK_RAW), EAFNOSUPPORT);
 	refused("socket AF_PACKET", sock(AF_PACKET, SOCK_RAW), EAFNOSUPPORT);
 	refused("socket AF_VSOCK", sock(40, SOCK_STREAM), EAFNOSUPPORT);
 	refused("socket AF_VSOCK with high bits set",
@@ -381,23 +400,30 @@ socket_checks(void)
 static void
 sysv_checks(void)
 {
-	struct { long type; char text[4]; } msg = {1, "hi"}, in;
+	struct {
+		long type;
+		char text[4];
+	} msg = {1, "hi"}, in;
 	struct sembuf op = {0, 1, 0};
 	int id;
 	char *p;
 
 	id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
 	p = id < 0 ? (char *)-1 : shmat(id, NULL, 0);
-	check("SysV shared memory", p != (char *)-1 && (p[0] = 'x') == 'x' &&
-	    shmdt(p) == 0 && shmctl(id, IPC_RMID, NULL) == 0, strerror(errno));
+	check("SysV shared memory",
+	    p != (char *)-1 && (p[0] = 'x') == 'x' && shmdt(p) == 0 &&
+	        shmctl(id, IPC_RMID, NULL) == 0,
+	    strerror(errno));
 	id = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
-	check("SysV message queue", id >= 0 &&
-	    msgsnd(id, &msg, sizeof(msg.text), 0) == 0 &&
-	    msgrcv(id, &in, sizeof(in.text), 1, 0) == sizeof(in.text) &&
-	    msgctl(id, IPC_RMID, NULL) == 0, strerror(errno));
+	check("SysV message queue",
+	    id >= 0 && msgsnd(id, &msg, sizeof(msg.text), 0) == 0 &&
+	        msgrcv(id, &in, sizeof(in.text), 1, 0) == sizeof(in.text) &&
+	        msgctl(id, IPC_RMID, NULL) == 0,
+	    strerror(errno));
 	id = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
-	check("SysV semaphore", id >= 0 && semop(id, &op, 1) == 0 &&
-	    semctl(id, 0, GETVAL) == 1 && semctl(id, 0, IPC_RMID) == 0,
+	check("SysV semaphore",
+	    id >= 0 && semop(id, &op, 1) == 0 && semctl(id, 0, GETVAL) == 1 &&
+	        semctl(id, 0, IPC_RMID) == 0,
 	    strerror(errno));
 	/* Creating a queue needs an RLIMIT_MSGQUEUE the sandbox sets to 0;
 	 * ENOENT shows the calls reach the kernel. */
@@ -424,27 +450,36 @@ event_checks(void)
 	int in, ep, efd, tfd, sfd;
 
 	in = inotify_init1(IN_CLOEXEC);
-	check("inotify", in >= 0 && inotify_add_watch(in, "/tmp", IN_CREATE) >=
-	    0 && close(open("/tmp/kz-scwalk", O_CREAT | O_WRONLY, 0600)) == 0 &&
-	    read(in, buf, sizeof(buf)) > 0, strerror(errno));
+	check("inotify",
+	    in >= 0 && inotify_add_watch(in, "/tmp", IN_CREATE) >= 0 &&
+	        close(open("/tmp/kz-scwalk", O_CREAT | O_WRONLY, 0600)) == 0 &&
+	        read(in, buf, sizeof(buf)) > 0,
+	    strerror(errno));
 	efd = eventfd(0, EFD_CLOEXEC);
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	check("eventfd and epoll", efd >= 0 && ep >= 0 &&
-	    epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) == 0 &&
-	    write(efd, &one, 8) == 8 && epoll_wait(ep, &out, 1, 1000) == 1,
+	check("eventfd and epoll",
+	    efd >= 0 && ep >= 0 &&
+	        epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) == 0 &&
+	        write(efd, &one, 8) == 8 && epoll_wait(ep, &out, 1, 1000) == 1,
 	    strerror(errno));
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	check("timerfd", tfd >= 0 && timerfd_settime(tfd, 0, &its, NULL) == 0 &&
-	    read(tfd, &ticks, 8) == 8, strerror(errno));
-	check("POSIX timer", timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0 &&
-	    timer_settime(tm, 0, &its, NULL) == 0 &&
-	    timer_delete(tm) == 0, strerror(errno));
+	check("timerfd",
+	    tfd >= 0 && timerfd_settime(tfd, 0, &its, NULL) == 0 &&
+	        read(tfd, &ticks, 8) == 8,
+	    strerror(errno));
+	check("POSIX timer",
+	    timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0 &&
+	        timer_settime(tm, 0, &its, NULL) == 0 && timer_delete(tm) == 0,
+	    strerror(errno));
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGUSR1);
 	sfd = sigprocmask(SIG_BLOCK, &ss, NULL) == 0 ?
-	    signalfd(-1, &ss, SFD_CLOEXEC) : -1;
-	check("signalfd", sfd >= 0 && raise(SIGUSR1) == 0 &&
-	    read(sfd, &si, sizeof(si)) == sizeof(si), strerror(errno));
+	    signalfd(-1, &ss, SFD_CLOEXEC) :
+	    -1;
+	check("signalfd",
+	    sfd >= 0 && raise(SIGUSR1) == 0 &&
+	        read(sfd, &si, sizeof(si)) == sizeof(si),
+	    strerror(errno));
 	check("clock_gettime by system call",
 	    syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts) == 0,
 	    strerror(errno));
@@ -485,7 +520,8 @@ main(int argc, char **argv)
 	}
 	if (argc == 2 && strcmp(argv[1], "probe") == 0)
 		return probe();
-	fprintf(stderr, "usage: scwalk walk ALLOWED EPERM | args | ipc | "
+	fprintf(stderr,
+	    "usage: scwalk walk ALLOWED EPERM | args | ipc | "
 	    "probe\n");
 	return 2;
 }

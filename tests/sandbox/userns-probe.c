@@ -71,12 +71,12 @@ main(int argc, char **argv)
 	    (int)getuid());
 	try("read a host-only file", open(argv[2], O_RDONLY));
 	snprintf(f, sizeof(f), "%s/new", argv[3]);
-	try("create a file in a root directory", open(f, O_WRONLY | O_CREAT,
-	    0644));
+	try("create a file in a root directory",
+	    open(f, O_WRONLY | O_CREAT, 0644));
 	try("chown a host file", chown(argv[2], 65534, 65534));
 	try("mount on the host", mount("tmpfs", argv[3], "tmpfs", 0, NULL));
-	try("bind mount on the host", mount(argv[3], argv[3], NULL, MS_BIND,
-	    NULL));
+	try("bind mount on the host",
+	    mount(argv[3], argv[3], NULL, MS_BIND, NULL));
 	try("signal a host root process", kill(atoi(argv[4]), 0));
 	try("set the host name", sethostname("x", 1));
 	try("raw socket on the host network", socket(AF_INET, SOCK_RAW, 1));

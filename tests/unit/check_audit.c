@@ -15,7 +15,7 @@
 #include "banned.h"
 
 static char dir[64], path[128];
-static const char *canned;	/* the reply the sink sends */
+static const char *canned; /* the reply the sink sends */
 static int lfd = -1;
 
 static void *
@@ -27,12 +27,14 @@ sink(void *arg)
 
 	if (fd < 0)
 		return NULL;
-	if (kz_fd_nonblock(fd, false) == 0 && kz_frame_read(fd, 1 << 20, 2000, &req, why, sizeof(why)) == 0) {
+	if (kz_fd_nonblock(fd, false) == 0 &&
+	    kz_frame_read(fd, 1 << 20, 2000, &req, why, sizeof(why)) == 0) {
 		/* The request must be a well-formed append. */
 		const cJSON *op = kz_json_get(req, "op");
 
-		if (cJSON_IsString(op) && strcmp(op->valuestring, "append") == 0
-		    && cJSON_IsObject(kz_json_get(req, "event")) &&
+		if (cJSON_IsString(op) &&
+		    strcmp(op->valuestring, "append") == 0 &&
+		    cJSON_IsObject(kz_json_get(req, "event")) &&
 		    (rep = cJSON_Parse(canned)) != NULL) {
 			if (kz_frame_write(fd, rep, 1 << 20, 2000) != 0)
 				arg = NULL;
@@ -84,7 +86,9 @@ START_TEST(test_ack)
 	char why[128] = "";
 
 	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":true,"
-	    "\"seq\":5}", why, sizeof(why)), 0);
+	                           "\"seq\":5}",
+	                     why, sizeof(why)),
+	    0);
 }
 END_TEST
 
@@ -93,8 +97,10 @@ START_TEST(test_refused)
 	char why[128] = "";
 
 	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":false,"
-	    "\"error\":\"refused\",\"reason\":\"field 'x' is bad\"}", why,
-	    sizeof(why)), KZ_EDENIED);
+	                           "\"error\":\"refused\",\"reason\":\"field "
+	                           "'x' is bad\"}",
+	                     why, sizeof(why)),
+	    KZ_EDENIED);
 	ck_assert_str_eq(why, "field 'x' is bad");
 }
 END_TEST
@@ -104,8 +110,10 @@ START_TEST(test_unavailable)
 	char why[128] = "";
 
 	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":false,"
-	    "\"error\":\"unavailable\",\"reason\":\"disk\"}", why,
-	    sizeof(why)), KZ_EUNAVAIL);
+	                           "\"error\":\"unavailable\",\"reason\":"
+	                           "\"disk\"}",
+	                     why, sizeof(why)),
+	    KZ_EUNAVAIL);
 }
 END_TEST
 
@@ -115,7 +123,8 @@ START_TEST(test_malformed)
 
 	/* ok without a seq is not an acknowledgement. */
 	ck_assert_int_eq(send_with("{\"v\":1,\"id\":\"x\",\"ok\":true}", why,
-	    sizeof(why)), KZ_EPROTO);
+	                     sizeof(why)),
+	    KZ_EPROTO);
 }
 END_TEST
 
@@ -125,12 +134,13 @@ START_TEST(test_no_sink)
 	char why[128] = "", p[160];
 
 	snprintf(p, sizeof(p), "%s/none.sock", dir);
-	ck_assert_int_eq(kz_audit_send(p, "lease", ev, 500, why,
-	    sizeof(why)), KZ_EUNAVAIL);
+	ck_assert_int_eq(kz_audit_send(p, "lease", ev, 500, why, sizeof(why)),
+	    KZ_EUNAVAIL);
 	ck_assert_int_eq(kz_audit_send(NULL, "lease", ev, 500, why,
-	    sizeof(why)), KZ_EINVAL);
-	ck_assert_int_eq(kz_audit_send(p, "lease", NULL, 500, why,
-	    sizeof(why)), KZ_EINVAL);
+	                     sizeof(why)),
+	    KZ_EINVAL);
+	ck_assert_int_eq(kz_audit_send(p, "lease", NULL, 500, why, sizeof(why)),
+	    KZ_EINVAL);
 	cJSON_Delete(ev);
 }
 END_TEST

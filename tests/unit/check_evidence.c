@@ -62,7 +62,7 @@ START_TEST(test_projection_wipe)
 	snprintf(cmd, sizeof(cmd), "%s/outside/keep", d);
 	ck_assert(symlink(cmd, p) == 0);
 	snprintf(p, sizeof(p), "%s/proj", d);
-	ck_assert(!kz_evidence_dir_empty(p));	/* only looks */
+	ck_assert(!kz_evidence_dir_empty(p)); /* only looks */
 	ck_assert(kz_evidence_projection(p));
 	ck_assert(kz_evidence_dir_empty(p));
 	ck_assert(stat(cmd, &sb) == 0);
@@ -167,7 +167,7 @@ START_TEST(test_decision)
 	ck_assert_int_eq(kz_reset_script(&r, &arg), KZ_POOL_RETIRE);
 	ck_assert_str_eq(arg, "no_generation");
 	kz_reset_release(&r);
-	kz_reset_release(&r);	/* twice is harmless */
+	kz_reset_release(&r); /* twice is harmless */
 	cJSON_Delete(stale);
 	cJSON_Delete(done);
 }
@@ -185,7 +185,7 @@ START_TEST(test_silent_worker)
 	ck_assert_ptr_nonnull(r.out);
 	ck_assert(!r.clean);
 	for (const cJSON *x = kz_json_get(r.out, "evidence")->child; x != NULL;
-	    x = x->next)
+	     x = x->next)
 		n += cJSON_IsFalse(x);
 	ck_assert_int_ge(n, 16);
 	ck_assert_ptr_nonnull(strstr(r.miss, "agent_namespaces_new"));

@@ -16,34 +16,34 @@ struct jcase {
 };
 
 static const struct jcase jcases[] = {
-	{"{}", 0, 0},
-	{"{\"a\":1,\"b\":[1,2,{\"c\":null}]}", 0, 0},
-	{"  {\"a\":\"\\u00e9\"}\n", 0, 0},
-	{"[1,2]", 0, KZ_ENOTOBJ},
-	{"\"str\"", 0, KZ_ENOTOBJ},
-	{"42", 0, KZ_ENOTOBJ},
-	{"null", 0, KZ_ENOTOBJ},
-	{"{", 0, KZ_EJSON},
-	{"{\"a\":}", 0, KZ_EJSON},
-	{"{\"a\":1}x", 0, KZ_EJSON},
-	{"{\"a\":1}{}", 0, KZ_EJSON},
-	{"{\"a\":1}\0", 8, KZ_EJSON},
-	{"{\"a\":\"x\ny\"}", 0, KZ_EJSON},
-	{"{\"a\":\"\x01\"}", 0, KZ_EJSON},
-	{"{\"a\":1,\"a\":2}", 0, KZ_EDUPKEY},
-	{"{\"b\":{\"x\":1,\"y\":2,\"x\":3}}", 0, KZ_EDUPKEY},
-	{"{\"a\":1,\"A\":2}", 0, 0},
-	{"{\"a\":\"\\u0000\"}", 0, KZ_ENULCHAR},
-	{"{\"a\\u0000b\":1}", 0, KZ_ENULCHAR},
-	{"{\"a\":\"\\\\u0000\"}", 0, 0},
-	{"{\"a\":\"\xff\"}", 0, KZ_EUTF8},
-	{"{\"a\":\"\xc0\xaf\"}", 0, KZ_EUTF8},
-	{"{\"a\":\"\xed\xa0\x80\"}", 0, KZ_EUTF8},
-	{"{\"a\":\"\xf4\x90\x80\x80\"}", 0, KZ_EUTF8},
-	{"{\"a\":\"\xe2\x82\"}", 0, KZ_EUTF8},
-	{"{\"a\":[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]}", 0, 0},
-	{"{\"a\":[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}", 0, KZ_EDEPTH},
-	{"", 0, KZ_EJSON},
+    {"{}", 0, 0},
+    {"{\"a\":1,\"b\":[1,2,{\"c\":null}]}", 0, 0},
+    {"  {\"a\":\"\\u00e9\"}\n", 0, 0},
+    {"[1,2]", 0, KZ_ENOTOBJ},
+    {"\"str\"", 0, KZ_ENOTOBJ},
+    {"42", 0, KZ_ENOTOBJ},
+    {"null", 0, KZ_ENOTOBJ},
+    {"{", 0, KZ_EJSON},
+    {"{\"a\":}", 0, KZ_EJSON},
+    {"{\"a\":1}x", 0, KZ_EJSON},
+    {"{\"a\":1}{}", 0, KZ_EJSON},
+    {"{\"a\":1}\0", 8, KZ_EJSON},
+    {"{\"a\":\"x\ny\"}", 0, KZ_EJSON},
+    {"{\"a\":\"\x01\"}", 0, KZ_EJSON},
+    {"{\"a\":1,\"a\":2}", 0, KZ_EDUPKEY},
+    {"{\"b\":{\"x\":1,\"y\":2,\"x\":3}}", 0, KZ_EDUPKEY},
+    {"{\"a\":1,\"A\":2}", 0, 0},
+    {"{\"a\":\"\\u0000\"}", 0, KZ_ENULCHAR},
+    {"{\"a\\u0000b\":1}", 0, KZ_ENULCHAR},
+    {"{\"a\":\"\\\\u0000\"}", 0, 0},
+    {"{\"a\":\"\xff\"}", 0, KZ_EUTF8},
+    {"{\"a\":\"\xc0\xaf\"}", 0, KZ_EUTF8},
+    {"{\"a\":\"\xed\xa0\x80\"}", 0, KZ_EUTF8},
+    {"{\"a\":\"\xf4\x90\x80\x80\"}", 0, KZ_EUTF8},
+    {"{\"a\":\"\xe2\x82\"}", 0, KZ_EUTF8},
+    {"{\"a\":[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]}", 0, 0},
+    {"{\"a\":[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}", 0, KZ_EDEPTH},
+    {"", 0, KZ_EJSON},
 };
 
 START_TEST(test_json_table)
@@ -66,7 +66,7 @@ END_TEST
 START_TEST(test_getters)
 {
 	static const char txt[] = "{\"s\":\"abc\",\"n\":5,\"f\":1.5,"
-	    "\"b\":true,\"big\":1e300,\"Case\":1}";
+	                          "\"b\":true,\"big\":1e300,\"Case\":1}";
 	static const char *const allowed[] = {"s", "n", "f", "b", "big", NULL};
 	cJSON *v;
 	const char *s;
@@ -75,7 +75,8 @@ START_TEST(test_getters)
 	char why[128];
 
 	ck_assert_int_eq(kz_json_parse_object(txt, strlen(txt), &v, why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert_int_eq(kz_json_str(v, "s", 16, &s, why, sizeof(why)), 0);
 	ck_assert_str_eq(s, "abc");
 	ck_assert_int_eq(kz_json_str(v, "s", 2, &s, why, sizeof(why)),
@@ -91,9 +92,10 @@ START_TEST(test_getters)
 	ck_assert_int_eq(kz_json_int(v, "f", 0, 10, &n, why, sizeof(why)),
 	    KZ_ETYPE);
 	ck_assert_int_eq(kz_json_int(v, "big", 0, INT64_MAX, &n, why,
-	    sizeof(why)), KZ_ETYPE);
-	ck_assert_int_eq(kz_json_bool_opt(v, "b", false, &b, why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    KZ_ETYPE);
+	ck_assert_int_eq(kz_json_bool_opt(v, "b", false, &b, why, sizeof(why)),
+	    0);
 	ck_assert(b);
 	/* Lookups are case-sensitive: "case" is absent, "Case" is not. */
 	ck_assert_ptr_null(kz_json_get(v, "case"));
@@ -111,7 +113,8 @@ START_TEST(test_envelope)
 	cJSON *e = kz_reply_err(req, KZ_WE_REFUSED, "no");
 	char *s = kz_json_print(e);
 
-	ck_assert_str_eq(s, "{\"v\":1,\"id\":\"r1\",\"ok\":false,"
+	ck_assert_str_eq(s,
+	    "{\"v\":1,\"id\":\"r1\",\"ok\":false,"
 	    "\"error\":\"refused\",\"reason\":\"no\"}");
 	free(s);
 	cJSON_Delete(e);
@@ -137,16 +140,16 @@ struct fcase {
 };
 
 static const struct fcase fcases[] = {
-	{"\0\0\0\x02{}", 6, 0},
-	{"\0\0\0\0", 4, KZ_EFRAME_EMPTY},
-	{"\0\x10\0\x01", 4, KZ_ETOOBIG},
-	{"\xff\xff\xff\xff", 4, KZ_ETOOBIG},
-	{"\0\0\0\x05{}", 6, KZ_EFRAME_TRUNC},
-	{"\0\0", 2, KZ_EFRAME_TRUNC},
-	{"", 0, KZ_EEOF},
-	{"\0\0\0\x02[]", 6, KZ_ENOTOBJ},
-	{"\0\0\0\x03{x}", 7, KZ_EJSON},
-	{"\0\0\0\x04{\"\xff\"", 8, KZ_EUTF8},
+    {"\0\0\0\x02{}", 6, 0},
+    {"\0\0\0\0", 4, KZ_EFRAME_EMPTY},
+    {"\0\x10\0\x01", 4, KZ_ETOOBIG},
+    {"\xff\xff\xff\xff", 4, KZ_ETOOBIG},
+    {"\0\0\0\x05{}", 6, KZ_EFRAME_TRUNC},
+    {"\0\0", 2, KZ_EFRAME_TRUNC},
+    {"", 0, KZ_EEOF},
+    {"\0\0\0\x02[]", 6, KZ_ENOTOBJ},
+    {"\0\0\0\x03{x}", 7, KZ_EJSON},
+    {"\0\0\0\x04{\"\xff\"", 8, KZ_EUTF8},
 };
 
 START_TEST(test_frame_table)
@@ -187,19 +190,19 @@ START_TEST(test_frame_partial_and_timeout)
 		}
 		_exit(0);
 	}
-	ck_assert_int_eq(kz_frame_read(sv[1], 4096, 2000, &v, why,
-	    sizeof(why)), 0);
+	ck_assert_int_eq(kz_frame_read(sv[1], 4096, 2000, &v, why, sizeof(why)),
+	    0);
 	ck_assert_int_eq(kz_json_get(v, "a")->valueint, 12);
 	cJSON_Delete(v);
 	v = NULL;
 	/* A silent peer times out. */
-	ck_assert_int_eq(kz_frame_read(sv[1], 4096, 100, &v, why,
-	    sizeof(why)), KZ_ETIMEDOUT);
+	ck_assert_int_eq(kz_frame_read(sv[1], 4096, 100, &v, why, sizeof(why)),
+	    KZ_ETIMEDOUT);
 	/* Round trip through the encoder. */
 	cJSON_AddStringToObject(o, "k", "v");
 	ck_assert_int_eq(kz_frame_write(sv[0], o, 4096, 1000), 0);
-	ck_assert_int_eq(kz_frame_read(sv[1], 4096, 1000, &v, why,
-	    sizeof(why)), 0);
+	ck_assert_int_eq(kz_frame_read(sv[1], 4096, 1000, &v, why, sizeof(why)),
+	    0);
 	ck_assert_str_eq(kz_json_get(v, "k")->valuestring, "v");
 	/* The encoder refuses what the decoder would refuse. */
 	ck_assert_int_eq(kz_frame_write(sv[0], o, 4, 1000), KZ_ETOOBIG);
@@ -226,8 +229,8 @@ START_TEST(test_frame_encode_to)
 	free(heap);
 	/* Too small a buffer says so, never a cut frame; over the frame
 	 * limit is still KZ_ETOOBIG. */
-	ck_assert_int_eq(kz_frame_encode_to(o, 4096, small, sizeof(small),
-	    &n), KZ_ENOSPC);
+	ck_assert_int_eq(kz_frame_encode_to(o, 4096, small, sizeof(small), &n),
+	    KZ_ENOSPC);
 	ck_assert_int_eq(kz_frame_encode_to(o, 8, big, sizeof(big), &n),
 	    KZ_ETOOBIG);
 	cJSON_Delete(o);

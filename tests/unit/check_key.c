@@ -122,13 +122,15 @@ START_TEST(test_load_subkey)
 	ck_assert_int_eq(kz_key_load(p, &m, why, sizeof(why)), 0);
 	ck_assert_int_eq(kz_key_derive(&m, KZ_SUBKEY_GRANT, &want), 0);
 	ck_assert_int_eq(kz_key_load_subkey(p, KZ_SUBKEY_GRANT, &got, why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert(kz_ct_equal(want.k, got.k, sizeof(got.k)));
 	ck_assert(!kz_ct_equal(m.k, got.k, sizeof(got.k)));
 	/* A refused key file is refused the same way, with the reason. */
 	chmod(p, 0644);
 	ck_assert_int_eq(kz_key_load_subkey(p, KZ_SUBKEY_GRANT, &got, why,
-	    sizeof(why)), KZ_EKEY);
+	                     sizeof(why)),
+	    KZ_EKEY);
 	ck_assert_ptr_nonnull(strstr(why, "0644"));
 	kz_key_wipe(&m);
 	kz_key_wipe(&want);

@@ -49,9 +49,10 @@ START_TEST(test_line_shape)
 	int i = 0;
 
 	ck_assert_ptr_nonnull(nl);
-	ck_assert_str_eq(nl + 1, "");	/* exactly one line: debug filtered */
-	ck_assert_int_eq(kz_json_parse_object(out, (size_t)(nl - out), &v,
-	    NULL, 0), 0);
+	ck_assert_str_eq(nl + 1, ""); /* exactly one line: debug filtered */
+	ck_assert_int_eq(kz_json_parse_object(out, (size_t)(nl - out), &v, NULL,
+	                     0),
+	    0);
 	for (c = v->child; c != NULL; c = c->next, i++) {
 		ck_assert_ptr_nonnull(order[i]);
 		ck_assert_str_eq(c->string, order[i]);

@@ -222,49 +222,51 @@ static char longseg[KZ_PATH_SEG_MAX + 2], okseg[KZ_PATH_SEG_MAX + 1];
 static char longpath[KZ_PATH_MAX + 2], deep[2 * (KZ_PATH_DEPTH_MAX + 1) + 1];
 
 static const struct gcase gcases[] = {
-	{"a", 0, 0},
-	{"a/b/c.txt", 0, 0},
-	{"...", 0, 0},
-	{"..a", 0, 0},
-	{".a", 0, 0},
-	{"a b", 0, 0},
-	{"caf\xc3\xa9", 0, 0},
-	{FWDOTS, 0, 0},
-	{FW, 0, 0},
-	{"", 0, KZ_EPATH_EMPTY},
-	{"/etc/passwd", 0, KZ_EPATH_ABSOLUTE},
-	{"/", 0, KZ_EPATH_ABSOLUTE},
-	{"//a", 0, KZ_EPATH_ABSOLUTE},
-	{"..", 0, KZ_EPATH_DOTDOT},
-	{"../x", 0, KZ_EPATH_DOTDOT},
-	{"a/../b", 0, KZ_EPATH_DOTDOT},
-	{"a/..", 0, KZ_EPATH_DOTDOT},
-	{".", 0, KZ_EPATH_DOT},
-	{"./a", 0, KZ_EPATH_DOT},
-	{"a/./b", 0, KZ_EPATH_DOT},
-	{"a/.", 0, KZ_EPATH_DOT},
-	{"a//b", 0, KZ_EPATH_EMPTYSEG},
-	{"a/", 0, KZ_EPATH_EMPTYSEG},
-	{"a\\b", 0, KZ_EPATH_BACKSLASH},
-	{"..\\x", 0, KZ_EPATH_BACKSLASH},
-	{"a\nb", 0, KZ_EPATH_CTRL},
-	{"a\tb", 0, KZ_EPATH_CTRL},
-	{"a\rb", 0, KZ_EPATH_CTRL},
-	{"\x1b[31m", 0, KZ_EPATH_CTRL},
-	{"a\x7f", 0, KZ_EPATH_CTRL},
-	{"a\xc2\x85" "b", 0, KZ_EPATH_CTRL}, /* U+0085 NEL, a C1 control */
-	{"a\0b", 3, KZ_EPATH_NUL},
-	{"a\0", 2, KZ_EPATH_NUL},
-	{"\xff", 0, KZ_EPATH_UTF8},
-	{"\xc0\xae\xc0\xae", 0, KZ_EPATH_UTF8}, /* overlong ".." */
-	{"\xc0\xaf", 0, KZ_EPATH_UTF8},		/* overlong "/" */
-	{"\xed\xa0\x80", 0, KZ_EPATH_UTF8},	/* surrogate */
-	{"a\xe2\x82", 0, KZ_EPATH_UTF8},	/* truncated */
-	{"\xf4\x90\x80\x80", 0, KZ_EPATH_UTF8}, /* > U+10FFFF */
-	{okseg, 0, 0},
-	{longseg, 0, KZ_EPATH_SEGLEN},
-	{longpath, 0, KZ_EPATH_LEN},
-	{deep, 0, KZ_EPATH_LEN},
+    {"a", 0, 0},
+    {"a/b/c.txt", 0, 0},
+    {"...", 0, 0},
+    {"..a", 0, 0},
+    {".a", 0, 0},
+    {"a b", 0, 0},
+    {"caf\xc3\xa9", 0, 0},
+    {FWDOTS, 0, 0},
+    {FW, 0, 0},
+    {"", 0, KZ_EPATH_EMPTY},
+    {"/etc/passwd", 0, KZ_EPATH_ABSOLUTE},
+    {"/", 0, KZ_EPATH_ABSOLUTE},
+    {"//a", 0, KZ_EPATH_ABSOLUTE},
+    {"..", 0, KZ_EPATH_DOTDOT},
+    {"../x", 0, KZ_EPATH_DOTDOT},
+    {"a/../b", 0, KZ_EPATH_DOTDOT},
+    {"a/..", 0, KZ_EPATH_DOTDOT},
+    {".", 0, KZ_EPATH_DOT},
+    {"./a", 0, KZ_EPATH_DOT},
+    {"a/./b", 0, KZ_EPATH_DOT},
+    {"a/.", 0, KZ_EPATH_DOT},
+    {"a//b", 0, KZ_EPATH_EMPTYSEG},
+    {"a/", 0, KZ_EPATH_EMPTYSEG},
+    {"a\\b", 0, KZ_EPATH_BACKSLASH},
+    {"..\\x", 0, KZ_EPATH_BACKSLASH},
+    {"a\nb", 0, KZ_EPATH_CTRL},
+    {"a\tb", 0, KZ_EPATH_CTRL},
+    {"a\rb", 0, KZ_EPATH_CTRL},
+    {"\x1b[31m", 0, KZ_EPATH_CTRL},
+    {"a\x7f", 0, KZ_EPATH_CTRL},
+    {"a\xc2\x85"
+     "b",
+        0, KZ_EPATH_CTRL}, /* U+0085 NEL, a C1 control */
+    {"a\0b", 3, KZ_EPATH_NUL},
+    {"a\0", 2, KZ_EPATH_NUL},
+    {"\xff", 0, KZ_EPATH_UTF8},
+    {"\xc0\xae\xc0\xae", 0, KZ_EPATH_UTF8}, /* overlong ".." */
+    {"\xc0\xaf", 0, KZ_EPATH_UTF8}, /* overlong "/" */
+    {"\xed\xa0\x80", 0, KZ_EPATH_UTF8}, /* surrogate */
+    {"a\xe2\x82", 0, KZ_EPATH_UTF8}, /* truncated */
+    {"\xf4\x90\x80\x80", 0, KZ_EPATH_UTF8}, /* > U+10FFFF */
+    {okseg, 0, 0},
+    {longseg, 0, KZ_EPATH_SEGLEN},
+    {longpath, 0, KZ_EPATH_LEN},
+    {deep, 0, KZ_EPATH_LEN},
 };
 
 static void
@@ -301,7 +303,8 @@ START_TEST(grammar_before_fs)
 	int fd = -1;
 
 	ck_assert_int_eq(kz_path_open(-1, "../x", 4, KZ_PATH_FILE, &fd, NULL,
-	    0), KZ_EPATH_DOTDOT);
+	                     0),
+	    KZ_EPATH_DOTDOT);
 	ck_assert_int_eq(fd, -1);
 }
 END_TEST
@@ -326,8 +329,9 @@ START_TEST(opens_regular_file)
 	char got[32];
 
 	for (int m = 0; m < 2; m++) {
-		ck_assert_int_eq(try("a/b/file.txt", 12, KZ_PATH_FILE |
-		    modes[m], got, sizeof(got)), 0);
+		ck_assert_int_eq(try("a/b/file.txt", 12,
+		                     KZ_PATH_FILE | modes[m], got, sizeof(got)),
+		    0);
 		ck_assert_str_eq(got, "inside");
 	}
 }
@@ -337,8 +341,9 @@ START_TEST(returned_fd_flags)
 {
 	int fd = -1, fl;
 
-	ck_assert_int_eq(kz_path_open(rootfd, "file.txt", 8, KZ_PATH_FILE,
-	    &fd, NULL, 0), 0);
+	ck_assert_int_eq(kz_path_open(rootfd, "file.txt", 8, KZ_PATH_FILE, &fd,
+	                     NULL, 0),
+	    0);
 	fl = fcntl(fd, F_GETFL);
 	ck_assert_int_eq(fl & O_ACCMODE, O_RDONLY);
 	ck_assert_int_eq(fl & O_NONBLOCK, 0);
@@ -354,16 +359,19 @@ START_TEST(dir_fd_is_a_new_root)
 	int dfd = -1, fd = -1;
 
 	for (int m = 0; m < 2; m++) {
-		ck_assert_int_eq(kz_path_open(rootfd, "a", 1, KZ_PATH_DIR |
-		    modes[m], &dfd, NULL, 0), 0);
+		ck_assert_int_eq(kz_path_open(rootfd, "a", 1,
+		                     KZ_PATH_DIR | modes[m], &dfd, NULL, 0),
+		    0);
 		ck_assert_int_eq(kz_path_open(dfd, "b/file.txt", 10,
-		    KZ_PATH_FILE | modes[m], &fd, NULL, 0), 0);
+		                     KZ_PATH_FILE | modes[m], &fd, NULL, 0),
+		    0);
 		ck_assert_int_eq(read(fd, got, 6), 6);
 		ck_assert_int_eq(memcmp(got, "inside", 6), 0);
 		close(fd);
 		/* Beneath "a", the top-level file is out of reach. */
 		ck_assert_int_eq(kz_path_open(dfd, "file.txt", 8,
-		    KZ_PATH_FILE | modes[m], &fd, NULL, 0), KZ_EPATH_NOENT);
+		                     KZ_PATH_FILE | modes[m], &fd, NULL, 0),
+		    KZ_EPATH_NOENT);
 		close(dfd);
 	}
 }
@@ -375,7 +383,8 @@ START_TEST(opath_root_accepted)
 
 	ck_assert_int_ge(pfd, 0);
 	ck_assert_int_eq(kz_path_open(pfd, "file.txt", 8, KZ_PATH_FILE, &fd,
-	    NULL, 0), 0);
+	                     NULL, 0),
+	    0);
 	close(fd);
 	close(pfd);
 }
@@ -388,16 +397,18 @@ START_TEST(bad_root_and_flags)
 
 	snprintf(p, sizeof(p), "%s/file.txt", rootp);
 	ffd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_eq(kz_path_open(ffd, "x", 1, KZ_PATH_FILE, &fd, NULL,
-	    0), KZ_EINVAL);
-	ck_assert_int_eq(kz_path_open(-1, "x", 1, KZ_PATH_FILE, &fd, NULL,
-	    0), KZ_EINVAL);
-	ck_assert_int_eq(kz_path_open(rootfd, "a", 1, KZ_PATH_FILE |
-	    KZ_PATH_DIR, &fd, NULL, 0), KZ_EINVAL);
+	ck_assert_int_eq(kz_path_open(ffd, "x", 1, KZ_PATH_FILE, &fd, NULL, 0),
+	    KZ_EINVAL);
+	ck_assert_int_eq(kz_path_open(-1, "x", 1, KZ_PATH_FILE, &fd, NULL, 0),
+	    KZ_EINVAL);
+	ck_assert_int_eq(kz_path_open(rootfd, "a", 1,
+	                     KZ_PATH_FILE | KZ_PATH_DIR, &fd, NULL, 0),
+	    KZ_EINVAL);
 	ck_assert_int_eq(kz_path_open(rootfd, "a", 1, 0, &fd, NULL, 0),
 	    KZ_EINVAL);
-	ck_assert_int_eq(kz_path_open(rootfd, "a", 1, KZ_PATH_DIR | 0x40,
-	    &fd, NULL, 0), KZ_EINVAL);
+	ck_assert_int_eq(kz_path_open(rootfd, "a", 1, KZ_PATH_DIR | 0x40, &fd,
+	                     NULL, 0),
+	    KZ_EINVAL);
 	ck_assert_int_eq(fd, -1);
 	close(ffd);
 }
@@ -580,7 +591,8 @@ START_TEST(trap_embedded_nul)
 	ck_assert_uint_eq(strlen(p), 8);
 	for (int m = 0; m < 2; m++)
 		ck_assert_int_eq(try(p, sizeof(p) - 1, KZ_PATH_FILE | modes[m],
-		    NULL, 0), KZ_EPATH_NUL);
+		                     NULL, 0),
+		    KZ_EPATH_NUL);
 }
 END_TEST
 
@@ -591,12 +603,12 @@ START_TEST(trap_fullwidth_dots)
 
 	for (int m = 0; m < 2; m++) {
 		ck_assert_int_eq(try(FWDOTS "/f", strlen(FWDOTS "/f"),
-		    KZ_PATH_FILE | modes[m], got, sizeof(got)), 0);
+		                     KZ_PATH_FILE | modes[m], got, sizeof(got)),
+		    0);
 		ck_assert_str_eq(got, "fullwidth");
 	}
 	both(FWDOTS "/outside/secret", KZ_PATH_FILE, KZ_EPATH_NOENT);
-	both(FWDOTS "/" FWDOTS "/outside/secret", KZ_PATH_FILE,
-	    KZ_EPATH_NOENT);
+	both(FWDOTS "/" FWDOTS "/outside/secret", KZ_PATH_FILE, KZ_EPATH_NOENT);
 }
 END_TEST
 
@@ -640,8 +652,8 @@ race_mode(int mode, const char *rel)
 			ok++;
 		} else {
 			ck_assert_msg(r == KZ_EPATH_SYMLINK ||
-			    r == KZ_EPATH_NOENT || r == KZ_EPATH_NOTDIR ||
-			    r == KZ_EPATH_ESCAPE || r == KZ_ESYS,
+			        r == KZ_EPATH_NOENT || r == KZ_EPATH_NOTDIR ||
+			        r == KZ_EPATH_ESCAPE || r == KZ_ESYS,
 			    "unexpected %s", kz_errname(r));
 			refused++;
 		}
@@ -661,7 +673,8 @@ START_TEST(mkparent_makes_and_refuses)
 	int pfd = -1;
 
 	ck_assert_int_eq(kz_path_mkparent(rootfd, "n1/n2/new.txt", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, &made), 0);
+	                     (uid_t)-1, (gid_t)-1, &pfd, &b, &made),
+	    0);
 	ck_assert(made);
 	ck_assert_str_eq(b, "new.txt");
 	ck_assert_int_eq(fstat(pfd, &st), 0);
@@ -670,28 +683,35 @@ START_TEST(mkparent_makes_and_refuses)
 	close(pfd);
 	/* Existing parents: nothing made; a top-level name: the root. */
 	ck_assert_int_eq(kz_path_mkparent(rootfd, "a/b/file.txt", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, &made), 0);
+	                     (uid_t)-1, (gid_t)-1, &pfd, &b, &made),
+	    0);
 	ck_assert(!made);
 	ck_assert_int_eq(faccessat(pfd, "file.txt", F_OK, 0), 0);
 	close(pfd);
-	ck_assert_int_eq(kz_path_mkparent(rootfd, "top.txt", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), 0);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "top.txt", 0700, (uid_t)-1,
+	                     (gid_t)-1, &pfd, &b, NULL),
+	    0);
 	ck_assert_int_ne(pfd, rootfd);
 	ck_assert_str_eq(b, "top.txt");
 	ck_assert_int_eq(faccessat(pfd, "file.txt", F_OK, 0), 0);
 	close(pfd);
 	/* A planted link or file at a segment is refused, never followed. */
 	pfd = -1;
-	ck_assert_int_eq(kz_path_mkparent(rootfd, "link-out/x", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_SYMLINK);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "link-out/x", 0700, (uid_t)-1,
+	                     (gid_t)-1, &pfd, &b, NULL),
+	    KZ_EPATH_SYMLINK);
 	ck_assert_int_eq(kz_path_mkparent(rootfd, "link-in/b/x", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_SYMLINK);
-	ck_assert_int_eq(kz_path_mkparent(rootfd, "file.txt/x", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_NOTDIR);
+	                     (uid_t)-1, (gid_t)-1, &pfd, &b, NULL),
+	    KZ_EPATH_SYMLINK);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "file.txt/x", 0700, (uid_t)-1,
+	                     (gid_t)-1, &pfd, &b, NULL),
+	    KZ_EPATH_NOTDIR);
 	ck_assert_int_eq(kz_path_mkparent(rootfd, "../outside/x", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_DOTDOT);
-	ck_assert_int_eq(kz_path_mkparent(rootfd, "/etc/x", 0700,
-	    (uid_t)-1, (gid_t)-1, &pfd, &b, NULL), KZ_EPATH_ABSOLUTE);
+	                     (uid_t)-1, (gid_t)-1, &pfd, &b, NULL),
+	    KZ_EPATH_DOTDOT);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "/etc/x", 0700, (uid_t)-1,
+	                     (gid_t)-1, &pfd, &b, NULL),
+	    KZ_EPATH_ABSOLUTE);
 	ck_assert_int_eq(pfd, -1);
 	ck_assert_int_ne(faccessat(rootfd, "../outside/x", F_OK, 0), 0);
 }
@@ -703,8 +723,9 @@ START_TEST(mkparent_owns_what_it_makes)
 	struct stat st;
 	int pfd;
 
-	ck_assert_int_eq(kz_path_mkparent(rootfd, "o1/o2/f", 0755, 65534,
-	    65534, &pfd, &b, NULL), 0);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "o1/o2/f", 0755, 65534, 65534,
+	                     &pfd, &b, NULL),
+	    0);
 	ck_assert_int_eq(fstat(pfd, &st), 0);
 	ck_assert_int_eq(st.st_uid, 65534);
 	ck_assert_int_eq(st.st_gid, 65534);
@@ -712,8 +733,9 @@ START_TEST(mkparent_owns_what_it_makes)
 	ck_assert_int_eq(fstatat(rootfd, "o1", &st, 0), 0);
 	ck_assert_int_eq(st.st_uid, 65534);
 	/* A directory that was there keeps its owner. */
-	ck_assert_int_eq(kz_path_mkparent(rootfd, "a/o3/f", 0755, 65534,
-	    65534, &pfd, &b, NULL), 0);
+	ck_assert_int_eq(kz_path_mkparent(rootfd, "a/o3/f", 0755, 65534, 65534,
+	                     &pfd, &b, NULL),
+	    0);
 	close(pfd);
 	ck_assert_int_eq(fstatat(rootfd, "a", &st, 0), 0);
 	ck_assert_int_eq(st.st_uid, getuid());

@@ -2,8 +2,8 @@
  * server (teststore.h): each checks state and fencing token before it
  * writes; a worker is leased only from warm and by one owner; a stale
  * token is refused, and a release under one, or after expiry, retires the
- * worker, as the expiry sweep does; a retried op id is answered from its stored result;
- * an epoch change fences every older token; admission is counted. */
+ * worker, as the expiry sweep does; a retried op id is answered from its stored
+ * result; an epoch change fences every older token; admission is counted. */
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,8 +34,9 @@ run(enum kz_pool_script which, ...)
 	while (n < 16 && (av[n] = va_arg(ap, const char *)) != NULL)
 		n++;
 	va_end(ap);
-	ck_assert_msg(kz_pool_call(s, which, n, av, &res, why,
-	    sizeof(why)) == 0, "%s: %s", kz_pool_script_name(which), why);
+	ck_assert_msg(kz_pool_call(s, which, n, av, &res, why, sizeof(why)) ==
+	        0,
+	    "%s: %s", kz_pool_script_name(which), why);
 	return res;
 }
 
@@ -79,8 +80,8 @@ raw(const char *suffix, const char *field)
 
 	ck_assert(kz_store_key(s, suffix, key, sizeof(key)) == 0);
 	ck_assert(kz_store_cmd(s, field ? 3 : 2, av, &r, NULL, 0) == 0);
-	snprintf(out, sizeof(out), "%s", r->type == REDIS_REPLY_STRING ?
-	    r->str : "");
+	snprintf(out, sizeof(out), "%s",
+	    r->type == REDIS_REPLY_STRING ? r->str : "");
 	freeReplyObject(r);
 	return out;
 }
@@ -123,15 +124,15 @@ struct lease {
 };
 
 static int
-lease(const char *member, const char *limit, const char *opid,
-    struct lease *l, const char **code)
+lease(const char *member, const char *limit, const char *opid, struct lease *l,
+    const char **code)
 {
 	cJSON *r;
 	char lid[40];
 
 	snprintf(lid, sizeof(lid), "lid-%s", op());
-	r = run(KZ_POOL_LEASE, opid ? opid : op(), member, "wskey", TTL,
-	    limit, lid, "code.run", NULL);
+	r = run(KZ_POOL_LEASE, opid ? opid : op(), member, "wskey", TTL, limit,
+	    lid, "code.run", NULL);
 	if (kz_pool_errcode(r) != NULL) {
 		if (code != NULL)
 			*code = err_of(r);
@@ -154,12 +155,13 @@ setup(void)
 	char why[200] = "";
 	bool changed = false;
 
-	ck_assert_msg(kz_store_open(ts_sock, "t", 2000, &s, why,
-	    sizeof(why)) == 0, "%s", why);
+	ck_assert_msg(kz_store_open(ts_sock, "t", 2000, &s, why, sizeof(why)) ==
+	        0,
+	    "%s", why);
 	ck_assert(kz_store_cmd(s, 1, fl, &r, NULL, 0) == 0);
 	freeReplyObject(r);
 	ck_assert(kz_pool_init(s, epoch, sizeof(epoch), &changed, why,
-	    sizeof(why)) == 0);
+	              sizeof(why)) == 0);
 	ck_assert(changed);
 }
 
@@ -177,17 +179,16 @@ START_TEST(test_init_epoch)
 	const char *del[] = {"DEL", "kz:{t}:epoch"};
 	redisReply *r;
 
-	ck_assert_uint_eq(strspn(epoch, "0123456789abcdef"),
-	    KZ_POOL_EPOCH_HEX);
-	ck_assert(kz_pool_init(s, again, sizeof(again), &changed, NULL,
-	    0) == 0);
+	ck_assert_uint_eq(strspn(epoch, "0123456789abcdef"), KZ_POOL_EPOCH_HEX);
+	ck_assert(
+	    kz_pool_init(s, again, sizeof(again), &changed, NULL, 0) == 0);
 	ck_assert(!changed);
 	ck_assert_str_eq(again, epoch);
 	/* The store came back without its data: a fresh epoch. */
 	ck_assert(kz_store_cmd(s, 2, del, &r, NULL, 0) == 0);
 	freeReplyObject(r);
-	ck_assert(kz_pool_init(s, again, sizeof(again), &changed, NULL,
-	    0) == 0);
+	ck_assert(
+	    kz_pool_init(s, again, sizeof(again), &changed, NULL, 0) == 0);
 	ck_assert(changed);
 	ck_assert_str_ne(again, epoch);
 }
@@ -198,15 +199,17 @@ START_TEST(test_create_capacity_and_exists)
 	cJSON *r;
 
 	warm("w1");
-	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_BEGIN, op(), "w1", CAP,
-	    NULL)), "exists");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_CREATE_BEGIN, op(), "w1", CAP, NULL)),
+	    "exists");
 	warm("w2");
 	r = run(KZ_POOL_CREATE_BEGIN, op(), "w3", "3", NULL);
 	ck_assert_ptr_null(kz_pool_errcode(r));
 	cJSON_Delete(r);
 	/* A create in flight counts against capacity. */
-	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_BEGIN, op(), "w4", "3",
-	    NULL)), "capacity");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_CREATE_BEGIN, op(), "w4", "3", NULL)),
+	    "capacity");
 	ck_assert_int_eq(status("creating"), 1);
 	ck_assert_int_eq(status("warm"), 2);
 	ck_assert_int_eq(status("total"), 3);
@@ -228,10 +231,12 @@ START_TEST(test_create_commit_token)
 	ck_assert_int_eq(lease("m", "8", NULL, &l, &code), -1);
 	ck_assert_str_eq(code, "no_worker");
 	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_COMMIT, op(), "w1",
-	    "bogus:1", "/e", "g", NULL)), "stale_token");
+	                     "bogus:1", "/e", "g", NULL)),
+	    "stale_token");
 	ck_assert_str_eq(wstate("w1"), "creating");
-	ck_assert_str_eq(err_of(run(KZ_POOL_CREATE_ABORT, op(), "w1", tok,
-	    NULL)), "");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_CREATE_ABORT, op(), "w1", tok, NULL)),
+	    "");
 	ck_assert_str_eq(wstate("w1"), "");
 	ck_assert_int_eq(status("total"), 0);
 }
@@ -283,13 +288,16 @@ START_TEST(test_release_and_stale_tokens)
 
 	warm("w1");
 	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
-	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "nope", a.token,
-	    NULL)), "not_owner");
-	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, "x:1", TTL,
-	    NULL)), "stale_token");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RELEASE, op(), "nope", a.token, NULL)),
+	    "not_owner");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RENEW, op(), a.lid, "x:1", TTL, NULL)),
+	    "stale_token");
 	ck_assert_str_eq(wstate("w1"), "leased");
 	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, a.token, TTL,
-	    NULL)), "");
+	                     NULL)),
+	    "");
 	r = run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL);
 	ck_assert_ptr_null(kz_pool_errcode(r));
 	snprintf(rt, sizeof(rt), "%s", sget(r, "reset_token"));
@@ -297,22 +305,27 @@ START_TEST(test_release_and_stale_tokens)
 	ck_assert_str_eq(wstate("w1"), "resetting");
 	ck_assert_str_ne(rt, a.token);
 	/* The old owner's token is dead: no second release, no renew. */
-	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid, a.token,
-	    NULL)), "not_owner");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL)),
+	    "not_owner");
 	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, a.token, TTL,
-	    NULL)), "not_owner");
+	                     NULL)),
+	    "not_owner");
 	/* Released, not yet reset: not leasable. */
 	ck_assert_int_eq(status("warm"), 0);
 	/* Publish only with the reset token. */
-	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", a.token,
-	    "g2", NULL)), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", a.token, "g2",
+	                     NULL)),
+	    "stale_token");
 	ck_assert_str_eq(wstate("w1"), "resetting");
-	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", rt, "g2",
-	    NULL)), "");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_PUBLISH, op(), "w1", rt, "g2", NULL)),
+	    "");
 	ck_assert_str_eq(wstate("w1"), "warm");
 	/* The same reset token cannot publish twice. */
-	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", rt, "g3",
-	    NULL)), "stale_token");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_PUBLISH, op(), "w1", rt, "g3", NULL)),
+	    "stale_token");
 	ck_assert_str_eq(raw("w:w1", "gen"), "g2");
 }
 END_TEST
@@ -330,8 +343,8 @@ START_TEST(test_opid_replay)
 	snprintf(id, sizeof(id), "%s", op());
 	ck_assert_int_eq(lease("alice", "8", id, &a, NULL), 0);
 	snprintf(tok0, sizeof(tok0), "%s", raw("tok", NULL));
-	r = run(KZ_POOL_LEASE, id, "alice", "wskey", TTL, "8", "other-lid",
-	    "c", NULL);
+	r = run(KZ_POOL_LEASE, id, "alice", "wskey", TTL, "8", "other-lid", "c",
+	    NULL);
 	ck_assert(cJSON_IsTrue(kz_json_get(r, "replay")));
 	ck_assert_str_eq(sget(r, "worker"), a.worker);
 	ck_assert_str_eq(sget(r, "token"), a.token);
@@ -351,8 +364,8 @@ START_TEST(test_opid_replay)
 	ck_assert_str_eq(wstate(b.worker), "leased");
 	/* A failure is not stored: the same id may try again. */
 	snprintf(id, sizeof(id), "%s", op());
-	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, id, "nope", "x:1",
-	    NULL)), "not_owner");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, id, "nope", "x:1", NULL)),
+	    "not_owner");
 	ck_assert_str_eq(raw("op:", NULL), "");
 }
 END_TEST
@@ -390,8 +403,8 @@ START_TEST(test_sweep_expired)
 	char t[KZ_POOL_TOKEN_MAX + 1];
 
 	warm("w1");
-	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidx",
-	    "feed01", NULL);
+	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidx", "feed01",
+	    NULL);
 	ck_assert_ptr_null(kz_pool_errcode(r));
 	cJSON_Delete(r);
 	ts_nap(20);
@@ -410,12 +423,13 @@ START_TEST(test_sweep_expired)
 	ck_assert_int_eq(lease("bob", "8", NULL, &l, &code), -1);
 	ck_assert_str_eq(code, "no_worker");
 	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), "lidx", "x:1", TTL,
-	    NULL)), "not_owner");
+	                     NULL)),
+	    "not_owner");
 	/* Only a confirmed deletion, under the retire token, forgets it. */
-	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), "w1", t, "g2",
-	    NULL)), "stale_token");
-	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", t, NULL)),
-	    "");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_PUBLISH, op(), "w1", t, "g2", NULL)),
+	    "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", t, NULL)), "");
 	ck_assert_int_eq(status("total"), 0);
 }
 END_TEST
@@ -428,13 +442,13 @@ START_TEST(test_release_after_expiry_retires)
 	cJSON *r;
 
 	warm("w1");
-	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidy", "c",
-	    NULL);
+	r = run(KZ_POOL_LEASE, op(), "alice", "k", "1", "8", "lidy", "c", NULL);
 	snprintf(tok, sizeof(tok), "%s", sget(r, "token"));
 	cJSON_Delete(r);
 	ts_nap(20);
-	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), "lidy", tok, TTL,
-	    NULL)), "stale_token");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RENEW, op(), "lidy", tok, TTL, NULL)),
+	    "stale_token");
 	ck_assert_str_eq(wstate("w1"), "leased");
 	r = run(KZ_POOL_RELEASE, op(), "lidy", tok, NULL);
 	ck_assert_ptr_null(kz_pool_errcode(r));
@@ -449,8 +463,8 @@ START_TEST(test_release_after_expiry_retires)
 	r = run(KZ_POOL_SWEEP, op(), "10", NULL);
 	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r, "n")), 0);
 	cJSON_Delete(r);
-	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "lidy", tok,
-	    NULL)), "not_owner");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "lidy", tok, NULL)),
+	    "not_owner");
 }
 END_TEST
 
@@ -468,7 +482,8 @@ START_TEST(test_stale_release_retires)
 	ck_assert_int_eq(lease("bob", "8", NULL, &b, NULL), 0);
 	snprintf(tok0, sizeof(tok0), "%s", raw("tok", NULL));
 	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), "nope",
-	    "0000000000000000:1", NULL)), "not_owner");
+	                     "0000000000000000:1", NULL)),
+	    "not_owner");
 	ck_assert_str_eq(raw("tok", NULL), tok0);
 	r = run(KZ_POOL_RELEASE, op(), a.lid, "0000000000000000:1", NULL);
 	ck_assert_str_eq(sget(r, "retired"), "stale_release");
@@ -479,9 +494,11 @@ START_TEST(test_stale_release_retires)
 	ck_assert_str_eq(raw(key, "why"), "stale_release");
 	/* The owner's lease died with it; the other lease is untouched. */
 	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, op(), a.lid, a.token, TTL,
-	    NULL)), "not_owner");
-	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid, a.token,
-	    NULL)), "not_owner");
+	                     NULL)),
+	    "not_owner");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL)),
+	    "not_owner");
 	ck_assert_str_eq(wstate(b.worker), "leased");
 	ck_assert_int_eq(status("leased"), 1);
 	ck_assert_int_eq(status("warm"), 0);
@@ -497,23 +514,27 @@ START_TEST(test_retire_and_delete)
 	warm("w1");
 	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
 	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, op(), "w1", "x:1", "why",
-	    NULL)), "stale_token");
-	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, op(), "w9", a.token,
-	    "why", NULL)), "not_found");
+	                     NULL)),
+	    "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, op(), "w9", a.token, "why",
+	                     NULL)),
+	    "not_found");
 	r = run(KZ_POOL_RETIRE, op(), "w1", a.token, "evidence", NULL);
 	ck_assert_str_eq(sget(r, "state"), "retiring");
 	snprintf(t, sizeof(t), "%s", sget(r, "token"));
 	cJSON_Delete(r);
 	ck_assert_str_eq(raw("members", "alice"), "");
 	/* The owner's lease died with it. */
-	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, op(), a.lid, a.token,
-	    NULL)), "not_owner");
-	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, op(), "w1", t, "again",
-	    NULL)), "stale_token");
-	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", a.token,
-	    NULL)), "stale_token");
-	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", t, NULL)),
-	    "");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL)),
+	    "not_owner");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RETIRE, op(), "w1", t, "again", NULL)),
+	    "stale_token");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_DELETED, op(), "w1", a.token, NULL)),
+	    "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w1", t, NULL)), "");
 	ck_assert_int_eq(status("total"), 0);
 }
 END_TEST
@@ -538,14 +559,16 @@ START_TEST(test_epoch_change_fences)
 	ck_assert(kz_store_cmd(s, 2, del, &x, NULL, 0) == 0);
 	freeReplyObject(x);
 	/* No epoch: no mutating script writes anything. */
-	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), a.worker, rt,
-	    "g", NULL)), "store_unavailable");
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), a.worker, rt, "g",
+	                     NULL)),
+	    "store_unavailable");
 	ck_assert_int_eq(lease("bob", "8", NULL, &a, &code), -1);
 	ck_assert_str_eq(code, "store_unavailable");
 	ck_assert(kz_pool_init(s, ep2, sizeof(ep2), &changed, NULL, 0) == 0);
 	ck_assert(changed);
-	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), a.worker, rt,
-	    "g", NULL)), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), a.worker, rt, "g",
+	                     NULL)),
+	    "stale_token");
 	ck_assert_str_eq(wstate(a.worker), "resetting");
 	/* A warm worker of the old epoch is not handed out... */
 	ck_assert_int_eq(lease("bob", "8", NULL, &a, &code), -1);
@@ -560,8 +583,7 @@ START_TEST(test_epoch_change_fences)
 	ck_assert_str_eq(wstate("w1"), "retiring");
 	ck_assert_str_eq(wstate("w2"), "retiring");
 	r = run(KZ_POOL_GET, "w1", NULL);
-	ck_assert_int_eq(strncmp(sget(r, "token"), ep2, KZ_POOL_EPOCH_HEX),
-	    0);
+	ck_assert_int_eq(strncmp(sget(r, "token"), ep2, KZ_POOL_EPOCH_HEX), 0);
 	cJSON_Delete(r);
 }
 END_TEST
@@ -575,10 +597,10 @@ START_TEST(test_restart_new_epoch)
 	kz_store_free(s);
 	s = NULL;
 	ck_assert_int_eq(ts_restart(), 0);
-	ck_assert(kz_store_open(ts_sock, "t", 2000, &s, why,
-	    sizeof(why)) == 0);
+	ck_assert(kz_store_open(ts_sock, "t", 2000, &s, why, sizeof(why)) == 0);
 	ck_assert_msg(kz_pool_init(s, ep2, sizeof(ep2), &changed, why,
-	    sizeof(why)) == 0, "%s", why);
+	                  sizeof(why)) == 0,
+	    "%s", why);
 	ck_assert(changed);
 	ck_assert_str_ne(ep2, epoch);
 }
@@ -594,8 +616,8 @@ START_TEST(test_reconcile_inventory)
 	cJSON_Delete(b);
 	/* w2 is gone from the inventory; w3's create is young: counted. */
 	r = run(KZ_POOL_RECONCILE, op(), "[\"w1\"]", "60000", "60000", NULL);
-	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r,
-	    "removed")), 1);
+	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r, "removed")),
+	    1);
 	cJSON_Delete(r);
 	ck_assert_str_eq(wstate("w2"), "");
 	ck_assert_str_eq(wstate("w3"), "creating");
@@ -643,8 +665,7 @@ START_TEST(test_ids_and_paths)
 	ck_assert_str_eq(buf, "/r/w1");
 	ck_assert_int_eq(kz_pool_wpath("/r", "../w", "x", buf, sizeof(buf)),
 	    KZ_EINVAL);
-	ck_assert_int_eq(kz_pool_wpath("/r", "w1", "sock", buf, 6),
-	    KZ_ETOOBIG);
+	ck_assert_int_eq(kz_pool_wpath("/r", "w1", "sock", buf, 6), KZ_ETOOBIG);
 	ck_assert_str_eq(kz_pool_script_name(KZ_POOL_NSCRIPTS), "?");
 }
 END_TEST

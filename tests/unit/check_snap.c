@@ -96,7 +96,8 @@ at(const char *rel)
 }
 
 static const struct kz_snap_bounds B = {.actor_max = 3000,
-	.total_max = 5000, .ttl_ms = 30 * DAY_MS};
+    .total_max = 5000,
+    .ttl_ms = 30 * DAY_MS};
 
 START_TEST(test_path)
 {
@@ -108,8 +109,7 @@ START_TEST(test_path)
 	    KZ_EINVAL);
 	ck_assert_int_eq(kz_snap_path("/s", "..", "k", p, sizeof(p)),
 	    KZ_EINVAL);
-	ck_assert_int_eq(kz_snap_path("/s", "a", "", p, sizeof(p)),
-	    KZ_EINVAL);
+	ck_assert_int_eq(kz_snap_path("/s", "a", "", p, sizeof(p)), KZ_EINVAL);
 	ck_assert_int_eq(kz_snap_path("/s", "a", "k", p, 8), KZ_ETOOBIG);
 }
 END_TEST
@@ -120,29 +120,29 @@ START_TEST(test_offer)
 	struct stat st;
 
 	umask(077);
-	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p,
-	    sizeof(p)), 0);
+	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p, sizeof(p)),
+	    0);
 	ck_assert_str_eq(p, at("a1/k1.tar"));
 	ck_assert_int_eq(stat(at("a1"), &st), 0);
 	ck_assert_int_eq(st.st_mode & 07777, KZ_SNAP_DIR_MODE);
 	/* Offered for restore: marked used now. */
 	put("a1/k1.tar", 10, 10 * DAY_MS);
-	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p,
-	    sizeof(p)), 0);
+	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p, sizeof(p)),
+	    0);
 	ck_assert_int_eq(stat(p, &st), 0);
 	ck_assert_int_ge(st.st_mtime, time(NULL) - 5);
 	ck_assert_int_eq(kz_snap_fresh(p, B.ttl_ms), 0);
 	/* Expired: removed, never offered. */
 	put("a1/k1.tar", 10, 31 * DAY_MS);
-	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p,
-	    sizeof(p)), 0);
+	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p, sizeof(p)),
+	    0);
 	ck_assert(!has("a1/k1.tar"));
 	ck_assert_int_eq(kz_snap_fresh(p, B.ttl_ms), KZ_ENOENT);
 	/* A symlink in its place is removed, never followed. */
 	put("target", 10, 0);
 	ck_assert_int_eq(symlink(at("target"), p), 0);
-	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p,
-	    sizeof(p)), 0);
+	ck_assert_int_eq(kz_snap_offer(dir, "a1", "k1", B.ttl_ms, p, sizeof(p)),
+	    0);
 	ck_assert(!has("a1/k1.tar"));
 	ck_assert(has("target"));
 }
@@ -167,8 +167,9 @@ START_TEST(test_commit_replaces)
 	put("a1/k1.tar", 2500, 1000);
 	put("a1/k1.tar.r1.new", 2800, 0);
 	/* The snapshot it replaces does not count against the bound. */
-	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"),
-	    at("a1/k1.tar.r1.new"), &B, &ev, why, sizeof(why)), 0);
+	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r1.new"),
+	                     &B, &ev, why, sizeof(why)),
+	    0);
 	ck_assert_int_eq(ev, 0);
 	ck_assert(!has("a1/k1.tar.r1.new"));
 	ck_assert(has("a1/k1.tar"));
@@ -184,9 +185,11 @@ START_TEST(test_commit_over_bound_alone)
 	put("a1/k1.tar", 100, 1000);
 	put("a1/k2.tar", 100, 1000);
 	put("a1/k1.tar.r1.new", 3001, 0);
-	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"),
-	    at("a1/k1.tar.r1.new"), &B, &ev, why, sizeof(why)), KZ_ETOOBIG);
-	ck_assert_str_eq(why, "the workspace archive (2.9K) is larger than "
+	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r1.new"),
+	                     &B, &ev, why, sizeof(why)),
+	    KZ_ETOOBIG);
+	ck_assert_str_eq(why,
+	    "the workspace archive (2.9K) is larger than "
 	    "the per-actor snapshot bound (2.9K)");
 	/* The older snapshot does not come back; nothing else goes. */
 	ck_assert(!has("a1/k1.tar"));
@@ -204,15 +207,17 @@ START_TEST(test_commit_failures_drop_older)
 	mkd("a1");
 	put("a1/k1.tar", 100, 1000);
 	/* The worker wrote nothing. */
-	ck_assert_int_ne(kz_snap_commit(at("a1/k1.tar"),
-	    at("a1/k1.tar.r1.new"), &b, &ev, why, sizeof(why)), 0);
+	ck_assert_int_ne(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r1.new"),
+	                     &b, &ev, why, sizeof(why)),
+	    0);
 	ck_assert(!has("a1/k1.tar"));
 	/* Over the deployment's bound alone. */
 	put("a1/k1.tar", 100, 1000);
 	put("a1/k1.tar.r2.new", 200, 0);
 	b.total_max = 150;
-	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"),
-	    at("a1/k1.tar.r2.new"), &b, &ev, why, sizeof(why)), KZ_ETOOBIG);
+	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r2.new"),
+	                     &b, &ev, why, sizeof(why)),
+	    KZ_ETOOBIG);
 	ck_assert(strstr(why, "deployment's snapshot bound (150 bytes)"));
 	ck_assert(!has("a1/k1.tar") && !has("a1/k1.tar.r2.new"));
 }
@@ -232,7 +237,8 @@ START_TEST(test_commit_evicts_actor_lru)
 	put("a1/k.tar.r.new", 1000, 0);
 	/* a1 holds 2900 of 3000: the oldest of a1's goes, not a2's. */
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"),
-	    &B, &ev, why, sizeof(why)), 0);
+	                     &B, &ev, why, sizeof(why)),
+	    0);
 	ck_assert_int_eq(ev, 1);
 	ck_assert(!has("a1/old.tar"));
 	ck_assert(has("a1/mid.tar") && has("a1/new.tar") && has("a1/k.tar"));
@@ -254,7 +260,8 @@ START_TEST(test_commit_evicts_anyones_lru)
 	put("a1/k.tar.r.new", 1000, 0);
 	/* 4500 of 5000 held: anyone's least recently used goes first. */
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"),
-	    &B, &ev, why, sizeof(why)), 0);
+	                     &B, &ev, why, sizeof(why)),
+	    0);
 	ck_assert_int_eq(ev, 1);
 	ck_assert(!has("a2/x.tar"));
 	ck_assert(has("a3/y.tar") && has("a1/z.tar") && has("a1/k.tar"));
@@ -263,8 +270,9 @@ END_TEST
 
 START_TEST(test_commit_concurrent)
 {
-	struct kz_snap_bounds b = {.actor_max = 1 << 20, .total_max = 4000,
-		.ttl_ms = DAY_MS};
+	struct kz_snap_bounds b = {.actor_max = 1 << 20,
+	    .total_max = 4000,
+	    .ttl_ms = DAY_MS};
 	char rel[64], tmp[80], why[160];
 	uint64_t total = 0;
 	struct stat st;
@@ -282,7 +290,7 @@ START_TEST(test_commit_concurrent)
 				snprintf(tmp, sizeof(tmp), "%s.n.new", rel);
 				put(tmp, 900, 0);
 				if (kz_snap_commit(at(rel), at(tmp), &b, &ev,
-				    why, sizeof(why)) != 0)
+				        why, sizeof(why)) != 0)
 					_exit(1);
 			}
 			_exit(0);
@@ -320,7 +328,9 @@ START_TEST(test_commit_waits_for_lock)
 		/* Not the parent's lock: its description would keep it. */
 		close(fd);
 		_exit(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"), &B,
-		    &ev, why, sizeof(why)) == 0 ? 0 : 1);
+		          &ev, why, sizeof(why)) == 0 ?
+		        0 :
+		        1);
 	}
 	ck_assert_int_gt(pid, 0);
 	usleep(300000);

@@ -78,20 +78,20 @@ static const struct {
 	gid_t groups[3];
 	int ngroups, want;
 } cases[] = {
-	/* Nothing configured: only root and the daemon's own uid. */
-	{"", "", {MEMBER_GID}, 1, KZ_EPEER},
-	/* The primary gid, as before. */
-	{"", "47191", {0}, 0, 0},
-	/* A supplementary group: the operator's usual membership. */
-	{"", "47192", {MEMBER_GID}, 1, 0},
-	{"", "47192", {OTHER_GID, MEMBER_GID}, 2, 0},
-	{"", "47193,47192", {MEMBER_GID}, 1, 0},
-	/* Groups the policy does not name. */
-	{"", "47192", {OTHER_GID}, 1, KZ_EPEER},
-	{"", "47192", {0}, 0, KZ_EPEER},
-	/* A uid entry still works without any group. */
-	{"47190", "", {0}, 0, 0},
-	{"47194", "47193", {MEMBER_GID}, 1, KZ_EPEER},
+    /* Nothing configured: only root and the daemon's own uid. */
+    {"", "", {MEMBER_GID}, 1, KZ_EPEER},
+    /* The primary gid, as before. */
+    {"", "47191", {0}, 0, 0},
+    /* A supplementary group: the operator's usual membership. */
+    {"", "47192", {MEMBER_GID}, 1, 0},
+    {"", "47192", {OTHER_GID, MEMBER_GID}, 2, 0},
+    {"", "47193,47192", {MEMBER_GID}, 1, 0},
+    /* Groups the policy does not name. */
+    {"", "47192", {OTHER_GID}, 1, KZ_EPEER},
+    {"", "47192", {0}, 0, KZ_EPEER},
+    /* A uid entry still works without any group. */
+    {"47190", "", {0}, 0, 0},
+    {"47194", "47193", {MEMBER_GID}, 1, KZ_EPEER},
 };
 
 START_TEST(test_peer_groups)
@@ -102,9 +102,10 @@ START_TEST(test_peer_groups)
 	if (geteuid() != 0)
 		return;
 	ck_assert_int_eq(kz_peer_policy_parse(cases[_i].uids, cases[_i].gids,
-	    &pol, why, sizeof(why)), 0);
-	ck_assert_int_eq(check_peer(&pol, cases[_i].groups,
-	    cases[_i].ngroups), cases[_i].want);
+	                     &pol, why, sizeof(why)),
+	    0);
+	ck_assert_int_eq(check_peer(&pol, cases[_i].groups, cases[_i].ngroups),
+	    cases[_i].want);
 }
 END_TEST
 
@@ -124,8 +125,8 @@ START_TEST(test_call_reads_refusal_after_broken_pipe)
 	if ((pid = fork()) == 0) {
 		pf.fd = lfd;
 		pf.events = POLLIN;
-		if (poll(&pf, 1, 5000) != 1 || (fd = accept(lfd, NULL,
-		    NULL)) < 0)
+		if (poll(&pf, 1, 5000) != 1 ||
+		    (fd = accept(lfd, NULL, NULL)) < 0)
 			_exit(1);
 		err = kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER, "no");
 		_exit(kz_frame_write(fd, err, 1 << 20, 1000) == 0 ? 0 : 2);
@@ -134,8 +135,8 @@ START_TEST(test_call_reads_refusal_after_broken_pipe)
 	big[899999] = '\0';
 	cJSON_AddStringToObject(req, "op", "x");
 	cJSON_AddStringToObject(req, "pad", big);
-	ck_assert_int_eq(kz_frame_call(path, req, 5000, &rep, why,
-	    sizeof(why)), 0);
+	ck_assert_int_eq(kz_frame_call(path, req, 5000, &rep, why, sizeof(why)),
+	    0);
 	ck_assert_str_eq(cJSON_GetStringValue(kz_json_get(rep, "error")),
 	    KZ_WE_UNAUTHORIZED_PEER);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);

@@ -53,12 +53,12 @@ op_defer(struct kz_req *req, void *arg)
 
 static const char *const echo_fields[] = {"msg", NULL};
 static const struct kz_op ops[] = {
-	{"echo", op_echo, echo_fields, 0},
-	{"defer", op_defer, NULL, 0},
-	{"gated", op_echo, echo_fields, KZ_OP_ADMIT},
-	{"drain", op_echo, echo_fields, KZ_OP_OPERATOR},
-	{"both", op_echo, echo_fields, KZ_OP_ADMIT | KZ_OP_OPERATOR},
-	{NULL, NULL, NULL, 0},
+    {"echo", op_echo, echo_fields, 0},
+    {"defer", op_defer, NULL, 0},
+    {"gated", op_echo, echo_fields, KZ_OP_ADMIT},
+    {"drain", op_echo, echo_fields, KZ_OP_OPERATOR},
+    {"both", op_echo, echo_fields, KZ_OP_ADMIT | KZ_OP_OPERATOR},
+    {NULL, NULL, NULL, 0},
 };
 
 /* The admission the hook reports; the loop thread reads it. */
@@ -193,7 +193,8 @@ frame_add(char *buf, size_t *n, const char *json)
 START_TEST(test_echo_and_envelope)
 {
 	int fd = dial();
-	cJSON *r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"a1\","
+	cJSON *r = call(fd,
+	    "{\"v\":1,\"op\":\"echo\",\"id\":\"a1\","
 	    "\"msg\":\"hi\"}");
 
 	ck_assert_ptr_nonnull(r);
@@ -207,8 +208,8 @@ START_TEST(test_echo_and_envelope)
 	cJSON_Delete(r);
 	r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"a3\",\"x\":1}");
 	ck_assert_str_eq(err_of(r), "bad_request");
-	ck_assert_ptr_nonnull(strstr(kz_json_get(r, "reason")->valuestring,
-	    "'x'"));
+	ck_assert_ptr_nonnull(
+	    strstr(kz_json_get(r, "reason")->valuestring, "'x'"));
 	cJSON_Delete(r);
 	r = call(fd, "{\"v\":2,\"op\":\"echo\",\"id\":\"a4\"}");
 	ck_assert_str_eq(err_of(r), "bad_request");
@@ -230,13 +231,13 @@ struct bad {
 };
 
 static const struct bad bads[] = {
-	{"\0\0\0\0", 4, "bad_request"},
-	{"\0\0\x10\x01", 4, "frame_too_large"},
-	{"\x7f\xff\xff\xff", 4, "frame_too_large"},
-	{"\0\0\0\x01[", 5, "bad_request"},
-	{"\0\0\0\x02[]", 6, "bad_request"},
-	{"\0\0\0\x0c{\"a\":1,\"a\":2", 16, "bad_request"},
-	{"\0\0\0\x03{\"\xff", 7, "bad_request"},
+    {"\0\0\0\0", 4, "bad_request"},
+    {"\0\0\x10\x01", 4, "frame_too_large"},
+    {"\x7f\xff\xff\xff", 4, "frame_too_large"},
+    {"\0\0\0\x01[", 5, "bad_request"},
+    {"\0\0\0\x02[]", 6, "bad_request"},
+    {"\0\0\0\x0c{\"a\":1,\"a\":2", 16, "bad_request"},
+    {"\0\0\0\x03{\"\xff", 7, "bad_request"},
 };
 
 START_TEST(test_bad_frames_answered_once_then_closed)
@@ -324,7 +325,7 @@ START_TEST(test_pipelined_flood_is_bounded_and_served_in_order)
 	int fd = dial();
 	const char *d = "{\"v\":1,\"op\":\"defer\",\"id\":\"p0\"}";
 	char one[64], *buf;
-	size_t n = 0, k = 400;	/* 400 frames: ~10x the frame limit */
+	size_t n = 0, k = 400; /* 400 frames: ~10x the frame limit */
 	cJSON *r;
 
 	/* While the first request is deferred, the peer pipelines far more
@@ -371,7 +372,9 @@ START_TEST(test_peer_credentials_checked)
 			_exit(11);
 		r = call_raw(fd, NULL, 0);
 		_exit(r && strcmp(err_of(r), "unauthorized_peer") == 0 &&
-		    closed(fd) ? 0 : 12);
+		            closed(fd) ?
+		        0 :
+		        12);
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_int_eq(WEXITSTATUS(st), 0);
@@ -417,23 +420,23 @@ struct standing {
 	gid_t gid;
 	const char *opuids, *opgids;
 	bool open;
-	const char *code;	/* NULL: allowed */
+	const char *code; /* NULL: allowed */
 };
 
 static const struct standing standings[] = {
-	{"echo", 65534, 65534, "", "", true, NULL},
-	{"drain", 65534, 65534, "", "", true, "operator_only"},
-	{"drain", 0, 0, "", "", true, NULL},
-	{"drain", 65534, 65534, "65534", "", true, NULL},
-	{"drain", 65533, 65534, "", "65534", true, NULL},
-	{"drain", 0, 0, "65534", "", true, NULL},
-	{"drain", 65533, 65533, "65534", "65532", true, "operator_only"},
-	{"gated", 65534, 65534, "", "", false, "admission_closed"},
-	{"gated", 0, 0, "", "", true, NULL},
-	/* Standing before state: a stranger learns nothing of admission. */
-	{"both", 65534, 65534, "", "", false, "operator_only"},
-	{"both", 0, 0, "", "", false, "admission_closed"},
-	{"both", 0, 0, "", "", true, NULL},
+    {"echo", 65534, 65534, "", "", true, NULL},
+    {"drain", 65534, 65534, "", "", true, "operator_only"},
+    {"drain", 0, 0, "", "", true, NULL},
+    {"drain", 65534, 65534, "65534", "", true, NULL},
+    {"drain", 65533, 65534, "", "65534", true, NULL},
+    {"drain", 0, 0, "65534", "", true, NULL},
+    {"drain", 65533, 65533, "65534", "65532", true, "operator_only"},
+    {"gated", 65534, 65534, "", "", false, "admission_closed"},
+    {"gated", 0, 0, "", "", true, NULL},
+    /* Standing before state: a stranger learns nothing of admission. */
+    {"both", 65534, 65534, "", "", false, "operator_only"},
+    {"both", 0, 0, "", "", false, "admission_closed"},
+    {"both", 0, 0, "", "", true, NULL},
 };
 
 START_TEST(test_op_standing_table)
@@ -447,7 +450,8 @@ START_TEST(test_op_standing_table)
 	cJSON *req;
 
 	ck_assert_int_eq(kz_peer_policy_parse(t->opuids, t->opgids,
-	    &c.operators, why, sizeof(why)), 0);
+	                     &c.operators, why, sizeof(why)),
+	    0);
 	admission_open = t->open;
 	snprintf(json, sizeof(json), "{\"v\":1,\"op\":\"%s\",\"id\":\"t\"}",
 	    t->op);

@@ -21,7 +21,8 @@ conn(int timeout_ms)
 	char why[160] = "";
 
 	ck_assert_msg(kz_store_open(ts_sock, "t", timeout_ms, &s, why,
-	    sizeof(why)) == 0, "open: %s", why);
+	                  sizeof(why)) == 0,
+	    "open: %s", why);
 	return s;
 }
 
@@ -60,7 +61,7 @@ END_TEST
 
 /* Braces would break the hash tag: deployment names stay plain. */
 static const char *const bad_deps[] = {"", "a{b}", "a}", "a b", "a:b",
-	"0123456789012345678901234567890123456789012345678901234567890123x"};
+    "0123456789012345678901234567890123456789012345678901234567890123x"};
 
 START_TEST(test_bad_dep)
 {
@@ -68,7 +69,8 @@ START_TEST(test_bad_dep)
 	char why[160];
 
 	ck_assert_int_eq(kz_store_open(ts_sock, bad_deps[_i], 500, &s, why,
-	    sizeof(why)), KZ_EINVAL);
+	                     sizeof(why)),
+	    KZ_EINVAL);
 	ck_assert_ptr_null(s);
 }
 END_TEST
@@ -90,9 +92,10 @@ END_TEST
 START_TEST(test_cmd_and_error_reply)
 {
 	struct kz_store *s = conn(1000);
-	const char *set[] = {"SET", "kz:{t}:x", "v\0w"}, *get[] = {"GET",
-		"kz:{t}:x"}, *bad[] = {"NOSUCHCOMMAND", "x"},
-		*wrong[] = {"HGET", "kz:{t}:x", "f"};
+	const char *set[] = {"SET", "kz:{t}:x", "v\0w"},
+	           *get[] = {"GET", "kz:{t}:x"},
+	           *bad[] = {"NOSUCHCOMMAND", "x"},
+	           *wrong[] = {"HGET", "kz:{t}:x", "f"};
 	redisReply *r = NULL, *keep = (redisReply *)0x1;
 	char why[160] = "";
 
@@ -147,7 +150,7 @@ START_TEST(test_timeout_fails_closed)
 END_TEST
 
 static struct kz_script sc_add = {"add",
-	"return redis.call('INCRBY', KEYS[1], ARGV[1])", ""};
+    "return redis.call('INCRBY', KEYS[1], ARGV[1])", ""};
 
 START_TEST(test_eval_noscript_reload)
 {
@@ -158,7 +161,8 @@ START_TEST(test_eval_noscript_reload)
 
 	sc_add.sha[0] = '\0';
 	ck_assert_int_eq(kz_store_eval(s, &sc_add, 1, 2, av, &r, why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert_int_eq(r->integer, 5);
 	freeReplyObject(r);
 	ck_assert_uint_eq(strlen(sc_add.sha), 40);
@@ -167,7 +171,8 @@ START_TEST(test_eval_noscript_reload)
 	ck_assert_int_eq(kz_store_cmd(s, 2, fl, &r, why, sizeof(why)), 0);
 	freeReplyObject(r);
 	ck_assert_int_eq(kz_store_eval(s, &sc_add, 1, 2, av, &r, why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert_int_eq(r->integer, 10);
 	freeReplyObject(r);
 	ck_assert_str_eq(sc_add.sha, sha);
@@ -178,8 +183,8 @@ END_TEST
 START_TEST(test_eval_errors)
 {
 	struct kz_store *s = conn(1000);
-	struct kz_script boom = {"boom", "return redis.error_reply('no')",
-		""}, syn = {"syn", "this is not lua", ""};
+	struct kz_script boom = {"boom", "return redis.error_reply('no')", ""},
+	                 syn = {"syn", "this is not lua", ""};
 	const char *av[70];
 	redisReply *r;
 	char why[160] = "";
@@ -188,14 +193,17 @@ START_TEST(test_eval_errors)
 	for (i = 0; i < 70; i++)
 		av[i] = "x";
 	ck_assert_int_eq(kz_store_eval(s, &sc_add, 2, 1, av, &r, why,
-	    sizeof(why)), KZ_EINVAL);
+	                     sizeof(why)),
+	    KZ_EINVAL);
 	ck_assert_int_eq(kz_store_eval(s, &sc_add, 0, 65, av, &r, why,
-	    sizeof(why)), KZ_EINVAL);
+	                     sizeof(why)),
+	    KZ_EINVAL);
 	ck_assert_int_eq(kz_store_eval(s, &boom, 0, 0, av, &r, why,
-	    sizeof(why)), KZ_EPROTO);
+	                     sizeof(why)),
+	    KZ_EPROTO);
 	ck_assert_ptr_nonnull(strstr(why, "no"));
-	ck_assert_int_eq(kz_store_eval(s, &syn, 0, 0, av, &r, why,
-	    sizeof(why)), KZ_EPROTO);
+	ck_assert_int_eq(kz_store_eval(s, &syn, 0, 0, av, &r, why, sizeof(why)),
+	    KZ_EPROTO);
 	ck_assert_str_eq(syn.sha, "");
 	kz_store_free(s);
 }
@@ -242,10 +250,10 @@ on_reply(int err, redisReply *r, const char *why, void *arg)
 
 	x->n++;
 	x->err = err;
-	x->integer = r != NULL && r->type == REDIS_REPLY_INTEGER ?
-	    r->integer : -1;
-	snprintf(x->str, sizeof(x->str), "%s", r != NULL && r->str != NULL ?
-	    r->str : "");
+	x->integer = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer :
+	                                                           -1;
+	snprintf(x->str, sizeof(x->str), "%s",
+	    r != NULL && r->str != NULL ? r->str : "");
 	snprintf(x->why, sizeof(x->why), "%s", why != NULL ? why : "");
 }
 
@@ -268,23 +276,26 @@ spin(const int *v, int want, int ms)
 	int64_t end = kz_now_ms() + ms;
 
 	while (*v < want && kz_now_ms() < end)
-		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK),
-		    ts_nap(2);
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), ts_nap(2);
 	return *v >= want;
 }
 
 static void
 anew(const char *sock, int timeout_ms)
 {
-	struct kz_astore_conf c = {.sock = sock, .dep = "t",
-		.timeout_ms = timeout_ms, .reconnect_ms = 50, .on_up = on_up,
-		.on_down = on_down, .arg = &res};
+	struct kz_astore_conf c = {.sock = sock,
+	    .dep = "t",
+	    .timeout_ms = timeout_ms,
+	    .reconnect_ms = 50,
+	    .on_up = on_up,
+	    .on_down = on_down,
+	    .arg = &res};
 	char why[160] = "";
 
 	memset(&res, 0, sizeof(res));
 	ck_assert((base = event_base_new()) != NULL);
-	ck_assert_msg(kz_astore_new(base, &c, &as, why, sizeof(why)) == 0,
-	    "%s", why);
+	ck_assert_msg(kz_astore_new(base, &c, &as, why, sizeof(why)) == 0, "%s",
+	    why);
 }
 
 static void
@@ -297,7 +308,7 @@ afree(void)
 START_TEST(test_async_cmd_and_eval)
 {
 	const char *ping[] = {"PING"}, *bad[] = {"NOSUCH"},
-		*av[] = {"kz:{t}:an", "7"}, *fl[] = {"SCRIPT", "FLUSH"};
+	           *av[] = {"kz:{t}:an", "7"}, *fl[] = {"SCRIPT", "FLUSH"};
 
 	anew(ts_sock, 1000);
 	ck_assert(spin(&res.ups, 1, 3000));
@@ -314,20 +325,20 @@ START_TEST(test_async_cmd_and_eval)
 	/* First use sends the source; after a flush, NOSCRIPT makes the
 	 * client send it again, transparently. */
 	sc_add.sha[0] = '\0';
-	ck_assert_int_eq(kz_astore_eval(as, &sc_add, 1, 2, av, on_reply,
-	    &res), 0);
+	ck_assert_int_eq(kz_astore_eval(as, &sc_add, 1, 2, av, on_reply, &res),
+	    0);
 	ck_assert(spin(&res.n, 3, 3000));
 	ck_assert_int_eq(res.integer, 7);
 	ck_assert_int_eq(kz_astore_cmd(as, 2, fl, on_reply, &res), 0);
 	ck_assert(spin(&res.n, 4, 3000));
 	ck_assert_uint_eq(strlen(sc_add.sha), 40);
-	ck_assert_int_eq(kz_astore_eval(as, &sc_add, 1, 2, av, on_reply,
-	    &res), 0);
+	ck_assert_int_eq(kz_astore_eval(as, &sc_add, 1, 2, av, on_reply, &res),
+	    0);
 	ck_assert(spin(&res.n, 5, 3000));
 	ck_assert_int_eq(res.err, 0);
 	ck_assert_int_eq(res.integer, 14);
-	ck_assert_int_eq(kz_astore_eval(as, &sc_add, 3, 2, av, on_reply,
-	    &res), KZ_EINVAL);
+	ck_assert_int_eq(kz_astore_eval(as, &sc_add, 3, 2, av, on_reply, &res),
+	    KZ_EINVAL);
 	afree();
 }
 END_TEST
@@ -390,8 +401,9 @@ END_TEST
 
 START_TEST(test_async_bad_conf)
 {
-	struct kz_astore_conf c = {.sock = ts_sock, .dep = "a{b}",
-		.timeout_ms = 100};
+	struct kz_astore_conf c = {.sock = ts_sock,
+	    .dep = "a{b}",
+	    .timeout_ms = 100};
 	struct kz_astore *a = NULL;
 
 	ck_assert((base = event_base_new()) != NULL);
@@ -419,8 +431,8 @@ main(void)
 	tcase_add_checked_fixture(tc, flush, NULL);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_open_errors);
-	tcase_add_loop_test(tc, test_bad_dep, 0, sizeof(bad_deps) /
-	    sizeof(bad_deps[0]));
+	tcase_add_loop_test(tc, test_bad_dep, 0,
+	    sizeof(bad_deps) / sizeof(bad_deps[0]));
 	tcase_add_test(tc, test_keys);
 	tcase_add_test(tc, test_cmd_and_error_reply);
 	tcase_add_test(tc, test_timeout_fails_closed);

@@ -16,26 +16,26 @@ struct row {
 
 /* Written out, not generated: the table is what kz-protocol(7) states. */
 static const struct row rows[] = {
-	{"bad_request", KZ_EXIT_USAGE},
-	{"frame_too_large", KZ_EXIT_USAGE},
-	{"unauthorized_peer", KZ_EXIT_REFUSED},
-	{"operator_only", KZ_EXIT_REFUSED},
-	{"admission_closed", KZ_EXIT_UNAVAIL},
-	{"store_unavailable", KZ_EXIT_UNAVAIL},
-	{"not_owner", KZ_EXIT_REFUSED},
-	{"stale_token", KZ_EXIT_REFUSED},
-	{"resource_audience_changed", KZ_EXIT_REFUSED},
-	{"manifest_changed", KZ_EXIT_REFUSED},
-	{"isolation_denied", KZ_EXIT_REFUSED},
-	{"refused", KZ_EXIT_REFUSED},
-	{"busy", KZ_EXIT_REFUSED},
-	{"unavailable", KZ_EXIT_UNAVAIL},
-	{"internal", KZ_EXIT_INTERNAL},
-	/* Outside the set: a refusal, never success or usage. */
-	{"made_up", KZ_EXIT_REFUSED},
-	{"", KZ_EXIT_REFUSED},
-	{"Bad_Request", KZ_EXIT_REFUSED},
-	{NULL, KZ_EXIT_INTERNAL},
+    {"bad_request", KZ_EXIT_USAGE},
+    {"frame_too_large", KZ_EXIT_USAGE},
+    {"unauthorized_peer", KZ_EXIT_REFUSED},
+    {"operator_only", KZ_EXIT_REFUSED},
+    {"admission_closed", KZ_EXIT_UNAVAIL},
+    {"store_unavailable", KZ_EXIT_UNAVAIL},
+    {"not_owner", KZ_EXIT_REFUSED},
+    {"stale_token", KZ_EXIT_REFUSED},
+    {"resource_audience_changed", KZ_EXIT_REFUSED},
+    {"manifest_changed", KZ_EXIT_REFUSED},
+    {"isolation_denied", KZ_EXIT_REFUSED},
+    {"refused", KZ_EXIT_REFUSED},
+    {"busy", KZ_EXIT_REFUSED},
+    {"unavailable", KZ_EXIT_UNAVAIL},
+    {"internal", KZ_EXIT_INTERNAL},
+    /* Outside the set: a refusal, never success or usage. */
+    {"made_up", KZ_EXIT_REFUSED},
+    {"", KZ_EXIT_REFUSED},
+    {"Bad_Request", KZ_EXIT_REFUSED},
+    {NULL, KZ_EXIT_INTERNAL},
 };
 
 START_TEST(test_exit_for_wire)
@@ -48,7 +48,7 @@ START_TEST(test_codes_are_the_set)
 {
 	const char *all[] = {
 #define X(name, code, exit) KZ_WE_##name,
-		KZ_WIRE_CODES(X)
+	    KZ_WIRE_CODES(X)
 #undef X
 	};
 	size_t n = sizeof(all) / sizeof(all[0]);

@@ -34,8 +34,8 @@ static inline const char *
 ts_server(void)
 {
 	static const char *const cand[] = {"/usr/bin/valkey-server",
-		"/usr/local/bin/valkey-server", "/usr/bin/redis-server",
-		"/usr/local/bin/redis-server", NULL};
+	    "/usr/local/bin/valkey-server", "/usr/bin/redis-server",
+	    "/usr/local/bin/redis-server", NULL};
 	int i;
 
 	for (i = 0; cand[i] != NULL; i++)
@@ -127,7 +127,8 @@ ts_start(void)
 	snprintf(ts_sock, sizeof(ts_sock), "%s/store.sock", ts_dir);
 	snprintf(ts_pidf, sizeof(ts_pidf), "%s/store.pid", ts_dir);
 	if (ts_launch() != 0) {
-		fprintf(stderr, "no redis-server or valkey-server could be "
+		fprintf(stderr,
+		    "no redis-server or valkey-server could be "
 		    "started\n");
 		exit(1);
 	}

@@ -24,8 +24,9 @@ rec(const char *ev, size_t *len)
 	char *line = NULL;
 
 	ck_assert_ptr_nonnull(e);
-	ck_assert_int_eq(aud_record_format(&chain, "lease", e,
-	    1700000000123LL, &line, len), 0);
+	ck_assert_int_eq(aud_record_format(&chain, "lease", e, 1700000000123LL,
+	                     &line, len),
+	    0);
 	cJSON_Delete(e);
 	ck_assert_int_eq(line[*len - 1], '\n');
 	return line;
@@ -43,17 +44,20 @@ START_TEST(test_roundtrip)
 	memcpy(mac1, chain.mac, sizeof(mac1));
 	l2 = rec("{\"worker_id\":\"w2\",\"token\":9007199254740991}", &n2);
 	ck_assert_uint_eq(chain.seq, 2);
-	ck_assert_int_eq(aud_record_check(&chain.key, l1, n1 - 1, true, &r,
-	    why, sizeof(why)), 0);
+	ck_assert_int_eq(aud_record_check(&chain.key, l1, n1 - 1, true, &r, why,
+	                     sizeof(why)),
+	    0);
 	ck_assert_uint_eq(r.seq, 1);
 	ck_assert_int_eq(r.ts_ms, 1700000000123LL);
 	ck_assert(memcmp(r.prev, zero, AUD_MAC_BYTES) == 0);
 	ck_assert(memcmp(r.mac, mac1, AUD_MAC_BYTES) == 0);
-	ck_assert_str_eq(kz_json_get(kz_json_get(r.json, "event"),
-	    "worker_id")->valuestring, "w1");
+	ck_assert_str_eq(kz_json_get(kz_json_get(r.json, "event"), "worker_id")
+	                     ->valuestring,
+	    "w1");
 	aud_rec_release(&r);
 	ck_assert_int_eq(aud_record_check(&chain.key, l2, n2 - 1, false, &r,
-	    why, sizeof(why)), 0);
+	                     why, sizeof(why)),
+	    0);
 	ck_assert_uint_eq(r.seq, 2);
 	ck_assert(memcmp(r.prev, mac1, AUD_MAC_BYTES) == 0);
 	ck_assert(memcmp(r.mac, chain.mac, AUD_MAC_BYTES) == 0);
@@ -74,12 +78,14 @@ START_TEST(test_every_byte)
 		char c = l[i];
 
 		l[i] = c == 'a' ? 'b' : c == '0' ? '1' : 'a';
-		ck_assert_msg(aud_record_check(&chain.key, l, n - 1, false,
-		    &r, why, sizeof(why)) != 0, "byte %zu edited unseen", i);
+		ck_assert_msg(aud_record_check(&chain.key, l, n - 1, false, &r,
+		                  why, sizeof(why)) != 0,
+		    "byte %zu edited unseen", i);
 		l[i] = c;
 	}
-	ck_assert_int_eq(aud_record_check(&chain.key, l, n - 1, false, &r,
-	    why, sizeof(why)), 0);
+	ck_assert_int_eq(aud_record_check(&chain.key, l, n - 1, false, &r, why,
+	                     sizeof(why)),
+	    0);
 	free(l);
 }
 END_TEST
@@ -94,10 +100,11 @@ START_TEST(test_wrong_key_and_truncation)
 	l = rec("{}", &n);
 	memset(other.k, 4, sizeof(other.k));
 	ck_assert_int_eq(aud_record_check(&other, l, n - 1, false, &r, why,
-	    sizeof(why)), KZ_ECRYPTO);
+	                     sizeof(why)),
+	    KZ_ECRYPTO);
 	for (size_t k = 0; k < n - 1; k++)
 		ck_assert(aud_record_check(&chain.key, l, k, false, &r, why,
-		    sizeof(why)) != 0);
+		              sizeof(why)) != 0);
 	free(l);
 }
 END_TEST
@@ -108,17 +115,19 @@ START_TEST(test_form)
 	struct aud_rec r;
 	char why[160];
 	static const char *bad[] = {
-		"", "{}", "not json",
-		"{\"seq\":1}",
-		"{\"seq\":0,\"ts\":\"2020-01-01T00:00:00.000Z\",\"kind\":\"lease\","
-		    "\"event\":{},\"prev\":\"00\",\"mac\":\"00\"}",
+	    "",
+	    "{}",
+	    "not json",
+	    "{\"seq\":1}",
+	    "{\"seq\":0,\"ts\":\"2020-01-01T00:00:00.000Z\",\"kind\":\"lease\","
+	    "\"event\":{},\"prev\":\"00\",\"mac\":\"00\"}",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert(aud_record_check(&chain.key, bad[i], strlen(bad[i]),
-		    false, &r, why, sizeof(why)) != 0);
+		              false, &r, why, sizeof(why)) != 0);
 		ck_assert(aud_record_parse(bad[i], strlen(bad[i]), &r, why,
-		    sizeof(why)) != 0);
+		              sizeof(why)) != 0);
 	}
 }
 END_TEST

@@ -18,7 +18,8 @@ parse(const char *s)
 	char why[128];
 
 	ck_assert_msg(kz_json_parse_object(s, strlen(s), &j, why,
-	    sizeof(why)) == 0, "bad test JSON %s: %s", s, why);
+	                  sizeof(why)) == 0,
+	    "bad test JSON %s: %s", s, why);
 	return j;
 }
 
@@ -31,67 +32,58 @@ struct bad {
 /* Every value that must be refused contains SECRET, which must never
  * appear in the reason. */
 static const struct bad bads[] = {
-	{ "nope", "{}", AUD_R_KIND, "kind" },
-	{ "", "{}", AUD_R_KIND, "kind" },
-	{ "Dispatch", "{}", AUD_R_KIND, "kind" },
-	{ "lease", "{\"bogus\":\"SECRET\"}", AUD_R_FIELD, "(unknown)" },
-	{ "lease", "{\"stdout\":\"SECRET\"}", AUD_R_FIELD, "(unknown)" },
-	{ "lease", "{\"env\":{\"K\":\"SECRET\"}}", AUD_R_FIELD, "(unknown)" },
-	{ "lease", "{\"Worker_id\":\"w\"}", AUD_R_FIELD, "(unknown)" },
-	{ "egress_refusal", "{\"worker_id\":\"w\"}", AUD_R_FIELD, "(unknown)" },
-	{ "lease", "{\"reason\":\"a\\nSECRET\"}", AUD_R_MULTILINE, "reason" },
-	{ "lease", "{\"reason\":\"a\\rSECRET\"}", AUD_R_MULTILINE, "reason" },
-	{ "lease", "{\"reason\":\"a\\tSECRET\"}", AUD_R_MULTILINE, "reason" },
-	{ "lease", "{\"reason\":\"a\\u2028SECRET\"}", AUD_R_MULTILINE,
-	    "reason" },
-	{ "lease", "{\"reason\":\"a\\u007fSECRET\"}", AUD_R_MULTILINE,
-	    "reason" },
-	{ "lease", "{\"actor\":\"a\\nSECRET\"}", AUD_R_MULTILINE, "actor" },
-	{ "lease", "{\"reason\":\"/etc/SECRET\"}", AUD_R_PATH, "reason" },
-	{ "lease", "{\"reason\":\"open /etc/SECRET failed\"}", AUD_R_PATH,
-	    "reason" },
-	{ "lease", "{\"reason\":\"path=/SECRET\"}", AUD_R_PATH, "reason" },
-	{ "lease", "{\"reason\":\"~/SECRET\"}", AUD_R_PATH, "reason" },
-	{ "lease", "{\"reason\":\"~root/SECRET\"}", AUD_R_PATH, "reason" },
-	{ "lease", "{\"reason\":\"file:SECRET\"}", AUD_R_PATH, "reason" },
-	{ "lease", "{\"reason\":\"FILE:///SECRET\"}", AUD_R_PATH, "reason" },
-	{ "lease", "{\"reason\":\"https://h/SECRET?q\"}", AUD_R_PATH,
-	    "reason" },
-	{ "lease", "{\"reason\":\"C:\\\\SECRET\"}", AUD_R_PATH, "reason" },
-	{ "lease", "{\"worker_id\":\"/SECRET\"}", AUD_R_PATH, "worker_id" },
-	{ "lease", "{\"worker_id\":\"a b SECRET\"}", AUD_R_CHARSET,
-	    "worker_id" },
-	{ "lease", "{\"worker_id\":\"\"}", AUD_R_LENGTH, "worker_id" },
-	{ "lease", "{\"capability\":\"SECRETSECRETSECRETSECRETSECRETSECRET"
-	    "SECRETSECRETSECRETSECRETSECRET\"}", AUD_R_LENGTH, "capability" },
-	{ "lease", "{\"actor_hash\":\"ABCSECRET\"}", AUD_R_CHARSET,
-	    "actor_hash" },
-	{ "lease", "{\"worker_id\":{\"x\":\"SECRET\"}}", AUD_R_NESTED,
-	    "worker_id" },
-	{ "lease", "{\"worker_id\":[\"SECRET\"]}", AUD_R_NESTED, "worker_id" },
-	{ "lease", "{\"worker_id\":7}", AUD_R_TYPE, "worker_id" },
-	{ "lease", "{\"worker_id\":null}", AUD_R_TYPE, "worker_id" },
-	{ "lease", "{\"token\":\"SECRET\"}", AUD_R_TYPE, "token" },
-	{ "lease", "{\"token\":-1}", AUD_R_RANGE, "token" },
-	{ "lease", "{\"token\":1.5}", AUD_R_RANGE, "token" },
-	{ "lease", "{\"token\":1e300}", AUD_R_RANGE, "token" },
-	{ "lease", "{\"warm\":1}", AUD_R_TYPE, "warm" },
-	{ "egress_refusal", "{\"port\":65536}", AUD_R_RANGE, "port" },
-	{ "egress_refusal", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET,
-	    "host" },
-	{ "reset", "{\"evidence\":{\"a\":\"SECRET\"}}", AUD_R_TYPE,
-	    "evidence" },
-	{ "reset", "{\"evidence\":{\"a\":{\"b\":1}}}", AUD_R_NESTED,
-	    "evidence" },
-	{ "reset", "{\"evidence\":{\"A B\":1}}", AUD_R_CHARSET, "evidence" },
-	{ "reset", "{\"evidence\":[1]}", AUD_R_TYPE, "evidence" },
-	{ "reset", "{\"missing\":[[\"SECRET\"]]}", AUD_R_NESTED, "missing" },
-	{ "reset", "{\"missing\":[\"/SECRET\"]}", AUD_R_PATH, "missing" },
-	{ "reset", "{\"missing\":\"SECRET\"}", AUD_R_TYPE, "missing" },
-	{ "lease", "{\"actor\":\"a\",\"actor_hash\":\"00\"}", AUD_R_CONFLICT,
-	    "actor" },
-	{ "lease", "{\"audience_version\":-3}", AUD_R_RANGE,
-	    "audience_version" },
+    {"nope", "{}", AUD_R_KIND, "kind"},
+    {"", "{}", AUD_R_KIND, "kind"},
+    {"Dispatch", "{}", AUD_R_KIND, "kind"},
+    {"lease", "{\"bogus\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"lease", "{\"stdout\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"lease", "{\"env\":{\"K\":\"SECRET\"}}", AUD_R_FIELD, "(unknown)"},
+    {"lease", "{\"Worker_id\":\"w\"}", AUD_R_FIELD, "(unknown)"},
+    {"egress_refusal", "{\"worker_id\":\"w\"}", AUD_R_FIELD, "(unknown)"},
+    {"lease", "{\"reason\":\"a\\nSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\rSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\tSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u2028SECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u007fSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"actor\":\"a\\nSECRET\"}", AUD_R_MULTILINE, "actor"},
+    {"lease", "{\"reason\":\"/etc/SECRET\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"open /etc/SECRET failed\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"path=/SECRET\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"~/SECRET\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"~root/SECRET\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"file:SECRET\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"FILE:///SECRET\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"https://h/SECRET?q\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"reason\":\"C:\\\\SECRET\"}", AUD_R_PATH, "reason"},
+    {"lease", "{\"worker_id\":\"/SECRET\"}", AUD_R_PATH, "worker_id"},
+    {"lease", "{\"worker_id\":\"a b SECRET\"}", AUD_R_CHARSET, "worker_id"},
+    {"lease", "{\"worker_id\":\"\"}", AUD_R_LENGTH, "worker_id"},
+    {"lease",
+        "{\"capability\":\"SECRETSECRETSECRETSECRETSECRETSECRET"
+        "SECRETSECRETSECRETSECRETSECRET\"}",
+        AUD_R_LENGTH, "capability"},
+    {"lease", "{\"actor_hash\":\"ABCSECRET\"}", AUD_R_CHARSET, "actor_hash"},
+    {"lease", "{\"worker_id\":{\"x\":\"SECRET\"}}", AUD_R_NESTED, "worker_id"},
+    {"lease", "{\"worker_id\":[\"SECRET\"]}", AUD_R_NESTED, "worker_id"},
+    {"lease", "{\"worker_id\":7}", AUD_R_TYPE, "worker_id"},
+    {"lease", "{\"worker_id\":null}", AUD_R_TYPE, "worker_id"},
+    {"lease", "{\"token\":\"SECRET\"}", AUD_R_TYPE, "token"},
+    {"lease", "{\"token\":-1}", AUD_R_RANGE, "token"},
+    {"lease", "{\"token\":1.5}", AUD_R_RANGE, "token"},
+    {"lease", "{\"token\":1e300}", AUD_R_RANGE, "token"},
+    {"lease", "{\"warm\":1}", AUD_R_TYPE, "warm"},
+    {"egress_refusal", "{\"port\":65536}", AUD_R_RANGE, "port"},
+    {"egress_refusal", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET, "host"},
+    {"reset", "{\"evidence\":{\"a\":\"SECRET\"}}", AUD_R_TYPE, "evidence"},
+    {"reset", "{\"evidence\":{\"a\":{\"b\":1}}}", AUD_R_NESTED, "evidence"},
+    {"reset", "{\"evidence\":{\"A B\":1}}", AUD_R_CHARSET, "evidence"},
+    {"reset", "{\"evidence\":[1]}", AUD_R_TYPE, "evidence"},
+    {"reset", "{\"missing\":[[\"SECRET\"]]}", AUD_R_NESTED, "missing"},
+    {"reset", "{\"missing\":[\"/SECRET\"]}", AUD_R_PATH, "missing"},
+    {"reset", "{\"missing\":\"SECRET\"}", AUD_R_TYPE, "missing"},
+    {"lease", "{\"actor\":\"a\",\"actor_hash\":\"00\"}", AUD_R_CONFLICT,
+        "actor"},
+    {"lease", "{\"audience_version\":-3}", AUD_R_RANGE, "audience_version"},
 };
 
 START_TEST(test_hostile)
@@ -105,8 +97,8 @@ START_TEST(test_hostile)
 	ck_assert_msg(r == KZ_EDENIED, "case %d (%s) not refused", _i,
 	    b->event);
 	ck_assert_ptr_null(clean);
-	ck_assert_msg(ri.reason == b->reason, "case %d: reason %s, want %s",
-	    _i, aud_refusal_name(ri.reason), aud_refusal_name(b->reason));
+	ck_assert_msg(ri.reason == b->reason, "case %d: reason %s, want %s", _i,
+	    aud_refusal_name(ri.reason), aud_refusal_name(b->reason));
 	ck_assert_str_eq(ri.field, b->field);
 	ck_assert_ptr_null(strstr(ri.why, "SECRET"));
 	ck_assert_ptr_nonnull(strstr(ri.why, "field") ? ri.why : NULL);
@@ -135,15 +127,16 @@ START_TEST(test_accept_and_hash)
 {
 	struct aud_refusal_info ri;
 	char want[KZ_IDHASH_HEX + 1];
-	cJSON *ev = parse("{\"worker_id\":\"w-1\",\"exit_status\":0,"
+	cJSON *ev = parse(
+	    "{\"worker_id\":\"w-1\",\"exit_status\":0,"
 	    "\"actor\":\"alice\",\"session\":\"s-1\",\"capability\":"
 	    "\"code.run\",\"audience_version\":3,\"manifest_digest\":"
 	    "\"sha256:ab12\",\"reason\":\"worker exited: code 0, see a/b\"}");
 	cJSON *clean = NULL;
 	char *s;
 
-	ck_assert_int_eq(aud_schema_check("dispatch", ev, &idkey, &clean,
-	    &ri), 0);
+	ck_assert_int_eq(aud_schema_check("dispatch", ev, &idkey, &clean, &ri),
+	    0);
 	s = kz_json_print(clean);
 	ck_assert_ptr_null(strstr(s, "alice"));
 	ck_assert_ptr_null(strstr(s, "s-1"));
@@ -151,8 +144,7 @@ START_TEST(test_accept_and_hash)
 	ck_assert_int_eq(kz_key_idhash(&idkey, "actor", "alice", want), 0);
 	ck_assert_str_eq(kz_json_get(clean, "actor_hash")->valuestring, want);
 	ck_assert_int_eq(kz_key_idhash(&idkey, "session", "s-1", want), 0);
-	ck_assert_str_eq(kz_json_get(clean, "session_hash")->valuestring,
-	    want);
+	ck_assert_str_eq(kz_json_get(clean, "session_hash")->valuestring, want);
 	ck_assert_str_eq(kz_json_get(clean, "worker_id")->valuestring, "w-1");
 	free(s);
 	cJSON_Delete(clean);
@@ -168,7 +160,8 @@ START_TEST(test_every_kind)
 	for (int i = 0; aud_kinds[i] != NULL; i++) {
 		clean = NULL;
 		ck_assert_int_eq(aud_schema_check(aud_kinds[i], ev, &idkey,
-		    &clean, &ri), 0);
+		                     &clean, &ri),
+		    0);
 		ck_assert(aud_kind_known(aud_kinds[i]));
 		cJSON_Delete(clean);
 	}

@@ -34,13 +34,15 @@ teardown(void)
 static void
 add_n(struct aud_store *s, int n, uint64_t *last)
 {
-	cJSON *ev = cJSON_Parse("{\"worker_id\":\"w\",\"reason\":\"filler "
+	cJSON *ev = cJSON_Parse(
+	    "{\"worker_id\":\"w\",\"reason\":\"filler "
 	    "text to make the record longer than a hundred bytes or so\"}");
 	char why[200];
 
 	for (int i = 0; i < n; i++)
 		ck_assert_int_eq(aud_store_add(s, "lease", ev, last, why,
-		    sizeof(why)), 0);
+		                     sizeof(why)),
+		    0);
 	ck_assert_int_eq(aud_store_commit(s, why, sizeof(why)), 0);
 	cJSON_Delete(ev);
 }
@@ -67,8 +69,8 @@ open_store(uint64_t max)
 	struct aud_store *s = NULL;
 	char why[200];
 
-	ck_assert_msg(aud_store_open(dir, max, &key, &s, why,
-	    sizeof(why)) == 0, "open: %s", why);
+	ck_assert_msg(aud_store_open(dir, max, &key, &s, why, sizeof(why)) == 0,
+	    "open: %s", why);
 	return s;
 }
 
@@ -229,7 +231,8 @@ START_TEST(test_damage_refused)
 	free(buf);
 	s = NULL;
 	ck_assert_int_eq(aud_store_open(dir, 1 << 20, &key, &s, why,
-	    sizeof(why)), KZ_ECRYPTO);
+	                     sizeof(why)),
+	    KZ_ECRYPTO);
 	ck_assert_ptr_null(s);
 	ck_assert_ptr_nonnull(strstr(why, "seq 1"));
 }
@@ -241,7 +244,8 @@ START_TEST(test_one_writer)
 	char why[200];
 
 	ck_assert_int_eq(aud_store_open(dir, 1 << 20, &key, &t, why,
-	    sizeof(why)), KZ_EEXIST);
+	                     sizeof(why)),
+	    KZ_EEXIST);
 	aud_store_free(s);
 	t = open_store(1 << 20);
 	aud_store_free(t);

@@ -115,7 +115,8 @@ setup(void)
 	snprintf(pkfile, sizeof(pkfile), "/tmp/kz-egress-dnspk.%d", getpid());
 	f = fopen(pkfile, "w");
 	ck_assert_ptr_nonnull(f);
-	fputs("be6ba96ccd5e7d69d57f27b578f292d37e460d4402786403eea4ef1774b7695a\n",
+	fputs("be6ba96ccd5e7d69d57f27b578f292d37e460d4402786403eea4ef1774b7695a"
+	      "\n",
 	    f);
 	fclose(f);
 	for (int i = 0; eg_conf_keys[i] != NULL; i++)
@@ -175,11 +176,19 @@ START_TEST(test_bound)
 		int n4, n6;
 		const char *want;
 	} t[] = {
-		{1, 0, NULL}, {0, 1, NULL}, {12, 12, NULL}, {16, 16, NULL},
-		{17, 0, NULL}, {64, 0, NULL}, {0, 64, NULL}, {32, 32, NULL},
-		{33, 32, "too_many_answers"}, {65, 0, "too_many_answers"},
-		{0, 65, "too_many_answers"}, {200, 200, "too_many_answers"},
-		{0, 0, "unresolvable"},
+	    {1, 0, NULL},
+	    {0, 1, NULL},
+	    {12, 12, NULL},
+	    {16, 16, NULL},
+	    {17, 0, NULL},
+	    {64, 0, NULL},
+	    {0, 64, NULL},
+	    {32, 32, NULL},
+	    {33, 32, "too_many_answers"},
+	    {65, 0, "too_many_answers"},
+	    {0, 65, "too_many_answers"},
+	    {200, 200, "too_many_answers"},
+	    {0, 0, "unresolvable"},
 	};
 	static struct pkt a, aaaa;
 	struct eg_verdict v;
@@ -190,9 +199,10 @@ START_TEST(test_bound)
 		cdn(&a, &aaaa, t[i].n4, t[i].n6);
 		r = lookup(&a, &aaaa, &v);
 		ck_assert_msg((r == NULL && t[i].want == NULL) ||
-		    (r != NULL && t[i].want != NULL &&
-		    strcmp(r, t[i].want) == 0), "%d A + %d AAAA: got %s",
-		    t[i].n4, t[i].n6, r ? r : "allow");
+		        (r != NULL && t[i].want != NULL &&
+		            strcmp(r, t[i].want) == 0),
+		    "%d A + %d AAAA: got %s", t[i].n4, t[i].n6,
+		    r ? r : "allow");
 		if (r == NULL) {
 			ck_assert_uint_eq(v.nanswers,
 			    (size_t)(t[i].n4 + t[i].n6));
@@ -207,11 +217,14 @@ START_TEST(test_mixed)
 {
 	static const struct {
 		const char *extra, *want;
-		int at;		/* where among 32 the bad one goes */
+		int at; /* where among 32 the bad one goes */
 	} t[] = {
-		{"10.1.2.3", "private_use", 31}, {"10.1.2.3", "private_use", 0},
-		{"127.0.0.1", "loopback", 17}, {"::1", "loopback", 5},
-		{"169.254.169.254", "metadata", 30}, {"fd12::1", "unique_local", 9},
+	    {"10.1.2.3", "private_use", 31},
+	    {"10.1.2.3", "private_use", 0},
+	    {"127.0.0.1", "loopback", 17},
+	    {"::1", "loopback", 5},
+	    {"169.254.169.254", "metadata", 30},
+	    {"fd12::1", "unique_local", 9},
 	};
 	static struct pkt a, aaaa;
 	struct eg_verdict v;
@@ -299,8 +312,7 @@ START_TEST(test_hostile)
 	/* Over the size bound, however well-formed: refused unread. */
 	pkt_init(&big, "cdn.example", 1);
 	for (int i = 0; big.n <= EG_DNS_ANSWER_MAX; i++)
-		pkt_cname(&big, i ? "x.example" : "cdn.example",
-		    "x.example");
+		pkt_cname(&big, i ? "x.example" : "cdn.example", "x.example");
 	ck_assert_uint_gt(big.n, EG_DNS_ANSWER_MAX);
 	ck_assert_str_eq(lookup(&big, NULL, &v), "resolve_failed");
 	/* Garbage and nothing. */
@@ -336,11 +348,13 @@ START_TEST(test_loop)
 
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_ne(eg_dns_new(base, "no resolver", &dns, why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert_ptr_null(dns);
 	/* Nothing listens on the discard port of loopback: refused fast. */
 	ck_assert_int_eq(eg_dns_new(base, "127.0.0.1:9", &dns, why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert_ptr_nonnull(eg_dns_check(dns, pol, &dest, on_verdict, &g));
 	l = eg_dns_check(dns, pol, &dest, on_verdict, &gc);
 	ck_assert_ptr_nonnull(l);

@@ -20,42 +20,44 @@ static const struct {
 	const char *head;
 	bool ok;
 } reqs[] = {
-	{"GET http://a.example/ HTTP/1.1\r\nHost: a.example\r\n\r\n", true},
-	{"CONNECT a.example:443 HTTP/1.1\r\n\r\n", true},
-	{"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n", true},
-	{"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", true},
-	{"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: CHUNKED\r\n\r\n", true},
-	/* smuggling */
-	{"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n"
-	    "Transfer-Encoding: chunked\r\n\r\n", false},
-	{"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n"
-	    "Content-Length: 5\r\n\r\n", false},
-	{"POST http://a/ HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n", false},
-	{"POST http://a/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n", false},
-	{"POST http://a/ HTTP/1.1\r\nContent-Length: \r\n\r\n", false},
-	{"POST http://a/ HTTP/1.1\r\nContent-Length: 0x5\r\n\r\n", false},
-	{"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-	    false},
-	{"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
-	    "Transfer-Encoding: chunked\r\n\r\n", false},
-	{"POST http://a/ HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n",
-	    false},
-	{"POST http://a/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
-	    false},
-	{"GET http://a/ HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", false},
-	{"GET http://a/ HTTP/1.1\nHost: a\r\n\r\n", false},
-	{"GET http://a/ HTTP/1.1\r\nHost: a\n\r\n", false},
-	{"GET http://a/ HTTP/1.1\r\nHo\rst: a\r\n\r\n", false},
-	{"GET http://a/ HTTP/1.1\r\nX: a\001b\r\n\r\n", false},
-	{"GET http://a/ HTTP/1.1\r\n: a\r\n\r\n", false},
-	{"GET http://a/ HTTP/2.0\r\n\r\n", false},
-	{"GET http://a/ HTTP/1.1 \r\n\r\n", false},
-	{"GET  http://a/ HTTP/1.1\r\n\r\n", false},
-	{"G(T http://a/ HTTP/1.1\r\n\r\n", false},
-	{"GET http://a/\r\n\r\n", false},
-	{"GET http://a/ HTTP/1.1\r\nProxy-Authorization: a\r\n"
-	    "Proxy-Authorization: b\r\n\r\n", false},
-	{"GET http://a/ HTTP/1.1\r\nExpect: 200-ok\r\n\r\n", false},
+    {"GET http://a.example/ HTTP/1.1\r\nHost: a.example\r\n\r\n", true},
+    {"CONNECT a.example:443 HTTP/1.1\r\n\r\n", true},
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n", true},
+    {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", true},
+    {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: CHUNKED\r\n\r\n", true},
+    /* smuggling */
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n"
+     "Transfer-Encoding: chunked\r\n\r\n",
+        false},
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n"
+     "Content-Length: 5\r\n\r\n",
+        false},
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n", false},
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n", false},
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: \r\n\r\n", false},
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: 0x5\r\n\r\n", false},
+    {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        false},
+    {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+     "Transfer-Encoding: chunked\r\n\r\n",
+        false},
+    {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n", false},
+    {"POST http://a/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\nHost: a\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\r\nHost: a\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\r\nHo\rst: a\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\r\nX: a\001b\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\r\n: a\r\n\r\n", false},
+    {"GET http://a/ HTTP/2.0\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1 \r\n\r\n", false},
+    {"GET  http://a/ HTTP/1.1\r\n\r\n", false},
+    {"G(T http://a/ HTTP/1.1\r\n\r\n", false},
+    {"GET http://a/\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\r\nProxy-Authorization: a\r\n"
+     "Proxy-Authorization: b\r\n\r\n",
+        false},
+    {"GET http://a/ HTTP/1.1\r\nExpect: 200-ok\r\n\r\n", false},
 };
 
 START_TEST(test_requests)
@@ -94,17 +96,20 @@ START_TEST(test_framing_and_close)
 	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.0\r\n\r\n", true, &hd));
 	ck_assert(hd.close);
 	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.0\r\n"
-	    "Connection: keep-alive\r\n\r\n", true, &hd));
+	                         "Connection: keep-alive\r\n\r\n",
+	    true, &hd));
 	ck_assert(!hd.close);
 	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.1\r\n"
-	    "Connection: Keep-Alive, close\r\n\r\n", true, &hd));
+	                         "Connection: Keep-Alive, close\r\n\r\n",
+	    true, &hd));
 	ck_assert(hd.close);
-	ck_assert_ptr_null(parse("HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n",
-	    false, &hd));
+	ck_assert_ptr_null(
+	    parse("HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n", false, &hd));
 	ck_assert_int_eq(hd.status, 200);
 	ck_assert(hd.has_length && hd.length == 12);
 	ck_assert_ptr_nonnull(parse("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
-	    "Transfer-Encoding: chunked\r\n\r\n", false, &hd));
+	                            "Transfer-Encoding: chunked\r\n\r\n",
+	    false, &hd));
 	ck_assert_ptr_nonnull(parse("HTTP/1.1 20 OK\r\n\r\n", false, &hd));
 	ck_assert_ptr_nonnull(parse("HTTP/1.1 200OK\r\n\r\n", false, &hd));
 	ck_assert_ptr_null(parse("HTTP/1.1 204\r\n\r\n", false, &hd));
@@ -115,32 +120,38 @@ START_TEST(test_hop_by_hop)
 {
 	struct eg_head hd;
 
-	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.1\r\nConnection: X-Secret"
-	    "\r\nX-Secret: 1\r\nProxy-Authorization: Bearer g\r\n"
-	    "Keep-Alive: 5\r\nX-Fine: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
-	    true, &hd));
+	ck_assert_ptr_null(
+	    parse("GET http://a/ HTTP/1.1\r\nConnection: X-Secret"
+	          "\r\nX-Secret: 1\r\nProxy-Authorization: Bearer g\r\n"
+	          "Keep-Alive: 5\r\nX-Fine: 2\r\nTransfer-Encoding: "
+	          "chunked\r\n\r\n",
+	        true, &hd));
 	ck_assert_uint_eq(hd.nh, 6);
-	ck_assert(eg_hdr_hop(&hd, &hd.h[0]));	/* Connection */
-	ck_assert(eg_hdr_hop(&hd, &hd.h[1]));	/* listed in Connection */
-	ck_assert(eg_hdr_hop(&hd, &hd.h[2]));	/* the grant */
+	ck_assert(eg_hdr_hop(&hd, &hd.h[0])); /* Connection */
+	ck_assert(eg_hdr_hop(&hd, &hd.h[1])); /* listed in Connection */
+	ck_assert(eg_hdr_hop(&hd, &hd.h[2])); /* the grant */
 	ck_assert(eg_hdr_hop(&hd, &hd.h[3]));
 	ck_assert(!eg_hdr_hop(&hd, &hd.h[4]));
 	ck_assert(!eg_hdr_hop(&hd, &hd.h[5]));
 	/* A name listed by a Connection header that comes after it; a
 	 * response's own; none without a Connection header. */
-	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.1\r\nX-Secret: 1\r\n"
-	    "X-Fine: 2\r\nconnection: x-fine , X-SECRET\r\n\r\n", true, &hd));
+	ck_assert_ptr_null(
+	    parse("GET http://a/ HTTP/1.1\r\nX-Secret: 1\r\n"
+	          "X-Fine: 2\r\nconnection: x-fine , X-SECRET\r\n\r\n",
+	        true, &hd));
 	ck_assert(eg_hdr_hop(&hd, &hd.h[0]));
 	ck_assert(eg_hdr_hop(&hd, &hd.h[1]));
 	ck_assert_ptr_null(parse("HTTP/1.1 200 OK\r\nConnection: X-Up\r\n"
-	    "X-Up: 1\r\nUpgrade: h2c\r\nTE: trailers\r\nX-Down: 1\r\n\r\n",
+	                         "X-Up: 1\r\nUpgrade: h2c\r\nTE: "
+	                         "trailers\r\nX-Down: 1\r\n\r\n",
 	    false, &hd));
 	ck_assert(eg_hdr_hop(&hd, &hd.h[1]));
 	ck_assert(eg_hdr_hop(&hd, &hd.h[2]));
 	ck_assert(eg_hdr_hop(&hd, &hd.h[3]));
 	ck_assert(!eg_hdr_hop(&hd, &hd.h[4]));
 	ck_assert_ptr_null(parse("GET http://a/ HTTP/1.1\r\nHost: a\r\n"
-	    "X-Secret: 1\r\n\r\n", true, &hd));
+	                         "X-Secret: 1\r\n\r\n",
+	    true, &hd));
 	ck_assert(eg_hdr_hop(&hd, &hd.h[0]));
 	ck_assert(!eg_hdr_hop(&hd, &hd.h[1]));
 }
@@ -158,8 +169,10 @@ START_TEST(test_tchar)
 		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		    (c >= '0' && c <= '9') || strchr(tchars, c) != NULL;
 
-		snprintf(req, sizeof(req), "GET http://a/ HTTP/1.1\r\n"
-		    "%cX: 1\r\n\r\n", c);
+		snprintf(req, sizeof(req),
+		    "GET http://a/ HTTP/1.1\r\n"
+		    "%cX: 1\r\n\r\n",
+		    c);
 		ck_assert_msg((parse(req, true, &hd) == NULL) == ok,
 		    "header name byte 0x%02x", c);
 		snprintf(req, sizeof(req), "%cET http://a/ HTTP/1.1\r\n\r\n",
@@ -177,37 +190,49 @@ START_TEST(test_targets)
 	const char *path;
 	size_t plen;
 
-	ck_assert_int_eq(eg_http_absolute("http://u:p@Example.com:8080/x?q",
-	    31, host, sizeof(host), &port, &path, &plen), 0);
+	ck_assert_int_eq(eg_http_absolute("http://u:p@Example.com:8080/x?q", 31,
+	                     host, sizeof(host), &port, &path, &plen),
+	    0);
 	ck_assert_str_eq(host, "Example.com");
 	ck_assert_uint_eq(port, 8080);
 	ck_assert_uint_eq(plen, 4);
 	ck_assert_int_eq(eg_http_absolute("http://[::1]/", 13, host,
-	    sizeof(host), &port, &path, &plen), 0);
+	                     sizeof(host), &port, &path, &plen),
+	    0);
 	ck_assert_str_eq(host, "[::1]");
 	ck_assert_uint_eq(port, 80);
 	ck_assert_int_ne(eg_http_absolute("https://a/", 10, host, sizeof(host),
-	    &port, &path, &plen), 0);
+	                     &port, &path, &plen),
+	    0);
 	ck_assert_int_ne(eg_http_absolute("/x", 2, host, sizeof(host), &port,
-	    &path, &plen), 0);
-	ck_assert_int_ne(eg_http_absolute("http://a:0/", 11, host,
-	    sizeof(host), &port, &path, &plen), 0);
+	                     &path, &plen),
+	    0);
+	ck_assert_int_ne(eg_http_absolute("http://a:0/", 11, host, sizeof(host),
+	                     &port, &path, &plen),
+	    0);
 	ck_assert_int_ne(eg_http_absolute("http://a:99999/", 15, host,
-	    sizeof(host), &port, &path, &plen), 0);
-	ck_assert_int_ne(eg_http_absolute("http://a/#f", 11, host,
-	    sizeof(host), &port, &path, &plen), 0);
+	                     sizeof(host), &port, &path, &plen),
+	    0);
+	ck_assert_int_ne(eg_http_absolute("http://a/#f", 11, host, sizeof(host),
+	                     &port, &path, &plen),
+	    0);
 	ck_assert_int_eq(eg_http_authority("a.example:443", 13, 0, host,
-	    sizeof(host), &port), 0);
+	                     sizeof(host), &port),
+	    0);
 	ck_assert_uint_eq(port, 443);
 	ck_assert_int_eq(eg_http_authority("[fe80::1%25eth0]:80", 19, 0, host,
-	    sizeof(host), &port), 0);
+	                     sizeof(host), &port),
+	    0);
 	ck_assert_str_eq(host, "[fe80::1%25eth0]");
 	ck_assert_int_ne(eg_http_authority("a.example:", 10, 0, host,
-	    sizeof(host), &port), 0);
+	                     sizeof(host), &port),
+	    0);
 	ck_assert_int_ne(eg_http_authority("a.example:4x3", 13, 0, host,
-	    sizeof(host), &port), 0);
-	ck_assert_int_ne(eg_http_authority("[::1]443", 8, 0, host,
-	    sizeof(host), &port), 0);
+	                     sizeof(host), &port),
+	    0);
+	ck_assert_int_ne(eg_http_authority("[::1]443", 8, 0, host, sizeof(host),
+	                     &port),
+	    0);
 }
 END_TEST
 
@@ -219,7 +244,8 @@ START_TEST(test_grant_header)
 	ck_assert_str_eq(g, "abc.def");
 	/* Basic run:abc.def */
 	ck_assert_int_eq(eg_http_grant("Basic cnVuOmFiYy5kZWY=", 22, g,
-	    sizeof(g)), 0);
+	                     sizeof(g)),
+	    0);
 	ck_assert_str_eq(g, "abc.def");
 	ck_assert_int_ne(eg_http_grant("Basic cnVu", 10, g, sizeof(g)), 0);
 	ck_assert_int_ne(eg_http_grant("Digest x", 8, g, sizeof(g)), 0);
@@ -241,20 +267,20 @@ static const struct {
 	const char *s;
 	bool ok;
 } prefixes[] = {
-	{"H", true},
-	{"HTTP/1.", true},
-	{"HTTP/1.1 200 OK\r", true},
-	{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", true},
-	{"HTTP/1.1 200 OK\r\nX: a\tb\r\n\r", true},
-	{"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi", false},	/* bare LF */
-	{"HTTP/1.1 200 OK\r\nX: 1\n", false},
-	{"HTTP/1.1 200 OK\rX", false},				/* lone CR */
-	{"HTTP/1.1 200 \x01K", false},
-	{"HTTP/1.1 200 OK\x7f", false},
-	{"SSH-2.0-OpenSSH_9.2\r\n", false},
-	{"http/1.1 200 OK\r\n", false},
-	{"\r\n", false},
-	{"<html>", false},
+    {"H", true},
+    {"HTTP/1.", true},
+    {"HTTP/1.1 200 OK\r", true},
+    {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", true},
+    {"HTTP/1.1 200 OK\r\nX: a\tb\r\n\r", true},
+    {"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi", false}, /* bare LF */
+    {"HTTP/1.1 200 OK\r\nX: 1\n", false},
+    {"HTTP/1.1 200 OK\rX", false}, /* lone CR */
+    {"HTTP/1.1 200 \x01K", false},
+    {"HTTP/1.1 200 OK\x7f", false},
+    {"SSH-2.0-OpenSSH_9.2\r\n", false},
+    {"http/1.1 200 OK\r\n", false},
+    {"\r\n", false},
+    {"<html>", false},
 };
 
 START_TEST(test_resp_prefix)
@@ -270,22 +296,22 @@ START_TEST(test_chunks)
 {
 	static const struct {
 		const char *body;
-		long want;	/* bytes of the body; -1 refused; 0 incomplete */
+		long want; /* bytes of the body; -1 refused; 0 incomplete */
 	} t[] = {
-		{"5\r\nhello\r\n0\r\n\r\n", 15},
-		{"5\r\nhello\r\n0\r\n\r\nGET next", 15},
-		{"5;ext=1\r\nhello\r\n0\r\n\r\n", 21},
-		{"A\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n", 32},
-		{"5\r\nhello\r\n", 0},
-		{"5\r\nhelloX\r\n0\r\n\r\n", -1},
-		{"g\r\n", -1},
-		{"-5\r\n", -1},
-		{" 5\r\n", -1},
-		{"5 \r\n", -1},
-		{"5\n", -1},
-		{"\r\n", -1},
-		{"1000000000000000\r\n", -1},
-		{"0\r\n\n", -1},
+	    {"5\r\nhello\r\n0\r\n\r\n", 15},
+	    {"5\r\nhello\r\n0\r\n\r\nGET next", 15},
+	    {"5;ext=1\r\nhello\r\n0\r\n\r\n", 21},
+	    {"A\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n", 32},
+	    {"5\r\nhello\r\n", 0},
+	    {"5\r\nhelloX\r\n0\r\n\r\n", -1},
+	    {"g\r\n", -1},
+	    {"-5\r\n", -1},
+	    {" 5\r\n", -1},
+	    {"5 \r\n", -1},
+	    {"5\n", -1},
+	    {"\r\n", -1},
+	    {"1000000000000000\r\n", -1},
+	    {"0\r\n\n", -1},
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

@@ -58,24 +58,25 @@ START_TEST(test_flushed_then_writable)
 
 	ck_assert_ptr_nonnull(base);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-	    sv), 0);
+	                     sv),
+	    0);
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 	s = sio_new(base, sv[0], on_data, on_data, on_event, &seen);
 	ck_assert_ptr_nonnull(s);
 	memset(chunk, 'x', sizeof(chunk));
 	ck_assert_int_eq(evbuffer_add(s->out, chunk, sizeof(chunk)), 0);
 	sent = sizeof(chunk);
-	sio_flush(s);			/* the socket is full: wev armed */
+	sio_flush(s); /* the socket is full: wev armed */
 	ck_assert_uint_gt(sio_pending(s), 0);
-	while (sio_pending(s) > 0) {	/* the rest goes from flush alone */
+	while (sio_pending(s) > 0) { /* the rest goes from flush alone */
 		got += drain(sv[1]);
 		sio_flush(s);
 	}
 	got += drain(sv[1]);
-	errno = EINPROGRESS;		/* what a connect leaves behind */
+	errno = EINPROGRESS; /* what a connect leaves behind */
 	(void)event_base_loop(base, EVLOOP_NONBLOCK);
 	ck_assert_int_eq(seen.errors, 0);
-	ck_assert_int_eq(seen.drained, 1);	/* the event did fire */
+	ck_assert_int_eq(seen.drained, 1); /* the event did fire */
 	got += drain(sv[1]);
 	ck_assert_uint_eq(got, sent);
 	sio_free(s);
@@ -94,7 +95,8 @@ START_TEST(test_peer_gone)
 	int sv[2], small = 4096;
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-	    sv), 0);
+	                     sv),
+	    0);
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 	s = sio_new(base, sv[0], on_data, on_data, on_event, &seen);
 	ck_assert_ptr_nonnull(s);

@@ -10,19 +10,19 @@ static const struct {
 	const char *s;
 	bool metric, label;
 } names[] = {
-	{"kz_up", true, true},
-	{"kz:lease:workers", true, false},
-	{"_x", true, true},
-	{"__reserved", true, false},
-	{"a1", true, true},
-	{"1a", false, false},
-	{"", false, false},
-	{"kz-up", false, false},
-	{"kz up", false, false},
-	{"kz_\xc3\xa9", false, false},
-	{"kz\n", false, false},
-	{"kz{x}", false, false},
-	{"kz.lease", false, false},
+    {"kz_up", true, true},
+    {"kz:lease:workers", true, false},
+    {"_x", true, true},
+    {"__reserved", true, false},
+    {"a1", true, true},
+    {"1a", false, false},
+    {"", false, false},
+    {"kz-up", false, false},
+    {"kz up", false, false},
+    {"kz_\xc3\xa9", false, false},
+    {"kz\n", false, false},
+    {"kz{x}", false, false},
+    {"kz.lease", false, false},
 };
 
 START_TEST(test_names)
@@ -41,16 +41,16 @@ static const struct {
 	bool help;
 	const char *out;
 } escapes[] = {
-	{"plain", false, "plain"},
-	{"a\"b", false, "a\\\"b"},
-	{"a\"b", true, "a\"b"},
-	{"back\\slash", false, "back\\\\slash"},
-	{"back\\slash", true, "back\\\\slash"},
-	{"two\nlines", false, "two\\nlines"},
-	{"two\nlines", true, "two\\nlines"},
-	{"\\\"\n", false, "\\\\\\\"\\n"},
-	{"caf\xc3\xa9 {x=\"1\"}", false, "caf\xc3\xa9 {x=\\\"1\\\"}"},
-	{"", false, ""},
+    {"plain", false, "plain"},
+    {"a\"b", false, "a\\\"b"},
+    {"a\"b", true, "a\"b"},
+    {"back\\slash", false, "back\\\\slash"},
+    {"back\\slash", true, "back\\\\slash"},
+    {"two\nlines", false, "two\\nlines"},
+    {"two\nlines", true, "two\\nlines"},
+    {"\\\"\n", false, "\\\\\\\"\\n"},
+    {"caf\xc3\xa9 {x=\"1\"}", false, "caf\xc3\xa9 {x=\\\"1\\\"}"},
+    {"", false, ""},
 };
 
 START_TEST(test_escape)
@@ -59,7 +59,8 @@ START_TEST(test_escape)
 
 	for (size_t i = 0; i < sizeof(escapes) / sizeof(escapes[0]); i++) {
 		ck_assert_int_eq(mx_escape(escapes[i].in, escapes[i].help, out,
-		    sizeof(out)), 0);
+		                     sizeof(out)),
+		    0);
 		ck_assert_str_eq(out, escapes[i].out);
 	}
 	ck_assert_int_eq(mx_escape("abcd", false, tiny, sizeof(tiny)),
@@ -116,16 +117,13 @@ static const struct {
 	const char *label;
 	double v;
 } bad[] = {
-	{"kz_x", MX_COUNTER, NULL, 1},		/* a counter without _total */
-	{"_total", MX_COUNTER, NULL, 1},
-	{"kz-x_total", MX_COUNTER, NULL, 1},
-	{"kz_x_total", MX_COUNTER, NULL, -1},	/* counters do not go down */
-	{"kz_y", MX_GAUGE, NULL, NAN},
-	{"kz_y", MX_GAUGE, NULL, INFINITY},
-	{"kz_y", MX_GAUGE, "__name__", 1},
-	{"kz_y", MX_GAUGE, "a-b", 1},
-	{"kz_y", MX_GAUGE, "", 1},
-	{"kz_same", MX_COUNTER, NULL, 1},	/* kz_same is a gauge */
+    {"kz_x", MX_COUNTER, NULL, 1}, /* a counter without _total */
+    {"_total", MX_COUNTER, NULL, 1}, {"kz-x_total", MX_COUNTER, NULL, 1},
+    {"kz_x_total", MX_COUNTER, NULL, -1}, /* counters do not go down */
+    {"kz_y", MX_GAUGE, NULL, NAN}, {"kz_y", MX_GAUGE, NULL, INFINITY},
+    {"kz_y", MX_GAUGE, "__name__", 1}, {"kz_y", MX_GAUGE, "a-b", 1},
+    {"kz_y", MX_GAUGE, "", 1},
+    {"kz_same", MX_COUNTER, NULL, 1}, /* kz_same is a gauge */
 };
 
 START_TEST(test_refused)
@@ -135,17 +133,19 @@ START_TEST(test_refused)
 
 	ck_assert_int_eq(mx_new(&m), 0);
 	ck_assert_int_eq(mx_add(m, "kz_same", MX_GAUGE, "S.", NULL, 1), 0);
-	ck_assert_int_eq(mx_add(m, "kz_same", MX_GAUGE, "other help", NULL,
-	    1), KZ_EINVAL);
+	ck_assert_int_eq(mx_add(m, "kz_same", MX_GAUGE, "other help", NULL, 1),
+	    KZ_EINVAL);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *lb[] = {bad[i].label, "v", NULL};
 
 		ck_assert_msg(mx_add(m, bad[i].name, bad[i].type, "H.",
-		    bad[i].label ? lb : NULL, bad[i].v) == KZ_EINVAL,
+		                  bad[i].label ? lb : NULL,
+		                  bad[i].v) == KZ_EINVAL,
 		    "case %zu", i);
 	}
 	t = text_of(m);
-	ck_assert_str_eq(t, "# HELP kz_same S.\n# TYPE kz_same gauge\n"
+	ck_assert_str_eq(t,
+	    "# HELP kz_same S.\n# TYPE kz_same gauge\n"
 	    "kz_same 1\n");
 	free(t);
 	mx_free(m);

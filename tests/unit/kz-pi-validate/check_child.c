@@ -28,25 +28,25 @@ static const struct {
 	const char *result;
 	int want; /* KZ_EJSON: any parse refusal */
 } obs[] = {
-	{"{\"nonce\":\"" N64 "\",\"observation\":{\"skills\":[]}}", 0},
-	/* without, or with another, or a prefix of the nonce */
-	{"{\"observation\":{}}", KZ_ECRYPTO},
-	{"{\"nonce\":\"" N64 "0\",\"observation\":{}}", KZ_ECRYPTO},
-	{"{\"nonce\":\"0123456789abcdef\",\"observation\":{}}", KZ_ECRYPTO},
-	{"{\"nonce\":\"f123456789abcdef0123456789abcdef0123456789abcdef"
-	    "0123456789abcdef\",\"observation\":{}}", KZ_ECRYPTO},
-	{"{\"nonce\":1,\"observation\":{}}", KZ_ECRYPTO},
-	/* the nonce, but no observation object */
-	{"{\"nonce\":\"" N64 "\"}", KZ_EPROTO},
-	{"{\"nonce\":\"" N64 "\",\"observation\":[]}", KZ_EPROTO},
-	/* not one strict JSON object */
-	{"", KZ_EPROTO},
-	{"{\"nonce\":\"" N64 "\",\"observation\":{}} {}", KZ_EJSON},
-	{"{\"nonce\":\"" N64 "\",\"nonce\":\"" N64 "\",\"observation\":{}}",
-	    KZ_EJSON},
-	{"[\"" N64 "\"]", KZ_EJSON},
-	{"{\"nonce\":\"" N64 "\",\"observation\":{\"a\":\"\\u0000\"}}",
-	    KZ_EJSON},
+    {"{\"nonce\":\"" N64 "\",\"observation\":{\"skills\":[]}}", 0},
+    /* without, or with another, or a prefix of the nonce */
+    {"{\"observation\":{}}", KZ_ECRYPTO},
+    {"{\"nonce\":\"" N64 "0\",\"observation\":{}}", KZ_ECRYPTO},
+    {"{\"nonce\":\"0123456789abcdef\",\"observation\":{}}", KZ_ECRYPTO},
+    {"{\"nonce\":\"f123456789abcdef0123456789abcdef0123456789abcdef"
+     "0123456789abcdef\",\"observation\":{}}",
+        KZ_ECRYPTO},
+    {"{\"nonce\":1,\"observation\":{}}", KZ_ECRYPTO},
+    /* the nonce, but no observation object */
+    {"{\"nonce\":\"" N64 "\"}", KZ_EPROTO},
+    {"{\"nonce\":\"" N64 "\",\"observation\":[]}", KZ_EPROTO},
+    /* not one strict JSON object */
+    {"", KZ_EPROTO},
+    {"{\"nonce\":\"" N64 "\",\"observation\":{}} {}", KZ_EJSON},
+    {"{\"nonce\":\"" N64 "\",\"nonce\":\"" N64 "\",\"observation\":{}}",
+        KZ_EJSON},
+    {"[\"" N64 "\"]", KZ_EJSON},
+    {"{\"nonce\":\"" N64 "\",\"observation\":{\"a\":\"\\u0000\"}}", KZ_EJSON},
 };
 
 START_TEST(test_observation)
@@ -58,8 +58,9 @@ START_TEST(test_observation)
 
 	outcome(&o, obs[_i].result);
 	r = pv_observation(&o, &ob, why, sizeof(why));
-	ck_assert_msg(r == obs[_i].want || (obs[_i].want != 0 && r != 0 &&
-	    obs[_i].want == KZ_EJSON), "case %d: got %d (%s)", _i, r, why);
+	ck_assert_msg(r == obs[_i].want ||
+	        (obs[_i].want != 0 && r != 0 && obs[_i].want == KZ_EJSON),
+	    "case %d: got %d (%s)", _i, r, why);
 	if (r == 0) {
 		ck_assert(cJSON_IsObject(ob));
 		cJSON_Delete(ob);
@@ -83,8 +84,7 @@ START_TEST(test_late_and_bound)
 	pv_outcome_release(&o);
 	outcome(&o, good);
 	o.over_bound = true;
-	ck_assert_int_eq(pv_observation(&o, &ob, why, sizeof(why)),
-	    KZ_ETOOBIG);
+	ck_assert_int_eq(pv_observation(&o, &ob, why, sizeof(why)), KZ_ETOOBIG);
 	pv_outcome_release(&o);
 	ck_assert_ptr_null(ob);
 }
@@ -96,10 +96,12 @@ START_TEST(test_err_line)
 	char line[64];
 
 	outcome(&o, "");
-	snprintf(o.err_tail, sizeof(o.err_tail), "first\nkz-sandbox: "
+	snprintf(o.err_tail, sizeof(o.err_tail),
+	    "first\nkz-sandbox: "
 	    "isolation setup failed at cgroup\x1b[0m\n\n");
 	pv_err_line(&o, line, sizeof(line));
-	ck_assert_str_eq(line, "kz-sandbox: isolation setup failed at "
+	ck_assert_str_eq(line,
+	    "kz-sandbox: isolation setup failed at "
 	    "cgroup?[0m");
 	o.err_tail[0] = '\0';
 	pv_err_line(&o, line, sizeof(line));
@@ -120,10 +122,15 @@ find(char **a, const char *s)
 START_TEST(test_sandbox_argv)
 {
 	char *cmd[] = {"/usr/bin/node", "child.mjs", "{}", NULL};
-	struct pv_run r = {.iso = PV_ISO_SANDBOX, .sandbox_bin = "/sbx",
-		.uid = 4242, .cwd = "/run/pv/load", .argv = cmd,
-		.channel = true, .deps = PV_DEPS_STRICT, .npm = "/usr/bin/npm",
-		.npm_cache = "/srv/cache"};
+	struct pv_run r = {.iso = PV_ISO_SANDBOX,
+	    .sandbox_bin = "/sbx",
+	    .uid = 4242,
+	    .cwd = "/run/pv/load",
+	    .argv = cmd,
+	    .channel = true,
+	    .deps = PV_DEPS_STRICT,
+	    .npm = "/usr/bin/npm",
+	    .npm_cache = "/srv/cache"};
 	char *a[PV_SBX_ARGV_MAX];
 	int i;
 
@@ -169,7 +176,7 @@ START_TEST(test_sandbox_failed)
 	ck_assert(!pv_sandbox_failed(1 << 8));
 	ck_assert(!pv_sandbox_failed(PV_PREP_EXIT << 8));
 	ck_assert(!pv_sandbox_failed(127 << 8));
-	ck_assert(!pv_sandbox_failed(9));	/* killed by SIGKILL */
+	ck_assert(!pv_sandbox_failed(9)); /* killed by SIGKILL */
 }
 END_TEST
 
@@ -178,12 +185,19 @@ static const struct {
 	int rc;
 	bool ok;
 } versions[] = {
-	{"v20.20.2", 0, true}, {"v20.6.0", 0, true}, {"v22.1.0", 0, true},
-	{"v20.5.1", 0, false}, {"v18.20.4", 0, false}, {"v19.9.0", 0, false},
-	{"v21.0.0-pre", 0, true}, {"20.20.2", KZ_EINVAL, false},
-	{"v20", KZ_EINVAL, false}, {"v20.x.1", KZ_EINVAL, false},
-	{"v20.6.0 ", KZ_EINVAL, false}, {"", KZ_EINVAL, false},
-	{"v-1.0.0", KZ_EINVAL, false},
+    {"v20.20.2", 0, true},
+    {"v20.6.0", 0, true},
+    {"v22.1.0", 0, true},
+    {"v20.5.1", 0, false},
+    {"v18.20.4", 0, false},
+    {"v19.9.0", 0, false},
+    {"v21.0.0-pre", 0, true},
+    {"20.20.2", KZ_EINVAL, false},
+    {"v20", KZ_EINVAL, false},
+    {"v20.x.1", KZ_EINVAL, false},
+    {"v20.6.0 ", KZ_EINVAL, false},
+    {"", KZ_EINVAL, false},
+    {"v-1.0.0", KZ_EINVAL, false},
 };
 
 START_TEST(test_node_version)

@@ -37,8 +37,8 @@ put(const char *rel, const char *text)
 	int fd;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	for (char *s = strchr(p + strlen(dir) + 1, '/'); s; s = strchr(s + 1,
-	    '/')) {
+	for (char *s = strchr(p + strlen(dir) + 1, '/'); s;
+	     s = strchr(s + 1, '/')) {
 		*s = '\0';
 		mkdir(p, 0755);
 		*s = '/';
@@ -53,38 +53,48 @@ static const struct {
 	const char *json;
 	bool ok;
 } profiles[] = {
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-	    "\"skills\":[\"s\"]}", true},
-	{"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
-	    "\"extensions\":[\"e.js\"],\"tests\":[\"t.mjs\"],"
-	    "\"lock\":\"package-lock.json\"}", true},
-	/* a model-selected runtime or command is not a profile field */
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-	    "\"runtime\":\"node\"}", false},
-	{"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
-	    "\"extensions\":[\"e.js\"],\"tests\":[\"t.mjs\"],"
-	    "\"command\":\"sh\"}", false},
-	{"{\"v\":2,\"kind\":\"skill\",\"deadline_ms\":1000}", false},
-	{"{\"v\":1,\"kind\":\"theme\",\"deadline_ms\":1000}", false},
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":99}", false},
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":300001}", false},
-	{"{\"v\":1,\"kind\":\"skill\"}", false},
-	/* a skill profile runs no code */
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-	    "\"tests\":[\"t.mjs\"]}", false},
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-	    "\"lock\":\"package-lock.json\"}", false},
-	/* an extension needs entry points and tests */
-	{"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
-	    "\"extensions\":[\"e.js\"]}", false},
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-	    "\"skills\":[1]}", false},
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-	    "\"skills\":\"s\"}", false},
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-	    "\"kind\":\"skill\"}", false},
-	{"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000} x", false},
-	{"[]", false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
+     "\"skills\":[\"s\"]}",
+        true},
+    {"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
+     "\"extensions\":[\"e.js\"],\"tests\":[\"t.mjs\"],"
+     "\"lock\":\"package-lock.json\"}",
+        true},
+    /* a model-selected runtime or command is not a profile field */
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
+     "\"runtime\":\"node\"}",
+        false},
+    {"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
+     "\"extensions\":[\"e.js\"],\"tests\":[\"t.mjs\"],"
+     "\"command\":\"sh\"}",
+        false},
+    {"{\"v\":2,\"kind\":\"skill\",\"deadline_ms\":1000}", false},
+    {"{\"v\":1,\"kind\":\"theme\",\"deadline_ms\":1000}", false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":99}", false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":300001}", false},
+    {"{\"v\":1,\"kind\":\"skill\"}", false},
+    /* a skill profile runs no code */
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
+     "\"tests\":[\"t.mjs\"]}",
+        false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
+     "\"lock\":\"package-lock.json\"}",
+        false},
+    /* an extension needs entry points and tests */
+    {"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
+     "\"extensions\":[\"e.js\"]}",
+        false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
+     "\"skills\":[1]}",
+        false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
+     "\"skills\":\"s\"}",
+        false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
+     "\"kind\":\"skill\"}",
+        false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000} x", false},
+    {"[]", false},
 };
 
 START_TEST(test_profile)
@@ -223,7 +233,7 @@ START_TEST(test_digest_refusals)
 	struct pv_tree t;
 	char p[256];
 
-	scan(false, &t, KZ_EMISSING);	/* no files */
+	scan(false, &t, KZ_EMISSING); /* no files */
 	put("a", "a");
 	snprintf(p, sizeof(p), "%s/link", dir);
 	ck_assert_int_eq(symlink("a", p), 0);
@@ -238,9 +248,9 @@ END_TEST
 START_TEST(test_hex64)
 {
 	ck_assert(pv_hex64("0123456789abcdef0123456789abcdef"
-	    "0123456789abcdef0123456789abcdef"));
+	                   "0123456789abcdef0123456789abcdef"));
 	ck_assert(!pv_hex64("0123456789ABCDEF0123456789abcdef"
-	    "0123456789abcdef0123456789abcdef"));
+	                    "0123456789abcdef0123456789abcdef"));
 	ck_assert(!pv_hex64("0123456789abcdef"));
 	ck_assert(!pv_hex64(NULL));
 }

@@ -59,12 +59,14 @@ at(const char *a, const char *b, int i)
 
 START_TEST(test_supported)
 {
-	project(PV_EXTENSION, "{\"extensions\":[{\"path\":\"e.js\","
+	project(PV_EXTENSION,
+	    "{\"extensions\":[{\"path\":\"e.js\","
 	    "\"tools\":[\"t\"],\"commands\":[\"c\"],\"handlers\":"
 	    "[\"tool_call\",\"session_start\"],\"flags\":[],\"shortcuts\":[],"
 	    "\"renderers\":[]}],\"providers\":[],\"errors\":[]}");
 	ck_assert(!v.failed);
-	ck_assert_str_eq(at("surface", "extensions", 0), "{\"path\":\"e.js\","
+	ck_assert_str_eq(at("surface", "extensions", 0),
+	    "{\"path\":\"e.js\","
 	    "\"tools\":[\"t\"],\"commands\":[\"c\"],\"hooks\":[\"tool_call\","
 	    "\"session_start\"]}");
 	ck_assert_str_eq(at("unsupported", NULL, -1), "[]");
@@ -73,20 +75,24 @@ END_TEST
 
 START_TEST(test_unsupported)
 {
-	project(PV_EXTENSION, "{\"extensions\":[{\"path\":\"e.js\","
+	project(PV_EXTENSION,
+	    "{\"extensions\":[{\"path\":\"e.js\","
 	    "\"tools\":[\"t\"],\"handlers\":[\"tool_call\",\"bogus\"],"
 	    "\"flags\":[\"turbo\"],\"shortcuts\":[\"ctrl+k\"],"
 	    "\"renderers\":[\"r\"]}],\"providers\":[\"shadow\"]}");
 	ck_assert(v.failed);
-	ck_assert_str_eq(at("surface", "extensions", 0), "{\"path\":\"e.js\","
+	ck_assert_str_eq(at("surface", "extensions", 0),
+	    "{\"path\":\"e.js\","
 	    "\"tools\":[\"t\"],\"commands\":[],\"hooks\":[\"tool_call\"]}");
 	ck_assert_str_eq(at("unsupported", NULL, -1),
 	    "[{\"extension\":\"e.js\",\"kind\":\"handler\",\"name\":\"bogus\"},"
 	    "{\"extension\":\"e.js\",\"kind\":\"flag\",\"name\":\"turbo\"},"
-	    "{\"extension\":\"e.js\",\"kind\":\"shortcut\",\"name\":\"ctrl+k\"},"
+	    "{\"extension\":\"e.js\",\"kind\":\"shortcut\",\"name\":\"ctrl+k\"}"
+	    ","
 	    "{\"extension\":\"e.js\",\"kind\":\"renderer\",\"name\":\"r\"},"
 	    "{\"extension\":\"*\",\"kind\":\"provider\",\"name\":\"shadow\"}]");
-	ck_assert_str_eq(at("reasons", NULL, 0), "\"the extension registers "
+	ck_assert_str_eq(at("reasons", NULL, 0),
+	    "\"the extension registers "
 	    "what kz does not support\"");
 }
 END_TEST
@@ -99,43 +105,54 @@ START_TEST(test_bounds)
 
 	memset(name, 'a', 129);
 	name[129] = '\0';
-	n = (size_t)snprintf(json, sizeof(json), "{\"extensions\":[{\"path\":"
-	    "\"%s\",\"tools\":[", name);
+	n = (size_t)snprintf(json, sizeof(json),
+	    "{\"extensions\":[{\"path\":"
+	    "\"%s\",\"tools\":[",
+	    name);
 	for (int i = 0; i < 70; i++)
 		n += (size_t)snprintf(json + n, sizeof(json) - n, "%s\"t%d\"",
 		    i ? "," : "", i);
-	snprintf(json + n, sizeof(json) - n, "],\"commands\":[1,\"c\"],"
-	    "\"handlers\":[\"%s\"]}]}", name);
+	snprintf(json + n, sizeof(json) - n,
+	    "],\"commands\":[1,\"c\"],"
+	    "\"handlers\":[\"%s\"]}]}",
+	    name);
 	project(PV_EXTENSION, json);
-	ck_assert_int_eq(cJSON_GetArraySize(kz_json_get(cJSON_GetArrayItem(
-	    kz_json_get(kz_json_get(body, "surface"), "extensions"), 0),
-	    "tools")), 64);
-	ck_assert_ptr_nonnull(strstr(at("surface", "extensions", 0),
-	    "\"path\":\"?\""));
-	ck_assert_ptr_nonnull(strstr(at("surface", "extensions", 0),
-	    "\"commands\":[]"));
+	ck_assert_int_eq(cJSON_GetArraySize(kz_json_get(
+	                     cJSON_GetArrayItem(kz_json_get(kz_json_get(body,
+	                                                        "surface"),
+	                                            "extensions"),
+	                         0),
+	                     "tools")),
+	    64);
+	ck_assert_ptr_nonnull(
+	    strstr(at("surface", "extensions", 0), "\"path\":\"?\""));
+	ck_assert_ptr_nonnull(
+	    strstr(at("surface", "extensions", 0), "\"commands\":[]"));
 	/* an over-long handler name is neither a hook nor listed */
 	ck_assert_str_eq(at("unsupported", NULL, -1), "[]");
-	ck_assert_ptr_nonnull(strstr(at("diagnostics", NULL, -1),
-	    "truncated"));
+	ck_assert_ptr_nonnull(strstr(at("diagnostics", NULL, -1), "truncated"));
 }
 END_TEST
 
 START_TEST(test_errors_and_skills)
 {
-	project(PV_SKILL, "{\"skills\":[],\"skill_diagnostics\":[\"warning: "
+	project(PV_SKILL,
+	    "{\"skills\":[],\"skill_diagnostics\":[\"warning: "
 	    "x\"],\"errors\":[\"skill loader: boom\"]}");
 	ck_assert(v.failed);
-	ck_assert_str_eq(at("reasons", NULL, -1), "[\"the Pi loader reported "
+	ck_assert_str_eq(at("reasons", NULL, -1),
+	    "[\"the Pi loader reported "
 	    "an error\",\"the Pi skill loader found no skill\"]");
-	ck_assert_str_eq(at("diagnostics", NULL, -1), "[\"warning: x\","
+	ck_assert_str_eq(at("diagnostics", NULL, -1),
+	    "[\"warning: x\","
 	    "\"skill loader: boom\"]");
 }
 END_TEST
 
 START_TEST(test_skills)
 {
-	project(PV_SKILL, "{\"skills\":[{\"name\":\"hello\",\"file\":\"x\"},"
+	project(PV_SKILL,
+	    "{\"skills\":[{\"name\":\"hello\",\"file\":\"x\"},"
 	    "{\"name\":7},{\"nope\":1}]}");
 	ck_assert(!v.failed);
 	ck_assert_str_eq(at("surface", "skills", -1), "[\"hello\"]");

@@ -34,8 +34,7 @@ teardown(void)
 }
 
 static char *
-signed_receipt(const char *artifact, const char *contract,
-    const char *result)
+signed_receipt(const char *artifact, const char *contract, const char *result)
 {
 	cJSON *b = cJSON_CreateObject();
 	char *text = NULL, why[128];
@@ -92,9 +91,9 @@ END_TEST
 
 /* Each edit of the signed body, or a foreign key, fails the signature. */
 static const char *const edits[][2] = {
-	{"\"fail\"", "\"pass\""},	/* result flipped */
-	{"\"files\":\t3", "\"files\":\t4"},	/* a number */
-	{"caf\xc3\xa9", "cafe"},	/* one character of a string */
+    {"\"fail\"", "\"pass\""}, /* result flipped */
+    {"\"files\":\t3", "\"files\":\t4"}, /* a number */
+    {"caf\xc3\xa9", "cafe"}, /* one character of a string */
 };
 
 START_TEST(test_forged_body)
@@ -106,13 +105,12 @@ START_TEST(test_forged_body)
 	memcpy(buf, t, strlen(t) + 1);
 	p = strstr(buf, edits[_i][0]);
 	ck_assert_ptr_nonnull(p);
-	ck_assert_uint_eq(strlen(edits[_i][0]), strlen(edits[_i][1]) +
-	    (_i == 2 ? 1 : 0));
+	ck_assert_uint_eq(strlen(edits[_i][0]),
+	    strlen(edits[_i][1]) + (_i == 2 ? 1 : 0));
 	memcpy(p, edits[_i][1], strlen(edits[_i][1]));
 	memmove(p + strlen(edits[_i][1]), p + strlen(edits[_i][0]),
 	    strlen(p + strlen(edits[_i][0])) + 1);
-	ck_assert_int_eq(verify(buf, key1, A, C, why, sizeof(why)),
-	    KZ_ECRYPTO);
+	ck_assert_int_eq(verify(buf, key1, A, C, why, sizeof(why)), KZ_ECRYPTO);
 	free(t);
 }
 END_TEST
@@ -127,17 +125,21 @@ START_TEST(test_other_key)
 END_TEST
 
 static const char *const malformed[] = {
-	"", "[]", "{\"v\":1}", "{\"v\":1,\"body\":\"x\"}",
-	"{\"v\":1,\"body\":{},\"sig\":\"00\"}",
-	"{\"v\":1,\"body\":{},\"sig\":\"zz\",\"sig\":\"zz\"}",
+    "",
+    "[]",
+    "{\"v\":1}",
+    "{\"v\":1,\"body\":\"x\"}",
+    "{\"v\":1,\"body\":{},\"sig\":\"00\"}",
+    "{\"v\":1,\"body\":{},\"sig\":\"zz\",\"sig\":\"zz\"}",
 };
 
 START_TEST(test_malformed)
 {
 	char why[128];
 
-	ck_assert_int_ne(pv_receipt_verify(malformed[_i],
-	    strlen(malformed[_i]), key1, A, C, why, sizeof(why)), 0);
+	ck_assert_int_ne(pv_receipt_verify(malformed[_i], strlen(malformed[_i]),
+	                     key1, A, C, why, sizeof(why)),
+	    0);
 }
 END_TEST
 

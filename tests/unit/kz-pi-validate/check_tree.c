@@ -36,8 +36,8 @@ put(const char *rel, const char *text)
 	int fd;
 
 	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
-	for (char *s = strchr(p + strlen(dir) + 1, '/'); s; s = strchr(s + 1,
-	    '/')) {
+	for (char *s = strchr(p + strlen(dir) + 1, '/'); s;
+	     s = strchr(s + 1, '/')) {
 		*s = '\0';
 		(void)mkdir(p, 0755);
 		*s = '/';
@@ -96,7 +96,8 @@ START_TEST(test_materialize_nested)
 	ck_assert_int_eq(pv_tree_scan(sfd, false, &t, why, sizeof(why)), 0);
 	ck_assert_uint_eq(t.n, 4);
 	ck_assert_msg(pv_materialize(sfd, &t, dfd, "copy", me, why,
-	    sizeof(why)) == 0, "%s", why);
+	                  sizeof(why)) == 0,
+	    "%s", why);
 	check_copy("top.md", "top", me);
 	check_copy("a/one.md", "one", me);
 	check_copy("a/b/two.md", "two", me);
@@ -107,7 +108,8 @@ START_TEST(test_materialize_nested)
 	/* A tree is always fresh: a second copy under the same name is
 	 * refused, not merged. */
 	ck_assert_int_eq(pv_materialize(sfd, &t, dfd, "copy", me, why,
-	    sizeof(why)), KZ_ESYS);
+	                     sizeof(why)),
+	    KZ_ESYS);
 	pv_tree_release(&t);
 	close(sfd);
 	close(dfd);

@@ -13,12 +13,13 @@
 #include "banned.h"
 
 #define SHA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define RES(id, owner, kind, size, ready, grants) \
-	"{\"id\":\"" id "\",\"exists\":true,\"owner\":\"" owner "\"," \
-	"\"kind\":\"" kind "\",\"revoked\":false,\"cur\":1,\"path\":\"" id \
-	".txt\",\"size\":" #size ",\"sha\":\"" SHA "\",\"ready\":" ready \
+#define RES(id, owner, kind, size, ready, grants)                              \
+	"{\"id\":\"" id "\",\"exists\":true,\"owner\":\"" owner "\","          \
+	"\"kind\":\"" kind "\",\"revoked\":false,\"cur\":1,\"path\":\"" id     \
+	".txt\",\"size\":" #size ",\"sha\":\"" SHA "\",\"ready\":" ready       \
 	",\"grants\":" grants "}"
-#define G_ROOM "[{\"via\":\"room\",\"by\":\"A\",\"shared\":true,\"member_in\":true}]"
+#define G_ROOM                                                                 \
+	"[{\"via\":\"room\",\"by\":\"A\",\"shared\":true,\"member_in\":true}]"
 
 static const struct kzp_bounds B = {4, 100, 150};
 
@@ -27,19 +28,16 @@ static const char *V_PRIV =
     "{\"exists\":true,\"aver\":3,\"seq\":5,\"roster\":[\"A\"],"
     "\"links\":[{\"rid\":\"d1\",\"by\":\"A\",\"turn\":\"t0\",\"seq\":1,"
     "\"shared\":true}],\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],"
-    "\"scope\":[],\"res\":["
-    RES("d1", "A", "document", 10, "true", G_ROOM) ","
-    RES("d2", "A", "document", 10, "true", "[]") ","
-    RES("b1", "B", "document", 10, "true", "[]") ","
-    RES("p1", "A", "document", 10, "false", "[]") ","
-    RES("L1", "A", "library", 10, "true", "[]") "]}";
+    "\"scope\":[],\"res\":[" RES("d1", "A", "document", 10, "true",
+        G_ROOM) "," RES("d2", "A", "document", 10, "true", "[]") "," RES("b1",
+        "B", "document", 10, "true", "[]") "," RES("p1", "A", "document", 10,
+        "false", "[]") "," RES("L1", "A", "library", 10, "true", "[]") "]}";
 /* The same room once B has joined. */
-static const char *V_SHARED =
-    "{\"exists\":true,\"aver\":4,\"seq\":5,\"roster\":[\"A\",\"B\"],"
-    "\"links\":[],\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],"
-    "\"scope\":[],\"res\":["
-    RES("d2", "A", "document", 10, "true", "[]") ","
-    RES("L1", "A", "library", 10, "true", "[]") "]}";
+static const char *
+    V_SHARED = "{\"exists\":true,\"aver\":4,\"seq\":5,\"roster\":[\"A\",\"B\"],"
+               "\"links\":[],\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],"
+               "\"scope\":[],\"res\":[" RES("d2", "A", "document", 10, "true",
+                   "[]") "," RES("L1", "A", "library", 10, "true", "[]") "]}";
 /* A private room with only a library selection that is not ready. */
 static const char *V_PENDING =
     "{\"exists\":true,\"aver\":1,\"seq\":0,\"roster\":[\"A\"],"
@@ -49,48 +47,49 @@ static const char *V_PENDING =
 struct acase {
 	const char *name, *view, *mh, *sel, *retr;
 	bool contract;
-	const char *code;	/* NULL: admitted */
-	const char *ids;	/* admitted ids, comma-separated, by path */
+	const char *code; /* NULL: admitted */
+	const char *ids; /* admitted ids, comma-separated, by path */
 	const char *selection;
 };
 
 static const struct acase acases[] = {
-	{"r1 room link", NULL, "A", NULL, NULL, false, NULL, "L1,d1",
-	    "included"},
-	{"r2 own id", NULL, "A", "d2", NULL, false, NULL, "L1,d1,d2",
-	    "included"},
-	{"r2 foreign id refuses", NULL, "A", "b1", NULL, false, "refused",
-	    NULL, NULL},
-	{"r2 unknown id refuses", NULL, "A", "zz", NULL, false, "refused",
-	    NULL, NULL},
-	{"r2 title refuses", NULL, "A", "a title", NULL, false, "bad_request",
-	    NULL, NULL},
-	{"r2 outsider", NULL, "B", NULL, NULL, false, "refused", NULL, NULL},
-	{"r3 retrieved private", NULL, "A", NULL, "d2", false, NULL,
-	    "L1,d1,d2", "included"},
-	{"r3 retrieved not ready", NULL, "A", NULL, "p1", false, "refused",
-	    NULL, NULL},
-	{"r3 retrieved shared", "S", "A", NULL, "d2", false, "refused", NULL,
-	    NULL},
-	{"r4 library as selector", NULL, "A", "L1", NULL, false, "refused",
-	    NULL, NULL},
-	{"r5 shared never gets it", "S", "A", NULL, NULL, true, NULL, "",
-	    "not_considered"},
-	{"r6 withheld no contract", "P", "A", NULL, NULL, false, NULL, "",
-	    "withheld"},
-	{"r6 withheld contract", "P", "A", NULL, NULL, true, "refused", NULL,
-	    NULL},
+    {"r1 room link", NULL, "A", NULL, NULL, false, NULL, "L1,d1", "included"},
+    {"r2 own id", NULL, "A", "d2", NULL, false, NULL, "L1,d1,d2", "included"},
+    {"r2 foreign id refuses", NULL, "A", "b1", NULL, false, "refused", NULL,
+        NULL},
+    {"r2 unknown id refuses", NULL, "A", "zz", NULL, false, "refused", NULL,
+        NULL},
+    {"r2 title refuses", NULL, "A", "a title", NULL, false, "bad_request", NULL,
+        NULL},
+    {"r2 outsider", NULL, "B", NULL, NULL, false, "refused", NULL, NULL},
+    {"r3 retrieved private", NULL, "A", NULL, "d2", false, NULL, "L1,d1,d2",
+        "included"},
+    {"r3 retrieved not ready", NULL, "A", NULL, "p1", false, "refused", NULL,
+        NULL},
+    {"r3 retrieved shared", "S", "A", NULL, "d2", false, "refused", NULL, NULL},
+    {"r4 library as selector", NULL, "A", "L1", NULL, false, "refused", NULL,
+        NULL},
+    {"r5 shared never gets it", "S", "A", NULL, NULL, true, NULL, "",
+        "not_considered"},
+    {"r6 withheld no contract", "P", "A", NULL, NULL, false, NULL, "",
+        "withheld"},
+    {"r6 withheld contract", "P", "A", NULL, NULL, true, "refused", NULL, NULL},
 };
 
 static void
 run_acase(const struct acase *c)
 {
-	const char *vs = c->view == NULL ? V_PRIV : c->view[0] == 'S' ?
-	    V_SHARED : V_PENDING;
+	const char *vs = c->view == NULL ? V_PRIV :
+	    c->view[0] == 'S'            ? V_SHARED :
+	                                   V_PENDING;
 	cJSON *view = cJSON_Parse(vs), *snap = NULL, *scope = NULL;
 	cJSON *sel = cJSON_CreateArray(), *retr = cJSON_CreateArray();
-	struct kzp_turn t = {.mh = c->mh, .rh = "R", .turn = "t1",
-	    .capability = "code", .select = sel, .retrieved = retr,
+	struct kzp_turn t = {.mh = c->mh,
+	    .rh = "R",
+	    .turn = "t1",
+	    .capability = "code",
+	    .select = sel,
+	    .retrieved = retr,
 	    .contract = c->contract};
 	struct kzp_res r = {0};
 	char ids[256] = "";
@@ -110,7 +109,8 @@ run_acase(const struct acase *c)
 		goto out;
 	}
 	ck_assert_msg(e == 0, "%s: refused: %s", c->name, r.why);
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items")) {
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
+	{
 		size_t n = strlen(ids);
 
 		snprintf(ids + n, sizeof(ids) - n, "%s%s", n ? "," : "",
@@ -142,7 +142,9 @@ verify_with(const char *from, const char *to, const char *turn_links)
 	char *live = malloc(strlen(V_PRIV) + 512);
 	const char *p = strstr(V_PRIV, from);
 	cJSON *view = cJSON_Parse(V_PRIV), *snap = NULL, *scope = NULL, *lv;
-	struct kzp_turn t = {.mh = "A", .rh = "R", .turn = "t1",
+	struct kzp_turn t = {.mh = "A",
+	    .rh = "R",
+	    .turn = "t1",
 	    .capability = "code"};
 	struct kzp_res r = {0};
 
@@ -155,8 +157,8 @@ verify_with(const char *from, const char *to, const char *turn_links)
 	if (turn_links != NULL)
 		cJSON_AddItemToArray(kz_json_get(lv, "links"),
 		    cJSON_Parse(turn_links));
-	snprintf(code, sizeof(code), "%s", kzp_verify_decide(snap, lv, &B,
-	    &r) == 0 ? "go" : r.code);
+	snprintf(code, sizeof(code), "%s",
+	    kzp_verify_decide(snap, lv, &B, &r) == 0 ? "go" : r.code);
 	cJSON_Delete(lv);
 	cJSON_Delete(view);
 	cJSON_Delete(snap);
@@ -171,21 +173,29 @@ START_TEST(verify_rules)
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":4", NULL),
 	    "resource_audience_changed");
 	ck_assert_str_eq(verify_with("\"roster\":[\"A\"]",
-	    "\"roster\":[\"A\",\"C\"]", NULL), "resource_audience_changed");
+	                     "\"roster\":[\"A\",\"C\"]", NULL),
+	    "resource_audience_changed");
 	ck_assert_str_eq(verify_with("\"cur\":1", "\"cur\":2", NULL),
 	    "manifest_changed");
 	/* This run's own later link is tolerated; others are not. */
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
-	    "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\",\"seq\":7,"
-	    "\"shared\":true}"), "go");
+	                     "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\","
+	                     "\"seq\":7,"
+	                     "\"shared\":true}"),
+	    "go");
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
-	    "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t0\",\"seq\":7,"
-	    "\"shared\":true}"), "manifest_changed");
+	                     "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t0\","
+	                     "\"seq\":7,"
+	                     "\"shared\":true}"),
+	    "manifest_changed");
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
-	    "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\",\"seq\":5,"
-	    "\"shared\":true}"), "manifest_changed");
+	                     "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\","
+	                     "\"seq\":5,"
+	                     "\"shared\":true}"),
+	    "manifest_changed");
 	ck_assert_str_eq(verify_with("\"revoked\":false,\"cur\":1,\"path\":"
-	    "\"L1", "\"revoked\":true,\"cur\":1,\"path\":\"L1", NULL),
+	                             "\"L1",
+	                     "\"revoked\":true,\"cur\":1,\"path\":\"L1", NULL),
 	    "manifest_changed");
 }
 END_TEST
@@ -196,43 +206,44 @@ START_TEST(can_read_predicate)
 		const char *facts, *mh;
 		bool want;
 	} rows[] = {
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\"}", "A",
-		    true},
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\"}", "B",
-		    false},
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
-		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
-		    true},
-		/* A private pointer grants nothing, even to members. */
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
-		    "\"grants\":[{\"shared\":false,\"member_in\":true}]}", "B",
-		    false},
-		/* A reader who left (or another project) gets nothing. */
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
-		    "\"grants\":[{\"shared\":true,\"member_in\":false}]}", "B",
-		    false},
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"library\","
-		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
-		    false},
-		{"{\"exists\":true,\"owner\":\"A\",\"revoked\":true}", "A",
-		    false},
-		{"{\"exists\":false}", "A", false},
-		/* A connection-bound item resolves only through a connection
-		 * serving this member, owner included (the declared-source
-		 * rule). */
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
-		    "\"conn\":\"c1\",\"conn_ok\":false}", "A", false},
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
-		    "\"conn\":\"c1\",\"conn_ok\":true,"
-		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
-		    true},
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
-		    "\"conn\":\"c1\",\"conn_ok\":false,"
-		    "\"grants\":[{\"shared\":true,\"member_in\":true}]}", "B",
-		    false},
-		/* Served, but with no grant: the connection is no grant. */
-		{"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
-		    "\"conn\":\"c1\",\"conn_ok\":true}", "B", false},
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\"}", "A",
+	        true},
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\"}", "B",
+	        false},
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+	     "\"grants\":[{\"shared\":true,\"member_in\":true}]}",
+	        "B", true},
+	    /* A private pointer grants nothing, even to members. */
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+	     "\"grants\":[{\"shared\":false,\"member_in\":true}]}",
+	        "B", false},
+	    /* A reader who left (or another project) gets nothing. */
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+	     "\"grants\":[{\"shared\":true,\"member_in\":false}]}",
+	        "B", false},
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"library\","
+	     "\"grants\":[{\"shared\":true,\"member_in\":true}]}",
+	        "B", false},
+	    {"{\"exists\":true,\"owner\":\"A\",\"revoked\":true}", "A", false},
+	    {"{\"exists\":false}", "A", false},
+	    /* A connection-bound item resolves only through a connection
+	     * serving this member, owner included (the declared-source
+	     * rule). */
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+	     "\"conn\":\"c1\",\"conn_ok\":false}",
+	        "A", false},
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+	     "\"conn\":\"c1\",\"conn_ok\":true,"
+	     "\"grants\":[{\"shared\":true,\"member_in\":true}]}",
+	        "B", true},
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+	     "\"conn\":\"c1\",\"conn_ok\":false,"
+	     "\"grants\":[{\"shared\":true,\"member_in\":true}]}",
+	        "B", false},
+	    /* Served, but with no grant: the connection is no grant. */
+	    {"{\"exists\":true,\"owner\":\"A\",\"kind\":\"document\","
+	     "\"conn\":\"c1\",\"conn_ok\":true}",
+	        "B", false},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -252,29 +263,32 @@ START_TEST(output_types)
 		size_t len;
 		bool ok;
 	} rows[] = {
-		{"report.pdf", "%PDF-1.7", 8, true},
-		{"report.pdf", "hello", 5, false},
-		{"deck.pptx", "PK\x03\x04xx", 6, true},
-		{"notes.txt", "plain", 5, true},
-		{"notes.txt", "bin\0ary", 7, false},
-		{"run.sh", "#!/bin/sh", 9, false},
-		{".hidden.txt", "x", 1, false},
-		{"a/b.txt", "x", 1, false},
-		{"noext", "x", 1, false},
+	    {"report.pdf", "%PDF-1.7", 8, true},
+	    {"report.pdf", "hello", 5, false},
+	    {"deck.pptx", "PK\x03\x04xx", 6, true},
+	    {"notes.txt", "plain", 5, true},
+	    {"notes.txt", "bin\0ary", 7, false},
+	    {"run.sh", "#!/bin/sh", 9, false},
+	    {".hidden.txt", "x", 1, false},
+	    {"a/b.txt", "x", 1, false},
+	    {"noext", "x", 1, false},
 	};
 	struct kzp_res r;
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		ck_assert_msg((kzp_output_check(rows[i].name, "pdf,pptx,txt",
-		    (const unsigned char *)rows[i].head, rows[i].len, &r) ==
-		    0) == rows[i].ok, "row %zu", i);
+		                   (const unsigned char *)rows[i].head,
+		                   rows[i].len, &r) == 0) == rows[i].ok,
+		    "row %zu", i);
 }
 END_TEST
 
 START_TEST(snapshot_tamper)
 {
 	cJSON *view = cJSON_Parse(V_PRIV), *snap = NULL, *scope = NULL;
-	struct kzp_turn t = {.mh = "A", .rh = "R", .turn = "t1",
+	struct kzp_turn t = {.mh = "A",
+	    .rh = "R",
+	    .turn = "t1",
 	    .capability = "code"};
 	struct kzp_res r = {0};
 	cJSON *it;

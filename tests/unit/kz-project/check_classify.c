@@ -92,13 +92,15 @@ START_TEST(test_clean_and_admin)
 
 	blob("echo hello\n", a);
 	blob("#!/bin/sh\nsudo apt-get install -y x\n", b);
-	ck_assert_int_eq(run(snap(1, (const char *[]){a},
-	    (long[]){11}), &admin, &r), 0);
+	ck_assert_int_eq(run(snap(1, (const char *[]){a}, (long[]){11}), &admin,
+	                     &r),
+	    0);
 	ck_assert(!admin);
 	ck_assert_ptr_null(r.code);
 	/* A clean file first does not hide the one after it. */
-	ck_assert_int_eq(run(snap(2, (const char *[]){a, b},
-	    (long[]){11, 36}), &admin, &r), 0);
+	ck_assert_int_eq(run(snap(2, (const char *[]){a, b}, (long[]){11, 36}),
+	                     &admin, &r),
+	    0);
 	ck_assert(admin);
 	ck_assert_ptr_null(r.code);
 }
@@ -116,13 +118,15 @@ START_TEST(test_after_nul)
 
 	snprintf(p, sizeof(p), "%s/nul", dir);
 	ck_assert((fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600)) >= 0);
-	ck_assert(write(fd, text, sizeof(text) - 1) ==
-	    (ssize_t)sizeof(text) - 1);
+	ck_assert(
+	    write(fd, text, sizeof(text) - 1) == (ssize_t)sizeof(text) - 1);
 	ck_assert(lseek(fd, 0, SEEK_SET) == 0);
 	ck_assert_int_eq(kzp_blob_put(blobs, fd, 1 << 20, sha, &size, &r), 0);
 	close(fd);
 	ck_assert_int_eq(run(snap(1, (const char *[]){sha},
-	    (long[]){(long)size}), &admin, &r), 0);
+	                         (long[]){(long)size}),
+	                     &admin, &r),
+	    0);
 	ck_assert(admin);
 }
 END_TEST
@@ -142,23 +146,31 @@ START_TEST(test_not_the_admitted_bytes)
 	ck_assert((fd = open(p, O_WRONLY)) >= 0);
 	ck_assert(write(fd, "sudo  id\n\n\n", 11) == 11);
 	close(fd);
-	ck_assert_int_eq(run(snap(1, (const char *[]){a}, (long[]){11}),
-	    &admin, &r), KZ_ECRYPTO);
+	ck_assert_int_eq(run(snap(1, (const char *[]){a}, (long[]){11}), &admin,
+	                     &r),
+	    KZ_ECRYPTO);
 	ck_assert_str_eq(r.code, KZ_WE_REFUSED);
 	ck_assert(!admin);
 	/* Another size than admitted. */
 	memset(&r, 0, sizeof(r));
-	ck_assert_int_eq(run(snap(1, (const char *[]){a}, (long[]){12}),
-	    &admin, &r), KZ_ECRYPTO);
+	ck_assert_int_eq(run(snap(1, (const char *[]){a}, (long[]){12}), &admin,
+	                     &r),
+	    KZ_ECRYPTO);
 	/* No such blob, and a name that is not a digest. */
 	memset(&r, 0, sizeof(r));
-	ck_assert_int_eq(run(snap(1, (const char *[]){"0000000000000000000"
-	    "000000000000000000000000000000000000000000000"}, (long[]){1}),
-	    &admin, &r), KZ_ECRYPTO);
+	ck_assert_int_eq(run(snap(1,
+	                         (const char *[]){"0000000000000000000"
+	                                          "0000000000000000000000000000"
+	                                          "00000000000000000"},
+	                         (long[]){1}),
+	                     &admin, &r),
+	    KZ_ECRYPTO);
 	memset(&r, 0, sizeof(r));
 	ck_assert_int_eq(run(snap(1, (const char *[]){"../in"}, (long[]){1}),
-	    &admin, &r), KZ_ECRYPTO);
-	ck_assert_str_eq(r.why, "a file's bytes do not match the admitted "
+	                     &admin, &r),
+	    KZ_ECRYPTO);
+	ck_assert_str_eq(r.why,
+	    "a file's bytes do not match the admitted "
 	    "digest");
 }
 END_TEST
@@ -172,7 +184,9 @@ START_TEST(test_too_large)
 
 	blob("x", a);
 	ck_assert_int_eq(run(snap(1, (const char *[]){a},
-	    (long[]){KZ_CLASSIFY_MAX + 1}), &admin, &r), KZ_ETOOBIG);
+	                         (long[]){KZ_CLASSIFY_MAX + 1}),
+	                     &admin, &r),
+	    KZ_ETOOBIG);
 	ck_assert_str_eq(r.code, KZ_WE_UNAVAILABLE);
 	ck_assert(!admin);
 }
@@ -185,9 +199,13 @@ START_TEST(test_no_blob_dir)
 	bool admin = false;
 
 	P.blobdir = "/nonexistent/kzp-blobs";
-	ck_assert_int_eq(run(snap(1, (const char *[]){"aaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}, (long[]){1}),
-	    &admin, &r), KZ_ECRYPTO);
+	ck_assert_int_eq(run(snap(1,
+	                         (const char *[]){"aaaaaaaaaaaaaaaaaaaa"
+	                                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	                                          "aaaaaaaaaaaaaaaa"},
+	                         (long[]){1}),
+	                     &admin, &r),
+	    KZ_ECRYPTO);
 	ck_assert_str_eq(r.code, KZ_WE_REFUSED);
 }
 END_TEST

@@ -21,23 +21,23 @@ static const struct {
 	int want;
 	const char *want_actor, *want_conv;
 } opt_cases[] = {
-	{"a", "c", NULL, NULL, NULL, NULL, NULL, false, 1, 0, "a", "c"},
-	{"a", "c", NULL, NULL, NULL, "f", NULL, false, 1, 0, "a", "c"},
-	{NULL, NULL, "r", "m", NULL, NULL, NULL, false, 1, 0, "m", "r"},
-	{"m", "r", "r", "m", "t1", NULL, "d1", true, 1, 0, "m", "r"},
-	/* Refused: the member's projection in another actor's workspace. */
-	{"a", NULL, "r", "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
-	{NULL, "c", "r", "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
-	{NULL, NULL, "r", "m", NULL, "f", NULL, false, 1, -1, NULL, NULL},
-	{NULL, NULL, "r", NULL, NULL, NULL, NULL, false, 1, -1, NULL, NULL},
-	{NULL, NULL, NULL, "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
-	{NULL, NULL, "", "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
-	{NULL, NULL, "r", "m", "", NULL, NULL, false, 1, -1, NULL, NULL},
-	{"a", "c", NULL, NULL, NULL, NULL, "d1", false, 1, -1, NULL, NULL},
-	{"a", "c", NULL, NULL, NULL, NULL, NULL, true, 1, -1, NULL, NULL},
-	{"a", "c", NULL, NULL, "t", NULL, NULL, false, 1, -1, NULL, NULL},
-	{"a", NULL, NULL, NULL, NULL, NULL, NULL, false, 1, -1, NULL, NULL},
-	{"a", "c", NULL, NULL, NULL, NULL, NULL, false, 0, -1, NULL, NULL},
+    {"a", "c", NULL, NULL, NULL, NULL, NULL, false, 1, 0, "a", "c"},
+    {"a", "c", NULL, NULL, NULL, "f", NULL, false, 1, 0, "a", "c"},
+    {NULL, NULL, "r", "m", NULL, NULL, NULL, false, 1, 0, "m", "r"},
+    {"m", "r", "r", "m", "t1", NULL, "d1", true, 1, 0, "m", "r"},
+    /* Refused: the member's projection in another actor's workspace. */
+    {"a", NULL, "r", "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
+    {NULL, "c", "r", "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
+    {NULL, NULL, "r", "m", NULL, "f", NULL, false, 1, -1, NULL, NULL},
+    {NULL, NULL, "r", NULL, NULL, NULL, NULL, false, 1, -1, NULL, NULL},
+    {NULL, NULL, NULL, "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
+    {NULL, NULL, "", "m", NULL, NULL, NULL, false, 1, -1, NULL, NULL},
+    {NULL, NULL, "r", "m", "", NULL, NULL, false, 1, -1, NULL, NULL},
+    {"a", "c", NULL, NULL, NULL, NULL, "d1", false, 1, -1, NULL, NULL},
+    {"a", "c", NULL, NULL, NULL, NULL, NULL, true, 1, -1, NULL, NULL},
+    {"a", "c", NULL, NULL, "t", NULL, NULL, false, 1, -1, NULL, NULL},
+    {"a", NULL, NULL, NULL, NULL, NULL, NULL, false, 1, -1, NULL, NULL},
+    {"a", "c", NULL, NULL, NULL, NULL, NULL, false, 0, -1, NULL, NULL},
 };
 
 START_TEST(test_opts)
@@ -80,7 +80,8 @@ START_TEST(test_admit_req)
 	o.select[o.nselect++] = "d2";
 	ck_assert((r = run_admit_req(&o, "rid0")) != NULL);
 	s = cJSON_PrintUnformatted(r);
-	ck_assert_str_eq(s, "{\"v\":1,\"op\":\"admit\",\"id\":\"rid0\","
+	ck_assert_str_eq(s,
+	    "{\"v\":1,\"op\":\"admit\",\"id\":\"rid0\","
 	    "\"room\":\"r1\",\"member\":\"alice\",\"turn\":\"rid0\","
 	    "\"select\":[\"d1\",\"d2\"]}");
 	free(s);
@@ -104,24 +105,26 @@ static const struct {
 	const char *reply;
 	int want;
 } take_cases[] = {
-	{"{\"ok\":true,\"admission\":{\"audience_version\":3,\"files\":1,"
-	    "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}", 0},
-	{"{\"ok\":true}", KZ_EPROTO},
-	{"{\"ok\":true,\"admission\":[]}", KZ_EPROTO},
-	{"{\"ok\":true,\"admission\":{\"audience_version\":3,\"files\":1,"
-	    "\"bytes\":5,\"manifest_digest\":\"sha256:x\",\"items\":[]}}",
-	    KZ_EPROTO},
-	{"{\"ok\":true,\"admission\":{\"audience_version\":-1,\"files\":1,"
-	    "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}",
-	    KZ_EPROTO},
-	{"{\"ok\":true,\"admission\":{\"audience_version\":1.5,\"files\":1,"
-	    "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}",
-	    KZ_EPROTO},
-	{"{\"ok\":true,\"admission\":{\"audience_version\":\"3\",\"files\":1,"
-	    "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}",
-	    KZ_EPROTO},
-	{"{\"ok\":true,\"admission\":{\"audience_version\":3,\"files\":1,"
-	    "\"bytes\":5,\"manifest_digest\":\"" MD "\"}}", KZ_EPROTO},
+    {"{\"ok\":true,\"admission\":{\"audience_version\":3,\"files\":1,"
+     "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}",
+        0},
+    {"{\"ok\":true}", KZ_EPROTO},
+    {"{\"ok\":true,\"admission\":[]}", KZ_EPROTO},
+    {"{\"ok\":true,\"admission\":{\"audience_version\":3,\"files\":1,"
+     "\"bytes\":5,\"manifest_digest\":\"sha256:x\",\"items\":[]}}",
+        KZ_EPROTO},
+    {"{\"ok\":true,\"admission\":{\"audience_version\":-1,\"files\":1,"
+     "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}",
+        KZ_EPROTO},
+    {"{\"ok\":true,\"admission\":{\"audience_version\":1.5,\"files\":1,"
+     "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}",
+        KZ_EPROTO},
+    {"{\"ok\":true,\"admission\":{\"audience_version\":\"3\",\"files\":1,"
+     "\"bytes\":5,\"manifest_digest\":\"" MD "\",\"items\":[]}}",
+        KZ_EPROTO},
+    {"{\"ok\":true,\"admission\":{\"audience_version\":3,\"files\":1,"
+     "\"bytes\":5,\"manifest_digest\":\"" MD "\"}}",
+        KZ_EPROTO},
 };
 
 START_TEST(test_take)
@@ -137,8 +140,8 @@ START_TEST(test_take)
 		ck_assert_int_eq(a.files, 1);
 		ck_assert_int_eq(a.bytes, 5);
 		ck_assert_str_eq(a.manifest, MD);
-		ck_assert(a.snap != NULL && kz_json_get(rep, "admission") ==
-		    NULL);
+		ck_assert(
+		    a.snap != NULL && kz_json_get(rep, "admission") == NULL);
 	} else {
 		ck_assert_int_eq(a.audience, -1);
 		ck_assert(a.snap == NULL);
@@ -154,7 +157,8 @@ START_TEST(test_exit_for)
 	ck_assert_int_eq(kz_exit_for_wire("manifest_changed"), KZ_EXIT_REFUSED);
 	ck_assert_int_eq(kz_exit_for_wire("resource_audience_changed"),
 	    KZ_EXIT_REFUSED);
-	ck_assert_int_eq(kz_exit_for_wire("store_unavailable"), KZ_EXIT_UNAVAIL);
+	ck_assert_int_eq(kz_exit_for_wire("store_unavailable"),
+	    KZ_EXIT_UNAVAIL);
 	ck_assert_int_eq(kz_exit_for_wire("unavailable"), KZ_EXIT_UNAVAIL);
 	ck_assert_int_eq(kz_exit_for_wire("bad_request"), KZ_EXIT_USAGE);
 	ck_assert_int_eq(kz_exit_for_wire("internal"), KZ_EXIT_INTERNAL);
@@ -167,8 +171,11 @@ END_TEST
  * not hold) is never handed to kz-project. */
 START_TEST(test_refusals)
 {
-	struct run_opts o = {.room = "r1", .member = "m", .actor = "m",
-	    .conv = "r1", .cap = "code.run"};
+	struct run_opts o = {.room = "r1",
+	    .member = "m",
+	    .actor = "m",
+	    .conv = "r1",
+	    .cap = "code.run"};
 	struct run_conf c = {.io_timeout_ms = 1000};
 	struct run_ctx x = {.c = &c, .o = &o, .rid = "rid0", .audience = -1};
 	struct run_adm a = {.audience = -1};
@@ -203,11 +210,11 @@ main(void)
 	SRunner *sr;
 	int nf;
 
-	tcase_add_loop_test(tc, test_opts, 0, sizeof(opt_cases) /
-	    sizeof(opt_cases[0]));
+	tcase_add_loop_test(tc, test_opts, 0,
+	    sizeof(opt_cases) / sizeof(opt_cases[0]));
 	tcase_add_test(tc, test_admit_req);
-	tcase_add_loop_test(tc, test_take, 0, sizeof(take_cases) /
-	    sizeof(take_cases[0]));
+	tcase_add_loop_test(tc, test_take, 0,
+	    sizeof(take_cases) / sizeof(take_cases[0]));
 	tcase_add_test(tc, test_exit_for);
 	tcase_add_test(tc, test_refusals);
 	suite_add_tcase(s, tc);

@@ -40,16 +40,16 @@ static const struct {
 	const char *argv[6];
 	int argc, want;
 } cmd_cases[] = {
-	{{"sudo", "id"}, 2, 1},
-	{{"/usr/bin/sudo", "-n", "true"}, 3, 1},
-	{{"env", "sudo", "id"}, 3, 1},
-	{{"cat", "/etc/sudoers"}, 2, 1},
-	{{"su", "-c", "id"}, 3, 1},
-	{{"env", "A=1", "sh", "-c", "sudo id"}, 5, 1},
-	{{"echo", "a;sudo"}, 2, 0},
-	{{"echo", "a\nsudo x"}, 2, 0},
-	{{"python3", "prog.py"}, 2, 0},
-	{{"grep", "-r", "sudo", "."}, 4, 0},
+    {{"sudo", "id"}, 2, 1},
+    {{"/usr/bin/sudo", "-n", "true"}, 3, 1},
+    {{"env", "sudo", "id"}, 3, 1},
+    {{"cat", "/etc/sudoers"}, 2, 1},
+    {{"su", "-c", "id"}, 3, 1},
+    {{"env", "A=1", "sh", "-c", "sudo id"}, 5, 1},
+    {{"echo", "a;sudo"}, 2, 0},
+    {{"echo", "a\nsudo x"}, 2, 0},
+    {{"python3", "prog.py"}, 2, 0},
+    {{"grep", "-r", "sudo", "."}, 4, 0},
 };
 
 START_TEST(test_command_line)
@@ -61,7 +61,8 @@ START_TEST(test_command_line)
 	o.argc = cmd_cases[_i].argc;
 	o.argv = (char **)cmd_cases[_i].argv;
 	ck_assert_msg(run_classify(&conf, &o, why, sizeof(why)) ==
-	    cmd_cases[_i].want, "case %d: %s", _i, why);
+	        cmd_cases[_i].want,
+	    "case %d: %s", _i, why);
 }
 END_TEST
 
@@ -94,28 +95,28 @@ END_TEST
 
 static const struct {
 	const char *argv[6];
-	int argc, text;		/* text: index of the script, -1 none */
+	int argc, text; /* text: index of the script, -1 none */
 } inl_cases[] = {
-	{{"bash", "-ec", "sudo id"}, 3, 2},
-	{{"sh", "-xc", "x"}, 3, 2},
-	{{"bash", "-e", "-c", "sudo id"}, 4, 3},
-	{{"bash", "-o", "pipefail", "-c", "sudo id"}, 5, 4},
-	{{"bash", "--norc", "-c", "x"}, 4, 3},
-	{{"perl", "-E", "say 1"}, 3, 2},
-	{{"node", "--eval", "1"}, 3, 2},
-	{{"node", "-p", "1"}, 3, 2},
-	{{"ruby", "-we", "1"}, 3, 2},
-	{{"python3", "-I", "-c", "import os"}, 4, 3},
-	{{"bash", "script.sh", "-e"}, 3, -1},
-	{{"bash", "-e", "script.sh"}, 3, -1},
-	{{"python3", "-e", "x"}, 3, -1},
-	{{"sh", "-c"}, 2, -1},
-	{{"sh", "--", "-c"}, 3, -1},
-	{{"env", "sh", "-c", "x"}, 4, 3},
-	{{"env", "-i", "A=1", "bash", "-c", "x"}, 6, 5},
-	{{"nice", "-n", "5", "sh", "-c", "x"}, 6, 5},
-	{{"/usr/bin/env", "nohup", "sh", "-c", "x"}, 5, 4},
-	{{"env", "A=1"}, 2, -1},
+    {{"bash", "-ec", "sudo id"}, 3, 2},
+    {{"sh", "-xc", "x"}, 3, 2},
+    {{"bash", "-e", "-c", "sudo id"}, 4, 3},
+    {{"bash", "-o", "pipefail", "-c", "sudo id"}, 5, 4},
+    {{"bash", "--norc", "-c", "x"}, 4, 3},
+    {{"perl", "-E", "say 1"}, 3, 2},
+    {{"node", "--eval", "1"}, 3, 2},
+    {{"node", "-p", "1"}, 3, 2},
+    {{"ruby", "-we", "1"}, 3, 2},
+    {{"python3", "-I", "-c", "import os"}, 4, 3},
+    {{"bash", "script.sh", "-e"}, 3, -1},
+    {{"bash", "-e", "script.sh"}, 3, -1},
+    {{"python3", "-e", "x"}, 3, -1},
+    {{"sh", "-c"}, 2, -1},
+    {{"sh", "--", "-c"}, 3, -1},
+    {{"env", "sh", "-c", "x"}, 4, 3},
+    {{"env", "-i", "A=1", "bash", "-c", "x"}, 6, 5},
+    {{"nice", "-n", "5", "sh", "-c", "x"}, 6, 5},
+    {{"/usr/bin/env", "nohup", "sh", "-c", "x"}, 5, 4},
+    {{"env", "A=1"}, 2, -1},
 };
 
 START_TEST(test_inline_forms)
@@ -140,11 +141,11 @@ main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
-	tcase_add_loop_test(tc, test_command_line, 0, sizeof(cmd_cases) /
-	    sizeof(cmd_cases[0]));
+	tcase_add_loop_test(tc, test_command_line, 0,
+	    sizeof(cmd_cases) / sizeof(cmd_cases[0]));
 	tcase_add_test(tc, test_files_whole);
-	tcase_add_loop_test(tc, test_inline_forms, 0, sizeof(inl_cases) /
-	    sizeof(inl_cases[0]));
+	tcase_add_loop_test(tc, test_inline_forms, 0,
+	    sizeof(inl_cases) / sizeof(inl_cases[0]));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -99,7 +99,8 @@ START_TEST(test_digest_tracks_content)
 	ck_assert_int_eq(project(names, 1, d3), 0);
 	ck_assert_str_ne(d1, d3);
 	run_manifest_empty(d3);
-	ck_assert_str_eq(d3, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4"
+	ck_assert_str_eq(d3,
+	    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4"
 	    "649b934ca495991b7852b855");
 }
 END_TEST
@@ -149,14 +150,14 @@ static const struct {
 	int argc;
 	bool inl;
 } inl_cases[] = {
-	{{"sh", "-c", "sudo id"}, 3, true},
-	{{"/bin/bash", "-c", "x"}, 3, true},
-	{{"python3", "-c", "import os"}, 3, true},
-	{{"perl", "-e", "print 1"}, 3, true},
-	{{"python3", "/projection/p.py", "x"}, 3, false},
-	{{"sh", "-c"}, 2, false},
-	{{"/usr/bin/env", "-c", "x"}, 3, false},
-	{{"shx", "-c", "x"}, 3, false},
+    {{"sh", "-c", "sudo id"}, 3, true},
+    {{"/bin/bash", "-c", "x"}, 3, true},
+    {{"python3", "-c", "import os"}, 3, true},
+    {{"perl", "-e", "print 1"}, 3, true},
+    {{"python3", "/projection/p.py", "x"}, 3, false},
+    {{"sh", "-c"}, 2, false},
+    {{"/usr/bin/env", "-c", "x"}, 3, false},
+    {{"shx", "-c", "x"}, 3, false},
 };
 
 START_TEST(test_inline)
@@ -193,8 +194,8 @@ main(void)
 	tcase_add_test(tc, test_digest_tracks_content);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_projection_dir_symlink);
-	tcase_add_loop_test(tc, test_inline, 0, sizeof(inl_cases) /
-	    sizeof(inl_cases[0]));
+	tcase_add_loop_test(tc, test_inline, 0,
+	    sizeof(inl_cases) / sizeof(inl_cases[0]));
 	tcase_add_test(tc, test_token);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -32,20 +32,36 @@ static const struct {
 	const char *opt, *val;
 	int want;
 } ocases[] = {
-	{"memory", "64M", 0}, {"memory", "1K", KZ_ERANGE},
-	{"memory", "lots", KZ_ERANGE}, {"pids", "0", KZ_ERANGE},
-	{"pids", "64", 0}, {"uid", "0", KZ_ERANGE}, {"gid", "-1", KZ_ERANGE},
-	{"timeout", "86401", KZ_ERANGE}, {"timeout", "1", 0},
-	{"workspace-size", "2M", 0}, {"cpu", "5", KZ_ERANGE},
-	{"no-such-option", "1", KZ_ENOENT}, {"root", "/srv/root", 0},
-	{"stdout-max", "1K", 0}, {"stdout-max", "1", KZ_ERANGE},
-	{"userns", "on", 0}, {"userns", "off", 0}, {"userns", "maybe", KZ_EINVAL},
-	{"userns-host-uid", "0", KZ_ERANGE}, {"userns-host-uid", "100000", 0},
-	{"userns-host-gid", "0", KZ_ERANGE}, {"cgroup-root", "/cg", 0},
-	{"sigpending", "8", KZ_ERANGE}, {"sigpending", "64", 0},
-	{"msgqueue", "0", 0}, {"msgqueue", "2G", KZ_ERANGE},
-	{"io-read-bps", "0", 0}, {"io-write-bps", "10M", 0},
-	{"leases-max", "0", KZ_ERANGE}, {"clean-memory", "1K", KZ_ERANGE},
+    {"memory", "64M", 0},
+    {"memory", "1K", KZ_ERANGE},
+    {"memory", "lots", KZ_ERANGE},
+    {"pids", "0", KZ_ERANGE},
+    {"pids", "64", 0},
+    {"uid", "0", KZ_ERANGE},
+    {"gid", "-1", KZ_ERANGE},
+    {"timeout", "86401", KZ_ERANGE},
+    {"timeout", "1", 0},
+    {"workspace-size", "2M", 0},
+    {"cpu", "5", KZ_ERANGE},
+    {"no-such-option", "1", KZ_ENOENT},
+    {"root", "/srv/root", 0},
+    {"stdout-max", "1K", 0},
+    {"stdout-max", "1", KZ_ERANGE},
+    {"userns", "on", 0},
+    {"userns", "off", 0},
+    {"userns", "maybe", KZ_EINVAL},
+    {"userns-host-uid", "0", KZ_ERANGE},
+    {"userns-host-uid", "100000", 0},
+    {"userns-host-gid", "0", KZ_ERANGE},
+    {"cgroup-root", "/cg", 0},
+    {"sigpending", "8", KZ_ERANGE},
+    {"sigpending", "64", 0},
+    {"msgqueue", "0", 0},
+    {"msgqueue", "2G", KZ_ERANGE},
+    {"io-read-bps", "0", 0},
+    {"io-write-bps", "10M", 0},
+    {"leases-max", "0", KZ_ERANGE},
+    {"clean-memory", "1K", KZ_ERANGE},
 };
 
 START_TEST(test_options)
@@ -54,8 +70,9 @@ START_TEST(test_options)
 	char why[256] = "";
 
 	sbx_conf_defaults(&c);
-	ck_assert_int_eq(sbx_conf_opt(&c, ocases[_i].opt, ocases[_i].val,
-	    why, sizeof(why)), ocases[_i].want);
+	ck_assert_int_eq(sbx_conf_opt(&c, ocases[_i].opt, ocases[_i].val, why,
+	                     sizeof(why)),
+	    ocases[_i].want);
 }
 END_TEST
 
@@ -119,7 +136,8 @@ START_TEST(test_env_override)
 	ck_assert_int_ne(sbx_conf_load(&c, NULL, why, sizeof(why)), 0);
 	unsetenv("SANDBOX_PIDS");
 	ck_assert_int_ne(sbx_conf_load(&c, "/nonexistent/kz.conf", why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 }
 END_TEST
 

@@ -10,9 +10,15 @@ static const struct {
 	const char *name;
 	bool ok;
 } names[] = {
-	{"PATH", true}, {"a_b9", true}, {"_X", true}, {"", false},
-	{"9A", false}, {"A-B", false}, {"A=B", false}, {"A B", false},
-	{"\xc3\xa9", false},
+    {"PATH", true},
+    {"a_b9", true},
+    {"_X", true},
+    {"", false},
+    {"9A", false},
+    {"A-B", false},
+    {"A=B", false},
+    {"A B", false},
+    {"\xc3\xa9", false},
 };
 
 START_TEST(test_names)
@@ -39,7 +45,8 @@ START_TEST(test_safe_set)
 
 	sbx_env_init(&e);
 	ck_assert_int_eq(sbx_env_add(&e, "HOME", "/workspace/h", why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert_int_eq(sbx_env_add(&e, "HOME", "x", why, sizeof(why)),
 	    KZ_EINVAL);
 	ck_assert_int_eq(sbx_env_finish(&e, 0, why, sizeof(why)), 0);
@@ -58,7 +65,8 @@ START_TEST(test_proxy_forced)
 
 	sbx_env_init(&e);
 	ck_assert_int_eq(sbx_env_add(&e, "HTTPS_PROXY", "http://evil:1", why,
-	    sizeof(why)), 0);
+	                     sizeof(why)),
+	    0);
 	ck_assert_int_eq(sbx_env_finish(&e, 3128, why, sizeof(why)), 0);
 	ck_assert_str_eq(get(&e, "HTTPS_PROXY"), "http://127.0.0.1:3128");
 	ck_assert_str_eq(get(&e, "http_proxy"), "http://127.0.0.1:3128");
@@ -101,7 +109,8 @@ main(void)
 	SRunner *sr;
 	int nf;
 
-	tcase_add_loop_test(tc, test_names, 0, sizeof(names) / sizeof(names[0]));
+	tcase_add_loop_test(tc, test_names, 0,
+	    sizeof(names) / sizeof(names[0]));
 	tcase_add_test(tc, test_safe_set);
 	tcase_add_test(tc, test_proxy_forced);
 	tcase_add_test(tc, test_bounds);

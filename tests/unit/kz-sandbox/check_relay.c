@@ -10,25 +10,26 @@ static const struct {
 	int want;
 	const char *expect;
 } cases[] = {
-	{"CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n", 0,
-	    "CONNECT example.org:443 HTTP/1.1\r\nProxy-Authorization: Bearer "
-	    "G1\r\nHost: example.org:443\r\n\r\n"},
-	{"GET http://example.org/a HTTP/1.1\r\nProxy-Authorization: Bearer "
-	    "forged\r\nproxy-authorization: Basic eA==\r\nAccept: */*\r\n\r\n",
-	    0, "GET http://example.org/a HTTP/1.1\r\nProxy-Authorization: "
-	    "Bearer G1\r\nAccept: */*\r\n\r\n"},
-	{"CONNECT example.org:443 HTTP/1.0\r\n\r\n", 0,
-	    "CONNECT example.org:443 HTTP/1.0\r\nProxy-Authorization: Bearer "
-	    "G1\r\n\r\n"},
-	{"GET /relative HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
-	{"CONNECT example.org HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
-	{"CONNECT a/b:443 HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
-	{"GET http://x HTTP/2\r\n\r\n", KZ_EPROTO, NULL},
-	{"GET  http://x HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
-	{"GET http://x HTTP/1.1\r\nNoColon\r\n\r\n", KZ_EPROTO, NULL},
-	{"GET http://x HTTP/1.1\r\nA: b\nInjected: 1\r\n\r\n", KZ_EPROTO, NULL},
-	{"GET http://x HTTP/1.1\r\n", KZ_EPROTO, NULL},
-	{"", KZ_EPROTO, NULL},
+    {"CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n", 0,
+        "CONNECT example.org:443 HTTP/1.1\r\nProxy-Authorization: Bearer "
+        "G1\r\nHost: example.org:443\r\n\r\n"},
+    {"GET http://example.org/a HTTP/1.1\r\nProxy-Authorization: Bearer "
+     "forged\r\nproxy-authorization: Basic eA==\r\nAccept: */*\r\n\r\n",
+        0,
+        "GET http://example.org/a HTTP/1.1\r\nProxy-Authorization: "
+        "Bearer G1\r\nAccept: */*\r\n\r\n"},
+    {"CONNECT example.org:443 HTTP/1.0\r\n\r\n", 0,
+        "CONNECT example.org:443 HTTP/1.0\r\nProxy-Authorization: Bearer "
+        "G1\r\n\r\n"},
+    {"GET /relative HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
+    {"CONNECT example.org HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
+    {"CONNECT a/b:443 HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
+    {"GET http://x HTTP/2\r\n\r\n", KZ_EPROTO, NULL},
+    {"GET  http://x HTTP/1.1\r\n\r\n", KZ_EPROTO, NULL},
+    {"GET http://x HTTP/1.1\r\nNoColon\r\n\r\n", KZ_EPROTO, NULL},
+    {"GET http://x HTTP/1.1\r\nA: b\nInjected: 1\r\n\r\n", KZ_EPROTO, NULL},
+    {"GET http://x HTTP/1.1\r\n", KZ_EPROTO, NULL},
+    {"", KZ_EPROTO, NULL},
 };
 
 START_TEST(test_heads)
@@ -53,9 +54,11 @@ START_TEST(test_bad_grant_and_room)
 	size_t n;
 
 	ck_assert_int_eq(sbx_relay_head(in, strlen(in), "bad grant", out,
-	    sizeof(out), &n), KZ_EPROTO);
+	                     sizeof(out), &n),
+	    KZ_EPROTO);
 	ck_assert_int_eq(sbx_relay_head(in, strlen(in), "G\r\nX: 1", out,
-	    sizeof(out), &n), KZ_EPROTO);
+	                     sizeof(out), &n),
+	    KZ_EPROTO);
 	ck_assert_int_eq(sbx_relay_head(in, strlen(in), "G1", out, 10, &n),
 	    KZ_ETOOBIG);
 }
@@ -69,7 +72,8 @@ main(void)
 	SRunner *sr;
 	int nf;
 
-	tcase_add_loop_test(tc, test_heads, 0, sizeof(cases) / sizeof(cases[0]));
+	tcase_add_loop_test(tc, test_heads, 0,
+	    sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_bad_grant_and_room);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -35,11 +35,17 @@ END_TEST
  * negative pseudo-numbers) are errors that name the call. */
 static const struct {
 	const char *name;
-	int nr;		/* -1: must fail */
+	int nr; /* -1: must fail */
 } names[] = {
-	{"read", 0}, {"execve", 59}, {"clone", 56}, {"ioctl", 16},
-	{"kz_no_such_call", -1}, {"socketcall", -1}, {"recv", -1},
-	{"chown32", -1}, {"", -1},
+    {"read", 0},
+    {"execve", 59},
+    {"clone", 56},
+    {"ioctl", 16},
+    {"kz_no_such_call", -1},
+    {"socketcall", -1},
+    {"recv", -1},
+    {"chown32", -1},
+    {"", -1},
 };
 
 START_TEST(test_resolve)
@@ -74,10 +80,22 @@ listing(void)
 }
 
 static const char *const withheld[] = {
-	"ptrace", "mount", "umount2", "unshare", "setns", "bpf",
-	"io_uring_setup", "keyctl", "perf_event_open", "userfaultfd",
-	"personality", "open_by_handle_at", "kexec_load", "init_module",
-	"clone3", NULL,
+    "ptrace",
+    "mount",
+    "umount2",
+    "unshare",
+    "setns",
+    "bpf",
+    "io_uring_setup",
+    "keyctl",
+    "perf_event_open",
+    "userfaultfd",
+    "personality",
+    "open_by_handle_at",
+    "kexec_load",
+    "init_module",
+    "clone3",
+    NULL,
 };
 
 static bool
@@ -98,14 +116,15 @@ START_TEST(test_list)
 	int nallow = 0, nrefuse = 0;
 
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
+	     line = strtok_r(NULL, "\n", &save)) {
 		char kind[8], name[32], detail[16];
 		int nr;
 
 		if (line[0] == '#')
 			continue;
 		ck_assert_msg(sscanf(line, "%7s %d %31s %15s", kind, &nr, name,
-		    detail) == 4, "bad line: %s", line);
+		                  detail) == 4,
+		    "bad line: %s", line);
 		ck_assert_msg(nr >= 0 && nr < 1024 && !seen[nr],
 		    "number listed twice: %s", line);
 		seen[nr] = 1;
@@ -123,9 +142,11 @@ START_TEST(test_list)
 	buf = listing();
 	ck_assert_ptr_nonnull(strstr(buf, "\nallow    0 read "));
 	ck_assert_ptr_nonnull(strstr(buf, "\nargs    16 ioctl "));
-	ck_assert_ptr_nonnull(strstr(buf, "\nrefuse 101 ptrace "
+	ck_assert_ptr_nonnull(strstr(buf,
+	    "\nrefuse 101 ptrace "
 	    "                  EPERM"));
-	ck_assert_ptr_nonnull(strstr(buf, "\nrefuse 435 clone3 "
+	ck_assert_ptr_nonnull(strstr(buf,
+	    "\nrefuse 435 clone3 "
 	    "                  ENOSYS"));
 	free(buf);
 }
@@ -144,7 +165,7 @@ filtered(void)
 	if (fd < 0 || getppid() <= 0)
 		return 1;
 	if (syscall(457, 0, 0, 0, 0) != -1 || errno != ENOSYS)
-		return 2;	/* statmount, newer than libseccomp 2.5.4 */
+		return 2; /* statmount, newer than libseccomp 2.5.4 */
 	if (ptrace(PTRACE_TRACEME, 0, 0, 0) != -1 || errno != EPERM)
 		return 3;
 	if (syscall(SYS_ioctl, fd, (1UL << 32) | TIOCSTI, &c) != -1 ||
@@ -181,8 +202,7 @@ START_TEST(test_loaded)
 	ck_assert_int_gt(p, 0);
 	ck_assert_int_eq(waitpid(p, &st, 0), p);
 	ck_assert_msg(WIFEXITED(st), "the child was killed (%d)", st);
-	ck_assert_msg(WEXITSTATUS(st) == 0, "check %d failed",
-	    WEXITSTATUS(st));
+	ck_assert_msg(WEXITSTATUS(st) == 0, "check %d failed", WEXITSTATUS(st));
 	sbx_seccomp_free(&prog);
 }
 END_TEST

@@ -11,9 +11,16 @@ static const struct {
 	const char *p;
 	bool ok;
 } paths[] = {
-	{"/opt/tools", true}, {"/a", true}, {"/", false}, {"", false},
-	{"relative", false}, {"/a/../b", false}, {"/a/./b", false},
-	{"/a//b", false}, {"/a/", false}, {"/a\nb", false},
+    {"/opt/tools", true},
+    {"/a", true},
+    {"/", false},
+    {"", false},
+    {"relative", false},
+    {"/a/../b", false},
+    {"/a/./b", false},
+    {"/a//b", false},
+    {"/a/", false},
+    {"/a\nb", false},
 };
 
 START_TEST(test_path_ok)
@@ -26,16 +33,18 @@ static const struct {
 	const char *p, *dir;
 	bool under;
 } unders[] = {
-	{"/etc", "/etc", true}, {"/etc/ssl", "/etc", true},
-	{"/etcx", "/etc", false}, {"/et", "/etc", false},
-	{"/run/kaizen/workers", "/run/kaizen", true},
-	{"/run", "/run/kaizen", false},
+    {"/etc", "/etc", true},
+    {"/etc/ssl", "/etc", true},
+    {"/etcx", "/etc", false},
+    {"/et", "/etc", false},
+    {"/run/kaizen/workers", "/run/kaizen", true},
+    {"/run", "/run/kaizen", false},
 };
 
 START_TEST(test_under)
 {
-	ck_assert(sbx_view_under(unders[_i].p, unders[_i].dir) ==
-	    unders[_i].under);
+	ck_assert(
+	    sbx_view_under(unders[_i].p, unders[_i].dir) == unders[_i].under);
 }
 END_TEST
 
@@ -44,10 +53,17 @@ static const struct {
 	const char *t;
 	bool ok;
 } links[] = {
-	{"usr/bin", true}, {"/usr/lib", true}, {"usr/lib64", true},
-	{"lib", true}, {"var/home", false}, {"/home", false},
-	{"../etc", false}, {"usr/../etc", false}, {"", false}, {"/", false},
-	{"usrx/bin", false},
+    {"usr/bin", true},
+    {"/usr/lib", true},
+    {"usr/lib64", true},
+    {"lib", true},
+    {"var/home", false},
+    {"/home", false},
+    {"../etc", false},
+    {"usr/../etc", false},
+    {"", false},
+    {"/", false},
+    {"usrx/bin", false},
 };
 
 START_TEST(test_link_ok)
@@ -79,7 +95,8 @@ START_TEST(test_etc_text)
 	sbx_conf_defaults(&c);
 	c.uid = 2100000007, c.gid = 2100000008;
 	ck_assert_int_gt(sbx_view_etc_text(&c, "passwd", buf, sizeof(buf)), 0);
-	ck_assert_str_eq(buf, "sandbox:x:2100000007:2100000008:sandbox:"
+	ck_assert_str_eq(buf,
+	    "sandbox:x:2100000007:2100000008:sandbox:"
 	    "/workspace:/bin/sh\n");
 	ck_assert_int_gt(sbx_view_etc_text(&c, "group", buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "sandbox:x:2100000008:\n");
@@ -98,17 +115,17 @@ static const struct {
 	const char *mask, *extra, *host;
 	int want;
 } checks[] = {
-	{"", "", "sandbox", 0},
-	{"/usr/share/doc", "/opt/a,/srv/b", "sandbox", 0},
-	{"usr", "", "sandbox", KZ_ECONF},
-	{"", "/etc/ssl", "sandbox", KZ_ECONF},
-	{"", "/tmp/x", "sandbox", KZ_ECONF},
-	{"", "/workspace", "sandbox", KZ_ECONF},
-	{"", "/opt,/opt/a", "sandbox", KZ_ECONF},
-	{"", "/opt/../etc", "sandbox", KZ_ECONF},
-	{"", "", "", KZ_ECONF},
-	{"", "", "a b", KZ_ECONF},
-	{"/proc/self", "", "sandbox", KZ_ECONF},
+    {"", "", "sandbox", 0},
+    {"/usr/share/doc", "/opt/a,/srv/b", "sandbox", 0},
+    {"usr", "", "sandbox", KZ_ECONF},
+    {"", "/etc/ssl", "sandbox", KZ_ECONF},
+    {"", "/tmp/x", "sandbox", KZ_ECONF},
+    {"", "/workspace", "sandbox", KZ_ECONF},
+    {"", "/opt,/opt/a", "sandbox", KZ_ECONF},
+    {"", "/opt/../etc", "sandbox", KZ_ECONF},
+    {"", "", "", KZ_ECONF},
+    {"", "", "a b", KZ_ECONF},
+    {"/proc/self", "", "sandbox", KZ_ECONF},
 };
 
 START_TEST(test_check)
@@ -120,8 +137,7 @@ START_TEST(test_check)
 	snprintf(c.masks, sizeof(c.masks), "%s", checks[_i].mask);
 	snprintf(c.extra_ro, sizeof(c.extra_ro), "%s", checks[_i].extra);
 	snprintf(c.hostname, sizeof(c.hostname), "%s", checks[_i].host);
-	ck_assert_int_eq(sbx_view_check(&c, why, sizeof(why)),
-	    checks[_i].want);
+	ck_assert_int_eq(sbx_view_check(&c, why, sizeof(why)), checks[_i].want);
 	if (checks[_i].want != 0)
 		ck_assert(why[0] != '\0');
 }
@@ -135,16 +151,16 @@ main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_loop_test(tc, test_path_ok, 0, sizeof(paths) /
-	    sizeof(paths[0]));
-	tcase_add_loop_test(tc, test_under, 0, sizeof(unders) /
-	    sizeof(unders[0]));
-	tcase_add_loop_test(tc, test_link_ok, 0, sizeof(links) /
-	    sizeof(links[0]));
+	tcase_add_loop_test(tc, test_path_ok, 0,
+	    sizeof(paths) / sizeof(paths[0]));
+	tcase_add_loop_test(tc, test_under, 0,
+	    sizeof(unders) / sizeof(unders[0]));
+	tcase_add_loop_test(tc, test_link_ok, 0,
+	    sizeof(links) / sizeof(links[0]));
 	tcase_add_test(tc, test_next);
 	tcase_add_test(tc, test_etc_text);
-	tcase_add_loop_test(tc, test_check, 0, sizeof(checks) /
-	    sizeof(checks[0]));
+	tcase_add_loop_test(tc, test_check, 0,
+	    sizeof(checks) / sizeof(checks[0]));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
