@@ -38,7 +38,7 @@ STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
 	nettle-dev check
-DEPS_TEST  = $(STORE_PKG) clang libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
+DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
 	util-linux libcap2-bin tar python3-prometheus-client
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 
@@ -141,8 +141,12 @@ fuzz: $(B)/libkz.a
 audit-lock:
 	tests/audit-lock.sh $(PI_VERSION)
 
+# Every C file in the tree, for the formatting check.
+FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] tests/*/*.[ch] tests/unit/*/*.[ch]))
+
 lint:
 	@set -e; for m in man/man*/*.[0-9]; do mandoc -Tlint -Wwarning $$m; done
+	@clang-format --dry-run -Werror $(FORMAT_SRC)
 	@for f in bin/kz-supervise tests/e2e/*.sh tests/bench/*.sh tests/*.sh .ci/run; do bash -n $$f; done
 
 check: deps
