@@ -77,13 +77,20 @@ kz_store_prefix(const struct kz_store *s)
 	return s->prefix;
 }
 
+/* prefix + suffix into buf; the same for both clients. */
+static int
+prefixed(const char *prefix, const char *suffix, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s%s", prefix, suffix);
+
+	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : 0;
+}
+
 int
 kz_store_key(const struct kz_store *s, const char *suffix, char *buf,
     size_t len)
 {
-	int n = snprintf(buf, len, "%s%s", s->prefix, suffix);
-
-	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : 0;
+	return prefixed(s->prefix, suffix, buf, len);
 }
 
 int
@@ -437,9 +444,7 @@ int
 kz_astore_key(const struct kz_astore *a, const char *suffix, char *buf,
     size_t len)
 {
-	int n = snprintf(buf, len, "%s%s", a->prefix, suffix);
-
-	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : 0;
+	return prefixed(a->prefix, suffix, buf, len);
 }
 
 static void
