@@ -147,6 +147,8 @@ FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] tests/*/*.[ch] tests/uni
 lint:
 	@set -e; for m in man/man*/*.[0-9]; do mandoc -Tlint -Wwarning $$m; done
 	@clang-format --dry-run -Werror $(FORMAT_SRC)
+	@grep -qx 'VERSION=$(VERSION)' bin/kz-supervise || \
+		{ echo "bin/kz-supervise: VERSION is not $(VERSION)" >&2; exit 1; }
 	@for f in bin/kz-supervise tests/e2e/*.sh tests/bench/*.sh tests/*.sh .ci/run; do bash -n $$f; done
 
 check: deps
