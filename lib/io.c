@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -111,4 +112,22 @@ kz_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
 			return r;
 	}
 	return 0;
+}
+
+ssize_t
+kz_read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if (len < 2 || (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
 }

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kz_err.h"
 
@@ -23,5 +24,13 @@ int64_t kz_now_ms(void);
 KZ_WUR int kz_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
 KZ_WUR int kz_write_full(int fd, const void *buf, size_t len,
     int64_t deadline_ms);
+
+/*
+ * Reads what one read() of path gives, at most len - 1 bytes, into buf and
+ * NUL-terminates it: for /proc files, which are made at read time, and
+ * small state files.  A symlink is not followed.  Returns the count (> 0),
+ * or -1 when the file cannot be opened or reads empty.
+ */
+ssize_t kz_read_small(const char *path, char *buf, size_t len);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "kz_call.h"
 #include "kz_conf.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_pool.h"
@@ -205,17 +206,10 @@ read_num(const char *dir, const char *leaf, int64_t min, int64_t max)
 {
 	char p[PATH_MAX + 16], buf[32];
 	int64_t v;
-	ssize_t n;
-	int fd;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, leaf);
-	if ((fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if (kz_read_small(p, buf, sizeof(buf)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	return kz_parse_int(buf, min, max, &v) == 0 ? v : -1;
 }
@@ -403,16 +397,10 @@ is_worker(pid_t pid, const char *id)
 {
 	char p[64], buf[4096];
 	ssize_t n, i;
-	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((n = kz_read_small(p, buf, sizeof(buf))) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	for (i = 0; i + 1 < n; i += (ssize_t)strlen(buf + i) + 1)
 		if (strcmp(buf + i, "--id") == 0 && i + 5 < n &&
 		    strcmp(buf + i + 5, id) == 0)

@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include "kz_io.h"
 #include "sbx.h"
 #include "banned.h"
 
@@ -42,16 +43,10 @@ sysv_empty(const char *table)
 {
 	char p[64], buf[512];
 	ssize_t n;
-	int fd;
 
 	snprintf(p, sizeof(p), "/proc/sysvipc/%s", table);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((n = kz_read_small(p, buf, sizeof(buf))) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	return strchr(buf, '\n') == buf + n - 1;
 }
 
