@@ -33,18 +33,12 @@ struct field {
 };
 
 #define INT_MAXJ 9007199254740991LL /* 2^53 - 1: exact in JSON */
-#define TOK(n, len)                                                            \
-	{                                                                      \
-		n, F_TOKEN, 0, len                                             \
-	}
-#define HEX(n)                                                                 \
-	{                                                                      \
-		n, F_HEX, 0, 128                                               \
-	}
-#define INT(n, lo, hi)                                                         \
-	{                                                                      \
-		n, F_INT, lo, hi                                               \
-	}
+/* clang-format would lay these initializers out as blocks. */
+/* clang-format off */
+#define TOK(n, len) {n, F_TOKEN, 0, len}
+#define HEX(n) {n, F_HEX, 0, 128}
+#define INT(n, lo, hi) {n, F_INT, lo, hi}
+/* clang-format on */
 #define EVIDENCE_MAX 32
 #define LIST_MAX 32
 #define FIELD_NAME_MAX 48

@@ -271,10 +271,10 @@ eg_http_parse(char *buf, size_t len, bool is_req, struct eg_head *hd)
 bool
 eg_hdr_hop(const struct eg_head *hd, const struct eg_hdr *h)
 {
-#define HOP(s)                                                                 \
-	{                                                                      \
-		s, sizeof(s) - 1                                               \
-	}
+	/* clang-format would lay the initializer out as a block. */
+	/* clang-format off */
+#define HOP(s) {s, sizeof(s) - 1}
+	/* clang-format on */
 	static const struct {
 		const char *s;
 		size_t n;
