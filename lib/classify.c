@@ -208,9 +208,7 @@ kz_classify(const char *text, size_t len, char *why, size_t wlen)
 			w = scan_line(p, le, word);
 		if (w != NULL) {
 			kz_why(why, wlen,
-			    "host_administration: the script "
-			    "runs %s",
-			    w);
+			    "host_administration: the script runs %s", w);
 			return KZ_CLASS_HOST_ADMIN;
 		}
 		p = le + 1;

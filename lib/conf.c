@@ -324,8 +324,7 @@ kz_conf_sock(const struct kz_conf *c, const char *key, const char *run_dir,
 	if (v == NULL) {
 		if (kz_sock_default(run_dir, name, out, len) != 0) {
 			kz_why(why, wlen,
-			    "%s: the default under KZ_RUN_DIR "
-			    "is too long",
+			    "%s: the default under KZ_RUN_DIR is too long",
 			    key);
 			return KZ_ECONF;
 		}

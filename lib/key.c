@@ -38,8 +38,7 @@ kz_key_load(const char *path, struct kz_key *out, char *why, size_t wlen)
 	/* 0400 is what systemd's LoadCredential= gives a unit. */
 	if ((st.st_mode & 07777) != 0600 && (st.st_mode & 07777) != 0400) {
 		kz_why(why, wlen,
-		    "field key mode is %04o, must be 0600 or "
-		    "0400",
+		    "field key mode is %04o, must be 0600 or 0400",
 		    (unsigned)(st.st_mode & 07777));
 		goto out;
 	}

@@ -326,8 +326,7 @@ make_room(int bfd, const char *actor, const char *self, uint64_t need,
 
 	if ((e = scan_all(bfd, &s, 0)) != 0) {
 		kz_why(why, wlen,
-		    e == KZ_ETOOBIG ? "too many snapshots to "
-		                      "account for" :
+		    e == KZ_ETOOBIG ? "too many snapshots to account for" :
 		                      "the snapshot directory is unreadable");
 		goto out;
 	}
@@ -349,8 +348,7 @@ make_room(int bfd, const char *actor, const char *self, uint64_t need,
 		e = evict(bfd, &s, actor, 0, need, b->total_max, &u, evicted);
 	if (e != 0)
 		kz_why(why, wlen,
-		    "older snapshots could not be removed to "
-		    "make room");
+		    "older snapshots could not be removed to make room");
 out:
 	free(s.e);
 	return e;

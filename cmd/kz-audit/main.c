@@ -152,8 +152,7 @@ files_of(struct opts *o, const struct aud_cfg *c, int argc, char **argv,
 
 	if (o->dir != NULL && optind < argc) {
 		fprintf(stderr,
-		    "kz-audit: give --dir DIR or files, not "
-		    "both\n");
+		    "kz-audit: give --dir DIR or files, not both\n");
 		return KZ_EXIT_USAGE;
 	}
 	if (o->dir == NULL && optind == argc)

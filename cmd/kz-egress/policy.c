@@ -302,8 +302,7 @@ load_status_sock(struct eg_policy *p, const struct kz_conf *c)
 		        p->status_sock, sizeof(p->status_sock)) != 0) {
 			p->status_sock[0] = '\0';
 			isolate(p,
-			    "the status socket under KZ_RUN_DIR is too "
-			    "long");
+			    "the status socket under KZ_RUN_DIR is too long");
 		}
 	} else if (v != NULL && strlen(v) >= sizeof(p->status_sock)) {
 		isolate(p, "SANDBOX_EGRESS_STATUS_SOCKET is too long");

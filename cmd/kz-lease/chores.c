@@ -147,9 +147,7 @@ swept(struct chores *k, const struct chore *j)
 		    "snapshot directory unreadable", NULL);
 	else if (j->removed > 0)
 		kz_log(KZ_LOG_INFO, "snapshot.expire", 0,
-		    "unused snapshots "
-		    "removed",
-		    "removed", n, NULL);
+		    "unused snapshots removed", "removed", n, NULL);
 }
 
 static void

@@ -435,9 +435,8 @@ rm_cgroups(const char *id)
 	for (int i = 0; ctrl[i] != NULL; i++)
 		for (int k = 0; sub[k] != NULL; k++) {
 			snprintf(p, sizeof(p),
-			    "/sys/fs/cgroup/%s/kz-sandbox/"
-			    "%s%s",
-			    ctrl[i], id, sub[k]);
+			    "/sys/fs/cgroup/%s/kz-sandbox/%s%s", ctrl[i], id,
+			    sub[k]);
 			(void)rmdir(p);
 		}
 }

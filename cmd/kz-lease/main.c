@@ -138,9 +138,8 @@ oneshot(const char *op, const struct args *a, const struct lease_conf *c)
 	cJSON_Delete(req);
 	if (e != 0) {
 		fprintf(stderr,
-		    "kz-lease: %s: kz-lease unreachable at %s: "
-		    "%s\n",
-		    op, a->socket ? a->socket : c->sock, kz_strerror(e));
+		    "kz-lease: %s: kz-lease unreachable at %s: %s\n", op,
+		    a->socket ? a->socket : c->sock, kz_strerror(e));
 		return KZ_EXIT_UNAVAIL;
 	}
 	if (cJSON_IsTrue(kz_json_get(rep, "ok"))) {

@@ -99,8 +99,7 @@ create_poll(struct lease_daemon *d, struct job *j)
 		kz_log(KZ_LOG_WARN, "create.timeout", 0, "worker not ready",
 		    "worker", j->worker, NULL);
 		worker_failed(d, j->worker,
-		    "the worker did not answer health "
-		    "in time");
+		    "the worker did not answer health in time");
 		d->creates--;
 		job_free(d, j);
 	}

@@ -95,8 +95,7 @@ peek_head(int fd, size_t max, int first_ms, int64_t dl, char *why, size_t wlen)
 		}
 		if (n == 0) {
 			kz_why(why, wlen,
-			    "closed the connection without "
-			    "a reply");
+			    "closed the connection without a reply");
 			return KZ_EEOF;
 		}
 		if (n >= KZ_FRAME_HDR || (p.revents & (POLLRDHUP | POLLHUP)))

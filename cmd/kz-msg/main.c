@@ -34,8 +34,7 @@ usage(FILE *f)
 	    "                         reply must begin within 1)\n"
 	    "  -m, --max BYTES        largest request or reply (default "
 	    "1048576)\n"
-	    "A request without \"v\" or \"id\" gets \"v\":1 and a random "
-	    "id.\n"
+	    "A request without \"v\" or \"id\" gets \"v\":1 and a random id.\n"
 	    "Exit: 0 ok, 1 refused, 2 usage or bad input, 3 unreachable, "
 	    "silent or\nnot speaking kz frames, 4 internal.\n");
 }

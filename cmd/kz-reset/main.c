@@ -147,8 +147,7 @@ report(const struct reset_conf *c, const char *kind, const char *id,
 		    a == NULL ? "out of memory" : why, "socket", c->audit_sock,
 		    NULL);
 		fprintf(stderr,
-		    "kz-reset: the audit sink %s did not record "
-		    "the %s\n",
+		    "kz-reset: the audit sink %s did not record the %s\n",
 		    c->audit_sock, kind);
 	}
 	cJSON_Delete(a);

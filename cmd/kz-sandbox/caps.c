@@ -86,8 +86,7 @@ sbx_caps_bound(char *why, size_t wlen)
 	if (capng_apply(CAPNG_SELECT_BOUNDS | CAPNG_SELECT_AMBIENT) != 0 ||
 	    !bound_clear()) {
 		kz_why(why, wlen,
-		    "capabilities: cannot empty the bounding and "
-		    "ambient sets");
+		    "capabilities: cannot empty the bounding and ambient sets");
 		return KZ_EDENIED;
 	}
 	return 0;

@@ -307,8 +307,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 		g->v2 = false;
 	else if (strcmp(c->cg_version, "v2") == 0 && !g->v2) {
 		kz_why(why, wlen,
-		    "cgroup: v2 is configured but its root does "
-		    "not offer %s",
+		    "cgroup: v2 is configured but its root does not offer %s",
 		    missing);
 		return KZ_EUNAVAIL;
 	}
@@ -327,8 +326,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 		*strrchr(parent, '/') = '\0';
 		if (mk(parent, &dummy) != 0 || mk(g->worker[i], &fresh) != 0) {
 			kz_why(why, wlen,
-			    "cgroup: cannot create the worker "
-			    "cgroup: %s",
+			    "cgroup: cannot create the worker cgroup: %s",
 			    strerror(errno));
 			return KZ_EUNAVAIL;
 		}
@@ -341,15 +339,13 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 			sbx_cg_v2_delegate(g, g->worker[i]);
 		if (g->v2 && mk(g->agent, &fresh) != 0) {
 			kz_why(why, wlen,
-			    "cgroup: cannot create the agent "
-			    "cgroup: %s",
+			    "cgroup: cannot create the agent cgroup: %s",
 			    strerror(errno));
 			return KZ_EUNAVAIL;
 		}
 		if (mk(g->run[i], &fresh) != 0 || mk(g->init[i], &fresh) != 0) {
 			kz_why(why, wlen,
-			    "cgroup: cannot create the run "
-			    "cgroup: %s",
+			    "cgroup: cannot create the run cgroup: %s",
 			    strerror(errno));
 			return KZ_EUNAVAIL;
 		}
@@ -387,8 +383,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 	}
 	if (stat_fds(g) != 0) {
 		kz_why(why, wlen,
-		    "cgroup: cannot open the run cgroup's "
-		    "accounting files");
+		    "cgroup: cannot open the run cgroup's accounting files");
 		return KZ_EUNAVAIL;
 	}
 	if (join) {
@@ -401,8 +396,7 @@ sbx_cg_setup(struct sbx_cg *g, const struct sbx_conf *c, bool join, char *why,
 			if (sbx_cg_wfile(i == 0 ? g->agent : g->worker[i],
 			        "cgroup.procs", pid) != 0) {
 				kz_why(why, wlen,
-				    "cgroup: cannot join the worker "
-				    "cgroup");
+				    "cgroup: cannot join the worker cgroup");
 				return KZ_EUNAVAIL;
 			}
 	}

@@ -64,9 +64,7 @@ static const struct key keys[] = {
     {"SANDBOX_LEASES_MAX", "leases-max", K_INT, N(leases_max), 1, 1048576,
         "4096", "leases a served worker takes before a reset retires it"},
     {"SANDBOX_CLEAN_MEMORY", "clean-memory", K_SIZE, N(clean_memory), 64 << 10,
-        G(1), "4M",
-        "memory a reset must bring the run cgroup "
-        "back under"},
+        G(1), "4M", "memory a reset must bring the run cgroup back under"},
     {"SANDBOX_TIMEOUT", "timeout", K_INT, N(timeout_s), 1, 86400, "60",
         "wall-clock limit of a run in seconds"},
     {"SANDBOX_STDOUT_MAX", "stdout-max", K_SIZE, N(stdout_max), 1024, G(1) / 4,
@@ -136,8 +134,7 @@ set(struct sbx_conf *c, const struct key *k, const char *v, char *why,
 		if (kz_parse_size(v, (uint64_t)k->max, &u) != 0 ||
 		    u < (uint64_t)k->min) {
 			kz_why(why, wlen,
-			    "%s must be a size between %lld and "
-			    "%lld bytes",
+			    "%s must be a size between %lld and %lld bytes",
 			    k->key, (long long)k->min, (long long)k->max);
 			return KZ_ERANGE;
 		}
@@ -270,8 +267,7 @@ sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 	if (c->userns ? is_nobody(c->userns_uid, c->userns_gid) :
 	                is_nobody(c->uid, c->gid)) {
 		kz_why(why, wlen,
-		    "the code never runs as the host's nobody "
-		    "or nogroup (%s)",
+		    "the code never runs as the host's nobody or nogroup (%s)",
 		    c->userns ? "SANDBOX_USERNS_HOST_UID, "
 		                "SANDBOX_USERNS_HOST_GID" :
 		                "SANDBOX_UID, SANDBOX_GID");
@@ -295,20 +291,17 @@ sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 	    strcmp(c->cg_version, "v1") != 0 &&
 	    strcmp(c->cg_version, "v2") != 0) {
 		kz_why(why, wlen,
-		    "SANDBOX_CGROUP_VERSION must be auto, v1 or "
-		    "v2");
+		    "SANDBOX_CGROUP_VERSION must be auto, v1 or v2");
 		return KZ_ECONF;
 	}
 	if (!sbx_id_valid(c->cg_parent)) {
 		kz_why(why, wlen,
-		    "SANDBOX_CGROUP_PARENT must be one name of "
-		    "[A-Za-z0-9._-]");
+		    "SANDBOX_CGROUP_PARENT must be one name of [A-Za-z0-9._-]");
 		return KZ_ECONF;
 	}
 	if (c->id[0] != '\0' && !sbx_id_valid(c->id)) {
 		kz_why(why, wlen,
-		    "the worker id must be 1-63 characters of "
-		    "[A-Za-z0-9._-]");
+		    "the worker id must be 1-63 characters of [A-Za-z0-9._-]");
 		return KZ_ECONF;
 	}
 	return sbx_view_check(c, why, wlen);

@@ -187,8 +187,7 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 	snprintf(cwd, sizeof(cwd), "%s/%s", SBX_WS, j->cwd);
 	if (chdir(cwd) < 0)
 		FAIL("cwd",
-		    "the working directory does not exist in the "
-		    "workspace");
+		    "the working directory does not exist in the workspace");
 	if (sbx_seccomp_load(&w->prog) != 0)
 		FAIL("seccomp", "seccomp: cannot load the filter");
 	environ = j->env;
@@ -316,8 +315,7 @@ zygote(struct sbx_worker *w, int sock)
 	if (w->tmpl_fd >= 0 &&
 	    (setns(w->tmpl_fd, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)) {
 		sbx_msg_report(sock, REP_FAIL, 0, "mount",
-		    "mount: cannot copy the "
-		    "template namespace");
+		    "mount: cannot copy the template namespace");
 		fail_exit(sock);
 	}
 	keep_only(sock);
@@ -350,8 +348,7 @@ zygote(struct sbx_worker *w, int sock)
 	 * wiped. */
 	if (w->serve && sbx_mnt_record(&zm) != 0) {
 		sbx_msg_report(sock, REP_FAIL, 0, "mount",
-		    "cannot record the mount "
-		    "table");
+		    "cannot record the mount table");
 		fail_exit(sock);
 	}
 	/* Nothing runs before the agent's cgroups and filter are here; an
@@ -359,8 +356,7 @@ zygote(struct sbx_worker *w, int sock)
 	if ((r = take_setup(w, sock, buf, sizeof(buf))) != 0) {
 		if (r == -1)
 			sbx_msg_report(sock, REP_FAIL, 0, "init",
-			    "init: bad setup "
-			    "message");
+			    "init: bad setup message");
 		if (r == -3)
 			sbx_msg_report(sock, REP_FAIL, 0, "namespaces",
 			    "namespaces: "

@@ -335,8 +335,7 @@ main(int argc, char **argv)
 		return r;
 	if (geteuid() != 0)
 		return die(KZ_EXIT_UNAVAIL,
-		    "isolation setup failed: "
-		    "namespaces and cgroups need root");
+		    "isolation setup failed: namespaces and cgroups need root");
 	return strcmp(argv[1], "run") == 0 ? cmd_run(&c, &o) :
 	                                     cmd_serve(&c, &o);
 }

@@ -108,8 +108,7 @@ writable(const struct sbx_conf *c, const char *root, const char *rel, char *why,
 		/* Host ids: with a user namespace, the ones the code's ids
 		 * map to. */
 		snprintf(opt, sizeof(opt),
-		    "size=%llu,mode=0755,uid=%lld,"
-		    "gid=%lld",
+		    "size=%llu,mode=0755,uid=%lld,gid=%lld",
 		    (unsigned long long)c->ws_size,
 		    (long long)(c->userns ? c->userns_uid : c->uid),
 		    (long long)(c->userns ? c->userns_gid : c->gid));

@@ -240,8 +240,7 @@ sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd, char *why, size_t wlen)
 		close(pidfd);
 	if (pid < 0) {
 		kz_why(why, wlen,
-		    "namespaces: the kernel refuses a user "
-		    "namespace: %s",
+		    "namespaces: the kernel refuses a user namespace: %s",
 		    strerror(errno));
 		close(p[1]);
 		return KZ_EUNAVAIL;

@@ -390,8 +390,7 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 
 		if (sbx_msg_job_send(w->zsock, rq, fds) != 0) {
 			setup_fail(rs, "init",
-			    "cannot hand the run to the "
-			    "init");
+			    "cannot hand the run to the init");
 			w->broken = true;
 			goto out;
 		}
@@ -449,8 +448,7 @@ state_dir(struct sbx_mnt *m, const struct sbx_conf *c, bool serve, char *why,
 {
 	if (mkdir(c->state_dir, 0700) < 0 && errno != EEXIST) {
 		kz_why(why, wlen,
-		    "state: cannot create the state directory: "
-		    "%s",
+		    "state: cannot create the state directory: %s",
 		    strerror(errno));
 		return KZ_ESYS;
 	}

@@ -86,8 +86,7 @@ parse_argv(const cJSON *a, struct sbx_req *rq, char *why, size_t wlen)
 		    (bytes += strlen(it->valuestring) + 1) > SBX_ARG_BYTES ||
 		    (n == 0 && it->valuestring[0] == 0)) {
 			kz_why(why, wlen,
-			    "argv must hold non-empty strings "
-			    "within %d bytes",
+			    "argv must hold non-empty strings within %d bytes",
 			    SBX_ARG_BYTES);
 			return KZ_EINVAL;
 		}
@@ -112,8 +111,7 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 		return r;
 	if (!cwd_ok(cwd)) {
 		kz_why(why, wlen,
-		    "cwd must be a relative path inside the "
-		    "workspace");
+		    "cwd must be a relative path inside the workspace");
 		return KZ_EINVAL;
 	}
 	rq->cwd = cwd;
@@ -135,8 +133,7 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 		/* Running it would be a run without the network it was
 		 * granted: the caller records a grant that does nothing. */
 		kz_why(why, wlen,
-		    "an egress grant, but this worker has no "
-		    "egress socket");
+		    "an egress grant, but this worker has no egress socket");
 		return KZ_EUNAVAIL;
 	}
 	if ((r = kz_json_str_opt(j, "stdin_b64", c->frame_max, "", &s, why,
@@ -254,9 +251,7 @@ op_run(struct sbx_worker *w, const cJSON *req)
 		kz_log(KZ_LOG_ERROR, "sandbox.isolation", KZ_EDENIED, rs.why,
 		    "step", rs.step, NULL);
 		snprintf(reason, sizeof(reason),
-		    "isolation setup failed at "
-		    "%s: %s",
-		    rs.step, rs.why);
+		    "isolation setup failed at %s: %s", rs.step, rs.why);
 		reply = kz_reply_err(req,
 		    strcmp(rs.step, "cwd") == 0 ? KZ_WE_BAD_REQUEST :
 		                                  KZ_WE_ISOLATION_DENIED,

@@ -115,8 +115,7 @@ failed(const cJSON *req, const struct sbx_res *rs, const char *what)
 		return kz_reply_err(req, KZ_WE_ISOLATION_DENIED, rs->step);
 	if (rs->trunc[0])
 		return kz_reply_err(req, KZ_WE_REFUSED,
-		    "the workspace is "
-		    "larger than the snapshot bound");
+		    "the workspace is larger than the snapshot bound");
 	return kz_reply_err(req, KZ_WE_INTERNAL, what);
 }
 
@@ -142,8 +141,7 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 	}
 	if (path != NULL && write_file(path, rs.buf[0], rs.len[0]) != 0) {
 		o = kz_reply_err(req, KZ_WE_INTERNAL,
-		    "cannot write the "
-		    "snapshot file");
+		    "cannot write the snapshot file");
 		goto out;
 	}
 	if ((o = kz_reply_ok(req)) == NULL)
@@ -205,8 +203,7 @@ sbx_op_restore(struct sbx_worker *w, const cJSON *req)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
 	if ((path == NULL) == (b64 == NULL) || (path && !path_ok(path)))
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
-		    "give exactly one "
-		    "of an absolute path or archive_b64");
+		    "give exactly one of an absolute path or archive_b64");
 	r = path ? read_file(path, w->c->snapshot_max, &ar, &len) :
 	           decode(b64, &ar, &len, w->c->snapshot_max);
 	if (r != 0)

@@ -275,9 +275,8 @@ sbx_view_etc_text(const struct sbx_conf *c, const char *name, char *buf,
 
 	if (strcmp(name, "passwd") == 0)
 		n = snprintf(buf, len,
-		    "sandbox:x:%lld:%lld:sandbox:%s:"
-		    "/bin/sh\n",
-		    uid, gid, SBX_WS);
+		    "sandbox:x:%lld:%lld:sandbox:%s:/bin/sh\n", uid, gid,
+		    SBX_WS);
 	else if (strcmp(name, "group") == 0)
 		n = snprintf(buf, len, "sandbox:x:%lld:\n", gid);
 	else if (strcmp(name, "hosts") == 0)
@@ -379,8 +378,7 @@ sysdir(struct fill *f, int host, const char *name)
 		tgt[n] = '\0';
 		if (!sbx_view_link_ok(tgt))
 			return refuse(f, "root view", path,
-			    "a symlink out of "
-			    "the view");
+			    "a symlink out of the view");
 		snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
 		return symlink(tgt, dst) < 0 ? sys(f, "symlink", path) : 0;
 	}
@@ -521,8 +519,7 @@ image_entry(struct fill *f, int img, const char *name)
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return refuse(f, "root", name,
-		    "neither a directory, a file "
-		    "nor a symlink");
+		    "neither a directory, a file nor a symlink");
 	if ((fd = open_exact(img, name, RESOLVE_BENEATH)) < 0)
 		return sys(f, "open", name);
 	if (S_ISDIR(st.st_mode))
@@ -654,14 +651,12 @@ mask_one(struct fill *f, const char *path)
 
 	if ((fd = open_exact(f->viewfd, path + 1, RESOLVE_BENEATH)) < 0)
 		return refuse(f, "mask", path,
-		    errno == ENOENT ? "not in the "
-		                      "root view" :
+		    errno == ENOENT ? "not in the root view" :
 		                      exact_reason(errno));
 	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", fd);
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
 		r = refuse(f, "mask", path,
-		    "not a directory (only a directory "
-		    "can be masked)");
+		    "not a directory (only a directory can be masked)");
 	else if (mount("tmpfs", fdp, "tmpfs",
 	             MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	             "size=4k,nr_inodes=1,mode=0755") < 0)

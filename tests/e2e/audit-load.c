@@ -241,8 +241,7 @@ main(int argc, char **argv)
 		return raw(argv[2], strtod(argv[3], NULL));
 	if (argc != 5) {
 		fprintf(stderr,
-		    "usage: audit-load SOCKET CLIENTS SECONDS "
-		    "ACKFILE\n");
+		    "usage: audit-load SOCKET CLIENTS SECONDS ACKFILE\n");
 		return 2;
 	}
 	sock_path = argv[1];

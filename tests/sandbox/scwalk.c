@@ -187,8 +187,7 @@ walk(const char *allowed, const char *eperm)
 	for (size_t i = 0; i < sizeof(unsafe) / sizeof(unsafe[0]); i++)
 		if (!skip[unsafe[i]]) {
 			fprintf(stderr,
-			    "scwalk: %d is not allowed; not "
-			    "walking\n",
+			    "scwalk: %d is not allowed; not walking\n",
 			    unsafe[i]);
 			return 2;
 		}
@@ -521,7 +520,6 @@ main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "probe") == 0)
 		return probe();
 	fprintf(stderr,
-	    "usage: scwalk walk ALLOWED EPERM | args | ipc | "
-	    "probe\n");
+	    "usage: scwalk walk ALLOWED EPERM | args | ipc | probe\n");
 	return 2;
 }

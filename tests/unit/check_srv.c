@@ -194,8 +194,7 @@ START_TEST(test_echo_and_envelope)
 {
 	int fd = dial();
 	cJSON *r = call(fd,
-	    "{\"v\":1,\"op\":\"echo\",\"id\":\"a1\","
-	    "\"msg\":\"hi\"}");
+	    "{\"v\":1,\"op\":\"echo\",\"id\":\"a1\",\"msg\":\"hi\"}");
 
 	ck_assert_ptr_nonnull(r);
 	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));

@@ -128,8 +128,7 @@ ts_start(void)
 	snprintf(ts_pidf, sizeof(ts_pidf), "%s/store.pid", ts_dir);
 	if (ts_launch() != 0) {
 		fprintf(stderr,
-		    "no redis-server or valkey-server could be "
-		    "started\n");
+		    "no redis-server or valkey-server could be started\n");
 		exit(1);
 	}
 }

@@ -43,9 +43,7 @@ static const struct {
             "kz_egress_refused_total{reason=\"port_not_allowed\"} 2",
             "kz_egress_refused_total{reason=\"a\\\"b\"} 1"},
         NULL},
-    {"kz-project",
-        "{\"store\":true,\"refused_by_code\":"
-        "{\"not_owner\":5}}",
+    {"kz-project", "{\"store\":true,\"refused_by_code\":{\"not_owner\":5}}",
         {"kz_project_store_connected 1",
             "kz_project_refusals_total{code=\"not_owner\"} 5"},
         NULL},
@@ -72,9 +70,7 @@ START_TEST(test_collect)
 			snprintf(line, sizeof(line), "\n%s\n",
 			    cases[i].want[k]);
 			ck_assert_msg(strstr(t, line) != NULL,
-			    "case %zu: "
-			    "no '%s' in\n%s",
-			    i, cases[i].want[k], t);
+			    "case %zu: no '%s' in\n%s", i, cases[i].want[k], t);
 		}
 		ck_assert_msg(cases[i].never == NULL ||
 		        strstr(t, cases[i].never) == NULL,

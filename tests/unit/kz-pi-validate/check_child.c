@@ -97,12 +97,10 @@ START_TEST(test_err_line)
 
 	outcome(&o, "");
 	snprintf(o.err_tail, sizeof(o.err_tail),
-	    "first\nkz-sandbox: "
-	    "isolation setup failed at cgroup\x1b[0m\n\n");
+	    "first\nkz-sandbox: isolation setup failed at cgroup\x1b[0m\n\n");
 	pv_err_line(&o, line, sizeof(line));
 	ck_assert_str_eq(line,
-	    "kz-sandbox: isolation setup failed at "
-	    "cgroup?[0m");
+	    "kz-sandbox: isolation setup failed at cgroup?[0m");
 	o.err_tail[0] = '\0';
 	pv_err_line(&o, line, sizeof(line));
 	ck_assert_str_eq(line, "");

@@ -53,20 +53,17 @@ static const struct {
 	const char *json;
 	bool ok;
 } profiles[] = {
-    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-     "\"skills\":[\"s\"]}",
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,\"skills\":[\"s\"]}",
         true},
     {"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
      "\"extensions\":[\"e.js\"],\"tests\":[\"t.mjs\"],"
      "\"lock\":\"package-lock.json\"}",
         true},
     /* a model-selected runtime or command is not a profile field */
-    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-     "\"runtime\":\"node\"}",
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,\"runtime\":\"node\"}",
         false},
     {"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
-     "\"extensions\":[\"e.js\"],\"tests\":[\"t.mjs\"],"
-     "\"command\":\"sh\"}",
+     "\"extensions\":[\"e.js\"],\"tests\":[\"t.mjs\"],\"command\":\"sh\"}",
         false},
     {"{\"v\":2,\"kind\":\"skill\",\"deadline_ms\":1000}", false},
     {"{\"v\":1,\"kind\":\"theme\",\"deadline_ms\":1000}", false},
@@ -74,8 +71,7 @@ static const struct {
     {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":300001}", false},
     {"{\"v\":1,\"kind\":\"skill\"}", false},
     /* a skill profile runs no code */
-    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-     "\"tests\":[\"t.mjs\"]}",
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,\"tests\":[\"t.mjs\"]}",
         false},
     {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
      "\"lock\":\"package-lock.json\"}",
@@ -84,14 +80,10 @@ static const struct {
     {"{\"v\":1,\"kind\":\"extension\",\"deadline_ms\":1000,"
      "\"extensions\":[\"e.js\"]}",
         false},
-    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-     "\"skills\":[1]}",
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,\"skills\":[1]}", false},
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,\"skills\":\"s\"}",
         false},
-    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-     "\"skills\":\"s\"}",
-        false},
-    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,"
-     "\"kind\":\"skill\"}",
+    {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000,\"kind\":\"skill\"}",
         false},
     {"{\"v\":1,\"kind\":\"skill\",\"deadline_ms\":1000} x", false},
     {"[]", false},

@@ -88,8 +88,7 @@ START_TEST(test_unsupported)
 	    "[{\"extension\":\"e.js\",\"kind\":\"handler\",\"name\":\"bogus\"},"
 	    "{\"extension\":\"e.js\",\"kind\":\"flag\",\"name\":\"turbo\"},"
 	    "{\"extension\":\"e.js\",\"kind\":\"shortcut\",\"name\":\"ctrl+k\"}"
-	    ","
-	    "{\"extension\":\"e.js\",\"kind\":\"renderer\",\"name\":\"r\"},"
+	    ",{\"extension\":\"e.js\",\"kind\":\"renderer\",\"name\":\"r\"},"
 	    "{\"extension\":\"*\",\"kind\":\"provider\",\"name\":\"shadow\"}]");
 	ck_assert_str_eq(at("reasons", NULL, 0),
 	    "\"the extension registers "
@@ -106,16 +105,12 @@ START_TEST(test_bounds)
 	memset(name, 'a', 129);
 	name[129] = '\0';
 	n = (size_t)snprintf(json, sizeof(json),
-	    "{\"extensions\":[{\"path\":"
-	    "\"%s\",\"tools\":[",
-	    name);
+	    "{\"extensions\":[{\"path\":\"%s\",\"tools\":[", name);
 	for (int i = 0; i < 70; i++)
 		n += (size_t)snprintf(json + n, sizeof(json) - n, "%s\"t%d\"",
 		    i ? "," : "", i);
 	snprintf(json + n, sizeof(json) - n,
-	    "],\"commands\":[1,\"c\"],"
-	    "\"handlers\":[\"%s\"]}]}",
-	    name);
+	    "],\"commands\":[1,\"c\"],\"handlers\":[\"%s\"]}]}", name);
 	project(PV_EXTENSION, json);
 	ck_assert_int_eq(cJSON_GetArraySize(kz_json_get(
 	                     cJSON_GetArrayItem(kz_json_get(kz_json_get(body,
@@ -144,8 +139,7 @@ START_TEST(test_errors_and_skills)
 	    "[\"the Pi loader reported "
 	    "an error\",\"the Pi skill loader found no skill\"]");
 	ck_assert_str_eq(at("diagnostics", NULL, -1),
-	    "[\"warning: x\","
-	    "\"skill loader: boom\"]");
+	    "[\"warning: x\",\"skill loader: boom\"]");
 }
 END_TEST
 

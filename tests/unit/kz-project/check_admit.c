@@ -180,18 +180,15 @@ START_TEST(verify_rules)
 	/* This run's own later link is tolerated; others are not. */
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
 	                     "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\","
-	                     "\"seq\":7,"
-	                     "\"shared\":true}"),
+	                     "\"seq\":7,\"shared\":true}"),
 	    "go");
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
 	                     "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t0\","
-	                     "\"seq\":7,"
-	                     "\"shared\":true}"),
+	                     "\"seq\":7,\"shared\":true}"),
 	    "manifest_changed");
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3",
 	                     "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"t1\","
-	                     "\"seq\":5,"
-	                     "\"shared\":true}"),
+	                     "\"seq\":5,\"shared\":true}"),
 	    "manifest_changed");
 	ck_assert_str_eq(verify_with("\"revoked\":false,\"cur\":1,\"path\":"
 	                             "\"L1",

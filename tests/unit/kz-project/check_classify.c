@@ -170,8 +170,7 @@ START_TEST(test_not_the_admitted_bytes)
 	                     &admin, &r),
 	    KZ_ECRYPTO);
 	ck_assert_str_eq(r.why,
-	    "a file's bytes do not match the admitted "
-	    "digest");
+	    "a file's bytes do not match the admitted digest");
 }
 END_TEST
 

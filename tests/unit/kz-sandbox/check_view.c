@@ -96,8 +96,7 @@ START_TEST(test_etc_text)
 	c.uid = 2100000007, c.gid = 2100000008;
 	ck_assert_int_gt(sbx_view_etc_text(&c, "passwd", buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf,
-	    "sandbox:x:2100000007:2100000008:sandbox:"
-	    "/workspace:/bin/sh\n");
+	    "sandbox:x:2100000007:2100000008:sandbox:/workspace:/bin/sh\n");
 	ck_assert_int_gt(sbx_view_etc_text(&c, "group", buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "sandbox:x:2100000008:\n");
 	ck_assert_int_gt(sbx_view_etc_text(&c, "hostname", buf, sizeof(buf)),
