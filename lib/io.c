@@ -126,7 +126,7 @@ kz_read_small(const char *path, char *buf, size_t len)
 		n = read(fd, buf, len - 1);
 	while (n < 0 && errno == EINTR);
 	close(fd);
-	if (n <= 0)
+	if (n < 0)
 		return -1;
 	buf[n] = '\0';
 	return n;

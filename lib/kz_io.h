@@ -28,8 +28,8 @@ KZ_WUR int kz_write_full(int fd, const void *buf, size_t len,
 /*
  * Reads what one read() of path gives, at most len - 1 bytes, into buf and
  * NUL-terminates it: for /proc files, which are made at read time, and
- * small state files.  A symlink is not followed.  Returns the count (> 0),
- * or -1 when the file cannot be opened or reads empty.
+ * small state files.  A symlink is not followed.  Returns the count (0 for
+ * an empty file), or -1 when the file cannot be opened or read.
  */
 ssize_t kz_read_small(const char *path, char *buf, size_t len);
 

@@ -593,6 +593,23 @@ acall_abort(struct acall *c)
 	acall_unref(c);
 }
 
+/*
+ * After the caller's reference is taken and the call is sent: a send that
+ * failed before hiredis held the call withdraws it and says so; otherwise
+ * hiredis answers later and only the caller's reference is let go.
+ */
+static int
+settle(struct acall *c, int sent)
+{
+	if (sent != 0 && c->refs == 1) {
+		c->refs--;
+		acall_abort(c);
+		return sent;
+	}
+	acall_unref(c);
+	return 0;
+}
+
 int
 kz_astore_cmd(struct kz_astore *a, int argc, const char **argv, kz_astore_cb cb,
     void *arg)
@@ -605,14 +622,7 @@ kz_astore_cmd(struct kz_astore *a, int argc, const char **argv, kz_astore_cb cb,
 	if ((e = acall_new(a, cb, arg, argc, argv, &c)) != 0)
 		return e;
 	c->refs++;
-	e = issue(c, reply_cb, argc, (const char **)c->argv);
-	if (e != 0 && c->refs == 1) {
-		c->refs--;
-		acall_abort(c);
-		return e;
-	}
-	acall_unref(c);
-	return 0;
+	return settle(c, issue(c, reply_cb, argc, (const char **)c->argv));
 }
 
 int
@@ -629,12 +639,5 @@ kz_astore_eval(struct kz_astore *a, struct kz_script *sc, int nkeys, int argc,
 	c->sc = sc;
 	c->nkeys = nkeys;
 	c->refs++;
-	e = send_eval(c, false);
-	if (e != 0 && c->refs == 1) {
-		c->refs--;
-		acall_abort(c);
-		return e;
-	}
-	acall_unref(c);
-	return 0;
+	return settle(c, send_eval(c, false));
 }

@@ -208,7 +208,7 @@ read_num(const char *dir, const char *leaf, int64_t min, int64_t max)
 	int64_t v;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, leaf);
-	if (kz_read_small(p, buf, sizeof(buf)) < 0)
+	if (kz_read_small(p, buf, sizeof(buf)) <= 0)
 		return -1;
 	buf[strcspn(buf, "\n")] = '\0';
 	return kz_parse_int(buf, min, max, &v) == 0 ? v : -1;
@@ -399,7 +399,7 @@ is_worker(pid_t pid, const char *id)
 	ssize_t n, i;
 
 	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
-	if ((n = kz_read_small(p, buf, sizeof(buf))) < 0)
+	if ((n = kz_read_small(p, buf, sizeof(buf))) <= 0)
 		return false;
 	for (i = 0; i + 1 < n; i += (ssize_t)strlen(buf + i) + 1)
 		if (strcmp(buf + i, "--id") == 0 && i + 5 < n &&

@@ -57,19 +57,10 @@ ssize_t
 sbx_cg_rfile(const char *dir, const char *file, char *buf, size_t len)
 {
 	char p[PATH_MAX];
-	ssize_t n;
-	int fd;
 
 	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, file) >= sizeof(p))
 		return -1;
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
+	return kz_read_small(p, buf, len);
 }
 
 /* Reads a kept descriptor from the start; -1 when closed or failing. */

@@ -45,7 +45,7 @@ sysv_empty(const char *table)
 	ssize_t n;
 
 	snprintf(p, sizeof(p), "/proc/sysvipc/%s", table);
-	if ((n = kz_read_small(p, buf, sizeof(buf))) < 0)
+	if ((n = kz_read_small(p, buf, sizeof(buf))) <= 0)
 		return false;
 	return strchr(buf, '\n') == buf + n - 1;
 }

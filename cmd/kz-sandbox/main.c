@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "kz_conf.h"
+#include "kz_io.h"
 #include "kz_log.h"
 #include "kz_classify.h"
 #include "sbx.h"
@@ -126,16 +127,8 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 static int
 read_grant(const char *path, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	ssize_t n;
-
-	if (fd < 0)
+	if (kz_read_small(path, buf, len) < 0)
 		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
 	return 0;
 }
