@@ -589,7 +589,7 @@ selected(const cJSON *view, const char *id)
  */
 static int
 verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
-    struct kzp_res *r)
+    bool withheld, struct kzp_res *r)
 {
 	const char *mh = jstr(snap, "actor_hash");
 	const cJSON *it, *f;
@@ -598,6 +598,9 @@ verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
 	{
 		const char *id = jstr(it, "id"), *src = jstr(it, "src");
 
+		/* A withheld selection is not loaded, so it proves nothing. */
+		if (withheld && strcmp(src, "selection") == 0)
+			continue;
 		f = facts_of(&x->res, id);
 		if (!kzp_can_read(f, mh) || !ready(f))
 			return changed(r, KZ_WE_MANIFEST_CHANGED,
@@ -625,8 +628,17 @@ verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
 
 /*
  * The manifest-change rule, the live side: only this run's own later links
- * are tolerated.
+ * are tolerated.  "Own" needs a turn on both sides: a link made with no
+ * turn ("-", the default) belongs to no run, so it never passes as the
+ * running turn's file, even when the run itself was admitted with none.
  */
+/* Whether a turn names one (a link or run without one carries "-"). */
+static bool
+turned(const char *turn)
+{
+	return turn != NULL && *turn != '\0' && strcmp(turn, "-") != 0;
+}
+
 static int
 verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
     struct kzp_res *r)
@@ -645,7 +657,7 @@ verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
 		f = facts_of(&x->res, rid);
 		if (!kzp_can_read(f, mh) || !ready(f))
 			continue;
-		if (jeq(l, "by", mh) && jeq(l, "turn", turn) &&
+		if (turned(turn) && jeq(l, "by", mh) && jeq(l, "turn", turn) &&
 		    jnum(l, "seq") > jnum(snap, "admission_seq"))
 			continue;
 		return changed(r, KZ_WE_MANIFEST_CHANGED,
@@ -655,36 +667,70 @@ verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
 	return 0;
 }
 
-int
-kzp_verify_decide(const cJSON *snap, const cJSON *view,
-    const struct kzp_bounds *b, struct kzp_res *r)
+/*
+ * The sole-audience, withheld-selection and freshness rules, at the load.
+ * A snapshot without the selection was admitted for the audience it
+ * records, and any change to that audience refuses it, as before.  One
+ * with the selection loses the selection when the audience moved (the
+ * version, the roster, or the member no longer alone): the run goes on
+ * with the room's own admitted files, each verified against live state
+ * like any other, or with no file if it never named the contract.  The
+ * member hears resource_audience_changed only when the run asked for
+ * files and the selection was its only source.  A retrieved document is
+ * projected in a private turn only, so it cannot outlive the audience.
+ */
+static int
+audience(const cJSON *snap, const cJSON *view, bool *withheld,
+    struct kzp_res *r)
 {
 	const char *mh = jstr(snap, "actor_hash");
 	const cJSON *roster = kz_json_get(view, "roster"), *it;
 	char rd[KZP_SHA_HEX + 1];
+	bool sel = false, retr = false, other = false;
+
+	*withheld = false;
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
+	{
+		sel |= jeq(it, "src", "selection");
+		retr |= jeq(it, "src", "retrieved");
+		other |= !jeq(it, "src", "selection");
+	}
+	kzp_roster_digest(roster, rd);
+	if (jnum(view, "aver") == jnum(snap, "audience_version") &&
+	    jeq(snap, "roster_digest", rd) &&
+	    (!sel || roster_alone(roster, mh)))
+		return 0;
+	if (!sel)
+		return changed(r, KZ_WE_AUDIENCE_CHANGED,
+		    "the room's audience changed since admission");
+	if (retr)
+		return changed(r, KZ_WE_REFUSED,
+		    "a retrieved document is projected only in a private "
+		    "turn, and the room's audience changed");
+	if (!other && jtrue(snap, "contract"))
+		return changed(r, KZ_WE_AUDIENCE_CHANGED,
+		    "the selection was withheld: the room's audience "
+		    "changed since admission");
+	*withheld = true;
+	return 0;
+}
+
+int
+kzp_verify_decide(const cJSON *snap, const cJSON *view,
+    const struct kzp_bounds *b, bool *withheld, struct kzp_res *r)
+{
+	const char *mh = jstr(snap, "actor_hash");
+	const cJSON *roster = kz_json_get(view, "roster");
 	struct vix x = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
-	bool sel = false;
 	int e;
 
+	*withheld = false;
 	if (!jtrue(view, "exists") || !has_str(roster, mh))
 		return changed(r, KZ_WE_REFUSED,
 		    "the initiating member is "
 		    "no longer in the room's audience");
-	/* The live audience version and roster (the sole-audience and
-	 * freshness rules). */
-	kzp_roster_digest(roster, rd);
-	if (jnum(view, "aver") != jnum(snap, "audience_version") ||
-	    !jeq(snap, "roster_digest", rd))
-		return changed(r, KZ_WE_AUDIENCE_CHANGED,
-		    "the room's audience "
-		    "changed since admission");
-	cJSON_ArrayForEach(it,
-	    kz_json_get(snap, "items")) if (jeq(it, "src", "selection"))
-	    sel = true;
-	if (sel && !roster_alone(roster, mh))
-		return changed(r, KZ_WE_AUDIENCE_CHANGED,
-		    "the member is no "
-		    "longer the room's entire audience");
+	if ((e = audience(snap, view, withheld, r)) != 0)
+		return e;
 	if (idx_build(&x.res, kz_json_get(view, "res"), "id") != 0 ||
 	    idx_build(&x.links, kz_json_get(view, "links"), "rid") != 0 ||
 	    idx_build(&x.items, kz_json_get(snap, "items"), "id") != 0) {
@@ -692,7 +738,7 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 		e = KZ_ENOMEM;
 		goto out;
 	}
-	if ((e = verify_items(snap, view, &x, r)) != 0 ||
+	if ((e = verify_items(snap, view, &x, *withheld, r)) != 0 ||
 	    (e = verify_links(snap, view, &x, r)) != 0)
 		goto out;
 	if (!within(kz_json_get(snap, "items"), NULL, b))
@@ -742,4 +788,40 @@ kzp_snap_check(const cJSON *snap, struct kzp_res *r)
 bad:
 	kzp_fail(r, KZ_WE_REFUSED, "the admission snapshot cannot be proven");
 	return KZ_EDENIED;
+}
+
+/*
+ * The projection a withheld selection leaves: the snapshot without its
+ * selection items, its counts and manifest digest those of what remains.
+ * The caller frees *out with cJSON_Delete.
+ */
+int
+kzp_snap_withhold(const cJSON *snap, cJSON **out)
+{
+	cJSON *s = cJSON_Duplicate(snap, true), *items, *it, *next;
+	char md[KZP_SHA_HEX + 1];
+	int64_t bytes = 0;
+
+	if (s == NULL || (items = kz_json_get(s, "items")) == NULL) {
+		cJSON_Delete(s);
+		return KZ_ENOMEM;
+	}
+	for (it = items->child; it != NULL; it = next) {
+		next = it->next;
+		if (jeq(it, "src", "selection"))
+			cJSON_Delete(cJSON_DetachItemViaPointer(items, it));
+		else
+			bytes += jnum(it, "size");
+	}
+	kzp_manifest_digest(items, md);
+	cJSON_ReplaceItemInObjectCaseSensitive(s, "selection",
+	    cJSON_CreateString("withheld"));
+	cJSON_ReplaceItemInObjectCaseSensitive(s, "files",
+	    cJSON_CreateNumber(count(items)));
+	cJSON_ReplaceItemInObjectCaseSensitive(s, "bytes",
+	    cJSON_CreateNumber((double)bytes));
+	cJSON_ReplaceItemInObjectCaseSensitive(s, "manifest_digest",
+	    cJSON_CreateString(md));
+	*out = s;
+	return 0;
 }

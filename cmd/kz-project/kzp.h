@@ -122,8 +122,11 @@ bool kzp_can_read(const cJSON *facts, const char *mh);
 KZ_WUR int kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
     const struct kzp_bounds *b, cJSON **snap, cJSON **scope_add,
     struct kzp_res *r);
+/* *withheld: the selection is withheld and the rest goes (kz-project(8)). */
 KZ_WUR int kzp_verify_decide(const cJSON *snap, const cJSON *view,
-    const struct kzp_bounds *b, struct kzp_res *r);
+    const struct kzp_bounds *b, bool *withheld, struct kzp_res *r);
+/* The snapshot without its withheld selection, in *out (cJSON_Delete). */
+KZ_WUR int kzp_snap_withhold(const cJSON *snap, cJSON **out);
 /* Digests over a manifest's items and over a roster. */
 void kzp_manifest_digest(const cJSON *items, char out[KZP_SHA_HEX + 1]);
 void kzp_roster_digest(const cJSON *roster, char out[KZP_SHA_HEX + 1]);
@@ -150,8 +153,16 @@ bool kzp_sha_ok(const char *s);
 
 /* materialize.c */
 KZ_WUR int kzp_relpath_ok(const char *path);
+/*
+ * Called once the written tree is proven and before it is delivered; a
+ * failure leaves nothing delivered and the tree removed (an allowed
+ * projection that cannot be audited is not allowed).
+ */
+typedef int kzp_gate_fn(void *arg, int64_t files, int64_t bytes,
+    struct kzp_res *r);
 KZ_WUR int kzp_materialize(const struct kzp *p, const cJSON *snap,
-    const char *dest, int64_t *files, int64_t *bytes, struct kzp_res *r);
+    const char *dest, kzp_gate_fn *gate, void *arg, int64_t *files,
+    int64_t *bytes, struct kzp_res *r);
 /* Opens rel beneath dirfd without following symlinks: a regular file. */
 KZ_WUR int kzp_open_beneath(int dirfd, const char *rel, int *fd);
 
