@@ -133,6 +133,15 @@ void kzp_roster_digest(const cJSON *roster, char out[KZP_SHA_HEX + 1]);
 /* Checks a snapshot's shape and its manifest digest. */
 KZ_WUR int kzp_snap_check(const cJSON *snap, struct kzp_res *r);
 
+/*
+ * turn.c: one audit record of kind (stage, if not NULL) for the decision
+ * in res, correlated by snap's capability, audience version and manifest
+ * digest; 0 when sent or audit is off.
+ */
+KZ_WUR int kzp_audit(struct kzp *p, const char *kind, const char *stage,
+    const cJSON *snap, const char *mh, const char *rh,
+    const struct kzp_res *res, int64_t files, int64_t bytes);
+
 /* blob.c */
 KZ_WUR int kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
     char sha[KZP_SHA_HEX + 1], int64_t *size, struct kzp_res *r);

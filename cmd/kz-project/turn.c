@@ -16,9 +16,10 @@
 /*
  * The audit rule: every decision is audited; no filenames, bytes or keys.
  */
-static int
-audit(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
-    const char *rh, const struct kzp_res *res, int64_t files, int64_t bytes)
+int
+kzp_audit(struct kzp *p, const char *kind, const char *stage, const cJSON *snap,
+    const char *mh, const char *rh, const struct kzp_res *res, int64_t files,
+    int64_t bytes)
 {
 	const char *md = cJSON_GetStringValue(
 	    kz_json_get(snap, "manifest_digest"));
@@ -41,12 +42,15 @@ audit(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
 	if (cJSON_IsNumber(av))
 		cJSON_AddNumberToObject(ev, "audience_version",
 		    av->valuedouble);
-	if (cap != NULL)
+	/* Only a name of the closed set: a raw one is the caller's string. */
+	if (cap != NULL && kz_cap_find(cap) != NULL)
 		cJSON_AddStringToObject(ev, "capability", cap);
 	if (md != NULL)
 		cJSON_AddStringToObject(ev, "manifest_digest", md);
 	cJSON_AddNumberToObject(ev, "files", (double)files);
 	cJSON_AddNumberToObject(ev, "bytes", (double)bytes);
+	if (stage != NULL)
+		cJSON_AddStringToObject(ev, "stage", stage);
 	cJSON_AddStringToObject(ev, "decision",
 	    res->code == NULL ? "allow" : "refuse");
 	cJSON_AddStringToObject(ev, "outcome",
@@ -64,7 +68,8 @@ static int
 audited(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
     const char *rh, int e, struct kzp_res *r, int64_t files, int64_t bytes)
 {
-	if (audit(p, kind, snap, mh, rh, r, files, bytes) != 0 && e == 0) {
+	if (kzp_audit(p, kind, NULL, snap, mh, rh, r, files, bytes) != 0 &&
+	    e == 0) {
 		kzp_fail(r, KZ_WE_UNAVAILABLE, "the audit sink is unavailable");
 		return KZ_EUNAVAIL;
 	}
@@ -301,7 +306,7 @@ audit_gate(void *arg, int64_t files, int64_t bytes, struct kzp_res *r)
 	const cJSON *s = g->snap;
 
 	g->called = true;
-	if (audit(g->p, "projection", s, snap_str(s, "actor_hash"),
+	if (kzp_audit(g->p, "projection", NULL, s, snap_str(s, "actor_hash"),
 	        snap_str(s, "room_hash"), r, files, bytes) != 0) {
 		kzp_fail(r, KZ_WE_UNAVAILABLE, "the audit sink is unavailable");
 		return KZ_EUNAVAIL;
