@@ -1,7 +1,8 @@
 /*
  * kz-project internals: the context every op runs in, the refusal codes and
- * the modules (model: the store; admit: the policy; blob: content-addressed
- * bytes; materialize: the read-only projection; outputs: shared-turn files).
+ * the modules (model: the store; admit: the policy; verify: the snapshot
+ * against live state; blob: content-addressed bytes; materialize: the
+ * read-only projection; outputs: shared-turn files).
  *
  * The rules the comments and tests name:
  *   bounds              a projection is exact and bounded (files, bytes)
@@ -22,6 +23,9 @@
  *   project grant       projects add access paths, not authority
  *   declared source     a declared object-store source grants nothing;
  *                       reading goes through a platform-managed connection
+ *   capability          a run names one of lib/kz_cap.h's closed set;
+ *                       outputs are linked only when it allows them
+ *   signed url          object-store credentials never enter a declaration
  *   fail closed         what cannot be proven gets nothing
  *   audit               every admission, verification and refusal is
  *                       audited, with no file names, bytes or keys
@@ -108,7 +112,7 @@ KZ_WUR int kzp_live(struct kzp *p, const char *rh, const char *mh,
     const cJSON *rids, const char *sid, cJSON **view, cJSON **stored,
     struct kzp_res *r);
 
-/* admit.c: the policy, pure over a view (unit-tested). */
+/* admit.c and verify.c: the policy, pure over a view (unit-tested). */
 struct kzp_turn {
 	const char *mh; /* initiating member's hash */
 	const char *rh; /* room hash */
