@@ -1,8 +1,9 @@
 /*
  * The admission policy: one module that decides, from one consistent view
- * of the store, what a turn may project (admit) and whether it still may,
- * right before bytes load (verify).  Pure over cJSON views so every rule is
- * unit-tested without a store.  The rules are numbered as in kz-project(8).
+ * of the store, what a turn may project (admit); whether it still may,
+ * right before bytes load, is verify.c.  Pure over cJSON views so every
+ * rule is unit-tested without a store.  The rules are numbered as in
+ * kz-project(8).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,69 +12,10 @@
 
 #include "kz_json.h"
 #include "kzp.h"
+#include "view.h"
 #include "banned.h"
 
 #define ITEMS_MAX 4096
-
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = kz_json_get(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool
-jeq(const cJSON *o, const char *k, const char *want)
-{
-	const char *s = jstr(o, k);
-
-	return s != NULL && want != NULL && strcmp(s, want) == 0;
-}
-
-static int64_t
-jnum(const cJSON *o, const char *k)
-{
-	const cJSON *v = kz_json_get(o, k);
-
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
-}
-
-static bool
-jtrue(const cJSON *o, const char *k)
-{
-	return cJSON_IsTrue(kz_json_get(o, k));
-}
-
-static bool
-has_str(const cJSON *arr, const char *s)
-{
-	const cJSON *c;
-
-	cJSON_ArrayForEach(c, arr) if (cJSON_IsString(c) &&
-	    strcmp(c->valuestring, s) == 0) return true;
-	return false;
-}
-
-static int
-count(const cJSON *arr)
-{
-	const cJSON *c;
-	int n = 0;
-
-	cJSON_ArrayForEach(c, arr) n++;
-	return n;
-}
-
-/*
- * An array of objects sorted by one string member, for lookups by id: a
- * view holds one entry per file and a decision looks each one up per link
- * and per item, which a linear scan makes quadratic.
- */
-struct idx {
-	const cJSON **v;
-	size_t n;
-};
 
 static int
 idx_cmp(const void *a, const void *b, void *key)
@@ -82,8 +24,8 @@ idx_cmp(const void *a, const void *b, void *key)
 	    jstr(*(const cJSON *const *)b, key));
 }
 
-static int
-idx_build(struct idx *ix, const cJSON *arr, const char *key)
+int
+kzp_idx_build(struct idx *ix, const cJSON *arr, const char *key)
 {
 	const cJSON *c;
 
@@ -96,8 +38,8 @@ idx_build(struct idx *ix, const cJSON *arr, const char *key)
 }
 
 /* The entry whose key is s (ids are unique within a view or manifest). */
-static const cJSON *
-idx_find(const struct idx *ix, const char *key, const char *s)
+const cJSON *
+kzp_idx_find(const struct idx *ix, const char *key, const char *s)
 {
 	size_t lo = 0, hi = ix->n;
 
@@ -115,18 +57,12 @@ idx_find(const struct idx *ix, const char *key, const char *s)
 	                                                            NULL;
 }
 
-static void
-idx_free(struct idx *ix)
+void
+kzp_idx_free(struct idx *ix)
 {
 	free(ix->v);
 	ix->v = NULL;
 	ix->n = 0;
-}
-
-static const cJSON *
-facts_of(const struct idx *res, const char *rid)
-{
-	return idx_find(res, "id", rid);
 }
 
 static const cJSON *
@@ -165,8 +101,8 @@ kzp_can_read(const cJSON *f, const char *mh)
 	return false;
 }
 
-static bool
-ready(const cJSON *f)
+bool
+kzp_ready(const cJSON *f)
 {
 	return jtrue(f, "ready") && jnum(f, "cur") > 0 &&
 	    jstr(f, "path") != NULL && jstr(f, "sha") != NULL &&
@@ -250,8 +186,8 @@ make_item(const cJSON *f, const char *src)
  * The bounds rule: counts, per-file bytes and aggregate bytes are
  * bounded.
  */
-static bool
-within(const cJSON *a, const cJSON *b, const struct kzp_bounds *bd)
+bool
+kzp_within(const cJSON *a, const cJSON *b, const struct kzp_bounds *bd)
 {
 	int64_t n = 0, total = 0;
 	const cJSON *lists[2] = {a, b}, *c;
@@ -352,7 +288,7 @@ add_requested(struct adm *a, const cJSON *ids, const char *src,
 			    "bound to the chat as a selection, not requested");
 			return KZ_EDENIED;
 		}
-		if (!ready(f)) {
+		if (!kzp_ready(f)) {
 			kzp_fail(r, KZ_WE_REFUSED,
 			    "a requested file is not "
 			    "ready");
@@ -382,7 +318,7 @@ add_room(struct adm *a, struct kzp_res *r)
 			continue;
 		f = facts_of(&a->res, rid);
 		/* A file still uploading is not yet part of the room. */
-		if (!kzp_can_read(f, mh) || !ready(f) ||
+		if (!kzp_can_read(f, mh) || !kzp_ready(f) ||
 		    item_of(a->items, rid) != NULL)
 			continue;
 		cJSON_AddItemToArray(a->items, make_item(f, "room"));
@@ -395,7 +331,7 @@ add_room(struct adm *a, struct kzp_res *r)
 		    item_of(a->items, c->valuestring) != NULL)
 			continue;
 		f = facts_of(&a->res, c->valuestring);
-		if (!kzp_can_read(f, mh) || !ready(f)) {
+		if (!kzp_can_read(f, mh) || !kzp_ready(f)) {
 			kzp_fail(r, KZ_WE_REFUSED,
 			    "the conversation's "
 			    "resolved scope is no longer readable");
@@ -434,14 +370,14 @@ add_selection(struct adm *a, struct kzp_res *r)
 		if (!kzp_can_read(f, mh) || !jeq(f, "owner", mh) ||
 		    !jeq(f, "kind", "library"))
 			reason = "a selected file cannot be resolved";
-		else if (!ready(f))
+		else if (!kzp_ready(f))
 			reason = "a selected file is not ready";
 		else if (item_of(a->items, jstr(f, "id")) == NULL)
 			cJSON_AddItemToArray(sel, make_item(f, "selection"));
 	}
 	if (sel->child == NULL && reason == NULL)
 		goto out;
-	if (reason == NULL && !within(a->items, sel, a->b))
+	if (reason == NULL && !kzp_within(a->items, sel, a->b))
 		reason = "the selection is over the projection bound";
 	if (reason != NULL) {
 		a->selection = "withheld";
@@ -460,8 +396,8 @@ out:
 	return e;
 }
 
-static bool
-roster_alone(const cJSON *roster, const char *mh)
+bool
+kzp_roster_alone(const cJSON *roster, const char *mh)
 {
 	return count(roster) == 1 && has_str(roster, mh);
 }
@@ -517,7 +453,7 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 	a.items = cJSON_CreateArray();
 	a.scope_add = cJSON_CreateArray();
 	if (a.items == NULL || a.scope_add == NULL ||
-	    idx_build(&a.res, kz_json_get(view, "res"), "id") != 0) {
+	    kzp_idx_build(&a.res, kz_json_get(view, "res"), "id") != 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		e = KZ_ENOMEM;
 		goto out;
@@ -530,12 +466,12 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 		e = KZ_EDENIED;
 		goto out;
 	}
-	a.priv = roster_alone(roster, t->mh);
+	a.priv = kzp_roster_alone(roster, t->mh);
 	if ((e = add_room(&a, r)) != 0 ||
 	    (e = add_requested(&a, t->select, "selector", r)) != 0 ||
 	    (e = add_requested(&a, t->retrieved, "retrieved", r)) != 0)
 		goto out;
-	if (!within(a.items, NULL, b)) {
+	if (!kzp_within(a.items, NULL, b)) {
 		kzp_fail(r, KZ_WE_REFUSED,
 		    "the projection is over the "
 		    "configured bounds");
@@ -553,193 +489,8 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 	*scope_add = a.scope_add;
 	a.scope_add = NULL;
 out:
-	idx_free(&a.res);
+	kzp_idx_free(&a.res);
 	cJSON_Delete(a.items);
 	cJSON_Delete(a.scope_add);
 	return e;
-}
-
-static int
-changed(struct kzp_res *r, const char *code, const char *why)
-{
-	kzp_fail(r, code, "%s", why);
-	return KZ_EDENIED;
-}
-
-/* The view and snapshot, indexed for one verification. */
-struct vix {
-	struct idx res; /* the view's facts by id */
-	struct idx links; /* the room's links by rid */
-	struct idx items; /* the snapshot's items by id */
-};
-
-static bool
-selected(const cJSON *view, const char *id)
-{
-	const cJSON *l;
-
-	cJSON_ArrayForEach(l,
-	    kz_json_get(view, "sel")) if (jeq(l, "rid", id)) return true;
-	return false;
-}
-
-/*
- * The manifest-change rule, the admitted side: each item still resolves to
- * the same bytes.
- */
-static int
-verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
-    struct kzp_res *r)
-{
-	const char *mh = jstr(snap, "actor_hash");
-	const cJSON *it, *f;
-
-	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
-	{
-		const char *id = jstr(it, "id"), *src = jstr(it, "src");
-
-		f = facts_of(&x->res, id);
-		if (!kzp_can_read(f, mh) || !ready(f))
-			return changed(r, KZ_WE_MANIFEST_CHANGED,
-			    "an admitted "
-			    "file was removed or is no longer readable");
-		if (jnum(f, "cur") != jnum(it, "ver"))
-			return changed(r, KZ_WE_MANIFEST_CHANGED,
-			    "a new version "
-			    "of an admitted file landed after admission");
-		if (!jeq(f, "path", jstr(it, "path")) ||
-		    !jeq(f, "sha", jstr(it, "sha256")) ||
-		    jnum(f, "size") != jnum(it, "size"))
-			return changed(r, KZ_WE_MANIFEST_CHANGED,
-			    "an admitted "
-			    "file changed after admission");
-		if ((strcmp(src, "room") == 0 &&
-		        idx_find(&x->links, "rid", id) == NULL) ||
-		    (strcmp(src, "selection") == 0 && !selected(view, id)))
-			return changed(r, KZ_WE_MANIFEST_CHANGED,
-			    "an admitted "
-			    "file was removed from the room");
-	}
-	return 0;
-}
-
-/*
- * The manifest-change rule, the live side: only this run's own later links
- * are tolerated.
- */
-static int
-verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
-    struct kzp_res *r)
-{
-	const char *mh = jstr(snap, "actor_hash"), *turn = jstr(snap, "turn");
-	const cJSON *l, *f;
-
-	cJSON_ArrayForEach(l, kz_json_get(view, "links"))
-	{
-		const char *rid = jstr(l, "rid");
-
-		if (rid == NULL || (!jtrue(l, "shared") && !jeq(l, "by", mh)))
-			continue;
-		if (idx_find(&x->items, "id", rid) != NULL)
-			continue;
-		f = facts_of(&x->res, rid);
-		if (!kzp_can_read(f, mh) || !ready(f))
-			continue;
-		if (jeq(l, "by", mh) && jeq(l, "turn", turn) &&
-		    jnum(l, "seq") > jnum(snap, "admission_seq"))
-			continue;
-		return changed(r, KZ_WE_MANIFEST_CHANGED,
-		    "the room's manifest "
-		    "changed between admission and dispatch");
-	}
-	return 0;
-}
-
-int
-kzp_verify_decide(const cJSON *snap, const cJSON *view,
-    const struct kzp_bounds *b, struct kzp_res *r)
-{
-	const char *mh = jstr(snap, "actor_hash");
-	const cJSON *roster = kz_json_get(view, "roster"), *it;
-	char rd[KZP_SHA_HEX + 1];
-	struct vix x = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
-	bool sel = false;
-	int e;
-
-	if (!jtrue(view, "exists") || !has_str(roster, mh))
-		return changed(r, KZ_WE_REFUSED,
-		    "the initiating member is "
-		    "no longer in the room's audience");
-	/* The live audience version and roster (the sole-audience and
-	 * freshness rules). */
-	kzp_roster_digest(roster, rd);
-	if (jnum(view, "aver") != jnum(snap, "audience_version") ||
-	    !jeq(snap, "roster_digest", rd))
-		return changed(r, KZ_WE_AUDIENCE_CHANGED,
-		    "the room's audience "
-		    "changed since admission");
-	cJSON_ArrayForEach(it,
-	    kz_json_get(snap, "items")) if (jeq(it, "src", "selection"))
-	    sel = true;
-	if (sel && !roster_alone(roster, mh))
-		return changed(r, KZ_WE_AUDIENCE_CHANGED,
-		    "the member is no "
-		    "longer the room's entire audience");
-	if (idx_build(&x.res, kz_json_get(view, "res"), "id") != 0 ||
-	    idx_build(&x.links, kz_json_get(view, "links"), "rid") != 0 ||
-	    idx_build(&x.items, kz_json_get(snap, "items"), "id") != 0) {
-		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
-		e = KZ_ENOMEM;
-		goto out;
-	}
-	if ((e = verify_items(snap, view, &x, r)) != 0 ||
-	    (e = verify_links(snap, view, &x, r)) != 0)
-		goto out;
-	if (!within(kz_json_get(snap, "items"), NULL, b))
-		e = changed(r, KZ_WE_REFUSED,
-		    "the projection is over the "
-		    "configured bounds");
-out:
-	idx_free(&x.res);
-	idx_free(&x.links);
-	idx_free(&x.items);
-	return e;
-}
-
-/*
- * A snapshot whose shape or digests do not hold proves nothing (the
- * fail-closed rule).
- */
-int
-kzp_snap_check(const cJSON *snap, struct kzp_res *r)
-{
-	static const char *const strs[] = {"snapshot", "room_hash",
-	    "actor_hash", "turn", "roster_digest", "manifest_digest", NULL};
-	const cJSON *it, *items = kz_json_get(snap, "items");
-	char md[KZP_SHA_HEX + 1];
-	int n = 0;
-
-	for (int i = 0; strs[i] != NULL; i++)
-		if (jstr(snap, strs[i]) == NULL)
-			goto bad;
-	if (!cJSON_IsArray(items) || jnum(snap, "audience_version") < 0 ||
-	    jnum(snap, "admission_seq") < 0)
-		goto bad;
-	cJSON_ArrayForEach(it, items)
-	{
-		if (jstr(it, "id") == NULL || jstr(it, "path") == NULL ||
-		    jstr(it, "src") == NULL ||
-		    !kzp_sha_ok(jstr(it, "sha256")) ||
-		    kzp_relpath_ok(jstr(it, "path")) != 0 ||
-		    jnum(it, "size") < 0 || jnum(it, "ver") < 1)
-			goto bad;
-		n++;
-	}
-	kzp_manifest_digest(items, md);
-	if (n != jnum(snap, "files") || !jeq(snap, "manifest_digest", md))
-		goto bad;
-	return 0;
-bad:
-	kzp_fail(r, KZ_WE_REFUSED, "the admission snapshot cannot be proven");
-	return KZ_EDENIED;
 }

@@ -1,7 +1,8 @@
 /*
  * kz-project internals: the context every op runs in, the refusal codes and
- * the modules (model: the store; admit: the policy; blob: content-addressed
- * bytes; materialize: the read-only projection; outputs: shared-turn files).
+ * the modules (model: the store; admit: the policy; verify: the snapshot
+ * against live state; blob: content-addressed bytes; materialize: the
+ * read-only projection; outputs: shared-turn files).
  *
  * The rules the comments and tests name:
  *   bounds              a projection is exact and bounded (files, bytes)
@@ -22,6 +23,9 @@
  *   project grant       projects add access paths, not authority
  *   declared source     a declared object-store source grants nothing;
  *                       reading goes through a platform-managed connection
+ *   capability          a run names one of lib/kz_cap.h's closed set;
+ *                       outputs are linked only when it allows them
+ *   signed url          object-store credentials never enter a declaration
  *   fail closed         what cannot be proven gets nothing
  *   audit               every admission, verification and refusal is
  *                       audited, with no file names, bytes or keys
@@ -108,7 +112,7 @@ KZ_WUR int kzp_live(struct kzp *p, const char *rh, const char *mh,
     const cJSON *rids, const char *sid, cJSON **view, cJSON **stored,
     struct kzp_res *r);
 
-/* admit.c: the policy, pure over a view (unit-tested). */
+/* admit.c and verify.c: the policy, pure over a view (unit-tested). */
 struct kzp_turn {
 	const char *mh; /* initiating member's hash */
 	const char *rh; /* room hash */
@@ -122,13 +126,25 @@ bool kzp_can_read(const cJSON *facts, const char *mh);
 KZ_WUR int kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
     const struct kzp_bounds *b, cJSON **snap, cJSON **scope_add,
     struct kzp_res *r);
+/* *withheld: the selection is withheld and the rest goes (kz-project(8)). */
 KZ_WUR int kzp_verify_decide(const cJSON *snap, const cJSON *view,
-    const struct kzp_bounds *b, struct kzp_res *r);
+    const struct kzp_bounds *b, bool *withheld, struct kzp_res *r);
+/* The snapshot without its withheld selection, in *out (cJSON_Delete). */
+KZ_WUR int kzp_snap_withhold(const cJSON *snap, cJSON **out);
 /* Digests over a manifest's items and over a roster. */
 void kzp_manifest_digest(const cJSON *items, char out[KZP_SHA_HEX + 1]);
 void kzp_roster_digest(const cJSON *roster, char out[KZP_SHA_HEX + 1]);
 /* Checks a snapshot's shape and its manifest digest. */
 KZ_WUR int kzp_snap_check(const cJSON *snap, struct kzp_res *r);
+
+/*
+ * turn.c: one audit record of kind (stage, if not NULL) for the decision
+ * in res, correlated by snap's capability, audience version and manifest
+ * digest; 0 when sent or audit is off.
+ */
+KZ_WUR int kzp_audit(struct kzp *p, const char *kind, const char *stage,
+    const cJSON *snap, const char *mh, const char *rh,
+    const struct kzp_res *res, int64_t files, int64_t bytes);
 
 /* blob.c */
 KZ_WUR int kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
@@ -150,8 +166,16 @@ bool kzp_sha_ok(const char *s);
 
 /* materialize.c */
 KZ_WUR int kzp_relpath_ok(const char *path);
+/*
+ * Called once the written tree is proven and before it is delivered; a
+ * failure leaves nothing delivered and the tree removed (an allowed
+ * projection that cannot be audited is not allowed).
+ */
+typedef int kzp_gate_fn(void *arg, int64_t files, int64_t bytes,
+    struct kzp_res *r);
 KZ_WUR int kzp_materialize(const struct kzp *p, const cJSON *snap,
-    const char *dest, int64_t *files, int64_t *bytes, struct kzp_res *r);
+    const char *dest, kzp_gate_fn *gate, void *arg, int64_t *files,
+    int64_t *bytes, struct kzp_res *r);
 /* Opens rel beneath dirfd without following symlinks: a regular file. */
 KZ_WUR int kzp_open_beneath(int dirfd, const char *rel, int *fd);
 

@@ -214,7 +214,8 @@ make_tmp(const char *dest, char *tmp, size_t len)
 
 int
 kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
-    int64_t *files, int64_t *bytes, struct kzp_res *r)
+    kzp_gate_fn *gate, void *arg, int64_t *files, int64_t *bytes,
+    struct kzp_res *r)
 {
 	struct proj pj = {.root = -1, .blobs = -1};
 	char tmp[PATH_MAX];
@@ -255,6 +256,9 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 		e = KZ_ETOOBIG;
 		goto out;
 	}
+	/* The decision is recorded before any byte is delivered. */
+	if (gate != NULL && (e = gate(arg, *files, *bytes, r)) != 0)
+		goto out;
 	/* Files are 0444 already; directories become 0555 last. */
 	if ((pj.subdirs &&
 	        nftw(tmp, chmod_ro, 16, FTW_DEPTH | FTW_PHYS) != 0) ||

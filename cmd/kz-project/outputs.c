@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "kz_cap.h"
 #include "kz_json.h"
 #include "kzp.h"
 #include "banned.h"
@@ -168,6 +169,75 @@ out:
 	return e;
 }
 
+static bool
+snap_is(const cJSON *snap, const char *k, const char *want)
+{
+	const char *v = cJSON_GetStringValue(kz_json_get(snap, k));
+
+	return v != NULL && strcmp(v, want) == 0;
+}
+
+/*
+ * The capability and shared-output rules: an output is linked only for a
+ * run this service admitted, to exactly the room, member and turn of that
+ * admission, and only while its capability allows outputs (code.run.private
+ * does not).  The snapshot must be the stored one and the member still in
+ * the room's live audience; a turn-less admission ("-") links nothing.
+ */
+static int
+output_allowed(struct kzp *p, const cJSON *snap, const char *rh, const char *mh,
+    const char *turn, struct kzp_res *r)
+{
+	const char *sid = cJSON_GetStringValue(kz_json_get(snap, "snapshot"));
+	const char *cap = cJSON_GetStringValue(kz_json_get(snap, "capability"));
+	cJSON *view = NULL, *stored = NULL, *none = cJSON_CreateArray();
+	const cJSON *c;
+	bool in = false;
+	int e;
+
+	if (none == NULL) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		return KZ_ENOMEM;
+	}
+	if ((e = kzp_snap_check(snap, r)) != 0 ||
+	    (e = kzp_live(p, rh, mh, none, sid, &view, &stored, r)) != 0)
+		goto out;
+	e = KZ_EDENIED;
+	if (stored == NULL || !cJSON_Compare(stored, snap, true) ||
+	    !snap_is(snap, "room_hash", rh) ||
+	    !snap_is(snap, "actor_hash", mh) || !snap_is(snap, "turn", turn) ||
+	    strcmp(turn, "-") == 0) {
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the output is not this room's, member's and turn's "
+		    "admitted run");
+		goto out;
+	}
+	if (!kz_cap_allows(cap, KZ_CAP_OUTPUTS)) {
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the run's capability links no output to the room");
+		goto out;
+	}
+	cJSON_ArrayForEach(c, kz_json_get(view, "roster"))
+	    in |= cJSON_IsString(c) && strcmp(c->valuestring, mh) == 0;
+	if (!in) {
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the member is no longer in the room's audience");
+		goto out;
+	}
+	e = 0;
+out:
+	cJSON_Delete(view);
+	cJSON_Delete(stored);
+	cJSON_Delete(none);
+	return e;
+}
+
+/*
+ * One shared-turn output: proven against the run's admission, read once
+ * beneath the workspace, and audited before it is linked, so an output
+ * whose decision cannot be recorded is never linked.  The reply is the
+ * durable reference and bounded metadata; never bytes or the path.
+ */
 int
 kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
     struct kzp_res *r, const char *mode)
@@ -176,7 +246,8 @@ kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
 	char rid[40], sz[24], why[KZP_WHY];
 	unsigned char rnd[12];
 	const char *ws, *file, *name, *turn, *av[7];
-	int64_t size;
+	const cJSON *snap = kz_json_get(req, "snapshot");
+	int64_t size = 0;
 	long long v;
 	int e;
 
@@ -188,13 +259,27 @@ kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
 		return e;
 	if (kz_json_str_opt(req, "name", NAME_MAX_OUT, NULL, &name, why,
 	        sizeof(why)) != 0 ||
-	    !kzp_id_ok(turn)) {
-		kzp_fail(r, KZ_WE_BAD_REQUEST, "bad 'name' or 'turn'");
+	    !kzp_id_ok(turn) || !cJSON_IsObject(snap)) {
+		kzp_fail(r, KZ_WE_BAD_REQUEST,
+		    "bad 'name', 'turn' or 'snapshot'");
 		return KZ_EINVAL;
 	}
 	if (name == NULL)
 		name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-	if ((e = store_output(p, ws, file, name, sha, &size, r)) != 0)
+	if ((e = output_allowed(p, snap, rh, mh, turn, r)) == 0)
+		e = store_output(p, ws, file, name, sha, &size, r);
+	/* Bad input is the caller's; a decision, either way, is audited. */
+	if (e != KZ_EINVAL || r->code == NULL ||
+	    strcmp(r->code, KZ_WE_BAD_REQUEST) != 0) {
+		if (kzp_audit(p, "projection", "output", snap, mh, rh, r,
+		        e == 0 ? 1 : 0, e == 0 ? size : 0) != 0 &&
+		    e == 0) {
+			kzp_fail(r, KZ_WE_UNAVAILABLE,
+			    "the audit sink is unavailable");
+			e = KZ_EUNAVAIL;
+		}
+	}
+	if (e != 0)
 		return e;
 	randombytes_buf(rnd, sizeof(rnd));
 	memcpy(rid, "out-", 4);

@@ -3,6 +3,7 @@
  * connections (created by the operator), declared sources (inert records
  * that grant nothing), resolution through a connection, and can-read.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,75 @@ out:
 }
 
 /*
+ * Object-store credentials never enter Project content: a signed URL
+ * (S3, GCS, Azure SAS) carries them in its query.  The names below are
+ * matched case-insensitively; Azure's "sig" is a credential only beside
+ * its "se" (expiry) or "sv" (version), since a bare "sig" is a common
+ * parameter of no consequence.
+ */
+static const char *const cred_params[] = {"x-amz-credential", "x-amz-signature",
+    "x-amz-security-token", "signature", "awsaccesskeyid", "x-goog-signature",
+    "x-goog-credential", NULL};
+
+#define PARAM_MAX 64
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The next query parameter's name at *q, percent-decoded; *q moves on. */
+static bool
+next_param(const char **q, char name[PARAM_MAX])
+{
+	const char *s = *q;
+	size_t n = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0' && *s != '=' && *s != '&' && *s != ';'; s++) {
+		int c = (unsigned char)*s, hi, lo;
+
+		if (c == '%' && (hi = hexval(s[1])) >= 0 &&
+		    (lo = hexval(s[2])) >= 0) {
+			c = hi << 4 | lo;
+			s += 2;
+		}
+		if (n + 1 < PARAM_MAX)
+			name[n++] = (char)tolower(c);
+	}
+	name[n] = '\0';
+	s += strcspn(s, "&;");
+	*q = *s != '\0' ? s + 1 : s;
+	return true;
+}
+
+/* The credential parameter v carries, or NULL: its name, never its value. */
+static const char *
+credential_in(const char *v)
+{
+	const char *q = strchr(v, '?'), *found = NULL;
+	char name[PARAM_MAX];
+	bool sig = false, sas = false;
+
+	if (q == NULL)
+		return NULL;
+	q++;
+	while (found == NULL && next_param(&q, name)) {
+		for (int i = 0; cred_params[i] != NULL; i++)
+			if (strcmp(name, cred_params[i]) == 0)
+				found = cred_params[i];
+		sig |= strcmp(name, "sig") == 0;
+		sas |= strcmp(name, "se") == 0 || strcmp(name, "sv") == 0;
+	}
+	return found != NULL ? found : sig && sas ? "sig" : NULL;
+}
+
+/*
  * The declared-source rule: a declared object-store source is kept as an
  * inert record.  It is never consulted by can-read, resolve or admit, and
  * no connection is ever made from it; resolution goes only through a
@@ -96,11 +166,20 @@ kzp_op_declare_source(struct kzp *p, const cJSON *req, cJSON *out,
 	    (e = kzp_req_id(req, "name", &name, r)) != 0)
 		goto out;
 	for (int i = 0; keys[i] != NULL; i++) {
-		const char *v;
+		const char *v, *cred;
 
 		if (kz_json_str_opt(req, keys[i], 1024, NULL, &v, why,
 		        sizeof(why)) != 0) {
 			e = kzp_bad(r, "source fields are strings");
+			goto out;
+		}
+		if (v != NULL && (cred = credential_in(v)) != NULL) {
+			kzp_fail(r, KZ_WE_REFUSED,
+			    "field '%s' carries an object-store credential "
+			    "(query parameter '%s'): declare the source "
+			    "without it",
+			    keys[i], cred);
+			e = KZ_EDENIED;
 			goto out;
 		}
 		if (v != NULL)

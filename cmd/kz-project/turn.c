@@ -8,27 +8,18 @@
 #include <string.h>
 
 #include "kz_audit.h"
+#include "kz_cap.h"
 #include "kz_json.h"
 #include "kzp.h"
 #include "banned.h"
 
-/* A capability is a dotted name shared with kz-run and the audit log
- * ("code.run"): lower case, digits, '.', '_' and '-'. */
-static bool
-cap_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n > 0 && n <= 32 && s[0] != '.' && s[n - 1] != '.' &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 /*
  * The audit rule: every decision is audited; no filenames, bytes or keys.
  */
-static int
-audit(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
-    const char *rh, const struct kzp_res *res, int64_t files, int64_t bytes)
+int
+kzp_audit(struct kzp *p, const char *kind, const char *stage, const cJSON *snap,
+    const char *mh, const char *rh, const struct kzp_res *res, int64_t files,
+    int64_t bytes)
 {
 	const char *md = cJSON_GetStringValue(
 	    kz_json_get(snap, "manifest_digest"));
@@ -51,12 +42,15 @@ audit(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
 	if (cJSON_IsNumber(av))
 		cJSON_AddNumberToObject(ev, "audience_version",
 		    av->valuedouble);
-	if (cap != NULL)
+	/* Only a name of the closed set: a raw one is the caller's string. */
+	if (cap != NULL && kz_cap_find(cap) != NULL)
 		cJSON_AddStringToObject(ev, "capability", cap);
 	if (md != NULL)
 		cJSON_AddStringToObject(ev, "manifest_digest", md);
 	cJSON_AddNumberToObject(ev, "files", (double)files);
 	cJSON_AddNumberToObject(ev, "bytes", (double)bytes);
+	if (stage != NULL)
+		cJSON_AddStringToObject(ev, "stage", stage);
 	cJSON_AddStringToObject(ev, "decision",
 	    res->code == NULL ? "allow" : "refuse");
 	cJSON_AddStringToObject(ev, "outcome",
@@ -74,11 +68,52 @@ static int
 audited(struct kzp *p, const char *kind, const cJSON *snap, const char *mh,
     const char *rh, int e, struct kzp_res *r, int64_t files, int64_t bytes)
 {
-	if (audit(p, kind, snap, mh, rh, r, files, bytes) != 0 && e == 0) {
+	if (kzp_audit(p, kind, NULL, snap, mh, rh, r, files, bytes) != 0 &&
+	    e == 0) {
 		kzp_fail(r, KZ_WE_UNAVAILABLE, "the audit sink is unavailable");
 		return KZ_EUNAVAIL;
 	}
 	return e;
+}
+
+/*
+ * The capability rule: a run names one capability of the closed set
+ * (kz_cap.h).  A name outside it allows nothing and is refused before any
+ * view is read, audited as an isolation denial.  The denial carries the
+ * correlation hashes and never the name itself: a raw capability the set
+ * does not know is the caller's string, not a fact of the deployment.
+ */
+static int
+cap_refuse(struct kzp *p, const char *mh, const char *rh, struct kzp_res *r)
+{
+	cJSON *ev = cJSON_CreateObject();
+	char why[KZP_WHY];
+	int e;
+
+	kzp_fail(r, KZ_WE_ISOLATION_DENIED,
+	    "the run names a capability outside the closed set");
+	if (p->audit_sock == NULL || *p->audit_sock == '\0') {
+		cJSON_Delete(ev);
+		return KZ_EDENIED;
+	}
+	if (ev == NULL)
+		return KZ_EDENIED;
+	cJSON_AddStringToObject(ev, "actor_hash", mh);
+	cJSON_AddStringToObject(ev, "conversation_hash", rh);
+	cJSON_AddStringToObject(ev, "boundary", "capability");
+	cJSON_AddStringToObject(ev, "stage", "admission");
+	cJSON_AddStringToObject(ev, "error", r->code);
+	cJSON_AddStringToObject(ev, "outcome", r->code);
+	cJSON_AddStringToObject(ev, "reason", r->why);
+	e = kz_audit_send(p->audit_sock, "isolation_denial", ev,
+	    KZ_AUDIT_TIMEOUT_MS, why, sizeof(why));
+	cJSON_Delete(ev);
+	/* A denial stays a denial; an unaudited one is also unavailable. */
+	if (e != 0) {
+		kzp_fail(r, KZ_WE_UNAVAILABLE, "the audit sink is unavailable");
+		return KZ_EUNAVAIL;
+	}
+	return KZ_EDENIED;
 }
 
 static int
@@ -116,9 +151,12 @@ kzp_op_admit(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
 	        why, sizeof(why)) != 0 ||
 	    kz_json_bool_opt(req, "contract", false, &t.contract, why,
 	        sizeof(why)) != 0 ||
-	    !kzp_id_ok(t.turn) || !cap_ok(t.capability)) {
+	    !kzp_id_ok(t.turn)) {
 		e = kzp_bad(r, "bad 'turn', 'capability' or 'contract'");
 		goto out;
+	}
+	if (kz_cap_find(t.capability) == NULL) {
+		return cap_refuse(p, mh, rh, r);
 	}
 	extra = cJSON_CreateArray();
 	for (int i = 0; i < 2; i++) {
@@ -168,7 +206,7 @@ out:
  * it.
  */
 static int
-check_live(struct kzp *p, const cJSON *snap, struct kzp_res *r)
+check_live(struct kzp *p, const cJSON *snap, bool *withheld, struct kzp_res *r)
 {
 	const char *sid = cJSON_GetStringValue(kz_json_get(snap, "snapshot"));
 	const char *mh = cJSON_GetStringValue(kz_json_get(snap, "actor_hash"));
@@ -177,6 +215,7 @@ check_live(struct kzp *p, const cJSON *snap, struct kzp_res *r)
 	const cJSON *it;
 	int e;
 
+	*withheld = false;
 	if ((e = kzp_snap_check(snap, r)) != 0)
 		return e;
 	if ((ids = cJSON_CreateArray()) == NULL) {
@@ -196,7 +235,7 @@ check_live(struct kzp *p, const cJSON *snap, struct kzp_res *r)
 		e = KZ_EDENIED;
 		goto out;
 	}
-	e = kzp_verify_decide(snap, view, &p->b, r);
+	e = kzp_verify_decide(snap, view, &p->b, withheld, r);
 out:
 	cJSON_Delete(stored);
 	cJSON_Delete(view);
@@ -233,16 +272,46 @@ kzp_op_verify(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
     const char *mode)
 {
 	const cJSON *snap;
+	bool withheld;
 	int e;
 
 	if ((snap = req_snap(req, r)) == NULL)
 		return KZ_EINVAL;
-	e = check_live(p, snap, r);
+	e = check_live(p, snap, &withheld, r);
 	e = audited(p, "verification", snap, snap_str(snap, "actor_hash"),
 	    snap_str(snap, "room_hash"), e, r, 0, 0);
-	if (e == 0)
+	if (e == 0) {
 		cJSON_AddStringToObject(out, "verdict", "go");
+		if (withheld)
+			cJSON_AddStringToObject(out, "selection", "withheld");
+	}
 	return e;
+}
+
+/*
+ * The audit rule at the load: the allowed projection is audited once its
+ * tree is proven and before it is delivered, so an audit sink that is down
+ * leaves nothing behind (materialize.c removes the undelivered tree).
+ */
+struct gate {
+	struct kzp *p;
+	const cJSON *snap;
+	bool called;
+};
+
+static int
+audit_gate(void *arg, int64_t files, int64_t bytes, struct kzp_res *r)
+{
+	struct gate *g = arg;
+	const cJSON *s = g->snap;
+
+	g->called = true;
+	if (kzp_audit(g->p, "projection", NULL, s, snap_str(s, "actor_hash"),
+	        snap_str(s, "room_hash"), r, files, bytes) != 0) {
+		kzp_fail(r, KZ_WE_UNAVAILABLE, "the audit sink is unavailable");
+		return KZ_EUNAVAIL;
+	}
+	return 0;
 }
 
 int
@@ -250,25 +319,38 @@ kzp_op_materialize(struct kzp *p, const cJSON *req, cJSON *out,
     struct kzp_res *r, const char *mode)
 {
 	const cJSON *snap;
+	cJSON *eff = NULL;
 	const char *dest;
 	char why[KZP_WHY];
 	int64_t files = 0, bytes = 0;
+	struct gate g = {.p = p};
+	bool withheld = false;
 	int e;
 
 	if ((snap = req_snap(req, r)) == NULL)
 		return KZ_EINVAL;
 	if (kz_json_str(req, "dest", 4000, &dest, why, sizeof(why)) != 0)
 		return kzp_bad(r, "field 'dest' is required");
+	g.snap = snap;
 	/* Live state is re-read right before bytes load (the freshness
-	 * rule). */
-	if ((e = check_live(p, snap, r)) == 0)
-		e = kzp_materialize(p, snap, dest, &files, &bytes, r);
-	e = audited(p, "projection", snap, snap_str(snap, "actor_hash"),
-	    snap_str(snap, "room_hash"), e, r, files, bytes);
+	 * rule); a withheld selection leaves the rest to project. */
+	if ((e = check_live(p, snap, &withheld, r)) == 0 && withheld &&
+	    (e = kzp_snap_withhold(snap, &eff)) != 0)
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+	if (e == 0)
+		e = kzp_materialize(p, eff != NULL ? eff : snap, dest,
+		    audit_gate, &g, &files, &bytes, r);
+	/* A refusal before the gate, or a delivery that failed after it. */
+	if (!g.called || (e != 0 && e != KZ_EUNAVAIL))
+		e = audited(p, "projection", snap, snap_str(snap, "actor_hash"),
+		    snap_str(snap, "room_hash"), e, r, files, bytes);
 	if (e == 0) {
 		cJSON_AddNumberToObject(out, "files", (double)files);
 		cJSON_AddNumberToObject(out, "bytes", (double)bytes);
+		if (withheld)
+			cJSON_AddStringToObject(out, "selection", "withheld");
 	}
+	cJSON_Delete(eff);
 	return e;
 }
 
@@ -282,12 +364,14 @@ kzp_op_classify(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
     const char *mode)
 {
 	const cJSON *snap;
-	bool admin = false;
+	bool admin = false, withheld;
 	int e;
 
 	if ((snap = req_snap(req, r)) == NULL)
 		return KZ_EINVAL;
-	if ((e = check_live(p, snap, r)) == 0 &&
+	/* Every admitted file is classified, a withheld selection's too: a
+	 * verdict over more than is loaded can only err closed. */
+	if ((e = check_live(p, snap, &withheld, r)) == 0 &&
 	    (e = kzp_classify(p, snap, &admin, r)) == 0)
 		cJSON_AddStringToObject(out, "verdict",
 		    admin ? "host_administration" : "ok");

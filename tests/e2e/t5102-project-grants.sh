@@ -15,7 +15,9 @@ printf 'a,b\n1,2\n' >"$T/ws/out/table.csv"
 printf 'raw stdout' >"$T/ws/private/stdout.log"
 printf '\0\1binary' >"$T/ws/out/fake.txt"
 ln -s ../private/stdout.log "$T/ws/out/link.csv"
-kz-project link-output --room r10 --member alice --turn t1 --workspace "$T/ws" \
+# An output is linked for an admitted run: its snapshot names room, member, turn.
+adm s10 --room r10 --member alice --turn t1
+kz-project link-output --snapshot "$T/s10.json" --room r10 --member alice --turn t1 --workspace "$T/ws" \
 	--file out/table.csv >"$T/o10.json"
 is "$?" 0 "shared-output rule: a declared shared-turn output is validated and linked"
 like "$(cat "$T/o10.json")" '"sha256"' "shared-output rule: the room gets a durable reference with its digest"
@@ -23,14 +25,14 @@ unlike "$(cat "$T/o10.json")" 'a,b|/ws/|workspace' "shared-output rule: the refe
 OUT=$(js "$T/o10.json" 'd["resource"]')
 t "shared-output rule: a room member can read the linked output" kz-project can-read --member bob --resource "$OUT"
 is "$(code can-read --member carol --resource "$OUT")" refused "shared-output rule: refused: it is linked to exactly that room"
-is "$(code link-output --room r10 --member alice --turn t1 --workspace "$T/ws" --file out/fake.txt)" refused \
+is "$(code link-output --snapshot "$T/s10.json" --room r10 --member alice --turn t1 --workspace "$T/ws" --file out/fake.txt)" refused \
 	"shared-output rule: refused: content that does not match its type"
-is "$(code link-output --room r10 --member alice --turn t1 --workspace "$T/ws" --file out/link.csv)" refused \
+is "$(code link-output --snapshot "$T/s10.json" --room r10 --member alice --turn t1 --workspace "$T/ws" --file out/link.csv)" refused \
 	"shared-output rule: refused: a symlink out of the declared file"
-is "$(code link-output --room r10 --member alice --turn t1 --workspace "$T/ws" --file ../etc/passwd)" bad_request \
+is "$(code link-output --snapshot "$T/s10.json" --room r10 --member alice --turn t1 --workspace "$T/ws" --file ../etc/passwd)" bad_request \
 	"shared-output rule: refused: a path outside the workspace"
 KZ_PROJECT_OUTPUT_MAX_BYTES=4 rc_is 1 "shared-output rule: refused: an output over the size bound" \
-	kz-project link-output --room r10 --member alice --turn t1 --workspace "$T/ws" --file out/table.csv
+	kz-project link-output --snapshot "$T/s10.json" --room r10 --member alice --turn t1 --workspace "$T/ws" --file out/table.csv
 kz-project placeholder --room r10 --run run1 --call call_provider_XYZ --name deck.pptx >"$T/ph.json"
 unlike "$(cat "$T/ph.json")" 'call_provider_XYZ|resource|url|http' \
 	"shared-output rule: a placeholder names its call by a run-bound room reference only"

@@ -44,6 +44,20 @@ static const char *V_PENDING =
     "\"links\":{},\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],\"scope\":{},"
     "\"res\":[" RES("L1", "A", "library", 10, "false", "[]") "]}";
 
+/* A private room of A with only A's library selection L1, ready. */
+static const char *V_SEL =
+    "{\"exists\":true,\"aver\":1,\"seq\":0,\"roster\":[\"A\"],"
+    "\"links\":[],\"sel\":[{\"rid\":\"L1\",\"owner\":\"A\"}],\"scope\":[],"
+    "\"res\":[" RES("L1", "A", "library", 10, "true", "[]") "," RES("d2", "A",
+        "document", 10, "true", "[]") "]}";
+/* A private room of A with d1 linked and no selection. */
+static const char *V_ROOM =
+    "{\"exists\":true,\"aver\":1,\"seq\":5,\"roster\":[\"A\"],"
+    "\"links\":[{\"rid\":\"d1\",\"by\":\"A\",\"turn\":\"t0\",\"seq\":1,"
+    "\"shared\":true}],\"sel\":[],\"scope\":[],\"res\":[" RES("d1", "A",
+        "document", 10, "true",
+        G_ROOM) "," RES("d2", "A", "document", 10, "true", "[]") "]}";
+
 struct acase {
 	const char *name, *view, *mh, *sel, *retr;
 	bool contract;
@@ -134,31 +148,39 @@ START_TEST(admit_table)
 }
 END_TEST
 
-/* Admits on V_PRIV, then verifies against an edited live view. */
+/*
+ * Admits on view base (turn, contract), then verifies against base with
+ * from replaced by to and turn_links added to the live links.
+ */
 static const char *
-verify_with(const char *from, const char *to, const char *turn_links)
+verify_on(const char *base, const char *turn, bool contract, const char *from,
+    const char *to, const char *turn_links)
 {
 	static char code[64];
-	char *live = malloc(strlen(V_PRIV) + 512);
-	const char *p = strstr(V_PRIV, from);
-	cJSON *view = cJSON_Parse(V_PRIV), *snap = NULL, *scope = NULL, *lv;
+	char *live = malloc(strlen(base) + 512);
+	const char *p = strstr(base, from);
+	cJSON *view = cJSON_Parse(base), *snap = NULL, *scope = NULL, *lv;
 	struct kzp_turn t = {.mh = "A",
 	    .rh = "R",
-	    .turn = "t1",
-	    .capability = "code"};
+	    .turn = turn,
+	    .capability = "code",
+	    .contract = contract};
 	struct kzp_res r = {0};
+	bool withheld;
 
 	ck_assert_int_eq(kzp_admit_decide(view, &t, &B, &snap, &scope, &r), 0);
 	ck_assert_ptr_nonnull(p);
-	snprintf(live, strlen(V_PRIV) + 512, "%.*s%s%s", (int)(p - V_PRIV),
-	    V_PRIV, to, p + strlen(from));
+	snprintf(live, strlen(base) + 512, "%.*s%s%s", (int)(p - base), base,
+	    to, p + strlen(from));
 	lv = cJSON_Parse(live);
 	ck_assert_ptr_nonnull(lv);
 	if (turn_links != NULL)
 		cJSON_AddItemToArray(kz_json_get(lv, "links"),
 		    cJSON_Parse(turn_links));
 	snprintf(code, sizeof(code), "%s",
-	    kzp_verify_decide(snap, lv, &B, &r) == 0 ? "go" : r.code);
+	    kzp_verify_decide(snap, lv, &B, &withheld, &r) == 0 ?
+	        (withheld ? "go-withheld" : "go") :
+	        r.code);
 	cJSON_Delete(lv);
 	cJSON_Delete(view);
 	cJSON_Delete(snap);
@@ -167,14 +189,48 @@ verify_with(const char *from, const char *to, const char *turn_links)
 	return code;
 }
 
+static const char *
+verify_with(const char *from, const char *to, const char *turn_links)
+{
+	return verify_on(V_PRIV, "t1", false, from, to, turn_links);
+}
+
 START_TEST(verify_rules)
 {
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":3", NULL), "go");
+	/* The withheld-selection rule: the room's own file still goes. */
 	ck_assert_str_eq(verify_with("\"aver\":3", "\"aver\":4", NULL),
-	    "resource_audience_changed");
+	    "go-withheld");
 	ck_assert_str_eq(verify_with("\"roster\":[\"A\"]",
 	                     "\"roster\":[\"A\",\"C\"]", NULL),
+	    "go-withheld");
+	/* ...and is still verified against live state. */
+	ck_assert_str_eq(verify_with("\"aver\":3,\"seq\":5,\"roster\":[\"A\"],"
+	                             "\"links\":[{\"rid\":\"d1\"",
+	                     "\"aver\":4,\"seq\":5,\"roster\":[\"A\",\"C\"],"
+	                     "\"links\":[{\"rid\":\"x1\"",
+	                     NULL),
+	    "manifest_changed");
+	/* The selection alone: none without the contract, refused with it. */
+	ck_assert_str_eq(verify_on(V_SEL, "t1", false, "\"aver\":1",
+	                     "\"aver\":2", NULL),
+	    "go-withheld");
+	ck_assert_str_eq(verify_on(V_SEL, "t1", true, "\"aver\":1",
+	                     "\"aver\":2", NULL),
 	    "resource_audience_changed");
+	ck_assert_str_eq(verify_on(V_SEL, "t1", true, "\"aver\":1",
+	                     "\"aver\":1", NULL),
+	    "go");
+	/* No selection: the snapshot holds only for the audience it lists. */
+	ck_assert_str_eq(verify_on(V_ROOM, "t1", false, "\"aver\":1",
+	                     "\"aver\":2", NULL),
+	    "resource_audience_changed");
+	/* A link with no turn is never a turn-less run's own file. */
+	ck_assert_str_eq(verify_on(V_ROOM, "-", false, "\"aver\":1",
+	                     "\"aver\":1",
+	                     "{\"rid\":\"d2\",\"by\":\"A\",\"turn\":\"-\","
+	                     "\"seq\":7,\"shared\":true}"),
+	    "manifest_changed");
 	ck_assert_str_eq(verify_with("\"cur\":1", "\"cur\":2", NULL),
 	    "manifest_changed");
 	/* This run's own later link is tolerated; others are not. */
