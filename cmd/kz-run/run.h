@@ -27,6 +27,8 @@ struct run_conf {
 	char audit_sock[108];
 	char key_file[PATH_MAX];
 	char egress_bin[PATH_MAX];
+	/* RUN_COMPRESS_CMD: the model projection's compressor; empty: off. */
+	char compress_cmd[PATH_MAX];
 	int64_t timeout_ms, lease_wait_ms, io_timeout_ms;
 	uint64_t file_max, total_max;
 	bool snapshot;
