@@ -293,6 +293,16 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	x.aq = run_aq_new();
 	if ((rc = audit_ready(c)) != 0)
 		goto out;
+	/* Before anything is admitted or leased: a run that asks for more
+	 * than its capability allows is refused whole. */
+	if (run_cap_check(o, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-run: refused: %s\n", why);
+		run_denied(&x, "isolation_denial", "capability",
+		    KZ_WE_ISOLATION_DENIED,
+		    "the run asks for more than its capability allows");
+		rc = KZ_EXIT_REFUSED;
+		goto out;
+	}
 	if ((e = run_classify(c, o, why, sizeof(why))) != 0) {
 		fprintf(stderr, "kz-run: refused: %s\n", why);
 		run_denied(&x, "isolation_denial", "classify",

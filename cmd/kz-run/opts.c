@@ -92,6 +92,12 @@ run_opts_check(struct run_opts *o, char *why, size_t wlen)
 		kz_why(why, wlen, "a command (1 to 256 words) follows --");
 		return -1;
 	}
+	if (o->noutputs > 0 && o->room == NULL) {
+		kz_why(why, wlen,
+		    "--output needs --room: an output is linked to "
+		    "the turn's room");
+		return -1;
+	}
 	if (o->cap == NULL)
 		o->cap = "code.run";
 	return 0;

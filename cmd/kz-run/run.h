@@ -19,6 +19,7 @@
 #define RUN_IDS_MAX 64 /* --select and --retrieved, as kz-project */
 #define RUN_ID_MAX 128
 #define RUN_DIGEST_MAX 80 /* "sha256:" and 64 hex */
+#define RUN_OUTPUTS_MAX 16 /* --output */
 
 struct run_conf {
 	char run_dir[PATH_MAX];
@@ -44,7 +45,10 @@ struct run_opts {
 	const char *select[RUN_IDS_MAX], *retrieved[RUN_IDS_MAX];
 	size_t nselect, nretrieved;
 	bool contract;
-	bool egress, quiet;
+	/* Declared shared-turn outputs: workspace-relative paths. */
+	const char *outputs[RUN_OUTPUTS_MAX];
+	size_t noutputs;
+	bool egress, quiet, json;
 	int argc;
 	char **argv;
 };
@@ -70,6 +74,11 @@ KZ_WUR int run_project(const struct run_conf *c, const char *dir,
     uint64_t *bytes, char *why, size_t wlen);
 /* The manifest digest of an empty projection. */
 void run_manifest_empty(char digest[RUN_DIGEST_MAX]);
+
+/* cap.c: 0 when the capability exists and allows what the options ask
+ * for (egress, outputs), else 1 with why (one line naming the
+ * capability and what it does not allow). */
+int run_cap_check(const struct run_opts *o, char *why, size_t wlen);
 
 /* opts.c: defaults and the rules between options (--room and --file are
  * exclusive; the room is the conversation, the member the actor).  0 or
