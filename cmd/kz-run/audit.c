@@ -187,6 +187,10 @@ run_denied(const struct run_ctx *x, const char *kind, const char *stage,
 {
 	cJSON *ev = cJSON_CreateObject();
 
+	/* The first refusal is the members' one line (--json). */
+	if (x->res != NULL && x->res->refusal[0] == '\0')
+		snprintf(x->res->refusal, sizeof(x->res->refusal), "%s",
+		    reason);
 	if (ev == NULL)
 		return;
 	/* The admission and projection kinds carry a decision, the

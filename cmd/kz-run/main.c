@@ -32,8 +32,10 @@ usage(FILE *fp)
 	    "[--retrieved ID]...\n"
 	    "              [--contract] [--turn T] [--capability X] "
 	    "[--egress]\n"
-	    "              [--output PATH]... [--json] [--config FILE] "
-	    "[--socket PATH] [-q]\n"
+	    "              [--output PATH]... [--json] [--call ID] "
+	    "[--config FILE]\n"
+	    "              [--socket PATH] [-q]"
+	    "\n"
 	    "              -- CMD [ARG]...\n"
 	    "       kz-run --help | --version\n");
 }
@@ -73,6 +75,7 @@ static const struct option lo[] = {
     {"socket", required_argument, NULL, 's'},
     {"output", required_argument, NULL, 'o'},
     {"json", no_argument, NULL, 'j'},
+    {"call", required_argument, NULL, 'L'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -121,6 +124,9 @@ parse(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 'L':
+			o->call = optarg;
 			break;
 		case 'o':
 			e = add(o->outputs, &o->noutputs, RUN_OUTPUTS_MAX,

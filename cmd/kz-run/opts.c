@@ -44,10 +44,10 @@ room_rules(struct run_opts *o, char *why, size_t wlen)
 	}
 	if (o->room == NULL) {
 		if (o->nselect || o->nretrieved || o->contract ||
-		    o->turn != NULL) {
+		    o->turn != NULL || o->call != NULL) {
 			kz_why(why, wlen,
-			    "--select, --retrieved, --contract "
-			    "and --turn need --room");
+			    "--select, --retrieved, --contract, "
+			    "--turn and --call need --room");
 			return -1;
 		}
 		return 0;

@@ -42,6 +42,9 @@ struct run_opts {
 	/* The turn kz-project admits: the room is the conversation and the
 	 * member the actor; ids are selectors, never authority. */
 	const char *room, *member, *turn;
+	/* --call: the caller's call id; only kz-project's run-bound room
+	 * reference of it ever comes back (placeholders). */
+	const char *call;
 	const char *select[RUN_IDS_MAX], *retrieved[RUN_IDS_MAX];
 	size_t nselect, nretrieved;
 	bool contract;
@@ -123,11 +126,41 @@ int run_materialize(const struct run_ctx *x, const struct run_adm *a,
     const char *proj, struct run_refusal *f);
 #define RUN_PROJECTION_SUBDIR "files"
 
+/* One declared output after the run: linked (err 0, resource set) or
+ * refused (code and reason: one line that names no path). */
+struct run_output {
+	const char *path;
+	int err;
+	char code[48];
+	char reason[160];
+	char resource[64];
+	int64_t size, link_seq;
+};
+
+/* The model projection's bound: the last bytes of stdout and of stderr. */
+#define RUN_TAIL_MAX 4096
+
+/* What the run produced, for the status line and the JSON output. */
+struct run_result {
+	struct run_output out[RUN_OUTPUTS_MAX];
+	size_t nout, linked;
+	bool ran; /* the code ran and the worker answered */
+	int exit_status, signal;
+	char limit[32]; /* the limit that stopped it, or "" */
+	char *tail[2]; /* malloc'd tails of stdout and stderr, or NULL */
+	size_t tail_len[2];
+	bool compressed[2];
+	/* A refusal before or around the run: its one line. */
+	char refusal[200];
+};
+void run_result_release(struct run_result *r);
+
 /* audit.c: records; the common correlation fields are added here. */
 struct run_aq;
 struct run_ctx {
 	const struct run_conf *c;
 	const struct run_opts *o;
+	struct run_result *res;
 	char rid[33];
 	char manifest[RUN_DIGEST_MAX];
 	int64_t audience; /* audience_version; -1: no admission */
@@ -199,9 +232,25 @@ int run_save(const struct run_ctx *x, struct run_lease *l, char *why,
 /* The older snapshot must not come back (a run was sent, nothing saved). */
 void run_unsave(const struct run_ctx *x, const struct run_lease *l);
 
+/* untar.c: writes the members named by paths from the tar archive at fd
+ * beneath dirfd, each only when it is a regular file; res[i] is 0, or
+ * KZ_ENOENT (not in the archive), KZ_EPATH_NOTREG, KZ_ETOOBIG (over max),
+ * KZ_ESYS.  0, or KZ_EPROTO when the archive cannot be read whole. */
+KZ_WUR int run_untar(int fd, const char *const *paths, size_t n, int dirfd,
+    uint64_t max, int *res);
+
+/* outputs.c: after the run, while the lease holds: each declared output
+ * is read from the workspace, linked by kz-project to exactly the turn's
+ * room, reported and audited (kind output). */
+void run_outputs(const struct run_ctx *x, struct run_lease *l);
+
 /* An admission, projection or isolation_denial record of a refusal. */
 void run_denied(const struct run_ctx *x, const char *kind, const char *stage,
     const char *error, const char *reason);
+
+/* diag.c: the one JSON object of --json on stdout: the model and the
+ * members projections, the outputs and their placeholders. */
+void run_json(const struct run_ctx *x, int rc);
 
 /* dispatch.c: the whole job; returns the exit code. */
 int run_dispatch(const struct run_conf *c, const struct run_opts *o);
