@@ -171,6 +171,21 @@ outputs(const struct run_ctx *x, cJSON *j)
 	cJSON *a = cJSON_AddArrayToObject(j, "outputs");
 	cJSON *ph = cJSON_AddArrayToObject(j, "placeholders"), *e, *p;
 
+	/* Declared, but the code never ran to its end: none was read. */
+	for (size_t i = r->nout; a != NULL && i < x->o->noutputs; i++) {
+		if ((e = cJSON_CreateObject()) == NULL)
+			continue;
+		cJSON_AddStringToObject(e, "path",
+		    kz_path_check(x->o->outputs[i], strlen(x->o->outputs[i]),
+		        NULL, 0) == 0 ?
+		        x->o->outputs[i] :
+		        "(not a rooted path)");
+		cJSON_AddBoolToObject(e, "linked", false);
+		cJSON_AddStringToObject(e, "error", KZ_WE_REFUSED);
+		cJSON_AddStringToObject(e, "reason",
+		    "the run did not complete: nothing was read");
+		cJSON_AddItemToArray(a, e);
+	}
 	for (size_t i = 0; a != NULL && ph != NULL && i < r->nout; i++) {
 		const struct run_output *o = &r->out[i];
 		bool shown = kz_path_check(o->path, strlen(o->path), NULL, 0) ==

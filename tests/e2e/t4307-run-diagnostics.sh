@@ -10,7 +10,7 @@
 # fails leaves the already-authorized tails as they were.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 30
+plan 31
 # The workers' own time limit, short, so that a run can hit it.
 export SANDBOX_TIMEOUT=3
 . "$TOP/tests/e2e/room-run-lib.sh"
@@ -69,6 +69,11 @@ is "$(j "$T/j4" members.status)" refused "the members see refused"
 is "$(j "$T/j4" members.reason)" "the run asks for more than its capability allows" \
 	"with the refusal's one line"
 is "$(j "$T/j4" model.exit_status)" null "and the model sees no exit status"
+
+kz-run --json --room r1 --member alice --capability code.run.private \
+	--output report.txt -- true >"$T/j6" 2>"$T/e6"
+is "$(j "$T/j6" outputs.0.reason)" "the run did not complete: nothing was read" \
+	"an output of a refused run is reported as not read"
 
 # ---- a compressor that fails: the tails stay as they were
 RUN_COMPRESS_CMD=/bin/false kz-run --json --actor alice --conversation c5 -- \
