@@ -10,7 +10,7 @@
 # fails leaves the already-authorized tails as they were.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 31
+plan 32
 # The workers' own time limit, short, so that a run can hit it.
 export SANDBOX_TIMEOUT=3
 . "$TOP/tests/e2e/room-run-lib.sh"
@@ -80,3 +80,7 @@ RUN_COMPRESS_CMD=/bin/false kz-run --json --actor alice --conversation c5 -- \
 	sh -c 'echo KEEP-ME' >"$T/j5" 2>"$T/e5"
 is "$(j "$T/j5" model.stdout_tail)" "KEEP-ME" "a failed compression falls back to the original"
 is "$(j "$T/j5" model.stdout_compressed)" false "and says it was not compressed"
+RUN_COMPRESS_CMD=/bin/false kz-run -q --actor alice --conversation c5 -- \
+	sh -c 'printf "raw\\n  bytes\\n"' >"$T/o7" 2>"$T/e7"
+is "$(od -c <"$T/o7" | head -2)" "$(printf 'raw\n  bytes\n' | od -c | head -2)" \
+	"with a compressor configured the raw output is unchanged"
