@@ -80,6 +80,11 @@ static const struct field f_validation[] = {TOK("artifact_digest", 128),
     TOK("contract_digest", 128), TOK("profile", 64), TOK("result", 32),
     TOK("receipt_digest", 128), INT("duration_ms", 0, INT_MAXJ),
     {NULL, 0, 0, 0}};
+/* A declared shared-turn output, linked or refused: the durable
+ * reference and its size, never the file's name, path or bytes. */
+static const struct field f_output[] = {TOK("decision", 32), TOK("error", 64),
+    TOK("resource", 64), INT("bytes", 0, INT_MAXJ),
+    INT("link_seq", 0, INT_MAXJ), {NULL, 0, 0, 0}};
 
 struct kind {
 	const char *name;
@@ -91,11 +96,11 @@ static const struct kind kinds[] = {{"dispatch", f_dispatch},
     {"reset", f_reset}, {"retire", f_reset}, {"egress_refusal", f_egress},
     {"egress_reload", f_reload}, {"projection", f_project},
     {"admission", f_project}, {"verification", f_project},
-    {"validation", f_validation}, {NULL, NULL}};
+    {"validation", f_validation}, {"output", f_output}, {NULL, NULL}};
 
 const char *const aud_kinds[] = {"dispatch", "isolation_denial", "lease",
     "release", "reset", "retire", "egress_refusal", "egress_reload",
-    "projection", "admission", "verification", "validation", NULL};
+    "projection", "admission", "verification", "validation", "output", NULL};
 
 static const char *const refusal_names[AUD_R_COUNT_] = {"unknown_kind",
     "unknown_field", "wrong_type", "nested", "multiline", "length", "path",

@@ -1,9 +1,9 @@
 /*
  * Audit records of a run.  Every record carries the raw actor and
  * conversation (the sink replaces them by keyed hashes before writing),
- * the capability, the run id, the manifest digest and, for a room's turn,
- * the admitted audience version, and nothing else
- * of the run: no output, no file names, no environment.
+ * the capability (one of the closed set, else "unknown"), the run id, the
+ * manifest digest and, for a room's turn, the admitted audience version, and
+ * nothing else of the run: no output, no file names, no environment.
  *
  * Records are sent concurrently: each goes out at once on its own
  * connection from a thread of its own, and the sink's group commit makes
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kz_audit.h"
+#include "kz_cap.h"
 #include "kz_conf.h"
 #include "kz_log.h"
 #include "run.h"
@@ -82,7 +83,10 @@ fields(const struct run_ctx *x, cJSON *ev)
 	 * both services' records. */
 	if (x->o->member != NULL)
 		cJSON_AddStringToObject(ev, "member", x->o->member);
-	cJSON_AddStringToObject(ev, "capability", x->o->cap);
+	/* A name outside the closed set is recorded as "unknown": a raw
+	 * capability the caller made up never enters the audit. */
+	cJSON_AddStringToObject(ev, "capability",
+	    kz_cap_find(x->o->cap) != NULL ? x->o->cap : "unknown");
 	cJSON_AddStringToObject(ev, "rid", x->rid);
 	if (x->manifest[0] != '\0')
 		cJSON_AddStringToObject(ev, "manifest_digest", x->manifest);
@@ -183,6 +187,10 @@ run_denied(const struct run_ctx *x, const char *kind, const char *stage,
 {
 	cJSON *ev = cJSON_CreateObject();
 
+	/* The first refusal is the members' one line (--json). */
+	if (x->res != NULL && x->res->refusal[0] == '\0')
+		snprintf(x->res->refusal, sizeof(x->res->refusal), "%s",
+		    reason);
 	if (ev == NULL)
 		return;
 	/* The admission and projection kinds carry a decision, the

@@ -22,6 +22,7 @@ static const char *const known[] = {
     "RUN_FILE_MAX",
     "RUN_FILES_TOTAL_MAX",
     "RUN_SNAPSHOT",
+    "RUN_COMPRESS_CMD",
     NULL,
 };
 
@@ -48,6 +49,9 @@ paths(struct run_conf *c, const struct kz_conf *k, const char *self, char *why,
 	    sizeof(c->key_file), why, wlen);
 	e |= kz_conf_copy(k, "RUN_EGRESS_BIN", bindir, "kz-egress",
 	    c->egress_bin, sizeof(c->egress_bin), why, wlen);
+	/* Empty, the default, is no compression. */
+	e |= kz_conf_copy(k, "RUN_COMPRESS_CMD", NULL, "", c->compress_cmd,
+	    sizeof(c->compress_cmd), why, wlen);
 	return e ? KZ_ECONF : 0;
 }
 

@@ -82,20 +82,50 @@ egress_grant(const struct run_ctx *x, char *grant, size_t glen)
 	    KZ_EUNAVAIL;
 }
 
-static void
-put(int fd, const char *b64)
+/* The code's output, decoded: a malloc'd buffer (NULL when empty). */
+static unsigned char *
+decode(const char *b64, size_t *len)
 {
-	size_t cap, len = 0;
+	size_t cap;
 	unsigned char *b;
 
+	*len = 0;
 	if (b64 == NULL || *b64 == '\0')
-		return;
+		return NULL;
 	cap = strlen(b64) / 4 * 3 + 3;
 	if ((b = malloc(cap)) == NULL)
+		return NULL;
+	if (sodium_base642bin(b, cap, b64, strlen(b64), NULL, len, NULL,
+	        sodium_base64_VARIANT_ORIGINAL) != 0) {
+		free(b);
+		*len = 0;
+		return NULL;
+	}
+	return b;
+}
+
+/*
+ * Stream i of the code's output: written raw to the caller (kz-run's
+ * own stdout or stderr) unless --json, and its last RUN_TAIL_MAX bytes
+ * kept for the model projection.
+ */
+static void
+output(const struct run_ctx *x, int i, const char *b64)
+{
+	struct run_result *r = x->res;
+	size_t len, keep;
+	unsigned char *b = decode(b64, &len);
+
+	if (b == NULL)
 		return;
-	if (sodium_base642bin(b, cap, b64, strlen(b64), NULL, &len, NULL,
-	        sodium_base64_VARIANT_ORIGINAL) == 0)
-		(void)!kz_write_full(fd, b, len, kz_now_ms() + 30000);
+	if (!x->o->json)
+		(void)!kz_write_full(i + 1, b, len, kz_now_ms() + 30000);
+	keep = len < RUN_TAIL_MAX ? len : RUN_TAIL_MAX;
+	if ((r->tail[i] = malloc(keep + 1)) != NULL) {
+		memcpy(r->tail[i], b + len - keep, keep);
+		r->tail[i][keep] = '\0';
+		r->tail_len[i] = keep;
+	}
 	free(b);
 }
 
@@ -200,15 +230,36 @@ lease_lost(const struct run_ctx *x, struct run_lease *l, const struct exec *ex)
 	return KZ_EXIT_UNAVAIL;
 }
 
+/* Which declared outputs were linked, for the closing line. */
+static void
+linked(const struct run_result *r, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (r->nout == 0)
+		return;
+	n = (size_t)snprintf(buf, len, "; outputs linked %zu of %zu", r->linked,
+	    r->nout);
+	for (size_t i = 0, k = 0; i < r->nout && n < len; i++)
+		if (r->out[i].err == 0)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s",
+			    k++ ? ", " : ": ", r->out[i].path);
+}
+
 /* The closing line (unless -q), and whether the workspace was saved
  * (always: the next run would otherwise find it missing unannounced). */
 static void
 status(const struct run_ctx *x, const struct run_lease *l,
     const struct exec *ex, int rc, const char *unsaved)
 {
+	char outs[600];
+
+	linked(x->res, outs, sizeof(outs));
 	if (ex->ran && !x->o->quiet)
-		fprintf(stderr, "kz-run: exit %d (worker %s, %lld ms)%s%s%s\n",
-		    rc, l->worker, (long long)ex->ms,
+		fprintf(stderr,
+		    "kz-run: exit %d (worker %s, %lld ms)%s%s%s%s\n", rc,
+		    l->worker, (long long)ex->ms, outs,
 		    *unsaved ? "; the workspace was not saved: " : "", unsaved,
 		    x->c->audit_sock[0] == '\0' ? "; audit off, nothing "
 		                                  "recorded" :
@@ -238,6 +289,9 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 	rc = run_exec(x, l, ex);
 	if (ex->sent && x->c->snapshot && !l->lost)
 		(void)run_save(x, l, unsaved, sizeof(unsaved));
+	/* Outputs only of code that ran to its end and answered. */
+	if (ex->ran && !l->lost)
+		run_outputs(x, l);
 	if (l->lost) {
 		if (ex->sent)
 			run_unsave(x, l);
@@ -277,7 +331,8 @@ audit_ready(const struct run_conf *c)
 int
 run_dispatch(const struct run_conf *c, const struct run_opts *o)
 {
-	struct run_ctx x = {.c = c, .o = o, .audience = -1};
+	struct run_result res = {.exit_status = -1};
+	struct run_ctx x = {.c = c, .o = o, .res = &res, .audience = -1};
 	struct run_adm adm = {.audience = -1};
 	struct run_lease l = {0};
 	char why[256] = "", grant[GRANT_MAX] = "";
@@ -293,6 +348,16 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	x.aq = run_aq_new();
 	if ((rc = audit_ready(c)) != 0)
 		goto out;
+	/* Before anything is admitted or leased: a run that asks for more
+	 * than its capability allows is refused whole. */
+	if (run_cap_check(o, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-run: refused: %s\n", why);
+		run_denied(&x, "isolation_denial", "capability",
+		    KZ_WE_ISOLATION_DENIED,
+		    "the run asks for more than its capability allows");
+		rc = KZ_EXIT_REFUSED;
+		goto out;
+	}
 	if ((e = run_classify(c, o, why, sizeof(why))) != 0) {
 		fprintf(stderr, "kz-run: refused: %s\n", why);
 		run_denied(&x, "isolation_denial", "classify",
@@ -345,6 +410,9 @@ out:
 			rc = KZ_EXIT_UNAVAIL;
 	}
 	run_aq_free(x.aq);
+	if (o->json)
+		run_json(&x, rc);
+	run_result_release(&res);
 	sodium_memzero(grant, sizeof(grant));
 	cJSON_Delete(l.rep);
 	run_adm_release(&adm);
@@ -373,19 +441,25 @@ run_failed(const struct run_ctx *x, struct run_lease *l, int e,
 
 /* The code's output and the closing dispatch record. */
 static int
-run_done(struct run_lease *l, struct exec *ex, const cJSON *rep)
+run_done(const struct run_ctx *x, struct run_lease *l, struct exec *ex,
+    const cJSON *rep)
 {
 	const cJSON *v;
 	const char *limit = run_str(rep, "limit");
 	int st = -1, sig = 0, rc;
 	cJSON *ev;
 
-	put(1, run_str(rep, "stdout_b64"));
-	put(2, run_str(rep, "stderr_b64"));
+	output(x, 0, run_str(rep, "stdout_b64"));
+	output(x, 1, run_str(rep, "stderr_b64"));
 	if (cJSON_IsNumber(v = kz_json_get(rep, "exit_code")))
 		st = v->valueint;
 	if (cJSON_IsNumber(v = kz_json_get(rep, "signal")))
 		sig = v->valueint;
+	x->res->ran = true;
+	x->res->exit_status = st;
+	x->res->signal = sig;
+	snprintf(x->res->limit, sizeof(x->res->limit), "%s",
+	    limit != NULL ? limit : "");
 	rc = limit != NULL ? KZ_EXIT_REFUSED :
 	    st >= 0        ? st :
 	    sig > 0        ? 128 + sig :
@@ -442,7 +516,7 @@ run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 	if (e != 0 || !cJSON_IsTrue(kz_json_get(rep, "ok")))
 		rc = run_failed(x, l, e, rep);
 	else
-		rc = run_done(l, ex, rep);
+		rc = run_done(x, l, ex, rep);
 out:
 	cJSON_Delete(req);
 	cJSON_Delete(rep);

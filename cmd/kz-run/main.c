@@ -1,6 +1,7 @@
 /*
  * kz-run --actor A --conversation C [--egress] [--file PATH]... -- CMD...
- * kz-run --room R --member M [--select ID]... [--contract] -- CMD...
+ * kz-run --room R --member M [--select ID]... [--contract]
+ *        [--output PATH]... [--json] -- CMD...
  * has kz-project admit the turn (with --room), leases a worker, runs CMD
  * in it, prints its output and exit status, releases it and leaves the
  * reset to kz-lease (kz-run(1)).
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sodium.h>
 
+#include "kz_cap.h"
 #include "kz_log.h"
 #include "run.h"
 #include "banned.h"
@@ -23,16 +25,29 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: kz-run --actor A --conversation C [--capability X] "
 	    "[--egress]\n"
-	    "              [--file PATH]... [--config FILE] [--socket PATH] "
-	    "[-q]\n"
+	    "              [--file PATH]... [--json] [--config FILE] "
+	    "[--socket PATH] [-q]\n"
 	    "              -- CMD [ARG]...\n"
 	    "       kz-run --room R --member M [--select ID]... "
 	    "[--retrieved ID]...\n"
 	    "              [--contract] [--turn T] [--capability X] "
 	    "[--egress]\n"
-	    "              [--config FILE] [--socket PATH] [-q] "
-	    "-- CMD [ARG]...\n"
+	    "              [--output PATH]... [--json] [--call ID] "
+	    "[--config FILE]\n"
+	    "              [--socket PATH] [-q]"
+	    "\n"
+	    "              -- CMD [ARG]...\n"
 	    "       kz-run --help | --version\n");
+}
+
+/* --help lists the closed capability set and what each allows. */
+static void
+help(void)
+{
+	usage(stdout);
+	printf("capabilities (--capability, default code.run):\n");
+	for (const struct kz_cap *k = kz_caps; k->name != NULL; k++)
+		printf("  %-18s %s\n", k->name, k->what);
 }
 
 static int
@@ -58,6 +73,9 @@ static const struct option lo[] = {
     {"turn", required_argument, NULL, 't'},
     {"config", required_argument, NULL, 'c'},
     {"socket", required_argument, NULL, 's'},
+    {"output", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},
+    {"call", required_argument, NULL, 'L'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -104,8 +122,18 @@ parse(int argc, char **argv, struct run_opts *o)
 		case 'q':
 			o->quiet = true;
 			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'L':
+			o->call = optarg;
+			break;
+		case 'o':
+			e = add(o->outputs, &o->noutputs, RUN_OUTPUTS_MAX,
+			    optarg);
+			break;
 		case 'h':
-			usage(stdout);
+			help();
 			exit(KZ_EXIT_OK);
 		case 'V':
 			printf("kz-run " KZ_VERSION "\n");

@@ -44,10 +44,10 @@ room_rules(struct run_opts *o, char *why, size_t wlen)
 	}
 	if (o->room == NULL) {
 		if (o->nselect || o->nretrieved || o->contract ||
-		    o->turn != NULL) {
+		    o->turn != NULL || o->call != NULL) {
 			kz_why(why, wlen,
-			    "--select, --retrieved, --contract "
-			    "and --turn need --room");
+			    "--select, --retrieved, --contract, "
+			    "--turn and --call need --room");
 			return -1;
 		}
 		return 0;
@@ -90,6 +90,12 @@ run_opts_check(struct run_opts *o, char *why, size_t wlen)
 	}
 	if (o->argc < 1 || o->argc > 256) {
 		kz_why(why, wlen, "a command (1 to 256 words) follows --");
+		return -1;
+	}
+	if (o->noutputs > 0 && o->room == NULL) {
+		kz_why(why, wlen,
+		    "--output needs --room: an output is linked to "
+		    "the turn's room");
 		return -1;
 	}
 	if (o->cap == NULL)

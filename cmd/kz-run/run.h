@@ -19,6 +19,7 @@
 #define RUN_IDS_MAX 64 /* --select and --retrieved, as kz-project */
 #define RUN_ID_MAX 128
 #define RUN_DIGEST_MAX 80 /* "sha256:" and 64 hex */
+#define RUN_OUTPUTS_MAX 16 /* --output */
 
 struct run_conf {
 	char run_dir[PATH_MAX];
@@ -27,6 +28,8 @@ struct run_conf {
 	char audit_sock[108];
 	char key_file[PATH_MAX];
 	char egress_bin[PATH_MAX];
+	/* RUN_COMPRESS_CMD: the model projection's compressor; empty: off. */
+	char compress_cmd[PATH_MAX];
 	int64_t timeout_ms, lease_wait_ms, io_timeout_ms;
 	uint64_t file_max, total_max;
 	bool snapshot;
@@ -39,10 +42,16 @@ struct run_opts {
 	/* The turn kz-project admits: the room is the conversation and the
 	 * member the actor; ids are selectors, never authority. */
 	const char *room, *member, *turn;
+	/* --call: the caller's call id; only kz-project's run-bound room
+	 * reference of it ever comes back (placeholders). */
+	const char *call;
 	const char *select[RUN_IDS_MAX], *retrieved[RUN_IDS_MAX];
 	size_t nselect, nretrieved;
 	bool contract;
-	bool egress, quiet;
+	/* Declared shared-turn outputs: workspace-relative paths. */
+	const char *outputs[RUN_OUTPUTS_MAX];
+	size_t noutputs;
+	bool egress, quiet, json;
 	int argc;
 	char **argv;
 };
@@ -68,6 +77,11 @@ KZ_WUR int run_project(const struct run_conf *c, const char *dir,
     uint64_t *bytes, char *why, size_t wlen);
 /* The manifest digest of an empty projection. */
 void run_manifest_empty(char digest[RUN_DIGEST_MAX]);
+
+/* cap.c: 0 when the capability exists and allows what the options ask
+ * for (egress, outputs), else 1 with why (one line naming the
+ * capability and what it does not allow). */
+int run_cap_check(const struct run_opts *o, char *why, size_t wlen);
 
 /* opts.c: defaults and the rules between options (--room and --file are
  * exclusive; the room is the conversation, the member the actor).  0 or
@@ -112,11 +126,41 @@ int run_materialize(const struct run_ctx *x, const struct run_adm *a,
     const char *proj, struct run_refusal *f);
 #define RUN_PROJECTION_SUBDIR "files"
 
+/* One declared output after the run: linked (err 0, resource set) or
+ * refused (code and reason: one line that names no path). */
+struct run_output {
+	const char *path;
+	int err;
+	char code[48];
+	char reason[160];
+	char resource[64];
+	int64_t size, link_seq;
+};
+
+/* The model projection's bound: the last bytes of stdout and of stderr. */
+#define RUN_TAIL_MAX 4096
+
+/* What the run produced, for the status line and the JSON output. */
+struct run_result {
+	struct run_output out[RUN_OUTPUTS_MAX];
+	size_t nout, linked;
+	bool ran; /* the code ran and the worker answered */
+	int exit_status, signal;
+	char limit[32]; /* the limit that stopped it, or "" */
+	char *tail[2]; /* malloc'd tails of stdout and stderr, or NULL */
+	size_t tail_len[2];
+	bool compressed[2];
+	/* A refusal before or around the run: its one line. */
+	char refusal[200];
+};
+void run_result_release(struct run_result *r);
+
 /* audit.c: records; the common correlation fields are added here. */
 struct run_aq;
 struct run_ctx {
 	const struct run_conf *c;
 	const struct run_opts *o;
+	struct run_result *res;
 	char rid[33];
 	char manifest[RUN_DIGEST_MAX];
 	int64_t audience; /* audience_version; -1: no admission */
@@ -188,9 +232,25 @@ int run_save(const struct run_ctx *x, struct run_lease *l, char *why,
 /* The older snapshot must not come back (a run was sent, nothing saved). */
 void run_unsave(const struct run_ctx *x, const struct run_lease *l);
 
+/* untar.c: writes the members named by paths from the tar archive at fd
+ * beneath dirfd, each only when it is a regular file; res[i] is 0, or
+ * KZ_ENOENT (not in the archive), KZ_EPATH_NOTREG, KZ_ETOOBIG (over max),
+ * KZ_ESYS.  0, or KZ_EPROTO when the archive cannot be read whole. */
+KZ_WUR int run_untar(int fd, const char *const *paths, size_t n, int dirfd,
+    uint64_t max, int *res);
+
+/* outputs.c: after the run, while the lease holds: each declared output
+ * is read from the workspace, linked by kz-project to exactly the turn's
+ * room, reported and audited (kind output). */
+void run_outputs(const struct run_ctx *x, struct run_lease *l);
+
 /* An admission, projection or isolation_denial record of a refusal. */
 void run_denied(const struct run_ctx *x, const char *kind, const char *stage,
     const char *error, const char *reason);
+
+/* diag.c: the one JSON object of --json on stdout: the model and the
+ * members projections, the outputs and their placeholders. */
+void run_json(const struct run_ctx *x, int rc);
 
 /* dispatch.c: the whole job; returns the exit code. */
 int run_dispatch(const struct run_conf *c, const struct run_opts *o);

@@ -43,7 +43,7 @@ GET='exec 3<>/dev/tcp/127.0.0.1/3128 || exit 9
 printf "GET http://origin.kz.test/via-supervise HTTP/1.1\r\nHost: origin.kz.test\r\nConnection: close\r\n\r\n" >&3
 cat <&3'
 o=$(KZ_RUN_DIR=$R kz-run --actor alice \
-	--conversation op --egress -- /bin/bash -c "$GET" 2>"$T/eg.err"); rc=$?
+	--conversation op --capability code.run.egress --egress -- /bin/bash -c "$GET" 2>"$T/eg.err"); rc=$?
 is "$rc" 0 "kz-run --egress under kz-supervise exits 0"
 like "$(printf '%s' "$o" | tr '\r\n' '  ')" '^HTTP/1.1 200 .*origin origin.kz.test /via-supervise' \
 	"the run reaches the test host through the relay and kz-egress"
@@ -65,7 +65,7 @@ on_exit "KZ_BIN=$NB kz-supervise stop --run-dir $R2 >/dev/null 2>&1"
 t "a stack without kz-egress starts" env KZ_BIN="$NB" kz-supervise start --run-dir "$R2"
 mark=$T/ran-without-egress
 o=$(KZ_RUN_DIR=$R2 kz-run --actor bob \
-	--conversation op --egress -- /bin/sh -c "echo ran" 2>&1); rc=$?
+	--conversation op --capability code.run.egress --egress -- /bin/sh -c "echo ran" 2>&1); rc=$?
 is "$rc" 3 "kz-run --egress on a pool without egress exits 3"
 is "$(printf '%s\n' "$o" | wc -l)" 1 "with one line"
 like "$o" '^kz-run: refused: --egress: worker [^ ]+ has no egress path' "naming the missing egress path"

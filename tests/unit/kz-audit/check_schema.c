@@ -84,6 +84,12 @@ static const struct bad bads[] = {
     {"lease", "{\"actor\":\"a\",\"actor_hash\":\"00\"}", AUD_R_CONFLICT,
         "actor"},
     {"lease", "{\"audience_version\":-3}", AUD_R_RANGE, "audience_version"},
+    /* An output record names no file, path or content. */
+    {"output", "{\"name\":\"SECRET.txt\"}", AUD_R_FIELD, "(unknown)"},
+    {"output", "{\"file\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"output", "{\"content_b64\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"output", "{\"resource\":\"/SECRET\"}", AUD_R_PATH, "resource"},
+    {"output", "{\"bytes\":-1}", AUD_R_RANGE, "bytes"},
 };
 
 START_TEST(test_hostile)

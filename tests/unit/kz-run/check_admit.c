@@ -70,6 +70,28 @@ START_TEST(test_opts)
 }
 END_TEST
 
+/* --output and --call belong to a room's turn. */
+START_TEST(test_opts_outputs)
+{
+	struct run_opts o = {.actor = "a", .conv = "c", .argc = 1, .argv = cmd};
+	char why[160] = "";
+
+	o.outputs[o.noutputs++] = "out.txt";
+	ck_assert_int_eq(run_opts_check(&o, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "--output needs --room"));
+	o.noutputs = 0;
+	o.call = "call_1";
+	ck_assert_int_eq(run_opts_check(&o, why, sizeof(why)), -1);
+	o = (struct run_opts){.room = "r",
+	    .member = "m",
+	    .argc = 1,
+	    .argv = cmd,
+	    .call = "call_1"};
+	o.outputs[o.noutputs++] = "out.txt";
+	ck_assert_int_eq(run_opts_check(&o, why, sizeof(why)), 0);
+}
+END_TEST
+
 START_TEST(test_admit_req)
 {
 	struct run_opts o = {.room = "r1", .member = "alice"};
@@ -212,6 +234,7 @@ main(void)
 
 	tcase_add_loop_test(tc, test_opts, 0,
 	    sizeof(opt_cases) / sizeof(opt_cases[0]));
+	tcase_add_test(tc, test_opts_outputs);
 	tcase_add_test(tc, test_admit_req);
 	tcase_add_loop_test(tc, test_take, 0,
 	    sizeof(take_cases) / sizeof(take_cases[0]));
