@@ -12,8 +12,9 @@
  * compressor that stops reading cannot kill kz-run with SIGPIPE) and
  * comes back through a pipe; the compressor's stderr, which might echo
  * the input, goes to /dev/null, never to kz-run's log.  A result is kept
- * only when the compressor exited 0 with something strictly shorter than
- * its input, before the deadline.
+ * only when the compressor exited 0, before the deadline, with text
+ * (UTF-8 without NUL, so that it can go wherever the original could)
+ * strictly shorter than its input.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "kz_io.h"
+#include "kz_json.h"
 #include "compress.h"
 #include "banned.h"
 
@@ -133,25 +135,51 @@ pump(struct job *j, const char *in, size_t len, char *buf, size_t *n,
 	}
 }
 
-/* The wait status, stopping kz-sandbox first when it is not done. */
+/*
+ * The wait status of kz-sandbox, given until the deadline to exit on its
+ * own; then SIGTERM, on which it kills the compressor and tears its
+ * sandbox down, and SIGKILL only if that takes longer than TEARDOWN_MS.
+ * -1 when it had to be stopped.
+ */
 static int
-reap(pid_t pid, bool stop)
+reap(pid_t pid, int64_t deadline)
 {
-	int64_t until = kz_now_ms() + TEARDOWN_MS;
+	int64_t until = deadline;
+	bool stopped = false;
 	int st = 0;
 	pid_t r;
 
-	if (stop)
+	for (;;) {
+		if ((r = waitpid(pid, &st, WNOHANG)) != 0)
+			break;
+		if (kz_now_ms() < until) {
+			(void)usleep(5000);
+			continue;
+		}
+		if (stopped) {
+			(void)kill(pid, SIGKILL);
+			while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+				;
+			break;
+		}
 		(void)kill(pid, SIGTERM);
-	while ((r = waitpid(pid, &st, WNOHANG)) == 0 && kz_now_ms() < until)
-		(void)usleep(10000);
-	if (r == 0) {
-		(void)kill(pid, SIGKILL);
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		return -1;
+		stopped = true;
+		until = kz_now_ms() + TEARDOWN_MS;
 	}
-	return r < 0 ? -1 : st;
+	return r < 0 || stopped ? -1 : st;
+}
+
+/* What is kept: a text (UTF-8, no NUL), the compressor having exited 0. */
+static int
+judge(int st, const char *buf, size_t n)
+{
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return KZ_EDENIED;
+	if (n == 0)
+		return KZ_EMISSING;
+	if (memchr(buf, '\0', n) != NULL || !kz_utf8_valid(buf, n))
+		return KZ_EUTF8;
+	return 0;
 }
 
 int
@@ -159,6 +187,7 @@ run_compress_exec(const char *sandbox, const char *cmd, int64_t timeout_ms,
     const char *in, size_t len, char **out, size_t *outlen)
 {
 	struct job j = {-1, -1, -1};
+	int64_t deadline;
 	size_t n = 0;
 	char *buf;
 	int e, st;
@@ -170,15 +199,15 @@ run_compress_exec(const char *sandbox, const char *cmd, int64_t timeout_ms,
 		return KZ_ENOMEM;
 	if ((e = spawn(sandbox, cmd, timeout_ms, len, &j)) != 0)
 		goto out;
-	e = pump(&j, in, len, buf, &n, kz_now_ms() + timeout_ms);
+	deadline = kz_now_ms() + timeout_ms;
+	e = pump(&j, in, len, buf, &n, deadline);
 	if (j.in >= 0)
 		close(j.in);
 	close(j.out);
-	st = reap(j.pid, e != 0);
-	if (e == 0 && !(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		e = KZ_EDENIED;
-	if (e == 0 && n == 0)
-		e = KZ_EMISSING;
+	/* A result too long or too late is not waited for. */
+	st = reap(j.pid, e != 0 ? 0 : deadline);
+	if (e == 0)
+		e = judge(st, buf, n);
 out:
 	if (e != 0) {
 		free(buf);
