@@ -66,6 +66,32 @@ exited(const struct pv_outcome *o, int code)
 	return WIFEXITED(o->status) && WEXITSTATUS(o->status) == code;
 }
 
+/*
+ * The step found node or the loader script out of the sandbox's root view
+ * (a KZ_PI_CHILD or KZ_PI_NODE the view does not show): nothing of the
+ * package ran, and it is the validator's environment that failed, so
+ * there is no verdict to sign.  Authored code cannot exit so: the step
+ * maps the command's own 87 to 1.
+ */
+static bool
+loader_unreachable(const struct pv_job *j, const struct pv_outcome *o)
+{
+	return sandboxed(j) && exited(o, PV_LOADER_EXIT) && o->rlen == 0;
+}
+
+static int
+loader_unavailable(struct pv_job *j, const struct pv_outcome *o)
+{
+	char line[200];
+	const char *p = line;
+
+	pv_err_line(o, line, sizeof(line));
+	if (strncmp(line, "kz-pi: ", 7) == 0)
+		p += 7;
+	kz_why(j->why, sizeof(j->why), "loader unavailable: %s", p);
+	return KZ_EXIT_UNAVAIL;
+}
+
 /* The TAP summary of node --test: diagnostics, never the verdict. */
 static void
 tap_summary(cJSON *t, const char *tail)
@@ -147,6 +173,8 @@ pv_phase_tests(struct pv_job *j)
 		return KZ_EXIT_INTERNAL;
 	if (o.sandbox_failed)
 		rc = sandbox_refused(j, &o);
+	else if (loader_unreachable(j, &o))
+		rc = loader_unavailable(j, &o);
 	else
 		tests_record(j, &o);
 	pv_outcome_release(&o);
@@ -291,6 +319,8 @@ load_result(struct pv_job *j, const struct pv_outcome *o)
 
 	if (o->sandbox_failed)
 		return sandbox_refused(j, o);
+	if (loader_unreachable(j, o))
+		return loader_unavailable(j, o);
 	if (sandboxed(j) && exited(o, PV_PREP_EXIT) && o->rlen == 0) {
 		prep_failed(j, o);
 		return 0;
@@ -300,7 +330,8 @@ load_result(struct pv_job *j, const struct pv_outcome *o)
 		return 0;
 	}
 	if (cJSON_IsTrue(kz_json_get(obs, "loader_unavailable"))) {
-		kz_why(j->why, sizeof(j->why), "the Pi loader did not load");
+		kz_why(j->why, sizeof(j->why),
+		    "loader unavailable: the Pi loader did not load");
 		cJSON_Delete(obs);
 		return KZ_EXIT_UNAVAIL;
 	}
@@ -326,6 +357,7 @@ pv_phase_load(struct pv_job *j, const char *dir)
 	argv[2] = spec;
 	argv[3] = NULL;
 	run_init(j, &r, dir, argv, true);
+	r.loader = j->c->child_js;
 	r.deps = j->prof.lock != NULL ? PV_DEPS_STRICT : PV_DEPS_NONE;
 	rc = pv_child_run(&r, &o, j->why, sizeof(j->why));
 	free(spec);

@@ -73,6 +73,9 @@ enum pv_iso { PV_ISO_SANDBOX, PV_ISO_UNSHARE };
 #define PV_SANDBOX_PKG "/workspace/pkg"
 /* The in-sandbox step's exit when the copy or the strict reinstall fails. */
 #define PV_PREP_EXIT 86
+/* Its exit when node or the loader script is not in the sandbox's view:
+ * the validator's environment failed, not the package. */
+#define PV_LOADER_EXIT 87
 /* What the in-sandbox step does with the package's lock before the command. */
 enum pv_deps { PV_DEPS_NONE, PV_DEPS_TRY, PV_DEPS_STRICT };
 struct pv_run {
@@ -82,6 +85,7 @@ struct pv_run {
 	uid_t uid; /* the child's unprivileged uid, in either mode */
 	const char *cwd; /* the tree (host path) */
 	char *const *argv; /* the command (node ...) */
+	const char *loader; /* kz-sandbox: a script argv[0] loads, or NULL */
 	const char *home; /* HOME of the child (unshare mode) */
 	bool channel; /* set up the nonce/result channel */
 	/* kz-sandbox: the step's reinstall (the copy is always made). */

@@ -19,15 +19,27 @@
 #include "banned.h"
 
 /*
- * $1 deps (none, try, strict), $2 npm, $3 offline cache; the command
- * follows.  The reinstall never sees the channel (3 and 4 closed) and
- * runs no package script.  The command's exits 2, 3, 86, 125 and 126
+ * $1 deps (none, try, strict), $2 npm, $3 offline cache, $4 the loader
+ * script or "-"; the command follows.  Before anything of the package is
+ * touched, the step checks that the command (node) and the loader script
+ * are there in the sandbox's root view: if not, the validator's own
+ * environment is broken, not the package, and it exits 87 saying which
+ * path.  The reinstall never sees the channel (3 and 4 closed) and runs
+ * no package script.  The command's exits 2, 3, 86, 87, 125 and 126
  * become 1, so the parent can trust that 2 and 3 come from kz-sandbox
- * itself (nothing ran), 86 from this step (preparation failed), and that
- * authored code cannot pass for an unavailable sandbox.
+ * itself (nothing ran), 86 and 87 from this step (preparation failed, a
+ * loader out of reach), and that authored code cannot pass for an
+ * unavailable sandbox or loader.
  */
 static const char step[] =
-    "d=$1 npm=$2 cache=$3; shift 3\n"
+    "d=$1 npm=$2 cache=$3 loader=$4; shift 4\n"
+    "gone() {\n"
+    "  echo \"kz-pi: $1 is not reachable in the sandbox's root view\" >&2\n"
+    "  exit 87; }\n"
+    "n=$(command -v \"$1\") || gone \"$1\"\n"
+    "case $n in /*) [ -f \"$n\" ] && [ -x \"$n\" ] || gone \"$n\";; esac\n"
+    "[ \"$loader\" = - ] || { [ -f \"$loader\" ] && [ -r \"$loader\" ]; } ||\n"
+    "  gone \"$loader\"\n"
     "cp -R /projection/. " PV_SANDBOX_PKG " && cd " PV_SANDBOX_PKG " || {\n"
     "  echo 'kz-pi: the disposable copy could not be made' >&2; exit 86; }\n"
     "if [ \"$d\" != none ]; then\n"
@@ -42,7 +54,7 @@ static const char step[] =
     "  fi\n"
     "fi\n"
     "\"$@\"; r=$?\n"
-    "case $r in 2|3|86|125|126) r=1;; esac\n"
+    "case $r in 2|3|86|87|125|126) r=1;; esac\n"
     "exit $r\n";
 
 static const char *const deps_word[] = {"none", "try", "strict"};
@@ -102,6 +114,7 @@ pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 	ADD(deps_word[r->deps]);
 	ADD(r->npm);
 	ADD(r->npm_cache != NULL ? r->npm_cache : "-");
+	ADD(r->loader != NULL ? r->loader : "-");
 	for (int i = 0; r->argv[i] != NULL; i++)
 		ADD(r->argv[i]);
 	if (n >= max)

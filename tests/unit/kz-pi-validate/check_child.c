@@ -4,10 +4,12 @@
  * Node version floor.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "kz_io.h"
 #include "pv.h"
@@ -128,7 +130,8 @@ START_TEST(test_sandbox_argv)
 	    .channel = true,
 	    .deps = PV_DEPS_STRICT,
 	    .npm = "/usr/bin/npm",
-	    .npm_cache = "/srv/cache"};
+	    .npm_cache = "/srv/cache",
+	    .loader = "/usr/lib/kz/child.mjs"};
 	char *a[PV_SBX_ARGV_MAX];
 	int i;
 
@@ -146,17 +149,20 @@ START_TEST(test_sandbox_argv)
 	ck_assert_str_eq(a[i + 1], "/bin/sh");
 	ck_assert_str_eq(a[i + 5], "strict");
 	ck_assert_str_eq(a[i + 7], "/srv/cache");
-	ck_assert_str_eq(a[i + 8], "/usr/bin/node");
-	ck_assert_str_eq(a[i + 10], "{}");
-	ck_assert_ptr_null(a[i + 11]);
+	ck_assert_str_eq(a[i + 8], "/usr/lib/kz/child.mjs");
+	ck_assert_str_eq(a[i + 9], "/usr/bin/node");
+	ck_assert_str_eq(a[i + 11], "{}");
+	ck_assert_ptr_null(a[i + 12]);
 	/* no channel: nothing advertised, nothing passed */
 	r.channel = false;
 	r.npm_cache = NULL;
 	r.deps = PV_DEPS_NONE;
+	r.loader = NULL;
 	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
 	ck_assert_int_lt(find(a, "--pass-fd"), 0);
 	ck_assert_int_lt(find(a, "KZ_PI_NONCE_FD=3"), 0);
 	ck_assert_str_eq(a[find(a, "--") + 5], "none");
+	ck_assert_str_eq(a[find(a, "--") + 8], "-");
 	r.sandbox_conf = "/etc/kaizen/pi-sandbox.conf";
 	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
 	ck_assert_str_eq(a[2], "--config");
@@ -173,8 +179,59 @@ START_TEST(test_sandbox_failed)
 	ck_assert(!pv_sandbox_failed(0));
 	ck_assert(!pv_sandbox_failed(1 << 8));
 	ck_assert(!pv_sandbox_failed(PV_PREP_EXIT << 8));
+	ck_assert(!pv_sandbox_failed(PV_LOADER_EXIT << 8));
 	ck_assert(!pv_sandbox_failed(127 << 8));
 	ck_assert(!pv_sandbox_failed(9)); /* killed by SIGKILL */
+}
+END_TEST
+
+/* The in-sandbox step run on the host: its reachability check of node
+ * and the loader script comes before anything else it does. */
+static const struct {
+	const char *node, *loader;
+	int want;
+} reach[] = {
+    {"/bin/true", "/nonexistent/child.mjs", PV_LOADER_EXIT},
+    {"/nonexistent/node", NULL, PV_LOADER_EXIT},
+    {"/nonexistent/node", "/bin/sh", PV_LOADER_EXIT},
+    {"/etc/passwd", NULL, PV_LOADER_EXIT}, /* not executable */
+    {"/bin/true", "/etc", PV_LOADER_EXIT}, /* not a file */
+    /* Both there: the step goes on to copy /projection, which the host
+     * lacks, and fails as preparation. */
+    {"/bin/true", "/bin/sh", PV_PREP_EXIT},
+    {"true", NULL, PV_PREP_EXIT}, /* a bare name, found on PATH */
+};
+
+START_TEST(test_step_reach)
+{
+	char *cmd[] = {(char *)reach[_i].node, NULL};
+	struct pv_run r = {.iso = PV_ISO_SANDBOX,
+	    .sandbox_bin = "/sbx",
+	    .cwd = "/",
+	    .argv = cmd,
+	    .npm = "/usr/bin/npm",
+	    .loader = reach[_i].loader};
+	char *a[PV_SBX_ARGV_MAX];
+	int i, st;
+	pid_t pid;
+
+	if (access("/projection", F_OK) == 0)
+		return; /* the preparation cases would not fail here */
+	r.deadline_ms = kz_now_ms() + 1000;
+	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
+	i = find(a, "--");
+	ck_assert((pid = fork()) >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null < 0 || dup2(null, 2) < 0)
+			_exit(126);
+		execv(a[i + 1], a + i + 1);
+		_exit(127);
+	}
+	ck_assert(waitpid(pid, &st, 0) == pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == reach[_i].want,
+	    "%s %s: %d", reach[_i].node, reach[_i].loader, st);
 }
 END_TEST
 
@@ -223,6 +280,8 @@ main(void)
 	tcase_add_test(tc, test_err_line);
 	tcase_add_test(tc, test_sandbox_argv);
 	tcase_add_test(tc, test_sandbox_failed);
+	tcase_add_loop_test(tc, test_step_reach, 0,
+	    (int)(sizeof(reach) / sizeof(reach[0])));
 	tcase_add_loop_test(tc, test_node_version, 0,
 	    (int)(sizeof(versions) / sizeof(versions[0])));
 	suite_add_tcase(s, tc);
