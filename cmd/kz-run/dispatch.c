@@ -291,7 +291,7 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 		(void)run_save(x, l, unsaved, sizeof(unsaved));
 	/* Outputs only of code that ran to its end and answered. */
 	if (ex->ran && !l->lost)
-		run_outputs(x, l);
+		run_outputs(x, l, a->snap);
 	if (l->lost) {
 		if (ex->sent)
 			run_unsave(x, l);

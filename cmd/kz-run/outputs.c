@@ -114,7 +114,8 @@ extract(const struct run_ctx *x, struct run_result *r, const char *tar,
 
 /* kz-project links one extracted output to the turn's room. */
 static void
-link_one(const struct run_ctx *x, struct run_output *o, const char *dir)
+link_one(const struct run_ctx *x, struct run_output *o, const char *dir,
+    const cJSON *snap)
 {
 	cJSON *req = run_request("link-output", x->rid), *rep = NULL;
 	const char *v;
@@ -124,6 +125,9 @@ link_one(const struct run_ctx *x, struct run_output *o, const char *dir)
 		refuse(o, KZ_ENOMEM, KZ_WE_INTERNAL, "out of memory");
 		return;
 	}
+	/* kz-project links only under the admission it stored, which it
+	 * checks against this copy (kz-protocol(7), link-output). */
+	cJSON_AddItemToObject(req, "snapshot", cJSON_Duplicate(snap, 1));
 	cJSON_AddStringToObject(req, "room", x->o->room);
 	cJSON_AddStringToObject(req, "member", x->o->member);
 	cJSON_AddStringToObject(req, "turn",
@@ -200,7 +204,7 @@ report(const struct run_ctx *x, struct run_result *r)
 }
 
 void
-run_outputs(const struct run_ctx *x, struct run_lease *l)
+run_outputs(const struct run_ctx *x, struct run_lease *l, const cJSON *snap)
 {
 	struct run_result *r = x->res;
 	char tar[PATH_MAX + 64], dir[PATH_MAX + 64];
@@ -211,6 +215,13 @@ run_outputs(const struct run_ctx *x, struct run_lease *l)
 		return;
 	declare(x, r);
 	tar[0] = dir[0] = '\0';
+	if (snap == NULL) {
+		for (i = 0; i < r->nout; i++)
+			if (r->out[i].err == KZ_ENOENT)
+				refuse(&r->out[i], KZ_EDENIED, KZ_WE_REFUSED,
+				    "the turn was not admitted to a room");
+		goto out;
+	}
 	if (l->snap == NULL) {
 		for (i = 0; i < r->nout; i++)
 			if (r->out[i].err == KZ_ENOENT)
@@ -241,7 +252,7 @@ run_outputs(const struct run_ctx *x, struct run_lease *l)
 	extract(x, r, tar, dir);
 	for (i = 0; i < r->nout; i++)
 		if (r->out[i].err == 1)
-			link_one(x, &r->out[i], dir);
+			link_one(x, &r->out[i], dir, snap);
 out:
 	if (tar[0] != '\0')
 		unlink(tar);

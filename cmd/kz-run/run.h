@@ -242,7 +242,8 @@ KZ_WUR int run_untar(int fd, const char *const *paths, size_t n, int dirfd,
 /* outputs.c: after the run, while the lease holds: each declared output
  * is read from the workspace, linked by kz-project to exactly the turn's
  * room, reported and audited (kind output). */
-void run_outputs(const struct run_ctx *x, struct run_lease *l);
+void run_outputs(const struct run_ctx *x, struct run_lease *l,
+    const cJSON *snap);
 
 /* An admission, projection or isolation_denial record of a refusal. */
 void run_denied(const struct run_ctx *x, const char *kind, const char *stage,
