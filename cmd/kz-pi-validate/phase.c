@@ -129,8 +129,7 @@ tests_record(struct pv_job *j, const struct pv_outcome *o)
 		pv_reason(&j->v, "extension tests missed the deadline", "");
 	else if (sandboxed(j) && exited(o, PV_PREP_EXIT))
 		pv_reason(&j->v,
-		    "extension tests: the disposable copy could "
-		    "not be made",
+		    "extension tests: the disposable copy could not be made",
 		    "");
 	else if (!pass)
 		pv_reason(&j->v, "extension tests failed", "");
@@ -201,13 +200,11 @@ unshare_reinstall(struct pv_job *j, const char *dir)
 		return KZ_EXIT_INTERNAL;
 	if (o.timed_out)
 		pv_reason(&j->v,
-		    "preparation: dependency reinstall missed the "
-		    "deadline",
+		    "preparation: dependency reinstall missed the deadline",
 		    "");
 	else if (!exited(&o, 0))
 		pv_reason(&j->v,
-		    "preparation: dependency reinstall from the "
-		    "lock failed",
+		    "preparation: dependency reinstall from the lock failed",
 		    "");
 	pv_outcome_release(&o);
 	/* The reinstalled tree is ours again: the loader's child only reads. */
@@ -227,8 +224,7 @@ prove_copy(struct pv_job *j, const char *dir)
 	    pv_tree_scan(dfd, true, &again, j->why, sizeof(j->why)) != 0 ||
 	    strcmp(again.digest, j->tree.digest) != 0)
 		pv_reason(&j->v,
-		    "preparation: the fresh copy differs from the "
-		    "artifact",
+		    "preparation: the fresh copy differs from the artifact",
 		    "");
 	pv_tree_release(&again);
 	if (dfd >= 0)
@@ -273,9 +269,7 @@ spec_json(struct pv_job *j, const char *dir, char **out)
 	cJSON *s = cJSON_CreateObject(), *a;
 
 	snprintf(pi, sizeof(pi),
-	    "%s/@mariozechner/pi-coding-agent/dist/"
-	    "index.js",
-	    j->c->modules);
+	    "%s/@mariozechner/pi-coding-agent/dist/index.js", j->c->modules);
 	/* Under kz-sandbox only its /workspace and /tmp are writable. */
 	if (sandboxed(j))
 		snprintf(agent, sizeof(agent), "/tmp/agent");

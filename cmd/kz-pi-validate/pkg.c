@@ -60,9 +60,7 @@ read_small(const char *file, size_t max, char **out, size_t *len, char *why,
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (size_t)st.st_size > max) {
 		kz_why(why, wlen,
-		    "cannot read a regular file of at most %zu "
-		    "bytes",
-		    max);
+		    "cannot read a regular file of at most %zu bytes", max);
 		if (fd >= 0)
 			close(fd);
 		return KZ_EINVAL;
@@ -117,14 +115,12 @@ profile_fields_load(struct pv_profile *p, char *why, size_t wlen)
 	}
 	if (p->kind == PV_SKILL && (p->nexts || p->ntests || p->lock)) {
 		kz_why(why, wlen,
-		    "a skill profile has no extensions, tests "
-		    "or lock");
+		    "a skill profile has no extensions, tests or lock");
 		return KZ_EINVAL;
 	}
 	if (p->kind == PV_EXTENSION && (p->nexts == 0 || p->ntests == 0)) {
 		kz_why(why, wlen,
-		    "an extension profile needs extensions and "
-		    "tests");
+		    "an extension profile needs extensions and tests");
 		return KZ_EMISSING;
 	}
 	return 0;

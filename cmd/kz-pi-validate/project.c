@@ -147,9 +147,7 @@ pv_project(struct pv_verdict *v, cJSON *body, enum pv_kind kind,
 	    cJSON_GetArraySize(exts) < LIST_MAX) project_ext(v, exts, un, e);
 	unsupported(v, un, "*", "provider", kz_json_get(obs, "providers"));
 	if (cJSON_GetArraySize(un) > 0)
-		pv_reason(v,
-		    "the extension registers what kz does not "
-		    "support",
+		pv_reason(v, "the extension registers what kz does not support",
 		    "");
 	cJSON_ArrayForEach(e,
 	    kz_json_get(obs, "skill_diagnostics")) if (cJSON_IsString(e))

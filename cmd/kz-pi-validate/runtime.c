@@ -134,8 +134,7 @@ pv_runtime(struct pv_job *j)
 	    pi_version(j->c, piv, sizeof(piv)) != 0 ||
 	    strcmp(piv, j->c->pi_version) != 0) {
 		kz_why(j->why, sizeof(j->why),
-		    "the pinned Pi loader %s is not "
-		    "installed",
+		    "the pinned Pi loader %s is not installed",
 		    j->c->pi_version);
 		return KZ_EXIT_UNAVAIL;
 	}

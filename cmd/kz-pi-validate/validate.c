@@ -41,8 +41,7 @@ job_open(struct pv_job *j, const char *profile, const char *files,
 
 	if (!pv_hex64(contract)) {
 		kz_why(j->why, sizeof(j->why),
-		    "contract digest must be 64 "
-		    "lowercase hex characters");
+		    "contract digest must be 64 lowercase hex characters");
 		return KZ_EXIT_USAGE;
 	}
 	if ((r = pv_workspace_check(j->cwd, sizeof(j->cwd), j->why,
@@ -55,8 +54,7 @@ job_open(struct pv_job *j, const char *profile, const char *files,
 	if ((j->filesfd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	    0) {
 		kz_why(j->why, sizeof(j->why),
-		    "cannot open the files "
-		    "directory");
+		    "cannot open the files directory");
 		return KZ_EXIT_USAGE;
 	}
 	/* Resources first: nothing is read before every one resolves. */

@@ -29,8 +29,7 @@ pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
 	if ((fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (rfd = open(receipt, O_RDONLY | O_CLOEXEC)) < 0) {
 		fprintf(stderr,
-		    "kz-pi-validate: cannot open the receipt or "
-		    "the files\n");
+		    "kz-pi-validate: cannot open the receipt or the files\n");
 		if (fd >= 0)
 			close(fd);
 		return KZ_EXIT_USAGE;

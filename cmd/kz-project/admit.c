@@ -129,8 +129,7 @@ kzp_manifest_digest(const cJSON *items, char out[KZP_SHA_HEX + 1])
 	cJSON_ArrayForEach(c, items)
 	{
 		int n = snprintf(line, sizeof(line),
-		    "%s%c%lld%c%s%c%lld%c%s%c"
-		    "%s\n",
+		    "%s%c%lld%c%s%c%lld%c%s%c%s\n",
 		    jstr(c, "id") ? jstr(c, "id") : "", 0,
 		    (long long)jnum(c, "ver"), 0,
 		    jstr(c, "path") ? jstr(c, "path") : "", 0,
@@ -290,8 +289,7 @@ add_requested(struct adm *a, const cJSON *ids, const char *src,
 		}
 		if (!kzp_ready(f)) {
 			kzp_fail(r, KZ_WE_REFUSED,
-			    "a requested file is not "
-			    "ready");
+			    "a requested file is not ready");
 			return KZ_EDENIED;
 		}
 		if (!retr && !has_str(a->scope_add, c->valuestring))
@@ -461,8 +459,7 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 	/* An actor that cannot be proven gets nothing (fail closed). */
 	if (!jtrue(view, "exists") || !has_str(roster, t->mh)) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the initiating member is not in "
-		    "the room's audience");
+		    "the initiating member is not in the room's audience");
 		e = KZ_EDENIED;
 		goto out;
 	}
@@ -473,8 +470,7 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 		goto out;
 	if (!kzp_within(a.items, NULL, b)) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the projection is over the "
-		    "configured bounds");
+		    "the projection is over the configured bounds");
 		e = KZ_EDENIED;
 		goto out;
 	}

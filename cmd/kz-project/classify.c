@@ -100,7 +100,6 @@ kzp_classify(const struct kzp *p, const cJSON *snap, bool *admin,
 		kzp_fail(r, KZ_WE_REFUSED, KZP_DIGEST_MISMATCH);
 	else if (e != 0)
 		kzp_fail(r, KZ_WE_UNAVAILABLE,
-		    "a file could not be "
-		    "classified whole");
+		    "a file could not be classified whole");
 	return e;
 }

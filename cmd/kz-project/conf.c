@@ -80,8 +80,7 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 		return e;
 	if (strcmp(ptr, "private") != 0 && strcmp(ptr, "shared") != 0) {
 		kz_why(why, wlen,
-		    "KZ_PROJECT_POINTER_DEFAULT must be private "
-		    "or shared");
+		    "KZ_PROJECT_POINTER_DEFAULT must be private or shared");
 		return KZ_ECONF;
 	}
 	p->b.max_files = files;

@@ -182,8 +182,7 @@ out:
 		kzp_fail(r, KZ_WE_REFUSED, KZP_DIGEST_MISMATCH);
 	else if (e != 0)
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the projection could not be "
-		    "written");
+		    "the projection could not be written");
 	if (in >= 0)
 		close(in);
 	if (out >= 0)
@@ -251,8 +250,7 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 	    *files !=
 	        (int64_t)cJSON_GetNumberValue(kz_json_get(snap, "files"))) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the projection is over the "
-		    "configured bounds");
+		    "the projection is over the configured bounds");
 		e = KZ_ETOOBIG;
 		goto out;
 	}
@@ -265,8 +263,7 @@ kzp_materialize(const struct kzp *p, const cJSON *snap, const char *dest,
 	    fchmod(pj.root, 0555) != 0 ||
 	    renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) != 0) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the projection could not be "
-		    "delivered");
+		    "the projection could not be delivered");
 		e = KZ_ESYS;
 		goto out;
 	}

@@ -90,8 +90,7 @@ kzp_connect(struct kzp *p, struct kzp_res *r)
 		/* The reply names no path; the operator's line does. */
 		if (p->oneshot)
 			fprintf(stderr,
-			    "kz-project: store unreachable at %s: "
-			    "%s\n",
+			    "kz-project: store unreachable at %s: %s\n",
 			    p->store_sock, why);
 		else
 			kz_log(KZ_LOG_WARN, "store.fail", KZ_EUNAVAIL, why,
@@ -288,8 +287,7 @@ kzp_live(struct kzp *p, const char *rh, const char *mh, const cJSON *rids,
 	/* Snapshot ids are what admit makes: 32 lowercase hex digits. */
 	if (strlen(sid) != 32 || strspn(sid, "0123456789abcdef") != 32) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the admission snapshot cannot be "
-		    "proven");
+		    "the admission snapshot cannot be proven");
 		return KZ_EDENIED;
 	}
 	if ((js = rids_json(rids, r)) == NULL)

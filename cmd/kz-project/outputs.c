@@ -88,8 +88,7 @@ kzp_output_check(const char *name, const char *allowed,
 	        headlen < t->mlen || memcmp(head, t->magic, t->mlen) != 0 :
 	        memchr(head, '\0', headlen) != NULL) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the output content does not match "
-		    "its type");
+		    "the output content does not match its type");
 		return KZ_EDENIED;
 	}
 	return 0;
@@ -146,8 +145,7 @@ store_output(struct kzp *p, const char *ws, const char *file, const char *name,
 	close(dfd);
 	if (e != 0) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the output is not a plain file "
-		    "inside the workspace");
+		    "the output is not a plain file inside the workspace");
 		return KZ_EDENIED;
 	}
 	if (fstat(fd, &sb) != 0 || sb.st_size > p->out_max_bytes) {

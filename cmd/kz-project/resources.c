@@ -105,8 +105,7 @@ kzp_op_version_new(struct kzp *p, const cJSON *req, cJSON *out,
 	if (!pending) {
 		if (kzp_blob_open(p->blobdir, sha, &fd) != 0)
 			return kzp_bad(r,
-			    "field 'blob' must name a stored "
-			    "blob");
+			    "field 'blob' must name a stored blob");
 		e = fstat(fd, &sb);
 		close(fd);
 		if (e != 0)

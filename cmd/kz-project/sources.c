@@ -50,8 +50,7 @@ kzp_op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
 		if (!cJSON_IsString(c) || !kzp_id_ok(c->valuestring) ||
 		    ++n > CONN_SERVES_MAX) {
 			e = kzp_bad(r,
-			    "'serves' is a bounded list of member "
-			    "ids");
+			    "'serves' is a bounded list of member ids");
 			goto out;
 		}
 		if (kzp_hash(p, "member", c->valuestring, mh) != 0) {
@@ -64,8 +63,7 @@ kzp_op_connection_create(struct kzp *p, const cJSON *req, cJSON *out,
 	}
 	if (n == 0 && *pid == '\0') {
 		e = kzp_bad(r,
-		    "a connection serves named members or a "
-		    "project");
+		    "a connection serves named members or a project");
 		goto out;
 	}
 	e = kzp_mutate_json(p, "conn_create", 4,

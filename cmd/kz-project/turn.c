@@ -182,8 +182,7 @@ kzp_op_admit(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
 	}
 	if (e != 0 && r->code != NULL && strcmp(r->code, KZP_CONFLICT) == 0)
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the room kept changing during "
-		    "admission");
+		    "the room kept changing during admission");
 out:
 	e = audited(p, "admission", snap != NULL ? snap : req, mh, rh, e, r,
 	    snap ? (int64_t)cJSON_GetNumberValue(kz_json_get(snap, "files")) :
@@ -230,8 +229,7 @@ check_live(struct kzp *p, const cJSON *snap, bool *withheld, struct kzp_res *r)
 		goto out;
 	if (stored == NULL || !cJSON_Compare(stored, snap, true)) {
 		kzp_fail(r, KZ_WE_REFUSED,
-		    "the admission snapshot cannot be "
-		    "proven");
+		    "the admission snapshot cannot be proven");
 		e = KZ_EDENIED;
 		goto out;
 	}

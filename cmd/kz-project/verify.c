@@ -68,14 +68,12 @@ verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
 		    !jeq(f, "sha", jstr(it, "sha256")) ||
 		    jnum(f, "size") != jnum(it, "size"))
 			return changed(r, KZ_WE_MANIFEST_CHANGED,
-			    "an admitted "
-			    "file changed after admission");
+			    "an admitted file changed after admission");
 		if ((strcmp(src, "room") == 0 &&
 		        kzp_idx_find(&x->links, "rid", id) == NULL) ||
 		    (strcmp(src, "selection") == 0 && !selected(view, id)))
 			return changed(r, KZ_WE_MANIFEST_CHANGED,
-			    "an admitted "
-			    "file was removed from the room");
+			    "an admitted file was removed from the room");
 	}
 	return 0;
 }
@@ -197,8 +195,7 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 		goto out;
 	if (!kzp_within(kz_json_get(snap, "items"), NULL, b))
 		e = changed(r, KZ_WE_REFUSED,
-		    "the projection is over the "
-		    "configured bounds");
+		    "the projection is over the configured bounds");
 out:
 	kzp_idx_free(&x.res);
 	kzp_idx_free(&x.links);

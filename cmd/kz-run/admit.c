@@ -149,8 +149,7 @@ call(const struct run_conf *c, const char *stage, cJSON *req, cJSON **rep,
 		fprintf(stderr, "kz-run: kz-project unreachable at %s\n",
 		    c->project_sock);
 		refuse(f, stage, KZ_WE_UNAVAILABLE,
-		    "the projection service "
-		    "could not be reached");
+		    "the projection service could not be reached");
 		return KZ_EXIT_UNAVAIL;
 	}
 	if (cJSON_IsTrue(kz_json_get(*rep, "ok")))
@@ -202,8 +201,7 @@ classify_admitted(const struct run_ctx *x, const struct run_adm *a,
 
 		refuse(f, "classify",
 		    admin ? "host_administration" : KZ_WE_INTERNAL,
-		    admin ? "a projected file is host "
-		            "administration" :
+		    admin ? "a projected file is host administration" :
 		            "malformed classification verdict");
 		rc = admin ? KZ_EXIT_REFUSED : KZ_EXIT_INTERNAL;
 	}
@@ -246,8 +244,7 @@ run_materialize(const struct run_ctx *x, const struct run_adm *a,
 	    (size_t)snprintf(dest, sizeof(dest), "%s/%s", proj,
 	        RUN_PROJECTION_SUBDIR) >= sizeof(dest)) {
 		refuse(f, "materialize", KZ_WE_UNAVAILABLE,
-		    "the worker has no "
-		    "empty projection directory");
+		    "the worker has no empty projection directory");
 		return KZ_EXIT_UNAVAIL;
 	}
 	req = snap_req("verify", x->rid, a->snap);

@@ -18,9 +18,7 @@ run_cap_check(const struct run_opts *o, char *why, size_t wlen)
 
 	if (kz_cap_find(cap) == NULL) {
 		kz_why(why, wlen,
-		    "capability '%s' is not one of the run "
-		    "capabilities",
-		    cap);
+		    "capability '%s' is not one of the run capabilities", cap);
 		return 1;
 	}
 	if (o->egress && !kz_cap_allows(cap, KZ_CAP_EGRESS)) {

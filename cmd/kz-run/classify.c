@@ -129,8 +129,7 @@ command_line(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		for (const char *a = argv[i]; *a != '\0'; a++)
 			*p++ = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-			              "OP"
-			              "QRSTUVWXYZ0123456789_./=:@%+,-",
+			              "OPQRSTUVWXYZ0123456789_./=:@%+,-",
 			           *a) != NULL ?
 			    *a :
 			    ' ';
@@ -169,16 +168,13 @@ run_classify(const struct run_conf *c, const struct run_opts *o, char *why,
 	if (o->argc > 0) {
 		if ((line = command_line(o->argc, o->argv)) == NULL) {
 			kz_why(why, wlen,
-			    "the command could not be "
-			    "classified");
+			    "the command could not be classified");
 			return KZ_EUNAVAIL;
 		}
 		e = kz_classify(line, strlen(line), line_why, sizeof(line_why));
 		free(line);
 		if (e == KZ_CLASS_HOST_ADMIN) {
-			kz_why(why, wlen,
-			    "the command is host "
-			    "administration");
+			kz_why(why, wlen, "the command is host administration");
 			return 1;
 		}
 	}

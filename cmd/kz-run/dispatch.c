@@ -156,8 +156,7 @@ project(struct run_ctx *x, const struct run_lease *l, const struct run_adm *a)
 		         x->manifest, &bytes, why, sizeof(why))) != 0) {
 			fprintf(stderr, "kz-run: projection refused: %s\n",
 			    l->proj ? why :
-			              "the worker has no projection "
-			              "directory");
+			              "the worker has no projection directory");
 			run_denied(x, "projection", "copy", KZ_WE_REFUSED,
 			    "the projection could not be made");
 			return KZ_EXIT_REFUSED;
@@ -213,17 +212,14 @@ lease_lost(const struct run_ctx *x, struct run_lease *l, const struct exec *ex)
 	        ex->ran ? "after the run" :
 	                  "during the run",
 	    l->lost_why,
-	    ex->sent && x->c->snapshot ? "; the workspace was "
-	                                 "not saved" :
-	                                 "");
+	    ex->sent && x->c->snapshot ? "; the workspace was not saved" : "");
 	if (ex->sent && !ex->ran && (ev = run_lease_ev(l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "duration_ms", (double)ex->ms);
 		cJSON_AddStringToObject(ev, "egress",
 		    *ex->grant ? "granted" : "none");
 		cJSON_AddStringToObject(ev, "outcome", "lease_expired");
 		cJSON_AddStringToObject(ev, "reason",
-		    "the run was abandoned: "
-		    "its lease could not be kept");
+		    "the run was abandoned: its lease could not be kept");
 		cJSON_Delete(l->result);
 		l->result = ev;
 	}

@@ -171,8 +171,7 @@ run_lease_get(const struct run_ctx *x, struct run_lease *l)
 			 * group from a daemon that is down; the path, where
 			 * it was looked for (kaizen.conf(5), DEFAULTS). */
 			fprintf(stderr,
-			    "kz-run: kz-lease unreachable at "
-			    "%s%s%s\n",
+			    "kz-run: kz-lease unreachable at %s%s%s\n",
 			    x->c->lease_sock, why[0] ? ": " : "", why);
 			run_denied(x, "admission", "lease", KZ_WE_UNAVAILABLE,
 			    "the lease service could not be reached");

@@ -34,8 +34,7 @@ usage(FILE *fp)
 	    "[--egress]\n"
 	    "              [--output PATH]... [--json] [--call ID] "
 	    "[--config FILE]\n"
-	    "              [--socket PATH] [-q]"
-	    "\n"
+	    "              [--socket PATH] [-q]\n"
 	    "              -- CMD [ARG]...\n"
 	    "       kz-run --help | --version\n");
 }

@@ -84,8 +84,7 @@ run_opts_check(struct run_opts *o, char *why, size_t wlen)
 	}
 	if (strlen(o->actor) > 256 || strlen(o->conv) > 256) {
 		kz_why(why, wlen,
-		    "--actor or --conversation is longer than "
-		    "256 bytes");
+		    "--actor or --conversation is longer than 256 bytes");
 		return -1;
 	}
 	if (o->argc < 1 || o->argc > 256) {

@@ -115,9 +115,7 @@ run_project(const struct run_conf *c, const char *dir, const char *const *files,
 		} else if ((in = open(files[i], O_RDONLY | O_CLOEXEC)) < 0 ||
 		    fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode)) {
 			kz_why(why, wlen,
-			    "file %zu is not a readable regular "
-			    "file",
-			    i + 1);
+			    "file %zu is not a readable regular file", i + 1);
 			e = KZ_EINVAL;
 		} else if ((e = copy_one(in, dfd, b, c->file_max, h, &size)) !=
 		        0 ||

@@ -86,8 +86,7 @@ run_save(const struct run_ctx *x, struct run_lease *l, char *why, size_t wlen)
 
 	if (l->snap == NULL) {
 		kz_why(why, wlen,
-		    "kz-lease named no snapshot for this "
-		    "workspace");
+		    "kz-lease named no snapshot for this workspace");
 		return KZ_ENOENT;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.%s.new", l->snap, x->rid);
@@ -107,8 +106,7 @@ run_save(const struct run_ctx *x, struct run_lease *l, char *why, size_t wlen)
 			    "worker's snapshot bound (SANDBOX_SNAPSHOT_MAX)");
 		else
 			kz_why(why, wlen,
-			    "the worker could not archive the "
-			    "workspace");
+			    "the worker could not archive the workspace");
 		return e;
 	}
 	return kz_snap_commit(l->snap, tmp, &l->snapb, &evicted, why, wlen);
