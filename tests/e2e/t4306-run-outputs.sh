@@ -82,3 +82,4 @@ unlike "$log" "result\.txt|missing\.txt|link\.txt|prog\.exe|escape|private-notes
 unlike "$log" "RESULT-CONTENT|UNDECLARED-CONTENT|STDOUT-MARKER|STDERR-MARKER" \
 	"no file bytes, stdout or stderr are in the audit"
 is "$(ls -A "$T"/snapshots/*/ | grep -c '\.out')" 0 "the output archive and directory are gone"
+done_testing

@@ -7,10 +7,11 @@
 # Declared outputs come back as a durable reference, never bytes; their
 # placeholders carry no resource id and name the call only by kz-project's
 # run-bound room reference, never the caller's call id.  A compressor that
-# fails leaves the already-authorized tails as they were.
+# fails leaves the already-authorized tails as they were; one that works
+# shortens only the model's tails, never the raw output.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 32
+plan 38
 # The workers' own time limit, short, so that a run can hit it.
 export SANDBOX_TIMEOUT=3
 . "$TOP/tests/e2e/room-run-lib.sh"
@@ -75,6 +76,17 @@ kz-run --json --room r1 --member alice --capability code.run.private \
 is "$(j "$T/j6" outputs.0.reason)" "the run did not complete: nothing was read" \
 	"an output of a refused run is reported as not read"
 
+# ---- a compressor that works: only the model's tail is shortened
+LONG=$(printf 'a%.0s' $(seq 1 300))
+RUN_COMPRESS_CMD='tr -s a' kz-run --json --actor alice --conversation c5 -- \
+	sh -c "echo $LONG" >"$T/j8" 2>"$T/e8"
+is "$(j "$T/j8" model.stdout_tail)" "a" "a compressor shortens the model's stdout tail"
+is "$(j "$T/j8" model.stdout_compressed)" true "and says so"
+t "the members' projection carries no output" sh -c "! grep -q aaa '$T/j8' && ! $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"members\"])' '$T/j8' | grep -q a\\b"
+RUN_COMPRESS_CMD='tr -s a' kz-run -q --actor alice --conversation c5 -- \
+	sh -c "echo $LONG" >"$T/o8" 2>>"$T/e8"
+is "$(cat "$T/o8")" "$LONG" "the raw output a compressor saw is unchanged"
+
 # ---- a compressor that fails: the tails stay as they were
 RUN_COMPRESS_CMD=/bin/false kz-run --json --actor alice --conversation c5 -- \
 	sh -c 'echo KEEP-ME' >"$T/j5" 2>"$T/e5"
@@ -84,3 +96,4 @@ RUN_COMPRESS_CMD=/bin/false kz-run -q --actor alice --conversation c5 -- \
 	sh -c 'printf "raw\\n  bytes\\n"' >"$T/o7" 2>"$T/e7"
 is "$(od -c <"$T/o7" | head -2)" "$(printf 'raw\n  bytes\n' | od -c | head -2)" \
 	"with a compressor configured the raw output is unchanged"
+done_testing

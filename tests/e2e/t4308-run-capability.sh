@@ -49,3 +49,4 @@ like "$rec" '"conversation_hash":"[0-9a-f]+"' "the conversation's"
 like "$rec" '"manifest_digest":"sha256:[0-9a-f]{64}"' "and the manifest digest"
 like "$rec" '"capability":"unknown"' "an unknown capability is recorded as unknown"
 unlike "$(audit_q)" "code.root" "the made-up name never enters the audit"
+done_testing
