@@ -82,9 +82,15 @@ member_name(const unsigned char *h, const char *longname, char *name,
 	const char *p;
 	size_t n;
 
-	if (longname[0] != '\0')
-		snprintf(name, len, "%s", longname);
-	else if (memcmp(h + 257, "ustar\0", 6) == 0 && h[345] != '\0')
+	if (longname[0] != '\0') {
+		/* A name too long to hold is no declared output's: cut, it
+		 * could pass for one. */
+		if ((n = strlen(longname)) >= len) {
+			name[0] = '\0';
+			return;
+		}
+		memcpy(name, longname, n + 1);
+	} else if (memcmp(h + 257, "ustar\0", 6) == 0 && h[345] != '\0')
 		snprintf(name, len, "%.155s/%.100s", (const char *)h + 345,
 		    (const char *)h);
 	else
