@@ -2,8 +2,9 @@
  * Declared shared-turn outputs.  After the run, while the lease still
  * holds, the worker archives its workspace (the same tar inside the
  * sandbox a snapshot is, so nothing reads the workspace with more
- * privilege than the code had); only the declared members are taken out
- * of it (untar.c) into a directory of this run's own, and kz-project's
+ * privilege than the code had) and sends it over its socket; only the
+ * declared members are taken out of it (untar.c) into a directory of this
+ * run's own beside the snapshot, in the deployment's group, and kz-project's
  * link-output validates each (name, size, type) and links it to exactly
  * the turn's room, recording the turn and member.  Nothing undeclared
  * leaves the archive, which is removed with the directory once every
@@ -20,7 +21,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sodium.h>
 
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_path.h"
 #include "run.h"
@@ -203,6 +206,92 @@ report(const struct run_ctx *x, struct run_result *r)
 	}
 }
 
+/*
+ * The directory kz-project reads the declared files from: the group of
+ * the snapshot's own directory (the deployment's, which kz-run and
+ * kz-project share), setgid so that the files made in it get that group
+ * too, and closed to everyone else.
+ */
+static int
+make_outdir(const char *dir, const char *snap)
+{
+	char parent[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(parent, sizeof(parent), "%s", snap);
+	if ((slash = strrchr(parent, '/')) == NULL || slash == parent)
+		return KZ_EINVAL;
+	*slash = '\0';
+	if (stat(parent, &st) != 0 || mkdir(dir, 0700) != 0)
+		return KZ_ESYS;
+	if (chown(dir, (uid_t)-1, st.st_gid) != 0 || chmod(dir, 02750) != 0) {
+		rmdir(dir);
+		return KZ_ESYS;
+	}
+	return 0;
+}
+
+/*
+ * The workspace archive, over the worker's socket into tar, which kz-run
+ * makes (0600, O_EXCL): a file the worker wrote would be the worker's
+ * user's, which kz-run, another user in a deployment, cannot read.  The
+ * worker bounds the archive (SANDBOX_SNAPSHOT_MAX) and refuses over it.
+ */
+static int
+fetch_archive(const struct run_ctx *x, struct run_lease *l, const char *tar,
+    const char **code)
+{
+	cJSON *req = run_request("snapshot", x->rid), *rep = NULL;
+	unsigned char *b = NULL;
+	const char *b64, *err;
+	size_t n = 0, cap;
+	char why[160];
+	int e, fd;
+
+	if (req == NULL)
+		return KZ_ENOMEM;
+	e = run_worker_call(x, l, req, x->c->io_timeout_ms, NULL, &rep, why,
+	    sizeof(why));
+	cJSON_Delete(req);
+	if (e != 0)
+		goto out;
+	if (!cJSON_IsTrue(kz_json_get(rep, "ok"))) {
+		err = run_str(rep, "error");
+		*code = err && strcmp(err, KZ_WE_REFUSED) == 0 ? KZ_WE_REFUSED :
+		                                                 "error";
+		e = KZ_EDENIED;
+		goto out;
+	}
+	if ((b64 = run_str(rep, "archive_b64")) == NULL) {
+		e = KZ_EPROTO;
+		goto out;
+	}
+	cap = strlen(b64) / 4 * 3 + 3;
+	if ((b = malloc(cap)) == NULL) {
+		e = KZ_ENOMEM;
+		goto out;
+	}
+	if (sodium_base642bin(b, cap, b64, strlen(b64), NULL, &n, NULL,
+	        sodium_base64_VARIANT_ORIGINAL) != 0) {
+		e = KZ_EPROTO;
+		goto out;
+	}
+	fd = open(tar, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd < 0) {
+		e = KZ_ESYS;
+		goto out;
+	}
+	e = kz_write_full(fd, b, n, -1);
+	if (close(fd) != 0 && e == 0)
+		e = KZ_ESYS;
+out:
+	free(b);
+	cJSON_Delete(rep);
+	return e;
+}
+
 void
 run_outputs(const struct run_ctx *x, struct run_lease *l, const cJSON *snap)
 {
@@ -235,8 +324,8 @@ run_outputs(const struct run_ctx *x, struct run_lease *l, const cJSON *snap)
 	 * (the deployment's group) may read; ".new" is swept if we die. */
 	snprintf(tar, sizeof(tar), "%s.%s.out.new", l->snap, x->rid);
 	snprintf(dir, sizeof(dir), "%s.%s.out.d", l->snap, x->rid);
-	if (run_worker_op(x, l, "snapshot", tar, &code) != 0 ||
-	    mkdir(dir, 0750) != 0) {
+	if (fetch_archive(x, l, tar, &code) != 0 ||
+	    make_outdir(dir, l->snap) != 0) {
 		for (i = 0; i < r->nout; i++)
 			if (r->out[i].err == KZ_ENOENT)
 				refuse(&r->out[i], KZ_EUNAVAIL,

@@ -53,7 +53,7 @@ map() { sed -e "s|/run/kaizen|$RUN|g" -e "s|/var/lib/kaizen|$LIB|g" \
 	-e "s|@SYSCONFDIR@/kaizen/|$CONF/|g" \
 	-e "s|^\(KZ_PEER_GIDS=\)kaizen$|\1$KAIZEN|" <<<"$1"; }
 
-plan 47
+plan 49
 
 # The run dir as etc/tmpfiles.d makes it.
 read -r ty path mode owner group _ < <(grep '^d ' "$TOP/etc/tmpfiles.d/kaizen.conf")
@@ -198,6 +198,14 @@ is "$?" 0 "the operator's room turn runs"
 is "$(cat "$T/o3")" "room text" "and the code reads the room's file"
 is "$(cat "$T/e3")" "" "with nothing on stderr"
 is "$(ls -A "$RUN" | grep -c kz-run-classify)" 0 "no classify copy is left"
+# A declared output across the users: kz-run (the operator) takes the
+# workspace archive over the worker's socket, and kz-project (its own
+# user, in kaizen) reads the declared file where kz-run put it.
+op kz-run --room r1 --member ann --output report.txt -- \
+	sh -c 'printf REPORT >report.txt' >"$T/o6" 2>"$T/e6"
+is "$?" 0 "the operator's room turn with a declared output runs"
+like "$(cat "$T/e6")" "outputs linked 1 of 1: report.txt" \
+	"kz-project, under its own uid, links the output"
 
 # Outside kaizen: refused by the file modes, with one line saying so.
 out() { as $OUTS $OUTS env "${OPENV[@]}" "$@"; }
