@@ -21,6 +21,7 @@
 #include <cJSON.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_sock.h"
 

@@ -51,7 +51,7 @@ trap cleanup EXIT
 srv=$(command -v valkey-server || command -v redis-server)
 . "$TOP/tests/bench/steal.bash"
 ST0=$(steal)
-cc -std=c11 -D_GNU_SOURCE -O2 -I"$TOP/lib" $(pkg-config --cflags libcjson) -o "$T/load" \
+cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Werror=implicit-function-declaration -I"$TOP/lib" $(pkg-config --cflags libcjson) -o "$T/load" \
 	"$TOP/tests/bench/lease-load.c" "$TOP/build/libkz.a" $(pkg-config --libs libcjson libsodium) -lpthread
 cc -std=c11 -O2 -o "$T/floor" "$TOP/tests/bench/floor.c"
 bench=$(command -v valkey-benchmark || command -v redis-benchmark)
