@@ -12,42 +12,9 @@
 #include <sodium.h>
 
 #include "kz_key.h"
-#include "pv.h"
+#define SCRATCH_TAG "pkg"
+#include "scratch.h"
 #include "banned.h"
-
-static char dir[64];
-
-static void
-setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/pv-pkg.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void
-teardown(void)
-{
-	ck_assert_int_eq(pv_remove_tree(dir), 0);
-}
-
-static void
-put(const char *rel, const char *text)
-{
-	char p[256];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	for (char *s = strchr(p + strlen(dir) + 1, '/'); s;
-	     s = strchr(s + 1, '/')) {
-		*s = '\0';
-		mkdir(p, 0755);
-		*s = '/';
-	}
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
 
 static const struct {
 	const char *json;

@@ -10,42 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pv.h"
+#define SCRATCH_TAG "tree"
+#include "scratch.h"
 #include "banned.h"
-
-static char dir[64];
-
-static void
-setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/pv-tree.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void
-teardown(void)
-{
-	ck_assert_int_eq(pv_remove_tree(dir), 0);
-}
-
-/* Writes dir/src/rel, making its parents. */
-static void
-put(const char *rel, const char *text)
-{
-	char p[256];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
-	for (char *s = strchr(p + strlen(dir) + 1, '/'); s;
-	     s = strchr(s + 1, '/')) {
-		*s = '\0';
-		(void)mkdir(p, 0755);
-		*s = '/';
-	}
-	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644), 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
 
 static void
 check_copy(const char *rel, const char *text, uid_t owner)
@@ -86,10 +53,10 @@ START_TEST(test_materialize_nested)
 	uid_t me = geteuid();
 	int sfd, dfd;
 
-	put("top.md", "top");
-	put("a/one.md", "one");
-	put("a/b/c/deep.md", "deep");
-	put("a/b/two.md", "two");
+	put("src/top.md", "top");
+	put("src/a/one.md", "one");
+	put("src/a/b/c/deep.md", "deep");
+	put("src/a/b/two.md", "two");
 	snprintf(src, sizeof(src), "%s/src", dir);
 	ck_assert_int_ge(sfd = open(src, O_RDONLY | O_DIRECTORY), 0);
 	ck_assert_int_ge(dfd = open(dir, O_RDONLY | O_DIRECTORY), 0);
