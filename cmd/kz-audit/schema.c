@@ -85,6 +85,15 @@ static const struct field f_validation[] = {TOK("artifact_digest", 128),
 static const struct field f_output[] = {TOK("decision", 32), TOK("error", 64),
     TOK("resource", 64), INT("bytes", 0, INT_MAXJ),
     INT("link_seq", 0, INT_MAXJ), {NULL, 0, 0, 0}};
+/* kz-pkgrun: a package admitted to the cache, or one tool invocation: the
+ * package's content hash, the tool and its class, never its arguments,
+ * member files or output. */
+static const struct field f_package[] = {TOK("action", 16),
+    HEX("package_hash"), TOK("tool", 64), TOK("class", 32),
+    {"shared", F_BOOL, 0, 0}, INT("files", 0, INT_MAXJ),
+    INT("exit_status", -1, 255), INT("signal", 0, 128),
+    INT("duration_ms", 0, INT_MAXJ), TOK("stage", 32), TOK("error", 64),
+    {NULL, 0, 0, 0}};
 
 struct kind {
 	const char *name;
@@ -96,11 +105,13 @@ static const struct kind kinds[] = {{"dispatch", f_dispatch},
     {"reset", f_reset}, {"retire", f_reset}, {"egress_refusal", f_egress},
     {"egress_reload", f_reload}, {"projection", f_project},
     {"admission", f_project}, {"verification", f_project},
-    {"validation", f_validation}, {"output", f_output}, {NULL, NULL}};
+    {"validation", f_validation}, {"output", f_output},
+    {"package", f_package}, {NULL, NULL}};
 
 const char *const aud_kinds[] = {"dispatch", "isolation_denial", "lease",
     "release", "reset", "retire", "egress_refusal", "egress_reload",
-    "projection", "admission", "verification", "validation", "output", NULL};
+    "projection", "admission", "verification", "validation", "output",
+    "package", NULL};
 
 static const char *const refusal_names[AUD_R_COUNT_] = {"unknown_kind",
     "unknown_field", "wrong_type", "nested", "multiline", "length", "path",

@@ -90,6 +90,13 @@ static const struct bad bads[] = {
     {"output", "{\"content_b64\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
     {"output", "{\"resource\":\"/SECRET\"}", AUD_R_PATH, "resource"},
     {"output", "{\"bytes\":-1}", AUD_R_RANGE, "bytes"},
+    /* A package invocation names no argument, member file or output. */
+    {"package", "{\"args\":[\"SECRET\"]}", AUD_R_FIELD, "(unknown)"},
+    {"package", "{\"file\":\"SECRET.txt\"}", AUD_R_FIELD, "(unknown)"},
+    {"package", "{\"stdout\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"package", "{\"package_hash\":\"SECRET\"}", AUD_R_CHARSET,
+        "package_hash"},
+    {"package", "{\"tool\":\"/SECRET\"}", AUD_R_PATH, "tool"},
 };
 
 START_TEST(test_hostile)

@@ -1,0 +1,289 @@
+/*
+ * One tool run: the one-shot kz-sandbox with the runner's own settings.
+ *
+ * The tier's boundary is kz-sandbox's (namespaces, no capabilities,
+ * no_new_privs, the seccomp filter, the allowlisted read-only root, a
+ * cgroup of its own with the runner's limits, no network without a
+ * grant); this file only chooses its settings.  kz-sandbox is exec'd with
+ * an environment of one PATH entry and descriptors 0-3 only, so nothing
+ * of the runner's own process reaches it, let alone the tool.
+ *
+ * The tool's exit status comes back on descriptor 3, written by a small
+ * shell step after the tool, which runs with 3 closed: so kz-sandbox's own
+ * statuses (2 and 3: nothing ran; 1: a limit stopped the run) can never
+ * be forged by a tool exiting with the same number.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kz_conf.h"
+#include "kz_io.h"
+#include "pkgrun.h"
+#include "banned.h"
+
+#define STATUS_FD 3
+#define ARGV_MAX 160
+
+static const char step[] = "\"$@\" 3>&-\n"
+                           "echo $? >&3\n";
+
+#define ADD(x)                                                                 \
+	do {                                                                   \
+		if (n < max - 1)                                               \
+			a[n] = (x);                                            \
+		n++;                                                           \
+	} while (0)
+
+int
+pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
+    size_t max)
+{
+	static __thread char uid[24], gid[24], mem[24], pids[24], cpu[24],
+	    tmo[24], rmax[24], sdir[PATH_MAX + 16];
+	size_t n = 0;
+
+	snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
+	snprintf(gid, sizeof(gid), "%lld", (long long)c->gid);
+	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)c->memory);
+	snprintf(pids, sizeof(pids), "%lld", (long long)c->pids);
+	snprintf(cpu, sizeof(cpu), "%lld", (long long)c->cpu_milli);
+	snprintf(tmo, sizeof(tmo), "%lld", (long long)c->timeout_s);
+	snprintf(rmax, sizeof(rmax), "%llu", (unsigned long long)c->result_max);
+	snprintf(sdir, sizeof(sdir), "%s/sandbox", c->state_dir);
+	ADD(c->sandbox_bin);
+	ADD("run");
+	if (c->sandbox_conf[0] != '\0') {
+		ADD("--config");
+		ADD(c->sandbox_conf);
+	}
+	ADD("--id");
+	ADD(x->id);
+	ADD("--uid");
+	ADD(uid);
+	ADD("--gid");
+	ADD(gid);
+	ADD("--memory");
+	ADD(mem);
+	ADD("--pids");
+	ADD(pids);
+	ADD("--cpu");
+	ADD(cpu);
+	ADD("--timeout");
+	ADD(tmo);
+	ADD("--stdout-max");
+	ADD(rmax);
+	ADD("--stderr-max");
+	ADD(rmax);
+	ADD("--projection");
+	ADD(x->staging);
+	ADD("--state-dir");
+	ADD(sdir);
+	ADD("--cgroup-parent");
+	ADD("kz-pkgrun");
+	if (x->grant_file != NULL && c->egress_sock[0] != '\0') {
+		ADD("--egress-socket");
+		ADD(c->egress_sock);
+		ADD("--grant-file");
+		ADD(x->grant_file);
+	}
+	ADD("--pass-fd");
+	ADD("3");
+	for (int i = 0; x->env[i] != NULL; i++) {
+		ADD("--env");
+		ADD(x->env[i]);
+	}
+	ADD("--");
+	ADD("/bin/sh");
+	ADD("-c");
+	ADD(step);
+	ADD("kz-pkgrun-step");
+	for (int i = 0; x->argv[i] != NULL; i++)
+		ADD(x->argv[i]);
+	if (n >= max)
+		return KZ_ETOOBIG;
+	a[n] = NULL;
+	return 0;
+}
+
+static void
+child(const char *const *argv, int out, int err, int st)
+{
+	static char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+	int nul;
+
+	setsid();
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if ((nul = open("/dev/null", O_RDONLY)) < 0 || dup2(nul, 0) < 0 ||
+	    dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(st, STATUS_FD) < 0)
+		_exit(KZ_EXIT_UNAVAIL);
+	close_range(STATUS_FD + 1, ~0U, 0);
+	execve(argv[0], (char *const *)argv, env);
+	_exit(KZ_EXIT_UNAVAIL);
+}
+
+struct sink {
+	int fd;
+	char *buf;
+	size_t len, max;
+	bool cut;
+};
+
+/* Reads what is there; false at end of file. */
+static bool
+drain(struct sink *s)
+{
+	char tmp[16384];
+	ssize_t n = read(s->fd, tmp, sizeof(tmp));
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	if (s->len < s->max) {
+		size_t take = (size_t)n < s->max - s->len ? (size_t)n :
+		                                            s->max - s->len;
+
+		memcpy(s->buf + s->len, tmp, take);
+		s->len += take;
+		s->cut |= take < (size_t)n;
+	} else
+		s->cut = true;
+	return true;
+}
+
+/* Collects the three pipes until each is closed or the deadline. */
+static int
+collect(struct sink *s, int n, int64_t deadline)
+{
+	struct pollfd p[3];
+	int open = n;
+
+	for (int i = 0; i < n; i++)
+		p[i].fd = s[i].fd, p[i].events = POLLIN;
+	while (open > 0) {
+		int64_t left = deadline - kz_now_ms();
+		int r;
+
+		if (left <= 0)
+			return KZ_ETIMEDOUT;
+		if ((r = poll(p, (nfds_t)n, (int)left)) < 0 && errno != EINTR)
+			return KZ_ESYS;
+		for (int i = 0; r > 0 && i < n; i++)
+			if (p[i].fd >= 0 && p[i].revents != 0 &&
+			    !drain(&s[i])) {
+				p[i].fd = -1;
+				open--;
+			}
+	}
+	return 0;
+}
+
+static void
+finish(struct pr_exec_out *o, int wst, const struct sink *st)
+{
+	int64_t v;
+	char b[16];
+
+	o->exit_status = -1;
+	if (WIFSIGNALED(wst)) {
+		o->sig = WTERMSIG(wst);
+		return;
+	}
+	switch (WEXITSTATUS(wst)) {
+	case KZ_EXIT_OK:
+		snprintf(b, sizeof(b), "%.*s", (int)st->len, st->buf);
+		b[strcspn(b, "\n")] = '\0';
+		if (kz_parse_int(b, 0, 255, &v) == 0)
+			o->exit_status = (int)v;
+		else
+			o->setup_failed = true; /* the step never reported */
+		break;
+	case KZ_EXIT_USAGE:
+	case KZ_EXIT_UNAVAIL:
+	case KZ_EXIT_INTERNAL:
+		o->setup_failed = true;
+		break;
+	default: /* 1: a limit stopped it; 128+N: the step was killed */
+		o->sig = WEXITSTATUS(wst) > 128 ? WEXITSTATUS(wst) - 128 : 0;
+		break;
+	}
+}
+
+static int
+spawn(const char *const *argv, int pipes[3][2], pid_t *pid)
+{
+	for (int i = 0; i < 3; i++)
+		if (pipe2(pipes[i], O_CLOEXEC) != 0)
+			return KZ_ESYS;
+	if ((*pid = fork()) < 0)
+		return KZ_ESYS;
+	if (*pid == 0)
+		child(argv, pipes[0][1], pipes[1][1], pipes[2][1]);
+	for (int i = 0; i < 3; i++) {
+		close(pipes[i][1]);
+		pipes[i][1] = -1;
+	}
+	return 0;
+}
+
+int
+pr_exec_run(const struct pr_conf *c, const struct pr_exec *x,
+    struct pr_exec_out *o, char *why, size_t wlen)
+{
+	const char *argv[ARGV_MAX];
+	int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}}, wst = 0, r;
+	struct sink s[3];
+	char stbuf[16];
+	pid_t pid = -1;
+
+	memset(o, 0, sizeof(*o));
+	memset(s, 0, sizeof(s));
+	if (pr_exec_argv(c, x, argv, ARGV_MAX) != 0) {
+		kz_why(why, wlen, "too many arguments for the sandbox");
+		return KZ_ETOOBIG;
+	}
+	for (int i = 0; i < 2; i++)
+		if ((s[i].buf = malloc(c->result_max)) == NULL) {
+			r = KZ_ENOMEM;
+			goto out;
+		}
+	s[0].max = s[1].max = c->result_max;
+	s[2].buf = stbuf, s[2].max = sizeof(stbuf);
+	if ((r = spawn(argv, pipes, &pid)) != 0) {
+		kz_why(why, wlen, "cannot start the sandbox: %s",
+		    strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < 3; i++)
+		s[i].fd = pipes[i][0];
+	/* kz-sandbox enforces the timeout itself; this is the backstop. */
+	r = collect(s, 3, kz_now_ms() + (c->timeout_s + 15) * 1000);
+	if (r != 0)
+		(void)kill(-pid, SIGTERM);
+	while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+		;
+	finish(o, wst, &s[2]);
+	if (r != 0)
+		o->setup_failed = true, kz_why(why, wlen, "the sandbox hung");
+	o->out = s[0].buf, o->outlen = s[0].len;
+	o->err = s[1].buf, o->errlen = s[1].len;
+	o->truncated = s[0].cut;
+	s[0].buf = s[1].buf = NULL;
+	r = 0;
+out:
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			if (pipes[i][j] >= 0)
+				close(pipes[i][j]);
+	free(s[0].buf);
+	free(s[1].buf);
+	return r;
+}

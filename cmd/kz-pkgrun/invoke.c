@@ -1,0 +1,447 @@
+/*
+ * One invocation, end to end: check the request, find the package and the
+ * tool, apply the collaboration policy, audit (an invocation that cannot
+ * be audited does not run), stage a fresh read-only projection (the
+ * package, copied out of the cache and proven to hash to its name, and the
+ * member files, each opened beneath the workspace through a rooted path),
+ * run the tool in the sandbox, and return its sanitized result.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kz_io.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "kz_path.h"
+#include "kz_wire.h"
+#include "pkgrun.h"
+#include "banned.h"
+
+static void
+set_result(struct pr_result *res, enum kz_exit code, const char *wire,
+    const char *why)
+{
+	res->code = code;
+	res->wire = wire;
+	if (why != NULL && why != res->why)
+		snprintf(res->why, sizeof(res->why), "%s", why);
+}
+
+/* Copies member file rel from wsfd into filesfd. */
+static int
+copy_member(int wsfd, int filesfd, const char *rel, uint64_t *left, char *why,
+    size_t wlen)
+{
+	const char *base;
+	char buf[65536];
+	int in = -1, out = -1, pfd = -1, r;
+	ssize_t n;
+
+	if ((r = kz_path_open(wsfd, rel, strlen(rel), KZ_PATH_FILE, &in, NULL,
+	         0)) != 0)
+		return r;
+	if ((r = kz_path_mkparent(filesfd, rel, 0755, (uid_t)-1, (gid_t)-1,
+	         &pfd, &base, NULL)) != 0)
+		goto out;
+	if ((out = openat(pfd, base,
+	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444)) <
+	    0) {
+		r = errno == EEXIST ? KZ_EINVAL : KZ_ESYS;
+		goto out;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if ((uint64_t)n > *left) {
+			kz_why(why, wlen, "member files exceed the size limit");
+			r = KZ_ETOOBIG;
+			goto out;
+		}
+		*left -= (uint64_t)n;
+		if (kz_write_full(out, buf, (size_t)n, -1) != 0) {
+			r = KZ_ESYS;
+			goto out;
+		}
+	}
+	r = n < 0 ? KZ_ESYS : 0;
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (pfd >= 0)
+		close(pfd);
+	return r;
+}
+
+static void
+stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
+    struct pr_result *res)
+{
+	uint64_t left = c->files_max;
+	int rootfd = -1, wsfd = -1, r = 0;
+	char why[128] = "";
+
+	if (iv->nfiles == 0)
+		return;
+	if (c->workspaces[0] == '\0' ||
+	    (rootfd = open(c->workspaces, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
+	        0) {
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		    "member workspaces are not available");
+		return;
+	}
+	if ((r = kz_path_open(rootfd, iv->workspace, strlen(iv->workspace),
+	         KZ_PATH_DIR, &wsfd, NULL, 0)) != 0)
+		snprintf(res->why, sizeof(res->why), "workspace: %s",
+		    kz_strerror(r));
+	for (int i = 0; r == 0 && i < iv->nfiles; i++)
+		if ((r = copy_member(wsfd, filesfd, iv->files[i], &left, why,
+		         sizeof(why))) != 0)
+			snprintf(res->why, sizeof(res->why), "file %d: %s",
+			    i + 1,
+			    why[0]             ? why :
+			        r == KZ_EINVAL ? "listed twice" :
+			                         kz_strerror(r));
+	if (r == KZ_ESYS)
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, NULL);
+	else if (r == KZ_EINVAL)
+		set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+	else if (r != 0)
+		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+	if (wsfd >= 0)
+		close(wsfd);
+	close(rootfd);
+}
+
+/* The staging directory: STATE/inv-XXXX/{pkg,files}, 0755 root. */
+static int
+stage_open(const struct pr_conf *c, int *sfd, char *name, size_t len,
+    int *pkgfd, int *filesfd)
+{
+	int r;
+
+	*sfd = *pkgfd = *filesfd = -1;
+	if (mkdir(c->state_dir, 0755) != 0 && errno != EEXIST)
+		return KZ_ESYS;
+	if ((*sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return KZ_ESYS;
+	if ((r = pr_mkdir_fresh(*sfd, "inv", 0755, name, len)) != 0)
+		return r;
+	if (mkdirat(*sfd, "sandbox", 0755) != 0 && errno != EEXIST)
+		return KZ_ESYS;
+	for (int i = 0; i < 2; i++) {
+		char p[128];
+		int *fd = i == 0 ? pkgfd : filesfd;
+
+		snprintf(p, sizeof(p), "%s/%s", name,
+		    i == 0 ? PR_PKG_DIR : PR_FILES_DIR);
+		if (mkdirat(*sfd, p, 0755) != 0 ||
+		    (*fd = openat(*sfd, p,
+		         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			return KZ_ESYS;
+	}
+	return 0;
+}
+
+/* The tool's whole environment: these names and kz-sandbox's safe set. */
+static int
+build_env(const struct pr_tool *t, bool shared, char env[][96], int max,
+    const char **out)
+{
+	int n = 0;
+
+	snprintf(env[n++], 96, "KZ_PKG_DIR=%s", PR_SANDBOX_PKG);
+	snprintf(env[n++], 96, "KZ_PKG_FILES=%s", PR_SANDBOX_FILES);
+	snprintf(env[n++], 96, "KZ_PKG_TOOL=%s", t->name);
+	snprintf(env[n++], 96, "KZ_PKG_CLASS=%s", pr_class_name(t->cls));
+	snprintf(env[n++], 96, "KZ_PKG_SHARED=%d", shared ? 1 : 0);
+	snprintf(env[n++], 96, "HOME=/workspace");
+	snprintf(env[n++], 96, "LANG=C.UTF-8");
+	for (int i = 0; i < n && i < max; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env[i], "="),
+		    env[i]);
+		/* The guard: no name of ours may ever look like a secret. */
+		if (pr_env_name_secret(name))
+			return KZ_EINTERNAL;
+		out[i] = env[i];
+	}
+	out[n] = NULL;
+	return 0;
+}
+
+static int
+tool_argv(const struct pr_tool *t, const struct pr_inv *iv, char *cmd,
+    size_t len, const char **a)
+{
+	int n = 0;
+
+	if ((size_t)snprintf(cmd, len, "%s/%s", PR_SANDBOX_PKG, t->argv[0]) >=
+	    len)
+		return KZ_ETOOBIG;
+	a[n++] = cmd;
+	for (int i = 1; i < t->argc; i++)
+		a[n++] = t->argv[i];
+	for (int i = 0; i < iv->nargs; i++)
+		a[n++] = iv->args[i];
+	a[n] = NULL;
+	return 0;
+}
+
+static int
+write_grant(const char *path, const char *grant)
+{
+	int fd = open(path,
+	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int r;
+
+	if (fd < 0)
+		return KZ_ESYS;
+	r = kz_write_full(fd, grant, strlen(grant), -1);
+	if (close(fd) != 0 || r != 0) {
+		(void)unlink(path);
+		return KZ_ESYS;
+	}
+	return 0;
+}
+
+static void
+run_tool(const struct pr_conf *c, const struct pr_inv *iv,
+    const struct pr_tool *t, const char *staging, const char *id,
+    struct pr_result *res)
+{
+	const char *env[16], *argv[PR_CMD_ARGS_MAX + PR_ARGS_MAX + 2];
+	char envbuf[16][96], cmd[KZ_PATH_MAX + 32], gfile[PATH_MAX + 96] = "";
+	bool shared = iv->room != NULL;
+	struct pr_exec x = {staging, id, NULL, env, argv};
+	struct pr_exec_out o;
+	char why[256] = "";
+	int r;
+
+	if (build_env(t, shared, envbuf, 16, env) != 0 ||
+	    tool_argv(t, iv, cmd, sizeof(cmd), argv) != 0) {
+		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
+		    "cannot build the tool's command");
+		return;
+	}
+	/* The grant goes beside the projection, never into it: kz-sandbox
+	 * keeps it in its relay's memory and the tool never sees it. */
+	if (iv->grant != NULL) {
+		snprintf(gfile, sizeof(gfile), "%s.grant", staging);
+		if (write_grant(gfile, iv->grant) != 0) {
+			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			    "cannot hand the grant to the sandbox");
+			return;
+		}
+		x.grant_file = gfile;
+	}
+	r = pr_exec_run(c, &x, &o, why, sizeof(why));
+	if (gfile[0] != '\0')
+		(void)unlink(gfile);
+	if (r != 0) {
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, why);
+		return;
+	}
+	res->exit_status = o.exit_status;
+	res->sig = o.sig;
+	res->truncated = o.truncated;
+	res->out = pr_sanitize(o.out, o.outlen, &res->outlen);
+	/* In a shared room the room sees only the tool's normal result. */
+	if (!shared)
+		res->err = pr_sanitize(o.err, o.errlen, &res->errlen);
+	free(o.out);
+	free(o.err);
+	if (o.setup_failed)
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		    "the sandbox could not be set up: nothing ran");
+	else if (res->out == NULL || (!shared && res->err == NULL))
+		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
+		    "out of memory");
+	else if (o.exit_status < 0)
+		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
+		    o.sig ? "the tool was killed" :
+		            "the tool was stopped at a limit");
+}
+
+/* The package's manifest, from an entry the caller has open. */
+static int
+load_manifest(const struct pr_conf *c, const char *hex, int *efd, char **man,
+    size_t *mlen, struct pr_manifest *m, struct pr_result *res)
+{
+	int r;
+
+	if ((r = pr_cache_open(c, hex, efd, man, mlen, res->why,
+	         sizeof(res->why))) != 0) {
+		if (r == KZ_ENOENT || r == KZ_EDENIED)
+			set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+		else if (r == KZ_EINVAL)
+			set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+		else
+			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			    NULL);
+		return r;
+	}
+	if ((r = pr_manifest_parse(*man, *mlen, m, res->why,
+	         sizeof(res->why))) != 0) {
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		    "the cache entry's manifest is not valid");
+		return r;
+	}
+	return 0;
+}
+
+/* Stages, runs and cleans up; res says how it went. */
+static void
+stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
+    const struct pr_tool *t, int efd, const char *man, size_t mlen,
+    struct pr_result *res)
+{
+	char name[64] = "", staging[PATH_MAX + 80], id[80];
+	int sfd, pkgfd, filesfd, r;
+
+	if (stage_open(c, &sfd, name, sizeof(name), &pkgfd, &filesfd) != 0) {
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		    "cannot make the invocation's directory");
+		goto out;
+	}
+	if ((r = pr_cache_stage(c, efd, iv->package, man, mlen, pkgfd, res->why,
+	         sizeof(res->why))) != 0) {
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		    r == KZ_ECRYPTO ? "the cached package does not match its "
+		                      "hash: it does not run" :
+		                      "cannot copy the package");
+		(void)pr_audit(c, iv, res, "failed", "verify");
+		goto out;
+	}
+	stage_members(c, iv, filesfd, res);
+	if (res->wire != NULL || fchmod(pkgfd, 0555) != 0)
+		goto out;
+	snprintf(staging, sizeof(staging), "%s/%s", c->state_dir, name);
+	snprintf(id, sizeof(id), "pkgrun-%s", name + 4);
+	run_tool(c, iv, t, staging, id, res);
+out:
+	if (pkgfd >= 0)
+		close(pkgfd);
+	if (filesfd >= 0)
+		close(filesfd);
+	if (sfd >= 0 && name[0] != '\0')
+		(void)pr_tree_remove(sfd, name);
+	if (sfd >= 0)
+		close(sfd);
+}
+
+void
+pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
+    struct pr_result *res)
+{
+	const struct pr_tool *t;
+	struct pr_manifest m;
+	int64_t t0 = kz_now_ms();
+	char *man = NULL;
+	size_t mlen = 0;
+	int efd = -1;
+
+	memset(res, 0, sizeof(*res));
+	memset(&m, 0, sizeof(m));
+	res->exit_status = -1;
+	res->cls = "none";
+	if (pr_inv_check(iv, res->why, sizeof(res->why)) != 0) {
+		set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+		goto out;
+	}
+	if (load_manifest(c, iv->package, &efd, &man, &mlen, &m, res) != 0)
+		goto refused;
+	/* Absent and nonexistent tools get the same answer. */
+	if ((t = pr_manifest_tool(&m, iv->tool)) == NULL) {
+		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
+		    "no such tool in the package");
+		goto refused;
+	}
+	res->cls = pr_class_name(t->cls);
+	if (pr_tool_allowed(t, iv->room != NULL, iv->nfiles, res->why,
+	        sizeof(res->why)) != 0) {
+		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+		goto refused;
+	}
+	if (pr_audit(c, iv, res, "started", "dispatch") != 0) {
+		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		    "the audit sink is unavailable: nothing ran");
+		goto out;
+	}
+	stage_and_run(c, iv, t, efd, man, mlen, res);
+	res->ms = kz_now_ms() - t0;
+	if (pr_audit(c, iv, res, res->wire ? "failed" : "ok", "done") != 0)
+		kz_log(KZ_LOG_WARN, "pkgrun.audit", KZ_EUNAVAIL,
+		    "the invocation's outcome was not audited", NULL);
+	goto out;
+refused:
+	res->ms = kz_now_ms() - t0;
+	(void)pr_audit(c, iv, res, "refused", "policy");
+out:
+	if (efd >= 0)
+		close(efd);
+	free(man);
+	pr_manifest_release(&m);
+}
+
+void
+pr_result_release(struct pr_result *res)
+{
+	free(res->out);
+	free(res->err);
+	res->out = res->err = NULL;
+}
+
+int
+pr_list(const struct pr_conf *c, const char *hex, bool shared, cJSON **out,
+    char *why, size_t wlen)
+{
+	struct pr_result res;
+	struct pr_manifest m;
+	cJSON *a = NULL;
+	char *man = NULL;
+	size_t mlen = 0;
+	int efd = -1, r;
+
+	memset(&res, 0, sizeof(res));
+	memset(&m, 0, sizeof(m));
+	if ((r = load_manifest(c, hex, &efd, &man, &mlen, &m, &res)) != 0 ||
+	    (r = pr_cache_stage(c, efd, hex, man, mlen, -1, res.why,
+	         sizeof(res.why))) != 0) {
+		kz_why(why, wlen, "%s", res.why);
+		goto out;
+	}
+	if ((a = cJSON_CreateArray()) == NULL) {
+		r = KZ_ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < m.ntools; i++) {
+		const struct pr_tool *t = &m.tools[i];
+		cJSON *o;
+
+		if (t->cls == PR_CLASS_NONE ||
+		    pr_tool_allowed(t, shared, 0, NULL, 0) != 0)
+			continue;
+		if ((o = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, o) ||
+		    !cJSON_AddStringToObject(o, "name", t->name) ||
+		    !cJSON_AddStringToObject(o, "class",
+		        pr_class_name(t->cls))) {
+			r = KZ_ENOMEM;
+			goto out;
+		}
+	}
+	*out = a, a = NULL;
+out:
+	cJSON_Delete(a);
+	if (efd >= 0)
+		close(efd);
+	free(man);
+	pr_manifest_release(&m);
+	return r;
+}

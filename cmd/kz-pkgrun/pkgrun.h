@@ -1,0 +1,217 @@
+/*
+ * kz-pkgrun internals: the configuration (conf.c), the content-addressed
+ * tree walk, hash and copy (tree.c), the cache (cache.c), the manifest and
+ * its closed class set (manifest.c), one invocation (invoke.c, exec.c),
+ * the audit records (audit.c) and the daemon (serve.c).  Module functions
+ * return 0 or a negative kz_err and fill (why, wlen) with one line; they
+ * never print or exit.
+ */
+#ifndef PKGRUN_H
+#define PKGRUN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cJSON.h>
+
+#include "kz_err.h"
+#include "kz_exit.h"
+#include "kz_sock.h"
+
+#define PR_HASH_BYTES 32 /* SHA-256 */
+#define PR_HASH_HEX (PR_HASH_BYTES * 2)
+#define PR_MANIFEST_MAX (64 * 1024)
+#define PR_MANIFEST_NAME "manifest.json"
+#define PR_PKG_DIR "pkg"
+#define PR_FILES_DIR "files"
+#define PR_TOOLS_MAX 64
+#define PR_TOOL_NAME_MAX 64
+#define PR_CMD_ARGS_MAX 16 /* a tool's own arguments in the manifest */
+#define PR_ARGS_MAX 32 /* arguments of one invocation */
+#define PR_ARG_BYTES 4096
+#define PR_IDENT_MAX 256 /* actor, conversation, room */
+#define PR_MEMBER_FILES_MAX 64
+#define PR_SANDBOX_PKG "/projection/" PR_PKG_DIR
+#define PR_SANDBOX_FILES "/projection/" PR_FILES_DIR
+
+struct pr_conf {
+	char cache[PATH_MAX]; /* PKGRUN_CACHE */
+	char state_dir[PATH_MAX]; /* PKGRUN_STATE_DIR */
+	char workspaces[PATH_MAX]; /* PKGRUN_WORKSPACE_ROOT ("": none) */
+	char sandbox_bin[PATH_MAX]; /* PKGRUN_SANDBOX_BIN */
+	char sandbox_conf[PATH_MAX]; /* PKGRUN_SANDBOX_CONFIG ("": none) */
+	char egress_sock[108]; /* PKGRUN_EGRESS_SOCKET ("": no network) */
+	char audit_sock[108]; /* "" when KZ_AUDIT=off */
+	char sock[108]; /* KZ_SOCKET of serve */
+	char run_dir[PATH_MAX];
+	struct kz_peer_policy peers, operators;
+	int64_t uid, gid, pids, cpu_milli, timeout_s;
+	int64_t io_timeout_ms;
+	uint64_t memory, result_max, files_max, package_max, frame_max;
+	int64_t entries_max;
+};
+
+/* conf.c */
+KZ_WUR int pr_conf_load(struct pr_conf *c, const char *path, const char *self,
+    char *why, size_t wlen);
+
+/* tree.c: the canonical encoding of a package (pkgrun(8), CACHE).
+ * Walks the tree beneath srcfd (every entry through kz_path_open, so only
+ * directories and regular files of one link are taken: a symlink, fifo,
+ * device or socket anywhere refuses the whole tree), hashes manifest and
+ * tree with SHA-256 into hash, and when dstfd >= 0 writes an exact copy
+ * beneath it, read-only (files 0444 or 0555, directories 0555).  With
+ * sealed set, every entry of the source must already be read-only and
+ * owned by us (a cache entry). */
+struct pr_tree_opts {
+	int64_t entries_max;
+	uint64_t bytes_max;
+	bool sealed;
+};
+KZ_WUR int pr_tree_hash(int srcfd, const char *manifest, size_t mlen, int dstfd,
+    const struct pr_tree_opts *o, unsigned char hash[PR_HASH_BYTES], char *why,
+    size_t wlen);
+/* Removes dir (a name beneath parentfd) and everything in it. */
+int pr_tree_remove(int parentfd, const char *dir);
+/* Makes a fresh directory "prefix-XXXXXXXXXXXX" beneath parentfd, mode. */
+KZ_WUR int pr_mkdir_fresh(int parentfd, const char *prefix, mode_t mode,
+    char *name, size_t len);
+
+/* manifest.c: the closed collaboration classes.  X(NAME, "wire", shared,
+ * member files): whether a shared room may call the tool, and whether the
+ * tool may be given member workspace files. */
+#define PR_CLASSES(X)                                                          \
+	X(PRIVATE_ONLY, "private_only", false, true)                           \
+	X(ACTOR_READ, "actor_read", true, true)                                \
+	X(SHARED_SAFE, "shared_safe", true, false)
+enum pr_class {
+	PR_CLASS_NONE = -1, /* missing or unknown: the tool is absent */
+#define PR_CLASS_ENUM_(n, w, s, f) PR_CLASS_##n,
+	PR_CLASSES(PR_CLASS_ENUM_)
+#undef PR_CLASS_ENUM_
+	    PR_CLASS_COUNT_
+};
+enum pr_class pr_class_parse(const char *s);
+const char *pr_class_name(enum pr_class c);
+bool pr_class_shared(enum pr_class c);
+bool pr_class_files(enum pr_class c);
+
+struct pr_tool {
+	char name[PR_TOOL_NAME_MAX + 1];
+	enum pr_class cls;
+	bool runs_code;
+	const char *argv[PR_CMD_ARGS_MAX + 1]; /* into the owner's JSON */
+	int argc;
+};
+struct pr_manifest {
+	cJSON *json;
+	struct pr_tool tools[PR_TOOLS_MAX];
+	int ntools; /* every well-formed tool, absent ones included */
+};
+/* Parses and checks a manifest (the reviewed JSON); the package's tree is
+ * checked by the caller (pr_manifest_check_tree). */
+KZ_WUR int pr_manifest_parse(const char *buf, size_t len, struct pr_manifest *m,
+    char *why, size_t wlen);
+void pr_manifest_release(struct pr_manifest *m);
+/* Every present tool's command is an executable regular file beneath
+ * pkgfd. */
+KZ_WUR int pr_manifest_check_tree(const struct pr_manifest *m, int pkgfd,
+    char *why, size_t wlen);
+/* The tool a caller may use: NULL when absent (no such name, or no known
+ * class).  shared: the invocation is in a shared room. */
+const struct pr_tool *pr_manifest_tool(const struct pr_manifest *m,
+    const char *name);
+/* Whether t may run in this invocation: 0, or KZ_EDENIED with why. */
+KZ_WUR int pr_tool_allowed(const struct pr_tool *t, bool shared, int nfiles,
+    char *why, size_t wlen);
+
+/* cache.c */
+KZ_WUR bool pr_hash_hex_ok(const char *s);
+/* Admits the package at srcdir with the manifest file mpath: prints
+ * nothing, fills hex.  Idempotent: an existing entry is re-verified. */
+KZ_WUR int pr_cache_admit(const struct pr_conf *c, const char *srcdir,
+    const char *mpath, char hex[PR_HASH_HEX + 1], struct pr_manifest *m,
+    char *why, size_t wlen);
+/* Opens entry hex of the cache and reads its manifest (not yet verified
+ * against the hash: pr_cache_stage does that with the tree). */
+KZ_WUR int pr_cache_open(const struct pr_conf *c, const char *hex, int *entryfd,
+    char **manifest, size_t *mlen, char *why, size_t wlen);
+/* Copies the entry's tree into dstfd while hashing it; KZ_ECRYPTO when
+ * what was copied is not the package hex names. */
+KZ_WUR int pr_cache_stage(const struct pr_conf *c, int entryfd, const char *hex,
+    const char *manifest, size_t mlen, int dstfd, char *why, size_t wlen);
+
+/* invoke.c */
+struct pr_inv {
+	const char *package, *tool, *actor, *conversation, *room;
+	const char *workspace; /* rooted, beneath PKGRUN_WORKSPACE_ROOT */
+	const char *grant; /* egress grant text, or NULL */
+	const char *rid;
+	const char *args[PR_ARGS_MAX + 1];
+	int nargs;
+	const char *files[PR_MEMBER_FILES_MAX + 1];
+	int nfiles;
+};
+struct pr_result {
+	enum kz_exit code; /* of kz-pkgrun invoke */
+	const char *wire; /* KZ_WE_* on refusal or failure, else NULL */
+	char why[256];
+	int exit_status; /* the tool's, -1 when it did not run or was killed */
+	int sig;
+	char *out; /* sanitized stdout (malloc), may be NULL */
+	size_t outlen;
+	char *err; /* stderr, private invocations only (malloc) */
+	size_t errlen;
+	bool truncated;
+	const char *cls;
+	int64_t ms;
+};
+/* Input grammar of an invocation: 0, or KZ_EINVAL with why. */
+KZ_WUR int pr_inv_check(const struct pr_inv *iv, char *why, size_t wlen);
+void pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
+    struct pr_result *res);
+void pr_result_release(struct pr_result *res);
+/* Listing: the tools available to a private (shared false) or shared
+ * invocation of package hex, as a JSON array the caller owns. */
+KZ_WUR int pr_list(const struct pr_conf *c, const char *hex, bool shared,
+    cJSON **out, char *why, size_t wlen);
+/* Result sanitizing: valid UTF-8 with no control characters but tab and
+ * newline; anything else becomes U+FFFD.  Returns a new string. */
+char *pr_sanitize(const char *in, size_t len, size_t *outlen);
+/* The environment guard: a name that looks like a credential. */
+bool pr_env_name_secret(const char *name);
+
+/* exec.c: one kz-sandbox run of argv with the staged directory. */
+struct pr_exec {
+	const char *staging; /* host path of the projection */
+	const char *id; /* the sandbox id (its cgroup) */
+	const char *grant_file; /* or NULL */
+	const char *const *env; /* NAME=VALUE, NULL-terminated */
+	const char *const *argv; /* the tool's command, NULL-terminated */
+};
+struct pr_exec_out {
+	bool setup_failed;
+	int exit_status, sig;
+	char *out, *err;
+	size_t outlen, errlen;
+	bool truncated;
+};
+KZ_WUR int pr_exec_run(const struct pr_conf *c, const struct pr_exec *x,
+    struct pr_exec_out *o, char *why, size_t wlen);
+/* The kz-sandbox argv (for tests and the bench): into a[max]. */
+KZ_WUR int pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x,
+    const char **a, size_t max);
+
+/* audit.c: one record of kind "package"; KZ_EUNAVAIL when not written.
+ * Nothing of the arguments, the member files or the output is in it. */
+int pr_audit(const struct pr_conf *c, const struct pr_inv *iv,
+    const struct pr_result *res, const char *outcome, const char *stage);
+int pr_audit_admit(const struct pr_conf *c, const char *hex,
+    const char *outcome, const char *reason, char *why, size_t wlen);
+
+/* serve.c */
+int pr_serve(const struct pr_conf *c);
+
+#endif

@@ -1,0 +1,308 @@
+/*
+ * The daemon: invoke, list and status behind the framed server.  A tool
+ * run takes seconds, so each invoke runs on a thread of its own and its
+ * reply is handed back to the event loop through a pipe: one slow tool
+ * never stalls another peer.  At most PR_INFLIGHT_MAX invocations run at
+ * once; the next is answered busy.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <event2/event.h>
+
+#include "kz_json.h"
+#include "kz_log.h"
+#include "kz_notify.h"
+#include "kz_srv.h"
+#include "kz_wire.h"
+#include "pkgrun.h"
+#include "banned.h"
+
+#define PR_INFLIGHT_MAX 16
+
+struct job {
+	struct kz_req *req;
+	const struct pr_conf *c;
+	struct pr_inv iv;
+	struct pr_result res;
+};
+
+static struct {
+	int pipe[2];
+	int inflight;
+	unsigned long ok, refused;
+} st = {{-1, -1}, 0, 0, 0};
+
+static const char *const invoke_fields[] = {"package", "tool", "actor",
+    "conversation", "room", "workspace", "files", "args", "grant", NULL};
+static const char *const list_fields[] = {"package", "shared", NULL};
+static const char *const no_fields[] = {NULL};
+
+/* A list of strings of at most max entries into out. */
+static int
+str_list(const cJSON *j, const char *key, const char **out, int max, int *n,
+    char *why, size_t wlen)
+{
+	const cJSON *a = kz_json_get(j, key), *e;
+
+	*n = 0;
+	if (a == NULL)
+		return 0;
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > max) {
+		kz_why(why, wlen, "%s must be an array of at most %d strings",
+		    key, max);
+		return KZ_EINVAL;
+	}
+	cJSON_ArrayForEach(e, a)
+	{
+		if (!cJSON_IsString(e)) {
+			kz_why(why, wlen, "%s holds a non-string", key);
+			return KZ_EINVAL;
+		}
+		out[(*n)++] = e->valuestring;
+	}
+	out[*n] = NULL;
+	return 0;
+}
+
+static int
+parse_inv(const cJSON *j, struct pr_inv *iv, char *why, size_t wlen)
+{
+	const size_t m = PR_IDENT_MAX;
+	int r;
+
+	memset(iv, 0, sizeof(*iv));
+	if ((r = kz_json_str(j, "package", PR_HASH_HEX, &iv->package, why,
+	         wlen)) != 0 ||
+	    (r = kz_json_str(j, "tool", PR_TOOL_NAME_MAX, &iv->tool, why,
+	         wlen)) != 0 ||
+	    (r = kz_json_str(j, "actor", m, &iv->actor, why, wlen)) != 0 ||
+	    (r = kz_json_str(j, "conversation", m, &iv->conversation, why,
+	         wlen)) != 0 ||
+	    (r = kz_json_str_opt(j, "room", m, NULL, &iv->room, why, wlen)) !=
+	        0 ||
+	    (r = kz_json_str_opt(j, "workspace", 4096, NULL, &iv->workspace,
+	         why, wlen)) != 0 ||
+	    (r = kz_json_str_opt(j, "grant", 4000, NULL, &iv->grant, why,
+	         wlen)) != 0 ||
+	    (r = str_list(j, "args", iv->args, PR_ARGS_MAX, &iv->nargs, why,
+	         wlen)) != 0 ||
+	    (r = str_list(j, "files", iv->files, PR_MEMBER_FILES_MAX,
+	         &iv->nfiles, why, wlen)) != 0)
+		return r;
+	iv->rid = cJSON_GetStringValue(kz_json_get(j, "id"));
+	return pr_inv_check(iv, why, wlen);
+}
+
+static void *
+run_job(void *arg)
+{
+	struct job *jb = arg;
+
+	kz_log_set_rid(jb->iv.rid);
+	pr_invoke(jb->c, &jb->iv, &jb->res);
+	/* A pointer is smaller than PIPE_BUF: the write is atomic. */
+	if (write(st.pipe[1], &jb, sizeof(jb)) != sizeof(jb))
+		abort(); /* the loop would never answer: die loudly */
+	return NULL;
+}
+
+static void
+reply(struct job *jb)
+{
+	struct pr_result *res = &jb->res;
+	cJSON *o;
+
+	if (res->wire != NULL) {
+		st.refused++;
+		kz_req_err(jb->req, res->wire, res->why);
+		return;
+	}
+	st.ok++;
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    !cJSON_AddNumberToObject(o, "exit_status", res->exit_status) ||
+	    !cJSON_AddStringToObject(o, "class", res->cls) ||
+	    !cJSON_AddStringToObject(o, "result", res->out ? res->out : "") ||
+	    !cJSON_AddBoolToObject(o, "truncated", res->truncated) ||
+	    (res->err != NULL &&
+	        !cJSON_AddStringToObject(o, "stderr", res->err))) {
+		cJSON_Delete(o);
+		kz_req_err(jb->req, KZ_WE_INTERNAL, "out of memory");
+		return;
+	}
+	kz_req_ok(jb->req, o);
+}
+
+static void
+on_done(evutil_socket_t fd, short ev, void *arg)
+{
+	struct job *jb;
+
+	while (read(fd, &jb, sizeof(jb)) == sizeof(jb)) {
+		reply(jb);
+		pr_result_release(&jb->res);
+		free(jb);
+		st.inflight--;
+	}
+}
+
+static void
+op_invoke(struct kz_req *req, void *arg)
+{
+	const struct pr_conf *c = arg;
+	pthread_attr_t at;
+	pthread_t th;
+	struct job *jb;
+	char why[256];
+
+	if (st.inflight >= PR_INFLIGHT_MAX) {
+		kz_req_err(req, KZ_WE_BUSY, "too many invocations at once");
+		return;
+	}
+	if ((jb = calloc(1, sizeof(*jb))) == NULL) {
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return;
+	}
+	jb->req = req, jb->c = c;
+	if (parse_inv(kz_req_json(req), &jb->iv, why, sizeof(why)) != 0) {
+		free(jb);
+		st.refused++;
+		kz_req_err(req, KZ_WE_BAD_REQUEST, why);
+		return;
+	}
+	if (pthread_attr_init(&at) != 0 ||
+	    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) != 0 ||
+	    pthread_create(&th, &at, run_job, jb) != 0) {
+		free(jb);
+		kz_req_err(req, KZ_WE_UNAVAILABLE, "cannot start the run");
+		return;
+	}
+	pthread_attr_destroy(&at);
+	st.inflight++;
+}
+
+static void
+op_list(struct kz_req *req, void *arg)
+{
+	const struct pr_conf *c = arg;
+	const cJSON *j = kz_req_json(req);
+	const char *hex;
+	cJSON *a = NULL, *o;
+	bool shared;
+	char why[256] = "";
+	int r;
+
+	if (kz_json_str(j, "package", PR_HASH_HEX, &hex, why, sizeof(why)) ||
+	    kz_json_bool_opt(j, "shared", false, &shared, why, sizeof(why))) {
+		kz_req_err(req, KZ_WE_BAD_REQUEST, why);
+		return;
+	}
+	if ((r = pr_list(c, hex, shared, &a, why, sizeof(why))) != 0) {
+		kz_req_err(req,
+		    r == KZ_ENOENT || r == KZ_EDENIED ? KZ_WE_REFUSED :
+		        r == KZ_EINVAL                ? KZ_WE_BAD_REQUEST :
+		                                        KZ_WE_UNAVAILABLE,
+		    why);
+		return;
+	}
+	if ((o = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(a);
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return;
+	}
+	cJSON_AddItemToObject(o, "tools", a);
+	kz_req_ok(req, o);
+}
+
+static void
+op_status(struct kz_req *req, void *arg)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL || !cJSON_AddNumberToObject(o, "inflight", st.inflight) ||
+	    !cJSON_AddNumberToObject(o, "answered_ok", (double)st.ok) ||
+	    !cJSON_AddNumberToObject(o, "answered_refused",
+	        (double)st.refused)) {
+		cJSON_Delete(o);
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return;
+	}
+	kz_req_ok(req, o);
+}
+
+static const struct kz_op ops[] = {
+    {"invoke", op_invoke, invoke_fields, 0},
+    {"list", op_list, list_fields, 0},
+    {"status", op_status, no_fields, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static void
+on_signal(evutil_socket_t fd, short ev, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+static int
+loop(const struct pr_conf *c, struct event_base *base)
+{
+	struct kz_srv_conf sc = {0};
+	struct event *evs[3] = {NULL, NULL, NULL};
+	struct kz_srv *srv = NULL;
+	char why[200];
+	int rc = KZ_EXIT_INTERNAL;
+
+	sc.sock_path = c->sock;
+	sc.frame_max = c->frame_max;
+	sc.io_timeout_ms = (int)c->io_timeout_ms;
+	sc.idle_timeout_ms = 60000;
+	sc.peers = c->peers;
+	sc.operators = c->operators;
+	sc.ops = ops;
+	sc.arg = (void *)c;
+	if (kz_srv_new(base, &sc, &srv, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "pkgrun.listen", KZ_ESYS, why, NULL);
+		return KZ_EXIT_UNAVAIL;
+	}
+	evs[0] = event_new(base, st.pipe[0], EV_READ | EV_PERSIST, on_done,
+	    NULL);
+	evs[1] = evsignal_new(base, SIGTERM, on_signal, base);
+	evs[2] = evsignal_new(base, SIGINT, on_signal, base);
+	for (int i = 0; i < 3; i++)
+		if (evs[i] == NULL || event_add(evs[i], NULL) != 0)
+			goto out;
+	kz_log(KZ_LOG_INFO, "pkgrun.start", 0, "serving", "socket", c->sock,
+	    "audit", c->audit_sock[0] ? c->audit_sock : "off", NULL);
+	if (kz_notify_ready("serving") != 0)
+		kz_log(KZ_LOG_WARN, "pkgrun.notify", KZ_ESYS,
+		    "cannot tell the service manager it is ready", NULL);
+	rc = event_base_dispatch(base) < 0 ? KZ_EXIT_INTERNAL : KZ_EXIT_OK;
+out:
+	for (int i = 0; i < 3; i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
+	kz_srv_free(srv);
+	return rc;
+}
+
+int
+pr_serve(const struct pr_conf *c)
+{
+	struct event_base *base;
+	int rc;
+
+	if (pipe2(st.pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		return KZ_EXIT_INTERNAL;
+	/* The writer blocks, so no finished run's reply is ever lost. */
+	if (fcntl(st.pipe[1], F_SETFL, 0) != 0 ||
+	    (base = event_base_new()) == NULL)
+		return KZ_EXIT_INTERNAL;
+	rc = loop(c, base);
+	event_base_free(base);
+	return rc;
+}
