@@ -5,6 +5,7 @@
  * and serve (the same as a daemon op).
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -203,7 +204,8 @@ main(int argc, char **argv)
 {
 	static struct pr_conf c;
 	struct opts o;
-	char why[256];
+	char why[256], self[PATH_MAX];
+	ssize_t n;
 	int r;
 
 	memset(&o, 0, sizeof(o));
@@ -226,7 +228,12 @@ main(int argc, char **argv)
 		return die(KZ_EXIT_INTERNAL, "libsodium init failed");
 	if ((r = parse(argc, argv, &o)) != 0)
 		return r;
-	if (pr_conf_load(&c, o.config, argv[0], why, sizeof(why)) != 0)
+	/* kz-sandbox is found beside our own binary, not beside argv[0]
+	 * (a bare name found through PATH). */
+	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
+		return die(KZ_EXIT_INTERNAL, "cannot find our own binary");
+	self[n] = '\0';
+	if (pr_conf_load(&c, o.config, self, why, sizeof(why)) != 0)
 		return die(KZ_EXIT_USAGE, "bad config: %s", why);
 	if (strcmp(argv[1], "admit") == 0)
 		return cmd_admit(&c, &o);
