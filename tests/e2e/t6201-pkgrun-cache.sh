@@ -28,9 +28,9 @@ is "$(find "$E" -perm /0222 | wc -l)" 0 "nothing in the cache entry is writable"
 is "$(stat -c %a "$E/pkg/bin/echo-args" "$E/manifest.json" | tr '\n' ' ')" "555 444 " \
 	"a tool keeps its executable bit, the manifest is read-only"
 
-is "$(kz-pkgrun list --package "$H" | cut -f1 | tr '\n' ' ')" "echo shell count " \
+is "$(kz-pkgrun list --package "$H" | cut -f1 | tr '\n' ' ')" "echo shell count show " \
 	"a private chat lists the tools with a known class"
-is "$(kz-pkgrun list --package "$H" --shared | tr '\t\n' ': ')" "echo:shared_safe count:actor_read " \
+is "$(kz-pkgrun list --package "$H" --shared | tr '\t\n' ': ')" "echo:shared_safe count:actor_read show:actor_read " \
 	"a shared room lists only the classes that admit it"
 n0=$(n_pkg)
 is "$(pr --tool echo --arg hello --arg 'a b')" "echo: hello a b" "a shared_safe tool runs"
