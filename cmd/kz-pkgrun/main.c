@@ -32,7 +32,8 @@ usage(FILE *fp)
 	    "           --actor ID --conversation ID [--room ID] [--rid ID]\n"
 	    "           [--workspace PATH] [--file PATH]... [--arg VALUE]...\n"
 	    "           [--grant-file FILE]\n"
-	    "       kz-pkgrun serve [--config FILE] [--check]\n"
+	    "       kz-pkgrun serve [--config FILE] [--socket PATH] "
+	    "[--check]\n"
 	    "       kz-pkgrun -h | --help | -V | --version\n");
 }
 
@@ -53,7 +54,7 @@ die(enum kz_exit code, const char *fmt, ...)
 }
 
 struct opts {
-	const char *config, *grant_file, *pos[2];
+	const char *config, *grant_file, *socket, *pos[2];
 	int npos;
 	bool shared, check;
 	struct pr_inv iv;
@@ -65,9 +66,10 @@ set_opt(struct opts *o, const char *a, const char *v)
 {
 	const char **one[] = {&o->config, &o->iv.package, &o->iv.tool,
 	    &o->iv.actor, &o->iv.conversation, &o->iv.room, &o->iv.rid,
-	    &o->iv.workspace, &o->grant_file};
+	    &o->iv.workspace, &o->grant_file, &o->socket};
 	static const char *const names[] = {"config", "package", "tool",
-	    "actor", "conversation", "room", "rid", "workspace", "grant-file"};
+	    "actor", "conversation", "room", "rid", "workspace", "grant-file",
+	    "socket"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(a, names[i]) == 0) {
@@ -243,8 +245,13 @@ main(int argc, char **argv)
 		return cmd_list(&c, &o, true);
 	if (strcmp(argv[1], "invoke") == 0)
 		return cmd_invoke(&c, &o);
-	if (strcmp(argv[1], "serve") == 0)
+	if (strcmp(argv[1], "serve") == 0) {
+		if (o.socket != NULL &&
+		    (size_t)snprintf(c.sock, sizeof(c.sock), "%s", o.socket) >=
+		        sizeof(c.sock))
+			return die(KZ_EXIT_USAGE, "--socket is too long");
 		return o.check ? KZ_EXIT_OK : pr_serve(&c);
+	}
 	usage(stderr);
 	return KZ_EXIT_USAGE;
 }

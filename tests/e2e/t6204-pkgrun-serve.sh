@@ -1,0 +1,57 @@
+#!/bin/bash
+# kz-pkgrun serve: the invoke op gives the one-shot's answers over the
+# wire (result, exit status, class; stderr only in a private chat), the
+# policy holds the same (absent tool, shell in a shared room, hostile
+# member path), unknown fields and bad frames are refused, a peer not in
+# KZ_PEER_UIDS is refused, and a slow tool does not stall another peer.
+. "$(dirname "$0")/lib.sh"
+plan 17
+. "$TOP/tests/e2e/pkgrun-lib.sh"
+S=$T/kz-pkgrun.sock
+bg kz-pkgrun serve --socket "$S" 2>"$T/serve.log"
+t "kz-pkgrun serves" wait_sock "$S"
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
+msg() { kz-msg -t 30 "$S" "$1"; }
+get() { "$PY" -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+base='"op":"invoke","package":"'$H'","actor":"alice","conversation":"c1"'
+
+r=$(msg '{'"$base"',"tool":"echo","args":["hi","there"]}')
+is "$(printf '%s' "$r" | get '["result"]')" "echo: hi there" "invoke returns the tool's result"
+is "$(printf '%s' "$r" | get '["exit_status"]')" 0 "... its exit status"
+is "$(printf '%s' "$r" | get '["class"]')" "shared_safe" "... and its class"
+r=$(msg '{'"$base"',"tool":"count","workspace":"alice","files":["src/notes.txt"]}')
+like "$(printf '%s' "$r" | get '["stderr"]')" "count: 1 files" "a private chat gets stderr"
+r=$(msg '{'"$base"',"tool":"count","room":"r1","workspace":"alice","files":["src/notes.txt"]}')
+is "$(printf '%s' "$r" | get '.get("stderr", "none")')" "none" "a shared room does not"
+is "$(printf '%s' "$r" | get '["result"]')" "3 src/notes.txt" "... but gets the result"
+r=$(msg '{'"$base"',"tool":"ghost"}')
+like "$r" '"error":"refused".*no such tool' "an absent tool is refused as no such tool"
+r=$(msg '{'"$base"',"tool":"shell","room":"r1","args":["echo RAN"]}')
+like "$r" '"error":"refused".*shared room' "the shell is refused in a shared room"
+r=$(msg '{'"$base"',"tool":"show","workspace":"alice","files":["../../outside"]}')
+like "$r" '"error":"bad_request"' "a hostile member path is a bad request"
+r=$(msg '{'"$base"',"tool":"echo","env":{"A":"1"}}')
+like "$r" '"error":"bad_request"' "an unknown field is refused"
+r=$(msg '{'"$base"',"tool":"echo","args":"hi"}')
+like "$r" '"error":"bad_request"' "args that are not a list are refused"
+rc_is 1 "an invoke that is refused exits 1 from kz-msg" msg '{'"$base"',"tool":"nosuch"}'
+
+# A slow tool on one connection, a quick one on another.
+( msg '{'"$base"',"tool":"shell","args":["sleep 3; echo slow"]}' >"$T/slow" ) &
+SLOW=$!
+sleep 0.3
+t0=$(date +%s%N)
+r=$(msg '{'"$base"',"tool":"echo","args":["quick"]}')
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+is "$(printf '%s' "$r" | get '["result"]')" "echo: quick" "a second peer is answered while a slow tool runs"
+ok "$([ "$ms" -lt 2500 ]; echo $?)" "... without waiting for it (${ms} ms)"
+wait "$SLOW"
+like "$(cat "$T/slow")" "slow" "the slow tool's answer arrives too"
+
+# Peers: only the configured uids may call.
+kill "$LASTPID" 2>/dev/null; sleep 0.3
+KZ_PEER_UIDS=4242 bg kz-pkgrun serve --socket "$T/p2.sock" 2>>"$T/serve.log"
+wait_sock "$T/p2.sock"
+like "$(kz-msg "$T/p2.sock" '{"op":"status"}' 2>&1)" "unauthorized_peer|refused" \
+	"a peer outside KZ_PEER_UIDS is refused"
+done_testing
