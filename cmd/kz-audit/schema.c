@@ -88,12 +88,11 @@ static const struct field f_output[] = {TOK("decision", 32), TOK("error", 64),
 /* kz-pkgrun: a package admitted to the cache, or one tool invocation: the
  * package's content hash, the tool and its class, never its arguments,
  * member files or output. */
-static const struct field f_package[] = {TOK("action", 16),
-    HEX("package_hash"), TOK("tool", 64), TOK("class", 32),
-    {"shared", F_BOOL, 0, 0}, INT("files", 0, INT_MAXJ),
-    INT("exit_status", -1, 255), INT("signal", 0, 128),
-    INT("duration_ms", 0, INT_MAXJ), TOK("stage", 32), TOK("error", 64),
-    {NULL, 0, 0, 0}};
+static const struct field f_package[] = {TOK("action", 16), HEX("package_hash"),
+    TOK("tool", 64), TOK("class", 32), {"shared", F_BOOL, 0, 0},
+    INT("files", 0, INT_MAXJ), INT("exit_status", -1, 255),
+    INT("signal", 0, 128), INT("duration_ms", 0, INT_MAXJ), TOK("stage", 32),
+    TOK("error", 64), {NULL, 0, 0, 0}};
 
 struct kind {
 	const char *name;
@@ -105,8 +104,8 @@ static const struct kind kinds[] = {{"dispatch", f_dispatch},
     {"reset", f_reset}, {"retire", f_reset}, {"egress_refusal", f_egress},
     {"egress_reload", f_reload}, {"projection", f_project},
     {"admission", f_project}, {"verification", f_project},
-    {"validation", f_validation}, {"output", f_output},
-    {"package", f_package}, {NULL, NULL}};
+    {"validation", f_validation}, {"output", f_output}, {"package", f_package},
+    {NULL, NULL}};
 
 const char *const aud_kinds[] = {"dispatch", "isolation_denial", "lease",
     "release", "reset", "retire", "egress_refusal", "egress_reload",

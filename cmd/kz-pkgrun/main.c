@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
 
@@ -228,6 +229,12 @@ main(int argc, char **argv)
 	}
 	if (sodium_init() < 0)
 		return die(KZ_EXIT_INTERNAL, "libsodium init failed");
+	/* What the runner writes is read by the tool, under another uid:
+	 * the cache and each projection are world-readable and writable by
+	 * nobody, whatever umask we were started with.  Nothing secret is
+	 * ever written (the runner holds nothing secret; a grant file is
+	 * made 0600 explicitly). */
+	umask(022);
 	if ((r = parse(argc, argv, &o)) != 0)
 		return r;
 	/* kz-sandbox is found beside our own binary, not beside argv[0]

@@ -94,8 +94,7 @@ static const struct bad bads[] = {
     {"package", "{\"args\":[\"SECRET\"]}", AUD_R_FIELD, "(unknown)"},
     {"package", "{\"file\":\"SECRET.txt\"}", AUD_R_FIELD, "(unknown)"},
     {"package", "{\"stdout\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
-    {"package", "{\"package_hash\":\"SECRET\"}", AUD_R_CHARSET,
-        "package_hash"},
+    {"package", "{\"package_hash\":\"SECRET\"}", AUD_R_CHARSET, "package_hash"},
     {"package", "{\"tool\":\"/SECRET\"}", AUD_R_PATH, "tool"},
 };
 
