@@ -1,0 +1,75 @@
+#!/bin/bash
+# Benchmark the package runner (not a pass/fail test).  Prints, in one run:
+#  (a) a trivial package tool (the demo's echo: a shell script printing
+#      its arguments) run directly, p50;
+#  (b) the same tool through `kz-pkgrun invoke` (the one-shot: cache
+#      lookup, hash-verified copy into a fresh projection, audit before and
+#      after, a one-shot kz-sandbox of the runner's own), p50 and p99;
+#  (c) the same through the `invoke` op of `kz-pkgrun serve` (kz-msg), p50;
+#  (d) the same command through a warm `kz-run` (lease -> run -> release
+#      on warm real kz-sandbox workers, audit on, no snapshot), p50;
+# and the ratios against the target: b50 <= 1.5 x d50.  Then the broker
+# half (tests/bench/pkg-broker.sh) when it is there.
+# Run as root: make deps-bench first (hyperfine).
+set -eu
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$TOP/bin
+RUNS=${RUNS:-40}
+T=$(mktemp -d /tmp/kz-bench.XXXXXX)
+chmod 0755 "$T"
+PIDS=
+cleanup() {
+	set +e
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	sleep 0.5
+	for f in "$T"/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+	wait 2>/dev/null
+	sleep 0.5
+	rmdir /sys/fs/cgroup/kz-pkgrun 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+srv=$(command -v valkey-server || command -v redis-server)
+head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
+export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$T/store.sock KZ_FIELD_KEY_FILE=$T/field.key
+export KZ_AUDIT_SOCKET=$T/kz-audit.sock KZ_LEASE_SOCKET=$T/kz-lease.sock
+export PKGRUN_CACHE=$T/pkgcache PKGRUN_STATE_DIR=$T/pkgstate RUN_SNAPSHOT=no
+"$srv" --port 0 --unixsocket "$KZ_STORE_SOCKET" --unixsocketperm 600 --dir "$T" \
+	--appendonly yes --save '' --daemonize no --loglevel warning >/dev/null 2>&1 &
+PIDS="$PIDS $!"
+for _ in $(seq 100); do [ -S "$KZ_STORE_SOCKET" ] && break; sleep 0.05; done
+"$BIN/kz-audit" serve --socket "$KZ_AUDIT_SOCKET" 2>"$T/audit.log" & PIDS="$PIDS $!"
+for _ in $(seq 100); do [ -S "$KZ_AUDIT_SOCKET" ] && break; sleep 0.05; done
+LEASE_CAPACITY=${CPOOL:-2} "$BIN/kz-lease" serve --socket "$KZ_LEASE_SOCKET" 2>"$T/lease.log" & PIDS="$PIDS $!"
+"$BIN/kz-pkgrun" serve --socket "$T/kz-pkgrun.sock" 2>"$T/pkgrun.log" & PIDS="$PIDS $!"
+for _ in $(seq 600); do
+	"$BIN/kz-lease" status --socket "$KZ_LEASE_SOCKET" 2>/dev/null | grep -q "\"warm\":${CPOOL:-2}," && break
+	sleep 0.1
+done
+H=$("$BIN/kz-pkgrun" admit "$TOP/tests/pkgrun/demo" "$TOP/tests/pkgrun/demo.json")
+pct() { # pct JSON Q
+	python3 -c 'import json,sys; t=sorted(json.load(open(sys.argv[1]))["results"][0]["times"]); q=float(sys.argv[2]); print("%.3f" % (t[min(len(t)-1, int(q*len(t)))]*1000))' "$1" "$2"
+}
+hf() { # hf NAME CMD
+	hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$T/$1.json" "$2" >/dev/null 2>&1
+}
+hf a "$TOP/tests/pkgrun/demo/bin/echo-args x"
+hf b "$BIN/kz-pkgrun invoke --package $H --tool echo --actor bench --conversation c --arg x"
+req='{"op":"invoke","package":"'$H'","tool":"echo","actor":"bench","conversation":"c","args":["x"]}'
+printf '%s' "$req" >"$T/req.json"
+hyperfine --warmup 5 --runs "$RUNS" --export-json "$T/c.json" \
+	"$BIN/kz-msg -t 30 $T/kz-pkgrun.sock <$T/req.json" >/dev/null 2>&1
+hf d "$BIN/kz-run -q --actor bench --conversation c -- /bin/sh -c 'printf \"echo: %s\\n\" x'"
+a50=$(pct "$T/a.json" 0.5) b50=$(pct "$T/b.json" 0.5) b99=$(pct "$T/b.json" 0.99)
+c50=$(pct "$T/c.json" 0.5) d50=$(pct "$T/d.json" 0.5)
+printf '(a) the echo tool run directly            p50 %8.3f ms\n' "$a50"
+printf '(b) kz-pkgrun invoke (one-shot)           p50 %8.3f ms  p99 %8.3f ms\n' "$b50" "$b99"
+printf '(c) kz-pkgrun serve, invoke op (kz-msg)   p50 %8.3f ms (hyperfine through a shell)\n' "$c50"
+printf '(d) kz-run of the same command, warm      p50 %8.3f ms\n' "$d50"
+python3 -c 'import sys; a,b,c,d=map(float,sys.argv[1:])
+print("b50/d50 = %.2f (target <= 1.5); b50/a50 = %.1f; c50/d50 = %.2f" % (b/d, b/a, c/d))' \
+	"$a50" "$b50" "$c50" "$d50"
+if [ -x "$TOP/tests/bench/pkg-broker.sh" ]; then
+	echo "== the broker half"
+	"$TOP/tests/bench/pkg-broker.sh"
+fi
