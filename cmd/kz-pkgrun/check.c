@@ -54,6 +54,14 @@ pr_inv_check(const struct pr_inv *iv, char *why, size_t wlen)
 		    "actor, conversation and room must be one "
 		    "line of 1-%d bytes",
 		    PR_IDENT_MAX);
+	else if (iv->rid != NULL &&
+	    (strlen(iv->rid) == 0 || strlen(iv->rid) > 128 ||
+	        strspn(iv->rid,
+	            "abcdefghijklmnopqrstuvwxyz"
+	            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+=-") !=
+	            strlen(iv->rid)))
+		kz_why(why, wlen,
+		    "a request id is 1-128 of [A-Za-z0-9._:@+=-]");
 	else if (iv->workspace != NULL &&
 	    kz_path_check(iv->workspace, strlen(iv->workspace), NULL, 0) != 0)
 		kz_why(why, wlen,

@@ -7,10 +7,11 @@
 # a shared-room result carries no stderr; a shared_safe tool takes no
 # member files.  The tool runs as the runner's own uid, with no network,
 # a read-only package and its own limits, and a tool's own exit 3 is not
-# mistaken for an unavailable sandbox.  Each invocation is audited, never
+# mistaken for an unavailable sandbox; time, memory and process limits
+# stop it.  Each invocation is audited, never
 # with its arguments, and none runs when the audit sink is down.
 . "$(dirname "$0")/lib.sh"
-plan 39
+plan 43
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 
 like "$H" "^[0-9a-f]{64}$" "admit prints the package's SHA-256"
@@ -68,6 +69,16 @@ is "$(pr --tool shell --arg 'printf "a\033[2Jb\n"' | od -An -c | tr -s ' ')" \
 export PKGRUN_TIMEOUT=1
 rc_is 1 "a tool over the time limit is stopped" pr --tool shell --arg 'sleep 20'
 unset PKGRUN_TIMEOUT
+export PKGRUN_MEMORY=32M
+rc_is 1 "a tool over the memory limit is stopped" pr --tool shell \
+	--arg 'python3 -c "b = bytearray(200 << 20); print(len(b))"'
+like "$(cat "$T/.out")" "memory limit reached" "... by its own cgroup's limit"
+unset PKGRUN_MEMORY
+export PKGRUN_PIDS=8
+rc_is 1 "a tool over the process limit is stopped" pr --tool shell \
+	--arg 'for i in $(seq 20); do sleep 1 & done; wait'
+like "$(cat "$T/.out")" "pids limit reached" "... by its own cgroup's limit"
+unset PKGRUN_PIDS
 like "$(cat "$T/.out")" "stopped at a limit|killed" "... by the runner's limit"
 
 # The audit trail: every invocation above, and no argument in it.

@@ -38,7 +38,7 @@ START_TEST(test_good)
 }
 END_TEST
 
-enum field { PKG, TOOL, ACTOR, CONV, ROOM, WS, ARG, FILE_ };
+enum field { PKG, TOOL, ACTOR, CONV, ROOM, WS, ARG, FILE_, RID };
 static const struct {
 	enum field f;
 	const char *v;
@@ -75,6 +75,9 @@ static const struct {
     {FILE_, "a\\b"},
     {FILE_, "a\tb"},
     {FILE_, "a\xed\xa0\x80"},
+    {RID, ""},
+    {RID, "r/1"},
+    {RID, "r 1"},
 };
 
 START_TEST(test_bad)
@@ -104,6 +107,9 @@ START_TEST(test_bad)
 		break;
 	case ARG:
 		iv.args[iv.nargs++] = bads[_i].v;
+		break;
+	case RID:
+		iv.rid = bads[_i].v;
 		break;
 	case FILE_:
 		iv.workspace = "ws";
