@@ -116,8 +116,13 @@ static void
 reply(struct job *jb)
 {
 	struct pr_result *res = &jb->res;
+	char st_s[16];
 	cJSON *o;
 
+	snprintf(st_s, sizeof(st_s), "%d", res->exit_status);
+	kz_log(KZ_LOG_INFO, "pkgrun.invoke", 0, res->wire ? res->why : "done",
+	    "package", jb->iv.package, "tool", jb->iv.tool, "class", res->cls,
+	    "error", res->wire, "exit_status", st_s, NULL);
 	if (res->wire != NULL) {
 		st.refused++;
 		kz_req_err(jb->req, res->wire, res->why);

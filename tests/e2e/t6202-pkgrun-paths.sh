@@ -6,9 +6,10 @@
 # FIFO and a device node are refused (exit 1) without a byte read; a
 # directory swapped for a symlink while invocations run never lets one
 # read outside.  A package holding a symlink, a FIFO or a hard link is
-# not admitted.  Nothing outside the workspace ever reaches a tool.
+# not admitted, and one planted in a cache entry keeps it from running.
+# Nothing outside the workspace or the package ever reaches a tool.
 . "$(dirname "$0")/lib.sh"
-plan 36
+plan 40
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 
 mkdir -p "$T/outside/sub"
@@ -81,4 +82,20 @@ rc_is 2 "a package holding a hard link to an outside file is not admitted" \
 	kz-pkgrun admit "$T/p1" "$TOP/tests/pkgrun/demo.json"
 rm "$T/p1/secret"
 is "$(ls "$PKGRUN_CACHE" | grep -vc "^$H\$")" 0 "no refused package left anything in the cache"
+
+# The cache side: whatever is planted in an entry, the walk that copies
+# it out refuses it, and the tool never runs.
+E=$PKGRUN_CACHE/$H
+chmod u+w "$E/pkg/bin"
+mv "$E/pkg/bin/show-files" "$T/show-files.orig"
+printf '#!/bin/sh\ncat %s\n' "$T/outside/secret.txt" >"$T/outside/show-files"
+chmod 0555 "$T/outside/show-files"
+ln -s "$T/outside/show-files" "$E/pkg/bin/show-files"
+rc_is 3 "a symlink planted in a cache entry fails closed" show --file src/notes.txt
+unlike "$(cat "$T/.out")" "OUTSIDE" "... and nothing outside was read"
+rm "$E/pkg/bin/show-files"; mkfifo -m 0444 "$E/pkg/bin/show-files"
+rc_is 3 "a FIFO planted in a cache entry fails closed" show --file src/notes.txt
+rm "$E/pkg/bin/show-files"; mv "$T/show-files.orig" "$E/pkg/bin/show-files"
+chmod a-w "$E/pkg/bin"
+t "... and the entry, restored, verifies again" kz-pkgrun verify --package "$H"
 done_testing
