@@ -11,7 +11,7 @@
 # stop it.  Each invocation is audited, never
 # with its arguments, and none runs when the audit sink is down.
 . "$(dirname "$0")/lib.sh"
-plan 43
+plan 45
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 
 like "$H" "^[0-9a-f]{64}$" "admit prints the package's SHA-256"
@@ -50,6 +50,11 @@ is "$(pr --tool shell --arg 'id -u; id -g')" "$(printf '2100200000\n2100200000')
 	"in a private chat it runs, as the runner's own uid and gid"
 is "$(pr --tool shell --arg 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "')" "lo" \
 	"the tool has no network: loopback is its only interface"
+is "$(pr --tool shell --arg 'echo "proxy=${HTTP_PROXY:-}"')" "proxy=" "without a grant there is no egress relay"
+echo "kzgrant-test" >"$T/grant"
+is "$(PKGRUN_EGRESS_SOCKET=$T/kz-egress.sock pr --tool shell --grant-file "$T/grant" \
+	--arg 'echo "proxy=$HTTP_PROXY"; grep -rs kzgrant-test /projection /workspace /tmp; true')" \
+	"proxy=http://127.0.0.1:3128" "with one, the only way out is kz-sandbox's relay, and the grant is not in reach"
 rc_is 0 "the package is read-only to the tool" pr --tool shell \
 	--arg 'if echo x >/projection/pkg/bin/echo-args || touch /projection/pkg/new; then exit 9; fi 2>/dev/null'
 t "... and the cache entry is unchanged" kz-pkgrun verify --package "$H"
@@ -83,7 +88,7 @@ like "$(cat "$T/.out")" "stopped at a limit|killed" "... by the runner's limit"
 
 # The audit trail: every invocation above, and no argument in it.
 sleep 0.2
-is "$(audit_q --kind package | grep '"action":"invoke"' | grep -c '"outcome":"ok"')" 8 \
+is "$(audit_q --kind package | grep '"action":"invoke"' | grep -c '"outcome":"ok"')" 10 \
 	"each invocation that ran is audited"
 is "$(audit_q --kind package | grep '"action":"invoke"' | grep -c '"outcome":"refused"')" 5 \
 	"... and each that was refused"
