@@ -161,6 +161,10 @@ admit_tree(const struct pr_conf *c, int srcfd, const char *man, size_t mlen,
 	}
 	r = build(c, cfd, tmp, srcfd, man, mlen, hash, why, wlen);
 	kz_hex(hash, sizeof(hash), hex);
+	/* Audited before it is in place: an admission that cannot be
+	 * recorded never reaches the cache. */
+	if (r == 0 && pr_audit_admit(c, hex, "ok", NULL, why, wlen) != 0)
+		r = KZ_EUNAVAIL;
 	if (r == 0 && renameat2(cfd, tmp, cfd, hex, RENAME_NOREPLACE) != 0) {
 		if (errno == EEXIST)
 			r = verify_existing(c, hex, why, wlen);

@@ -11,7 +11,7 @@
 # stop it.  Each invocation is audited, never
 # with its arguments, and none runs when the audit sink is down.
 . "$(dirname "$0")/lib.sh"
-plan 45
+plan 47
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 
 like "$H" "^[0-9a-f]{64}$" "admit prints the package's SHA-256"
@@ -105,4 +105,9 @@ like "$(cat "$T/.out")" "does not match its hash" "... naming why, and nothing r
 kill "$AUDIT_PID"; wait "$AUDIT_PID" 2>/dev/null
 rc_is 3 "with the audit sink down nothing runs" pr --tool shell --arg 'echo RAN'
 unlike "$(cat "$T/.out")" "RAN" "... not even the tool"
+sed 's/"1.0.0"/"1.0.2"/' "$TOP/tests/pkgrun/demo.json" >"$T/demo4.json"
+H4=$(kz-pkgrun admit "$TOP/tests/pkgrun/demo" "$T/demo4.json" 2>/dev/null)
+is "$?:$H4:$(ls "$PKGRUN_CACHE" | wc -l)" "3::3" "nor is a package admitted: the cache is as it was"
+out=$(KZ_AUDIT=off kz-pkgrun invoke --package "$H2" --tool echo --actor a --conversation c --arg x 2>&1)
+like "$out" "audit is off \(KZ_AUDIT = off\)" "audit off (debugging only) is said on every run"
 done_testing
