@@ -11,7 +11,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
 plan 15
+T0=$(date +%s%N)
 . "$TOP/tests/e2e/room-run-lib.sh"
+diag "the stack is up in $(( ($(date +%s%N) - T0) / 1000000 )) ms"
 
 export PKGRUN_CACHE=$T/pkgcache PKGRUN_STATE_DIR=$T/pkgstate
 # A grant goes to kz-sandbox's relay; the socket need not answer here.
@@ -39,6 +41,7 @@ done
 kz-pkgrun invoke --package "$H" --tool search --actor alice --conversation c1 \
 	--grant-file "$T/grant" "${args[@]}" >"$T/out" 2>"$T/err"
 is "$?" 0 "the search ran to completion"
+diag "the search took $(( ($(date +%s%N) - T0) / 1000000 )) ms since the stack began"
 out=$(cat "$T/out")
 diag "$(tail -1 "$T/out")"; sed "s/^/# err: /" "$T/err" | head -5
 like "$out" "found control-file in /projection/pkg/data/control.txt" \
