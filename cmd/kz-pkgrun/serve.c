@@ -5,6 +5,7 @@
  * never stalls another peer.  At most PR_INFLIGHT_MAX invocations run at
  * once; the next is answered busy.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <event2/event.h>
 
 #include "kz_json.h"
@@ -295,11 +298,44 @@ out:
 	return rc;
 }
 
+/*
+ * Projections a crashed runner left behind: any inv-* directory (and its
+ * grant file) older than the longest an invocation can take.  Younger
+ * ones may belong to a one-shot invoke running beside the daemon.
+ */
+static void
+sweep(const struct pr_conf *c)
+{
+	time_t cutoff = time(NULL) - (time_t)c->timeout_s - 120;
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+
+	if ((d = opendir(c->state_dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "inv-", 4) != 0 ||
+		    fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) !=
+		        0 ||
+		    sb.st_mtime > cutoff)
+			continue;
+		if (S_ISDIR(sb.st_mode))
+			(void)pr_tree_remove(dirfd(d), de->d_name);
+		else
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+		kz_log(KZ_LOG_INFO, "pkgrun.sweep", 0,
+		    "removed a stale projection", NULL);
+	}
+	closedir(d);
+}
+
 int
 pr_serve(const struct pr_conf *c)
 {
 	struct event_base *base;
 	int rc;
+
+	sweep(c);
 
 	if (pipe2(st.pipe, O_CLOEXEC | O_NONBLOCK) != 0)
 		return KZ_EXIT_INTERNAL;

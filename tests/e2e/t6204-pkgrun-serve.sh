@@ -5,11 +5,15 @@
 # member path), unknown fields and bad frames are refused, a peer not in
 # KZ_PEER_UIDS is refused, and a slow tool does not stall another peer.
 . "$(dirname "$0")/lib.sh"
-plan 17
+plan 18
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 S=$T/kz-pkgrun.sock
+mkdir -p "$PKGRUN_STATE_DIR/inv-0123456789ab/pkg" "$PKGRUN_STATE_DIR/inv-ba9876543210"
+touch -d '1 hour ago' "$PKGRUN_STATE_DIR/inv-0123456789ab"
 bg kz-pkgrun serve --socket "$S" 2>"$T/serve.log"
 t "kz-pkgrun serves" wait_sock "$S"
+is "$(ls "$PKGRUN_STATE_DIR" | grep inv- | tr '\n' ' ')" "inv-ba9876543210 " \
+	"a stale projection is swept at start, a recent one is left"
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
 msg() { kz-msg -t 30 "$S" "$1"; }
 get() { "$PY" -c "import json,sys; print(json.load(sys.stdin)$1)"; }
