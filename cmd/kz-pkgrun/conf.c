@@ -29,6 +29,7 @@ static const char *const known[] = {
     "PKGRUN_EGRESS_SOCKET",
     "PKGRUN_UID",
     "PKGRUN_GID",
+    "PKGRUN_UID_COUNT",
     "PKGRUN_MEMORY",
     "PKGRUN_PIDS",
     "PKGRUN_CPU",
@@ -90,6 +91,8 @@ numbers(struct pr_conf *c, const struct kz_conf *k, char *why, size_t wlen)
 	         why, wlen)) != 0 ||
 	    (e = kz_conf_int(k, "PKGRUN_GID", 2100200000, 1, id_max, &c->gid,
 	         why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "PKGRUN_UID_COUNT", 16, 1, 65536, &c->uid_count,
+	         why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "PKGRUN_MEMORY", 256 << 20, 1ULL << 40,
 	         &c->memory, why, wlen)) != 0 ||
 	    (e = kz_conf_int(k, "PKGRUN_PIDS", 64, 4, 65536, &c->pids, why,
@@ -111,6 +114,13 @@ numbers(struct pr_conf *c, const struct kz_conf *k, char *why, size_t wlen)
 	    (e = kz_conf_int(k, "KZ_IO_TIMEOUT_MS", 5000, 10, 600000,
 	         &c->io_timeout_ms, why, wlen)) != 0)
 		return e;
+	if (c->uid + c->uid_count - 1 > id_max ||
+	    c->gid + c->uid_count - 1 > id_max) {
+		kz_why(why, wlen,
+		    "PKGRUN_UID or PKGRUN_GID plus "
+		    "PKGRUN_UID_COUNT is past the last id");
+		return KZ_ECONF;
+	}
 	if (c->result_max < 1024) {
 		kz_why(why, wlen, "PKGRUN_RESULT_MAX must be at least 1K");
 		return KZ_ECONF;

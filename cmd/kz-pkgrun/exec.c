@@ -50,8 +50,8 @@ pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
 	    tmo[24], rmax[24], sdir[PATH_MAX + 16];
 	size_t n = 0;
 
-	snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
-	snprintf(gid, sizeof(gid), "%lld", (long long)c->gid);
+	snprintf(uid, sizeof(uid), "%lld", (long long)x->uid);
+	snprintf(gid, sizeof(gid), "%lld", (long long)x->gid);
 	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)c->memory);
 	snprintf(pids, sizeof(pids), "%lld", (long long)c->pids);
 	snprintf(cpu, sizeof(cpu), "%lld", (long long)c->cpu_milli);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sodium.h>
 
 #include "kz_io.h"
 #include "kz_json.h"
@@ -218,11 +219,17 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 	const char *env[16], *argv[PR_CMD_ARGS_MAX + PR_ARGS_MAX + 2];
 	char envbuf[16][96], cmd[KZ_PATH_MAX + 32], gfile[PATH_MAX + 96] = "";
 	bool shared = iv->room != NULL;
-	struct pr_exec x = {staging, id, NULL, env, argv};
+	struct pr_exec x = {staging, 0, 0, id, NULL, env, argv};
 	struct pr_exec_out o;
 	char why[256] = "";
-	int r;
+	int r, slot;
 
+	/* Each invocation its own id where the daemon can give one; a
+	 * one-shot takes one of the range at random. */
+	slot = iv->slot >= 0 ? iv->slot :
+	                       (int)randombytes_uniform((uint32_t)c->uid_count);
+	x.uid = c->uid + slot % c->uid_count;
+	x.gid = c->gid + slot % c->uid_count;
 	if (build_env(t, shared, envbuf, 16, env) != 0 ||
 	    tool_argv(t, iv, cmd, sizeof(cmd), argv) != 0) {
 		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,

@@ -47,7 +47,7 @@ struct pr_conf {
 	char sock[108]; /* KZ_SOCKET of serve */
 	char run_dir[PATH_MAX];
 	struct kz_peer_policy peers, operators;
-	int64_t uid, gid, pids, cpu_milli, timeout_s;
+	int64_t uid, gid, uid_count, pids, cpu_milli, timeout_s;
 	int64_t io_timeout_ms;
 	uint64_t memory, result_max, files_max, package_max, frame_max;
 	int64_t entries_max;
@@ -149,6 +149,7 @@ struct pr_inv {
 	const char *workspace; /* rooted, beneath PKGRUN_WORKSPACE_ROOT */
 	const char *grant; /* egress grant text, or NULL */
 	const char *rid;
+	int slot; /* which id of the runner's range; -1: any */
 	const char *args[PR_ARGS_MAX + 1];
 	int nargs;
 	const char *files[PR_MEMBER_FILES_MAX + 1];
@@ -186,6 +187,7 @@ bool pr_env_name_secret(const char *name);
 /* exec.c: one kz-sandbox run of argv with the staged directory. */
 struct pr_exec {
 	const char *staging; /* host path of the projection */
+	int64_t uid, gid; /* of the runner's range */
 	const char *id; /* the sandbox id (its cgroup) */
 	const char *grant_file; /* or NULL */
 	const char *const *env; /* NAME=VALUE, NULL-terminated */

@@ -38,8 +38,9 @@ struct job {
 static struct {
 	int pipe[2];
 	int inflight;
+	bool used[PR_INFLIGHT_MAX]; /* ids of the range in use */
 	unsigned long ok, refused;
-} st = {{-1, -1}, 0, 0, 0};
+} st = {{-1, -1}, 0, {false}, 0, 0};
 
 static const char *const invoke_fields[] = {"package", "tool", "actor",
     "conversation", "room", "workspace", "files", "args", "grant", NULL};
@@ -154,6 +155,8 @@ on_done(evutil_socket_t fd, short ev, void *arg)
 	while (read(fd, &jb, sizeof(jb)) == sizeof(jb)) {
 		reply(jb);
 		pr_result_release(&jb->res);
+		if (jb->iv.slot >= 0)
+			st.used[jb->iv.slot] = false;
 		free(jb);
 		st.inflight--;
 	}
@@ -183,9 +186,20 @@ op_invoke(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_BAD_REQUEST, why);
 		return;
 	}
+	/* Concurrent invocations run under different ids of the range
+	 * while it has one free; past that they share. */
+	jb->iv.slot = -1;
+	for (int i = 0; i < PR_INFLIGHT_MAX && i < c->uid_count; i++)
+		if (!st.used[i]) {
+			st.used[i] = true;
+			jb->iv.slot = i;
+			break;
+		}
 	if (pthread_attr_init(&at) != 0 ||
 	    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) != 0 ||
 	    pthread_create(&th, &at, run_job, jb) != 0) {
+		if (jb->iv.slot >= 0)
+			st.used[jb->iv.slot] = false;
 		free(jb);
 		kz_req_err(req, KZ_WE_UNAVAILABLE, "cannot start the run");
 		return;

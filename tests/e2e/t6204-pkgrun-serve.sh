@@ -5,7 +5,7 @@
 # member path), unknown fields and bad frames are refused, a peer not in
 # KZ_PEER_UIDS is refused, and a slow tool does not stall another peer.
 . "$(dirname "$0")/lib.sh"
-plan 18
+plan 19
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 S=$T/kz-pkgrun.sock
 mkdir -p "$PKGRUN_STATE_DIR/inv-0123456789ab/pkg" "$PKGRUN_STATE_DIR/inv-ba9876543210"
@@ -41,16 +41,19 @@ like "$r" '"error":"bad_request"' "args that are not a list are refused"
 rc_is 1 "an invoke that is refused exits 1 from kz-msg" msg '{'"$base"',"tool":"nosuch"}'
 
 # A slow tool on one connection, a quick one on another.
-( msg '{'"$base"',"tool":"shell","args":["sleep 3; echo slow"]}' >"$T/slow" ) &
+( msg '{'"$base"',"tool":"shell","args":["sleep 3; echo slow $(id -u)"]}' >"$T/slow" ) &
 SLOW=$!
 sleep 0.3
 t0=$(date +%s%N)
-r=$(msg '{'"$base"',"tool":"echo","args":["quick"]}')
+r=$(msg '{'"$base"',"tool":"shell","args":["echo quick $(id -u)"]}')
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-is "$(printf '%s' "$r" | get '["result"]')" "echo: quick" "a second peer is answered while a slow tool runs"
+is "$(printf '%s' "$r" | get '["result"]')" "quick 2100200001" \
+	"a second peer is answered while a slow tool runs, under another id"
 ok "$([ "$ms" -lt 2500 ]; echo $?)" "... without waiting for it (${ms} ms)"
 wait "$SLOW"
-like "$(cat "$T/slow")" "slow" "the slow tool's answer arrives too"
+like "$(cat "$T/slow")" "slow 2100200000" "the slow tool's answer arrives too, from the range's first id"
+r=$(msg '{'"$base"',"tool":"shell","args":["id -u"]}')
+is "$(printf '%s' "$r" | get '["result"]')" "2100200000" "... which is free again once it is done"
 
 # Peers: only the configured uids may call.
 kill "$LASTPID" 2>/dev/null; sleep 0.3

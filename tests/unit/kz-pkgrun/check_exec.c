@@ -20,7 +20,7 @@ setup(void)
 	memset(&c, 0, sizeof(c));
 	snprintf(c.sandbox_bin, sizeof(c.sandbox_bin), "/opt/kz-sandbox");
 	snprintf(c.state_dir, sizeof(c.state_dir), "/run/kz-pkgrun");
-	c.uid = 2100200000, c.gid = 2100200001, c.pids = 64;
+	c.uid = 7, c.gid = 8, c.uid_count = 16, c.pids = 64;
 	c.cpu_milli = 500, c.timeout_s = 30, c.memory = 1 << 28;
 	c.result_max = 65536;
 }
@@ -47,8 +47,8 @@ count(const char **a, const char *s)
 
 START_TEST(test_argv)
 {
-	struct pr_exec x = {"/run/kz-pkgrun/inv-1", "pkgrun-1", NULL, env,
-	    argv_};
+	struct pr_exec x = {"/run/kz-pkgrun/inv-1", 2100200000, 2100200001,
+	    "pkgrun-1", NULL, env, argv_};
 	const char *a[160];
 	int i;
 
@@ -78,7 +78,7 @@ END_TEST
 
 START_TEST(test_egress)
 {
-	struct pr_exec x = {"/s", "pkgrun-1", "/s.grant", env, argv_};
+	struct pr_exec x = {"/s", 1, 1, "pkgrun-1", "/s.grant", env, argv_};
 	const char *a[160];
 
 	/* A grant without a socket: still no network. */
@@ -97,7 +97,7 @@ END_TEST
 
 START_TEST(test_bounded)
 {
-	struct pr_exec x = {"/s", "pkgrun-1", NULL, env, argv_};
+	struct pr_exec x = {"/s", 1, 1, "pkgrun-1", NULL, env, argv_};
 	const char *a[20];
 
 	ck_assert_int_eq(pr_exec_argv(&c, &x, a, 20), KZ_ETOOBIG);
