@@ -446,9 +446,10 @@ KZ_WUR int sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen);
 #define SBX_GV_PIDS 128
 /* The run cgroup's pids.max. */
 int64_t sbx_cg_pids(const struct sbx_conf *c);
-/* The code process under gvisor, inside the sandbox: loads kz-sandbox's
- * own filter (gVisor's kernel enforces it) and executes argv. */
-int sbx_gv_filtered_exec(char **argv);
+/* Under gvisor, inside the sandbox (the loader, gVisor's pid 1): starts
+ * argv as uid and gid, without capabilities, under kz-sandbox's own
+ * filter (gVisor's kernel enforces it). */
+int sbx_gv_filtered_exec(const char *uid, const char *gid, char **argv);
 #define SBX_GV_LOADER "/.kz-sandbox"
 #define SBX_GV_FILTER "/.kz-filter" /* the filter's BPF, read-only */
 

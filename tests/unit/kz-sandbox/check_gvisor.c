@@ -49,31 +49,48 @@ START_TEST(test_process)
 	sbx_conf_defaults(&c);
 	c.uid = 2100000123, c.gid = 2100000456;
 	ck_assert_ptr_nonnull(s = spec(&c));
-	ck_assert_int_eq(get(s, "process.user.uid")->valuedouble, 2100000123);
-	ck_assert_int_eq(get(s, "process.user.gid")->valuedouble, 2100000456);
+	/* The loader starts as gVisor's root and hands the code the
+	 * sandbox ids, which it takes from its arguments. */
+	ck_assert_int_eq(get(s, "process.user.uid")->valuedouble, 0);
+	ck_assert_int_eq(get(s, "process.user.gid")->valuedouble, 0);
 	ck_assert_str_eq(get(s, "process.cwd")->valuestring,
 	    "/workspace/sub/dir");
 	ck_assert(cJSON_IsTrue(get(s, "process.noNewPrivileges")));
 	ck_assert(cJSON_IsFalse(get(s, "process.terminal")));
 	/* The code runs behind the filter loader. */
-	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.args")), 6);
+	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.args")), 8);
 	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 0)
 	                     ->valuestring,
 	    SBX_GV_LOADER);
 	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 1)
 	                     ->valuestring,
 	    "gvisor-exec");
-	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 5)
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 2)
+	                     ->valuestring,
+	    "2100000123");
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 3)
+	                     ->valuestring,
+	    "2100000456");
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 7)
 	                     ->valuestring,
 	    "echo hi");
 	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.env")), 2);
-	/* Every capability set is present and empty. */
+	/* The loader's sets hold only what the drop to the sandbox ids
+	 * needs; nothing is inheritable or ambient. */
 	caps = get(s, "process.capabilities");
 	ck_assert_int_eq(cJSON_GetArraySize(caps), 5);
 	cJSON_ArrayForEach(e, caps)
 	{
+		const cJSON *n;
+		bool none = strcmp(e->string, "inheritable") == 0 ||
+		    strcmp(e->string, "ambient") == 0;
+
 		ck_assert(cJSON_IsArray(e));
-		ck_assert_int_eq(cJSON_GetArraySize(e), 0);
+		ck_assert_int_eq(cJSON_GetArraySize(e), none ? 0 : 3);
+		cJSON_ArrayForEach(n, e)
+		    ck_assert(strcmp(n->valuestring, "CAP_SETUID") == 0 ||
+		        strcmp(n->valuestring, "CAP_SETGID") == 0 ||
+		        strcmp(n->valuestring, "CAP_SETPCAP") == 0);
 	}
 	cJSON_Delete(s);
 }
