@@ -159,8 +159,10 @@ got_report(struct sbx_res *rs, const struct report *r)
 		rs->setup_failed = true;
 		snprintf(rs->step, sizeof(rs->step), "%s", r->step);
 		snprintf(rs->why, sizeof(rs->why), "%s", r->why);
-	} else if (r->kind == REP_DONE && r->step[0] != '\0') {
-		/* The init says the code never started (runsc failed). */
+	} else if (r->kind == REP_DONE && r->step[0] != '\0' &&
+	    rs->limit == NULL) {
+		/* The init says the code never started (runsc failed); a
+		 * run the agent stopped first is reported by its limit. */
 		if (!rs->setup_failed)
 			setup_fail(rs, r->step, r->why);
 	} else if (r->kind == REP_DONE) {

@@ -14,43 +14,53 @@ plan 30
 export SANDBOX_RUNTIME=gvisor SANDBOX_STATE_DIR=$T/state
 gv() { "$SB" run --timeout 30 --workspace-size 4M "$@"; }
 
-# The kernel the code sees is gVisor's, not the host's.
-out=$(gv -- /bin/sh -c 'uname -r; head -c 200 /proc/version; echo; set -- /proc/[0-9]*; echo "n=$#"; cat /proc/[0-9]*/cmdline | tr "\0" " "' 2>&1)
-host=$(uname -r)
-is "$(printf '%s\n' "$out" | sed -n 1p)" "4.4.0" "uname -r inside is gVisor's (4.4.0), not the host's ($host)"
-unlike "$(printf '%s\n' "$out" | sed -n 2p)" "$host" "/proc/version does not name the host's kernel"
-t "the code's /proc lists only the code's own processes (gVisor's pid namespace)" test "$(printf '%s\n' "$out" | sed -n 's/^n=//p')" -le 3
-unlike "$out" "kz-sandbox serve|runsc" "no host process (agent, runsc) is visible in /proc"
-
-# A call the host never sees: gVisor's kernel answers it.  sysinfo's
-# uptime is gVisor's sandbox uptime (seconds), not the host's.
-up=$(gv -- /bin/sh -c 'cut -d. -f1 /proc/uptime' 2>&1)
-hup=$(cut -d. -f1 /proc/uptime)
-t "the code's uptime is its sandbox's ($up s), not the host's ($hup s)" test "$up" -lt 30 -a "$hup" -gt 60 -o "$up" -lt "$hup"
-
-# kz-sandbox's own boundary, applied around and inside runsc.
-out=$(gv -- /bin/sh -c 'id -u; id -g; grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status | awk "{print \$2}" | sort -u; grep Seccomp: /proc/self/status | awk "{print \$2}"' 2>&1)
-is "$(printf '%s\n' "$out" | sed -n 1,2p | tr '\n' ' ')" "2100000000 2100000000 " "the code runs as the sandbox uid and gid"
-is "$(printf '%s\n' "$out" | sed -n 3p)" "0000000000000000" "every capability set is empty"
-is "$(printf '%s\n' "$out" | sed -n 4p)" "2" "a seccomp filter is loaded (mode 2) in gVisor's kernel"
-# What t1102 reads where gVisor shows nothing (t1121 marks those TODO):
-# no_new_privs with prctl; pid 1's environment holds no worker secret.
-out=$(KZ_SECRET_TEST=worker-secret-$$ gv -- /usr/bin/python3 -c 'import ctypes
-print(ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))
-print("worker-secret" in open("/proc/1/environ", "rb").read().decode("latin1"))' 2>&1)
-is "$(printf '%s' "$out" | tr '\n' ' ')" "1 False" "no_new_privs is set (prctl), and pid 1 holds no worker secret"
-out=$(gv -- /bin/sh -c 'dmesg >/dev/null 2>&1 && echo ESCAPED-syslog; unshare -U true 2>/dev/null && echo ESCAPED-userns; echo DONE' 2>&1)
-is "$out" "DONE" "kz-sandbox's filter refuses syslog and unshare inside gVisor too"
-out=$(gv -- /bin/sh -c 'echo x >/usr/x 2>/dev/null && echo ESCAPED-usr; echo x >/.kz-sandbox 2>/dev/null && echo ESCAPED-loader; echo x >/.kz-filter 2>/dev/null && echo ESCAPED-filter; echo x >/etc/x 2>/dev/null && echo ESCAPED-etc; echo DONE' 2>/dev/null)
-is "$out" "DONE" "the root view is read-only (/usr, /etc, the loader and the filter)"
+# One run answers most questions, a line KEY=VALUE each (every run is a
+# gVisor boot of its own, hundreds of milliseconds).
 echo "host-secret-$$" >"$T/secret"
-out=$(gv -- /bin/sh -c "cat $T/secret 2>/dev/null; cat /etc/shadow 2>/dev/null; echo DONE" 2>&1)
-is "$out" "DONE" "host files outside the view are invisible"
-out=$(gv -- /bin/sh -c 'head -c 5M /dev/zero >/workspace/big 2>/dev/null || echo FULL' 2>&1)
-like "$out" "FULL" "the workspace is bounded (4M)"
-out=$(gv -- /bin/sh -c 'cat /proc/net/dev | awk -F: "NR>2 {print \$1}" | tr -d " " | sort | tr "\n" " "' 2>&1)
-is "$out" "lo " "only a loopback interface exists"
-rc_is 1 "the wall clock stops a run that would go on" gv --timeout 2 -- /bin/sh -c 'sleep 20'
+KZ_SECRET_TEST=worker-secret-$$ gv -- /bin/sh -c '
+	echo "uname=$(uname -r)"; echo "version=$(head -c 200 /proc/version)"
+	set -- /proc/[0-9]*; echo "nproc=$#"
+	echo "cmdlines=$(cat /proc/[0-9]*/cmdline | tr "\0" " ")"
+	echo "uptime=$(cut -d. -f1 /proc/uptime)"
+	echo "ids=$(id -u) $(id -g) $(id -G)"
+	echo "caps=$(grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status | awk "{print \$2}" | sort -u | tr "\n" " ")"
+	echo "seccomp=$(grep Seccomp: /proc/self/status | awk "{print \$2}")"
+	/usr/bin/python3 -c "import ctypes
+print(\"nnp=%d\" % ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))
+print(\"secret=%s\" % (\"worker-secret\" in open(\"/proc/1/environ\", \"rb\").read().decode(\"latin1\")))"
+	w=""
+	dmesg >/dev/null 2>&1 && w="$w syslog"
+	unshare -U true 2>/dev/null && w="$w userns"
+	echo "withheld=${w:-none}"
+	e=""
+	for f in /usr/x /etc/x /.kz-sandbox /.kz-filter /x; do (echo x >$f) 2>/dev/null && e="$e $f"; done
+	echo "written=${e:-none}"
+	r=""
+	for f in '"$T"'/secret /etc/shadow /root /var/lib; do [ -e $f ] && r="$r $f"; done
+	echo "seen=${r:-none}"
+	head -c 5M /dev/zero >/workspace/big 2>/dev/null && echo "ws=unbounded" || echo "ws=full"
+	echo "ifaces=$(awk -F: "NR>2 {print \$1}" /proc/net/dev | tr -d " " | sort | tr "\n" " ")"
+' >"$T/one" 2>"$T/one.err"
+val() { sed -n "s/^$1=//p" "$T/one"; }
+host=$(uname -r) hup=$(cut -d. -f1 /proc/uptime)
+is "$(val uname)" "4.4.0" "uname -r inside is gVisor's (4.4.0), not the host's ($host)"
+unlike "$(val version)" "$host" "/proc/version does not name the host's kernel"
+t "the code's /proc lists only the code's own processes (gVisor's pid namespace)" test "$(val nproc)" -le 4
+unlike "$(val cmdlines)" "kz-sandbox serve|runsc|kz-e2e" "no host process (agent, runsc) is visible in /proc"
+# sysinfo and /proc/uptime are answered by gVisor's kernel: its uptime is
+# the sandbox's (seconds), not the host's.
+t "the code's uptime is its sandbox's ($(val uptime) s), not the host's ($hup s)" test "$(val uptime)" -lt "$hup"
+is "$(val ids)" "2100000000 2100000000 2100000000" "the code runs as the sandbox uid and gid, no other group"
+is "$(val caps)" "0000000000000000 " "every capability set is empty"
+is "$(val seccomp)" "2" "a seccomp filter is loaded (mode 2) in gVisor's kernel"
+# What t1102 reads where gVisor shows nothing (t1121 marks those TODO).
+is "$(val nnp) $(val secret)" "1 False" "no_new_privs is set (prctl), and pid 1 holds no worker secret"
+is "$(val withheld)" "none" "kz-sandbox's filter refuses syslog and unshare inside gVisor too"
+is "$(val written)" "none" "the root view is read-only (/usr, /etc, the loader, the filter, /)"
+is "$(val seen)" "none" "host files outside the view are invisible"
+is "$(val ws)" "full" "the workspace is bounded (4M)"
+is "$(val ifaces)" "lo " "only a loopback interface exists"
+rc_is 1 "the wall clock stops a run that would go on" gv --timeout 3 -- /bin/sh -c 'sleep 30'
 like "$(cat "$T/.out")" "timeout" "and says so"
 pgrep -f "runsc.*$T/state" >/dev/null
 tnot "no runsc, gofer or sandbox of the stopped run is left on the host" test $? = 0
