@@ -625,10 +625,15 @@ gv_init(const struct sock_fprog *prog, uid_t uid, gid_t gid, char **argv)
 	(void)signal(SIGTERM, SIG_IGN);
 	(void)signal(SIGHUP, SIG_IGN);
 	(void)!sbx_seccomp_load(prog);
+	/* The run ends with the code's main process, as under native: the
+	 * init's exit ends gVisor's container, and whatever the code left
+	 * running goes with it. */
 	while ((p = waitpid(-1, &st, 0)) >= 0 || errno == EINTR)
-		if (p == pid)
+		if (p == pid) {
 			code = WIFEXITED(st) ? WEXITSTATUS(st) :
 			                       128 + WTERMSIG(st);
+			break;
+		}
 	return code;
 }
 

@@ -7,11 +7,13 @@
 #
 # Three checks of t1102 read what Debian 12's runsc (20221219) does not show:
 # the NoNewPrivs line of /proc/self/status, and nosuid and nodev in
-# /proc/mounts; and one (hidepid) reads /proc/1/environ, which gVisor lets
-# the code read although pid 1, the loader, is another uid.  They are
-# reported as TODO with that reason, and t1120 checks each property another
-# way (no_new_privs with prctl, a set-user-ID file inert, pid 1's environment
-# holding nothing but the code's own).  Every other check must pass.
+# /proc/mounts; one (hidepid) reads /proc/1/environ, which gVisor lets
+# the code read although pid 1, the loader, is another uid; and one of
+# t4301 lists the workspace with ls, which fails there (gVisor refuses
+# fstatat with AT_NO_AUTOMOUNT).  They are reported as TODO with that
+# reason, and t1120 checks each property another way (no_new_privs with
+# prctl, pid 1's environment holding no worker secret, the next tenant's
+# workspace empty without ls).  Every other check must pass.
 . "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/runsc ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
 SUITES=${GVISOR_SUITES:-t1102-sandbox-escape t4202-reset-leftovers t4301-run-sandbox}
@@ -20,6 +22,7 @@ declare -A TODO=(
 	["setuid bit is ignored on the projection (nosuid)"]="gVisor 20221219 shows no nosuid in /proc/mounts"
 	["the workspace is noexec-free but nodev and nosuid"]="gVisor 20221219 shows no nosuid,nodev in /proc/mounts"
 	["the run's init is hidden (hidepid)"]="gVisor 20221219 lets the code read pid 1's environ (the code's own)"
+	["another actor in the same conversation gets an empty workspace"]="ls fails under gVisor 20221219 (fstatat with AT_NO_AUTOMOUNT is EINVAL); t1120 checks the next tenant's workspace without ls"
 )
 # Each suite's plan is known only once it runs (t1102 counts its helper's
 # attempts): the plan goes last, as TAP allows, the sum of theirs.
