@@ -41,7 +41,7 @@ limits(struct sbx_cg *g, const struct sbx_conf *c)
 	(void)sbx_cg_wfile(g->run[SBX_CG_MEM], "memory.memsw.limit_in_bytes",
 	    v);
 	(void)sbx_cg_wfile(g->run[SBX_CG_MEM], "memory.swappiness", "0");
-	snprintf(v, sizeof(v), "%lld", (long long)c->pids);
+	snprintf(v, sizeof(v), "%lld", (long long)sbx_cg_pids(c));
 	r |= sbx_cg_wfile(g->run[SBX_CG_PIDS], "pids.max", v);
 	r |= sbx_cg_wfile(g->run[SBX_CG_CPU], "cpu.cfs_period_us", "100000");
 	snprintf(v, sizeof(v), "%lld", (long long)c->cpu_milli * 100);

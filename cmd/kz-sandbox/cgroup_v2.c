@@ -88,7 +88,7 @@ limits(struct sbx_cg *g, const struct sbx_conf *c)
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)c->memory);
 	r |= sbx_cg_wfile(g->run[0], "memory.max", v);
 	(void)sbx_cg_wfile(g->run[0], "memory.swap.max", "0");
-	snprintf(v, sizeof(v), "%lld", (long long)c->pids);
+	snprintf(v, sizeof(v), "%lld", (long long)sbx_cg_pids(c));
 	r |= sbx_cg_wfile(g->run[0], "pids.max", v);
 	snprintf(v, sizeof(v), "%lld 100000", (long long)c->cpu_milli * 100);
 	r |= sbx_cg_wfile(g->run[0], "cpu.max", v);

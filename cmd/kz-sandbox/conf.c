@@ -100,6 +100,12 @@ static const struct key keys[] = {
     {"SANDBOX_EXTRA_RO", "extra-ro", K_STR, S(extra_ro), 0, 0, "",
         "comma-separated host directories shown read-only at their path"},
     {"SANDBOX_HOSTNAME", NULL, K_STR, S(hostname), 0, 0, "sandbox", NULL},
+    {"SANDBOX_RUNTIME", "runtime", K_STR, S(runtime), 0, 0, "native",
+        "native, or gvisor: the code runs in runsc's user-space kernel"},
+    {"SANDBOX_GVISOR_PLATFORM", "gvisor-platform", K_STR, S(gv_platform), 0, 0,
+        "ptrace", "runsc's platform under gvisor (ptrace, kvm, systrap)"},
+    {"SANDBOX_RUNSC", "runsc", K_STR, S(runsc), 0, 0, "/usr/bin/runsc",
+        "the runsc executable under gvisor (an absolute path)"},
     {"KZ_SOCKET", "socket", K_STR, S(sock), 0, 0, "", "serve socket"},
     {"KZ_RUN_DIR", NULL, K_STR, S(run_dir), 0, 0, "", NULL},
     {"KZ_PEER_UIDS", NULL, K_STR, S(peer_uids), 0, 0, "", NULL},
@@ -256,9 +262,47 @@ is_nobody(int64_t uid, int64_t gid)
 	return gr != NULL && (int64_t)gr->gr_gid == gid;
 }
 
+/* The runtime keys; a runtime that cannot apply part of the policy is
+ * refused here, before anything starts. */
+static int
+gvisor_check(const struct sbx_conf *c, char *why, size_t wlen)
+{
+	static const char *const plat[] = {"ptrace", "kvm", "systrap", NULL};
+	bool ok = false;
+
+	if (strcmp(c->runtime, "native") != 0 && !sbx_gvisor(c)) {
+		kz_why(why, wlen, "SANDBOX_RUNTIME must be native or gvisor");
+		return KZ_ECONF;
+	}
+	for (int i = 0; plat[i] != NULL; i++)
+		ok = ok || strcmp(c->gv_platform, plat[i]) == 0;
+	if (!ok) {
+		kz_why(why, wlen,
+		    "SANDBOX_GVISOR_PLATFORM must be ptrace, kvm or systrap");
+		return KZ_ECONF;
+	}
+	if (!abs_path_ok(c->runsc)) {
+		kz_why(why, wlen,
+		    "SANDBOX_RUNSC must be an absolute path without dot "
+		    "segments");
+		return KZ_ECONF;
+	}
+	/* gVisor has user namespaces of its own; kz-sandbox's would sit
+	 * around runsc, which must start as root. */
+	if (sbx_gvisor(c) && c->userns) {
+		kz_why(why, wlen,
+		    "gvisor: SANDBOX_USERNS=on cannot be applied under "
+		    "SANDBOX_RUNTIME=gvisor");
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
 int
 sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 {
+	int r;
+
 	if (c->uid == 0 || c->gid == 0) {
 		kz_why(why, wlen, "the code never runs as uid or gid 0");
 		return KZ_ECONF;
@@ -304,6 +348,8 @@ sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 		    "the worker id must be 1-63 characters of [A-Za-z0-9._-]");
 		return KZ_ECONF;
 	}
+	if ((r = gvisor_check(c, why, wlen)) != 0)
+		return r;
 	return sbx_view_check(c, why, wlen);
 }
 

@@ -179,6 +179,10 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 	if (place_fds(j, &rep) != 0)
 		FAIL("stdio", strerror(errno));
 	(void)setsid();
+	/* Under gvisor the rest of the boundary is runsc's to apply, from
+	 * the spec: the limits, the ids, no capabilities, the directory. */
+	if (sbx_gvisor(w->c))
+		sbx_gv_exec(w, rep);
 	if (sbx_rlimit_apply(w->c, why, sizeof(why)) != 0)
 		FAIL("rlimit", why);
 	if (sbx_caps_drop((uid_t)w->c->uid, (gid_t)w->c->gid, w->userns_fd >= 0,
@@ -198,7 +202,7 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 }
 
 static void
-reap(int sock, pid_t *cur)
+reap(const struct sbx_worker *w, int sock, pid_t *cur)
 {
 	struct rusage ru;
 	struct report r;
@@ -214,6 +218,16 @@ reap(int sock, pid_t *cur)
 		r.cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 +
 		    ru.ru_utime.tv_usec / 1000 + ru.ru_stime.tv_sec * 1000 +
 		    ru.ru_stime.tv_usec / 1000;
+		/* runsc ended before it made the container: the code never
+		 * ran, and its status is runsc's, not the code's. */
+		if (sbx_gvisor(w->c) && !sbx_gv_started()) {
+			snprintf(r.step, sizeof(r.step), "gvisor");
+			snprintf(r.why, sizeof(r.why),
+			    "gvisor: runsc ended (%s %d) before the code "
+			    "started",
+			    WIFEXITED(st) ? "exit" : "signal",
+			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		}
 		(void)!write(sock, &r, sizeof(r));
 		*cur = 0;
 	}
@@ -298,6 +312,22 @@ fail_exit(int sock)
 	_exit(1);
 }
 
+/* Under gvisor, a job runsc cannot take is refused (its descriptors
+ * closed, as after a run); true then. */
+static bool
+gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock)
+{
+	char step[64], why[192];
+
+	if (sbx_gv_job(w, j, step, sizeof(step), why, sizeof(why)) == 0)
+		return false;
+	sbx_msg_report(j->fd[3], REP_FAIL, 0, step, why);
+	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
+	for (int i = 0; i < ZFDS + j->npass; i++)
+		close(j->fd[i]);
+	return true;
+}
+
 /* The run namespace's init (pid 1 there): never returns. */
 static void
 zygote(struct sbx_worker *w, int sock)
@@ -323,9 +353,19 @@ zygote(struct sbx_worker *w, int sock)
 	if ((w->tmpl_fd >= 0 ?
 	            sbx_mnt_lease(&w->mnt, w->c, why, sizeof(why)) :
 	            sbx_mnt_build(&w->mnt, w->c, why, sizeof(why))) != 0 ||
-	    sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0) {
+	    (!sbx_gvisor(w->c) &&
+	        sbx_mnt_enter(&w->mnt, why, sizeof(why)) != 0)) {
 		sbx_msg_report(sock, REP_FAIL, 0, "mount", why);
 		fail_exit(sock);
+	}
+	/* Under gvisor the view stays where it was built, and is checked
+	 * there. */
+	if (sbx_gvisor(w->c)) {
+		snprintf(zm.stage, sizeof(zm.stage), "%s/root", w->mnt.stage);
+		if (sbx_gv_enter(w, why, sizeof(why)) != 0) {
+			sbx_msg_report(sock, REP_FAIL, 0, "gvisor", why);
+			fail_exit(sock);
+		}
 	}
 	if (w->c->userns &&
 	    sbx_ns_userns_make(w->c, &w->userns_fd, why, sizeof(why)) != 0) {
@@ -376,7 +416,7 @@ zygote(struct sbx_worker *w, int sock)
 			continue;
 		if (p[1].revents) {
 			(void)!read(sfd, &si, sizeof(si));
-			reap(sock, &cur);
+			reap(w, sock, &cur);
 		}
 		if (!p[0].revents)
 			continue;
@@ -385,6 +425,8 @@ zygote(struct sbx_worker *w, int sock)
 		if (r == 1 && cur == 0)
 			sbx_check_here(&zm, sock);
 		if (r != 0 || cur != 0)
+			continue;
+		if (sbx_gvisor(w->c) && gv_refused(w, &j, sock))
 			continue;
 		if ((cur = spawn(w, &j, stack)) < 0) {
 			sbx_msg_report(j.fd[3], REP_FAIL, 0, "fork",

@@ -266,6 +266,35 @@ overlay(const char *dst)
 	    MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=projection:empty");
 }
 
+/* Under gvisor, this binary at SBX_GV_LOADER in the view (read-only,
+ * like the rest of it): the code's first process there, which loads the
+ * system call filter inside gVisor's kernel (gvisor.c). */
+static int
+loader(const char *root, char *why, size_t wlen)
+{
+	char p[SBX_PBUF], self[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	/* By its path: the magic link names a mount of the namespace the
+	 * binary was started in, which a bind here may not take. */
+	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
+		return fail(why, wlen, "readlink", "/proc/self/exe");
+	self[n] = '\0';
+	snprintf(p, sizeof(p), "%s%s", root, SBX_GV_LOADER);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0555)) < 0)
+		return fail(why, wlen, "create", SBX_GV_LOADER);
+	close(fd);
+	if (mount(self, p, NULL, MS_BIND, NULL) < 0)
+		return fail(why, wlen, "bind", SBX_GV_LOADER);
+	/* The mount point of each run's filter (runsc binds it there). */
+	snprintf(p, sizeof(p), "%s%s", root, SBX_GV_FILTER);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0)
+		return fail(why, wlen, "create", SBX_GV_FILTER);
+	close(fd);
+	return 0;
+}
+
 int
 sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
     size_t wlen)
@@ -277,6 +306,8 @@ sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 		return fail(why, wlen, "make", "private");
 	if ((r = stage(m, c, root, sizeof(root), why, wlen)) != 0 ||
 	    (r = sbx_view_fill(c, root, why, wlen)) != 0)
+		return r;
+	if (sbx_gvisor(c) && (r = loader(root, why, wlen)) != 0)
 		return r;
 	snprintf(p, sizeof(p), "%s/projection", m->stage);
 	if (c->projection[0] != '\0' &&

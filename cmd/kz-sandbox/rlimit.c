@@ -13,24 +13,29 @@
 #include "sbx.h"
 #include "banned.h"
 
+void
+sbx_rlimit_list(const struct sbx_conf *c, struct sbx_rlimit *l)
+{
+	const struct sbx_rlimit t[SBX_RLIMIT_N] = {
+	    {RLIMIT_NOFILE, (uint64_t)c->nofile, "NOFILE"},
+	    {RLIMIT_FSIZE, c->fsize, "FSIZE"},
+	    {RLIMIT_CORE, 0, "CORE"},
+	    {RLIMIT_MEMLOCK, 64 * 1024, "MEMLOCK"},
+	    {RLIMIT_MSGQUEUE, c->msgqueue, "MSGQUEUE"},
+	    {RLIMIT_SIGPENDING, (uint64_t)c->sigpending, "SIGPENDING"},
+	};
+
+	memcpy(l, t, sizeof(t));
+}
+
 int
 sbx_rlimit_apply(const struct sbx_conf *c, char *why, size_t wlen)
 {
-	const struct {
-		int res;
-		rlim_t v;
-		const char *name;
-	} l[] = {
-	    {RLIMIT_NOFILE, (rlim_t)c->nofile, "NOFILE"},
-	    {RLIMIT_FSIZE, (rlim_t)c->fsize, "FSIZE"},
-	    {RLIMIT_CORE, 0, "CORE"},
-	    {RLIMIT_MEMLOCK, 64 * 1024, "MEMLOCK"},
-	    {RLIMIT_MSGQUEUE, (rlim_t)c->msgqueue, "MSGQUEUE"},
-	    {RLIMIT_SIGPENDING, (rlim_t)c->sigpending, "SIGPENDING"},
-	};
+	struct sbx_rlimit l[SBX_RLIMIT_N];
 
-	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
-		struct rlimit rl = {l[i].v, l[i].v};
+	sbx_rlimit_list(c, l);
+	for (size_t i = 0; i < SBX_RLIMIT_N; i++) {
+		struct rlimit rl = {(rlim_t)l[i].v, (rlim_t)l[i].v};
 
 		if (setrlimit(l[i].res, &rl) < 0) {
 			kz_why(why, wlen, "rlimit: %s: %s", l[i].name,

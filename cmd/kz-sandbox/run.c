@@ -150,6 +150,8 @@ stop(struct sbx_worker *w, struct sbx_res *rs, const char *why)
 	(void)sbx_cg_kill_run(&w->cg);
 }
 
+static void setup_fail(struct sbx_res *rs, const char *step, const char *why);
+
 static void
 got_report(struct sbx_res *rs, const struct report *r)
 {
@@ -157,6 +159,12 @@ got_report(struct sbx_res *rs, const struct report *r)
 		rs->setup_failed = true;
 		snprintf(rs->step, sizeof(rs->step), "%s", r->step);
 		snprintf(rs->why, sizeof(rs->why), "%s", r->why);
+	} else if (r->kind == REP_DONE && r->step[0] != '\0' &&
+	    rs->limit == NULL) {
+		/* The init says the code never started (runsc failed); a
+		 * run the agent stopped first is reported by its limit. */
+		if (!rs->setup_failed)
+			setup_fail(rs, r->step, r->why);
 	} else if (r->kind == REP_DONE) {
 		rs->exited = WIFEXITED(r->status);
 		rs->code = rs->exited ? WEXITSTATUS(r->status) : -1;
@@ -458,7 +466,9 @@ state_dir(struct sbx_mnt *m, const struct sbx_conf *c, bool serve, char *why,
 		return KZ_ETOOBIG;
 	}
 	memcpy(m->stage, c->state_dir, strlen(c->state_dir) + 1);
-	if (!serve)
+	/* Under gvisor even a one-shot run has a directory of its own: the
+	 * runsc state's mount point must stay outside the stage. */
+	if (!serve && !sbx_gvisor(c))
 		return 0;
 	m->stage[strlen(c->state_dir)] = '/';
 	memcpy(m->stage + strlen(c->state_dir) + 1, c->id, strlen(c->id) + 1);
@@ -516,6 +526,28 @@ note_ns(struct sbx_worker *w)
 	return note_ids(w, &cur) && fresh;
 }
 
+/* The runsc state's mount point, a host directory each run init mounts
+ * a tmpfs of its own on. */
+static int
+gv_dir_make(struct sbx_worker *w, char *why, size_t wlen)
+{
+	char p[SBX_PBUF];
+
+	if (sbx_gv_dir(w->c, NULL, p, sizeof(p)) != 0) {
+		kz_why(why, wlen,
+		    "gvisor: the state directory path is too long");
+		return KZ_ETOOBIG;
+	}
+	if (mkdir(p, 0700) < 0 &&
+	    (errno != EEXIST || rmdir(p) < 0 || mkdir(p, 0700) < 0)) {
+		kz_why(why, wlen, "gvisor: runsc state directory in use: %s",
+		    strerror(errno));
+		return KZ_EEXIST;
+	}
+	w->gv_dir = true;
+	return 0;
+}
+
 int
 sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
     size_t wlen)
@@ -532,12 +564,18 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
 	sbx_cg_init(&w->cg);
 	if (c->id[0] == '\0')
 		snprintf(c->id, sizeof(c->id), "run-%d", (int)getpid());
+	if (sbx_gvisor(c) && (r = sbx_gv_binary(c, why, wlen)) != 0)
+		return r;
 	if ((r = state_dir(&w->mnt, c, serve, why, wlen)) != 0)
+		return r;
+	if (sbx_gvisor(c) && (r = gv_dir_make(w, why, wlen)) != 0)
 		return r;
 	/* The agent execs nothing, so its bounding and ambient sets are
 	 * emptied once, here: every init it clones, for every lease, and
-	 * every code process inherit them empty. */
-	if ((r = sbx_caps_bound(why, wlen)) != 0)
+	 * every code process inherit them empty.  Under gvisor the code
+	 * process executes runsc, which needs its privileges to build the
+	 * sandbox; the code inside gets none (the spec's empty sets). */
+	if (!sbx_gvisor(c) && (r = sbx_caps_bound(why, wlen)) != 0)
 		return r;
 	if (serve && (r = sbx_template_make(w, why, wlen)) != 0)
 		return r;
@@ -559,6 +597,10 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
 		kz_why(why, wlen, "namespaces: cannot read the run namespaces");
 		return KZ_EUNAVAIL;
 	}
+	/* A one-shot run is its own probe: the code runs only if runsc
+	 * made its container. */
+	if (serve && sbx_gvisor(c) && (r = sbx_gv_probe(w, why, wlen)) != 0)
+		return r;
 	return 0;
 }
 
@@ -642,6 +684,13 @@ sbx_worker_release(struct sbx_worker *w)
 	w->zsock = -1, w->zpid = 0, w->zpidfd = -1;
 	sbx_cg_teardown(&w->cg);
 	sbx_mnt_release(&w->mnt);
+	if (w->gv_dir) {
+		char p[SBX_PBUF];
+
+		if (sbx_gv_dir(w->c, NULL, p, sizeof(p)) == 0)
+			(void)rmdir(p);
+		w->gv_dir = false;
+	}
 	sbx_seccomp_free(&w->prog);
 	if (w->tmpl_fd >= 0)
 		close(w->tmpl_fd);

@@ -44,6 +44,9 @@ struct sbx_conf {
 	char masks[4096];
 	char extra_ro[4096];
 	char hostname[64];
+	char runtime[8]; /* native or gvisor */
+	char gv_platform[16];
+	char runsc[PATH_MAX];
 	char sock[108];
 	char run_dir[PATH_MAX];
 	char peer_uids[1024];
@@ -275,6 +278,7 @@ struct sbx_worker {
 	size_t ns_n, ns_cap;
 	int64_t leases; /* run namespaces made so far */
 	bool serve, broken;
+	bool gv_dir; /* made <state>/<id>.runsc */
 };
 struct sbx_req {
 	char **argv; /* NULL-terminated */
@@ -407,6 +411,56 @@ KZ_WUR int sbx_template_make(struct sbx_worker *w, char *why, size_t wlen);
  * pidfd of the agent (whose network, IPC and UTS namespaces it joins) and
  * waits until it is ready (or has failed, with its reason). */
 KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
+
+/*
+ * gvisor.c: SANDBOX_RUNTIME=gvisor, the code under runsc.  The runsc state
+ * and bundle are on a tmpfs of the run init's mount namespace, at
+ * <SANDBOX_STATE_DIR>/<id>.runsc (a host directory the agent makes).
+ */
+KZ_WUR bool sbx_gvisor(const struct sbx_conf *c);
+/* <state>/<id>.runsc[/leaf]; KZ_ETOOBIG. */
+KZ_WUR int sbx_gv_dir(const struct sbx_conf *c, const char *leaf, char *buf,
+    size_t len);
+/* SANDBOX_RUNSC is an executable regular file; why names it. */
+KZ_WUR int sbx_gv_binary(const struct sbx_conf *c, char *why, size_t wlen);
+/* The OCI runtime spec of one job on the view at rootfs: the one place
+ * the policy is turned into runsc's terms. */
+cJSON *sbx_gv_spec(const struct sbx_conf *c, const char *rootfs,
+    const char *filter, const struct sbx_job *j);
+/* In the run init, instead of entering the view: the state tmpfs. */
+KZ_WUR int sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen);
+/* In the run init, per job: the spec written, runsc's command line made;
+ * step and why name what refused it. */
+KZ_WUR int sbx_gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step,
+    size_t slen, char *why, size_t wlen);
+/* In the code process: executes runsc (never returns). */
+void sbx_gv_exec(const struct sbx_worker *w, int rep) __attribute__((noreturn));
+/* After the job: whether runsc got as far as creating the container. */
+KZ_WUR bool sbx_gv_started(void);
+/* At a served worker's start: /bin/true through runsc, or refusal. */
+KZ_WUR int sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen);
+
+/* Under gvisor the run cgroup holds runsc, its gofer and the Sentry
+ * (its threads and, on ptrace, a stub per address space) besides the
+ * code's own tasks: this many more tasks are allowed. */
+#define SBX_GV_PIDS 128
+/* The run cgroup's pids.max. */
+int64_t sbx_cg_pids(const struct sbx_conf *c);
+/* Under gvisor, inside the sandbox (the loader, gVisor's pid 1): starts
+ * argv as uid and gid, without capabilities, under kz-sandbox's own
+ * filter (gVisor's kernel enforces it). */
+int sbx_gv_filtered_exec(const char *uid, const char *gid, char **argv);
+#define SBX_GV_LOADER "/.kz-sandbox"
+#define SBX_GV_FILTER "/.kz-filter" /* the filter's BPF, read-only */
+
+/* rlimit.c's limits, for the OCI spec too. */
+#define SBX_RLIMIT_N 6
+struct sbx_rlimit {
+	int res;
+	uint64_t v;
+	const char *name;
+};
+void sbx_rlimit_list(const struct sbx_conf *c, struct sbx_rlimit *l);
 
 /* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
 enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);

@@ -13,17 +13,21 @@
 # by CPU time per run, every process of the run counted (kz-sandbox's run
 # init is not waited for by the agent, so the time hyperfine reports leaves
 # it out), where the cgroup v1 cpuacct hierarchy is mounted.
+# Under gVisor (when runsc is installed; GRUNS runs each, default 10):
+#  (g) runsc do /bin/true, the peer, (h) kz-sandbox run --runtime gvisor
+#  (cold), (i) a run on a warm gvisor worker, and the ratios h/g (target
+#  <= 1.2) and i/d (target <= 3.0).
 set -eu
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 SB=${KZ_SANDBOX_BIN:-$TOP/bin/kz-sandbox}
 RUNS=${RUNS:-100}
 T=$(mktemp -d /tmp/kz-bench.XXXXXX)
-WPID= UPID=
+WPID= UPID= GPID=
 ACCT=/sys/fs/cgroup/cpuacct
 CG=$ACCT/kz-bench.$$
 cleanup() {
 	set +e	# a clean run must not exit 1 because something was already gone
-	for p in $WPID $UPID; do kill "$p" 2>/dev/null; done
+	for p in $WPID $UPID $GPID; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rmdir "$CG" 2>/dev/null
 	rm -rf "$T"
@@ -118,4 +122,24 @@ bc, cc = sys.argv[5:]
 if bc != "-":
 	print("CPU per run, every process: (b) %s us, (c) %s us, c/b = %.2f" %
 	    (bc, cc, float(cc) / float(bc)))' "$a" "$b" "$c" "$d" "$bcpu" "$ccpu"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+
+# (g)-(i): gVisor beside (d), each run a gVisor boot of its own.
+RUNSC=${RUNSC:-/usr/bin/runsc}
+GRUNS=${GRUNS:-10}
+[ -x "$RUNSC" ] || { echo "runsc missing: no gVisor figures (make deps)"; exit 0; }
+mkdir -p "$T/gst"
+g=$(cd "$T" && htimes "$RUNSC --network=none --platform=ptrace do /bin/true" "$GRUNS" |
+	python3 -c 'import statistics as s,sys; print("%.3f" % s.median(float(x) for x in sys.stdin))')
+h=$(htimes "$SB run --runtime gvisor --state-dir $T/gst -- /bin/true" "$GRUNS" |
+	python3 -c 'import statistics as s,sys; print("%.3f" % s.median(float(x) for x in sys.stdin))')
+"$SB" serve --id "bench-g-$$" --socket "$T/g.sock" --runtime gvisor --state-dir "$T/gst" 2>/dev/null & GPID=$!
+for i in $(seq 200); do [ -S "$T/g.sock" ] && break; sleep 0.05; done
+"$T/client" "$T/g.sock" 2 >/dev/null		# warm-up
+read -r i imean < <("$T/client" "$T/g.sock" "$GRUNS")
+printf '(g) runsc do /bin/true (peer)    median %8.3f ms\n' "$g"
+printf '(h) kz-sandbox run gvisor (cold) median %8.3f ms\n' "$h"
+printf '(i) gvisor serve run (warm)      median %8.3f ms (mean %.3f)\n' "$i" "$imean"
+python3 -c 'import sys; d,g,h,i=map(float,sys.argv[1:5])
+print("h/g = %.2f (target <= 1.2)" % (h/g)); print("i/d = %.2f (target <= 3.0)" % (i/d))' "$d" "$g" "$h" "$i"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

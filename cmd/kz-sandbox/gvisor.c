@@ -1,0 +1,524 @@
+/*
+ * SANDBOX_RUNTIME=gvisor: the code runs in runsc's user-space kernel.
+ * Everything around it is the native worker's: the run init builds the
+ * same root view in its own mount namespace and joins the worker's
+ * network, IPC and UTS namespaces; the agent keeps the cgroups, the wall
+ * clock, the output limits and the relay.  What changes is the code
+ * process: instead of dropping its privileges and executing the code it
+ * joins the run cgroup and executes runsc, which starts a new gVisor
+ * sandbox (its gofer and its kernel, the Sentry) in that cgroup, on the
+ * view, with an OCI spec generated here from the same configuration
+ * (sbx_gv_spec).  The view stays where the init built it (the init does
+ * not pivot: the code sees only what the spec names), and the runsc state
+ * and bundle live on a tmpfs of the init's own mount namespace, gone with
+ * the init at the next reset.  Each run is a sandbox of its own: the end
+ * of a run kills the run cgroup, and the gVisor kernel with it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+
+#include "kz_io.h"
+#include "sbx.h"
+#include "banned.h"
+
+#define GV_TMPFS "size=8m,nr_inodes=256,mode=0700"
+
+bool
+sbx_gvisor(const struct sbx_conf *c)
+{
+	return strcmp(c->runtime, "gvisor") == 0;
+}
+
+int
+sbx_gv_dir(const struct sbx_conf *c, const char *leaf, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s.runsc%s%s", c->state_dir, c->id,
+	    leaf ? "/" : "", leaf ? leaf : "");
+
+	return n < 0 || (size_t)n >= len ? KZ_ETOOBIG : 0;
+}
+
+int
+sbx_gv_binary(const struct sbx_conf *c, char *why, size_t wlen)
+{
+	struct stat st;
+
+	if (stat(c->runsc, &st) < 0) {
+		kz_why(why, wlen, "gvisor: runsc %s: %s", c->runsc,
+		    strerror(errno));
+		return KZ_EUNAVAIL;
+	}
+	if (!S_ISREG(st.st_mode) || access(c->runsc, X_OK) < 0) {
+		kz_why(why, wlen, "gvisor: runsc %s is not an executable file",
+		    c->runsc);
+		return KZ_EUNAVAIL;
+	}
+	return 0;
+}
+
+/*
+ * The loader (pid 1, gVisor's root) gets what it needs to become the
+ * sandbox uid and gid and empty every set, as the native code process
+ * does (sbx_caps_drop): CAP_SETUID, CAP_SETGID and CAP_SETPCAP, and
+ * nothing inheritable or ambient.  The code itself has none.
+ */
+static bool
+add_caps(cJSON *proc)
+{
+	static const char *const sets[] = {"bounding", "effective", "permitted",
+	    "inheritable", "ambient", NULL};
+	static const char *const need[] = {"CAP_SETUID", "CAP_SETGID",
+	    "CAP_SETPCAP"};
+	cJSON *caps = cJSON_AddObjectToObject(proc, "capabilities"), *a, *s;
+
+	for (int i = 0; caps != NULL && sets[i] != NULL; i++) {
+		if ((a = cJSON_AddArrayToObject(caps, sets[i])) == NULL)
+			return false;
+		for (size_t k = 0; i < 3 && k < sizeof(need) / sizeof(need[0]);
+		     k++)
+			if ((s = cJSON_CreateString(need[k])) == NULL ||
+			    !cJSON_AddItemToArray(a, s))
+				return false;
+	}
+	return caps != NULL;
+}
+
+/* rlimit.c's limits, under their OCI names. */
+static bool
+add_rlimits(cJSON *proc, const struct sbx_conf *c)
+{
+	struct sbx_rlimit l[SBX_RLIMIT_N];
+	cJSON *a = cJSON_AddArrayToObject(proc, "rlimits"), *o;
+	char type[32];
+
+	sbx_rlimit_list(c, l);
+	for (int i = 0; a != NULL && i < SBX_RLIMIT_N; i++) {
+		snprintf(type, sizeof(type), "RLIMIT_%s", l[i].name);
+		if ((o = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, o) ||
+		    cJSON_AddStringToObject(o, "type", type) == NULL ||
+		    cJSON_AddNumberToObject(o, "hard", (double)l[i].v) ==
+		        NULL ||
+		    cJSON_AddNumberToObject(o, "soft", (double)l[i].v) == NULL)
+			return false;
+	}
+	return a != NULL;
+}
+
+static bool
+add_strings(cJSON *o, const char *name, char *const *v)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, name), *s;
+
+	for (int i = 0; a != NULL && v[i] != NULL; i++)
+		if ((s = cJSON_CreateString(v[i])) == NULL ||
+		    !cJSON_AddItemToArray(a, s))
+			return false;
+	return a != NULL;
+}
+
+/* The code's argv behind the filter loader (sbx_gv_filtered_exec). */
+static bool
+add_args(cJSON *p, const struct sbx_conf *c, char *const *argv)
+{
+	cJSON *a = cJSON_AddArrayToObject(p, "args"), *s;
+	char uid[24], gid[24];
+	const char *const pre[] = {SBX_GV_LOADER, "gvisor-exec", uid, gid, "--",
+	    NULL};
+
+	snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
+	snprintf(gid, sizeof(gid), "%lld", (long long)c->gid);
+
+	for (int i = 0; a != NULL && pre[i] != NULL; i++)
+		if ((s = cJSON_CreateString(pre[i])) == NULL ||
+		    !cJSON_AddItemToArray(a, s))
+			return false;
+	for (int i = 0; a != NULL && argv[i] != NULL; i++)
+		if ((s = cJSON_CreateString(argv[i])) == NULL ||
+		    !cJSON_AddItemToArray(a, s))
+			return false;
+	return a != NULL;
+}
+
+static cJSON *
+process(const struct sbx_conf *c, const struct sbx_job *j)
+{
+	cJSON *p = cJSON_CreateObject(), *u;
+	char cwd[PATH_MAX];
+
+	snprintf(cwd, sizeof(cwd), "%s%s%s", SBX_WS, j->cwd[0] ? "/" : "",
+	    j->cwd);
+	if (p == NULL || cJSON_AddFalseToObject(p, "terminal") == NULL ||
+	    (u = cJSON_AddObjectToObject(p, "user")) == NULL ||
+	    cJSON_AddNumberToObject(u, "uid", 0) == NULL ||
+	    cJSON_AddNumberToObject(u, "gid", 0) == NULL ||
+	    !add_args(p, c, j->argv) || !add_strings(p, "env", j->env) ||
+	    cJSON_AddStringToObject(p, "cwd", cwd) == NULL || !add_caps(p) ||
+	    cJSON_AddTrueToObject(p, "noNewPrivileges") == NULL ||
+	    !add_rlimits(p, c)) {
+		cJSON_Delete(p);
+		return NULL;
+	}
+	return p;
+}
+
+static bool
+add_mount(cJSON *a, const char *dst, const char *type, const char *src,
+    const char *opts)
+{
+	cJSON *m = cJSON_CreateObject(), *o, *s;
+	char buf[128], *tok, *save = NULL;
+
+	if (m == NULL || !cJSON_AddItemToArray(a, m) ||
+	    cJSON_AddStringToObject(m, "destination", dst) == NULL ||
+	    cJSON_AddStringToObject(m, "type", type) == NULL ||
+	    cJSON_AddStringToObject(m, "source", src) == NULL ||
+	    (o = cJSON_AddArrayToObject(m, "options")) == NULL)
+		return false;
+	snprintf(buf, sizeof(buf), "%s", opts);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save))
+		if ((s = cJSON_CreateString(tok)) == NULL ||
+		    !cJSON_AddItemToArray(o, s))
+			return false;
+	return true;
+}
+
+/*
+ * The root is the view itself, read-only, with everything mounted in it
+ * (the allowlisted directories, the synthesized /etc, the masks, the extra
+ * directories, the projection); gVisor's kernel provides /proc, /dev and
+ * /dev/pts of its own, /sys is empty (as in the view, where it is an
+ * empty directory; runsc would otherwise add its own sysfs), and the three
+ * writable places are the view's own size-bounded tmpfs instances, bound
+ * read-write, so the reset checks the very directories the code wrote to.
+ */
+static cJSON *
+mounts(const char *rootfs, const char *filter)
+{
+	static const char *const rw[] = {SBX_WS, "/tmp", "/dev/shm", NULL};
+	cJSON *a = cJSON_CreateArray();
+	char src[SBX_PBUF];
+	bool ok = a != NULL &&
+	    add_mount(a, "/proc", "proc", "proc", "nosuid,nodev,noexec") &&
+	    add_mount(a, "/dev", "tmpfs", "tmpfs", "nosuid,mode=755") &&
+	    add_mount(a, "/dev/pts", "devpts", "devpts",
+	        "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620") &&
+	    add_mount(a, "/sys", "tmpfs", "tmpfs",
+	        "ro,nosuid,nodev,noexec,size=4k");
+
+	ok = ok &&
+	    add_mount(a, SBX_GV_FILTER, "bind", filter,
+	        "bind,ro,nosuid,nodev,noexec");
+	for (int i = 0; ok && rw[i] != NULL; i++) {
+		snprintf(src, sizeof(src), "%s%s", rootfs, rw[i]);
+		ok = add_mount(a, rw[i], "bind", src, "rbind,rw,nosuid,nodev");
+	}
+	if (!ok) {
+		cJSON_Delete(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* No network namespace under --network=host: the code uses the worker's,
+ * which holds the loopback and the relay on it, and nothing else. */
+static cJSON *
+linux_part(const struct sbx_conf *c)
+{
+	static const char *const ns[] = {"pid", "ipc", "uts", "mount",
+	    "network", NULL};
+	cJSON *l = cJSON_CreateObject(), *a, *o;
+
+	if (l == NULL || (a = cJSON_AddArrayToObject(l, "namespaces")) == NULL)
+		goto bad;
+	for (int i = 0; ns[i] != NULL; i++) {
+		if (strcmp(ns[i], "network") == 0 && c->egress_sock[0] != '\0')
+			continue;
+		if ((o = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, o) ||
+		    cJSON_AddStringToObject(o, "type", ns[i]) == NULL)
+			goto bad;
+	}
+	return l;
+bad:
+	cJSON_Delete(l);
+	return NULL;
+}
+
+cJSON *
+sbx_gv_spec(const struct sbx_conf *c, const char *rootfs, const char *filter,
+    const struct sbx_job *j)
+{
+	cJSON *s = cJSON_CreateObject(), *r, *p = process(c, j),
+	      *m = mounts(rootfs, filter), *l = linux_part(c);
+
+	if (s == NULL || p == NULL || m == NULL || l == NULL)
+		goto bad;
+	cJSON_AddItemToObject(s, "process", p);
+	cJSON_AddItemToObject(s, "mounts", m);
+	cJSON_AddItemToObject(s, "linux", l);
+	p = m = l = NULL;
+	if (cJSON_AddStringToObject(s, "ociVersion", "1.0.2") == NULL ||
+	    (r = cJSON_AddObjectToObject(s, "root")) == NULL ||
+	    cJSON_AddStringToObject(r, "path", rootfs) == NULL ||
+	    cJSON_AddTrueToObject(r, "readonly") == NULL ||
+	    cJSON_AddStringToObject(s, "hostname", c->hostname) == NULL)
+		goto bad;
+	return s;
+bad:
+	cJSON_Delete(s);
+	cJSON_Delete(p);
+	cJSON_Delete(m);
+	cJSON_Delete(l);
+	return NULL;
+}
+
+int
+sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen)
+{
+	char p[SBX_PBUF];
+
+	/* runsc re-executes itself through /proc/self/exe, which needs a
+	 * /proc of the init's pid namespace. */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	        NULL) < 0) {
+		kz_why(why, wlen, "gvisor: cannot mount /proc: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	if (sbx_gv_dir(w->c, NULL, p, sizeof(p)) != 0 ||
+	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	        GV_TMPFS) < 0) {
+		kz_why(why, wlen, "gvisor: cannot mount the runsc state: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	if (sbx_gv_dir(w->c, "root", p, sizeof(p)) != 0 || mkdir(p, 0700) < 0 ||
+	    sbx_gv_dir(w->c, "bundle", p, sizeof(p)) != 0 ||
+	    mkdir(p, 0700) < 0) {
+		kz_why(why, wlen, "gvisor: cannot make the runsc state: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	return 0;
+}
+
+/* The job's working directory exists in the workspace, resolved as the
+ * code would: inside the view, never through a magic link. */
+static bool
+cwd_ok(const struct sbx_worker *w, const char *cwd)
+{
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	char root[SBX_PBUF], rel[PATH_MAX + 16];
+	int dfd, fd;
+
+	snprintf(root, sizeof(root), "%s/root", w->mnt.stage);
+	snprintf(rel, sizeof(rel), "%s/%s", SBX_WS + 1, cwd);
+	if ((dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return false;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	close(dfd);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/* runsc's command line for the current job (the code process executes
+ * it; it shares the init's memory until then). */
+static char gv_arg[8][SBX_PBUF];
+static char *gv_argv[16];
+static unsigned long gv_runs;
+
+static void
+gv_cmdline(const struct sbx_conf *c)
+{
+	int n = 0;
+
+	memcpy(gv_arg[0], "--root=", 8);
+	(void)!sbx_gv_dir(c, "root", gv_arg[0] + 7, SBX_PBUF - 7);
+	snprintf(gv_arg[1], SBX_PBUF, "--network=%s",
+	    c->egress_sock[0] ? "host" : "none");
+	snprintf(gv_arg[2], SBX_PBUF, "--platform=%s", c->gv_platform);
+	(void)!sbx_gv_dir(c, "bundle", gv_arg[3], SBX_PBUF);
+	(void)!sbx_gv_dir(c, "bundle/pid", gv_arg[4], SBX_PBUF);
+	snprintf(gv_arg[5], SBX_PBUF, "kz-%lu", ++gv_runs);
+	gv_argv[n++] = (char *)c->runsc;
+	gv_argv[n++] = gv_arg[0];
+	gv_argv[n++] = gv_arg[1];
+	gv_argv[n++] = gv_arg[2];
+	/* The run cgroup, which the code process joins before it executes
+	 * runsc, holds and limits the whole sandbox. */
+	gv_argv[n++] = "--ignore-cgroups";
+	gv_argv[n++] = "run";
+	gv_argv[n++] = "--bundle";
+	gv_argv[n++] = gv_arg[3];
+	gv_argv[n++] = "--pid-file";
+	gv_argv[n++] = gv_arg[4];
+	gv_argv[n++] = gv_arg[5];
+	gv_argv[n] = NULL;
+}
+
+/* The filter, once per init (it is the agent's, sent at the setup). */
+static int
+write_filter(const struct sbx_worker *w, char *why, size_t wlen)
+{
+	static bool done;
+	char p[SBX_PBUF];
+	int fd, r;
+
+	if (done)
+		return 0;
+	if (sbx_gv_dir(w->c, "bundle/filter", p, sizeof(p)) != 0 ||
+	    (fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0) {
+		kz_why(why, wlen, "gvisor: cannot write the filter: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	r = kz_write_full(fd, w->prog.filter,
+	    w->prog.len * sizeof(w->prog.filter[0]), -1);
+	close(fd);
+	if (r != 0) {
+		kz_why(why, wlen, "gvisor: cannot write the filter");
+		return KZ_ESYS;
+	}
+	done = true;
+	return 0;
+}
+
+int
+sbx_gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step,
+    size_t slen, char *why, size_t wlen)
+{
+	char root[SBX_PBUF], p[SBX_PBUF], *text = NULL;
+	cJSON *spec = NULL;
+	int fd = -1, r = KZ_ESYS;
+
+	snprintf(step, slen, "gvisor");
+	if (j->npass > 0) {
+		kz_why(why, wlen,
+		    "gvisor: passed descriptors cannot reach the code under "
+		    "runsc");
+		return KZ_EUNAVAIL;
+	}
+	if (!cwd_ok(w, j->cwd)) {
+		snprintf(step, slen, "cwd");
+		kz_why(why, wlen,
+		    "the working directory does not exist in the workspace");
+		return KZ_ENOENT;
+	}
+	snprintf(root, sizeof(root), "%s/root", w->mnt.stage);
+	gv_cmdline(w->c);
+	if ((r = write_filter(w, why, wlen)) != 0)
+		return r;
+	r = KZ_ESYS;
+	(void)!sbx_gv_dir(w->c, "bundle/filter", p, sizeof(p));
+	if ((spec = sbx_gv_spec(w->c, root, p, j)) == NULL ||
+	    (text = cJSON_PrintUnformatted(spec)) == NULL) {
+		kz_why(why, wlen, "gvisor: cannot make the OCI spec");
+		r = KZ_ENOMEM;
+		goto out;
+	}
+	(void)unlink(gv_arg[4]);
+	if (sbx_gv_dir(w->c, "bundle/config.json", p, sizeof(p)) != 0 ||
+	    (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) <
+	        0 ||
+	    kz_write_full(fd, text, strlen(text), -1) != 0) {
+		kz_why(why, wlen, "gvisor: cannot write the OCI spec: %s",
+		    strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	cJSON_Delete(spec);
+	return r;
+}
+
+void
+sbx_gv_exec(const struct sbx_worker *w, int rep)
+{
+	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+	    NULL};
+
+	execve(w->c->runsc, gv_argv, envp);
+	sbx_msg_report(rep, REP_FAIL, 0, "gvisor",
+	    "gvisor: cannot execute runsc");
+	_exit(127);
+}
+
+bool
+sbx_gv_started(void)
+{
+	return access(gv_arg[4], F_OK) == 0;
+}
+
+/*
+ * The start's real probe: /bin/true run through runsc exactly as a
+ * tenant's code would be (same spec, same cgroup, same namespaces).  A
+ * runsc that is broken, or refuses part of the spec, fails it, and the
+ * worker does not start.
+ */
+int
+sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen)
+{
+	static char *const argv[] = {"/bin/true", NULL};
+	struct sbx_req rq;
+	struct sbx_res rs;
+	int r = KZ_EUNAVAIL;
+
+	memset(&rq, 0, sizeof(rq));
+	sbx_env_init(&rq.env);
+	rq.argv = (char **)argv;
+	rq.stdin_fd = rq.out_fd[0] = rq.out_fd[1] = -1;
+	rq.timeout_ms = 60000;
+	rq.out_max[0] = w->c->stdout_max, rq.out_max[1] = w->c->stderr_max;
+	if (sbx_env_finish(&rq.env, 0, why, wlen) != 0 ||
+	    sbx_run(w, &rq, &rs) != 0) {
+		sbx_env_release(&rq.env);
+		kz_why(why, wlen, "gvisor: the probe could not run");
+		return KZ_EUNAVAIL;
+	}
+	if (rs.setup_failed)
+		kz_why(why, wlen, "gvisor: probe: %s: %s", rs.step, rs.why);
+	else if (!rs.exited || rs.code != 0) {
+		rs.buf[1][rs.len[1]] = '\0';
+		rs.buf[1][strcspn((char *)rs.buf[1], "\n")] = '\0';
+		kz_why(why, wlen,
+		    "gvisor: probe: /bin/true under runsc ended with %s %d: "
+		    "%.120s",
+		    rs.exited ? "status" : "signal",
+		    rs.exited ? rs.code : rs.sig, (char *)rs.buf[1]);
+	} else
+		r = 0;
+	sbx_res_release(&rs);
+	sbx_env_release(&rq.env);
+	return r;
+}
+
+int64_t
+sbx_cg_pids(const struct sbx_conf *c)
+{
+	return c->pids + (sbx_gvisor(c) ? SBX_GV_PIDS : 0);
+}
+
+/*
+ * Inside gVisor's kernel the code still gets kz-sandbox's system call
+ * allowlist: this binary, bound read-only at SBX_GV_LOADER in the view
+ * (mount.c), runs as
+ * the container's first process (already the sandbox uid, without
+ * capabilities, no_new_privs set by runsc), builds the same filter the
+ * native code process loads, loads it (gVisor evaluates it for every
+ * call of the code) and executes the code.
+ */

@@ -1,0 +1,125 @@
+#!/bin/bash
+# SANDBOX_RUNTIME=gvisor with the real runsc: the code runs on gVisor's
+# kernel (its uname, /proc/version and /proc are gVisor's), with
+# kz-sandbox's boundary still around it (ids, no capabilities, read-only
+# root, bounded workspace, no network, kz-sandbox's own filter inside
+# gVisor); the relay reaches the code over the run's loopback; a served
+# worker resets with positive evidence; runsc missing or failing refuses
+# the worker or the run, naming the step, and nothing runs.
+. "$(dirname "$0")/lib.sh"
+SB=$BIN/kz-sandbox
+RUNSC=${RUNSC:-/usr/bin/runsc}
+[ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
+plan 30
+export SANDBOX_RUNTIME=gvisor SANDBOX_STATE_DIR=$T/state
+gv() { "$SB" run --timeout 30 --workspace-size 4M "$@"; }
+
+# One run answers most questions, a line KEY=VALUE each (every run is a
+# gVisor boot of its own, hundreds of milliseconds).
+echo "host-secret-$$" >"$T/secret"
+KZ_SECRET_TEST=worker-secret-$$ gv -- /bin/sh -c '
+	echo "uname=$(uname -r)"; echo "version=$(head -c 200 /proc/version)"
+	set -- /proc/[0-9]*; echo "nproc=$#"
+	echo "cmdlines=$(cat /proc/[0-9]*/cmdline | tr "\0" " ")"
+	echo "uptime=$(cut -d. -f1 /proc/uptime)"
+	echo "ids=$(id -u) $(id -g) $(id -G)"
+	echo "caps=$(grep -E "^Cap(Inh|Prm|Eff|Bnd|Amb)" /proc/self/status | awk "{print \$2}" | sort -u | tr "\n" " ")"
+	echo "seccomp=$(grep Seccomp: /proc/self/status | awk "{print \$2}")"
+	/usr/bin/python3 -c "import ctypes
+print(\"nnp=%d\" % ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))
+print(\"secret=%s\" % (\"worker-secret\" in open(\"/proc/1/environ\", \"rb\").read().decode(\"latin1\")))"
+	w=""
+	dmesg >/dev/null 2>&1 && w="$w syslog"
+	unshare -U true 2>/dev/null && w="$w userns"
+	echo "withheld=${w:-none}"
+	e=""
+	for f in /usr/x /etc/x /.kz-sandbox /.kz-filter /x; do (echo x >$f) 2>/dev/null && e="$e $f"; done
+	echo "written=${e:-none}"
+	r=""
+	for f in '"$T"'/secret /etc/shadow /root /var/lib; do [ -e $f ] && r="$r $f"; done
+	echo "seen=${r:-none}"
+	head -c 5M /dev/zero >/workspace/big 2>/dev/null && echo "ws=unbounded" || echo "ws=full"
+	echo "ifaces=$(awk -F: "NR>2 {print \$1}" /proc/net/dev | tr -d " " | sort | tr "\n" " ")"
+' >"$T/one" 2>"$T/one.err"
+val() { sed -n "s/^$1=//p" "$T/one"; }
+host=$(uname -r) hup=$(cut -d. -f1 /proc/uptime)
+is "$(val uname)" "4.4.0" "uname -r inside is gVisor's (4.4.0), not the host's ($host)"
+unlike "$(val version)" "$host" "/proc/version does not name the host's kernel"
+t "the code's /proc lists only the code's own processes (gVisor's pid namespace)" test "$(val nproc)" -le 4
+unlike "$(val cmdlines)" "kz-sandbox serve|runsc|kz-e2e" "no host process (agent, runsc) is visible in /proc"
+# sysinfo and /proc/uptime are answered by gVisor's kernel: its uptime is
+# the sandbox's (seconds), not the host's.
+t "the code's uptime is its sandbox's ($(val uptime) s), not the host's ($hup s)" test "$(val uptime)" -lt "$hup"
+is "$(val ids)" "2100000000 2100000000 2100000000" "the code runs as the sandbox uid and gid, no other group"
+is "$(val caps)" "0000000000000000 " "every capability set is empty"
+is "$(val seccomp)" "2" "a seccomp filter is loaded (mode 2) in gVisor's kernel"
+# What t1102 reads where gVisor shows nothing (t1121 marks those TODO).
+is "$(val nnp) $(val secret)" "1 False" "no_new_privs is set (prctl), and pid 1 holds no worker secret"
+is "$(val withheld)" "none" "kz-sandbox's filter refuses syslog and unshare inside gVisor too"
+is "$(val written)" "none" "the root view is read-only (/usr, /etc, the loader, the filter, /)"
+is "$(val seen)" "none" "host files outside the view are invisible"
+is "$(val ws)" "full" "the workspace is bounded (4M)"
+is "$(val ifaces)" "lo " "only a loopback interface exists"
+rc_is 1 "the wall clock stops a run that would go on" gv --timeout 3 -- /bin/sh -c 'sleep 30'
+like "$(cat "$T/.out")" "timeout" "and says so"
+pgrep -f "runsc.*$T/state" >/dev/null
+tnot "no runsc, gofer or sandbox of the stopped run is left on the host" test $? = 0
+
+# The egress relay, reached from inside gVisor over the run's loopback:
+# a stand-in egress socket that answers one request with its own line.
+python3 -c 'import socket,os,sys
+p=sys.argv[1]; s=socket.socket(socket.AF_UNIX); s.bind(p); s.listen(4)
+print("up", flush=True)
+while True:
+	c,_=s.accept(); d=b""
+	while b"\r\n\r\n" not in d:
+		b=c.recv(4096)
+		if not b: break
+		d+=b
+	c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\nrelay-ok\n"); c.close()' "$T/egress.sock" >"$T/egress.up" &
+_pids="$_pids $!"
+for i in $(seq 50); do [ -s "$T/egress.up" ] && break; sleep 0.05; done
+echo "grant-token" >"$T/grant"
+out=$(gv --egress-socket "$T/egress.sock" --grant-file "$T/grant" -- /usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"GET http://example.test/ HTTP/1.1\r\nHost: example.test\r\n\r\n")
+d = b""
+while True:
+    b = s.recv(4096)
+    if not b: break
+    d += b
+print(d.decode())' 2>&1)
+like "$out" "relay-ok" "the relay on the run's loopback reaches the egress socket from inside gVisor"
+
+# A served worker: the probe at start, runs, and a reset with evidence.
+bg "$SB" serve --id gw --socket "$T/w.sock" 2>"$T/serve.log"
+wait_sock "$T/w.sock" 30
+call() { python3 "$TOP/tests/sandbox/client.py" "$T/w.sock" "$@"; }
+# runw ARGV-JSON: a run on the served worker; its decoded stdout.
+runw() { call run "{\"argv\": $1}" | python3 -c 'import json,sys,base64
+r=json.load(sys.stdin); print(base64.b64decode(r.get("stdout_b64","")).decode(), end="") if r.get("ok") else print(r)'; }
+out=$(runw '["/bin/sh","-c","nohup sleep 313 >/dev/null 2>&1 & echo left >/workspace/l; echo left >/tmp/l; echo left >/dev/shm/l; uname -r"]' 2>&1)
+like "$out" "4.4.0" "a served worker runs the code under gVisor"
+out=$(runw '["/bin/sh","-c","cat /workspace/l"]' 2>&1)
+like "$out" "left" "the same tenant's next run sees its workspace"
+out=$(call wipe 2>&1)
+like "$out" '"ok": *true' "the reset is proven clean"
+unlike "$out" ': *false' "every item of the evidence is positive"
+out=$(runw '["/bin/sh","-c","cat /workspace/l /tmp/l /dev/shm/l 2>/dev/null | grep -c left; for p in /proc/[0-9]*; do cat $p/cmdline; echo; done 2>/dev/null | grep -c ^sleep"]' 2>&1)
+is "$(printf '%s' "$out" | tr '\n' ' ')" "0 0" "the next tenant finds no file and no process left"
+t "the worker's runsc state directory exists while it serves" test -d "$T/state/gw.runsc"
+call shutdown >/dev/null 2>&1
+for i in $(seq 100); do [ -d "$T/state/gw.runsc" ] || break; sleep 0.05; done
+tnot "and is removed at shutdown" test -d "$T/state/gw.runsc"
+
+# runsc missing or failing: refusal naming the step; nothing runs.
+rc_is 3 "a missing runsc refuses the run" gv --runsc "$T/nope" -- /bin/sh -c "touch $T/ran-missing"
+like "$(cat "$T/.out")" "gvisor: runsc $T/nope" "naming the step (gvisor) and the path"
+printf '#!/bin/sh\necho broken runsc >&2\nexit 1\n' >"$T/bad-runsc"; chmod +x "$T/bad-runsc"
+rc_is 3 "a runsc that fails refuses the one-shot run" gv --runsc "$T/bad-runsc" -- /bin/true
+SANDBOX_RUNSC=$T/bad-runsc "$SB" serve --id gw2 --socket "$T/w2.sock" >"$T/w2.out" 2>&1
+rc=$?
+is "$rc-$(grep -q 'gvisor: probe' "$T/w2.out" && echo named)" "3-named" "a served worker with a failing runsc refuses to start (exit 3), naming the probe"
+test -e "$T/ran-missing"; tnot "nothing ran" test $? = 0
+done_testing

@@ -1,0 +1,296 @@
+/*
+ * kz-sandbox gvisor.c: the OCI spec runsc gets is made from the worker's
+ * own configuration (ids, limits, capabilities, root view, network), and
+ * the runtime keys are checked before anything starts.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx.h"
+#include "banned.h"
+
+static struct sbx_job job;
+static char *argv_[] = {"/bin/sh", "-c", "echo hi", NULL};
+static char *env_[] = {"PATH=/usr/bin:/bin", "HOME=/workspace", NULL};
+
+static cJSON *
+spec(struct sbx_conf *c)
+{
+	memset(&job, 0, sizeof(job));
+	memcpy(job.argv, argv_, sizeof(argv_));
+	memcpy(job.env, env_, sizeof(env_));
+	job.cwd = "sub/dir";
+	return sbx_gv_spec(c, "/run/kz-sandbox/w1/root", "/st/w1.runsc/f",
+	    &job);
+}
+
+static const cJSON *
+get(const cJSON *o, const char *path)
+{
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k != NULL && o != NULL;
+	     k = strtok_r(NULL, ".", &save))
+		o = cJSON_GetObjectItemCaseSensitive(o, k);
+	return o;
+}
+
+START_TEST(test_process)
+{
+	struct sbx_conf c;
+	cJSON *s;
+	const cJSON *caps, *e;
+
+	sbx_conf_defaults(&c);
+	c.uid = 2100000123, c.gid = 2100000456;
+	ck_assert_ptr_nonnull(s = spec(&c));
+	/* The loader starts as gVisor's root and hands the code the
+	 * sandbox ids, which it takes from its arguments. */
+	ck_assert_int_eq(get(s, "process.user.uid")->valuedouble, 0);
+	ck_assert_int_eq(get(s, "process.user.gid")->valuedouble, 0);
+	ck_assert_str_eq(get(s, "process.cwd")->valuestring,
+	    "/workspace/sub/dir");
+	ck_assert(cJSON_IsTrue(get(s, "process.noNewPrivileges")));
+	ck_assert(cJSON_IsFalse(get(s, "process.terminal")));
+	/* The code runs behind the filter loader. */
+	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.args")), 8);
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 0)
+	                     ->valuestring,
+	    SBX_GV_LOADER);
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 1)
+	                     ->valuestring,
+	    "gvisor-exec");
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 2)
+	                     ->valuestring,
+	    "2100000123");
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 3)
+	                     ->valuestring,
+	    "2100000456");
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 7)
+	                     ->valuestring,
+	    "echo hi");
+	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.env")), 2);
+	/* The loader's sets hold only what the drop to the sandbox ids
+	 * needs; nothing is inheritable or ambient. */
+	caps = get(s, "process.capabilities");
+	ck_assert_int_eq(cJSON_GetArraySize(caps), 5);
+	cJSON_ArrayForEach(e, caps)
+	{
+		const cJSON *n;
+		bool none = strcmp(e->string, "inheritable") == 0 ||
+		    strcmp(e->string, "ambient") == 0;
+
+		ck_assert(cJSON_IsArray(e));
+		ck_assert_int_eq(cJSON_GetArraySize(e), none ? 0 : 3);
+		cJSON_ArrayForEach(n, e)
+		    ck_assert(strcmp(n->valuestring, "CAP_SETUID") == 0 ||
+		        strcmp(n->valuestring, "CAP_SETGID") == 0 ||
+		        strcmp(n->valuestring, "CAP_SETPCAP") == 0);
+	}
+	cJSON_Delete(s);
+}
+END_TEST
+
+START_TEST(test_rlimits_same)
+{
+	struct sbx_conf c;
+	struct sbx_rlimit l[SBX_RLIMIT_N];
+	const cJSON *a, *e;
+	cJSON *s;
+	int n = 0;
+
+	sbx_conf_defaults(&c);
+	c.nofile = 333, c.fsize = 7 << 20;
+	sbx_rlimit_list(&c, l);
+	ck_assert_ptr_nonnull(s = spec(&c));
+	a = get(s, "process.rlimits");
+	ck_assert_int_eq(cJSON_GetArraySize(a), SBX_RLIMIT_N);
+	cJSON_ArrayForEach(e, a)
+	{
+		char type[32];
+
+		snprintf(type, sizeof(type), "RLIMIT_%s", l[n].name);
+		ck_assert_str_eq(get(e, "type")->valuestring, type);
+		ck_assert(get(e, "hard")->valuedouble == (double)l[n].v);
+		ck_assert(get(e, "soft")->valuedouble == (double)l[n].v);
+		n++;
+	}
+	ck_assert_str_eq(l[0].name, "NOFILE");
+	ck_assert_uint_eq(l[0].v, 333);
+	ck_assert_uint_eq(l[1].v, 7 << 20);
+	cJSON_Delete(s);
+}
+END_TEST
+
+/* The root is the view, read-only; the writable places are the view's
+ * own tmpfs instances; nothing else of the host is named. */
+START_TEST(test_root_mounts)
+{
+	struct sbx_conf c;
+	const cJSON *m;
+	cJSON *s;
+	int rw = 0;
+
+	sbx_conf_defaults(&c);
+	ck_assert_ptr_nonnull(s = spec(&c));
+	ck_assert_str_eq(get(s, "root.path")->valuestring,
+	    "/run/kz-sandbox/w1/root");
+	ck_assert(cJSON_IsTrue(get(s, "root.readonly")));
+	ck_assert_str_eq(get(s, "hostname")->valuestring, "sandbox");
+	cJSON_ArrayForEach(m, get(s, "mounts"))
+	{
+		const char *type = get(m, "type")->valuestring;
+		const char *src = get(m, "source")->valuestring;
+		const char *dst = get(m, "destination")->valuestring;
+		char want[256];
+
+		if (strcmp(type, "bind") != 0)
+			continue;
+		if (strcmp(dst, SBX_GV_FILTER) == 0) {
+			ck_assert_str_eq(src, "/st/w1.runsc/f");
+			continue;
+		}
+
+		snprintf(want, sizeof(want), "/run/kz-sandbox/w1/root%s", dst);
+		ck_assert_str_eq(src, want);
+		rw++;
+	}
+	ck_assert_int_eq(rw, 3);
+	ck_assert_ptr_null(get(s, "linux.cgroupsPath"));
+	cJSON_Delete(s);
+}
+END_TEST
+
+static bool
+has_netns(const cJSON *s)
+{
+	const cJSON *n;
+
+	cJSON_ArrayForEach(n,
+	    get(s, "linux.namespaces")) if (strcmp(get(n, "type")->valuestring,
+	                                        "network") == 0) return true;
+	return false;
+}
+
+/* No egress: a network namespace of gVisor's own (loopback only); with
+ * the relay, the worker's, where the relay listens. */
+START_TEST(test_network)
+{
+	struct sbx_conf c;
+	cJSON *s;
+
+	sbx_conf_defaults(&c);
+	ck_assert_ptr_nonnull(s = spec(&c));
+	ck_assert(has_netns(s));
+	cJSON_Delete(s);
+	snprintf(c.egress_sock, sizeof(c.egress_sock), "/run/kz/egress.sock");
+	ck_assert_ptr_nonnull(s = spec(&c));
+	ck_assert(!has_netns(s));
+	cJSON_Delete(s);
+}
+END_TEST
+
+static const struct {
+	const char *key, *val;
+	bool ok;
+} kcases[] = {
+    {"runtime", "native", true},
+    {"runtime", "gvisor", true},
+    {"runtime", "runc", false},
+    {"runtime", "", false},
+    {"gvisor-platform", "ptrace", true},
+    {"gvisor-platform", "kvm", true},
+    {"gvisor-platform", "systrap", true},
+    {"gvisor-platform", "none", false},
+    {"runsc", "/usr/bin/runsc", true},
+    {"runsc", "runsc", false},
+    {"runsc", "/usr/../bin/runsc", false},
+};
+
+START_TEST(test_keys)
+{
+	struct sbx_conf c;
+	char why[256];
+	int r;
+
+	sbx_conf_defaults(&c);
+	ck_assert_str_eq(c.runtime, "native");
+	ck_assert_str_eq(c.gv_platform, "ptrace");
+	ck_assert_str_eq(c.runsc, "/usr/bin/runsc");
+	r = sbx_conf_opt(&c, kcases[_i].key, kcases[_i].val, why, sizeof(why));
+	ck_assert_int_eq(r, 0);
+	r = sbx_conf_check(&c, why, sizeof(why));
+	ck_assert_msg((r == 0) == kcases[_i].ok, "%s=%s: %s", kcases[_i].key,
+	    kcases[_i].val, why);
+}
+END_TEST
+
+/* A policy part runsc cannot apply is refused, never dropped. */
+START_TEST(test_userns_refused)
+{
+	struct sbx_conf c;
+	char why[256];
+
+	sbx_conf_defaults(&c);
+	ck_assert_int_eq(sbx_conf_opt(&c, "runtime", "gvisor", why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(sbx_conf_opt(&c, "userns", "on", why, sizeof(why)), 0);
+	ck_assert_int_ne(sbx_conf_check(&c, why, sizeof(why)), 0);
+	ck_assert_ptr_nonnull(strstr(why, "gvisor"));
+}
+END_TEST
+
+START_TEST(test_binary)
+{
+	struct sbx_conf c;
+	char why[256], d[] = "/tmp/kz-gv-XXXXXX", p[64];
+	FILE *f;
+
+	sbx_conf_defaults(&c);
+	ck_assert_ptr_nonnull(mkdtemp(d));
+	snprintf(c.runsc, sizeof(c.runsc), "%s/none", d);
+	ck_assert_int_ne(sbx_gv_binary(&c, why, sizeof(why)), 0);
+	ck_assert_ptr_nonnull(strstr(why, "gvisor: runsc"));
+	snprintf(p, sizeof(p), "%s/plain", d);
+	ck_assert_ptr_nonnull(f = fopen(p, "w"));
+	fclose(f);
+	snprintf(c.runsc, sizeof(c.runsc), "%s", p);
+	ck_assert_int_ne(sbx_gv_binary(&c, why, sizeof(why)), 0);
+	ck_assert_int_eq(chmod(p, 0755), 0);
+	ck_assert_int_eq(sbx_gv_binary(&c, why, sizeof(why)), 0);
+	snprintf(c.runsc, sizeof(c.runsc), "%s", d);
+	ck_assert_int_ne(sbx_gv_binary(&c, why, sizeof(why)), 0);
+	unlink(p);
+	rmdir(d);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("sandbox-gvisor");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_test(tc, test_process);
+	tcase_add_test(tc, test_rlimits_same);
+	tcase_add_test(tc, test_root_mounts);
+	tcase_add_test(tc, test_network);
+	tcase_add_loop_test(tc, test_keys, 0,
+	    sizeof(kcases) / sizeof(kcases[0]));
+	tcase_add_test(tc, test_userns_refused);
+	tcase_add_test(tc, test_binary);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
