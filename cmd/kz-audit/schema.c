@@ -85,6 +85,11 @@ static const struct field f_validation[] = {TOK("artifact_digest", 128),
 static const struct field f_output[] = {TOK("decision", 32), TOK("error", 64),
     TOK("resource", 64), INT("bytes", 0, INT_MAXJ),
     INT("link_seq", 0, INT_MAXJ), {NULL, 0, 0, 0}};
+/* kz-pkgbroker: a refused package request, with the registry, the host
+ * the client asked for and the package; never the token, path or query. */
+static const struct field f_pkg[] = {TOK("registry", 16),
+    {"host", F_HOST, 0, 253}, {"package", F_TEXT, 0, 214}, HEX("run_hash"),
+    TOK("error", 64), INT("bytes", 0, INT_MAXJ), {NULL, 0, 0, 0}};
 
 struct kind {
 	const char *name;
@@ -96,11 +101,15 @@ static const struct kind kinds[] = {{"dispatch", f_dispatch},
     {"reset", f_reset}, {"retire", f_reset}, {"egress_refusal", f_egress},
     {"egress_reload", f_reload}, {"projection", f_project},
     {"admission", f_project}, {"verification", f_project},
-    {"validation", f_validation}, {"output", f_output}, {NULL, NULL}};
+    {"validation", f_validation}, {"output", f_output},
+    {"pkg_refusal", f_pkg}, /* kz-pkgbroker */
+    {NULL, NULL}};
 
 const char *const aud_kinds[] = {"dispatch", "isolation_denial", "lease",
     "release", "reset", "retire", "egress_refusal", "egress_reload",
-    "projection", "admission", "verification", "validation", "output", NULL};
+    "projection", "admission", "verification", "validation", "output",
+    "pkg_refusal", /* kz-pkgbroker */
+    NULL};
 
 static const char *const refusal_names[AUD_R_COUNT_] = {"unknown_kind",
     "unknown_field", "wrong_type", "nested", "multiline", "length", "path",
