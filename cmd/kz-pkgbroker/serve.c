@@ -29,6 +29,7 @@
 #include "kz_audit.h"
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_notify.h"
 #include "banned.h"
 
 static const char *
@@ -327,7 +328,11 @@ pb_serve(const struct pb_conf *c)
 	kz_log(KZ_LOG_INFO, "pkg.serve", 0, "serving", "npm",
 	    c->npm.url[0] ? "on" : "off", "pypi", c->pypi.url[0] ? "on" : "off",
 	    "audit", c->audit_sock[0] ? "on" : "off", NULL);
+	if (kz_notify_ready("serving") != 0)
+		kz_log(KZ_LOG_WARN, "pkg.notify", 0,
+		    "the service manager was not told of readiness", NULL);
 	event_base_dispatch(s.base);
+	(void)kz_notify_stopping();
 out:
 	if (r != 0)
 		kz_log(KZ_LOG_ERROR, "pkg.serve_failed", r, why, NULL);
