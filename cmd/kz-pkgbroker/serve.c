@@ -206,7 +206,8 @@ route(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 {
 	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
 	const char *path = u == NULL ? NULL : evhttp_uri_get_path(u);
-	char why[160];
+	char why[160] = "not a path of the registry protocols (no query is "
+	                "served)";
 
 	if (u == NULL || evhttp_uri_get_query(u) != NULL ||
 	    evhttp_uri_get_host(u) != NULL ||

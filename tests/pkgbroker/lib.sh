@@ -7,7 +7,8 @@
 #                       its own, a user, and the test tree published to it:
 #                       kz-top -> @kz-test/mid -> kz-leaf, kz-top -> kz-leaf,
 #                       and kz-big (over the ceiling the tests set)
-#   pb_py_index         wheels built here by setuptools (kzalpha needs
+#   pb_upstreams        both of the below, the wheels built meanwhile
+#   pb_py_build, pb_py_serve  wheels built here by setuptools (kzalpha needs
 #                       kzbeta; kzhuge is over the ceiling) as a PEP 503
 #                       directory served by python3 -m http.server
 #   pb_broker_start     kz-pkgbroker on $T/pb.sock and a loopback port
@@ -97,13 +98,21 @@ pb_npm_registry() {
 	pb_pkg "$d/src/leaf" kz-leaf 1.0.0 '{}'
 	pb_pkg "$d/src/mid" @kz-test/mid 1.2.0 '{"kz-leaf": "^1.0.0"}'
 	pb_pkg "$d/src/top" kz-top 2.0.0 '{"@kz-test/mid": "^1.0.0", "kz-leaf": "1.0.0"}'
-	pb_pkg "$d/src/big" kz-big 1.0.0 '{}'
-	head -c 3000000 /dev/urandom | base64 >"$d/src/big/blob.txt"
-	for p in leaf mid top big; do
+	set -- leaf mid top
+	if [ "${PB_BIG:-1}" = 1 ]; then
+		pb_pkg "$d/src/big" kz-big 1.0.0 '{}'
+		head -c 3000000 /dev/urandom | base64 >"$d/src/big/blob.txt"
+		set -- "$@" big
+	fi
+	# In parallel: each npm publish is mostly npm's own start-up.
+	local pids=""
+	for p in "$@"; do
 		(cd "$d/src/$p" && npm publish --userconfig "$d/npmrc" \
 			--registry "$PB_NPM_URL" --access public --no-audit \
-			--no-fund >>"$T/publish.log" 2>&1) || return 1
+			--no-fund >"$T/publish-$p.log" 2>&1) &
+		pids="$pids $!"
 	done
+	for p in $pids; do wait "$p" || return 1; done
 }
 
 # pb_wheel NAME REQ [EXTRA-BYTES]: a wheel of NAME 1.0 needing REQ ('' for
@@ -122,13 +131,14 @@ PY
 	(cd "$src" && "$PB_PY" setup.py -q bdist_wheel -d "$T/wheels" >>"$T/wheel.log" 2>&1)
 }
 
-pb_py_index() {
-	local w name f
-	PB_PY_PORT=$(pb_port)
-	PB_PY_URL=http://127.0.0.1:$PB_PY_PORT
-	pb_wheel kzbeta '' || return 1
-	pb_wheel kzalpha kzbeta || return 1
-	pb_wheel kzhuge '' 3000000 || return 1
+# pb_py_build: the wheels and the PEP 503 tree (no server; it may run in
+# the background while verdaccio starts).
+pb_py_build() {
+	local w name f pids=""
+	pb_wheel kzbeta '' & pids="$pids $!"
+	pb_wheel kzalpha kzbeta & pids="$pids $!"
+	if [ "${PB_BIG:-1}" = 1 ]; then pb_wheel kzhuge '' 3000000 & pids="$pids $!"; fi
+	for w in $pids; do wait "$w" || return 1; done
 	# One page per project listing its files with their sha256, as a
 	# real index does; the root page lists the projects.
 	mkdir -p "$T/pyindex/simple"
@@ -143,8 +153,23 @@ pb_py_index() {
 			>"$T/pyindex/simple/$name/index.html"
 		printf '<a href="%s/">%s</a>\n' "$name" "$name" >>"$T/pyindex/simple/index.html"
 	done
+}
+
+pb_py_serve() {
+	PB_PY_PORT=$(pb_port)
+	PB_PY_URL=http://127.0.0.1:$PB_PY_PORT
 	bg "$PB_PY" -m http.server --bind 127.0.0.1 --directory "$T/pyindex" "$PB_PY_PORT"
 	pb_wait_http "$PB_PY_URL/simple/" 20
+}
+
+# pb_upstreams: verdaccio with the tree published, and the PEP 503 index,
+# the wheels built while verdaccio starts.
+pb_upstreams() {
+	local b
+	pb_py_build & b=$!
+	pb_npm_registry || { wait "$b"; return 1; }
+	wait "$b" || return 1
+	pb_py_serve
 }
 
 # pb_broker_start [EXTRA-CONFIG-LINE]
