@@ -21,6 +21,13 @@ name_char(char c)
 	    c == '~';
 }
 
+static bool
+alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9');
+}
+
 /* One npm name part (scope or bare name): npm's own rules, no leading
  * dot or underscore, so "." and ".." can never be a name. */
 static bool
@@ -107,7 +114,9 @@ pb_py_normalize(const char *s, size_t n, char *out, size_t len)
 {
 	size_t o = 0;
 
-	if (n == 0 || n > PB_NAME_MAX)
+	/* A project name starts and ends with a letter or digit (PEP 508),
+	 * so no dot segment normalizes into one. */
+	if (n == 0 || n > PB_NAME_MAX || !alnum(s[0]) || !alnum(s[n - 1]))
 		return KZ_EDENIED;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];

@@ -90,6 +90,13 @@ static const struct bad bads[] = {
     {"output", "{\"content_b64\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
     {"output", "{\"resource\":\"/SECRET\"}", AUD_R_PATH, "resource"},
     {"output", "{\"bytes\":-1}", AUD_R_RANGE, "bytes"},
+    /* kz-pkgbroker: a refusal carries no token, path or URL. */
+    {"pkg_refusal", "{\"token\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"pkg_refusal", "{\"path\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"pkg_refusal", "{\"package\":\"/SECRET\"}", AUD_R_PATH, "package"},
+    {"pkg_refusal", "{\"package\":\"http://SECRET\"}", AUD_R_PATH, "package"},
+    {"pkg_refusal", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET, "host"},
+    {"pkg_refusal", "{\"bytes\":-1}", AUD_R_RANGE, "bytes"},
 };
 
 START_TEST(test_hostile)
