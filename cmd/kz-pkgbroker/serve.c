@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,8 +149,16 @@ peer_ok(struct pb_srv *s, struct evhttp_request *req)
 
 	if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
 		return false;
-	if (ss.ss_family != AF_UNIX)
+	if (ss.ss_family != AF_UNIX) {
+		int one = 1;
+
+		/* A file's headers and its first bytes are separate writes:
+		 * with Nagle's algorithm against the client's delayed ACK each
+		 * would wait up to 200 ms. */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
 		return true;
+	}
 	return kz_peer_check(fd, &s->c->peers, &p) == 0;
 }
 

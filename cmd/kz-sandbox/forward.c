@@ -9,6 +9,8 @@
  * only while the run does.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -57,8 +59,11 @@ fwd_pump(int a, int b)
 static void
 fwd_one(int c, const char *sock)
 {
-	int up;
+	int up, one = 1;
 
+	/* The broker's answers arrive in pieces; each is passed on at once
+	 * rather than held back by Nagle's algorithm. */
+	(void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (kz_sock_connect(sock, 5000, &up, NULL, 0) != 0)
 		return; /* the client sees its connection closed */
 	(void)!kz_fd_nonblock(up, false);
