@@ -138,9 +138,8 @@ upstream_status(struct fetch *f, int code)
 /* A file's headers: refused up front when its declared length is over
  * the ceiling; otherwise the reply starts, with that length. */
 static int
-file_headers(struct evhttp_request *ureq, void *arg)
+file_start(struct fetch *f, struct evhttp_request *ureq)
 {
-	struct fetch *f = arg;
 	const char *cl = evhttp_find_header(evhttp_request_get_input_headers(
 	                                        ureq),
 	    "Content-Length");
@@ -171,6 +170,20 @@ file_headers(struct evhttp_request *ureq, void *arg)
 	evhttp_send_reply_start(f->creq, 200, "OK");
 	f->started = true;
 	return 0;
+}
+
+/* Refusing at the headers ends the fetch here: the upstream connection
+ * is then failed by libevent and freed from the loop, whether or not its
+ * done callback runs. */
+static int
+file_headers(struct evhttp_request *ureq, void *arg)
+{
+	struct fetch *f = arg;
+
+	if (file_start(f, ureq) == 0)
+		return 0;
+	finish(f);
+	return -1;
 }
 
 static void

@@ -228,9 +228,12 @@ anchor(const char **pp, const char *end, struct anchor *a)
 		if (n == 4 && strncasecmp(name, "href", 4) == 0)
 			snprintf(a->href, sizeof(a->href), "%s", val);
 		else if (n == 20 &&
-		    strncasecmp(name, "data-requires-python", 20) == 0)
-			snprintf(a->rp, sizeof(a->rp), "%s", val);
-		else if (n == 11 && strncasecmp(name, "data-yanked", 11) == 0)
+		    strncasecmp(name, "data-requires-python", 20) == 0) {
+			/* Cut short, a constraint would say something else. */
+			if (strlen(val) >= sizeof(a->rp))
+				return KZ_EPROTO;
+			memcpy(a->rp, val, strlen(val) + 1);
+		} else if (n == 11 && strncasecmp(name, "data-yanked", 11) == 0)
 			a->yanked = true;
 	}
 	*pp = p;
