@@ -24,6 +24,8 @@ pb_upstreams || { echo "Bail out! the registry servers did not start"; exit 1; }
 pb_broker_start || { echo "Bail out! kz-pkgbroker did not start"; exit 1; }
 diag "setup took ${SECONDS}s"
 TOK=$(kz-pkgbroker token --field-key "$PB_KEY" --run run-1 --ttl 300)
+# A token of one second, used once the installs below have outlived it.
+OLD=$(kz-pkgbroker token --field-key "$PB_KEY" --run run-1 --ttl 1)
 HP=${PB_URL#http://}
 
 # npm_in DIR DEP TOKEN: npm install DEP in DIR through the broker with
@@ -90,8 +92,6 @@ is "$(grep -vc '^auth=-$' "$T/liar.log")" 0 "the client's Authorization never re
 # ---- refusals, each with its one-line reason ----
 like "$(status "$PB_URL/kz-top")" '^HTTP/1.1 401 no token: .*\(token_missing\)$' "no token: 401 with its reason"
 like "$(npm_in "$T/app-none" kz-top '')" 'E401' "npm install without a token fails (401)"
-OLD=$(kz-pkgbroker token --field-key "$PB_KEY" --run run-1 --ttl 1)
-sleep 2
 like "$(status -H "Authorization: Bearer $OLD" "$PB_URL/kz-top")" '^HTTP/1.1 403 the token has expired \(token_expired\)$' \
 	"an expired token: 403 with its reason"
 pip_in "$T/py-old" kzalpha "$OLD" >/dev/null; rc=$?
