@@ -1,9 +1,11 @@
 /*
  * kz-pkgbroker's internal header: the package-install broker.  One module
  * per role: conf.c (settings), token.c (per-run tokens), route.c (the
- * closed set of paths served), rewrite.c (package documents and indexes
- * rewritten to point back at the broker, cut down to what clients use),
- * serve.c (the HTTP server, upstream fetches, the ceiling, refusals).
+ * closed set of paths served), rewrite.c (npm package documents cut down
+ * to what npm reads, pointing back at the broker), pyindex.c and render.c
+ * (PEP 503 pages read for their anchors, written afresh as HTML or PEP
+ * 691 JSON), serve.c (the HTTP server, its checks and refusals), fetch.c
+ * (upstream fetches, streaming under the ceiling).
  */
 #ifndef PKGBROKER_H
 #define PKGBROKER_H
