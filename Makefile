@@ -39,7 +39,8 @@ DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
 	nettle-dev check
 DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
-	util-linux libcap2-bin tar python3-prometheus-client runsc
+	util-linux libcap2-bin tar python3-prometheus-client runsc \
+	python3-pip python3-setuptools python3-wheel
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 
 # The version every binary's -V prints.
@@ -108,9 +109,13 @@ $(B)/tests/check_%: tests/unit/check_%.c $(B)/libkz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
 
+# (The last line: kz-pkgbroker's tests' local npm registry, verdaccio,
+# pinned with integrity in its own lock, installed without scripts.)
 deps:
 	@tests/deps.sh $(DEPS_BUILD) $(DEPS_TEST)
 	@if [ -f package-lock.json ]; then tests/npm-deps.sh; fi
+	@cd tests/pkgbroker/registry && { [ node_modules/.package-lock.json -nt package-lock.json ] || \
+		npm ci --ignore-scripts --no-audit --no-fund >/dev/null; }
 
 deps-bench: deps
 	@tests/deps.sh $(DEPS_BENCH)

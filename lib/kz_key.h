@@ -23,6 +23,7 @@ enum kz_subkey {
 	KZ_SUBKEY_GRANT = 2, /* Ed25519 seed for egress grants */
 	KZ_SUBKEY_AUDIT = 3, /* audit MAC chain */
 	KZ_SUBKEY_RECEIPT = 4, /* Ed25519 seed for validation receipts */
+	KZ_SUBKEY_PKGTOKEN = 5, /* Ed25519 seed for package-broker tokens */
 };
 
 struct kz_key {

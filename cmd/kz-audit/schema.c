@@ -93,6 +93,11 @@ static const struct field f_package[] = {TOK("action", 16), HEX("package_hash"),
     INT("files", 0, INT_MAXJ), INT("exit_status", -1, 255),
     INT("signal", 0, 128), INT("duration_ms", 0, INT_MAXJ), TOK("stage", 32),
     TOK("error", 64), {NULL, 0, 0, 0}};
+/* kz-pkgbroker: a refused package request, with the registry, the host
+ * the client asked for and the package; never the token, path or query. */
+static const struct field f_pkg[] = {TOK("registry", 16),
+    {"host", F_HOST, 0, 253}, {"package", F_TEXT, 0, 214}, HEX("run_hash"),
+    TOK("error", 64), INT("bytes", 0, INT_MAXJ), {NULL, 0, 0, 0}};
 
 struct kind {
 	const char *name;
@@ -105,12 +110,13 @@ static const struct kind kinds[] = {{"dispatch", f_dispatch},
     {"egress_reload", f_reload}, {"projection", f_project},
     {"admission", f_project}, {"verification", f_project},
     {"validation", f_validation}, {"output", f_output}, {"package", f_package},
+    {"pkg_refusal", f_pkg}, /* kz-pkgbroker */
     {NULL, NULL}};
 
 const char *const aud_kinds[] = {"dispatch", "isolation_denial", "lease",
     "release", "reset", "retire", "egress_refusal", "egress_reload",
     "projection", "admission", "verification", "validation", "output",
-    "package", NULL};
+    "package", "pkg_refusal", NULL};
 
 static const char *const refusal_names[AUD_R_COUNT_] = {"unknown_kind",
     "unknown_field", "wrong_type", "nested", "multiline", "length", "path",
@@ -146,28 +152,34 @@ find_field(const struct field *list, const char *name)
 	return NULL;
 }
 
+/* Appends the names of fields not yet in names (bounded by cap). */
+static void
+add_names(const char **names, size_t *n, size_t cap, const struct field *fs)
+{
+	for (const struct field *f = fs; f->name; f++) {
+		bool dup = false;
+
+		for (size_t j = 0; j < *n && !dup; j++)
+			dup = strcmp(names[j], f->name) == 0;
+		if (!dup && *n + 1 < cap)
+			names[(*n)++] = f->name;
+	}
+}
+
+/* Every field name any kind may carry, once: walked straight from the
+ * tables, so a new kind needs no bound raised here. */
 const char *const *
 aud_field_names(void)
 {
 	static const char *names[128];
+	const size_t cap = sizeof(names) / sizeof(names[0]);
 	size_t n = 0;
-	const struct field *lists[16];
-	size_t nl = 0;
 
 	if (names[0] != NULL)
 		return names;
-	lists[nl++] = correlation;
+	add_names(names, &n, cap, correlation);
 	for (const struct kind *k = kinds; k->name != NULL; k++)
-		lists[nl++] = k->fields;
-	for (size_t i = 0; i < nl; i++)
-		for (const struct field *f = lists[i]; f->name; f++) {
-			bool dup = false;
-
-			for (size_t j = 0; j < n && !dup; j++)
-				dup = strcmp(names[j], f->name) == 0;
-			if (!dup && n + 1 < sizeof(names) / sizeof(names[0]))
-				names[n++] = f->name;
-		}
+		add_names(names, &n, cap, k->fields);
 	names[n] = NULL;
 	return names;
 }

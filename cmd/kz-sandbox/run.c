@@ -352,7 +352,8 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 	int64_t start = kz_now_ms();
 	struct sbx_cg_stats before, after;
 	struct loop l;
-	pid_t relay = -1;
+	pid_t relay = -1, fwd;
+	char fwhy[192];
 
 	memset(rs, 0, sizeof(*rs));
 	memset(&l, 0, sizeof(l));
@@ -362,6 +363,10 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 		return KZ_ENOMEM;
 	if (w->broken) {
 		setup_fail(rs, "init", "the worker's init is gone");
+		return 0;
+	}
+	if ((fwd = sbx_forward_start(w->c, fwhy, sizeof(fwhy))) < 0) {
+		setup_fail(rs, "broker forward", fwhy);
 		return 0;
 	}
 	/* The relay listens only while a run with a grant is running, so
@@ -383,6 +388,7 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 	if (pipes(io, rep) != 0) {
 		closeall(io, rep);
 		setup_fail(rs, "pipes", strerror(errno));
+		sbx_forward_stop(fwd);
 		if (relay > 0) {
 			(void)kill(relay, SIGKILL);
 			(void)waitpid(relay, NULL, 0);
@@ -418,6 +424,7 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 	if (!rs->setup_failed && !rs->exited && rs->sig == 0)
 		rs->sig = SIGKILL;
 out:
+	sbx_forward_stop(fwd);
 	if (relay > 0) {
 		(void)kill(relay, SIGKILL);
 		(void)waitpid(relay, NULL, 0);

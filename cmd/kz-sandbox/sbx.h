@@ -37,6 +37,7 @@ struct sbx_conf {
 	char root[PATH_MAX];
 	char projection[PATH_MAX];
 	char egress_sock[108];
+	char broker_sock[108]; /* kz-pkgbroker's socket (forward.c) */
 	char state_dir[PATH_MAX];
 	char cg_parent[128];
 	char cg_root[256];
@@ -55,6 +56,7 @@ struct sbx_conf {
 	uint64_t stdout_max, stderr_max, frame_max, snapshot_max;
 	uint64_t msgqueue, io_rbps, io_wbps, clean_memory;
 	int64_t uid, gid, pids, cpu_milli, nofile, timeout_s, relay_port;
+	int64_t broker_port;
 	int64_t sigpending, leases_max;
 	int64_t io_timeout_ms;
 	int64_t userns; /* 0 or 1 */
@@ -258,6 +260,11 @@ KZ_WUR int sbx_relay_head(const char *in, size_t inlen, const char *grant,
 KZ_WUR int sbx_relay_listen(int port, int *fd, char *why, size_t wlen);
 /* Forks the relay for one run; returns its pid (the caller kills it). */
 pid_t sbx_relay_start(int lfd, const char *egress_sock, const char *grant);
+
+/* forward.c: the run's broker forward; 0 when none is configured, -1
+ * with why when it cannot listen, else its pid for sbx_forward_stop. */
+pid_t sbx_forward_start(const struct sbx_conf *c, char *why, size_t wlen);
+void sbx_forward_stop(pid_t pid);
 
 /* run.c */
 struct sbx_worker {

@@ -96,6 +96,13 @@ static const struct bad bads[] = {
     {"package", "{\"stdout\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
     {"package", "{\"package_hash\":\"SECRET\"}", AUD_R_CHARSET, "package_hash"},
     {"package", "{\"tool\":\"/SECRET\"}", AUD_R_PATH, "tool"},
+    /* kz-pkgbroker: a refusal carries no token, path or URL. */
+    {"pkg_refusal", "{\"token\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"pkg_refusal", "{\"path\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"pkg_refusal", "{\"package\":\"/SECRET\"}", AUD_R_PATH, "package"},
+    {"pkg_refusal", "{\"package\":\"http://SECRET\"}", AUD_R_PATH, "package"},
+    {"pkg_refusal", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET, "host"},
+    {"pkg_refusal", "{\"bytes\":-1}", AUD_R_RANGE, "bytes"},
 };
 
 START_TEST(test_hostile)

@@ -1,0 +1,164 @@
+/*
+ * kz-pkgbroker's internal header: the package-install broker.  One module
+ * per role: conf.c (settings), token.c (per-run tokens), route.c (the
+ * closed set of paths served), rewrite.c (npm package documents cut down
+ * to what npm reads, pointing back at the broker), pyindex.c and render.c
+ * (PEP 503 pages read for their anchors, written afresh as HTML or PEP
+ * 691 JSON), serve.c (the HTTP server, its checks and refusals), fetch.c
+ * (upstream fetches, streaming under the ceiling).
+ */
+#ifndef PKGBROKER_H
+#define PKGBROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "kz_err.h"
+#include "kz_sock.h"
+
+#define PB_TOKEN_MAX 512
+#define PB_RUN_MAX 64
+#define PB_NAME_MAX 214 /* npm's longest package name */
+#define PB_PATH_MAX 1024
+#define PB_URL_MAX 2048
+#define PB_HOST_MAX 253
+
+/* ---- conf.c ---- */
+struct pb_upstream {
+	char url[PB_URL_MAX]; /* "" : this registry path is off */
+	char host[PB_HOST_MAX + 1];
+	int port;
+	char prefix[PB_PATH_MAX]; /* path below the origin, no trailing / */
+};
+
+struct pb_conf {
+	char sock[108]; /* Unix socket served (the sandboxes' forward) */
+	char listen_addr[64]; /* optional TCP address literal, "" none */
+	int listen_port;
+	struct pb_upstream npm, pypi;
+	unsigned char pk[32];
+	bool have_pk;
+	char hosts[1024]; /* host names the clients may ask for */
+	uint64_t file_max, doc_max;
+	int64_t token_ttl_max, upstream_timeout_s;
+	char audit_sock[108]; /* "" : audit off (debugging only) */
+	struct kz_peer_policy peers;
+};
+
+/* Loads path (NULL: environment only) into c; KZ_ECONF with why. */
+KZ_WUR int pb_conf_load(const char *path, struct pb_conf *c, char *why,
+    size_t wlen);
+/* Parses "http://host[:port][/prefix]" into u. */
+KZ_WUR int pb_upstream_parse(const char *url, struct pb_upstream *u, char *why,
+    size_t wlen);
+/* The Ed25519 key pair of the PKGTOKEN subkey of a field key file. */
+KZ_WUR int pb_token_keypair(const char *field_key_file, unsigned char pk[32],
+    unsigned char sk[64], char *why, size_t wlen);
+
+/* ---- token.c ---- */
+#define PB_TOKEN_REASONS(X)                                                    \
+	X(OK, "ok", "the token is current")                                    \
+	X(MISSING, "token_missing",                                            \
+	    "no token: present the run's broker token as the registry "        \
+	    "credential")                                                      \
+	X(MALFORMED, "token_malformed", "the token is malformed")              \
+	X(FORGED, "token_forged", "the token's signature does not verify")     \
+	X(NOT_YET, "token_not_yet_valid", "the token is not valid yet")        \
+	X(EXPIRED, "token_expired", "the token has expired")                   \
+	X(LIFETIME, "token_lifetime", "the token's lifetime is over the limit")
+
+enum pb_tok {
+#define X(n, code, text) PB_TOK_##n,
+	PB_TOKEN_REASONS(X)
+#undef X
+};
+const char *pb_tok_code(enum pb_tok t);
+const char *pb_tok_text(enum pb_tok t);
+
+struct pb_claims {
+	char run[PB_RUN_MAX + 1]; /* the run's identifier hash */
+	int64_t iat, nbf, exp;
+};
+
+/* Mints a token for run_hash valid [now, now + ttl) into out. */
+KZ_WUR int pb_token_mint(const unsigned char sk[64], const char *run_hash,
+    int64_t now, int64_t ttl, char *out, size_t len);
+enum pb_tok pb_token_verify(const unsigned char pk[32], const char *tok,
+    size_t len, int64_t now, int64_t max_ttl, struct pb_claims *cl);
+/* The token in an Authorization value: "Bearer T", or "Basic" with T as
+ * the password.  PB_TOK_MISSING or PB_TOK_MALFORMED when there is none. */
+enum pb_tok pb_token_from_auth(const char *v, char *out, size_t len);
+
+/* ---- route.c ---- */
+enum pb_kind {
+	PB_NONE = 0,
+	PB_NPM_DOC, /* /<name>, /@scope%2f<name> */
+	PB_NPM_TARBALL, /* /<name>/-/<file>.tgz, /@scope/<name>/-/<file>.tgz */
+	PB_PY_INDEX, /* /simple/ */
+	PB_PY_PROJECT, /* /simple/<project>/ */
+	PB_PY_FILE, /* /files/<path on the index's origin> */
+};
+
+struct pb_route {
+	enum pb_kind kind;
+	char name[PB_NAME_MAX + 1]; /* package or project (normalized) */
+	char upath[PB_PATH_MAX]; /* path below the upstream's prefix */
+};
+
+/* Classifies a request path (no query, no fragment); PB_NONE with why
+ * when it is outside the protocols served. */
+KZ_WUR int pb_route(const char *path, struct pb_route *r, char *why,
+    size_t wlen);
+bool pb_npm_name_ok(const char *s, size_t n);
+/* PEP 503 normalization: lower case, runs of -_. become one -. */
+KZ_WUR int pb_py_normalize(const char *s, size_t n, char *out, size_t len);
+/* The file part of a path ends in a distribution suffix. */
+bool pb_py_file_ok(const char *path);
+/* Host header: its host part is in the comma-separated list. */
+bool pb_host_allowed(const char *hosts, const char *hdr);
+
+/* ---- rewrite.c ---- */
+/*
+ * An npm package document cut down to what npm install reads, every
+ * tarball URL pointed at base (the broker as the client sees it); a
+ * version whose tarball is not on the upstream is left out.  Returns the
+ * new document (the caller deletes it) or NULL with why.
+ */
+cJSON *pb_npm_rewrite(const cJSON *doc, const char *name,
+    const struct pb_upstream *up, const char *base, char *why, size_t wlen);
+
+struct pb_pyfile {
+	char filename[256];
+	char url[PB_PATH_MAX]; /* broker path: /files/... */
+	char sha256[65]; /* "" when the index gave none */
+	char requires_python[128];
+	bool yanked;
+};
+
+struct pb_pylist {
+	struct pb_pyfile *v;
+	size_t n, cap;
+};
+void pb_pylist_release(struct pb_pylist *l);
+
+/*
+ * The anchors of an upstream PEP 503 page at page_path (on up's origin),
+ * for a project page: each href resolved; only files on the same origin
+ * with a distribution suffix are kept.  For the index (project NULL) the
+ * filenames are the project names.
+ */
+KZ_WUR int pb_py_parse(const char *html, size_t n, const char *page_path,
+    const struct pb_upstream *up, bool index, struct pb_pylist *out, char *why,
+    size_t wlen);
+/* A PEP 503 page or a PEP 691 JSON document (json) of l; caller frees. */
+char *pb_py_render(const struct pb_pylist *l, const char *project, bool index,
+    bool json);
+/* Which form an Accept header asks for: 1 JSON, 0 HTML, -1 neither. */
+int pb_py_accept(const char *accept);
+
+/* ---- serve.c ---- */
+KZ_WUR int pb_serve(const struct pb_conf *c);
+
+#endif

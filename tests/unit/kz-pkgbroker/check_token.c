@@ -1,0 +1,160 @@
+/* Broker tokens: a fresh token verifies and names its run; every
+ * tampering, another key, a spliced signature, bad encodings, a lifetime
+ * over the limit, an expired or future token are refused with their own
+ * reason; the Authorization forms npm and pip send are read, others are
+ * not. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "pkgbroker.h"
+#include "banned.h"
+
+static unsigned char pk[32], sk[64], pk2[32], sk2[64];
+static const char *run = "0123456789abcdef0123456789abcdef";
+static const int64_t now = 1800000000;
+
+static void
+setup(void)
+{
+	ck_assert_int_ge(sodium_init(), 0);
+	crypto_sign_keypair(pk, sk);
+	crypto_sign_keypair(pk2, sk2);
+}
+
+static enum pb_tok
+verify(const char *t, int64_t at)
+{
+	struct pb_claims cl;
+
+	return pb_token_verify(pk, t, strlen(t), at, 900, &cl);
+}
+
+static void
+mint(const unsigned char *key, const char *r, int64_t at, int64_t ttl,
+    char *out)
+{
+	ck_assert_int_eq(pb_token_mint(key, r, at, ttl, out, PB_TOKEN_MAX + 1),
+	    0);
+}
+
+START_TEST(test_good)
+{
+	char t[PB_TOKEN_MAX + 1];
+	struct pb_claims cl;
+
+	mint(sk, run, now, 300, t);
+	ck_assert_int_eq(pb_token_verify(pk, t, strlen(t), now + 10, 900, &cl),
+	    PB_TOK_OK);
+	ck_assert_str_eq(cl.run, run);
+	ck_assert_int_eq(cl.exp, now + 300);
+}
+END_TEST
+
+START_TEST(test_times)
+{
+	char t[PB_TOKEN_MAX + 1];
+
+	mint(sk, run, now, 300, t);
+	ck_assert_int_eq(verify(t, now + 300), PB_TOK_EXPIRED);
+	ck_assert_int_eq(verify(t, now + 10000), PB_TOK_EXPIRED);
+	ck_assert_int_eq(verify(t, now - 3600), PB_TOK_NOT_YET);
+	mint(sk, run, now, 3600, t);
+	ck_assert_int_eq(verify(t, now + 1), PB_TOK_LIFETIME);
+	ck_assert_int_ne(pb_token_mint(sk, run, now, 0, t, sizeof(t)), 0);
+	ck_assert_int_ne(pb_token_mint(sk, "", now, 10, t, sizeof(t)), 0);
+}
+END_TEST
+
+START_TEST(test_forged)
+{
+	char t[PB_TOKEN_MAX + 1], u[PB_TOKEN_MAX + 1], s[2 * PB_TOKEN_MAX];
+	char *dot;
+
+	mint(sk2, run, now, 300, t);
+	ck_assert_int_eq(verify(t, now), PB_TOK_FORGED);
+	/* Another run's claims under this run's signature. */
+	mint(sk, run, now, 300, t);
+	mint(sk, "ffffffffffffffffffffffffffffffff", now, 300, u);
+	dot = strchr(t, '.');
+	snprintf(s, sizeof(s), "%.*s%s", (int)(strchr(u, '.') - u), u, dot);
+	ck_assert_int_eq(verify(s, now), PB_TOK_FORGED);
+	/* One flipped character anywhere. */
+	for (size_t i = 0; i < strlen(t); i++) {
+		char c = t[i];
+
+		if (c == '.')
+			continue;
+		t[i] = c == 'A' ? 'B' : 'A';
+		ck_assert_msg(verify(t, now) != PB_TOK_OK, "flip at %zu", i);
+		t[i] = c;
+	}
+	ck_assert_int_eq(verify(t, now), PB_TOK_OK);
+}
+END_TEST
+
+static const char *const malformed[] = {"x", ".", "a.b.c", "abc.", ".abc",
+    "!!!.???", "eyJ2IjoxfQ", "eyJ2IjoxfQ.", "a b.c", NULL};
+
+START_TEST(test_malformed)
+{
+	for (int i = 0; malformed[i] != NULL; i++)
+		ck_assert_msg(verify(malformed[i], now) == PB_TOK_MALFORMED,
+		    "case %d", i);
+	ck_assert_int_eq(verify("", now), PB_TOK_MISSING);
+}
+END_TEST
+
+START_TEST(test_auth_header)
+{
+	char t[PB_TOKEN_MAX + 1], hdr[2048], b64[1024], out[PB_TOKEN_MAX + 1];
+	char up[PB_TOKEN_MAX + 32];
+
+	mint(sk, run, now, 300, t);
+	snprintf(hdr, sizeof(hdr), "Bearer %s", t);
+	ck_assert_int_eq(pb_token_from_auth(hdr, out, sizeof(out)), PB_TOK_OK);
+	ck_assert_str_eq(out, t);
+	snprintf(up, sizeof(up), "__token__:%s", t);
+	sodium_bin2base64(b64, sizeof(b64), (unsigned char *)up, strlen(up),
+	    sodium_base64_VARIANT_ORIGINAL);
+	snprintf(hdr, sizeof(hdr), "Basic %s", b64);
+	ck_assert_int_eq(pb_token_from_auth(hdr, out, sizeof(out)), PB_TOK_OK);
+	ck_assert_str_eq(out, t);
+	ck_assert_int_eq(pb_token_from_auth(NULL, out, sizeof(out)),
+	    PB_TOK_MISSING);
+	ck_assert_int_eq(pb_token_from_auth("Bearer ", out, sizeof(out)),
+	    PB_TOK_MISSING);
+	ck_assert_int_eq(pb_token_from_auth("Digest x", out, sizeof(out)),
+	    PB_TOK_MALFORMED);
+	ck_assert_int_eq(pb_token_from_auth("Basic !!!", out, sizeof(out)),
+	    PB_TOK_MALFORMED);
+	/* Basic without a colon, and a token with a control character. */
+	ck_assert_int_eq(pb_token_from_auth("Basic YWJj", out, sizeof(out)),
+	    PB_TOK_MALFORMED);
+	ck_assert_int_eq(pb_token_from_auth("Bearer a\x01z", out, sizeof(out)),
+	    PB_TOK_MALFORMED);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("pkgbroker_token");
+	TCase *tc = tcase_create("token");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_good);
+	tcase_add_test(tc, test_times);
+	tcase_add_test(tc, test_forged);
+	tcase_add_test(tc, test_malformed);
+	tcase_add_test(tc, test_auth_header);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
