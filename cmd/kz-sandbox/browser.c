@@ -163,14 +163,24 @@ cg_join(const struct sbx_worker *w, unsigned long n, char leaf[][SBX_CG_PATH])
 	return 0;
 }
 
+/* The bridge leaves its leaf (for the agent's cgroup on v2, the
+ * worker's on v1) and removes it once Chromium's processes are gone. */
 static void
 cg_remove(const struct sbx_worker *w, char leaf[][SBX_CG_PATH])
 {
-	for (int i = 0; i < w->cg.n; i++)
-		for (int t = 0; t < 50 && leaf[i][0] != '\0' &&
-		     rmdir(leaf[i]) < 0 && errno == EBUSY;
+	const struct sbx_cg *g = &w->cg;
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", (int)getpid());
+	for (int i = 0; i < g->n; i++) {
+		if (leaf[i][0] == '\0')
+			continue;
+		(void)cg_write(g->v2 ? g->agent : g->worker[i], "cgroup.procs",
+		    v);
+		for (int t = 0; t < 100 && rmdir(leaf[i]) < 0 && errno == EBUSY;
 		     t++)
 			usleep(20000);
+	}
 }
 
 static int
@@ -469,12 +479,12 @@ take_peer(const struct sbx_worker *w, int lfd)
 
 /* The bridge process: never returns. */
 static void
-bridge_main(struct sbx_worker *w, int lfd, const char *path, char *grant,
+bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
     unsigned long n)
 {
 	char leaf[SBX_CG_N][SBX_CG_PATH] = {{0}}, ns[64];
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, rfd = -1, mntns, st;
-	int pidfd = -1;
+	int pidfd = -1, lfd = -1;
 	struct bridge b = {.conn = -1, .io_ms = w->c->io_timeout_ms};
 	pid_t relay = -1, pid = -1;
 	char why[160];
@@ -487,7 +497,7 @@ bridge_main(struct sbx_worker *w, int lfd, const char *path, char *grant,
 	    loopback_up() != 0 ||
 	    sbx_relay_listen((int)w->c->relay_port, &rfd, why, sizeof(why)) !=
 	        0 ||
-	    pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+	    kz_sock_listen(path, 1, &lfd, why, sizeof(why)) != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.browser", KZ_ESYS,
 		    "the browser's namespace could not be made", NULL);
 		goto out;
@@ -495,6 +505,11 @@ bridge_main(struct sbx_worker *w, int lfd, const char *path, char *grant,
 	relay = sbx_relay_start(rfd, w->c->egress_sock, grant);
 	sodium_memzero(grant, strlen(grant));
 	close(rfd);
+	/* The socket exists, in the bridge's own network namespace (no
+	 * entry of it in the code's /proc/net/unix): the op may answer. */
+	(void)!write(ready, "r", 1);
+	close(ready);
+	ready = -1;
 	if (relay < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		goto out;
 	if ((pid = sbx_clone(CLONE_NEWPID | CLONE_NEWNS, &pidfd)) < 0)
@@ -510,6 +525,8 @@ bridge_main(struct sbx_worker *w, int lfd, const char *path, char *grant,
 	if ((b.conn = take_peer(w, lfd)) >= 0)
 		pump(&b);
 out:
+	if (ready >= 0)
+		close(ready);
 	(void)unlink(path);
 	if (pid > 0) {
 		(void)kill(pid, SIGKILL);
@@ -533,8 +550,10 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 {
 	const char *g = NULL;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)], why[160];
-	char *grant;
-	int lfd, slot = -1;
+	struct pollfd p = {.events = POLLIN};
+	char *grant, b;
+	int rp[2], slot = -1;
+	bool ok;
 	cJSON *o;
 	pid_t pid;
 
@@ -555,21 +574,32 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 		    "this worker holds as many browser sessions as it may");
 	if (snprintf(path, sizeof(path), "%s.b%lu", w->c->sock, ++serial) >=
 	        (int)sizeof(path) ||
-	    kz_sock_listen(path, 1, &lfd, why, sizeof(why)) != 0)
+	    pipe2(rp, O_CLOEXEC) < 0)
 		return kz_reply_err(req, KZ_WE_INTERNAL,
 		    "the browser's bridge could not listen");
 	if ((grant = strdup(g)) == NULL || (pid = fork()) < 0) {
 		free(grant);
-		close(lfd);
-		(void)unlink(path);
+		close(rp[0]);
+		close(rp[1]);
 		return kz_reply_err(req, KZ_WE_INTERNAL,
 		    "the browser's bridge could not start");
 	}
-	if (pid == 0)
-		bridge_main(w, lfd, path, grant, serial);
+	if (pid == 0) {
+		close(rp[0]);
+		bridge_main(w, rp[1], path, grant, serial);
+	}
 	sodium_memzero(grant, strlen(grant));
 	free(grant);
-	close(lfd);
+	close(rp[1]);
+	p.fd = rp[0];
+	ok = poll(&p, 1, BR_ACCEPT_MS) == 1 && read(rp[0], &b, 1) == 1;
+	close(rp[0]);
+	if (!ok) {
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0);
+		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
+		    "the browser could not be started on this worker");
+	}
 	bridges[slot] = pid;
 	o = kz_reply_ok(req);
 	cJSON_AddStringToObject(o, "bridge", path);

@@ -100,7 +100,7 @@ static const struct key keys[] = {
     {"SANDBOX_EXTRA_RO", "extra-ro", K_STR, S(extra_ro), 0, 0, "",
         "comma-separated host directories shown read-only at their path"},
     {"SANDBOX_HOSTNAME", NULL, K_STR, S(hostname), 0, 0, "sandbox", NULL},
-    {"SANDBOX_BROWSER_BIN", NULL, K_STR, S(browser_bin), 0, 0,
+    {"SANDBOX_BROWSER_BIN", "browser-bin", K_STR, S(browser_bin), 0, 0,
         "/usr/lib/chromium/chromium",
         NULL}, /* the pinned distro Chromium; never another */
     {"SANDBOX_BROWSER_MEMORY", NULL, K_SIZE, N(browser_memory), 64 << 20, G(64),

@@ -90,6 +90,10 @@ static const struct bad bads[] = {
     {"output", "{\"content_b64\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
     {"output", "{\"resource\":\"/SECRET\"}", AUD_R_PATH, "resource"},
     {"output", "{\"bytes\":-1}", AUD_R_RANGE, "bytes"},
+    /* A browser record names no URL, page content or member input. */
+    {"browser_open", "{\"url\":\"http://h/SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"browser_action", "{\"text\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"browser_failed", "{\"host\":\"h/SECRET\"}", AUD_R_PATH, "host"},
 };
 
 START_TEST(test_hostile)
