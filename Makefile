@@ -38,7 +38,7 @@ STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
 	nettle-dev check
-DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
+DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps chromium fonts-dejavu-core \
 	util-linux libcap2-bin tar python3-prometheus-client
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 

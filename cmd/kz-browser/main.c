@@ -3,6 +3,7 @@
  * session leases a worker, runs Chromium there through the worker's
  * bridge and ends with the lease.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: kz-browser serve [--config FILE] [--socket PATH]\n"
+	    "usage: kz-browser serve [--config FILE] [--socket PATH] "
+	    "[--check]\n"
 	    "       kz-browser -h | --help | -V | --version\n"
 	    "\n"
 	    "Serves browser sessions on a Unix socket (kz-protocol(7)):\n"
@@ -37,6 +39,7 @@ main(int argc, char **argv)
 {
 	const char *conf = getenv("KZ_CONFIG"), *sock = NULL;
 	struct kzb_conf c;
+	bool check = false;
 	char why[200];
 
 	kz_log_init("kz-browser", KZ_LOG_INFO);
@@ -59,6 +62,8 @@ main(int argc, char **argv)
 			conf = argv[++i];
 		else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
 			sock = argv[++i];
+		else if (strcmp(argv[i], "--check") == 0)
+			check = true;
 		else {
 			usage(stderr);
 			return KZ_EXIT_USAGE;
@@ -70,6 +75,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "kz-browser: config: %s\n", why);
 		return KZ_EXIT_USAGE;
 	}
+	if (check)
+		return KZ_EXIT_OK;
 	if (sock != NULL) {
 		if (strlen(sock) >= sizeof(c.sock)) {
 			fprintf(stderr, "kz-browser: --socket is too long\n");
