@@ -68,6 +68,16 @@ KZ_WUR int kzb_cdp_drain(struct kzb_cdp *c);
 KZ_WUR int kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why,
     size_t wlen);
 
+/* agent.c: the agent's path: a confirmation is for one exact action. */
+#define KZB_CONFIRM_MAX 8
+#define KZB_ACTION_MAX 4096
+struct kzb_confirm {
+	char id[KZB_SID_HEX + 1];
+	unsigned char digest[32]; /* of the action's canonical form */
+	int64_t expires;
+	bool confirmed;
+};
+
 /* session.c */
 struct kzb_session {
 	char id[KZB_SID_HEX + 1];
@@ -77,6 +87,8 @@ struct kzb_session {
 	int64_t ttl_ms, next_renew, valid_until, last_used, t0;
 	struct kzb_cdp cdp;
 	bool leased;
+	bool private_text; /* the member is entering private text */
+	struct kzb_confirm confirms[KZB_CONFIRM_MAX];
 };
 /* The outcome of an op, for the reply and the audit: a wire code (NULL:
  * ok) and its one-line reason. */
@@ -100,6 +112,25 @@ void kzb_session_end(const struct kzb_conf *c, struct kzb_session *s);
  * and port. */
 KZ_WUR int kzb_url_origin(const char *url, char *origin, size_t olen,
     char *host, size_t hlen, int *port);
+
+/* agent.c */
+/* The page as an accessibility tree (roles and names, never values),
+ * wrapped as untrusted content. */
+KZ_WUR int kzb_agent_read(const struct kzb_conf *c, struct kzb_session *s,
+    cJSON **out, struct kzb_out *o);
+/* A single-use confirmation id for exactly this action. */
+KZ_WUR int kzb_agent_propose(struct kzb_session *s, const cJSON *action,
+    char id[KZB_SID_HEX + 1], char *summary, size_t slen,
+    struct kzb_out *o);
+KZ_WUR int kzb_agent_confirm(struct kzb_session *s, const char *id,
+    struct kzb_out *o);
+/* Checks and consumes the confirmation, the origin and the password
+ * field, then acts; *kind is the action's kind for the audit (set
+ * before the effect, so the caller can refuse it unrecorded). */
+typedef int (*kzb_audit_fn)(void *arg, const char *kind);
+KZ_WUR int kzb_agent_act(const struct kzb_conf *c, struct kzb_session *s,
+    const char *id, const cJSON *action, kzb_audit_fn audit, void *arg,
+    struct kzb_out *o);
 
 /* serve.c */
 int kzb_serve(struct kzb_conf *c);

@@ -29,8 +29,8 @@ struct daemon {
 
 /* An audit record of kind; 0 once it is durable (or audit is off). */
 static int
-audit(struct daemon *d, const char *kind, const struct kzb_session *s,
-    const char *outcome, const char *reason)
+audit_act(struct daemon *d, const char *kind, const struct kzb_session *s,
+    const char *outcome, const char *reason, const char *action)
 {
 	cJSON *ev = cJSON_CreateObject();
 	char why[160], host[256] = "", origin[KZB_URL_MAX];
@@ -54,6 +54,8 @@ audit(struct daemon *d, const char *kind, const struct kzb_session *s,
 	cJSON_AddStringToObject(ev, "outcome", outcome);
 	if (reason != NULL)
 		cJSON_AddStringToObject(ev, "reason", reason);
+	if (action != NULL)
+		cJSON_AddStringToObject(ev, "action", action);
 	cJSON_AddNumberToObject(ev, "duration_ms",
 	    (double)(kz_now_ms() - s->t0));
 	e = kz_audit_send(d->c->audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS, why,
@@ -63,6 +65,13 @@ audit(struct daemon *d, const char *kind, const struct kzb_session *s,
 		kz_log(KZ_LOG_ERROR, "browser.audit", e, why, "kind", kind,
 		    NULL);
 	return e;
+}
+
+static int
+audit(struct daemon *d, const char *kind, const struct kzb_session *s,
+    const char *outcome, const char *reason)
+{
+	return audit_act(d, kind, s, outcome, reason, NULL);
 }
 
 static struct kzb_session **
@@ -285,6 +294,127 @@ tick(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
+static void
+op_agent_read(struct kz_req *req, void *arg)
+{
+	struct daemon *d = arg;
+	struct kzb_session **slot = named(d, req);
+	struct kzb_out o = {0};
+	cJSON *r = NULL;
+
+	if (slot == NULL)
+		return;
+	if (kzb_agent_read(d->c, *slot, &r, &o) != 0) {
+		failed(d, slot, req, &o);
+		return;
+	}
+	kz_req_ok(req, r);
+}
+
+static void
+op_agent_propose(struct kz_req *req, void *arg)
+{
+	struct daemon *d = arg;
+	struct kzb_session **slot = named(d, req);
+	char id[KZB_SID_HEX + 1], summary[512];
+	struct kzb_out o = {0};
+	cJSON *r;
+
+	if (slot == NULL)
+		return;
+	if (kzb_agent_propose(*slot, kz_json_get(kz_req_json(req), "action"),
+	        id, summary, sizeof(summary), &o) != 0) {
+		kz_req_err(req, o.code, o.why);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "confirmation", id);
+	cJSON_AddStringToObject(r, "summary", summary);
+	kz_req_ok(req, r);
+}
+
+static void
+op_confirm(struct kz_req *req, void *arg)
+{
+	struct daemon *d = arg;
+	struct kzb_session **slot = named(d, req);
+	struct kzb_out o = {0};
+	const char *id = cJSON_GetStringValue(
+	    kz_json_get(kz_req_json(req), "confirmation"));
+
+	if (slot == NULL)
+		return;
+	if (kzb_agent_confirm(*slot, id != NULL ? id : "", &o) != 0) {
+		kz_req_err(req, o.code, o.why);
+		return;
+	}
+	kz_req_ok(req, NULL);
+}
+
+struct act_ctx {
+	struct daemon *d;
+	struct kzb_session *s;
+};
+
+/* An approved action is on record before it takes effect. */
+static int
+act_audit(void *arg, const char *kind)
+{
+	struct act_ctx *x = arg;
+
+	return audit_act(x->d, "browser_action", x->s, "approved", NULL, kind);
+}
+
+static void
+op_agent_act(struct kz_req *req, void *arg)
+{
+	struct daemon *d = arg;
+	struct kzb_session **slot = named(d, req);
+	struct kzb_out o = {0};
+	const cJSON *j = kz_req_json(req);
+	struct act_ctx x;
+
+	if (slot == NULL)
+		return;
+	x.d = d;
+	x.s = *slot;
+	if (kzb_agent_act(d->c, *slot,
+	        cJSON_GetStringValue(kz_json_get(j, "confirmation")),
+	        kz_json_get(j, "action"), act_audit, &x, &o) != 0) {
+		failed(d, slot, req, &o);
+		return;
+	}
+	kz_req_ok(req, NULL);
+}
+
+static void
+private_set(struct kz_req *req, void *arg, bool on)
+{
+	struct kzb_session **slot = named(arg, req);
+
+	if (slot == NULL)
+		return;
+	(*slot)->private_text = on;
+	(*slot)->last_used = kz_now_ms();
+	kz_req_ok(req, NULL);
+}
+
+static void
+op_private_begin(struct kz_req *req, void *arg)
+{
+	private_set(req, arg, true);
+}
+
+static void
+op_private_end(struct kz_req *req, void *arg)
+{
+	private_set(req, arg, false);
+}
+
+static const char *const f_propose[] = {"session", "action", NULL};
+static const char *const f_confirm[] = {"session", "confirmation", NULL};
+static const char *const f_act[] = {"session", "confirmation", "action",
+    NULL};
 static const char *const f_open[] = {"actor", "conversation", "url", NULL};
 static const char *const f_nav[] = {"session", "url", NULL};
 static const char *const f_sess[] = {"session", NULL};
@@ -295,6 +425,12 @@ static const struct kz_op ops[] = {
     {"navigate", op_navigate, f_nav, 0},
     {"screenshot", op_screenshot, f_sess, 0},
     {"close", op_close, f_sess, 0},
+    {"agent-read", op_agent_read, f_sess, 0},
+    {"agent-propose", op_agent_propose, f_propose, 0},
+    {"confirm", op_confirm, f_confirm, 0},
+    {"agent-act", op_agent_act, f_act, 0},
+    {"private-begin", op_private_begin, f_sess, 0},
+    {"private-end", op_private_end, f_sess, 0},
     {"status", op_status, f_none, 0},
     {NULL, NULL, NULL, 0},
 };
