@@ -120,8 +120,7 @@ KZ_WUR int kzb_agent_read(const struct kzb_conf *c, struct kzb_session *s,
     cJSON **out, struct kzb_out *o);
 /* A single-use confirmation id for exactly this action. */
 KZ_WUR int kzb_agent_propose(struct kzb_session *s, const cJSON *action,
-    char id[KZB_SID_HEX + 1], char *summary, size_t slen,
-    struct kzb_out *o);
+    char id[KZB_SID_HEX + 1], char *summary, size_t slen, struct kzb_out *o);
 KZ_WUR int kzb_agent_confirm(struct kzb_session *s, const char *id,
     struct kzb_out *o);
 /* Checks and consumes the confirmation, the origin and the password

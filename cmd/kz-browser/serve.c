@@ -413,8 +413,7 @@ op_private_end(struct kz_req *req, void *arg)
 
 static const char *const f_propose[] = {"session", "action", NULL};
 static const char *const f_confirm[] = {"session", "confirmation", NULL};
-static const char *const f_act[] = {"session", "confirmation", "action",
-    NULL};
+static const char *const f_act[] = {"session", "confirmation", "action", NULL};
 static const char *const f_open[] = {"actor", "conversation", "url", NULL};
 static const char *const f_nav[] = {"session", "url", NULL};
 static const char *const f_sess[] = {"session", NULL};

@@ -36,6 +36,19 @@ out_set(struct kzb_out *o, const char *code, const char *why)
 	snprintf(o->why, sizeof(o->why), "%s", why);
 }
 
+/* A daemon's wire code as our own constant (the reply it came in is
+ * freed before the code is used). */
+static const char *
+wire(const char *code)
+{
+#define KZB_WIRE_(name, str, exit)                                             \
+	if (code != NULL && strcmp(code, str) == 0)                            \
+		return KZ_WE_##name;
+	KZ_WIRE_CODES(KZB_WIRE_)
+#undef KZB_WIRE_
+	return KZ_WE_INTERNAL;
+}
+
 static cJSON *
 request(const char *op, const char *id)
 {
@@ -206,7 +219,7 @@ lease(const struct kzb_conf *c, struct kzb_session *s, struct kzb_out *o)
 	}
 	if (!cJSON_IsTrue(kz_json_get(rep, "ok"))) {
 		code = str(rep, "error");
-		out_set(o, code != NULL ? code : KZ_WE_INTERNAL,
+		out_set(o, wire(code),
 		    code != NULL && strcmp(code, KZ_WE_BUSY) == 0 ?
 		        "no worker is free for a browser session now" :
 		        "the lease service refused a worker for this session");
@@ -253,7 +266,7 @@ bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
 		code = str(rep, "error");
 		reason = str(rep, "reason");
 		/* The worker's reasons name no path or address. */
-		out_set(o, code != NULL ? code : KZ_WE_INTERNAL,
+		out_set(o, wire(code),
 		    reason != NULL ? reason : "the worker refused the browser");
 		cJSON_Delete(rep);
 		return KZ_EDENIED;
