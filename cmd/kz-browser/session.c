@@ -149,6 +149,11 @@ kzb_url_origin(const char *url, char *origin, size_t olen, char *host,
 	bool tls;
 
 	origin[0] = '\0';
+	/* Chromium reads a backslash as a slash and drops tabs and newlines:
+	 * an address whose authority it would see differently is refused. */
+	for (const char *q = url; *q; q++)
+		if (*q == '\\' || (unsigned char)*q <= ' ' || *q == 0x7f)
+			return KZ_EINVAL;
 	if (strncmp(url, "http://", 7) == 0)
 		tls = false, sl = 7;
 	else if (strncmp(url, "https://", 8) == 0)
