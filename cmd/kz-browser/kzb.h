@@ -23,6 +23,7 @@
 struct kzb_conf {
 	char run_dir[PATH_MAX];
 	char sock[108];
+	char view_sock[108]; /* the viewers': sock + ".view" */
 	char lease_sock[108];
 	char audit_sock[108]; /* "" with KZ_AUDIT = off */
 	char key_file[PATH_MAX];
@@ -78,6 +79,8 @@ struct kzb_confirm {
 	bool confirmed;
 };
 
+#define KZB_VIEWERS_MAX 8
+
 /* session.c */
 struct kzb_session {
 	char id[KZB_SID_HEX + 1];
@@ -89,6 +92,10 @@ struct kzb_session {
 	bool leased;
 	bool private_text; /* the member is entering private text */
 	struct kzb_confirm confirms[KZB_CONFIRM_MAX];
+	/* Viewers' own connections (view.c): descriptors, -1 free. */
+	int view_fd[KZB_VIEWERS_MAX];
+	bool view_member[KZB_VIEWERS_MAX];
+	int64_t view_seq;
 };
 /* The outcome of an op, for the reply and the audit: a wire code (NULL:
  * ok) and its one-line reason. */
@@ -130,6 +137,21 @@ typedef int (*kzb_audit_fn)(void *arg, const char *kind);
 KZ_WUR int kzb_agent_act(const struct kzb_conf *c, struct kzb_session *s,
     const char *id, const cJSON *action, kzb_audit_fn audit, void *arg,
     struct kzb_out *o);
+
+/* view.c: viewers' connections on the view socket: a viewer sends one
+ * frame {session, role: member|viewer} and then receives the page as
+ * PNG frames, never its HTML or script. */
+struct kzb_view;
+struct event_base;
+typedef struct kzb_session *(*kzb_find_fn)(void *arg, const char *id);
+KZ_WUR int kzb_view_new(struct event_base *base, const struct kzb_conf *c,
+    kzb_find_fn find, void *arg, struct kzb_view **out, char *why, size_t wlen);
+void kzb_view_free(struct kzb_view *v);
+/* Sends every viewer of s the current picture (the tick). */
+void kzb_view_frame(const struct kzb_conf *c, struct kzb_session *s);
+/* Closes the viewers' connections: every one, or every one but the
+ * member's (private text). */
+void kzb_view_close(struct kzb_session *s, bool keep_member);
 
 /* serve.c */
 int kzb_serve(struct kzb_conf *c);

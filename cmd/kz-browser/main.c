@@ -84,6 +84,11 @@ main(int argc, char **argv)
 		}
 		snprintf(c.sock, sizeof(c.sock), "%s", sock);
 	}
+	if (snprintf(c.view_sock, sizeof(c.view_sock), "%s.view", c.sock) >=
+	    (int)sizeof(c.view_sock)) {
+		fprintf(stderr, "kz-browser: the socket path is too long\n");
+		return KZ_EXIT_USAGE;
+	}
 	if (c.audit_sock[0] == '\0')
 		fprintf(stderr,
 		    "kz-browser: audit is off (KZ_AUDIT = off): "

@@ -90,6 +90,7 @@ finish(struct daemon *d, struct kzb_session **slot, const char *kind,
 {
 	struct kzb_session *s = *slot;
 
+	kzb_view_close(s, false);
 	kzb_session_end(d->c, s);
 	(void)audit(d, kind, s, outcome, reason);
 	free(s);
@@ -133,6 +134,8 @@ op_open(struct kz_req *req, void *arg)
 		return;
 	}
 	*slot = s;
+	for (int i = 0; i < KZB_VIEWERS_MAX; i++)
+		s->view_fd[i] = -1;
 	snprintf(s->actor, sizeof(s->actor), "%s", actor);
 	snprintf(s->conv, sizeof(s->conv), "%s", conv);
 	if (kzb_session_open(d->c, s, url, &o) != 0 ||
@@ -290,7 +293,8 @@ tick(evutil_socket_t fd, short ev, void *arg)
 			d->reaped++;
 			finish(d, &d->s[i], "browser_reaped", "reaped",
 			    "the session was idle too long");
-		}
+		} else
+			kzb_view_frame(d->c, s);
 	}
 }
 
@@ -395,6 +399,9 @@ private_set(struct kz_req *req, void *arg, bool on)
 	if (slot == NULL)
 		return;
 	(*slot)->private_text = on;
+	/* Every other viewer's connection is closed, not told to hide. */
+	if (on)
+		kzb_view_close(*slot, true);
 	(*slot)->last_used = kz_now_ms();
 	kz_req_ok(req, NULL);
 }
@@ -409,6 +416,14 @@ static void
 op_private_end(struct kz_req *req, void *arg)
 {
 	private_set(req, arg, false);
+}
+
+static struct kzb_session *
+find_session(void *arg, const char *id)
+{
+	struct kzb_session **slot = slot_of(arg, id);
+
+	return slot != NULL ? *slot : NULL;
 }
 
 static const char *const f_propose[] = {"session", "action", NULL};
@@ -449,6 +464,7 @@ kzb_serve(struct kzb_conf *c)
 	struct event *sigs[2] = {NULL, NULL}, *tk = NULL;
 	struct timeval sec = {1, 0};
 	struct kz_srv *srv = NULL;
+	struct kzb_view *view = NULL;
 	char why[200];
 	int rc = KZ_EXIT_INTERNAL;
 
@@ -466,6 +482,12 @@ kzb_serve(struct kzb_conf *c)
 	if ((base = event_base_new()) == NULL)
 		goto out;
 	if (kz_srv_new(base, &sc, &srv, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "browser.listen", KZ_ESYS, why, NULL);
+		rc = KZ_EXIT_UNAVAIL;
+		goto out;
+	}
+	if (kzb_view_new(base, c, find_session, &d, &view, why, sizeof(why)) !=
+	    0) {
 		kz_log(KZ_LOG_ERROR, "browser.listen", KZ_ESYS, why, NULL);
 		rc = KZ_EXIT_UNAVAIL;
 		goto out;
@@ -498,6 +520,7 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (sigs[i] != NULL)
 			event_free(sigs[i]);
+	kzb_view_free(view);
 	kz_srv_free(srv);
 	if (base != NULL)
 		event_base_free(base);

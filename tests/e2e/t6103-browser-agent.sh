@@ -3,13 +3,15 @@
 # accessibility tree wrapped as untrusted content; an act without a
 # confirmation, with one for a different action, spent, on another origin
 # or on a password field is refused; a confirmed act on the session's
-# origin works and is on record; private text refuses both paths.
+# origin works and is on record; viewers get PNG frames on their own
+# connections; private text closes every other viewer's connection and
+# refuses the agent's read and act until it ends.
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 18
+plan 22
 
 br_start 163 || { echo "Bail out! the stack did not start"; exit 1; }
 O='http://origin.kz.test'
@@ -55,7 +57,19 @@ R=$(act '{"kind":"click","selector":"#go"}')
 is "$(jf "$R" ok)" "true" "a confirmed click on the session's origin works"
 like "$(jf "$(bcall agent-read "{$S}")" tree)" "RootWebArea clicked" "... and the page saw it"
 
+# Viewers: the member's own and another's, each on its own connection.
+V=$BS.view
+bg "$BPY" "$TOP/tests/browser/viewer.py" "$V" "$SID" member "$T/v.member" 12
+bg "$BPY" "$TOP/tests/browser/viewer.py" "$V" "$SID" viewer "$T/v.other" 12
+for _ in $(seq 1 60); do grep -q frame "$T/v.other" 2>/dev/null && grep -q frame "$T/v.member" 2>/dev/null && break; sleep 0.1; done
+is "$(sort -u "$T/v.member")$(sort -u "$T/v.other")" "frameframe" "two viewers receive the page as PNG frames, nothing else"
 bcall private-begin "{$S}" >/dev/null
+for _ in $(seq 1 30); do grep -q closed "$T/v.other" && break; sleep 0.1; done
+is "$(tail -1 "$T/v.other")" "closed" "private text: the other viewer's connection is closed by kz-browser"
+n=$(grep -c frame "$T/v.member"); sleep 2.5
+ok "$([ "$(grep -c frame "$T/v.member")" -gt "$n" ]; echo $?)" "... while the member's own view goes on"
+"$BPY" "$TOP/tests/browser/viewer.py" "$V" "$SID" viewer "$T/v.late" 3
+is "$(head -1 "$T/v.late")" "refused the member is entering private text" "a new viewer is refused until private text ends"
 R=$(bcall agent-read "{$S}")
 is "$(jf "$R" reason)" "the agent cannot read the page while the member enters private text" \
 	"private text: the agent's read is refused"
