@@ -111,6 +111,10 @@ KZ_WUR int kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
     const char *url, cJSON **page, struct kzb_out *o);
 KZ_WUR int kzb_session_screenshot(const struct kzb_conf *c,
     struct kzb_session *s, char **png_b64, struct kzb_out *o);
+/* The member's input, transit-only: events is [{type: text, text} |
+ * {type: click, x, y}]; nothing of it is kept, logged or audited. */
+KZ_WUR int kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
+    const cJSON *events, struct kzb_out *o);
 /* Renews the lease when due; false once it is lost. */
 bool kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s);
 /* Ends the browser (the bridge's connection) and releases the lease. */

@@ -216,6 +216,25 @@ op_navigate(struct kz_req *req, void *arg)
 	kz_req_ok(req, r);
 }
 
+/* The member's input: transit-only, so never in a log line, an audit
+ * record or a reply. */
+static void
+op_input(struct kz_req *req, void *arg)
+{
+	struct daemon *d = arg;
+	struct kzb_session **slot = named(d, req);
+	struct kzb_out o = {0};
+
+	if (slot == NULL)
+		return;
+	if (kzb_session_input(d->c, *slot,
+	        kz_json_get(kz_req_json(req), "events"), &o) != 0) {
+		failed(d, slot, req, &o);
+		return;
+	}
+	kz_req_ok(req, NULL);
+}
+
 static void
 op_screenshot(struct kz_req *req, void *arg)
 {
@@ -432,11 +451,13 @@ static const char *const f_act[] = {"session", "confirmation", "action", NULL};
 static const char *const f_open[] = {"actor", "conversation", "url", NULL};
 static const char *const f_nav[] = {"session", "url", NULL};
 static const char *const f_sess[] = {"session", NULL};
+static const char *const f_input[] = {"session", "events", NULL};
 static const char *const f_none[] = {NULL};
 
 static const struct kz_op ops[] = {
     {"open", op_open, f_open, 0},
     {"navigate", op_navigate, f_nav, 0},
+    {"input", op_input, f_input, 0},
     {"screenshot", op_screenshot, f_sess, 0},
     {"close", op_close, f_sess, 0},
     {"agent-read", op_agent_read, f_sess, 0},

@@ -465,6 +465,86 @@ kzb_session_screenshot(const struct kzb_conf *c, struct kzb_session *s,
 	return 0;
 }
 
+static int
+mouse(const struct kzb_conf *c, struct kzb_session *s, const char *type,
+    double x, double y, char *why, size_t wlen)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	int e;
+
+	cJSON_AddStringToObject(p, "type", type);
+	cJSON_AddNumberToObject(p, "x", x);
+	cJSON_AddNumberToObject(p, "y", y);
+	cJSON_AddStringToObject(p, "button", "left");
+	cJSON_AddNumberToObject(p, "clickCount", 1);
+	e = kzb_cdp_call(&s->cdp, "Input.dispatchMouseEvent", p, true,
+	    c->nav_timeout_ms, &r, why, wlen);
+	cJSON_Delete(r);
+	return e;
+}
+
+/* One event; KZ_EINVAL when it is not one. */
+static int
+input_one(const struct kzb_conf *c, struct kzb_session *s, const cJSON *ev,
+    char *why, size_t wlen)
+{
+	const char *type = NULL, *text = NULL;
+	int64_t x, y;
+	cJSON *p, *r = NULL;
+	int e;
+
+	if (kz_json_str(ev, "type", 8, &type, NULL, 0) != 0)
+		return KZ_EINVAL;
+	if (strcmp(type, "text") == 0) {
+		if (kz_json_str(ev, "text", 1024, &text, NULL, 0) != 0)
+			return KZ_EINVAL;
+		p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "text", text);
+		e = kzb_cdp_call(&s->cdp, "Input.insertText", p, true,
+		    c->nav_timeout_ms, &r, why, wlen);
+		cJSON_Delete(r);
+		return e;
+	}
+	if (strcmp(type, "click") != 0 ||
+	    kz_json_int(ev, "x", 0, 100000, &x, NULL, 0) != 0 ||
+	    kz_json_int(ev, "y", 0, 100000, &y, NULL, 0) != 0)
+		return KZ_EINVAL;
+	if ((e = mouse(c, s, "mousePressed", (double)x, (double)y, why,
+	         wlen)) != 0)
+		return e;
+	return mouse(c, s, "mouseReleased", (double)x, (double)y, why, wlen);
+}
+
+int
+kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
+    const cJSON *events, struct kzb_out *o)
+{
+	const cJSON *ev;
+	char why[160];
+	int e;
+
+	s->last_used = kz_now_ms();
+	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) > 64) {
+		out_set(o, KZ_WE_BAD_REQUEST,
+		    "input is a list of at most 64 events");
+		return KZ_EINVAL;
+	}
+	cJSON_ArrayForEach(ev, events)
+	{
+		if ((e = input_one(c, s, ev, why, sizeof(why))) == KZ_EINVAL) {
+			out_set(o, KZ_WE_BAD_REQUEST,
+			    "an input event is {type: text, text} or {type: "
+			    "click, x, y}");
+			return e;
+		}
+		if (e != 0) {
+			gone(s, e, why, o);
+			return e;
+		}
+	}
+	return 0;
+}
+
 bool
 kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s)
 {

@@ -6,6 +6,7 @@ connection).
 
   /            a page titled "kz test page"
   /login       a page with a text input and a password input
+  /secret      a page whose focused element is a password input
   /probe?p=N   a page whose subresources and script ask for 127.0.0.1:N,
                localhost:N, the worker's relay port and 169.254.169.254,
                then GET /report?<what each fetch did>
@@ -25,6 +26,9 @@ LOGIN = """<!doctype html><html><head><title>login</title></head><body>
 <input id=pass type=password aria-label=password>
 <button id=go type=button onclick="document.title='clicked'">go</button>
 </form></body></html>"""
+
+SECRET = """<!doctype html><html><head><title>secret</title></head><body>
+<input id=pass type=password autofocus aria-label=password></body></html>"""
 
 PROBE = """<!doctype html><html><head><title>probe</title></head><body>
 <img src="http://127.0.0.1:{p}/img"><img src="http://localhost:{p}/img">
@@ -55,6 +59,8 @@ class H(http.server.BaseHTTPRequestHandler):
             body = PROBE.format(p=int(q.get("p", ["1"])[0]))
         elif u.path == "/login":
             body = LOGIN
+        elif u.path == "/secret":
+            body = SECRET
         else:
             body = PAGE
         b = body.encode()
