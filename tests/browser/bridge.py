@@ -81,7 +81,9 @@ def main():
     s = socket.socket(socket.AF_UNIX)
     s.connect(r["bridge"])
     c = CDP(s)
+    t0 = time.time()
     t = c.cmd("Target.createTarget", {"url": "about:blank"})
+    print("first answer after %.2f s" % (time.time() - t0), file=sys.stderr)
     sid = c.cmd("Target.attachToTarget",
                 {"targetId": t["targetId"], "flatten": True})["sessionId"]
     c.cmd("Page.enable", sid=sid)
@@ -89,12 +91,14 @@ def main():
     while i < len(args):
         a = args[i]
         if a == "nav":
+            t1 = time.time()
             c.ev.clear()
             r = c.cmd("Page.navigate", {"url": args[i + 1]}, sid=sid)
             # Serialised: the next navigation waits for this one's page
             # (the error page too) to stop loading.
             c.wait("Page.frameStoppedLoading")
             print("nav", r.get("errorText") or "ok")
+            print("nav took %.2f s" % (time.time() - t1), file=sys.stderr)
             i += 2
         elif a == "eval":
             r = c.cmd("Runtime.evaluate", {"expression": args[i + 1],

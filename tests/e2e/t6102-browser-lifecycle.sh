@@ -59,7 +59,8 @@ is "$(jf "$R" reason)" "no such browser session" "a reaped session is gone for g
 # kz-browser dies with a session open: the bridge loses its peer.
 R=$(bcall open "$OPEN")
 [ -n "$(jf "$R" session)" ]; ok $? "a session is open again"
-kill -9 $(pgrep -f "kz-browser serve --socket $BS")
+P=$(pgrep -f "kz-browser serve --socket $BS")
+{ kill -9 $P; wait $P; } 2>/dev/null
 gone; ok $? "kz-browser killed: the worker ends Chromium and its namespaces"
 X=$(wrun 'find /tmp /workspace /dev/shm -mindepth 1 2>/dev/null; find / -xdev -name Cookies 2>/dev/null')
 is "$X" "" "the worker's next tenant finds none of the profile"
