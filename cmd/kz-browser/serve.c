@@ -176,6 +176,14 @@ named(struct daemon *d, struct kz_req *req)
 		kz_req_err(req, KZ_WE_NOT_OWNER, "no such browser session");
 		return NULL;
 	}
+	/* Nothing goes to a worker whose lease is not known to hold. */
+	if (!kzb_session_keep(d->c, *slot)) {
+		d->failed++;
+		finish(d, slot, "browser_failed", "failed",
+		    "the session's lease ended");
+		kz_req_err(req, KZ_WE_UNAVAILABLE, "the session's lease ended");
+		return NULL;
+	}
 	return slot;
 }
 
