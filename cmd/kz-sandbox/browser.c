@@ -56,6 +56,17 @@
 
 const char *const sbx_browser_fields[] = {"grant", NULL};
 
+/* Set in a bridge by SIGTERM: the agent stopping (the bridge's parent-death
+ * signal) or the agent's own stop, so that it ends its session cleanly. */
+static volatile sig_atomic_t br_stop;
+
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	br_stop = 1;
+}
+
 /* The bridges this agent forked, reaped at the next op. */
 static pid_t bridges[BR_MAX];
 static unsigned long serial;
@@ -163,8 +174,8 @@ cg_join(const struct sbx_worker *w, unsigned long n, char leaf[][SBX_CG_PATH])
 	return 0;
 }
 
-/* The bridge leaves its leaf (for the agent's cgroup on v2, the
- * worker's on v1) and removes it once Chromium's processes are gone. */
+/* The bridge leaves its leaf and removes it once Chromium's processes
+ * are gone. */
 static void
 cg_remove(const struct sbx_worker *w, char leaf[][SBX_CG_PATH])
 {
@@ -175,8 +186,12 @@ cg_remove(const struct sbx_worker *w, char leaf[][SBX_CG_PATH])
 	for (int i = 0; i < g->n; i++) {
 		if (leaf[i][0] == '\0')
 			continue;
-		(void)cg_write(g->v2 ? g->agent : g->worker[i], "cgroup.procs",
-		    v);
+		/* Back where the agent started (so the worker's own cgroup
+		 * can go with the worker), else beside the agent. */
+		if (g->orig[i][0] == '\0' ||
+		    cg_write(g->orig[i], "cgroup.procs", v) != 0)
+			(void)cg_write(g->v2 ? g->agent : g->worker[i],
+			    "cgroup.procs", v);
 		for (int t = 0; t < 100 && rmdir(leaf[i]) < 0 && errno == EBUSY;
 		     t++)
 			usleep(20000);
@@ -440,6 +455,8 @@ pump(struct bridge *b)
 		struct pollfd p[2] = {{.fd = b->conn, .events = POLLIN},
 		    {.fd = b->out, .events = POLLIN}};
 
+		if (br_stop)
+			return;
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -487,9 +504,17 @@ bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
 	int pidfd = -1, lfd = -1;
 	struct bridge b = {.conn = -1, .io_ms = w->c->io_timeout_ms};
 	pid_t relay = -1, pid = -1;
+	struct sigaction sa;
 	char why[160];
 
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Not killed with the agent but told: Chromium's namespaces and the
+	 * session's cgroup are removed by this process, so nothing of the
+	 * session outlives the worker either. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)w->zpid);
 	if ((mntns = open(ns, O_RDONLY | O_CLOEXEC)) < 0 ||
@@ -537,6 +562,10 @@ out:
 		(void)waitpid(relay, NULL, 0);
 	}
 	cg_remove(w, leaf);
+	/* The worker is stopping: its cgroup, once the agent's teardown has
+	 * emptied it, may have been left for this leaf; a busy one stays. */
+	for (int i = 0; br_stop && i < w->cg.n; i++)
+		(void)rmdir(w->cg.worker[i]);
 	_exit(0);
 }
 

@@ -44,6 +44,9 @@ br_daemon() {
 	env BROWSER_ENABLED=yes BROWSER_EGRESS_CONFIG="$T/eg.conf" "$@" \
 		"$BIN/kz-browser" serve --socket "$s" 2>>"$T/browser.log" &
 	_pids="$_pids $!"; LASTPID=$!
+	# Stopped before the workers (cleanups run last-registered first):
+	# its sessions end as a member's close would.
+	on_exit "kill $LASTPID 2>/dev/null; for _ in \$(seq 1 80); do kill -0 $LASTPID 2>/dev/null || break; sleep 0.1; done"
 	wait_sock "$s" 10
 }
 
