@@ -61,6 +61,10 @@ struct sbx_conf {
 	int64_t io_timeout_ms;
 	int64_t userns; /* 0 or 1 */
 	int64_t userns_uid, userns_gid; /* host ids of uid and gid */
+	/* browser.c's: SANDBOX_BROWSER_* */
+	char browser_bin[PATH_MAX];
+	uint64_t browser_memory, browser_tmp;
+	int64_t browser_pids;
 };
 
 /* conf.c */
@@ -468,6 +472,9 @@ struct sbx_rlimit {
 	const char *name;
 };
 void sbx_rlimit_list(const struct sbx_conf *c, struct sbx_rlimit *l);
+/* browser.c: op browser, a Chromium session's bridge (kz-browser(8)). */
+extern const char *const sbx_browser_fields[];
+cJSON *sbx_op_browser(struct sbx_worker *w, const cJSON *req);
 
 /* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
 enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);

@@ -421,11 +421,12 @@ static const struct kz_op ops[] = {
     {"snapshot", NULL, sbx_snapshot_fields, 0},
     {"restore", NULL, sbx_restore_fields, 0},
     {"shutdown", NULL, no_fields, KZ_OP_OPERATOR},
+    {"browser", NULL, sbx_browser_fields, 0},
     {NULL, NULL, NULL, 0},
 };
 static cJSON *(*const handlers[])(struct sbx_worker *, const cJSON *) = {op_run,
-    op_health, op_status, op_wipe, sbx_op_snapshot, sbx_op_restore,
-    op_shutdown};
+    op_health, op_status, op_wipe, sbx_op_snapshot, sbx_op_restore, op_shutdown,
+    sbx_op_browser};
 _Static_assert(sizeof(handlers) / sizeof(handlers[0]) ==
         sizeof(ops) / sizeof(ops[0]) - 1,
     "one handler for each op");

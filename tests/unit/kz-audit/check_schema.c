@@ -103,6 +103,12 @@ static const struct bad bads[] = {
     {"pkg_refusal", "{\"package\":\"http://SECRET\"}", AUD_R_PATH, "package"},
     {"pkg_refusal", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET, "host"},
     {"pkg_refusal", "{\"bytes\":-1}", AUD_R_RANGE, "bytes"},
+    /* A browser record names no URL, page content or member input. */
+    {"browser_open", "{\"url\":\"http://h/SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"browser_action", "{\"text\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"browser_failed", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET, "host"},
+    {"browser_failed", "{\"reason\":\"at http://10.0.0.1/SECRET\"}", AUD_R_PATH,
+        "reason"},
 };
 
 START_TEST(test_hostile)

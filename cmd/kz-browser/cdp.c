@@ -1,0 +1,202 @@
+/*
+ * Chromium's DevTools protocol, spoken through the worker's bridge: each
+ * CDP message is one kz-protocol frame on the bridge's socket (the bridge
+ * alone holds Chromium's pipe).  Calls are synchronous; the page's events
+ * that arrive meanwhile are remembered by name only, which is all the
+ * navigation's serialisation needs, so no page content is ever kept.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kz_frame.h"
+#include "kz_io.h"
+#include "kz_json.h"
+#include "kzb.h"
+#include "banned.h"
+
+#define CDP_MSG_MAX (32u << 20)
+
+void
+kzb_cdp_forget(struct kzb_cdp *c)
+{
+	c->nev = 0;
+}
+
+static void
+note_event(struct kzb_cdp *c, const cJSON *m)
+{
+	const cJSON *meth = kz_json_get(m, "method");
+
+	if (!cJSON_IsString(meth))
+		return;
+	if (strcmp(meth->valuestring, "Inspector.targetCrashed") == 0 ||
+	    strcmp(meth->valuestring, "Target.targetCrashed") == 0)
+		c->crashed = true;
+	if (c->nev < KZB_EV_MAX)
+		snprintf(c->ev[c->nev++], sizeof(c->ev[0]), "%s",
+		    meth->valuestring);
+}
+
+static bool
+seen(struct kzb_cdp *c, const char *method)
+{
+	for (int i = 0; i < c->nev; i++)
+		if (strcmp(c->ev[i], method) == 0)
+			return true;
+	return false;
+}
+
+/* One message from the bridge within the deadline. */
+static int
+next(struct kzb_cdp *c, int64_t deadline, cJSON **m, char *why, size_t wlen)
+{
+	int64_t left = deadline - kz_now_ms();
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+	int e;
+
+	*m = NULL;
+	if (c->dead)
+		return KZ_EUNAVAIL;
+	if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+		kz_why(why, wlen, "the browser did not answer in time");
+		return KZ_ETIMEDOUT;
+	}
+	if ((e = kz_frame_read(c->fd, CDP_MSG_MAX, (int)(left > 0 ? left : 1),
+	         m, NULL, 0)) != 0) {
+		c->dead = true;
+		kz_why(why, wlen, "the browser stopped");
+		return KZ_EUNAVAIL;
+	}
+	return 0;
+}
+
+int
+kzb_cdp_call(struct kzb_cdp *c, const char *method, cJSON *params, bool page,
+    int64_t timeout_ms, cJSON **result, char *why, size_t wlen)
+{
+	int64_t deadline = kz_now_ms() + timeout_ms, id = ++c->next_id;
+	cJSON *req = cJSON_CreateObject(), *m = NULL;
+	const cJSON *err;
+	int e;
+
+	*result = NULL;
+	if (req == NULL) {
+		cJSON_Delete(params);
+		return KZ_ENOMEM;
+	}
+	cJSON_AddNumberToObject(req, "id", (double)id);
+	cJSON_AddStringToObject(req, "method", method);
+	cJSON_AddItemToObject(req, "params",
+	    params != NULL ? params : cJSON_CreateObject());
+	if (page)
+		cJSON_AddStringToObject(req, "sessionId", c->target_sid);
+	e = c->dead ? KZ_EUNAVAIL :
+	              kz_frame_write(c->fd, req, CDP_MSG_MAX, (int)timeout_ms);
+	cJSON_Delete(req);
+	if (e != 0) {
+		c->dead = true;
+		kz_why(why, wlen, "the browser stopped");
+		return KZ_EUNAVAIL;
+	}
+	for (;;) {
+		const cJSON *mid;
+
+		if ((e = next(c, deadline, &m, why, wlen)) != 0)
+			return e;
+		mid = kz_json_get(m, "id");
+		if (cJSON_IsNumber(mid) && (int64_t)mid->valuedouble == id)
+			break;
+		note_event(c, m);
+		cJSON_Delete(m);
+	}
+	if ((err = kz_json_get(m, "error")) != NULL) {
+		const cJSON *msg = kz_json_get(err, "message");
+
+		kz_why(why, wlen, "the browser refused it: %.120s",
+		    cJSON_IsString(msg) ? msg->valuestring : "error");
+		cJSON_Delete(m);
+		return KZ_EDENIED;
+	}
+	*result = cJSON_DetachItemFromObjectCaseSensitive(m, "result");
+	cJSON_Delete(m);
+	if (*result == NULL)
+		*result = cJSON_CreateObject();
+	return *result != NULL ? 0 : KZ_ENOMEM;
+}
+
+int
+kzb_cdp_wait(struct kzb_cdp *c, const char *method, int64_t timeout_ms,
+    char *why, size_t wlen)
+{
+	int64_t deadline = kz_now_ms() + timeout_ms;
+	cJSON *m;
+	int e;
+
+	while (!seen(c, method)) {
+		if ((e = next(c, deadline, &m, why, wlen)) != 0)
+			return e;
+		note_event(c, m);
+		cJSON_Delete(m);
+		if (c->crashed) {
+			kz_why(why, wlen, "the page crashed");
+			return KZ_EUNAVAIL;
+		}
+	}
+	return 0;
+}
+
+int
+kzb_cdp_drain(struct kzb_cdp *c)
+{
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+	cJSON *m;
+
+	while (!c->dead && poll(&p, 1, 0) == 1) {
+		if (next(c, kz_now_ms() + 1000, &m, NULL, 0) != 0)
+			break;
+		note_event(c, m);
+		cJSON_Delete(m);
+		/* Only names are kept; a long idle stream is not. */
+		if (c->nev == KZB_EV_MAX)
+			kzb_cdp_forget(c);
+	}
+	return c->dead ? KZ_EUNAVAIL : 0;
+}
+
+int
+kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why, size_t wlen)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	const cJSON *v;
+	int e;
+
+	cJSON_AddStringToObject(p, "url", "about:blank");
+	if ((e = kzb_cdp_call(c, "Target.createTarget", p, false, timeout_ms,
+	         &r, why, wlen)) != 0)
+		return e;
+	v = kz_json_get(r, "targetId");
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "targetId",
+	    cJSON_IsString(v) ? v->valuestring : "");
+	cJSON_AddBoolToObject(p, "flatten", true);
+	cJSON_Delete(r);
+	if ((e = kzb_cdp_call(c, "Target.attachToTarget", p, false, timeout_ms,
+	         &r, why, wlen)) != 0)
+		return e;
+	v = kz_json_get(r, "sessionId");
+	if (!cJSON_IsString(v) ||
+	    strlen(v->valuestring) >= sizeof(c->target_sid)) {
+		cJSON_Delete(r);
+		kz_why(why, wlen, "the browser gave no page");
+		return KZ_EPROTO;
+	}
+	snprintf(c->target_sid, sizeof(c->target_sid), "%s", v->valuestring);
+	cJSON_Delete(r);
+	if ((e = kzb_cdp_call(c, "Page.enable", NULL, true, timeout_ms, &r, why,
+	         wlen)) == 0)
+		cJSON_Delete(r);
+	return e;
+}

@@ -1,0 +1,163 @@
+/*
+ * kz-browser internals: conf (the keys), cdp (Chromium's protocol over a
+ * worker's bridge), session (a lease, a grant, a bridge), serve (the op
+ * table, the idle reaper).  Functions return 0 or a negative kz_err and
+ * fill (why, wlen) with the one line a member or the audit is told.
+ */
+#ifndef KZB_H
+#define KZB_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "kz_err.h"
+#include "kz_sock.h"
+
+#define KZB_ID_MAX 128 /* actor and conversation ids */
+#define KZB_URL_MAX 2048
+#define KZB_SID_HEX 32 /* a session id: 16 random bytes */
+#define KZB_GRANT_MAX 4096
+
+struct kzb_conf {
+	char run_dir[PATH_MAX];
+	char sock[108];
+	char view_sock[108]; /* the viewers': sock + ".view" */
+	char lease_sock[108];
+	char audit_sock[108]; /* "" with KZ_AUDIT = off */
+	char key_file[PATH_MAX];
+	char egress_bin[PATH_MAX];
+	char egress_conf[PATH_MAX]; /* "" : kz-egress's own default */
+	bool enabled; /* BROWSER_ENABLED */
+	int64_t idle_s; /* BROWSER_IDLE */
+	int64_t sessions_max, nav_timeout_ms, io_timeout_ms;
+	struct kz_peer_policy peers, operators;
+};
+
+/* conf.c */
+extern const char *const kzb_conf_keys[];
+KZ_WUR int kzb_conf_load(struct kzb_conf *c, const char *path, const char *self,
+    char *why, size_t wlen);
+
+/* cdp.c: one CDP connection (the bridge's socket, one frame a message). */
+#define KZB_EV_MAX 64
+struct kzb_cdp {
+	int fd;
+	int64_t next_id;
+	char target_sid[128]; /* the page's flattened session */
+	bool dead; /* the bridge or Chromium is gone */
+	bool crashed; /* the page's renderer went (Inspector.targetCrashed) */
+	/* The page events seen since kzb_cdp_forget, by name. */
+	char ev[KZB_EV_MAX][48];
+	int nev;
+};
+void kzb_cdp_forget(struct kzb_cdp *c);
+/* Sends method (params consumed, may be NULL) to the page (page = true)
+ * or the browser and waits until its answer: *result is malloc'd (NULL
+ * on an error, whose message is in why).  KZ_EUNAVAIL when the browser is
+ * gone, KZ_ETIMEDOUT, KZ_EDENIED for a CDP error. */
+KZ_WUR int kzb_cdp_call(struct kzb_cdp *c, const char *method, cJSON *params,
+    bool page, int64_t timeout_ms, cJSON **result, char *why, size_t wlen);
+/* Waits for the page event method (events before it are dropped). */
+KZ_WUR int kzb_cdp_wait(struct kzb_cdp *c, const char *method,
+    int64_t timeout_ms, char *why, size_t wlen);
+/* Reads whatever events are waiting, without blocking; KZ_EUNAVAIL once
+ * the bridge has closed. */
+KZ_WUR int kzb_cdp_drain(struct kzb_cdp *c);
+/* A new page target, attached flat. */
+KZ_WUR int kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why,
+    size_t wlen);
+
+/* agent.c: the agent's path: a confirmation is for one exact action. */
+#define KZB_CONFIRM_MAX 8
+#define KZB_ACTION_MAX 4096
+struct kzb_confirm {
+	char id[KZB_SID_HEX + 1];
+	unsigned char digest[32]; /* of the action's canonical form */
+	int64_t expires;
+	bool confirmed;
+};
+
+#define KZB_VIEWERS_MAX 8
+
+/* session.c */
+struct kzb_session {
+	char id[KZB_SID_HEX + 1];
+	char actor[KZB_ID_MAX + 1], conv[KZB_ID_MAX + 1];
+	char worker[64], lease_id[64], token[64], endpoint[108];
+	char origin[KZB_URL_MAX]; /* scheme://host[:port] it was opened on */
+	int64_t ttl_ms, next_renew, valid_until, last_used, t0;
+	struct kzb_cdp cdp;
+	bool leased;
+	bool private_text; /* the member is entering private text */
+	struct kzb_confirm confirms[KZB_CONFIRM_MAX];
+	/* Viewers' own connections (view.c): descriptors, -1 free. */
+	int view_fd[KZB_VIEWERS_MAX];
+	bool view_member[KZB_VIEWERS_MAX];
+	int64_t view_seq;
+};
+/* The outcome of an op, for the reply and the audit: a wire code (NULL:
+ * ok) and its one-line reason. */
+struct kzb_out {
+	const char *code;
+	char why[256];
+};
+KZ_WUR int kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
+    const char *url, struct kzb_out *o);
+/* Navigates, serialised: returns once the page (or its error page) has
+ * stopped loading; the final URL and title in *page. */
+KZ_WUR int kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
+    const char *url, cJSON **page, struct kzb_out *o);
+KZ_WUR int kzb_session_screenshot(const struct kzb_conf *c,
+    struct kzb_session *s, char **png_b64, struct kzb_out *o);
+/* The member's input, transit-only: events is [{type: text, text} |
+ * {type: click, x, y}]; nothing of it is kept, logged or audited. */
+KZ_WUR int kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
+    const cJSON *events, struct kzb_out *o);
+/* Renews the lease when due; false once it is lost. */
+bool kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s);
+/* Ends the browser (the bridge's connection) and releases the lease. */
+void kzb_session_end(const struct kzb_conf *c, struct kzb_session *s);
+/* The origin of an http(s) URL ("" and KZ_EINVAL otherwise), and its host
+ * and port. */
+KZ_WUR int kzb_url_origin(const char *url, char *origin, size_t olen,
+    char *host, size_t hlen, int *port);
+
+/* agent.c */
+/* The page as an accessibility tree (roles and names, never values),
+ * wrapped as untrusted content. */
+KZ_WUR int kzb_agent_read(const struct kzb_conf *c, struct kzb_session *s,
+    cJSON **out, struct kzb_out *o);
+/* A single-use confirmation id for exactly this action. */
+KZ_WUR int kzb_agent_propose(struct kzb_session *s, const cJSON *action,
+    char id[KZB_SID_HEX + 1], char *summary, size_t slen, struct kzb_out *o);
+KZ_WUR int kzb_agent_confirm(struct kzb_session *s, const char *id,
+    struct kzb_out *o);
+/* Checks and consumes the confirmation, the origin and the password
+ * field, then acts; *kind is the action's kind for the audit (set
+ * before the effect, so the caller can refuse it unrecorded). */
+typedef int (*kzb_audit_fn)(void *arg, const char *kind);
+KZ_WUR int kzb_agent_act(const struct kzb_conf *c, struct kzb_session *s,
+    const char *id, const cJSON *action, kzb_audit_fn audit, void *arg,
+    struct kzb_out *o);
+
+/* view.c: viewers' connections on the view socket: a viewer sends one
+ * frame {session, role: member|viewer} and then receives the page as
+ * PNG frames, never its HTML or script. */
+struct kzb_view;
+struct event_base;
+typedef struct kzb_session *(*kzb_find_fn)(void *arg, const char *id);
+KZ_WUR int kzb_view_new(struct event_base *base, const struct kzb_conf *c,
+    kzb_find_fn find, void *arg, struct kzb_view **out, char *why, size_t wlen);
+void kzb_view_free(struct kzb_view *v);
+/* Sends every viewer of s the current picture (the tick). */
+void kzb_view_frame(const struct kzb_conf *c, struct kzb_session *s);
+/* Closes the viewers' connections: every one, or every one but the
+ * member's (private text). */
+void kzb_view_close(struct kzb_session *s, bool keep_member);
+
+/* serve.c */
+int kzb_serve(struct kzb_conf *c);
+
+#endif

@@ -1,0 +1,615 @@
+/*
+ * A session is a lease, not a stored row: the worker comes from kz-lease
+ * for the workspace key of actor and conversation, the grant from
+ * "kz-egress grant" (as kz-run gets one), the opening URL's destination is
+ * admitted by "kz-egress check" before any navigation, and Chromium is the
+ * worker's (op browser), reached through its bridge.  Ending the session
+ * closes the bridge (the worker kills Chromium's namespaces, and the
+ * profile's tmpfs with them) and releases the lease.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_call.h"
+#include "kz_conf.h"
+#include "kz_frame.h"
+#include "kz_io.h"
+#include "kz_json.h"
+#include "kz_key.h"
+#include "kz_sock.h"
+#include "kz_wire.h"
+#include "kzb.h"
+#include "banned.h"
+
+static void
+out_set(struct kzb_out *o, const char *code, const char *why)
+{
+	o->code = code;
+	snprintf(o->why, sizeof(o->why), "%s", why);
+}
+
+/* A daemon's wire code as our own constant (the reply it came in is
+ * freed before the code is used). */
+static const char *
+wire(const char *code)
+{
+#define KZB_WIRE_(name, str, exit)                                             \
+	if (code != NULL && strcmp(code, str) == 0)                            \
+		return KZ_WE_##name;
+	KZ_WIRE_CODES(KZB_WIRE_)
+#undef KZB_WIRE_
+	return KZ_WE_INTERNAL;
+}
+
+static cJSON *
+request(const char *op, const char *id)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(r, "v", 1);
+	cJSON_AddStringToObject(r, "op", op);
+	cJSON_AddStringToObject(r, "id", id);
+	return r;
+}
+
+static const char *
+str(const cJSON *o, const char *k)
+{
+	const cJSON *v = kz_json_get(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void
+copy(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src != NULL ? src : "");
+}
+
+/* Runs the egress tool with av; its first line of stdout in out (may be
+ * NULL).  Returns its exit status, or -1. */
+static int
+egress(const char *const *av, char *out, size_t olen)
+{
+	size_t t = 0;
+	ssize_t n;
+	int p[2], st, fd;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(p[1], 1);
+		if ((fd = open("/dev/null", O_WRONLY)) >= 0)
+			dup2(fd, 2);
+		execv(av[0], (char *const *)av);
+		_exit(127);
+	}
+	close(p[1]);
+	while (out != NULL && t < olen - 1 &&
+	    (n = read(p[0], out + t, olen - 1 - t)) > 0)
+		t += (size_t)n;
+	close(p[0]);
+	if (out != NULL) {
+		out[t] = '\0';
+		out[strcspn(out, "\r\n")] = '\0';
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int
+grant(const struct kzb_conf *c, const char *sid, char *g, size_t glen)
+{
+	const char *av[] = {c->egress_bin, "grant", "--field-key", c->key_file,
+	    "--run", sid, c->egress_conf[0] ? "--config" : NULL, c->egress_conf,
+	    NULL};
+
+	return egress(av, g, glen) == 0 && g[0] != '\0' ? 0 : KZ_EUNAVAIL;
+}
+
+/* The opening URL's destination under the egress policy: 0 admitted. */
+static int
+admitted(const struct kzb_conf *c, const char *host, int port)
+{
+	char p[8], line[256];
+	const char *av[] = {c->egress_bin, "check",
+	    c->egress_conf[0] ? "--config" : host,
+	    c->egress_conf[0] ? c->egress_conf : NULL, host, p, NULL};
+
+	snprintf(p, sizeof(p), "%d", port);
+	if (c->egress_conf[0] == '\0') {
+		av[2] = host;
+		av[3] = p;
+		av[4] = NULL;
+	}
+	return egress(av, line, sizeof(line)) == 0 ? 0 : KZ_EDENIED;
+}
+
+int
+kzb_url_origin(const char *url, char *origin, size_t olen, char *host,
+    size_t hlen, int *port)
+{
+	const char *h, *end;
+	size_t hl, sl;
+	bool tls;
+
+	origin[0] = '\0';
+	/* Chromium reads a backslash as a slash and drops tabs and newlines:
+	 * an address whose authority it would see differently is refused. */
+	for (const char *q = url; *q; q++)
+		if (*q == '\\' || (unsigned char)*q <= ' ' || *q == 0x7f)
+			return KZ_EINVAL;
+	if (strncmp(url, "http://", 7) == 0)
+		tls = false, sl = 7;
+	else if (strncmp(url, "https://", 8) == 0)
+		tls = true, sl = 8;
+	else
+		return KZ_EINVAL;
+	h = url + sl;
+	end = h + strcspn(h, "/?#");
+	/* No userinfo: a URL that carries credentials is not admitted. */
+	if (memchr(h, '@', (size_t)(end - h)) != NULL || end == h || *h == '[')
+		return KZ_EINVAL;
+	*port = tls ? 443 : 80;
+	{
+		const char *colon = memchr(h, ':', (size_t)(end - h));
+		int64_t v;
+		char pb[8];
+
+		hl = (size_t)((colon ? colon : end) - h);
+		if (colon != NULL) {
+			size_t pl = (size_t)(end - colon - 1);
+
+			if (pl == 0 || pl >= sizeof(pb))
+				return KZ_EINVAL;
+			memcpy(pb, colon + 1, pl);
+			pb[pl] = '\0';
+			if (kz_parse_int(pb, 1, 65535, &v) != 0)
+				return KZ_EINVAL;
+			*port = (int)v;
+		}
+	}
+	if (hl == 0 || hl >= hlen || (size_t)(end - url) >= olen)
+		return KZ_EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	for (char *q = host; *q; q++)
+		if (*q >= 'A' && *q <= 'Z')
+			*q = (char)(*q - 'A' + 'a');
+	snprintf(origin, olen, "%.*s%s", (int)sl, url, host);
+	if (*port != (tls ? 443 : 80))
+		snprintf(origin + strlen(origin), olen - strlen(origin), ":%d",
+		    *port);
+	return 0;
+}
+
+static int
+lease(const struct kzb_conf *c, struct kzb_session *s, struct kzb_out *o)
+{
+	unsigned char b[16];
+	char opid[33], why[160];
+	cJSON *req = request("lease", s->id), *rep = NULL;
+	const char *code;
+	int64_t ttl, sent = kz_now_ms();
+	int e;
+
+	randombytes_buf(b, sizeof(b));
+	kz_hex(b, sizeof(b), opid);
+	cJSON_AddStringToObject(req, "actor", s->actor);
+	cJSON_AddStringToObject(req, "conversation", s->conv);
+	cJSON_AddStringToObject(req, "op_id", opid);
+	cJSON_AddStringToObject(req, "run_id", s->id);
+	e = kz_frame_call(c->lease_sock, req, (int)c->io_timeout_ms, &rep, why,
+	    sizeof(why));
+	cJSON_Delete(req);
+	if (e != 0) {
+		out_set(o, KZ_WE_UNAVAILABLE,
+		    "the lease service could not be reached");
+		return KZ_EUNAVAIL;
+	}
+	if (!cJSON_IsTrue(kz_json_get(rep, "ok"))) {
+		code = str(rep, "error");
+		out_set(o, wire(code),
+		    code != NULL && strcmp(code, KZ_WE_BUSY) == 0 ?
+		        "no worker is free for a browser session now" :
+		        "the lease service refused a worker for this session");
+		cJSON_Delete(rep);
+		return KZ_EDENIED;
+	}
+	copy(s->worker, sizeof(s->worker), str(rep, "worker"));
+	copy(s->lease_id, sizeof(s->lease_id), str(rep, "lease_id"));
+	copy(s->token, sizeof(s->token), str(rep, "token"));
+	copy(s->endpoint, sizeof(s->endpoint), str(rep, "endpoint"));
+	e = kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0);
+	cJSON_Delete(rep);
+	if (e != 0 || s->lease_id[0] == '\0' || s->endpoint[0] == '\0') {
+		out_set(o, KZ_WE_INTERNAL, "the lease service answered badly");
+		return KZ_EPROTO;
+	}
+	s->leased = true;
+	s->ttl_ms = ttl;
+	s->valid_until = sent + ttl;
+	s->next_renew = sent + ttl / 3;
+	return 0;
+}
+
+/* The worker's op browser: the bridge's socket, connected. */
+static int
+bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
+    struct kzb_out *o)
+{
+	cJSON *req = request("browser", s->id), *rep = NULL;
+	const char *code, *reason, *path;
+	char why[160];
+	int e;
+
+	cJSON_AddStringToObject(req, "grant", g);
+	e = kz_frame_call(s->endpoint, req, (int)c->io_timeout_ms, &rep, why,
+	    sizeof(why));
+	cJSON_Delete(req);
+	if (e != 0) {
+		out_set(o, KZ_WE_UNAVAILABLE, "the worker did not answer");
+		return KZ_EUNAVAIL;
+	}
+	if (!cJSON_IsTrue(kz_json_get(rep, "ok")) ||
+	    (path = str(rep, "bridge")) == NULL) {
+		code = str(rep, "error");
+		reason = str(rep, "reason");
+		/* The worker's reasons name no path or address. */
+		out_set(o, wire(code),
+		    reason != NULL ? reason : "the worker refused the browser");
+		cJSON_Delete(rep);
+		return KZ_EDENIED;
+	}
+	e = kz_sock_connect(path, (int)c->io_timeout_ms, &s->cdp.fd, why,
+	    sizeof(why));
+	cJSON_Delete(rep);
+	if (e != 0) {
+		out_set(o, KZ_WE_UNAVAILABLE,
+		    "the worker's browser could not be reached");
+		return KZ_EUNAVAIL;
+	}
+	(void)!kz_fd_nonblock(s->cdp.fd, false);
+	return 0;
+}
+
+int
+kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
+    const char *url, struct kzb_out *o)
+{
+	char g[KZB_GRANT_MAX], host[256], why[160];
+	unsigned char b[16];
+	int port, e;
+
+	s->cdp.fd = -1;
+	randombytes_buf(b, sizeof(b));
+	kz_hex(b, sizeof(b), s->id);
+	s->t0 = s->last_used = kz_now_ms();
+	if (kzb_url_origin(url, s->origin, sizeof(s->origin), host,
+	        sizeof(host), &port) != 0) {
+		out_set(o, KZ_WE_BAD_REQUEST,
+		    "a session opens on an http or https address without "
+		    "credentials in it");
+		return KZ_EINVAL;
+	}
+	if (admitted(c, host, port) != 0) {
+		out_set(o, KZ_WE_REFUSED,
+		    "the egress policy does not admit the opening address");
+		return KZ_EDENIED;
+	}
+	if ((e = lease(c, s, o)) != 0)
+		return e;
+	if (grant(c, s->id, g, sizeof(g)) != 0) {
+		out_set(o, KZ_WE_UNAVAILABLE, "no egress grant could be made");
+		return KZ_EUNAVAIL;
+	}
+	e = bridge(c, s, g, o);
+	sodium_memzero(g, sizeof(g));
+	if (e != 0)
+		return e;
+	if ((e = kzb_cdp_page(&s->cdp, c->nav_timeout_ms, why, sizeof(why))) !=
+	    0) {
+		out_set(o, KZ_WE_UNAVAILABLE,
+		    e == KZ_ETIMEDOUT ? "the browser did not start in time" :
+		                        "the browser did not start");
+		return e;
+	}
+	return 0;
+}
+
+/* The page's URL and title, for the reply (never its content). */
+static cJSON *
+page_info(const struct kzb_conf *c, struct kzb_session *s)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL,
+	      *info = cJSON_CreateObject();
+	const cJSON *v;
+	char why[64];
+
+	cJSON_AddStringToObject(p, "expression",
+	    "JSON.stringify([location.href, document.title])");
+	cJSON_AddBoolToObject(p, "returnByValue", true);
+	if (kzb_cdp_call(&s->cdp, "Runtime.evaluate", p, true,
+	        c->nav_timeout_ms, &r, why, sizeof(why)) == 0 &&
+	    (v = kz_json_get(kz_json_get(r, "result"), "value")) != NULL &&
+	    cJSON_IsString(v)) {
+		cJSON *a = cJSON_Parse(v->valuestring);
+
+		if (cJSON_GetArraySize(a) == 2) {
+			cJSON_AddItemToObject(info, "url",
+			    cJSON_Duplicate(cJSON_GetArrayItem(a, 0), 1));
+			cJSON_AddItemToObject(info, "title",
+			    cJSON_Duplicate(cJSON_GetArrayItem(a, 1), 1));
+		}
+		cJSON_Delete(a);
+	}
+	cJSON_Delete(r);
+	return info;
+}
+
+/* A navigation's net error, as the member is told it. */
+static void
+nav_refusal(const char *err, struct kzb_out *o)
+{
+	if (strcmp(err, "net::ERR_BLOCKED_BY_ADMINISTRATOR") == 0)
+		out_set(o, KZ_WE_REFUSED,
+		    "the browser's policy blocks that address");
+	else if (strcmp(err, "net::ERR_TUNNEL_CONNECTION_FAILED") == 0 ||
+	    strcmp(err, "net::ERR_PROXY_CONNECTION_FAILED") == 0 ||
+	    strcmp(err, "net::ERR_HTTP_RESPONSE_CODE_FAILURE") == 0)
+		out_set(o, KZ_WE_REFUSED,
+		    "the egress policy refused that destination");
+	else {
+		char why[160];
+
+		snprintf(why, sizeof(why),
+		    "the page could not be loaded (%.60s)",
+		    strncmp(err, "net::", 5) == 0 ? err + 5 : "error");
+		out_set(o, KZ_WE_REFUSED, why);
+	}
+}
+
+static void
+gone(struct kzb_session *s, int e, const char *why, struct kzb_out *o)
+{
+	if (e == KZ_EUNAVAIL)
+		out_set(o, KZ_WE_UNAVAILABLE,
+		    s->cdp.crashed && !s->cdp.dead ?
+		        "the page crashed; the session is closed" :
+		        "the browser stopped; the session is closed");
+	else if (e == KZ_ETIMEDOUT)
+		out_set(o, KZ_WE_UNAVAILABLE,
+		    "the browser did not answer in time");
+	else
+		out_set(o, KZ_WE_INTERNAL, why);
+}
+
+int
+kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
+    const char *url, cJSON **page, struct kzb_out *o)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	const char *err;
+	char why[200] = "";
+	int e;
+
+	*page = NULL;
+	s->last_used = kz_now_ms();
+	kzb_cdp_forget(&s->cdp);
+	cJSON_AddStringToObject(p, "url", url);
+	if ((e = kzb_cdp_call(&s->cdp, "Page.navigate", p, true,
+	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
+		if (e == KZ_EDENIED) {
+			out_set(o, KZ_WE_BAD_REQUEST, "that is not an address");
+			return e;
+		}
+		gone(s, e, why, o);
+		return e;
+	}
+	/* Serialised: the next navigation waits for this one's page, an
+	 * error page included, to stop loading. */
+	if ((e = kzb_cdp_wait(&s->cdp, "Page.frameStoppedLoading",
+	         c->nav_timeout_ms, why, sizeof(why))) != 0) {
+		cJSON_Delete(r);
+		gone(s, e, why, o);
+		return e;
+	}
+	if ((err = str(r, "errorText")) != NULL && *err != '\0') {
+		nav_refusal(err, o);
+		cJSON_Delete(r);
+		return KZ_EDENIED;
+	}
+	cJSON_Delete(r);
+	*page = page_info(c, s);
+	return 0;
+}
+
+int
+kzb_session_screenshot(const struct kzb_conf *c, struct kzb_session *s,
+    char **png, struct kzb_out *o)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	const char *d;
+	char why[200] = "";
+	int e;
+
+	*png = NULL;
+	s->last_used = kz_now_ms();
+	cJSON_AddStringToObject(p, "format", "png");
+	if ((e = kzb_cdp_call(&s->cdp, "Page.captureScreenshot", p, true,
+	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
+		gone(s, e, why, o);
+		return e;
+	}
+	if ((d = str(r, "data")) == NULL || (*png = strdup(d)) == NULL) {
+		cJSON_Delete(r);
+		out_set(o, KZ_WE_INTERNAL, "the browser gave no picture");
+		return KZ_EPROTO;
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+static int
+mouse(const struct kzb_conf *c, struct kzb_session *s, const char *type,
+    double x, double y, char *why, size_t wlen)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	int e;
+
+	cJSON_AddStringToObject(p, "type", type);
+	cJSON_AddNumberToObject(p, "x", x);
+	cJSON_AddNumberToObject(p, "y", y);
+	cJSON_AddStringToObject(p, "button", "left");
+	cJSON_AddNumberToObject(p, "clickCount", 1);
+	e = kzb_cdp_call(&s->cdp, "Input.dispatchMouseEvent", p, true,
+	    c->nav_timeout_ms, &r, why, wlen);
+	cJSON_Delete(r);
+	return e;
+}
+
+/* One event; KZ_EINVAL when it is not one. */
+static int
+input_one(const struct kzb_conf *c, struct kzb_session *s, const cJSON *ev,
+    char *why, size_t wlen)
+{
+	const char *type = NULL, *text = NULL;
+	int64_t x, y;
+	cJSON *p, *r = NULL;
+	int e;
+
+	if (kz_json_str(ev, "type", 8, &type, NULL, 0) != 0)
+		return KZ_EINVAL;
+	if (strcmp(type, "text") == 0) {
+		if (kz_json_str(ev, "text", 1024, &text, NULL, 0) != 0)
+			return KZ_EINVAL;
+		p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "text", text);
+		e = kzb_cdp_call(&s->cdp, "Input.insertText", p, true,
+		    c->nav_timeout_ms, &r, why, wlen);
+		cJSON_Delete(r);
+		return e;
+	}
+	if (strcmp(type, "click") != 0 ||
+	    kz_json_int(ev, "x", 0, 100000, &x, NULL, 0) != 0 ||
+	    kz_json_int(ev, "y", 0, 100000, &y, NULL, 0) != 0)
+		return KZ_EINVAL;
+	if ((e = mouse(c, s, "mousePressed", (double)x, (double)y, why,
+	         wlen)) != 0)
+		return e;
+	return mouse(c, s, "mouseReleased", (double)x, (double)y, why, wlen);
+}
+
+int
+kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
+    const cJSON *events, struct kzb_out *o)
+{
+	const cJSON *ev;
+	char why[160];
+	int e;
+
+	s->last_used = kz_now_ms();
+	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) > 64) {
+		out_set(o, KZ_WE_BAD_REQUEST,
+		    "input is a list of at most 64 events");
+		return KZ_EINVAL;
+	}
+	cJSON_ArrayForEach(ev, events)
+	{
+		if ((e = input_one(c, s, ev, why, sizeof(why))) == KZ_EINVAL) {
+			out_set(o, KZ_WE_BAD_REQUEST,
+			    "an input event is {type: text, text} or {type: "
+			    "click, x, y}");
+			return e;
+		}
+		if (e != 0) {
+			gone(s, e, why, o);
+			return e;
+		}
+	}
+	return 0;
+}
+
+bool
+kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s)
+{
+	cJSON *req, *rep = NULL;
+	int64_t sent = kz_now_ms(), ttl;
+	char why[160];
+	int e;
+
+	if (!s->leased || sent >= s->valid_until - 500)
+		return false;
+	if (sent < s->next_renew)
+		return true;
+	req = request("renew", s->id);
+	cJSON_AddStringToObject(req, "lease_id", s->lease_id);
+	cJSON_AddStringToObject(req, "token", s->token);
+	cJSON_AddNumberToObject(req, "ttl_ms", (double)s->ttl_ms);
+	e = kz_frame_call(c->lease_sock, req, (int)c->io_timeout_ms, &rep, why,
+	    sizeof(why));
+	cJSON_Delete(req);
+	if (e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"))) {
+		if (kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0) !=
+		    0)
+			ttl = s->ttl_ms;
+		s->valid_until = sent + ttl;
+		s->next_renew = sent + ttl / 3;
+	} else if (e == 0) {
+		/* Refused: the lease is gone (stale token, not owner). */
+		s->leased = false;
+	} else
+		s->next_renew = sent + 500;
+	cJSON_Delete(rep);
+	return s->leased;
+}
+
+void
+kzb_session_end(const struct kzb_conf *c, struct kzb_session *s)
+{
+	cJSON *req, *rep = NULL;
+	char why[160];
+
+	if (s->cdp.fd >= 0) {
+		/* The bridge ends Chromium as soon as its peer is gone and
+		 * closes its side only once Chromium's namespaces are: wait
+		 * for that, so the worker's reset finds none of it. */
+		char b[4096];
+		int64_t until = kz_now_ms() + 5000;
+		struct pollfd p = {.fd = s->cdp.fd, .events = POLLIN};
+
+		(void)shutdown(s->cdp.fd, SHUT_WR);
+		while (kz_now_ms() < until && poll(&p, 1, 200) >= 0)
+			if ((p.revents & (POLLIN | POLLHUP)) &&
+			    read(s->cdp.fd, b, sizeof(b)) <= 0)
+				break;
+		close(s->cdp.fd);
+		s->cdp.fd = -1;
+	}
+	if (!s->leased)
+		return;
+	req = request("release", s->id);
+	cJSON_AddStringToObject(req, "lease_id", s->lease_id);
+	cJSON_AddStringToObject(req, "token", s->token);
+	cJSON_AddStringToObject(req, "run_id", s->id);
+	(void)!kz_frame_call(c->lease_sock, req, (int)c->io_timeout_ms, &rep,
+	    why, sizeof(why));
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	s->leased = false;
+}

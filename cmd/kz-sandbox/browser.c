@@ -1,0 +1,636 @@
+/*
+ * Op browser: one Chromium session, started by the agent beside the run
+ * namespace, never inside it (kz-browser(8)).
+ *
+ * The op forks a bridge and answers at once with the path of the bridge's
+ * own socket, so the worker keeps serving runs while the session lives.
+ * The bridge leaves for a network namespace of its own whose loopback holds
+ * the session's egress relay and nothing else, then clones a stub into new
+ * pid and mount namespaces: the stub takes a copy of the run's root view,
+ * mounts its own /proc, /tmp (the profile) and /dev/shm, an /etc with the
+ * managed policy, and starts Chromium under the code's boundary (uid, no
+ * capabilities, no_new_privs, the worker's seccomp filter, rlimits, a
+ * cgroup of its own under the worker's).  Code in the run namespace
+ * therefore cannot see Chromium's pids (so no /proc/PID/fd of the pipe),
+ * its listeners, or its files.  The bridge holds the two ends of
+ * --remote-debugging-pipe and carries each NUL-terminated CDP message as
+ * one kz-protocol frame to the one peer that connects; when that peer or
+ * Chromium goes, the whole session goes with its namespaces, and the
+ * profile's tmpfs with them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "kz_frame.h"
+#include "kz_io.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "kz_wire.h"
+#include "sbx.h"
+#include "banned.h"
+
+#define BR_MAX 8 /* sessions a worker holds at once */
+#define BR_MSG_MAX (32u << 20) /* one CDP message (a screenshot) */
+#define BR_ACCEPT_MS 10000
+#define BR_PIPE_IN 3 /* Chromium reads CDP from fd 3 ... */
+#define BR_PIPE_OUT 4 /* ... and writes to fd 4 */
+#define BR_POLICY "/etc/chromium/policies/managed/kaizen.json"
+
+const char *const sbx_browser_fields[] = {"grant", NULL};
+
+/* Set in a bridge by SIGTERM: the agent stopping (the bridge's parent-death
+ * signal) or the agent's own stop, so that it ends its session cleanly. */
+static volatile sig_atomic_t br_stop;
+
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	br_stop = 1;
+}
+
+/* The bridges this agent forked, reaped at the next op. */
+static pid_t bridges[BR_MAX];
+static unsigned long serial;
+
+/*
+ * The managed policy: the schemes a member could type that the proxy never
+ * sees, the features that would keep state or hand a file to a page, and
+ * WebRTC kept off UDP that bypasses the proxy.
+ */
+static const char policy
+    [] = "{\"URLBlocklist\":[\"file://*\",\"filesystem:*\",\"view-source:*\","
+         "\"devtools://*\",\"chrome://*\",\"chrome-untrusted://*\","
+         "\"chrome-extension://*\"],"
+         "\"IncognitoModeAvailability\":1,\"BrowserSignin\":0,"
+         "\"SyncDisabled\":true,\"AllowFileSelectionDialogs\":false,"
+         "\"PasswordManagerEnabled\":false,\"DownloadRestrictions\":3,"
+         "\"PrintingEnabled\":false,\"AutofillAddressEnabled\":false,"
+         "\"AutofillCreditCardEnabled\":false,\"BackgroundModeEnabled\":false,"
+         "\"WebRtcIPHandling\":\"disable_non_proxied_udp\","
+         "\"WebRtcUdpPortRange\":\"\"}\n";
+
+/* The view's /etc has no fontconfig: the distro's fonts, a cache in the
+ * profile. */
+static const char fonts_conf
+    [] = "<?xml version=\"1.0\"?>\n<fontconfig>\n"
+         "<dir>/usr/share/fonts</dir>\n"
+         "<cachedir>/tmp/profile/fontconfig</cachedir>\n</fontconfig>\n";
+
+/* Chromium's command line: headless (which has no --no-sandbox bar), the
+ * pipe, the relay as the only proxy with loopback subtracted from the
+ * implicit bypass list, and nothing that phones home. */
+static const char *const flags[] = {"--headless=new", "--no-sandbox",
+    "--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check",
+    "--user-data-dir=/tmp/profile", "--disk-cache-dir=/tmp/profile/cache",
+    "--proxy-bypass-list=<-loopback>",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--disable-background-networking", "--disable-component-update",
+    "--disable-domain-reliability", "--disable-breakpad", "--disable-sync",
+    "--disable-gpu",
+    "--disable-features=MediaRouter,OptimizationHints,"
+    "Translate,AutofillServerCommunication",
+    "--metrics-recording-only", "--mute-audio", "--password-store=basic",
+    "--use-mock-keychain", "--window-size=1280,800", NULL};
+
+static void
+reap_bridges(void)
+{
+	for (int i = 0; i < BR_MAX; i++)
+		if (bridges[i] > 0 && waitpid(bridges[i], NULL, WNOHANG) != 0)
+			bridges[i] = 0;
+}
+
+static int
+write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path,
+	    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	int r;
+
+	if (fd < 0)
+		return -1;
+	r = kz_write_full(fd, text, strlen(text), -1);
+	close(fd);
+	return r == 0 ? 0 : -1;
+}
+
+/* Writes text to leaf/name. */
+static int
+cg_write(const char *leaf, const char *name, const char *text)
+{
+	char p[SBX_CG_PATH + 32];
+
+	if (snprintf(p, sizeof(p), "%s/%s", leaf, name) >= (int)sizeof(p))
+		return -1;
+	return write_file(p, text, 0644);
+}
+
+/* The session's cgroup: a leaf beside the run's under the worker's, with
+ * its own memory and pid limits (the run's reset never kills it). */
+static int
+cg_join(const struct sbx_worker *w, unsigned long n, char leaf[][SBX_CG_PATH])
+{
+	const struct sbx_cg *g = &w->cg;
+	char v[32];
+
+	for (int i = 0; i < g->n; i++) {
+		if (snprintf(leaf[i], SBX_CG_PATH, "%s/browser-%lu",
+		        g->worker[i], n) >= SBX_CG_PATH ||
+		    (mkdir(leaf[i], 0755) < 0 && errno != EEXIST))
+			return -1;
+		snprintf(v, sizeof(v), "%llu",
+		    (unsigned long long)w->c->browser_memory);
+		if ((g->v2 || i == SBX_CG_MEM) &&
+		    cg_write(leaf[i],
+		        g->v2 ? "memory.max" : "memory.limit_in_bytes", v) != 0)
+			return -1;
+		snprintf(v, sizeof(v), "%lld", (long long)w->c->browser_pids);
+		if ((g->v2 || i == SBX_CG_PIDS) &&
+		    cg_write(leaf[i], "pids.max", v) != 0)
+			return -1;
+		snprintf(v, sizeof(v), "%d", (int)getpid());
+		if (cg_write(leaf[i], "cgroup.procs", v) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The bridge leaves its leaf and removes it once Chromium's processes
+ * are gone. */
+static void
+cg_remove(const struct sbx_worker *w, char leaf[][SBX_CG_PATH])
+{
+	const struct sbx_cg *g = &w->cg;
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", (int)getpid());
+	for (int i = 0; i < g->n; i++) {
+		if (leaf[i][0] == '\0')
+			continue;
+		/* Back where the agent started (so the worker's own cgroup
+		 * can go with the worker), else beside the agent. */
+		if (g->orig[i][0] == '\0' ||
+		    cg_write(g->orig[i], "cgroup.procs", v) != 0)
+			(void)cg_write(g->v2 ? g->agent : g->worker[i],
+			    "cgroup.procs", v);
+		for (int t = 0; t < 100 && rmdir(leaf[i]) < 0 && errno == EBUSY;
+		     t++)
+			usleep(20000);
+	}
+}
+
+static int
+loopback_up(void)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		r = -1;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (r == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		r = -1;
+	close(fd);
+	return r;
+}
+
+/* Binds every entry of the view's /etc into dir, which becomes /etc. */
+static int
+etc_mirror(const char *dir)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	struct dirent *e;
+	struct stat st;
+	DIR *d = opendir("/etc");
+	int r = 0;
+
+	if (d == NULL)
+		return -1;
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(src, sizeof(src), "/etc/%s", e->d_name);
+		snprintf(dst, sizeof(dst), "%s/%s", dir, e->d_name);
+		if (lstat(src, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			char t[PATH_MAX];
+			ssize_t n = readlink(src, t, sizeof(t) - 1);
+
+			if (n < 0)
+				continue;
+			t[n] = '\0';
+			r = symlink(t, dst);
+			continue;
+		}
+		r = S_ISDIR(st.st_mode) ? mkdir(dst, 0755) :
+		                          write_file(dst, "", 0644);
+		if (r == 0)
+			r = mount(src, dst, NULL, MS_BIND | MS_REC, NULL);
+	}
+	closedir(d);
+	return r;
+}
+
+/* In the stub (new pid and mount namespaces, a copy of the run's view):
+ * what Chromium alone sees.  Returns NULL or the step that failed. */
+static const char *
+stub_mounts(const struct sbx_conf *c)
+{
+	char opt[64];
+
+	snprintf(opt, sizeof(opt), "size=%llu,mode=1777",
+	    (unsigned long long)c->browser_tmp);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return "private";
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	        "hidepid=2") < 0)
+		return "proc";
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0 ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0)
+		return "tmpfs";
+	if (mkdir("/tmp/etc", 0755) < 0 ||
+	    mount("tmpfs", "/tmp/etc", "tmpfs", MS_NOSUID | MS_NODEV,
+	        "size=1m,mode=0755") < 0 ||
+	    etc_mirror("/tmp/etc") < 0)
+		return "etc";
+	if ((mkdir("/tmp/etc/fonts", 0755) < 0 && errno != EEXIST) ||
+	    write_file("/tmp/etc/fonts/fonts.conf", fonts_conf, 0644) < 0)
+		return "fonts";
+	if (mkdir("/tmp/etc/chromium", 0755) < 0 ||
+	    mkdir("/tmp/etc/chromium/policies", 0755) < 0 ||
+	    mkdir("/tmp/etc/chromium/policies/managed", 0755) < 0 ||
+	    write_file("/tmp" BR_POLICY, policy, 0644) < 0)
+		return "policy";
+	if (mount("/tmp/etc", "/etc", NULL, MS_MOVE, NULL) < 0)
+		return "move /etc";
+	if (mount(NULL, "/etc", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) <
+	    0)
+		return "read-only /etc";
+	if (rmdir("/tmp/etc") < 0 || mkdir("/tmp/profile", 0700) < 0 ||
+	    chown("/tmp/profile", (uid_t)c->uid, (gid_t)c->gid) < 0)
+		return "profile";
+	return NULL;
+}
+
+#define DIE(what)                                                              \
+	do {                                                                   \
+		dprintf(2, "kz-sandbox browser: %s: %s\n", what,               \
+		    strerror(errno));                                          \
+		_exit(126);                                                    \
+	} while (0)
+
+/* Chromium itself: the code's boundary, then the pinned binary. */
+static void
+chromium_exec(const struct sbx_worker *w, int in, int out)
+{
+	const struct sbx_conf *c = w->c;
+	const char *argv[64];
+	char why[192];
+	char *env[] = {"HOME=/tmp/profile", "PATH=/usr/bin:/bin",
+	    "LANG=C.UTF-8", "TMPDIR=/tmp", "XDG_CONFIG_HOME=/tmp/profile",
+	    "XDG_CACHE_HOME=/tmp/profile/cache", "FONTCONFIG_PATH=/etc/fonts",
+	    NULL};
+	char proxy[64];
+	size_t n = 0;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	/* Chromium's own chatter names the pages it visits: not the
+	 * worker's log. */
+	if (nul < 0 || dup2(in, BR_PIPE_IN) < 0 || dup2(out, BR_PIPE_OUT) < 0 ||
+	    dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
+	    (getenv("KZ_BROWSER_DEBUG") == NULL && dup2(nul, 2) < 0))
+		DIE("pipe");
+	for (int fd = BR_PIPE_OUT + 1; fd < 1024; fd++)
+		(void)close(fd);
+	(void)setsid();
+	if (sbx_rlimit_apply(c, why, sizeof(why)) != 0 ||
+	    sbx_caps_drop((uid_t)c->uid, (gid_t)c->gid, false, why,
+	        sizeof(why)) != 0) {
+		dprintf(2, "kz-sandbox browser: %s\n", why);
+		_exit(126);
+	}
+	if (chdir("/tmp/profile") < 0)
+		DIE("chdir");
+	if (sbx_seccomp_load(&w->prog) != 0)
+		DIE("seccomp");
+	argv[n++] = c->browser_bin;
+	for (size_t i = 0; flags[i] != NULL; i++)
+		argv[n++] = flags[i];
+	snprintf(proxy, sizeof(proxy), "--proxy-server=http://127.0.0.1:%d",
+	    (int)c->relay_port);
+	argv[n++] = proxy;
+	argv[n++] = "about:blank";
+	argv[n] = NULL;
+	execve(c->browser_bin, (char *const *)argv, env);
+	DIE("exec");
+}
+
+/* The stub: pid 1 of Chromium's namespace; when it exits, the kernel kills
+ * everything in it and the profile's tmpfs goes with the namespace. */
+static void
+stub(const struct sbx_worker *w, int mntns, int in, int out)
+{
+	pid_t pid;
+	int st;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (setns(mntns, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)
+		DIE("mount namespace");
+	const char *step;
+
+	if ((step = stub_mounts(w->c)) != NULL)
+		DIE(step);
+	close(mntns);
+	if ((pid = fork()) < 0)
+		DIE("fork");
+	if (pid == 0)
+		chromium_exec(w, in, out);
+	close(in);
+	close(out);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* Chromium's children are killed with the namespace; its status is
+	 * the session's. */
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+struct bridge {
+	int conn, in, out; /* peer, Chromium's fd 3 and fd 4 */
+	char *buf; /* Chromium's bytes not yet a whole message */
+	size_t len, cap;
+	int64_t io_ms;
+};
+
+/* Chromium -> peer: every whole message in what was read, one frame each. */
+static int
+from_chromium(struct bridge *b)
+{
+	char *nul;
+	ssize_t n;
+
+	if (b->cap - b->len < 65536) {
+		size_t cap = b->cap ? b->cap * 2 : 1 << 20;
+		char *p;
+
+		if (cap > BR_MSG_MAX + 65536 ||
+		    (p = realloc(b->buf, cap)) == NULL)
+			return -1;
+		b->buf = p;
+		b->cap = cap;
+	}
+	if ((n = read(b->out, b->buf + b->len, b->cap - b->len)) <= 0)
+		return n < 0 && errno == EINTR ? 0 : -1;
+	b->len += (size_t)n;
+	while ((nul = memchr(b->buf, '\0', b->len)) != NULL) {
+		size_t m = (size_t)(nul - b->buf) + 1;
+		cJSON *o = NULL;
+		char why[64];
+		int r = kz_json_parse_object(b->buf, m - 1, &o, why,
+		    sizeof(why));
+
+		if (r != 0 && getenv("KZ_BROWSER_DEBUG") != NULL)
+			dprintf(2, "bridge: %s: %.200s\n", why, b->buf);
+		if (r == 0)
+			r = kz_frame_write(b->conn, o, BR_MSG_MAX,
+			    (int)b->io_ms);
+		cJSON_Delete(o);
+		if (r != 0)
+			return -1;
+		memmove(b->buf, b->buf + m, b->len - m);
+		b->len -= m;
+	}
+	return 0;
+}
+
+/* Peer -> Chromium: one frame, one message. */
+static int
+to_chromium(struct bridge *b)
+{
+	char why[64];
+	cJSON *o = NULL;
+	char *s;
+	int r = -1;
+
+	if (kz_frame_read(b->conn, BR_MSG_MAX, (int)b->io_ms, &o, why,
+	        sizeof(why)) != 0)
+		return -1;
+	if ((s = cJSON_PrintUnformatted(o)) != NULL &&
+	    kz_write_full(b->in, s, strlen(s) + 1, kz_now_ms() + b->io_ms) == 0)
+		r = 0;
+	free(s);
+	cJSON_Delete(o);
+	return r;
+}
+
+static void
+pump(struct bridge *b)
+{
+	for (;;) {
+		struct pollfd p[2] = {{.fd = b->conn, .events = POLLIN},
+		    {.fd = b->out, .events = POLLIN}};
+
+		if (br_stop)
+			return;
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    from_chromium(b) != 0)
+			return;
+		if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    to_chromium(b) != 0)
+			return;
+	}
+}
+
+/* Accepts the one peer the session serves, within a bound. */
+static int
+take_peer(const struct sbx_worker *w, int lfd)
+{
+	struct kz_peer_policy pol;
+	struct kz_peer peer;
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	char why[128];
+	int fd;
+
+	if (kz_peer_policy_parse(w->c->peer_uids, w->c->peer_gids, &pol, why,
+	        sizeof(why)) != 0 ||
+	    poll(&p, 1, BR_ACCEPT_MS) != 1 ||
+	    (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+		return -1;
+	(void)!kz_fd_nonblock(fd, false);
+	if (kz_peer_check(fd, &pol, &peer) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The bridge process: never returns. */
+static void
+bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
+    unsigned long n)
+{
+	char leaf[SBX_CG_N][SBX_CG_PATH] = {{0}}, ns[64];
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, rfd = -1, mntns, st;
+	int pidfd = -1, lfd = -1;
+	struct bridge b = {.conn = -1, .io_ms = w->c->io_timeout_ms};
+	pid_t relay = -1, pid = -1;
+	struct sigaction sa;
+	char why[160];
+
+	/* Not killed with the agent but told: Chromium's namespaces and the
+	 * session's cgroup are removed by this process, so nothing of the
+	 * session outlives the worker either. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)w->zpid);
+	if ((mntns = open(ns, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    cg_join(w, n, leaf) != 0 || unshare(CLONE_NEWNET) < 0 ||
+	    loopback_up() != 0 ||
+	    sbx_relay_listen((int)w->c->relay_port, &rfd, why, sizeof(why)) !=
+	        0 ||
+	    kz_sock_listen(path, 1, &lfd, why, sizeof(why)) != 0) {
+		kz_log(KZ_LOG_ERROR, "sandbox.browser", KZ_ESYS,
+		    "the browser's namespace could not be made", NULL);
+		goto out;
+	}
+	relay = sbx_relay_start(rfd, w->c->egress_sock, grant);
+	sodium_memzero(grant, strlen(grant));
+	close(rfd);
+	/* The socket exists, in the bridge's own network namespace (no
+	 * entry of it in the code's /proc/net/unix): the op may answer. */
+	(void)!write(ready, "r", 1);
+	close(ready);
+	ready = -1;
+	if (relay < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		goto out;
+	if ((pid = sbx_clone(CLONE_NEWPID | CLONE_NEWNS, &pidfd)) < 0)
+		goto out;
+	if (pid == 0)
+		stub(w, mntns, in[0], out[1]);
+	close(pidfd);
+	close(in[0]);
+	close(out[1]);
+	in[0] = out[1] = -1;
+	b.in = in[1];
+	b.out = out[0];
+	if ((b.conn = take_peer(w, lfd)) >= 0)
+		pump(&b);
+out:
+	if (ready >= 0)
+		close(ready);
+	(void)unlink(path);
+	if (pid > 0) {
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, &st, 0);
+	}
+	if (relay > 0) {
+		(void)kill(relay, SIGKILL);
+		(void)waitpid(relay, NULL, 0);
+	}
+	cg_remove(w, leaf);
+	/* The worker is stopping: its cgroup, once the agent's teardown has
+	 * emptied it, may have been left for this leaf; a busy one stays. */
+	for (int i = 0; br_stop && i < w->cg.n; i++)
+		(void)rmdir(w->cg.worker[i]);
+	_exit(0);
+}
+
+/*
+ * The op: checks what a session needs, makes the bridge's socket (beside
+ * the worker's, out of the view), forks the bridge and answers with the
+ * socket's path; the peer connects there within BR_ACCEPT_MS.
+ */
+cJSON *
+sbx_op_browser(struct sbx_worker *w, const cJSON *req)
+{
+	const char *g = NULL;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)], why[160];
+	struct pollfd p = {.events = POLLIN};
+	char *grant, b;
+	int rp[2], slot = -1;
+	bool ok;
+	cJSON *o;
+	pid_t pid;
+
+	reap_bridges();
+	if (kz_json_str(req, "grant", 4096, &g, why, sizeof(why)) != 0)
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+	if (access(w->c->browser_bin, X_OK) != 0)
+		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
+		    "no browser is installed on this worker");
+	if (w->c->egress_sock[0] == '\0')
+		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
+		    "this worker has no egress, so it cannot browse");
+	for (int i = 0; i < BR_MAX && slot < 0; i++)
+		if (bridges[i] == 0)
+			slot = i;
+	if (slot < 0)
+		return kz_reply_err(req, KZ_WE_BUSY,
+		    "this worker holds as many browser sessions as it may");
+	if (snprintf(path, sizeof(path), "%s.b%lu", w->c->sock, ++serial) >=
+	        (int)sizeof(path) ||
+	    pipe2(rp, O_CLOEXEC) < 0)
+		return kz_reply_err(req, KZ_WE_INTERNAL,
+		    "the browser's bridge could not listen");
+	if ((grant = strdup(g)) == NULL || (pid = fork()) < 0) {
+		free(grant);
+		close(rp[0]);
+		close(rp[1]);
+		return kz_reply_err(req, KZ_WE_INTERNAL,
+		    "the browser's bridge could not start");
+	}
+	if (pid == 0) {
+		close(rp[0]);
+		bridge_main(w, rp[1], path, grant, serial);
+	}
+	sodium_memzero(grant, strlen(grant));
+	free(grant);
+	close(rp[1]);
+	p.fd = rp[0];
+	ok = poll(&p, 1, BR_ACCEPT_MS) == 1 && read(rp[0], &b, 1) == 1;
+	close(rp[0]);
+	if (!ok) {
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0);
+		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
+		    "the browser could not be started on this worker");
+	}
+	bridges[slot] = pid;
+	o = kz_reply_ok(req);
+	cJSON_AddStringToObject(o, "bridge", path);
+	return o;
+}

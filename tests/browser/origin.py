@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The browser tests' origin, run inside a test network namespace.  Each
+request's path is appended to LOG.  Answers close the connection and carry
+no Content-Length (so every request reaches kz-egress on a fresh proxy
+connection).
+
+  /            a page titled "kz test page"
+  /login       a page with a text input and a password input
+  /secret      a page whose focused element is a password input
+  /probe?p=N   a page whose subresources and script ask for 127.0.0.1:N,
+               localhost:N, the worker's relay port and 169.254.169.254,
+               then GET /report?<what each fetch did>
+
+usage: origin.py ADDR PORT LOG
+"""
+import http.server
+import sys
+import urllib.parse
+
+PAGE = """<!doctype html><html><head><title>kz test page</title></head>
+<body><h1>kz test page</h1><p id=p>hello from the test origin</p>
+<a id=next href="/">again</a></body></html>"""
+
+LOGIN = """<!doctype html><html><head><title>login</title></head><body>
+<form><input id=user type=text aria-label=user>
+<input id=pass type=password aria-label=password>
+<button id=go type=button onclick="document.title='clicked'">go</button>
+</form></body></html>"""
+
+SECRET = """<!doctype html><html><head><title>secret</title></head><body>
+<input id=pass type=password autofocus aria-label=password></body></html>"""
+
+PROBE = """<!doctype html><html><head><title>probe</title></head><body>
+<img src="http://127.0.0.1:{p}/img"><img src="http://localhost:{p}/img">
+<img src="http://127.0.0.1:3128/img">
+<img src="http://169.254.169.254/latest/meta-data/">
+<script>
+const u = ["http://127.0.0.1:{p}/f", "http://localhost:{p}/f",
+  "http://169.254.169.254/latest/meta-data/", "http://127.0.0.1:3128/f"];
+Promise.allSettled(u.map(x => fetch(x, {{mode: "no-cors"}}))).then(r => {{
+  const s = r.map(x => x.status === "fulfilled" ? "reached" : "failed");
+  return fetch("/report?" + s.join(","));
+}}).finally(() => {{ document.title = "probed"; }});
+</script></body></html>"""
+
+
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        with open(sys.argv[3], "a") as f:
+            f.write(self.path + "\n")
+        u = urllib.parse.urlparse(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        if u.path == "/probe":
+            body = PROBE.format(p=int(q.get("p", ["1"])[0]))
+        elif u.path == "/login":
+            body = LOGIN
+        elif u.path == "/secret":
+            body = SECRET
+        else:
+            body = PAGE
+        b = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b)
+
+
+http.server.ThreadingHTTPServer.allow_reuse_address = True
+http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# kz-browser with real Chromium in a real leased worker: a session opens on
+# a test origin admitted by kz-egress; the managed policy blocks file:// and
+# chrome:// (ERR_BLOCKED_BY_ADMINISTRATOR) and the next navigation works;
+# a page's requests for loopback, the worker's ports and the metadata
+# address all reach kz-egress and are refused, and a sink on the worker's
+# loopback sees nothing; code run in the same worker finds no listener, no
+# Chromium and no pipe; the profile never reaches the worker's /tmp or
+# workspace and is gone with the session.
+. "$(dirname "$0")/lib.sh"
+if [ ! -x /usr/lib/chromium/chromium ]; then
+	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
+fi
+. "$TOP/tests/e2e/browser-lib.sh"
+plan 23
+
+br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
+ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
+O='http://origin.kz.test'
+
+# Turned off by the operator: its own reason.
+br_daemon "$T/off.sock" BROWSER_ENABLED=no
+R=$(bcall --sock "$T/off.sock" open '{"actor":"alice","conversation":"c1","url":"'$O'/"}')
+is "$(jf "$R" reason)" "browser sessions are turned off in this deployment" \
+	"sessions turned off: every open is refused with that reason"
+
+R=$(bcall open '{"actor":"alice","conversation":"c1","url":"http://10.99.0.1/"}')
+is "$(jf "$R" reason)" "the egress policy does not admit the opening address" \
+	"an opening address the egress policy does not admit is refused before any navigation"
+R=$(bcall open '{"actor":"alice","conversation":"c1","url":"file:///etc/passwd"}')
+is "$(jf "$R" error)" "bad_request" "a session opens only on http or https"
+
+R=$(bcall open '{"actor":"alice","conversation":"c1","url":"'$O'/"}')
+SID=$(jf "$R" session)
+is "$(jf "$R" page title)" "kz test page" "open: the test page is loaded in the worker's Chromium"
+grep -q '^/$' "$T/origin.log"; ok $? "the page came from the test origin through the relay and kz-egress"
+
+R=$(bcall navigate '{"session":"'$SID'","url":"file:///etc/passwd"}')
+is "$(jf "$R" reason)" "the browser's policy blocks that address" \
+	"file:///etc/passwd: ERR_BLOCKED_BY_ADMINISTRATOR under the managed policy"
+R=$(bcall navigate '{"session":"'$SID'","url":"chrome://version"}')
+is "$(jf "$R" reason)" "the browser's policy blocks that address" \
+	"chrome://version: blocked the same way"
+R=$(bcall navigate '{"session":"'$SID'","url":"view-source:'$O'/"}')
+is "$(jf "$R" reason)" "the browser's policy blocks that address" "view-source: blocked"
+R=$(bcall navigate '{"session":"'$SID'","url":"'$O'/next"}')
+is "$(jf "$R" page title)" "kz test page" "the next navigation after a blocked one succeeds"
+
+# A sink on the worker's loopback while the page asks for it.
+SINK=$(wrun 'python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])"')
+[ -n "$SINK" ] || SINK=47011
+wrun 'timeout 6 python3 -c "
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((\"127.0.0.1\", '"$SINK"')); s.listen(8); s.settimeout(4)
+try:
+    c, a = s.accept(); print(\"sink got a connection\")
+except Exception:
+    print(\"sink saw nothing\")
+"' 12000 >"$T/sink.out" &
+SINKJOB=$!
+sleep 1
+R=$(bcall navigate '{"session":"'$SID'","url":"'$O'/probe?p='$SINK'"}')
+is "$(jf "$R" page url)" "$O/probe?p=$SINK" "the probe page loads"
+for _ in $(seq 1 50); do grep -q '^/report' "$T/origin.log" && break; sleep 0.1; done
+like "$(grep '^/report' "$T/origin.log" | tail -1)" '^/report\?' \
+	"the probe's script asked for all four by fetch and reported back"
+wait $SINKJOB
+is "$(cat "$T/sink.out")" "sink saw nothing" "nothing went direct: the sink on the worker's loopback saw nothing"
+Q=$(kz-audit query --kind egress_refusal --dir "$T/audit" 2>/dev/null)
+like "$Q" '"host":"127.0.0.1","port":'"$SINK" "loopback at the sink's port reached kz-egress and was refused"
+like "$Q" '"host":"169.254.169.254"' "the metadata address reached kz-egress and was refused"
+like "$Q" '"host":"localhost"|"host":"127.0.0.1","port":3128' "localhost and the relay port reached kz-egress too"
+
+# Code run in the same worker while the session lives.
+L=$(wrun 'cat /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6 2>/dev/null | awk "NR>1 && (\$4==\"0A\" || \$4==\"07\") {print}" | grep -v "local_address"; tail -n +2 /proc/net/unix 2>/dev/null')
+is "$L" "" "no TCP or UDP listener and no unix socket in the worker's network namespace"
+P=$(wrun 'for d in /proc/[0-9]*; do tr "\0" " " <$d/cmdline; echo; done | grep -c -e "chromiu[m]" -e "remote-debuggin[g]"')
+is "$P" "0" "code in the worker sees no Chromium process"
+F=$(wrun 'n=0; for f in /proc/[0-9]*/fd/*; do [ "$(readlink $f 2>/dev/null | cut -c1-5)" = pipe: ] || continue; p=${f#/proc/}; p=${p%%/*}; [ "$p" = $$ ] || [ "$p" = "$BASHPID" ] && continue; exec 9<>"$f" 2>/dev/null && { n=$((n+1)); exec 9>&-; }; done; echo $n')
+is "$F" "0" "no other process's pipe can be opened through /proc/PID/fd"
+X=$(wrun 'find / -xdev \( -name Cookies -o -name "Local State" -o -name kaizen.json \) 2>/dev/null; find /tmp /workspace /dev/shm -mindepth 1 2>/dev/null')
+is "$X" "" "the profile and the policy are nowhere in the code's view"
+
+R=$(bcall screenshot '{"session":"'$SID'"}')
+PNG=$(jf "$R" png_b64 | base64 -d 2>/dev/null | head -c 4 | od -An -c | tr -d ' ')
+is "$PNG" "211PNG" "a screenshot is a PNG"
+
+is "$(br_sessions | wc -l)" "1" "the live session has its own cgroup in the worker"
+R=$(bcall close '{"session":"'$SID'"}')
+sleep 0.5
+is "$(br_sessions | wc -l)$(br_chromium | wc -l)" "00" "after close: no Chromium and no session cgroup (its profile's tmpfs went with it)"
+done_testing
