@@ -5,7 +5,7 @@
 # parentheses is left out.)  The same file with one unknown key added is
 # refused, so the check can fail.
 . "$(dirname "$0")/lib.sh"
-plan 33
+plan 45
 DIGEST=$(printf '%064d' 0)
 
 # uncommented NAME [EXTRA-LINE]: the sample with its keys switched on.
@@ -29,6 +29,9 @@ load() {
 	kz-sandbox) kz-sandbox run --config "$c" -- true ;;
 	kz-pi-validate) kz-pi-validate --config "$c" verify-receipt \
 		--receipt "$T/none.json" --files "$T" --contract-digest "$DIGEST" ;;
+	kz-browser) kz-browser serve --config "$c" --check ;;
+	kz-pkgrun) kz-pkgrun serve --config "$c" --check ;;
+	kz-pkgbroker) kz-pkgbroker check --config "$c" ;;
 	esac
 }
 for f in "$TOP"/etc/kaizen/*.conf; do
@@ -47,5 +50,5 @@ for f in "$TOP"/etc/kaizen/*.conf; do
 	out=$(cd "$T" && load "$n" 2>&1)
 	like "$out" "unknown key 'KZ_NO_SUCH_KEY'" "$n: an unknown key is refused"
 done
-ok "$([ "$(ls "$TOP"/etc/kaizen/*.conf | wc -l)" -eq 8 ]; echo $?)" "all eight sample configs were checked"
+ok "$([ "$(ls "$TOP"/etc/kaizen/*.conf | wc -l)" -eq 11 ]; echo $?)" "all eleven sample configs were checked"
 done_testing
