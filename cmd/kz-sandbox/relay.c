@@ -74,12 +74,30 @@ append(char *out, size_t cap, size_t *len, const char *s, size_t n)
 	return 0;
 }
 
+/* Whether the header line p..p+n names one of the hop-by-hop fields that
+ * would keep a plain-HTTP proxy connection open for a second request. */
+static bool
+keeps_alive(const char *p, size_t n)
+{
+	static const char *const names[] = {"Connection", "Proxy-Connection",
+	    "Keep-Alive", NULL};
+
+	for (size_t i = 0; names[i] != NULL; i++) {
+		size_t k = strlen(names[i]);
+
+		if (n > k && p[k] == ':' && strncasecmp(p, names[i], k) == 0)
+			return true;
+	}
+	return false;
+}
+
 int
 sbx_relay_head(const char *in, size_t inlen, const char *grant, char *out,
     size_t cap, size_t *outlen)
 {
 	const char *p = in, *end = in + inlen, *eol;
 	size_t len = 0;
+	bool tunnel;
 	int r;
 
 	if (inlen < 4 || memcmp(end - 4, "\r\n\r\n", 4) != 0 ||
@@ -88,6 +106,7 @@ sbx_relay_head(const char *in, size_t inlen, const char *grant, char *out,
 	eol = memmem(p, (size_t)(end - p), "\r\n", 2);
 	if ((r = request_line(p, (size_t)(eol - p))) != 0)
 		return r;
+	tunnel = strncmp(p, "CONNECT ", 8) == 0;
 	if ((r = append(out, cap, &len, p, (size_t)(eol - p) + 2)) != 0 ||
 	    (r = append(out, cap, &len, "Proxy-Authorization: Bearer ", 28)) ||
 	    (r = append(out, cap, &len, grant, strlen(grant))) ||
@@ -106,9 +125,18 @@ sbx_relay_head(const char *in, size_t inlen, const char *grant, char *out,
 		if ((size_t)(colon - p) == 19 &&
 		    strncasecmp(p, "Proxy-Authorization", 19) == 0)
 			continue;
+		if (!tunnel && keeps_alive(p, (size_t)(eol - p)))
+			continue;
 		if ((r = append(out, cap, &len, p, (size_t)(eol - p) + 2)) != 0)
 			return r;
 	}
+	/* The grant is added to the first head only: a plain-HTTP client that
+	 * reused the connection would send its next request without one, so
+	 * the connection carries exactly one request and the client opens a
+	 * new one (with a new head and the grant) for the next. */
+	if (!tunnel &&
+	    (r = append(out, cap, &len, "Connection: close\r\n", 19)) != 0)
+		return r;
 	if ((r = append(out, cap, &len, "\r\n", 2)) != 0)
 		return r;
 	*outlen = len;

@@ -17,7 +17,15 @@ static const struct {
      "forged\r\nproxy-authorization: Basic eA==\r\nAccept: */*\r\n\r\n",
         0,
         "GET http://example.org/a HTTP/1.1\r\nProxy-Authorization: "
-        "Bearer G1\r\nAccept: */*\r\n\r\n"},
+        "Bearer G1\r\nAccept: */*\r\nConnection: close\r\n\r\n"},
+    /* A plain-HTTP head carries one request: the client's keep-alive
+     * fields go, the relay's Connection: close is the only one. */
+    {"GET http://example.org/ HTTP/1.1\r\nProxy-Connection: keep-alive\r\n"
+     "connection: Keep-Alive\r\nKeep-Alive: timeout=5\r\nConnectionX: "
+     "1\r\n\r\n",
+        0,
+        "GET http://example.org/ HTTP/1.1\r\nProxy-Authorization: Bearer "
+        "G1\r\nConnectionX: 1\r\nConnection: close\r\n\r\n"},
     {"CONNECT example.org:443 HTTP/1.0\r\n\r\n", 0,
         "CONNECT example.org:443 HTTP/1.0\r\nProxy-Authorization: Bearer "
         "G1\r\n\r\n"},
