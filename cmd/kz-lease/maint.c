@@ -85,7 +85,7 @@ create_poll(struct lease_daemon *d, struct job *j)
 		kz_log(KZ_LOG_INFO, "create.ready", 0, "worker ready", "worker",
 		    j->worker, NULL);
 		job_free(d, j);
-	} else if (ctl_gone(d->c, j->worker, why, sizeof(why))) {
+	} else if (d->inv_ok && ctl_gone(d->c, j->worker, why, sizeof(why))) {
 		/* It said why it could not start, and exited: that line is
 		 * what the operator needs, now and after it is deleted. */
 		kz_log(KZ_LOG_WARN, "create.fail", 0, why, "worker", j->worker,
@@ -112,6 +112,7 @@ begin_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	char w[128], op[KZ_OPID_HEX + 1];
 	const char *id, *tok, *av[3] = {op, NULL, NULL};
 	struct job *j;
+	int e;
 
 	(void)arg;
 	if (err != 0 || kz_pool_errcode(res) != NULL ||
@@ -122,14 +123,17 @@ begin_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 		return;
 	}
 	j->deadline = kz_now_ms() + d->c->create_timeout_ms;
-	if (ctl_create(d->c, id, j->endpoint, sizeof(j->endpoint), w,
-	        sizeof(w)) != 0) {
-		kz_log(KZ_LOG_WARN, "create.fail", 0, w, "worker", id, NULL);
+	if ((e = ctl_create(d->c, id, j->endpoint, sizeof(j->endpoint), w,
+	         sizeof(w))) != 0) {
+		kz_log(KZ_LOG_WARN, "create.fail", e, w, "worker", id, NULL);
 		worker_failed(d, id, w);
 		kz_store_opid(op);
 		av[1] = id;
 		av[2] = tok;
-		if (access(j->endpoint, F_OK) != 0)
+		/* Only a refusal says nothing was left behind; any other
+		 * outcome stays counted as creating until reconcile proves
+		 * it absent or deletes it (kz-controller(7)). */
+		if (e == KZ_EDENIED)
 			(void)pool_async(d, KZ_POOL_CREATE_ABORT, 3, av,
 			    pool_nothing, "create_abort");
 		d->creates--;
@@ -273,8 +277,13 @@ reconcile(struct lease_daemon *d, struct kz_req *req)
 	d->inv_ok = true;
 	if ((a = cJSON_CreateArray()) == NULL)
 		return KZ_ENOMEM;
-	for (i = 0; i < inv.n; i++)
+	for (i = 0; i < inv.n; i++) {
 		cJSON_AddItemToArray(a, cJSON_CreateString(inv.id[i]));
+		/* The controller no longer lists it: it stays counted until
+		 * a delete confirms that it is gone (ctl_exec.c). */
+		if (inv.held[i])
+			chore_delete(d, inv.id[i], NULL, NULL, NULL);
+	}
 	/* cjson.decode of "[]" is an empty table, as wanted. */
 	js = kz_json_print(a);
 	cJSON_Delete(a);
@@ -308,6 +317,14 @@ maint_tick(struct lease_daemon *d)
 	const char *av[2] = {"", SWEEP_MAX};
 	struct job *j, *n;
 
+	/* A controller killed at its deadline, or one that answered
+	 * garbage, is not confirmed until its inventory is read again:
+	 * admission closes now, and that read comes at once. */
+	if (ctl_fault_take()) {
+		d->inv_ok = false;
+		d->next_reconcile = now;
+		admission_update(d);
+	}
 	for (j = LIST_FIRST(&d->jobs); j != NULL; j = n) {
 		n = LIST_NEXT(j, link);
 		create_poll(d, j);
