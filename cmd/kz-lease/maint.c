@@ -259,6 +259,64 @@ reconcile_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	(void)why;
 }
 
+/*
+ * A worker the controller no longer lists is held (ctl_exec.c): counted,
+ * but first retired, so that no one is handed a worker that may be gone,
+ * then deleted; its record goes once the deletion is confirmed.
+ */
+static void
+held_retired(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
+{
+	char *w = arg;
+	const char *t = NULL;
+
+	(void)why;
+	if (err != 0 || kz_pool_errcode(res) != NULL ||
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) != 0)
+		t = NULL;
+	chore_delete(d, w, t, NULL, NULL);
+	free(w);
+}
+
+static void
+held_got(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
+{
+	char *w = arg, op[KZ_OPID_HEX + 1];
+	const char *st, *t, *av[4] = {op, w, NULL, "inventory"};
+
+	(void)why;
+	if (err == 0 && kz_pool_errcode(res) == NULL &&
+	    kz_json_str(res, "state", 32, &st, NULL, 0) == 0 &&
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0 &&
+	    strcmp(st, "retiring") != 0 && strcmp(st, "deleting") != 0) {
+		av[2] = t;
+		kz_store_opid(op);
+		if (pool_async(d, KZ_POOL_RETIRE, 4, av, held_retired, w) == 0)
+			return;
+	}
+	/* Not in the store, or already on its way out: the delete alone. */
+	chore_delete(d, w, NULL, NULL, NULL);
+	free(w);
+}
+
+static void
+hold(struct lease_daemon *d, const char *id)
+{
+	size_t n = strlen(id) + 1;
+	char *w = malloc(n);
+	const char *av[1] = {w};
+
+	if (w != NULL) {
+		memcpy(w, id, n);
+		if (pool_async(d, KZ_POOL_GET, 1, av, held_got, w) == 0)
+			return;
+		free(w);
+	}
+	chore_delete(d, id, NULL, NULL, NULL);
+}
+
 static int
 reconcile(struct lease_daemon *d, struct kz_req *req)
 {
@@ -279,10 +337,8 @@ reconcile(struct lease_daemon *d, struct kz_req *req)
 		return KZ_ENOMEM;
 	for (i = 0; i < inv.n; i++) {
 		cJSON_AddItemToArray(a, cJSON_CreateString(inv.id[i]));
-		/* The controller no longer lists it: it stays counted until
-		 * a delete confirms that it is gone (ctl_exec.c). */
 		if (inv.held[i])
-			chore_delete(d, inv.id[i], NULL, NULL, NULL);
+			hold(d, inv.id[i]);
 	}
 	/* cjson.decode of "[]" is an empty table, as wanted. */
 	js = kz_json_print(a);

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """A controller for the controller-fault tests (t4106, t4104): it speaks
 kz-controller(7) on stdin/stdout and passes each call to the real local
 controller ($CTL_REAL), except where the mode in $KZ_RUN_DIR/ctl-mode

@@ -15,8 +15,8 @@
 . "$TOP/tests/unit/kz-lease/stack.sh"
 plan 27
 export LEASE_CONTROLLER=$TOP/tests/ctl/fault-ctl.py CTL_REAL=$BIN/kz-ctl-local
-export LEASE_CONTROLLER_TIMEOUT_MS=2000 LEASE_CREATE_TIMEOUT_MS=4000
-export LEASE_RECONCILE_MS=300 LEASE_TICK_MS=100
+export LEASE_CONTROLLER_TIMEOUT_MS=3000 LEASE_CREATE_TIMEOUT_MS=5000
+export LEASE_RECONCILE_MS=500
 M=$T/ctl-mode OPS=$T/ctl-ops
 echo good >"$M"
 start_stack 2
