@@ -79,7 +79,11 @@ t "an omitted worker is deleted, not forgotten" sh -c "for i in \$(seq 1 50); do
 like "$(cat "$OPS")" "delete $WO " "kz-lease confirmed its absence with a delete"
 t "its replacement's create was answered with alice's endpoint" sh -c "for i in \$(seq 1 50); do grep -q '^create .* steal' '$OPS' && exit 0; sleep 0.1; done; exit 1"
 WS=$(grep '^create .* steal' "$OPS" | head -1 | cut -d' ' -f2)
+# (A call slower than the deadline on a loaded host closes admission too:
+# wait for it to be open, or the refusal below would prove nothing.)
+wait_for admission True 50
 rc_is 1 "bob gets no worker: alice's is not handed out twice" lease bob
+[ "$(cat "$T/.out")" ] && diag "$(cat "$T/.out")"
 is "$(st warm)" 0 "the stolen create never became warm"
 echo good >"$M"
 t "past the create grace reconcile deletes it" sh -c "for i in \$(seq 1 80); do [ -d '$T/workers/$WS' ] || exit 0; sleep 0.1; done; exit 1"
@@ -101,6 +105,7 @@ echo good >"$M"
 t "its worker stays counted until reconcile deletes it" sh -c "for i in \$(seq 1 80); do [ -d '$T/workers/$WD' ] || exit 0; sleep 0.1; done; exit 1"
 t "the pool is full again" wait_for warm 2 100
 
+diag "$(grep -c '"controller.fault"' "$T/lease.log") controller calls failed in all"
 kill "$SAMPLER"
 is "$(awk '{print $2}' "$T/totals" | sort -n | tail -1)" 2 "the pool never exceeded its capacity"
 is "$(awk '$2 < $1' "$T/totals" | wc -l)" 0 "no worker directory was ever left uncounted ($(wc -l <"$T/totals") samples)"
