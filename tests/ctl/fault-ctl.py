@@ -1,5 +1,5 @@
 #!/usr/bin/python3 -S
-"""A controller for the controller-fault tests (t4106, t4104): it speaks
+"""A controller for the controller-fault tests (t4106): it speaks
 kz-controller(7) on stdin/stdout and passes each call to the real local
 controller ($CTL_REAL), except where the mode in $KZ_RUN_DIR/ctl-mode
 (one word a line: OP:FAULT, or FAULT for every op) says to fail:
@@ -13,7 +13,8 @@ controller ($CTL_REAL), except where the mode in $KZ_RUN_DIR/ctl-mode
   omit      (list) leaves out the workers named in $KZ_RUN_DIR/ctl-omit
   steal     (create) answers the endpoint of another existing worker
 
-Each call is logged to $KZ_RUN_DIR/ctl-ops as "OP ID FAULT PID".
+Each call is logged to $KZ_RUN_DIR/ctl-ops as "OP ID FAULT PID" (while
+a mode is set: with none, tests/ctl/fault-ctl runs the real one alone).
 """
 import json
 import os
