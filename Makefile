@@ -39,7 +39,7 @@ DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
 	nettle-dev check
 DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
-	util-linux libcap2-bin tar python3-prometheus-client runsc \
+	util-linux libcap2-bin tar python3-prometheus-client runsc python3-yaml \
 	python3-pip python3-setuptools python3-wheel chromium fonts-dejavu-core
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 

@@ -2,9 +2,11 @@
  * Blocking upkeep, off the event loop: deleting workers through the
  * controller, and the sweep of expired workspace snapshots (it reads the
  * whole snapshot directory under its lock).  ctl_delete waits for the
- * agent to stop (up to about 4 s for one that is running code: SIGTERM,
- * 2 s, SIGKILL, 2 s), so it runs here, on threads of their own, and the
- * loop only runs the store script that confirms the deletion.
+ * controller to confirm the worker gone (kz-ctl-local: up to about 4 s
+ * for one that is running code: SIGTERM, 2 s, SIGKILL, 2 s; any
+ * controller: LEASE_CONTROLLER_DELETE_TIMEOUT_MS at most), so it runs
+ * here, on threads of their own, and the loop only runs the store script
+ * that confirms the deletion.
  *
  *	queued (loop) -> ctl_delete [+ audit] (thread) -> DELETED (loop)
  *

@@ -1,6 +1,8 @@
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kz_conf.h"
 #include "kz_frame.h"
@@ -39,6 +41,10 @@ static const char *const known[] = {
     "LEASE_STOP_WORKERS",
     "LEASE_WORKER_IDS",
     "KZ_AUDIT",
+    /* The controller (kz-controller(7)). */
+    "LEASE_CONTROLLER_TIMEOUT_MS",
+    "LEASE_CONTROLLER_DELETE_TIMEOUT_MS",
+    "LEASE_WORKER_RUNTIME",
     NULL,
 };
 
@@ -78,6 +84,34 @@ load_ints(struct lease_conf *c, const struct kz_conf *k, char *why, size_t wlen)
 		         (int64_t *)(void *)((char *)c + i->off), why, wlen)) !=
 		    0)
 			return e;
+	return 0;
+}
+
+/*
+ * The default controller: kz-ctl-local beside kz-lease, as installed, else
+ * the first on PATH (a kz-lease copied alone, as some tests do).
+ */
+static int
+ctl_default(char *out, size_t len, const char *bindir)
+{
+	char p[PATH_MAX + 16], path[4096], *dir, *save = NULL;
+	const char *env = getenv("PATH");
+
+	snprintf(p, sizeof(p), "%s/kz-ctl-local", bindir);
+	if (access(p, X_OK) != 0 && env != NULL && strlen(env) < sizeof(path)) {
+		snprintf(path, sizeof(path), "%s", env);
+		for (dir = strtok_r(path, ":", &save); dir != NULL;
+		     dir = strtok_r(NULL, ":", &save)) {
+			snprintf(p, sizeof(p), "%s/kz-ctl-local", dir);
+			if (dir[0] == '/' && access(p, X_OK) == 0)
+				break;
+		}
+		if (dir == NULL)
+			snprintf(p, sizeof(p), "%s/kz-ctl-local", bindir);
+	}
+	if (strlen(p) >= len)
+		return KZ_ECONF;
+	memcpy(out, p, strlen(p) + 1);
 	return 0;
 }
 
@@ -122,8 +156,12 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	    sizeof(c->egress_sock), why, wlen);
 	e |= kz_conf_copy(k, "KZ_DEPLOYMENT", NULL, "default", c->dep,
 	    sizeof(c->dep), why, wlen);
-	e |= kz_conf_copy(k, "LEASE_CONTROLLER", NULL, "local", c->controller,
-	    sizeof(c->controller), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_CONTROLLER", bindir, "kz-ctl-local",
+	    c->controller, sizeof(c->controller), why, wlen);
+	/* "local", the name it had while it was linked in, is the default. */
+	if (strcmp(c->controller, "local") == 0 ||
+	    strcmp(kz_conf_origin(k, "LEASE_CONTROLLER"), "default") == 0)
+		e |= ctl_default(c->controller, sizeof(c->controller), bindir);
 	return e ? KZ_ECONF : 0;
 }
 
@@ -176,6 +214,42 @@ load_snap_bounds(struct lease_conf *c, const struct kz_conf *k, char *why,
 	return 0;
 }
 
+/*
+ * The controller: an executable, given by absolute path (kz-controller(7)),
+ * each call's deadline, and the runtime every create asks for, passed
+ * through for the controller to accept or refuse.
+ */
+static int
+load_controller(struct lease_conf *c, const struct kz_conf *k, char *why,
+    size_t wlen)
+{
+	const char *rt = kz_conf_str(k, "LEASE_WORKER_RUNTIME", "native");
+	int e;
+
+	if ((e = kz_conf_int(k, "LEASE_CONTROLLER_TIMEOUT_MS", 2000, 10, 60000,
+	         &c->ctl_timeout_ms, why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "LEASE_CONTROLLER_DELETE_TIMEOUT_MS", 15000, 10,
+	         600000, &c->ctl_delete_timeout_ms, why, wlen)) != 0)
+		return e;
+	/* Whether it can be run is the first call's business: a client
+	 * of kz-lease reads this file too, and may not reach it. */
+	if (c->controller[0] != '/') {
+		kz_why(why, wlen,
+		    "LEASE_CONTROLLER: %.200s is not an absolute path",
+		    c->controller);
+		return KZ_ECONF;
+	}
+	if (*rt == '\0' || strlen(rt) >= sizeof(c->worker_runtime) ||
+	    strspn(rt, "abcdefghijklmnopqrstuvwxyz0123456789-_") !=
+	        strlen(rt)) {
+		kz_why(why, wlen,
+		    "LEASE_WORKER_RUNTIME: a short lower-case name");
+		return KZ_ECONF;
+	}
+	snprintf(c->worker_runtime, sizeof(c->worker_runtime), "%s", rt);
+	return 0;
+}
+
 int
 lease_conf_load(struct lease_conf *c, const char *path, const char *self,
     char *why, size_t wlen)
@@ -197,10 +271,7 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	    (e = kz_srv_peers_load(k, &c->peers, &c->operators, why, wlen)) !=
 	        0)
 		goto out;
-	if (strcmp(c->controller, "local") != 0) {
-		kz_why(why, wlen, "LEASE_CONTROLLER: only 'local' is built in");
-		e = KZ_ECONF;
-	}
+	e = load_controller(c, k, why, wlen);
 out:
 	kz_conf_free(k);
 	return e;

@@ -85,7 +85,7 @@ create_poll(struct lease_daemon *d, struct job *j)
 		kz_log(KZ_LOG_INFO, "create.ready", 0, "worker ready", "worker",
 		    j->worker, NULL);
 		job_free(d, j);
-	} else if (ctl_gone(d->c, j->worker, why, sizeof(why))) {
+	} else if (d->inv_ok && ctl_gone(d->c, j->worker, why, sizeof(why))) {
 		/* It said why it could not start, and exited: that line is
 		 * what the operator needs, now and after it is deleted. */
 		kz_log(KZ_LOG_WARN, "create.fail", 0, why, "worker", j->worker,
@@ -112,6 +112,7 @@ begin_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	char w[128], op[KZ_OPID_HEX + 1];
 	const char *id, *tok, *av[3] = {op, NULL, NULL};
 	struct job *j;
+	int e;
 
 	(void)arg;
 	if (err != 0 || kz_pool_errcode(res) != NULL ||
@@ -122,14 +123,17 @@ begin_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 		return;
 	}
 	j->deadline = kz_now_ms() + d->c->create_timeout_ms;
-	if (ctl_create(d->c, id, j->endpoint, sizeof(j->endpoint), w,
-	        sizeof(w)) != 0) {
-		kz_log(KZ_LOG_WARN, "create.fail", 0, w, "worker", id, NULL);
+	if ((e = ctl_create(d->c, id, j->endpoint, sizeof(j->endpoint), w,
+	         sizeof(w))) != 0) {
+		kz_log(KZ_LOG_WARN, "create.fail", e, w, "worker", id, NULL);
 		worker_failed(d, id, w);
 		kz_store_opid(op);
 		av[1] = id;
 		av[2] = tok;
-		if (access(j->endpoint, F_OK) != 0)
+		/* Only a refusal says nothing was left behind; any other
+		 * outcome stays counted as creating until reconcile proves
+		 * it absent or deletes it (kz-controller(7)). */
+		if (e == KZ_EDENIED)
 			(void)pool_async(d, KZ_POOL_CREATE_ABORT, 3, av,
 			    pool_nothing, "create_abort");
 		d->creates--;
@@ -255,6 +259,64 @@ reconcile_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	(void)why;
 }
 
+/*
+ * A worker the controller no longer lists is held (ctl_exec.c): counted,
+ * but first retired, so that no one is handed a worker that may be gone,
+ * then deleted; its record goes once the deletion is confirmed.
+ */
+static void
+held_retired(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
+{
+	char *w = arg;
+	const char *t = NULL;
+
+	(void)why;
+	if (err != 0 || kz_pool_errcode(res) != NULL ||
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) != 0)
+		t = NULL;
+	chore_delete(d, w, t, NULL, NULL);
+	free(w);
+}
+
+static void
+held_got(struct lease_daemon *d, int err, cJSON *res, const char *why,
+    void *arg)
+{
+	char *w = arg, op[KZ_OPID_HEX + 1];
+	const char *st, *t, *av[4] = {op, w, NULL, "inventory"};
+
+	(void)why;
+	if (err == 0 && kz_pool_errcode(res) == NULL &&
+	    kz_json_str(res, "state", 32, &st, NULL, 0) == 0 &&
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0 &&
+	    strcmp(st, "retiring") != 0 && strcmp(st, "deleting") != 0) {
+		av[2] = t;
+		kz_store_opid(op);
+		if (pool_async(d, KZ_POOL_RETIRE, 4, av, held_retired, w) == 0)
+			return;
+	}
+	/* Not in the store, or already on its way out: the delete alone. */
+	chore_delete(d, w, NULL, NULL, NULL);
+	free(w);
+}
+
+static void
+hold(struct lease_daemon *d, const char *id)
+{
+	size_t n = strlen(id) + 1;
+	char *w = malloc(n);
+	const char *av[1] = {w};
+
+	if (w != NULL) {
+		memcpy(w, id, n);
+		if (pool_async(d, KZ_POOL_GET, 1, av, held_got, w) == 0)
+			return;
+		free(w);
+	}
+	chore_delete(d, id, NULL, NULL, NULL);
+}
+
 static int
 reconcile(struct lease_daemon *d, struct kz_req *req)
 {
@@ -273,8 +335,11 @@ reconcile(struct lease_daemon *d, struct kz_req *req)
 	d->inv_ok = true;
 	if ((a = cJSON_CreateArray()) == NULL)
 		return KZ_ENOMEM;
-	for (i = 0; i < inv.n; i++)
+	for (i = 0; i < inv.n; i++) {
 		cJSON_AddItemToArray(a, cJSON_CreateString(inv.id[i]));
+		if (inv.held[i])
+			hold(d, inv.id[i]);
+	}
 	/* cjson.decode of "[]" is an empty table, as wanted. */
 	js = kz_json_print(a);
 	cJSON_Delete(a);
@@ -308,6 +373,14 @@ maint_tick(struct lease_daemon *d)
 	const char *av[2] = {"", SWEEP_MAX};
 	struct job *j, *n;
 
+	/* A controller killed at its deadline, or one that answered
+	 * garbage, is not confirmed until its inventory is read again:
+	 * admission closes now, and that read comes at once. */
+	if (ctl_fault_take()) {
+		d->inv_ok = false;
+		d->next_reconcile = now;
+		admission_update(d);
+	}
 	for (j = LIST_FIRST(&d->jobs); j != NULL; j = n) {
 		n = LIST_NEXT(j, link);
 		create_poll(d, j);

@@ -1,8 +1,10 @@
 #!/bin/bash
-# Controller faults: a create that hangs and one whose process dies stay
-# counted against capacity (creating) until reconciliation proves them
-# absent or deletes them; the pool never holds more than its capacity, and
-# a good create afterwards fills it.
+# Worker faults behind the default controller (kz-ctl-local, run by
+# kz-lease through kz-controller(7)): a create that hangs and one whose
+# process dies stay counted against capacity (creating) until
+# reconciliation proves them absent or deletes them; the pool never holds
+# more than its capacity, and a good create afterwards fills it.  Faults
+# of the controller itself are t4106's.
 . "$(dirname "$0")/lib.sh"
 plan 11
 start_store
@@ -20,7 +22,7 @@ bg kz-lease serve --socket "$S" 2>"$T/lease.log"
 wait_sock "$S"
 st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
-# Samples the pool every 0.1 s (directories only: kz-lease keeps a failed
+# Samples the pool every 0.1 s (directories only: kz-ctl-local keeps a failed
 # worker's log as workers/last-failed.log): the worker directories listed both before
 # and after a status call existed throughout it, so that status must count
 # at least that many ("n total" per line).

@@ -19,13 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kz_call.h"
 #include "kz_conf.h"
 #include "kz_io.h"
-#include "kz_json.h"
 #include "kz_log.h"
 #include "kz_pool.h"
-#include "lease.h"
+#include "ctl.h"
 #include "banned.h"
 
 #define ARGS_MAX 32
@@ -65,31 +63,45 @@ ids_var(const char *key, const unsigned *ids, size_t n)
 }
 
 /*
- * The worker's environment: kz-lease's, with KZ_PEER_UIDS and KZ_PEER_GIDS
- * set to kz-lease's own peer policy, so that whoever may lease a worker
- * may also run on it, whether the policy came from the file or the
- * environment.  Built before the fork (it allocates).
+ * The worker's environment: the controller's (kz-lease's), with
+ * KZ_PEER_UIDS and KZ_PEER_GIDS set to kz-lease's own peer policy, so that
+ * whoever may lease a worker may also run on it, whether the policy came
+ * from the file or the environment, and SANDBOX_RUNTIME set to the
+ * runtime the create asked for (kz-sandbox's key: its environment
+ * overrides the worker's config file).  Built before the fork (it
+ * allocates).
  */
+#define ENV_OURS 3
+
+static bool
+env_replaced(const char *e)
+{
+	return strncmp(e, "KZ_PEER_UIDS=", 13) == 0 ||
+	    strncmp(e, "KZ_PEER_GIDS=", 13) == 0 ||
+	    strncmp(e, "SANDBOX_RUNTIME=", 16) == 0;
+}
+
 static char **
-worker_env(const struct lease_conf *c)
+worker_env(const struct ctl_conf *c, const char *runtime)
 {
 	extern char **environ;
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, rl = strlen(runtime) + 17;
 	char **env;
 
 	while (environ[n] != NULL)
 		n++;
-	if ((env = calloc(n + 3, sizeof(*env))) == NULL)
+	if ((env = calloc(n + ENV_OURS + 1, sizeof(*env))) == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "KZ_PEER_UIDS=", 13) != 0 &&
-		    strncmp(environ[i], "KZ_PEER_GIDS=", 13) != 0)
+		if (!env_replaced(environ[i]))
 			env[k++] = environ[i];
 	env[k] = ids_var("KZ_PEER_UIDS", c->peers.uids, c->peers.nuids);
 	env[k + 1] = ids_var("KZ_PEER_GIDS", c->peers.gids, c->peers.ngids);
-	if (env[k] == NULL || env[k + 1] == NULL) {
-		free(env[k]);
-		free(env[k + 1]);
+	if ((env[k + 2] = malloc(rl)) != NULL)
+		snprintf(env[k + 2], rl, "SANDBOX_RUNTIME=%s", runtime);
+	if (env[k] == NULL || env[k + 1] == NULL || env[k + 2] == NULL) {
+		for (int i = 0; i < ENV_OURS; i++)
+			free(env[k + i]);
 		free(env);
 		return NULL;
 	}
@@ -103,15 +115,15 @@ worker_env_free(char **env)
 
 	while (env[n] != NULL)
 		n++;
-	/* Only the two last entries are ours. */
-	free(env[n - 1]);
-	free(env[n - 2]);
+	/* Only the last ENV_OURS entries are ours. */
+	for (int i = 1; i <= ENV_OURS; i++)
+		free(env[n - (size_t)i]);
 	free(env);
 }
 
 /* The grandchild: a session of its own, so kz-lease can come and go. */
 static void
-exec_worker(const struct lease_conf *c, const char *id, int64_t hid, char **env)
+exec_worker(const struct ctl_conf *c, const char *id, int64_t hid, char **env)
 {
 	char sock[PATH_MAX], state[PATH_MAX], log[PATH_MAX], extra[1024];
 	char proj[PATH_MAX], ids[24];
@@ -184,7 +196,7 @@ write_pid(const char *dir, pid_t pid)
  * readable by others: the code reads it, read-only, at /projection.
  */
 static int
-make_dirs(const struct lease_conf *c, const char *dir, const char *proj)
+make_dirs(const struct ctl_conf *c, const char *dir, const char *proj)
 {
 	if (mkdir(c->workers_dir, 0750) == 0 &&
 	    chmod(c->workers_dir, 0750) != 0)
@@ -192,7 +204,7 @@ make_dirs(const struct lease_conf *c, const char *dir, const char *proj)
 	if (mkdir(dir, 0750) != 0)
 		return -1;
 	if (chmod(dir, 0750) != 0 || mkdir(proj, 0700) != 0 ||
-	    chmod(proj, LEASE_PROJECTION_MODE) != 0) {
+	    chmod(proj, CTL_PROJECTION_MODE) != 0) {
 		rmdir(proj);
 		rmdir(dir);
 		return -1;
@@ -216,7 +228,7 @@ read_num(const char *dir, const char *leaf, int64_t min, int64_t max)
 
 /* The id another worker holds, from WORKERS/<w>/ids; -1 when none. */
 static int64_t
-held_id(const struct lease_conf *c, const char *w)
+held_id(const struct ctl_conf *c, const char *w)
 {
 	char dir[PATH_MAX];
 
@@ -250,10 +262,10 @@ cmp_id(const void *a, const void *b)
  * once its directory is gone.
  */
 static int
-claim_id(const struct lease_conf *c, const char *id, const char *dir,
+claim_id(const struct ctl_conf *c, const char *id, const char *dir,
     int64_t *out)
 {
-	static int64_t held[LEASE_INV_MAX];
+	static int64_t held[CTL_INV_MAX];
 	static struct ctl_inv inv;
 	char p[PATH_MAX + 16], buf[24];
 	int64_t want = c->ids_first;
@@ -289,38 +301,56 @@ out:
 	return r;
 }
 
+bool
+ctl_runtime_ok(const char *runtime)
+{
+	return strcmp(runtime, "native") == 0 || strcmp(runtime, "gvisor") == 0;
+}
+
+/* A refusal: nothing of the worker is left behind. */
+static int
+undo(const char *dir, const char *proj, int ids)
+{
+	if (ids)
+		(void)unlink_ids(dir);
+	rmdir(proj);
+	rmdir(dir);
+	return KZ_EDENIED;
+}
+
 int
-ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
-    size_t elen, char *why, size_t wlen)
+ctl_create(const struct ctl_conf *c, const char *id, const char *runtime,
+    char *endpoint, size_t elen, char *why, size_t wlen)
 {
 	int64_t hid = 0;
 	char dir[PATH_MAX], proj[PATH_MAX], **env;
 	pid_t mid, w;
 	int st;
 
+	if (!ctl_runtime_ok(runtime)) {
+		kz_why(why, wlen, "unknown runtime (native or gvisor)");
+		return KZ_EDENIED;
+	}
 	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0 ||
 	    kz_pool_wpath(c->workers_dir, id, "sock", endpoint, elen) != 0 ||
 	    kz_pool_wpath(c->workers_dir, id, "projection", proj,
-	        sizeof(proj)) != 0)
-		return KZ_EINVAL;
+	        sizeof(proj)) != 0) {
+		kz_why(why, wlen, "bad worker id");
+		return KZ_EDENIED;
+	}
 	if (make_dirs(c, dir, proj) != 0) {
 		kz_why(why, wlen, "cannot make the worker directory");
-		return KZ_ESYS;
+		return KZ_EDENIED;
 	}
 	if (claim_id(c, id, dir, &hid) != 0) {
-		rmdir(proj);
-		rmdir(dir);
 		kz_why(why, wlen, "no free worker id in LEASE_WORKER_IDS");
-		return KZ_EUNAVAIL;
+		return undo(dir, proj, 0);
 	}
-	if ((env = worker_env(c)) == NULL || (mid = fork()) < 0) {
+	if ((env = worker_env(c, runtime)) == NULL || (mid = fork()) < 0) {
 		if (env != NULL)
 			worker_env_free(env);
-		(void)unlink_ids(dir);
-		rmdir(proj);
-		rmdir(dir);
 		kz_why(why, wlen, "fork failed");
-		return KZ_ESYS;
+		return undo(dir, proj, 1);
 	}
 	if (mid == 0) {
 		setsid();
@@ -334,55 +364,12 @@ ctl_create(const struct lease_conf *c, const char *id, char *endpoint,
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		/* The worker may exist without a pid file: reconcile finds
-		 * it by its directory. */
+		/* The worker may exist without a pid file: the outcome is
+		 * unknown, and reconcile finds it by its directory. */
 		kz_why(why, wlen, "worker start failed");
 		return KZ_EUNAVAIL;
 	}
 	return 0;
-}
-
-int
-ctl_ready(const char *endpoint, const char *id, int timeout_ms, char *gen,
-    size_t glen, char *why, size_t wlen)
-{
-	cJSON *req, *rep = NULL;
-	const cJSON *v;
-	const char *wid = NULL;
-	int e;
-
-	if ((req = cJSON_CreateObject()) == NULL)
-		return KZ_ENOMEM;
-	cJSON_AddNumberToObject(req, "v", 1);
-	cJSON_AddStringToObject(req, "op", "health");
-	cJSON_AddStringToObject(req, "id", "kz-lease");
-	e = kz_frame_call(endpoint, req, timeout_ms, &rep, why, wlen);
-	cJSON_Delete(req);
-	if (e != 0)
-		return e;
-	e = KZ_EPROTO;
-	if (!cJSON_IsTrue(kz_json_get(rep, "ok")))
-		goto out;
-	if (kz_json_str_opt(rep, "worker", 64, NULL, &wid, NULL, 0) != 0 ||
-	    wid == NULL)
-		if (kz_json_str_opt(rep, "worker_id", 64, NULL, &wid, NULL,
-		        0) != 0)
-			wid = NULL;
-	if (wid == NULL || strcmp(wid, id) != 0)
-		goto out;
-	v = kz_json_get(rep, "generation");
-	if (cJSON_IsNumber(v))
-		snprintf(gen, glen, "%.0f", v->valuedouble);
-	else if (cJSON_IsString(v))
-		snprintf(gen, glen, "%s", v->valuestring);
-	else
-		snprintf(gen, glen, "0");
-	e = 0;
-out:
-	if (e != 0)
-		kz_why(why, wlen, "worker health did not name it");
-	cJSON_Delete(rep);
-	return e;
 }
 
 static pid_t
@@ -476,7 +463,7 @@ last_line(const char *log, char *out, size_t len)
 }
 
 int
-ctl_gone(const struct lease_conf *c, const char *id, char *why, size_t wlen)
+ctl_gone(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 {
 	char dir[PATH_MAX], log[PATH_MAX], keep[PATH_MAX + 24];
 	char tmp[PATH_MAX + 48];
@@ -493,7 +480,7 @@ ctl_gone(const struct lease_conf *c, const char *id, char *why, size_t wlen)
 	/* The directory goes at the next reconcile: keep its log (a second
 	 * name for the same file, swapped in whole) where an operator
 	 * finds it after. */
-	snprintf(keep, sizeof(keep), "%s/%s", c->workers_dir, LEASE_FAILED_LOG);
+	snprintf(keep, sizeof(keep), "%s/%s", c->workers_dir, CTL_FAILED_LOG);
 	snprintf(tmp, sizeof(tmp), "%s.%s", keep, id);
 	(void)unlink(tmp);
 	if (link(log, tmp) == 0 && rename(tmp, keep) != 0)
@@ -502,7 +489,7 @@ ctl_gone(const struct lease_conf *c, const char *id, char *why, size_t wlen)
 }
 
 int
-ctl_delete(const struct lease_conf *c, const char *id, char *why, size_t wlen)
+ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 {
 	char dir[PATH_MAX];
 	pid_t pid;
@@ -533,8 +520,7 @@ ctl_delete(const struct lease_conf *c, const char *id, char *why, size_t wlen)
 }
 
 int
-ctl_list(const struct lease_conf *c, struct ctl_inv *inv, char *why,
-    size_t wlen)
+ctl_list(const struct ctl_conf *c, struct ctl_inv *inv, char *why, size_t wlen)
 {
 	struct dirent *de;
 	DIR *d;
@@ -550,36 +536,10 @@ ctl_list(const struct lease_conf *c, struct ctl_inv *inv, char *why,
 		if (de->d_name[0] == '.' || !kz_pool_id_ok(de->d_name) ||
 		    strlen(de->d_name) >= sizeof(inv->id[0]))
 			continue;
-		if (inv->n == LEASE_INV_MAX)
+		if (inv->n == CTL_INV_MAX)
 			break;
 		memcpy(inv->id[inv->n++], de->d_name, strlen(de->d_name) + 1);
 	}
 	closedir(d);
 	return 0;
-}
-
-/*
- * Stops every worker of this host's inventory (kz-lease's exit with
- * LEASE_STOP_WORKERS): all are asked to stop first, then each deletion is
- * confirmed.  Their store records are found absent by the next reconcile.
- */
-void
-ctl_stop_all(const struct lease_conf *c)
-{
-	static struct ctl_inv inv;
-	char dir[PATH_MAX], why[128];
-	pid_t pid;
-	size_t i;
-
-	if (ctl_list(c, &inv, why, sizeof(why)) != 0)
-		return;
-	for (i = 0; i < inv.n; i++)
-		if (kz_pool_wpath(c->workers_dir, inv.id[i], "", dir,
-		        sizeof(dir)) == 0 &&
-		    (pid = read_pid(dir)) > 0 && is_worker(pid, inv.id[i]))
-			kill(pid, SIGTERM);
-	for (i = 0; i < inv.n; i++)
-		if (ctl_delete(c, inv.id[i], why, sizeof(why)) != 0)
-			kz_log(KZ_LOG_WARN, "worker.delete", KZ_ESTATE, why,
-			    "worker", inv.id[i], NULL);
 }

@@ -1,0 +1,94 @@
+/*
+ * kz-ctl-local has no file of its own: kz-lease, which reads the
+ * deployment's settings, hands its controller the resolved worker keys in
+ * the environment (kz-controller(7), ENVIRONMENT).  The defaults are
+ * kz-lease's, so that an operator running kz-ctl-local by hand sees the
+ * inventory kz-lease would.
+ */
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kz_conf.h"
+#include "kz_frame.h"
+#include "kz_srv.h"
+#include "ctl.h"
+#include "banned.h"
+
+static const char *const known[] = {
+    "KZ_RUN_DIR",
+    KZ_SRV_PEER_KEYS,
+    "KZ_FRAME_MAX",
+    "LEASE_WORKERS_DIR",
+    "LEASE_WORKER_BIN",
+    "LEASE_WORKER_ARGS",
+    "LEASE_EGRESS_SOCKET",
+    "LEASE_WORKER_IDS",
+    NULL,
+};
+
+/*
+ * LEASE_WORKER_IDS, "FIRST-LAST": the host uids (and gids, the same
+ * numbers) this controller gives workers, one each.  Never 0 or the
+ * overflow id 65534 (nobody), which other processes hold too.
+ */
+static int
+load_ids(struct ctl_conf *c, const struct kz_conf *k, char *why, size_t wlen)
+{
+	char buf[64], *dash;
+	const char *v = kz_conf_str(k, "LEASE_WORKER_IDS",
+	    "2100000001-2100065536");
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	if (strlen(v) >= sizeof(buf) || (dash = strchr(buf, '-')) == NULL)
+		goto bad;
+	*dash = '\0';
+	if (kz_parse_int(buf, 1, 2147483646, &c->ids_first) != 0 ||
+	    kz_parse_int(dash + 1, 1, 2147483646, &c->ids_last) != 0 ||
+	    c->ids_last < c->ids_first ||
+	    (c->ids_first <= 65534 && c->ids_last >= 65534))
+		goto bad;
+	return 0;
+bad:
+	kz_why(why, wlen,
+	    "LEASE_WORKER_IDS must be FIRST-LAST, ids from 1 to "
+	    "2147483646 without 65534");
+	return KZ_ECONF;
+}
+
+int
+ctl_conf_load(struct ctl_conf *c, const char *self, char *why, size_t wlen)
+{
+	struct kz_peer_policy operators;
+	struct kz_conf *k = NULL;
+	char bindir[PATH_MAX], tmp[PATH_MAX], rd[PATH_MAX];
+	int e = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(tmp, sizeof(tmp), "%s", self);
+	snprintf(bindir, sizeof(bindir), "%s", dirname(tmp));
+	if ((e = kz_conf_load(NULL, known, &k, why, wlen)) != 0)
+		return e;
+	if ((e = kz_run_dir(k, rd, sizeof(rd), why, wlen)) != 0)
+		goto out;
+	e |= kz_conf_copy(k, "LEASE_WORKERS_DIR", rd, "workers", c->workers_dir,
+	    sizeof(c->workers_dir), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_WORKER_BIN", bindir, "kz-sandbox",
+	    c->worker_bin, sizeof(c->worker_bin), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_WORKER_ARGS", NULL, "", c->worker_args,
+	    sizeof(c->worker_args), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_EGRESS_SOCKET", NULL, "", c->egress_sock,
+	    sizeof(c->egress_sock), why, wlen);
+	if (e != 0) {
+		e = KZ_ECONF;
+		goto out;
+	}
+	if ((e = load_ids(c, k, why, wlen)) != 0 ||
+	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
+	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
+	    (e = kz_srv_peers_load(k, &c->peers, &operators, why, wlen)) != 0)
+		goto out;
+out:
+	kz_conf_free(k);
+	return e;
+}

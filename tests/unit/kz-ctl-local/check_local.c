@@ -1,0 +1,167 @@
+/*
+ * The local controller without kz-lease: a create makes the worker's
+ * directory, gives it an id of its own and starts the worker with the
+ * runtime asked for in SANDBOX_RUNTIME; a refused create (unknown runtime,
+ * bad id, no id left) leaves nothing behind; the inventory is the set of
+ * worker directories; delete stops the worker and confirms its absence.
+ * The worker is a shell script standing in for kz-sandbox.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kz_io.h"
+#include "ctl.h"
+#include "banned.h"
+
+static char top[64];
+static struct ctl_conf conf;
+
+static void
+setup(void)
+{
+	char p[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(top, sizeof(top), "/tmp/kz-ctl-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(top));
+	memset(&conf, 0, sizeof(conf));
+	snprintf(conf.workers_dir, sizeof(conf.workers_dir), "%s/workers", top);
+	snprintf(conf.worker_bin, sizeof(conf.worker_bin), "%s/worker.sh", top);
+	conf.ids_first = 2100000001;
+	conf.ids_last = 2100000002;
+	conf.frame_max = 1 << 20;
+	/* serve --id ID --socket WORKERS/ID/sock ...: it records its
+	 * runtime and its ids beside its socket, then waits. */
+	snprintf(p, sizeof(p), "%s", conf.worker_bin);
+	ck_assert_ptr_nonnull(f = fopen(p, "w"));
+	fprintf(f,
+	    "#!/bin/sh\nd=$(dirname \"$5\")\n"
+	    "echo \"$SANDBOX_RUNTIME $*\" >\"$d/seen.tmp\"\n"
+	    "mv \"$d/seen.tmp\" \"$d/seen\"\n"
+	    "while :; do sleep 0.2; done\n");
+	fclose(f);
+	ck_assert_int_eq(chmod(p, 0755), 0);
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* What the started worker recorded: "RUNTIME ARGS...". */
+static void
+seen(const char *id, char *out, size_t len)
+{
+	char p[PATH_MAX + 64];
+	ssize_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/%s/seen", conf.workers_dir, id);
+	for (int i = 0; i < 100 && (n = kz_read_small(p, out, len)) <= 0; i++)
+		usleep(20000);
+	ck_assert_int_gt(n, 0);
+}
+
+START_TEST(test_create_list_delete)
+{
+	static struct ctl_inv inv;
+	char ep[PATH_MAX], why[256], s[4096], want[PATH_MAX + 16];
+
+	ck_assert_int_eq(ctl_create(&conf, "wa", "gvisor", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	snprintf(want, sizeof(want), "%s/wa/sock", conf.workers_dir);
+	ck_assert_str_eq(ep, want);
+	seen("wa", s, sizeof(s));
+	ck_assert_msg(strncmp(s, "gvisor serve --id wa ", 21) == 0, "%s", s);
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100000001 --gid 2100000001"));
+	ck_assert_int_eq(ctl_create(&conf, "wb", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	seen("wb", s, sizeof(s));
+	ck_assert_msg(strncmp(s, "native ", 7) == 0, "%s", s);
+	/* Each worker its own host id. */
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100000002"));
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, 2);
+	ck_assert_int_eq(ctl_gone(&conf, "wa", why, sizeof(why)), 0);
+	ck_assert_int_eq(ctl_delete(&conf, "wa", why, sizeof(why)), 0);
+	snprintf(want, sizeof(want), "%s/wa", conf.workers_dir);
+	ck_assert_int_ne(access(want, F_OK), 0);
+	/* Deleting what is absent confirms its absence again. */
+	ck_assert_int_eq(ctl_delete(&conf, "wa", why, sizeof(why)), 0);
+	ck_assert_int_eq(ctl_delete(&conf, "wb", why, sizeof(why)), 0);
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, 0);
+}
+END_TEST
+
+START_TEST(test_refusals_leave_nothing)
+{
+	static struct ctl_inv inv;
+	char ep[PATH_MAX], why[256];
+
+	ck_assert_int_eq(ctl_create(&conf, "wa", "kvm", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_ptr_nonnull(strstr(why, "runtime"));
+	ck_assert_int_eq(ctl_create(&conf, "../x", "native", ep, sizeof(ep),
+	                     why, sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, 0);
+	/* Two ids in the range: the third create has none left. */
+	ck_assert_int_eq(ctl_create(&conf, "w1", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(ctl_create(&conf, "w2", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(ctl_create(&conf, "w3", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, 2);
+	ck_assert_int_eq(ctl_delete(&conf, "w1", why, sizeof(why)), 0);
+	ck_assert_int_eq(ctl_delete(&conf, "w2", why, sizeof(why)), 0);
+}
+END_TEST
+
+START_TEST(test_runtime_names)
+{
+	ck_assert(ctl_runtime_ok("native"));
+	ck_assert(ctl_runtime_ok("gvisor"));
+	ck_assert(!ctl_runtime_ok(""));
+	ck_assert(!ctl_runtime_ok("Native"));
+	ck_assert(!ctl_runtime_ok("runsc"));
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("kz-ctl-local");
+	TCase *tc = tcase_create("local");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_create_list_delete);
+	tcase_add_test(tc, test_refusals_leave_nothing);
+	tcase_add_test(tc, test_runtime_names);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
