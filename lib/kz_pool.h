@@ -78,8 +78,8 @@ KZ_WUR int kz_pool_init(struct kz_store *s, char *epoch, size_t len,
     bool *changed, char *why, size_t wlen);
 
 /*
- * The local controller's layout, which kz-lease (create, list, delete) and
- * kz-reset (evidence) must agree on: WORKERS/ID/ holds "sock" (the agent's
+ * The local controller's layout, which kz-ctl-local (create, list, delete)
+ * and kz-reset (evidence) must agree on: WORKERS/ID/ holds "sock" (the agent's
  * socket), "pid" (the agent's pid file) and "state/" (its state dir).
  */
 KZ_WUR int kz_pool_wpath(const char *workers_dir, const char *id,

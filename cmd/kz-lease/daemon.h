@@ -14,7 +14,7 @@
  *	ops.c		the ops
  *	serve.c		setup, the store's epoch, signals and the tick
  *
- * conf.c and ctl_local.c (lease.h) call none of them.
+ * conf.c, ctl_exec.c and ctl_ready.c (lease.h) call none of them.
  */
 #ifndef LEASE_DAEMON_H
 #define LEASE_DAEMON_H

@@ -108,8 +108,10 @@ sig_cb(evutil_socket_t sig, short ev, void *arg)
 
 	(void)ev;
 	if (sig == SIGCHLD) {
-		/* The controller waits for its own children; this only
-		 * keeps any other from lingering as a zombie. */
+		/* Each controller call is a child of ours: ctl_exec.c waits
+		 * for it through a pidfd and tolerates being reaped here
+		 * first.  This keeps any other child from lingering as a
+		 * zombie. */
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 		return;
