@@ -5,13 +5,15 @@
 #include "kz_conf.h"
 #include "kz_frame.h"
 #include "kz_srv.h"
+#include "kz_store.h"
 #include "lease.h"
 #include "banned.h"
 
 static const char *const known[] = {
     "KZ_SOCKET",
     "KZ_RUN_DIR",
-    "KZ_STORE_SOCKET",
+    /* The store: address and credentials (kz_store.h). */
+    KZ_STORE_CONF_KEYS,
     "KZ_AUDIT_SOCKET",
     "KZ_FIELD_KEY_FILE",
     KZ_SRV_PEER_KEYS,
@@ -96,8 +98,8 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	if (kz_run_dir(k, c->run_dir, sizeof(c->run_dir), why, wlen) != 0 ||
 	    kz_conf_sock(k, "KZ_SOCKET", rd, "kz-lease", c->sock,
 	        sizeof(c->sock), why, wlen) != 0 ||
-	    kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store", c->store_sock,
-	        sizeof(c->store_sock), why, wlen) != 0 ||
+	    kz_store_conf(k, rd, c->store_sock, sizeof(c->store_sock), why,
+	        wlen) != 0 ||
 	    kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock), why,
 	        wlen) != 0)
 		return KZ_ECONF;

@@ -1,0 +1,27 @@
+/*
+ * What the store's three files (store.c, the blocking client; astore.c,
+ * the asynchronous one; store_conn.c, addresses, credentials and the
+ * handshake) share and no other module needs.
+ */
+#ifndef KZ_STORE_INT_H
+#define KZ_STORE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <hiredis.h>
+
+#define EVAL_MAX_ARGS 64
+
+/* A deployment name fit for the hash tag. */
+bool kz_store_dep_ok(const char *dep);
+/* prefix + suffix into buf; KZ_ETOOBIG when it does not fit. */
+int kz_store_prefixed(const char *prefix, const char *suffix, char *buf,
+    size_t len);
+/* The AUTH command into argv (3), or 0 when no credentials are set. */
+int kz_store_auth_argv(const char *argv[3]);
+/* The ACL user name of the credentials ("" when none). */
+const char *kz_store_auth_user(void);
+/* Whether a ROLE reply says master. */
+bool kz_store_role_master(const redisReply *r);
+
+#endif
