@@ -224,7 +224,8 @@ kz_store_auth_load(const char *user, const char *pass_file, char *why,
 		    "KZ_STORE_USER must be a plain ACL user name");
 		return KZ_ECONF;
 	}
-	if ((p = sodium_malloc(KZ_STORE_PASS_MAX)) == NULL)
+	/* Locked memory needs the library set up; this is idempotent. */
+	if (sodium_init() < 0 || (p = sodium_malloc(KZ_STORE_PASS_MAX)) == NULL)
 		return KZ_ENOMEM;
 	if ((e = read_pass(pass_file, p, KZ_STORE_PASS_MAX, why, wlen)) != 0) {
 		sodium_free(p);

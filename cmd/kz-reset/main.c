@@ -196,8 +196,8 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 	if ((e = kz_store_open(c->store_sock, c->dep, (int)c->store_timeout_ms,
 	         &s, why, sizeof(why))) != 0 ||
 	    (e = fetch(s, id, token, &w, why, sizeof(why))) < 0) {
-		fprintf(stderr, "kz-reset: store unavailable at %s\n",
-		    c->store_sock);
+		fprintf(stderr, "kz-reset: store unavailable at %s: %s\n",
+		    c->store_sock, why);
 		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
