@@ -551,12 +551,16 @@ int
 kz_astore_eval(struct kz_astore *a, struct kz_script *sc, int nkeys, int argc,
     const char **argv, kz_astore_cb cb, void *arg)
 {
+	const char *av[EVAL_MAX_ARGS + 1];
 	struct acall *c;
 	int e;
 
-	if (argc < nkeys || argc > EVAL_MAX_ARGS)
+	if (argc < nkeys || argc >= EVAL_MAX_ARGS)
 		return KZ_EINVAL;
-	if ((e = acall_new(a, cb, arg, argc, argv, &c)) != 0)
+	memcpy(av, argv, (size_t)argc * sizeof(*argv));
+	if (kz_pool_is_script(sc))
+		av[argc++] = kz_store_scope();
+	if ((e = acall_new(a, cb, arg, argc, av, &c)) != 0)
 		return e;
 	c->sc = sc;
 	c->nkeys = nkeys;

@@ -36,6 +36,16 @@ struct kz_script {
 };
 
 /*
+ * This process's host in a pool shared by several (LEASE_HOST, kz-lease(8)),
+ * which every pool script (lib/pool.c) gets as its last ARGV:
+ * letters, digits, '.', '-', '_', at most 64; "" (the default) is the
+ * single-host layout.  One per process, like the credentials.
+ */
+#define KZ_STORE_SCOPE_MAX 64
+KZ_WUR int kz_store_scope_set(const char *scope);
+const char *kz_store_scope(void);
+
+/*
  * The one reader of that convention: the CODE of a script's parsed reply
  * when it is a refusal (and *reason, when reason is not NULL, its REASON
  * or ""), NULL when it is a result.  Both point into res.

@@ -155,7 +155,7 @@ int
 kz_store_eval(struct kz_store *s, struct kz_script *sc, int nkeys, int argc,
     const char **argv, redisReply **out, char *why, size_t wlen)
 {
-	const char *av[EVAL_MAX_ARGS + 3];
+	const char *av[EVAL_MAX_ARGS + 4];
 	char nk[16];
 	int e;
 
@@ -168,6 +168,8 @@ kz_store_eval(struct kz_store *s, struct kz_script *sc, int nkeys, int argc,
 	av[1] = sc->sha;
 	av[2] = nk;
 	memcpy(av + 3, argv, (size_t)argc * sizeof(*argv));
+	if (kz_pool_is_script(sc))
+		av[3 + argc++] = kz_store_scope();
 	e = kz_store_cmd(s, argc + 3, av, out, why, wlen);
 	if (e == KZ_EPROTO && why != NULL && strncmp(why, "NOSCRIPT", 8) == 0) {
 		/* The server lost its script cache (restart, failover). */

@@ -148,6 +148,30 @@ kz_store_addr_local(const struct kz_store_addr *a)
 	return true;
 }
 
+/* ---- the host's scope ---- */
+
+static char scope[KZ_STORE_SCOPE_MAX + 1];
+
+int
+kz_store_scope_set(const char *sc)
+{
+	size_t n = strlen(sc);
+
+	if (n > KZ_STORE_SCOPE_MAX ||
+	    strspn(sc,
+	        "abcdefghijklmnopqrstuvwxyz"
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != n)
+		return KZ_EINVAL;
+	memcpy(scope, sc, n + 1);
+	return 0;
+}
+
+const char *
+kz_store_scope(void)
+{
+	return scope;
+}
+
 /* ---- credentials ---- */
 
 static struct {

@@ -21,6 +21,10 @@ int kz_store_prefixed(const char *prefix, const char *suffix, char *buf,
 int kz_store_auth_argv(const char *argv[3]);
 /* The ACL user name of the credentials ("" when none). */
 const char *kz_store_auth_user(void);
+/* Whether sc is one of the pool's scripts, which take the host's scope
+ * as their last ARGV (lib/pool.c, lib/lua/pool.lua). */
+struct kz_script;
+bool kz_pool_is_script(const struct kz_script *sc);
 /* Whether a ROLE reply says master. */
 bool kz_store_role_master(const redisReply *r);
 

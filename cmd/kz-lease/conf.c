@@ -14,6 +14,7 @@ static const char *const known[] = {
     "KZ_RUN_DIR",
     /* The store: address and credentials (kz_store.h). */
     KZ_STORE_CONF_KEYS,
+    "LEASE_HOST",
     "KZ_AUDIT_SOCKET",
     "KZ_FIELD_KEY_FILE",
     KZ_SRV_PEER_KEYS,
@@ -130,6 +131,24 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 }
 
 /*
+ * LEASE_HOST: this host's name in a pool that kz-lease processes on
+ * several hosts share (kz-lease(8), SEVERAL HOSTS); every pool script
+ * gets it (kz_store_scope).
+ */
+static int
+load_host(const struct kz_conf *k, char *why, size_t wlen)
+{
+	if (kz_store_scope_set(kz_conf_str(k, "LEASE_HOST", "")) != 0) {
+		kz_why(why, wlen,
+		    "LEASE_HOST: letters, digits, '.', '-', '_', at most "
+		    "%d",
+		    KZ_STORE_SCOPE_MAX);
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
+/*
  * LEASE_WORKER_IDS, "FIRST-LAST": the host uids (and gids, the same
  * numbers) the local controller gives workers, one each.  Never 0 or the
  * overflow id 65534 (nobody), which other processes hold too.
@@ -191,6 +210,7 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	if ((e = load_paths(c, k, self, why, wlen)) != 0 ||
 	    (e = load_ints(c, k, why, wlen)) != 0 ||
 	    (e = load_ids(c, k, why, wlen)) != 0 ||
+	    (e = load_host(k, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (e = kz_conf_bool(k, "LEASE_STOP_WORKERS", true, &c->stop_workers,
