@@ -39,7 +39,7 @@ DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
 	nettle-dev check
 DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
-	util-linux libcap2-bin tar python3-prometheus-client
+	util-linux libcap2-bin tar python3-prometheus-client redis-sentinel
 DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
 
 # The version every binary's -V prints.
