@@ -42,6 +42,8 @@ struct kz_astore {
 	struct kz_store_addr addr;
 	redisAsyncContext *ac;
 	struct kz_sentq *sq; /* a Sentinel question still out */
+	struct kz_store_addr moved; /* where MOVED sent us, if has_moved */
+	bool has_moved;
 	bool connected; /* the handshake is done: ROLE said master */
 	struct event *retry, *hs;
 	char why[128]; /* why the last attempt failed */
@@ -185,6 +187,9 @@ connect_cb(const redisAsyncContext *ac, int status)
 		a->ac = NULL;
 		evtimer_del(a->hs);
 		snprintf(a->why, sizeof(a->why), "store unreachable");
+		/* A slot owner that is gone: start again from the address
+		 * configured. */
+		a->has_moved = false;
 		schedule_retry(a);
 		return;
 	}
@@ -267,7 +272,10 @@ astore_connect(struct kz_astore *a)
 			schedule_retry(a);
 		return;
 	}
-	dial(a, a->addr.kind == KZ_STORE_TCP ? &a->addr.hp[0] : NULL);
+	if (a->has_moved)
+		dial(a, &a->moved.hp[0]);
+	else
+		dial(a, a->addr.kind == KZ_STORE_TCP ? &a->addr.hp[0] : NULL);
 }
 
 static void
@@ -407,7 +415,18 @@ reply_cb(redisAsyncContext *ac, void *r, void *priv)
 			acall_finish(c, KZ_EUNAVAIL, NULL,
 			    "store is no longer the primary");
 			kz_astore_drop(c->a);
-		} else if (rep->type == REDIS_REPLY_ERROR)
+		} else if (rep->type == REDIS_REPLY_ERROR &&
+		    kz_store_moved(rep->str, &c->a->moved)) {
+			/* The slot has a new owner: reconnect there; the
+			 * caller asks again under the same op id. */
+			c->a->has_moved = true;
+			acall_finish(c, KZ_EUNAVAIL, NULL, "store slot moved");
+			kz_astore_drop(c->a);
+		} else if (rep->type == REDIS_REPLY_ERROR &&
+		    kz_store_err_migrating(rep->str))
+			acall_finish(c, KZ_EUNAVAIL, NULL,
+			    "store slot is being migrated");
+		else if (rep->type == REDIS_REPLY_ERROR)
 			acall_finish(c, KZ_EPROTO, NULL, rep->str);
 		else
 			acall_finish(c, 0, rep, NULL);

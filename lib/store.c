@@ -11,6 +11,7 @@
 
 struct kz_store {
 	redisContext *rc;
+	int timeout_ms;
 	char prefix[KZ_STORE_DEP_MAX + 8];
 };
 
@@ -47,6 +48,7 @@ kz_store_open(const char *sock, const char *dep, int timeout_ms,
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return KZ_ENOMEM;
 	snprintf(s->prefix, sizeof(s->prefix), "kz:{%s}:", dep);
+	s->timeout_ms = timeout_ms;
 	if ((e = kz_store_connect(&a, timeout_ms, &s->rc, why, wlen)) != 0) {
 		kz_store_free(s);
 		return e == KZ_EDENIED ? e : KZ_EUNAVAIL;
@@ -86,16 +88,34 @@ kz_store_key(const struct kz_store *s, const char *suffix, char *buf,
 	return kz_store_prefixed(s->prefix, suffix, buf, len);
 }
 
+/* Goes to the slot's new owner (a cluster's MOVED); 0 or an error. */
+static int
+follow(struct kz_store *s, const struct kz_store_addr *to, char *why,
+    size_t wlen)
+{
+	redisContext *rc;
+	int e;
+
+	if ((e = kz_store_connect(to, s->timeout_ms, &rc, why, wlen)) != 0)
+		return e;
+	redisFree(s->rc);
+	s->rc = rc;
+	return 0;
+}
+
 int
 kz_store_cmd(struct kz_store *s, int argc, const char **argv, redisReply **out,
     char *why, size_t wlen)
 {
+	struct kz_store_addr to;
 	redisReply *r;
+	int hops = 0;
 
 	if (s->rc->err) {
 		kz_why(why, wlen, "store connection lost");
 		return KZ_EUNAVAIL;
 	}
+again:
 	r = redisCommandArgv(s->rc, argc, argv, NULL);
 	if (r == NULL) {
 		/* Timeout or lost connection: the outcome is unknown. */
@@ -106,6 +126,19 @@ kz_store_cmd(struct kz_store *s, int argc, const char **argv, redisReply **out,
 	    kz_store_err_moved_primary(r->str)) {
 		/* A failover demoted this server: find the primary again. */
 		kz_why(why, wlen, "store is no longer the primary");
+		freeReplyObject(r);
+		return KZ_EUNAVAIL;
+	}
+	if (r->type == REDIS_REPLY_ERROR && hops < 3 &&
+	    kz_store_moved(r->str, &to)) {
+		freeReplyObject(r);
+		hops++;
+		if (follow(s, &to, why, wlen) != 0)
+			return KZ_EUNAVAIL;
+		goto again;
+	}
+	if (r->type == REDIS_REPLY_ERROR && kz_store_err_migrating(r->str)) {
+		kz_why(why, wlen, "store slot is being migrated");
 		freeReplyObject(r);
 		return KZ_EUNAVAIL;
 	}

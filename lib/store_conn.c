@@ -327,6 +327,44 @@ kz_store_err_moved_primary(const char *err)
 	return false;
 }
 
+/*
+ * Cluster redirects.  MOVED names the slot's new owner: the client goes
+ * there and asks again.  ASK (and TRYAGAIN) mean the deployment's slot is
+ * being migrated: the pool's scripts touch keys they cannot all declare
+ * (a random warm worker's record), so one run on either side of a
+ * half-moved slot could see half the pool.  The client answers that as a
+ * short unavailability instead (admission closes) and asks again later;
+ * a slot of one deployment's keys moves in milliseconds, and then MOVED
+ * says where it went.
+ */
+bool
+kz_store_moved(const char *err, struct kz_store_addr *to)
+{
+	char spec[KZ_STORE_HOST_MAX + 24], host[KZ_STORE_HOST_MAX];
+	const char *p, *colon;
+	size_t n;
+
+	if (strncmp(err, "MOVED ", 6) != 0 ||
+	    (p = strchr(err + 6, ' ')) == NULL ||
+	    (colon = strrchr(++p, ':')) == NULL ||
+	    (n = (size_t)(colon - p)) == 0 || n >= sizeof(host))
+		return false;
+	memcpy(host, p, n);
+	host[n] = '\0';
+	snprintf(spec, sizeof(spec),
+	    strchr(host, ':') != NULL ? "tcp:[%s]:%s" : "tcp:%s:%s", host,
+	    colon + 1);
+	return kz_store_addr_parse(spec, to, NULL, 0) == 0;
+}
+
+bool
+kz_store_err_migrating(const char *err)
+{
+	return strncmp(err, "ASK ", 4) == 0 ||
+	    strncmp(err, "TRYAGAIN", 8) == 0 ||
+	    strncmp(err, "CLUSTERDOWN", 11) == 0;
+}
+
 static redisContext *
 dial(const struct kz_store_addr *a, const struct kz_store_hostport *hp,
     struct timeval tv)

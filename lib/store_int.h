@@ -25,6 +25,11 @@ const char *kz_store_auth_user(void);
  * as their last ARGV (lib/pool.c, lib/lua/pool.lua). */
 struct kz_script;
 bool kz_pool_is_script(const struct kz_script *sc);
+/* A MOVED error's new owner, as a TCP address (store_conn.c). */
+struct kz_store_addr;
+bool kz_store_moved(const char *err, struct kz_store_addr *to);
+/* ASK, TRYAGAIN, CLUSTERDOWN: the slot is moving; ask again later. */
+bool kz_store_err_migrating(const char *err);
 /* Whether a ROLE reply says master. */
 bool kz_store_role_master(const redisReply *r);
 
