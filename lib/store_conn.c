@@ -89,7 +89,8 @@ parse_sentinels(const char *s, struct kz_store_addr *a)
 		comma = memchr(p, ',', (size_t)(slash - p));
 		if (comma == NULL)
 			comma = slash;
-		if (parse_hostport(p, (size_t)(comma - p), &a->hp[a->n]) != 0)
+		if (parse_hostport(p, (size_t)(comma - p), &a->hp[a->n]) != 0 ||
+		    (comma != slash && comma + 1 == slash))
 			return -1;
 		p = comma + 1;
 	}
