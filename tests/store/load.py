@@ -11,6 +11,9 @@
 # The checker (check.py) reads both.
 import asyncio, json, os, random, socket, struct, sys, time
 
+# LOAD_HOLD scales the time a lease is held (0: release at once, the bench).
+HOLD = float(os.environ.get("LOAD_HOLD", "1"))
+
 def now():
     return time.time()
 
@@ -42,6 +45,7 @@ async def one(host, sock, k, end, out):
     stop = os.environ.get("LOAD_STOP", "")
     while now() < end and not (stop and os.path.exists(stop)):
         seq += 1
+        t0 = now()
         try:
             r = await c.call({"v": 1, "op": "lease", "id": "l%d" % seq,
                               "actor": actor, "conversation": "c"})
@@ -56,10 +60,10 @@ async def one(host, sock, k, end, out):
             nap = min(nap * 2, 0.1)
             continue
         nap = 0.005
-        rec(ev="grant", t=t, worker=r["worker"], token=r["token"],
+        rec(ev="grant", t=t, lat=t - t0, worker=r["worker"], token=r["token"],
             lease_id=r["lease_id"], owner=actor,
             expires=r["expires_ms"] / 1000.0)
-        await asyncio.sleep(random.uniform(0.005, 0.03))
+        await asyncio.sleep(random.uniform(0.005, 0.03) * HOLD)
         ts = now()
         try:
             s = await c.call({"v": 1, "op": "release", "id": "r%d" % seq,
