@@ -306,6 +306,10 @@ kz_astore_new(struct event_base *base, const struct kz_astore_conf *c,
 		free(a);
 		return KZ_EINVAL;
 	}
+	if (kz_store_auth_usable(why, wlen) != 0) {
+		free(a);
+		return KZ_EUNAVAIL;
+	}
 	a->base = base;
 	a->c = *c;
 	if (a->c.reconnect_ms <= 0)

@@ -178,6 +178,8 @@ kz_store_scope(void)
 static struct {
 	char user[KZ_STORE_USER_MAX];
 	char *pass; /* sodium_malloc'd, KZ_STORE_PASS_MAX bytes */
+	bool denied; /* the file exists but is not this user's to read */
+	char why[160]; /* then why: every connect fails with it */
 } auth;
 
 void
@@ -195,6 +197,10 @@ kz_store_auth_set(void)
 	return auth.pass != NULL;
 }
 
+/* Whether the last read_pass could not open its file for want of
+ * permission (kz_store_conf's deferred case). */
+static bool open_denied;
+
 /* Reads the password file into buf; the file's checks come first. */
 static int
 read_pass(const char *file, char *buf, size_t len, char *why, size_t wlen)
@@ -204,6 +210,7 @@ read_pass(const char *file, char *buf, size_t len, char *why, size_t wlen)
 	int fd;
 
 	if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		open_denied = errno == EACCES;
 		kz_why(why, wlen, "KZ_STORE_PASSWORD_FILE: cannot open: %s",
 		    strerror(errno));
 		return KZ_ECONF;
@@ -262,6 +269,15 @@ kz_store_auth_load(const char *user, const char *pass_file, char *why,
 	return 0;
 }
 
+int
+kz_store_auth_usable(char *why, size_t wlen)
+{
+	if (!auth.denied)
+		return 0;
+	kz_why(why, wlen, "%s", auth.why);
+	return KZ_EUNAVAIL;
+}
+
 const char *
 kz_store_auth_user(void)
 {
@@ -301,8 +317,23 @@ kz_store_conf(const struct kz_conf *k, const char *run_dir, char *addr,
 		    "KZ_STORE_USER and KZ_STORE_PASSWORD_FILE go together");
 		return KZ_ECONF;
 	}
-	if (user != NULL && (e = kz_store_auth_load(user, pf, why, wlen)) != 0)
+	auth.denied = open_denied = false;
+	if (user != NULL &&
+	    (e = kz_store_auth_load(user, pf, auth.why, sizeof(auth.why))) !=
+	        0) {
+		/*
+		 * A file this user may not open is another user's (the
+		 * daemon's, or a systemd credential): an operator's command
+		 * that never reaches the store still runs, and every connect
+		 * fails with the reason.  Anything else is a config error.
+		 */
+		if (e != KZ_ENOMEM && open_denied) {
+			auth.denied = true;
+			return 0;
+		}
+		kz_why(why, wlen, "%s", auth.why);
 		return e == KZ_ENOMEM ? e : KZ_ECONF;
+	}
 	if (user == NULL && !kz_store_addr_local(&a)) {
 		kz_why(why, wlen,
 		    "KZ_STORE_SOCKET: a store off this host needs "
@@ -474,6 +505,8 @@ kz_store_connect(const struct kz_store_addr *a, int timeout_ms,
 	redisContext *rc;
 	int e, i;
 
+	if ((e = kz_store_auth_usable(why, wlen)) != 0)
+		return e;
 	if (a->kind == KZ_STORE_TCP)
 		to = &a->hp[0];
 	if (a->kind == KZ_STORE_SENTINEL) {

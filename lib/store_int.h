@@ -19,6 +19,9 @@ int kz_store_prefixed(const char *prefix, const char *suffix, char *buf,
     size_t len);
 /* The AUTH command into argv (3), or 0 when no credentials are set. */
 int kz_store_auth_argv(const char *argv[3]);
+/* KZ_EUNAVAIL (with why) when the configured password file was not ours
+ * to read: no connection can authenticate. */
+int kz_store_auth_usable(char *why, size_t wlen);
 /* The ACL user name of the credentials ("" when none). */
 const char *kz_store_auth_user(void);
 /* Whether sc is one of the pool's scripts, which take the host's scope
