@@ -36,13 +36,100 @@ struct kz_script {
 };
 
 /*
+ * This process's host in a pool shared by several (LEASE_HOST, kz-lease(8)),
+ * which every pool script (lib/pool.c) gets as its last ARGV:
+ * letters, digits, '.', '-', '_', at most 64; "" (the default) is the
+ * single-host layout.  One per process, like the credentials.
+ */
+#define KZ_STORE_SCOPE_MAX 64
+KZ_WUR int kz_store_scope_set(const char *scope);
+const char *kz_store_scope(void);
+
+/*
  * The one reader of that convention: the CODE of a script's parsed reply
  * when it is a refusal (and *reason, when reason is not NULL, its REASON
  * or ""), NULL when it is a result.  Both point into res.
  */
 const char *kz_store_refusal(const cJSON *res, const char **reason);
 
-/* Connects to sock; dep names the deployment (the hash tag). */
+/*
+ * Store addresses (kz-store(7), ADDRESSES), the one syntax of every
+ * client's KZ_STORE_SOCKET: a path or "unix:PATH" (a Unix socket),
+ * "tcp:HOST:PORT" (IPv6 as "[ADDR]"), or
+ * "sentinel:HOST:PORT[,HOST:PORT...]/NAME" (ask those sentinels where the
+ * primary NAME is).  HOST is a literal address: a name would need a
+ * blocking resolver on the daemons' event loop.
+ */
+#define KZ_STORE_ADDR_MAX 108
+#define KZ_STORE_HOST_MAX 48
+#define KZ_STORE_SENTINELS_MAX 8
+#define KZ_STORE_USER_MAX 64
+#define KZ_STORE_PASS_MAX 256
+
+enum kz_store_kind { KZ_STORE_UNIX, KZ_STORE_TCP, KZ_STORE_SENTINEL };
+
+struct kz_store_hostport {
+	char host[KZ_STORE_HOST_MAX];
+	int port;
+};
+
+struct kz_store_addr {
+	enum kz_store_kind kind;
+	char path[KZ_STORE_ADDR_MAX]; /* unix */
+	int n; /* tcp: 1; sentinel: how many sentinels */
+	struct kz_store_hostport hp[KZ_STORE_SENTINELS_MAX];
+	char name[KZ_STORE_HOST_MAX]; /* sentinel: the primary's name */
+};
+
+KZ_WUR int kz_store_addr_parse(const char *spec, struct kz_store_addr *a,
+    char *why, size_t wlen);
+/* Whether every host of a is on this machine (127/8, ::1). */
+bool kz_store_addr_local(const struct kz_store_addr *a);
+
+/*
+ * The store's ACL user and password, one set per process (a process
+ * speaks to one store; every connection of it, sentinels included,
+ * authenticates with them).  The password comes from a file that must be
+ * a regular file not readable by group or others; it is kept in locked
+ * memory, wiped on clear, and never copied into a why.
+ */
+KZ_WUR int kz_store_auth_load(const char *user, const char *pass_file,
+    char *why, size_t wlen);
+void kz_store_auth_clear(void);
+bool kz_store_auth_set(void);
+
+/*
+ * The store keys of a client's config: KZ_STORE_SOCKET (default
+ * RUN/store.sock), KZ_STORE_USER and KZ_STORE_PASSWORD_FILE.  Writes the
+ * address into addr and loads the credentials.  KZ_ECONF (exit 2) for a
+ * bad address, a password file that is missing or readable by others, one
+ * of user and password without the other, and a TCP or Sentinel store off
+ * this machine without authentication (there is no TLS in this
+ * distribution's hiredis: the hop must be encrypted outside, kz-store(7)).
+ */
+#define KZ_STORE_CONF_KEYS                                                     \
+	"KZ_STORE_SOCKET", "KZ_STORE_USER", "KZ_STORE_PASSWORD_FILE"
+struct kz_conf;
+KZ_WUR int kz_store_conf(const struct kz_conf *k, const char *run_dir,
+    char *addr, size_t len, char *why, size_t wlen);
+
+/*
+ * Blocking: connects to the primary of a (asking the sentinels first for
+ * a Sentinel address), authenticates, and checks ROLE says master.
+ * KZ_EUNAVAIL with a one-line why (never the password) otherwise.
+ */
+KZ_WUR int kz_store_connect(const struct kz_store_addr *a, int timeout_ms,
+    redisContext **out, char *why, size_t wlen);
+
+/*
+ * Whether an error reply means "this server is not the primary to write
+ * to now" (READONLY, MASTERDOWN, LOADING, ...): the caller drops the
+ * connection and finds the primary again.
+ */
+bool kz_store_err_moved_primary(const char *err);
+
+/* Connects to sock (a store address); dep names the deployment (the hash
+ * tag). */
 KZ_WUR int kz_store_open(const char *sock, const char *dep, int timeout_ms,
     struct kz_store **out, char *why, size_t wlen);
 void kz_store_free(struct kz_store *s);
@@ -110,6 +197,9 @@ bool kz_astore_connected(const struct kz_astore *a);
 const char *kz_astore_prefix(const struct kz_astore *a);
 KZ_WUR int kz_astore_key(const struct kz_astore *a, const char *suffix,
     char *buf, size_t len);
+/* Why the last connection attempt failed ("" once connected): a line
+ * for the operator's log, never a credential. */
+const char *kz_astore_why(const struct kz_astore *a);
 /* Drops the connection now (and reconnects later); used after a timeout. */
 void kz_astore_drop(struct kz_astore *a);
 

@@ -16,6 +16,7 @@
 #include "kz_pool.h"
 #include "kz_store.h"
 #include "kz_lua.h"
+#include "store_int.h"
 #include "banned.h"
 
 /*
@@ -46,6 +47,12 @@ struct kz_script kz_pool_scripts[KZ_POOL_NSCRIPTS] = {
     [KZ_POOL_STATUS] = {"status", POOL KZ_LUA_POOL_STATUS, ""},
     [KZ_POOL_GET] = {"get", POOL KZ_LUA_POOL_GET, ""},
 };
+
+bool
+kz_pool_is_script(const struct kz_script *sc)
+{
+	return sc >= kz_pool_scripts && sc < kz_pool_scripts + KZ_POOL_NSCRIPTS;
+}
 
 const char *
 kz_pool_script_name(enum kz_pool_script which)

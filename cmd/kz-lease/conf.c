@@ -7,13 +7,16 @@
 #include "kz_conf.h"
 #include "kz_frame.h"
 #include "kz_srv.h"
+#include "kz_store.h"
 #include "lease.h"
 #include "banned.h"
 
 static const char *const known[] = {
     "KZ_SOCKET",
     "KZ_RUN_DIR",
-    "KZ_STORE_SOCKET",
+    /* The store: address and credentials (kz_store.h). */
+    KZ_STORE_CONF_KEYS,
+    "LEASE_HOST",
     "KZ_AUDIT_SOCKET",
     "KZ_FIELD_KEY_FILE",
     KZ_SRV_PEER_KEYS,
@@ -130,8 +133,8 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	if (kz_run_dir(k, c->run_dir, sizeof(c->run_dir), why, wlen) != 0 ||
 	    kz_conf_sock(k, "KZ_SOCKET", rd, "kz-lease", c->sock,
 	        sizeof(c->sock), why, wlen) != 0 ||
-	    kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store", c->store_sock,
-	        sizeof(c->store_sock), why, wlen) != 0 ||
+	    kz_store_conf(k, rd, c->store_sock, sizeof(c->store_sock), why,
+	        wlen) != 0 ||
 	    kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock), why,
 	        wlen) != 0)
 		return KZ_ECONF;
@@ -163,6 +166,24 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 	    strcmp(kz_conf_origin(k, "LEASE_CONTROLLER"), "default") == 0)
 		e |= ctl_default(c->controller, sizeof(c->controller), bindir);
 	return e ? KZ_ECONF : 0;
+}
+
+/*
+ * LEASE_HOST: this host's name in a pool that kz-lease processes on
+ * several hosts share (kz-lease(8), SEVERAL HOSTS); every pool script
+ * gets it (kz_store_scope).
+ */
+static int
+load_host(const struct kz_conf *k, char *why, size_t wlen)
+{
+	if (kz_store_scope_set(kz_conf_str(k, "LEASE_HOST", "")) != 0) {
+		kz_why(why, wlen,
+		    "LEASE_HOST: letters, digits, '.', '-', '_', at most "
+		    "%d",
+		    KZ_STORE_SCOPE_MAX);
+		return KZ_ECONF;
+	}
+	return 0;
 }
 
 /*
@@ -263,6 +284,7 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	if ((e = load_paths(c, k, self, why, wlen)) != 0 ||
 	    (e = load_ints(c, k, why, wlen)) != 0 ||
 	    (e = load_ids(c, k, why, wlen)) != 0 ||
+	    (e = load_host(k, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (e = kz_conf_bool(k, "LEASE_STOP_WORKERS", true, &c->stop_workers,

@@ -9,6 +9,7 @@
 
 #include "kz_conf.h"
 #include "kz_srv.h"
+#include "kz_store.h"
 #include "kzp.h"
 #include "kzp_conf.h"
 #include "banned.h"
@@ -18,7 +19,8 @@ const char *const kzp_conf_keys[] = {
     "KZ_RUN_DIR",
     "KZ_FIELD_KEY_FILE",
     "KZ_AUDIT_SOCKET",
-    "KZ_STORE_SOCKET",
+    /* The store: address and credentials (kz_store.h). */
+    KZ_STORE_CONF_KEYS,
     "KZ_DEPLOYMENT",
     KZ_SRV_PEER_KEYS,
     "KZ_FRAME_MAX",
@@ -58,8 +60,8 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 
 	/* Every socket's default is the one rule of kaizen.conf(5). */
 	if ((e = kz_run_dir(k, run, sizeof(run), why, wlen)) != 0 ||
-	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", run, "store", c->store_sock,
-	         sizeof(c->store_sock), why, wlen)) != 0 ||
+	    (e = kz_store_conf(k, run, c->store_sock, sizeof(c->store_sock),
+	         why, wlen)) != 0 ||
 	    (e = kz_conf_sock(k, "KZ_SOCKET", run, "kz-project", sock,
 	         sizeof(sock), why, wlen)) != 0 ||
 	    (e = kz_conf_audit(k, run, c->audit_sock, sizeof(c->audit_sock),

@@ -22,7 +22,7 @@
 #include "reset.h"
 #include "banned.h"
 
-static const char *const known[] = {"KZ_STORE_SOCKET", "KZ_AUDIT_SOCKET",
+static const char *const known[] = {KZ_STORE_CONF_KEYS, "KZ_AUDIT_SOCKET",
     "KZ_AUDIT", "KZ_RUN_DIR", "KZ_DEPLOYMENT", "LEASE_WORKERS_DIR",
     "RESET_IO_TIMEOUT_MS", "RESET_STORE_TIMEOUT_MS", NULL};
 
@@ -47,8 +47,8 @@ load_conf(struct reset_conf *c, const char *path, char *why, size_t wlen)
 	/* Every socket's default is KZ_RUN_DIR/NAME.sock, the rule of
 	 * kaizen.conf(5)'s DEFAULTS. */
 	if ((e = kz_run_dir(k, rd, sizeof(rd), why, wlen)) != 0 ||
-	    (e = kz_conf_sock(k, "KZ_STORE_SOCKET", rd, "store", c->store_sock,
-	         sizeof(c->store_sock), why, wlen)) != 0 ||
+	    (e = kz_store_conf(k, rd, c->store_sock, sizeof(c->store_sock), why,
+	         wlen)) != 0 ||
 	    (e = kz_conf_audit(k, rd, c->audit_sock, sizeof(c->audit_sock), why,
 	         wlen)) != 0)
 		goto out;
@@ -196,8 +196,8 @@ reset(const struct reset_conf *c, const char *id, const char *token)
 	if ((e = kz_store_open(c->store_sock, c->dep, (int)c->store_timeout_ms,
 	         &s, why, sizeof(why))) != 0 ||
 	    (e = fetch(s, id, token, &w, why, sizeof(why))) < 0) {
-		fprintf(stderr, "kz-reset: store unavailable at %s\n",
-		    c->store_sock);
+		fprintf(stderr, "kz-reset: store unavailable at %s: %s\n",
+		    c->store_sock, why);
 		rc = KZ_EXIT_UNAVAIL;
 		goto out;
 	}

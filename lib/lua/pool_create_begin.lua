@@ -8,6 +8,6 @@ if n >= cap then return fail('capacity', 'pool is at capacity') end
 local t = now()
 local tok = newtok(EP)
 redis.call('HSET', W(id), 'state', 'creating', 'token', tok, 'since', t,
-  'created', t)
+  'created', t, 'ctl', SC)
 redis.call('SADD', S('creating'), id)
 return done(opid, {id = id, token = tok})

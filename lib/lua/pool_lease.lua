@@ -21,7 +21,7 @@ move(id, 'warm', 'leased', t)
 redis.call('HSET', W(id), 'token', tok, 'owner', member, 'wskey', wskey,
   'lease', lid, 'expires', exp)
 if rid and rid ~= '' then redis.call('HSET', W(id), 'rid', rid) end
-redis.call('ZADD', P .. 'exp', exp, id)
+redis.call('ZADD', X(), exp, id)
 redis.call('HINCRBY', P .. 'members', member, 1)
 redis.call('SET', P .. 'l:' .. lid, id)
 return done(opid, {worker = id, endpoint = h[3], gen = h[4], lease_id = lid,

@@ -8,5 +8,5 @@ end
 local t = now()
 if tonumber(h[3]) <= t then return fail('stale_token', 'lease expired') end
 redis.call('HSET', W(id), 'expires', t + ttl)
-redis.call('ZADD', P .. 'exp', t + ttl, id)
+redis.call('ZADD', X(SOF(id)), t + ttl, id)
 return done(opid, {worker = id, expires_ms = t + ttl, ttl_ms = ttl})

@@ -24,6 +24,8 @@
 #      kernel memory its cgroup's memory controller reports, beside an idle
 #      bwrap --unshare-all sandbox's (bwrap and its child, in a memory
 #      cgroup of its own);
+#  (e) the store over TCP loopback against the Unix socket, and a
+#      Sentinel failover mid-load (below; ONLY=e runs it alone);
 # and the ratios against the targets: (b) >= 800 cycles/s on 2 cores,
 # c50 <= 0.8 x bwrap50 and <= 3 x floor50, snapshots p50 <= 1.5 x c50,
 # PSS per warm worker <= 1 MiB.
@@ -73,6 +75,107 @@ wait_warm() { # wait_warm SOCK N
 	done
 	echo "bench: the pool did not become warm" >&2; exit 3
 }
+
+# (e) the store over TCP and through a failover (kz-store(7)): one store
+# with an ACL user on both its Unix socket and TCP loopback, the same
+# kz-lease and pool of EPOOL real workers on each address in turn, 32
+# clients of tests/store/load.py releasing at once (cycles/s: leases whose
+# release was accepted; p99 of the lease call); then a primary, two
+# replicas and three sentinels on loopback, the primary SIGKILLed
+# mid-load: the sentinels' failover time, the seconds admission was
+# closed, the time to the first lease after the kill (the new epoch
+# retires the warm pool, kz-lease(8) FAILOVER) and the cycles lost
+# against the rate before the kill.
+LOADPY=$TOP/tests/store/load.py
+e_lease() { # e_lease DIR ADDR DEP: kz-lease on ADDR, its pid in ELP
+	(
+		export KZ_RUN_DIR=$1 KZ_STORE_SOCKET=$2 KZ_DEPLOYMENT=$3 KZ_FIELD_KEY_FILE=$E/field.key KZ_AUDIT=off
+		export KZ_STORE_USER=kz KZ_STORE_PASSWORD_FILE=$E/pass
+		export LEASE_CAPACITY=${EPOOL:-8} LEASE_MEMBER_LIMIT=64 LEASE_STORE_TIMEOUT_MS=500
+		exec "$BIN/kz-lease" serve --socket "$1/kz-lease.sock" 2>"$1/lease.log"
+	) & ELP=$!; PIDS="$PIDS $ELP"
+	for _ in $(seq 100); do [ -S "$1/kz-lease.sock" ] && break; sleep 0.05; done
+	wait_warm "$1/kz-lease.sock" "${EPOOL:-8}"
+}
+e_stats() { # e_stats JSONL T0 T1: cycles/s and lease p99 (ms) in [T0, T1]
+	python3 -c 'import json,sys; ev=[json.loads(l) for l in open(sys.argv[1])]; a,b=float(sys.argv[2]),float(sys.argv[3])
+ok={e["lease_id"] for e in ev if e["ev"]=="release" and e["ok"]}
+g=[e for e in ev if e["ev"]=="grant" and a<=e["t"]<=b]; lat=sorted(e["lat"] for e in g) or [0]
+print("%.0f %.3f" % (sum(1 for e in g if e["lease_id"] in ok)/(b-a), lat[min(len(lat)-1,int(0.99*len(lat)))]*1000))' "$@"
+}
+e_cycles() { # e_cycles DIR ADDR DEP: prints cycles/s and p99
+	local t0
+	mkdir -p "$1"; chmod 0755 "$1"
+	e_lease "$1" "$2" "$3"
+	t0=$(date +%s.%N)
+	LOAD_HOLD=0 python3 "$LOADPY" clients e "$1/kz-lease.sock" 32 "$SECS" "$1/load.jsonl"
+	kill "$ELP"; wait "$ELP" 2>/dev/null
+	e_stats "$1/load.jsonl" "$t0" "$(date +%s.%N)"
+}
+part_e() {
+	local port=$((40000 + $$ % 10000)) i pw
+	E=$T/e; mkdir -p "$E"; chmod 0755 "$E"
+	head -c 32 /dev/urandom >"$E/field.key"; chmod 600 "$E/field.key"
+	pw="pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	printf '%s\n' "$pw" >"$E/pass"; chmod 600 "$E/pass"
+	printf 'port %s\nbind 127.0.0.1\nunixsocket %s\nunixsocketperm 600\ndir %s\nsave ""\nappendonly yes\nuser default off\nuser kz on >%s ~* &* +@all\n' \
+		"$port" "$E/store.sock" "$E" "$pw" >"$E/store.conf"
+	chmod 600 "$E/store.conf"
+	"$srv" "$E/store.conf" --daemonize no --loglevel warning >/dev/null 2>&1 & PIDS="$PIDS $!"
+	for _ in $(seq 100); do [ -S "$E/store.sock" ] && break; sleep 0.05; done
+	read -r eu eup < <(e_cycles "$E/unix" "unix:$E/store.sock" bu)
+	read -r et etp < <(e_cycles "$E/tcp" "tcp:127.0.0.1:$port" bt)
+	# Failover: a primary, two replicas, three sentinels on loopback.
+	local P=$((port + 1)) S=$((port + 11)) n
+	for n in 0 1 2; do
+		printf 'port %s\nbind 127.0.0.1\ndir %s\nsave ""\nappendonly no\nuser default off\nuser kz on >%s ~* &* +@all\nmasteruser kz\nmasterauth %s\n%s\n' \
+			$((P + n)) "$E" "$pw" "$pw" "$([ $n = 0 ] || echo "replicaof 127.0.0.1 $P")" >"$E/r$n.conf"
+		sed -i "s|^dir .*|dir $E/r$n|" "$E/r$n.conf"; mkdir -p "$E/r$n"
+		"$srv" "$E/r$n.conf" --daemonize no --loglevel warning >/dev/null 2>&1 & PIDS="$PIDS $!"
+		[ $n = 0 ] && { EPRIM=$!; sleep 0.3; }
+	done
+	for n in 0 1 2; do
+		mkdir -p "$E/s$n"
+		printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor kzb 127.0.0.1 %s 2\nsentinel down-after-milliseconds kzb 1000\nsentinel failover-timeout kzb 3000\nsentinel auth-user kzb kz\nsentinel auth-pass kzb %s\nsentinel sentinel-user kz\nsentinel sentinel-pass %s\nuser default off\nuser kz on >%s ~* &* +@all\n' \
+			$((S + n)) "$E/s$n" "$P" "$pw" "$pw" "$pw" >"$E/s$n.conf"
+		"$(command -v valkey-sentinel || command -v redis-sentinel)" "$E/s$n.conf" --daemonize no --loglevel warning >/dev/null 2>&1 & PIDS="$PIDS $!"
+	done
+	ecli() { redis-cli -p "$1" --user kz --pass "$pw" --no-auth-warning "${@:2}"; }
+	for _ in $(seq 150); do
+		[ "$(ecli "$S" SENTINEL sentinels kzb 2>/dev/null | grep -c '^name$')" = 2 ] &&
+			[ "$(ecli "$P" INFO replication | grep -c state=online)" = 2 ] && break
+		sleep 0.1
+	done
+	mkdir -p "$E/f"; chmod 0755 "$E/f"
+	e_lease "$E/f" "sentinel:127.0.0.1:$S,127.0.0.1:$((S + 1)),127.0.0.1:$((S + 2))/kzb" bf
+	local fsecs=$((SECS * 4 > 16 ? SECS * 4 : 16)) tk tn
+	LOAD_HOLD=0 python3 "$LOADPY" clients f "$E/f/kz-lease.sock" 32 "$fsecs" "$E/f/load.jsonl" &
+	local LP=$!
+	sleep 4
+	tk=$(date +%s.%N); kill -9 "$EPRIM"
+	for _ in $(seq 200); do
+		[ "$(ecli "$S" SENTINEL get-master-addr-by-name kzb | sed -n 2p)" != "$P" ] && break; sleep 0.05
+	done
+	tn=$(date +%s.%N)
+	wait "$LP"
+	read -r efo efc eff efl < <(python3 -c 'import json,sys; ev=[json.loads(l) for l in open(sys.argv[1])]; k,n=float(sys.argv[2]),float(sys.argv[3])
+end=max(e.get("t",0) for e in ev); start=min(e.get("t",9e18) for e in ev)
+g=[e["t"] for e in ev if e["ev"]=="grant"]; before=[t for t in g if start+1<=t<k]
+rate=len(before)/max(k-start-1,0.1)
+cl=[e["t"] for e in ev if e["ev"]=="refuse" and e["code"] in ("admission_closed","no_answer") and e["t"]>=k]
+first=min([t for t in g if t>k]+[end])
+print("%.2f %.2f %.2f %.0f" % (n-k, (max(cl)-min(cl)) if cl else 0, first-k, max(0, rate*(end-k)-sum(1 for t in g if t>k))))' "$E/f/load.jsonl" "$tk" "$tn")
+	kill "$ELP"; wait "$ELP" 2>/dev/null
+}
+print_e() {
+	printf '(e) store over Unix socket, 32 clients %10.0f cycles/s  lease p99 %8.3f ms (pool %s, ACL auth)\n' "$eu" "$eup" "${EPOOL:-8}"
+	printf '    store over TCP loopback              %10.0f cycles/s  lease p99 %8.3f ms; TCP/Unix = %.2f (target >= 0.8)\n' \
+		"$et" "$etp" "$(python3 -c "print($et/max($eu,1))")"
+	printf '    failover: sentinels named a primary %8.2f s after the kill; admission closed %.2f s (target <= %.2f + 2)\n' \
+		"$efo" "$efc" "$efo"
+	printf '              first lease %.2f s after the kill (pool retired: new epoch); cycles lost %s\n' "$eff" "$efl"
+}
+if [ "${ONLY:-}" = e ]; then part_e; print_e; exit 0; fi
 
 # (a) the store's ceiling: one EVALSHA round trip of a script of the same
 # shape as the pool's (reads and writes keys under one hash tag).
@@ -174,4 +277,5 @@ print("c50/bwrap50 = %.2f (target <= 0.8); c50/floor50 = %.2f (target <= 3)" % (
 print("snapshots p50 / c50 = %.2f (target <= 1.5)" % (cs/c))
 print("PSS per warm worker = %.0f KiB (target <= 1024), %.2f of the idle bwrap sandbox" %
       (wp/max(nw,1), wp/max(nw,1)/max(bp,1)))' "$a" "$b" "$c50" "$cs50" "$w50" "$f50" "$wp" "$nw" "$bp"
+part_e; print_e
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; CPU time stolen by the host during the run: $(steal_since "$ST0")"

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <event2/event.h>
 
 #include "kz_frame.h"
@@ -419,6 +420,109 @@ START_TEST(test_async_bad_conf)
 }
 END_TEST
 
+/* A raw command on a connection of our own, past every kz check. */
+static void
+raw(const char *auth_pw, const char *cmd)
+{
+	redisContext *rc = redisConnectUnix(ts_sock);
+	redisReply *r;
+
+	ck_assert(rc != NULL && !rc->err);
+	if (auth_pw != NULL) {
+		r = redisCommand(rc, "AUTH kz %s", auth_pw);
+		ck_assert(r != NULL && r->type != REDIS_REPLY_ERROR);
+		freeReplyObject(r);
+	}
+	r = redisCommand(rc, cmd);
+	ck_assert_msg(r != NULL && r->type != REDIS_REPLY_ERROR, "%s", cmd);
+	freeReplyObject(r);
+	redisFree(rc);
+}
+
+/*
+ * A replica is never written to: the handshake's ROLE keeps the client
+ * down (and says why) while the server is a replica, a demoted primary's
+ * READONLY drops the connection, and the client comes up by itself once
+ * the server is a primary again.
+ */
+START_TEST(test_async_replica_refused)
+{
+	const char *set[] = {"SET", "kz:{t}:x", "1"};
+	struct kz_store *s = NULL;
+	char why[160] = "";
+
+	anew(ts_sock, 300);
+	ck_assert(spin(&res.ups, 1, 3000));
+	raw(NULL, "REPLICAOF 127.0.0.1 1");
+	ck_assert_int_eq(kz_astore_cmd(as, 3, set, on_reply, &res), 0);
+	ck_assert(spin(&res.n, 1, 3000));
+	ck_assert_int_eq(res.err, KZ_EUNAVAIL);
+	ck_assert_int_eq(res.downs, 1);
+	ck_assert(!spin(&res.ups, 2, 800));
+	ck_assert(!kz_astore_connected(as));
+	ck_assert_ptr_nonnull(strstr(kz_astore_why(as), "not a primary"));
+	ck_assert_int_eq(kz_astore_cmd(as, 3, set, on_reply, &res),
+	    KZ_EUNAVAIL);
+	ck_assert_int_eq(kz_store_open(ts_sock, "t", 500, &s, why, sizeof(why)),
+	    KZ_EUNAVAIL);
+	ck_assert_ptr_nonnull(strstr(why, "not a primary"));
+	raw(NULL, "REPLICAOF NO ONE");
+	ck_assert(spin(&res.ups, 2, 3000));
+	afree();
+}
+END_TEST
+
+static void
+write_pw(const char *path, const char *pw)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert(f != NULL);
+	fprintf(f, "%s\n", pw);
+	fclose(f);
+	ck_assert(chmod(path, 0600) == 0);
+}
+
+/* ACL authentication, blocking and async: refused without credentials or
+ * with a wrong password (the reason names the user, never a password). */
+START_TEST(test_auth)
+{
+	char good[96], bad[96], why[160] = "";
+	struct kz_store *s = NULL;
+
+	snprintf(good, sizeof(good), "%s/good.pw", ts_dir);
+	snprintf(bad, sizeof(bad), "%s/bad.pw", ts_dir);
+	write_pw(good, "Gd-pw-1");
+	write_pw(bad, "Bd-pw-2");
+	raw(NULL, "ACL SETUSER kz on >Gd-pw-1 ~* &* +@all");
+	raw(NULL, "ACL SETUSER default off");
+	kz_store_auth_clear();
+	ck_assert_int_eq(kz_store_open(ts_sock, "t", 500, &s, why, sizeof(why)),
+	    KZ_EUNAVAIL);
+	ck_assert_ptr_nonnull(strstr(why, "requires authentication"));
+	ck_assert_int_eq(kz_store_auth_load("kz", bad, why, sizeof(why)), 0);
+	ck_assert_int_eq(kz_store_open(ts_sock, "t", 500, &s, why, sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_ptr_nonnull(
+	    strstr(why, "refused authentication for user kz"));
+	ck_assert_ptr_null(strstr(why, "pw-"));
+	anew(ts_sock, 300);
+	ck_assert(!spin(&res.ups, 1, 600));
+	ck_assert_ptr_nonnull(
+	    strstr(kz_astore_why(as), "refused authentication"));
+	afree();
+	ck_assert_int_eq(kz_store_auth_load("kz", good, why, sizeof(why)), 0);
+	ck_assert_int_eq(kz_store_open(ts_sock, "t", 500, &s, why, sizeof(why)),
+	    0);
+	kz_store_free(s);
+	anew(ts_sock, 300);
+	ck_assert(spin(&res.ups, 1, 3000));
+	afree();
+	raw("Gd-pw-1", "ACL SETUSER default on nopass ~* &* +@all");
+	kz_store_auth_clear();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -447,6 +551,8 @@ main(void)
 	tcase_add_test(ta, test_async_timeout_and_reconnect);
 	tcase_add_test(ta, test_async_unreachable_and_free);
 	tcase_add_test(ta, test_async_bad_conf);
+	tcase_add_test(ta, test_async_replica_refused);
+	tcase_add_test(ta, test_auth);
 	suite_add_tcase(s, ta);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,81 @@
+#!/bin/bash
+# The pool on a three-primary Redis Cluster: every key of the deployment
+# has one hash tag, so every script runs in one slot; kz-lease and
+# kz-reset pointed at a node that does not own the slot follow MOVED; the
+# lease, release and reset (publish) scripts keep working through a
+# migration of the deployment's slot to another primary (ASK and TRYAGAIN
+# close admission for a moment; MOVED then names the new owner).
+. "$(dirname "$0")/lib.sh"
+plan 11
+SRV=$(command -v valkey-server || command -v redis-server)
+B=$((31000 + $$ % 10000))
+for p in $B $((B + 1)) $((B + 2)); do
+	mkdir -p "$T/n$p"
+	bg "$SRV" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+		--cluster-config-file "$T/n$p/nodes.conf" --dir "$T/n$p" --save '' \
+		--appendonly no --daemonize no --loglevel warning --logfile "$T/n$p/log"
+done
+cli() { redis-cli -p "$@"; }
+for p in $B $((B + 1)) $((B + 2)); do
+	for i in $(seq 50); do cli "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+redis-cli --cluster create 127.0.0.1:$B 127.0.0.1:$((B + 1)) 127.0.0.1:$((B + 2)) \
+	--cluster-yes >"$T/create.log" 2>&1
+for i in $(seq 100); do cli $B cluster info | grep -q 'cluster_state:ok' && break; sleep 0.1; done
+t "a three-primary cluster" sh -c "cli() { redis-cli -p \"\$@\"; }; cli $B cluster info | grep -q cluster_state:ok"
+SLOT=$(cli $B cluster keyslot 'kz:{default}:')
+owner() { # the port of the node serving SLOT
+	cli $B cluster nodes | awk -v s="$SLOT" '$3 ~ /master/ { for (i = 9; i <= NF; i++) {
+		split($i, r, "-"); if (r[2] == "") r[2] = r[1]; if (s >= r[1] && s <= r[2]) { sub(/@.*/, "", $2); sub(/.*:/, "", $2); print $2 } } }'
+}
+id_of() { cli "$1" cluster myid; }
+OWN=$(owner)
+for p in $B $((B + 1)) $((B + 2)); do [ "$p" != "$OWN" ] && { OTHER=$p; break; }; done
+for p in $B $((B + 1)) $((B + 2)); do [ "$p" != "$OWN" ] && [ "$p" != "$OTHER" ] && DST=$p; done
+diag "slot $SLOT on $OWN; kz-lease pointed at $OTHER; migration to $DST"
+
+head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
+CG=kzt-$$
+on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+export KZ_AUDIT=off KZ_RUN_DIR=$T STANDIN_CGROUP=$CG KZ_FIELD_KEY_FILE=$T/field.key
+export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+export LEASE_CAPACITY=2 LEASE_STORE_TIMEOUT_MS=500 LEASE_RECONCILE_MS=300
+export KZ_STORE_SOCKET=tcp:127.0.0.1:$OTHER
+S=$T/kz-lease.sock
+bg kz-lease serve --socket "$S" 2>"$T/lease.log"
+wait_sock "$S"
+st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+cycle() { # lease and release once
+	kz-lease lease --socket "$S" --actor a --conversation c >"$T/l" 2>&1 || return 1
+	kz-lease release --socket "$S" --lease-id "$(python3 -c "import json; print(json.load(open('$T/l'))['lease_id'])")" \
+		--token "$(python3 -c "import json; print(json.load(open('$T/l'))['token'])")" >/dev/null 2>&1
+}
+t "kz-lease follows MOVED to the slot's owner: two workers warm" wait_for warm 2
+t "lease and release on the cluster" cycle
+t "the released worker is published warm again (reset)" wait_for warm 2
+n_own=$(cli "$OWN" cluster countkeysinslot "$SLOT")
+is "$(cli "$OWN" dbsize)" "$n_own" "every key of the deployment is in its one slot ($n_own keys)"
+rc_is 1 "kz-reset (the blocking client) follows MOVED too (stale_token)" \
+	kz-reset --worker nosuch --token x:1
+
+# Migrate the slot, as redis-cli --cluster reshard does, with leases going on.
+( while [ ! -f "$T/mig.done" ]; do cycle; sleep 0.05; done ) >/dev/null 2>&1 &
+_pids="$_pids $!"
+cli "$DST" cluster setslot "$SLOT" importing "$(id_of "$OWN")" >/dev/null
+cli "$OWN" cluster setslot "$SLOT" migrating "$(id_of "$DST")" >/dev/null
+sleep 0.5
+while :; do
+	keys=$(cli "$OWN" cluster getkeysinslot "$SLOT" 50)
+	[ -z "$keys" ] && break
+	# shellcheck disable=SC2086
+	cli "$OWN" migrate 127.0.0.1 "$DST" "" 0 5000 keys $keys >/dev/null
+done
+for p in $B $((B + 1)) $((B + 2)); do cli "$p" cluster setslot "$SLOT" node "$(id_of "$DST")" >/dev/null; done
+touch "$T/mig.done"
+is "$(owner)" "$DST" "the slot now lives on another primary"
+t "the pool is warm again after the migration" wait_for warm 2 150
+t "lease and release after the migration" cycle
+is "$(cli "$OWN" dbsize)" 0 "nothing of the deployment is left on the old owner"
+t "its keys are all on the new owner" test "$(cli "$DST" cluster countkeysinslot "$SLOT")" -gt 0
+done_testing
