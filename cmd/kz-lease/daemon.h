@@ -76,6 +76,8 @@ struct lease_daemon {
 	bool store_ok, inv_ok, draining, open;
 	char epoch[KZ_POOL_EPOCH_HEX + 1];
 	char closed_why[64];
+	/* The store client's last connect failure, as last logged. */
+	char store_why[200];
 	/* "worker ID: REASON" of the last start that failed; "" when none. */
 	char last_fail[LEASE_FAIL_MAX + 96];
 	int64_t next_reconcile, next_sweep, next_snap_sweep;

@@ -120,6 +120,22 @@ sig_cb(evutil_socket_t sig, short ev, void *arg)
 	event_base_loopbreak(d->base);
 }
 
+/* While the store is unreachable, logs why the client cannot connect (a
+ * wrong password, no primary, a refused address) once each time the reason
+ * changes, so the operator sees why admission stays closed. */
+static void
+log_store_why(struct lease_daemon *d)
+{
+	const char *why = kz_astore_why(d->st);
+
+	if (d->store_ok || why == NULL || strcmp(why, d->store_why) == 0)
+		return;
+	snprintf(d->store_why, sizeof(d->store_why), "%s", why);
+	if (why[0] != '\0')
+		kz_log(KZ_LOG_WARN, "store.unavailable", KZ_EUNAVAIL, why,
+		    NULL);
+}
+
 static void
 tick_cb(evutil_socket_t fd, short ev, void *arg)
 {
@@ -127,6 +143,7 @@ tick_cb(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	log_store_why(d);
 	admission_update(d);
 	ready_tick(d);
 	if (!d->store_ok)

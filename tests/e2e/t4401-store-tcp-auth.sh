@@ -7,7 +7,7 @@
 # status kaizen.conf(5) gives (2 for configuration, 3 for a store that
 # refuses us); the password appears in no log, output or error.
 . "$(dirname "$0")/lib.sh"
-plan 23
+plan 25
 SRV=$(command -v valkey-server || command -v redis-server)
 PW="pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 PORT=$((30000 + $$ % 20000))
@@ -80,6 +80,14 @@ rc_is 2 "the same for a Sentinel address (kz-project)" \
 	env -u KZ_STORE_USER -u KZ_STORE_PASSWORD_FILE \
 	KZ_STORE_SOCKET=sentinel:10.255.77.1:26379,10.255.77.2:26379/kz kz-project member-create --member bob
 
-cat "$T"/lease.log "$T"/out.* "$T"/store.log >"$T/all.txt" 2>/dev/null
+# The daemon with a wrong password: admission stays closed, and its log
+# says why (once), without the password.
+bg env KZ_STORE_PASSWORD_FILE="$T/wrong.pass" kz-lease serve --socket "$T/w.sock" 2>"$T/lease-wrong.log"
+wait_sock "$T/w.sock"
+logged() { local i; for i in $(seq 50); do grep -q '"store.unavailable"' "$T/lease-wrong.log" && return 0; sleep 0.1; done; return 1; }
+t "kz-lease with a wrong password logs why the store is unavailable" logged
+is "$(grep -c '"store.unavailable"' "$T/lease-wrong.log")" 1 "it says so once, not at every tick"
+
+cat "$T"/lease.log "$T"/lease-wrong.log "$T"/out.* "$T"/store.log >"$T/all.txt" 2>/dev/null
 t "the password appears in no log, output or error" sh -c "! grep -qF -- '$PW' '$T/all.txt'"
 done_testing
