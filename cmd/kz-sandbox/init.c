@@ -361,7 +361,12 @@ zygote(struct sbx_worker *w, int sock)
 	/* Under gvisor the view stays where it was built, and is checked
 	 * there. */
 	if (sbx_gvisor(w->c)) {
-		snprintf(zm.stage, sizeof(zm.stage), "%s/root", w->mnt.stage);
+		if (snprintf(zm.stage, sizeof(zm.stage), "%s/root",
+		        w->mnt.stage) >= (int)sizeof(zm.stage)) {
+			sbx_msg_report(sock, REP_FAIL, 0, "gvisor",
+			    "the view's path is too long");
+			fail_exit(sock);
+		}
 		if (sbx_gv_enter(w, why, sizeof(why)) != 0) {
 			sbx_msg_report(sock, REP_FAIL, 0, "gvisor", why);
 			fail_exit(sock);
