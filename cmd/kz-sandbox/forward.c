@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -24,37 +23,6 @@
 #include "banned.h"
 
 #define FWD_CONNS 64
-#define FWD_IDLE_MS 300000
-
-/* Copies both ways until both sides are done or the link idles out. */
-static void
-fwd_pump(int a, int b)
-{
-	struct pollfd p[2] = {{.fd = a, .events = POLLIN},
-	    {.fd = b, .events = POLLIN}};
-	char buf[65536];
-
-	while (p[0].fd >= 0 || p[1].fd >= 0) {
-		if (poll(p, 2, FWD_IDLE_MS) <= 0)
-			return;
-		for (int i = 0; i < 2; i++) {
-			int dst = i == 0 ? b : a;
-			ssize_t got;
-
-			if (p[i].fd < 0 || p[i].revents == 0)
-				continue;
-			got = read(p[i].fd, buf, sizeof(buf));
-			if (got <= 0) {
-				(void)shutdown(dst, SHUT_WR);
-				p[i].fd = -1;
-				continue;
-			}
-			if (kz_write_full(dst, buf, (size_t)got,
-			        kz_now_ms() + FWD_IDLE_MS) != 0)
-				return;
-		}
-	}
-}
 
 static void
 fwd_one(int c, const char *sock)
@@ -67,7 +35,7 @@ fwd_one(int c, const char *sock)
 	if (kz_sock_connect(sock, 5000, &up, NULL, 0) != 0)
 		return; /* the client sees its connection closed */
 	(void)!kz_fd_nonblock(up, false);
-	fwd_pump(c, up);
+	sbx_pump(c, up);
 	close(up);
 }
 

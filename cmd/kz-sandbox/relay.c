@@ -165,13 +165,12 @@ sbx_relay_listen(int port, int *fd, char *why, size_t wlen)
 	return 0;
 }
 
-/* Copies both ways until both sides are done or the link idles out. */
-static void
-pump(int a, int b)
+void
+sbx_pump(int a, int b)
 {
 	struct pollfd p[2] = {{.fd = a, .events = POLLIN},
 	    {.fd = b, .events = POLLIN}};
-	char buf[16384];
+	char buf[65536];
 
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
 		int n = poll(p, 2, RELAY_IDLE_MS);
@@ -246,7 +245,7 @@ handle(int c, const char *egress, const char *grant)
 	if (kz_write_full(up, out, olen, kz_now_ms() + 5000) == 0 &&
 	    kz_write_full(up, endp + 4, len - (size_t)(endp + 4 - head),
 	        kz_now_ms() + 5000) == 0)
-		pump(c, up);
+		sbx_pump(c, up);
 	close(up);
 }
 

@@ -256,6 +256,10 @@ KZ_WUR bool sbx_env_name_ok(const char *name);
 
 /* relay.c */
 #define SBX_RELAY_HEAD_MAX (16 * 1024)
+/* Copies both ways between two connected sockets until both sides are
+ * done or the link idles for 5 minutes: the relay's and the broker
+ * forward's connections alike. */
+void sbx_pump(int a, int b);
 /* Rewrites one proxy request head: keeps the request line (CONNECT or an
  * absolute-form URL), drops every client Proxy-Authorization, adds the
  * grant.  KZ_EPROTO for anything else. */
