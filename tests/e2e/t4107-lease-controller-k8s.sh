@@ -35,6 +35,6 @@ is "$(q "$P" "[v['emptyDir'].get('sizeLimit') is not None for v in d['spec']['vo
 is "$(q "$P" "[m['mountPath'] for m in $C['volumeMounts'] if m.get('readOnly')]")" "['/projection']" "the projection is mounted read-only"
 R=$K/runtimeclass-gvisor.yaml
 is "$(q "$R" "d['kind'], d['handler']")" "('RuntimeClass', 'runsc')" "the RuntimeClass names gVisor's runsc"
-like "$(mandoc -Tascii "$TOP/man/man7/kz-controller.7" | col -b)" "No Kubernetes controller exists yet" \
+like "$(mandoc -Tascii "$TOP/man/man7/kz-controller.7" | sed "s/.\x08//g")" "No Kubernetes controller exists yet" \
 	"kz-controller(7) says no Kubernetes controller exists yet"
 done_testing
