@@ -438,3 +438,26 @@ kz_conf_size(const struct kz_conf *c, const char *key, uint64_t dflt,
 	}
 	return 0;
 }
+
+int
+kz_conf_ids(const struct kz_conf *c, const char *key, const char *dflt,
+    int64_t *first, int64_t *last, char *why, size_t wlen)
+{
+	char buf[64], *dash;
+	const char *v = kz_conf_str(c, key, dflt);
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	if (strlen(v) >= sizeof(buf) || (dash = strchr(buf, '-')) == NULL)
+		goto bad;
+	*dash = '\0';
+	if (kz_parse_int(buf, 1, 2147483646, first) != 0 ||
+	    kz_parse_int(dash + 1, 1, 2147483646, last) != 0 ||
+	    *last < *first || (*first <= 65534 && *last >= 65534))
+		goto bad;
+	return 0;
+bad:
+	kz_why(why, wlen,
+	    "%s must be FIRST-LAST, ids from 1 to 2147483646 without 65534",
+	    key);
+	return KZ_ECONF;
+}

@@ -78,6 +78,14 @@ KZ_WUR int kz_conf_bool(const struct kz_conf *c, const char *key, bool dflt,
 /* Sizes with an optional K, M or G suffix (powers of 1024). */
 KZ_WUR int kz_conf_size(const struct kz_conf *c, const char *key, uint64_t dflt,
     uint64_t max, uint64_t *out, char *why, size_t wlen);
+/*
+ * "FIRST-LAST": a range of host uids (and gids, the same numbers) handed
+ * out one per worker or tool, from 1 to 2147483646 and never the overflow
+ * id 65534 (nobody), which other processes hold too.
+ */
+#define KZ_WORKER_IDS_DEFAULT "2100000001-2100065536" /* LEASE_WORKER_IDS */
+KZ_WUR int kz_conf_ids(const struct kz_conf *c, const char *key,
+    const char *dflt, int64_t *first, int64_t *last, char *why, size_t wlen);
 
 /* Strict decimal parse of a whole string into [min, max]. */
 KZ_WUR int kz_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);

@@ -35,6 +35,12 @@ struct kz_peer {
 /* Parses comma-separated uids/user names and gids/group names. */
 KZ_WUR int kz_peer_policy_parse(const char *uids, const char *gids,
     struct kz_peer_policy *out, char *why, size_t wlen);
+/*
+ * "KZ_PEER_UIDS=1,2" and "KZ_PEER_GIDS=..." (as the process environment
+ * of a child that must admit the same peers): malloc'd, NULL when out of
+ * memory.
+ */
+char *kz_peer_policy_env(const struct kz_peer_policy *p, bool gids);
 /* Reads SO_PEERCRED and checks it; KZ_EPEER when not allowed. */
 KZ_WUR int kz_peer_check(int fd, const struct kz_peer_policy *pol,
     struct kz_peer *out);

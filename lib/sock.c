@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -197,6 +198,23 @@ kz_peer_policy_parse(const char *uids, const char *gids,
 		return r;
 	*out = p;
 	return 0;
+}
+
+char *
+kz_peer_policy_env(const struct kz_peer_policy *p, bool gids)
+{
+	const char *key = gids ? "KZ_PEER_GIDS" : "KZ_PEER_UIDS";
+	size_t n = gids ? p->ngids : p->nuids;
+	size_t len = strlen(key) + 2 + n * 11, o;
+	char *s = malloc(len);
+
+	if (s == NULL)
+		return NULL;
+	o = (size_t)snprintf(s, len, "%s=", key);
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(s + o, len - o, "%s%u", i ? "," : "",
+		    gids ? (unsigned)p->gids[i] : (unsigned)p->uids[i]);
+	return s;
 }
 
 /*

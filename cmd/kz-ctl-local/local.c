@@ -46,22 +46,6 @@ split_args(char *s, char **av, int max)
 	return n;
 }
 
-/* "KEY=" and the ids, comma-separated; NULL when out of memory. */
-static char *
-ids_var(const char *key, const unsigned *ids, size_t n)
-{
-	size_t len = strlen(key) + 2 + n * 11, o;
-	char *s = malloc(len);
-
-	if (s == NULL)
-		return NULL;
-	o = (size_t)snprintf(s, len, "%s=", key);
-	for (size_t i = 0; i < n; i++)
-		o += (size_t)snprintf(s + o, len - o, "%s%u", i ? "," : "",
-		    ids[i]);
-	return s;
-}
-
 /*
  * The worker's environment: the controller's (kz-lease's), with
  * KZ_PEER_UIDS and KZ_PEER_GIDS set to kz-lease's own peer policy, so that
@@ -95,8 +79,8 @@ worker_env(const struct ctl_conf *c, const char *runtime)
 	for (size_t i = 0; i < n; i++)
 		if (!env_replaced(environ[i]))
 			env[k++] = environ[i];
-	env[k] = ids_var("KZ_PEER_UIDS", c->peers.uids, c->peers.nuids);
-	env[k + 1] = ids_var("KZ_PEER_GIDS", c->peers.gids, c->peers.ngids);
+	env[k] = kz_peer_policy_env(&c->peers, false);
+	env[k + 1] = kz_peer_policy_env(&c->peers, true);
 	if ((env[k + 2] = malloc(rl)) != NULL)
 		snprintf(env[k + 2], rl, "SANDBOX_RUNTIME=%s", runtime);
 	if (env[k] == NULL || env[k + 1] == NULL || env[k + 2] == NULL) {

@@ -186,35 +186,6 @@ load_host(const struct kz_conf *k, char *why, size_t wlen)
 	return 0;
 }
 
-/*
- * LEASE_WORKER_IDS, "FIRST-LAST": the host uids (and gids, the same
- * numbers) the local controller gives workers, one each.  Never 0 or the
- * overflow id 65534 (nobody), which other processes hold too.
- */
-static int
-load_ids(struct lease_conf *c, const struct kz_conf *k, char *why, size_t wlen)
-{
-	char buf[64], *dash;
-	const char *v = kz_conf_str(k, "LEASE_WORKER_IDS",
-	    "2100000001-2100065536");
-
-	snprintf(buf, sizeof(buf), "%s", v);
-	if (strlen(v) >= sizeof(buf) || (dash = strchr(buf, '-')) == NULL)
-		goto bad;
-	*dash = '\0';
-	if (kz_parse_int(buf, 1, 2147483646, &c->ids_first) != 0 ||
-	    kz_parse_int(dash + 1, 1, 2147483646, &c->ids_last) != 0 ||
-	    c->ids_last < c->ids_first ||
-	    (c->ids_first <= 65534 && c->ids_last >= 65534))
-		goto bad;
-	return 0;
-bad:
-	kz_why(why, wlen,
-	    "LEASE_WORKER_IDS must be FIRST-LAST, ids from 1 to "
-	    "2147483646 without 65534");
-	return KZ_ECONF;
-}
-
 static int
 load_snap_bounds(struct lease_conf *c, const struct kz_conf *k, char *why,
     size_t wlen)
@@ -283,7 +254,8 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 		return e;
 	if ((e = load_paths(c, k, self, why, wlen)) != 0 ||
 	    (e = load_ints(c, k, why, wlen)) != 0 ||
-	    (e = load_ids(c, k, why, wlen)) != 0 ||
+	    (e = kz_conf_ids(k, "LEASE_WORKER_IDS", KZ_WORKER_IDS_DEFAULT,
+	         &c->ids_first, &c->ids_last, why, wlen)) != 0 ||
 	    (e = load_host(k, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||

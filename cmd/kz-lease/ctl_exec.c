@@ -104,22 +104,6 @@ is_forwarded(const char *e)
 	return false;
 }
 
-/* "KEY=" and the ids, comma-separated; NULL when out of memory. */
-static char *
-ids_var(const char *key, const unsigned *ids, size_t n)
-{
-	size_t len = strlen(key) + 2 + n * 11, o;
-	char *s = malloc(len);
-
-	if (s == NULL)
-		return NULL;
-	o = (size_t)snprintf(s, len, "%s=", key);
-	for (size_t i = 0; i < n; i++)
-		o += (size_t)snprintf(s + o, len - o, "%s%u", i ? "," : "",
-		    ids[i]);
-	return s;
-}
-
 static char *var(const char *key, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -160,8 +144,8 @@ env_build(const struct lease_conf *c)
 			env[k++] = environ[i];
 	v[nv++] = var("KZ_RUN_DIR", "%s", c->run_dir);
 	v[nv++] = var("KZ_FRAME_MAX", "%llu", (unsigned long long)c->frame_max);
-	v[nv++] = ids_var("KZ_PEER_UIDS", c->peers.uids, c->peers.nuids);
-	v[nv++] = ids_var("KZ_PEER_GIDS", c->peers.gids, c->peers.ngids);
+	v[nv++] = kz_peer_policy_env(&c->peers, false);
+	v[nv++] = kz_peer_policy_env(&c->peers, true);
 	v[nv++] = var("LEASE_WORKERS_DIR", "%s", c->workers_dir);
 	v[nv++] = var("LEASE_WORKER_BIN", "%s", c->worker_bin);
 	v[nv++] = var("LEASE_WORKER_ARGS", "%s", c->worker_args);
