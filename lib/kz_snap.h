@@ -14,7 +14,10 @@
  * archive larger than a bound alone is not saved.  A commit that fails
  * for any reason removes the older snapshot too, so the next run never
  * silently gets an older workspace.  Commits and sweeps hold an exclusive
- * flock on DIR, so concurrent savers do not overshoot.
+ * flock on DIR, so concurrent savers do not overshoot.  A commit reads its
+ * actor's directory and the ledger DIR/.usage (every snapshot's bytes,
+ * erring high), and scans every directory only when the ledger says the
+ * deployment's bound would be passed or is missing; a sweep rewrites it.
  */
 #ifndef KZ_SNAP_H
 #define KZ_SNAP_H

@@ -315,40 +315,141 @@ evict(int bfd, struct scan *s, const char *actor, int mine, uint64_t need,
 	return *used + need > max ? KZ_ESYS : 0;
 }
 
-static int
-make_room(int bfd, const char *actor, const char *self, uint64_t need,
-    const struct kz_snap_bounds *b, int *evicted, char *why, size_t wlen)
-{
-	struct scan s = {0};
-	struct usage u = {0, 0};
-	size_t i;
-	int e;
+/*
+ * The ledger, DIR/.usage: the bytes of every snapshot in DIR, so that a
+ * commit reads one actor's directory and this file rather than the whole
+ * tree (a deployment has an actor directory per member).  It is read and
+ * written only under the lock.  A snapshot removed outside a commit (an
+ * expired one at lease time, a failed save) is not subtracted, so the
+ * ledger errs high, never low: a commit that finds the total over its
+ * bound scans the whole tree, which corrects it, before evicting anyone,
+ * and every sweep rewrites it from a full scan.  A missing or unreadable
+ * ledger is rebuilt the same way.
+ */
+#define LEDGER ".usage"
 
-	if ((e = scan_all(bfd, &s, 0)) != 0) {
-		kz_why(why, wlen,
-		    e == KZ_ETOOBIG ? "too many snapshots to account for" :
-		                      "the snapshot directory is unreadable");
-		goto out;
-	}
-	for (i = 0; i < s.n; i++) {
-		/* The snapshot being replaced does not count. */
-		if (strcmp(s.e[i].actor, actor) == 0 &&
-		    strcmp(s.e[i].name, self) == 0) {
-			s.e[i].gone = 1;
+static int
+ledger_read(int bfd, uint64_t *total)
+{
+	char buf[32], *end;
+	ssize_t n;
+	int fd;
+
+	if ((fd = openat(bfd, LEDGER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	errno = 0;
+	*total = strtoull(buf, &end, 10);
+	return errno != 0 || end == buf || *end != '\n' ? -1 : 0;
+}
+
+/* Replaced whole by a rename, so a reader never sees half of it. */
+static void
+ledger_write(int bfd, uint64_t total)
+{
+	char buf[32];
+	int fd,
+	    n = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)total);
+
+	fd = openat(bfd, LEDGER ".new",
+	    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, buf, (size_t)n) != n ||
+	    renameat(bfd, LEDGER ".new", bfd, LEDGER) != 0)
+		(void)unlinkat(bfd, LEDGER ".new", 0);
+	close(fd);
+}
+
+/* The usage of actor (less the snapshot self, which is being replaced)
+ * and of everyone, from a scan; the entries of self are marked gone. */
+static void
+tally(struct scan *s, const char *actor, const char *self, struct usage *u)
+{
+	u->actor = u->total = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (strcmp(s->e[i].actor, actor) == 0 &&
+		    strcmp(s->e[i].name, self) == 0) {
+			s->e[i].gone = 1;
 			continue;
 		}
-		u.total += s.e[i].size;
-		if (strcmp(s.e[i].actor, actor) == 0)
-			u.actor += s.e[i].size;
+		u->total += s->e[i].size;
+		if (strcmp(s->e[i].actor, actor) == 0)
+			u->actor += s->e[i].size;
 	}
-	if (s.n > 0)
-		qsort(s.e, s.n, sizeof(*s.e), by_use);
-	e = evict(bfd, &s, actor, 1, need, b->actor_max, &u, evicted);
-	if (e == 0)
-		e = evict(bfd, &s, actor, 0, need, b->total_max, &u, evicted);
-	if (e != 0)
-		kz_why(why, wlen,
-		    "older snapshots could not be removed to make room");
+	if (s->n > 0)
+		qsort(s->e, s->n, sizeof(*s->e), by_use);
+}
+
+static int
+scan_why(int e, char *why, size_t wlen)
+{
+	kz_why(why, wlen,
+	    e == KZ_ETOOBIG ? "too many snapshots to account for" :
+	                      "the snapshot directory is unreadable");
+	return e;
+}
+
+/*
+ * Makes room for need more bytes of actor's, replacing self: the actor's
+ * own least recently used first, from its directory alone; then, only
+ * when the ledger says the deployment's bound would be passed, anyone's,
+ * from a scan of every directory.  *total gets the usage after the
+ * commit, for the ledger.
+ */
+static int
+make_room(int bfd, const char *actor, const char *self, uint64_t need,
+    const struct kz_snap_bounds *b, uint64_t *total, int *evicted, char *why,
+    size_t wlen)
+{
+	struct scan s = {0};
+	struct usage u, mine;
+	uint64_t ledger;
+	int e;
+
+	if ((e = scan_actor(bfd, actor, &s, 0)) != 0) {
+		scan_why(e, why, wlen);
+		goto out;
+	}
+	tally(&s, actor, self, &mine);
+	/* The replaced snapshot is in the ledger: its bytes leave it. */
+	if (ledger_read(bfd, &ledger) == 0) {
+		u.actor = mine.actor;
+		u.total = ledger;
+		for (size_t i = 0; i < s.n; i++)
+			if (s.e[i].gone && u.total >= s.e[i].size)
+				u.total -= s.e[i].size;
+		/* Never below what one directory alone shows. */
+		if (u.total < u.actor)
+			u.total = u.actor;
+	} else
+		u.total = UINT64_MAX; /* unknown: the full scan below */
+	if (u.total != UINT64_MAX &&
+	    (e = evict(bfd, &s, actor, 1, need, b->actor_max, &u, evicted)) !=
+	        0)
+		goto evict_failed;
+	if (u.total == UINT64_MAX || u.total + need > b->total_max) {
+		free(s.e);
+		s = (struct scan){0};
+		if ((e = scan_all(bfd, &s, 0)) != 0) {
+			scan_why(e, why, wlen);
+			goto out;
+		}
+		tally(&s, actor, self, &u);
+		if ((e = evict(bfd, &s, actor, 1, need, b->actor_max, &u,
+		         evicted)) != 0 ||
+		    (e = evict(bfd, &s, actor, 0, need, b->total_max, &u,
+		         evicted)) != 0)
+			goto evict_failed;
+	}
+	*total = u.total + need;
+	goto out;
+evict_failed:
+	kz_why(why, wlen, "older snapshots could not be removed to make room");
 out:
 	free(s.e);
 	return e;
@@ -379,6 +480,7 @@ kz_snap_commit(const char *path, const char *tmp,
 {
 	char base[4096], actor[NAME_MAX_];
 	struct stat st;
+	uint64_t total = 0;
 	int fd = -1, e;
 
 	*evicted = 0;
@@ -402,8 +504,11 @@ kz_snap_commit(const char *path, const char *tmp,
 		goto fail;
 	}
 	if ((e = make_room(fd, actor, strrchr(path, '/') + 1,
-	         (uint64_t)st.st_size, b, evicted, why, wlen)) != 0)
+	         (uint64_t)st.st_size, b, &total, evicted, why, wlen)) != 0)
 		goto fail;
+	/* Before the rename: a commit that dies after it leaves the ledger
+	 * high, never low. */
+	ledger_write(fd, total);
 	if (rename(tmp, path) != 0) {
 		kz_why(why, wlen, "the archive could not be put in place");
 		e = KZ_ESYS;
@@ -425,6 +530,7 @@ kz_snap_sweep(const char *dir, int64_t ttl_ms, int *removed)
 {
 	struct scan s = {0};
 	int64_t now = wall_ms(), age;
+	uint64_t total = 0;
 	size_t i;
 	int fd, e;
 
@@ -433,12 +539,18 @@ kz_snap_sweep(const char *dir, int64_t ttl_ms, int *removed)
 		return errno == ENOENT ? 0 : KZ_ESYS;
 	e = scan_all(fd, &s, 1);
 	for (i = 0; i < s.n; i++) {
+		int part = ends_with(s.e[i].name, ".new");
+
 		age = now - s.e[i].used;
-		if ((ends_with(s.e[i].name, ".new") ? age > KZ_SNAP_PARTIAL_MS :
-		                                      age > ttl_ms) &&
+		if ((part ? age > KZ_SNAP_PARTIAL_MS : age > ttl_ms) &&
 		    unlink_ent(fd, &s.e[i]) == 0)
 			(*removed)++;
+		else if (!part && s.e[i].actor[0] != '\0')
+			total += s.e[i].size;
 	}
+	/* The truth, whatever was removed outside a commit since. */
+	if (e == 0)
+		ledger_write(fd, total);
 	free(s.e);
 	close(fd);
 	return e;
