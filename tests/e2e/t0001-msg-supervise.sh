@@ -2,7 +2,7 @@
 # kz-supervise starts the store and every daemon that exists, reports them,
 # and stops only what it started; kz-msg's exit codes.
 . "$(dirname "$0")/lib.sh"
-plan 14
+plan 20
 RUN=$T/run
 on_exit "kz-supervise stop --run-dir $RUN >/dev/null 2>&1"
 
@@ -10,6 +10,11 @@ t "start brings the stack up" kz-supervise start --run-dir "$RUN"
 st=$(kz-supervise status --run-dir "$RUN")
 like "$st" '^store running pid [0-9]+ socket '"$RUN"'/store.sock' "status: store running"
 like "$st" 'kz-audit running pid [0-9]+ socket '"$RUN"'/kz-audit.sock' "status: kz-audit running"
+like "$st" 'kz-pkgrun running pid [0-9]+ socket '"$RUN"'/kz-pkgrun.sock' "status: kz-pkgrun running"
+like "$st" 'kz-browser running pid [0-9]+ socket '"$RUN"'/kz-browser.sock' "status: kz-browser running"
+like "$st" 'kz-pkgbroker not configured' "status: kz-pkgbroker waits for an upstream"
+out=$(kz-msg "$RUN/kz-browser.sock" '{"op":"open","actor":"a","conversation":"c","url":"http://origin.kz.test/"}')
+like "$out" 'browser sessions are turned off' "kz-browser answers, off by default"
 is "$(stat -c %a "$RUN/field.key")" 600 "a 0600 field key was generated"
 is "$(stat -c %s "$RUN/field.key")" 32 "the field key is 32 bytes"
 
@@ -32,6 +37,12 @@ kill "$foreign" "$audit_pid" 2>/dev/null
 wait "$foreign" 2>/dev/null
 st=$(kz-supervise status --run-dir "$RUN")
 like "$st" 'store stopped' "stop ended the store"
+# A daemon that cannot start takes the whole start down: nothing is left
+# half up.
+BROWSER_IDLE=junk kz-supervise start --run-dir "$RUN" >/dev/null 2>&1; rc=$?
+st=$(kz-supervise status --run-dir "$RUN")
+is "$rc" 3 "a daemon that fails to start fails the start (exit 3)"
+unlike "$st" 'running' "and stops the rest: nothing is left half up"
 [ -S "$RUN/store.sock" ] && pgrep -f "unixsocket $RUN/store.sock" >/dev/null
 is "$?" 1 "no store process is left"
 done_testing
