@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,11 +333,54 @@ load_manifest(const struct pr_conf *c, const char *hex, int *efd, char **man,
 	return 0;
 }
 
+/* The dispatch record, written while the projection is staged: the sink's
+ * fdatasync and the copy overlap, and the tool still starts only once the
+ * record is acknowledged (pending_wait before run_tool). */
+struct pending {
+	const struct pr_conf *c;
+	const struct pr_inv *iv;
+	struct pr_result res; /* a copy: the invocation's changes as it runs */
+	pthread_t thr;
+	bool running;
+	int r;
+};
+
+static void *
+pending_send(void *arg)
+{
+	struct pending *p = arg;
+
+	p->r = pr_audit(p->c, p->iv, &p->res, "started", "dispatch");
+	return NULL;
+}
+
+static void
+pending_start(struct pending *p, const struct pr_conf *c,
+    const struct pr_inv *iv, const struct pr_result *res)
+{
+	p->c = c, p->iv = iv, p->res = *res;
+	p->res.out = p->res.err = NULL;
+	p->running = pthread_create(&p->thr, NULL, pending_send, p) == 0;
+	if (!p->running)
+		p->r = pr_audit(c, iv, res, "started", "dispatch");
+}
+
+/* 0 once the dispatch record is written; idempotent. */
+static int
+pending_wait(struct pending *p)
+{
+	if (p->running) {
+		pthread_join(p->thr, NULL);
+		p->running = false;
+	}
+	return p->r;
+}
+
 /* Stages, runs and cleans up; res says how it went. */
 static void
 stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
     const struct pr_tool *t, int efd, const char *man, size_t mlen,
-    struct pr_result *res)
+    struct pending *pend, struct pr_result *res)
 {
 	char name[64] = "", staging[PATH_MAX + 80], id[80];
 	int sfd, pkgfd, filesfd, r;
@@ -352,7 +396,8 @@ stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
 		    r == KZ_ECRYPTO ? "the cached package does not match its "
 		                      "hash: it does not run" :
 		                      "cannot copy the package");
-		(void)pr_audit(c, iv, res, "failed", "verify");
+		if (pending_wait(pend) == 0)
+			(void)pr_audit(c, iv, res, "failed", "verify");
 		goto out;
 	}
 	stage_members(c, iv, filesfd, res);
@@ -360,8 +405,10 @@ stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
 		goto out;
 	snprintf(staging, sizeof(staging), "%s/%s", c->state_dir, name);
 	snprintf(id, sizeof(id), "pkgrun-%s", name + 4);
-	run_tool(c, iv, t, staging, id, res);
+	if (pending_wait(pend) == 0)
+		run_tool(c, iv, t, staging, id, res);
 out:
+	(void)pending_wait(pend);
 	if (pkgfd >= 0)
 		close(pkgfd);
 	if (filesfd >= 0)
@@ -378,6 +425,7 @@ pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
 {
 	const struct pr_tool *t;
 	struct pr_manifest m;
+	struct pending pend;
 	int64_t t0 = kz_now_ms();
 	char *man = NULL;
 	size_t mlen = 0;
@@ -405,12 +453,15 @@ pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
 		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
 		goto refused;
 	}
-	if (pr_audit(c, iv, res, "started", "dispatch") != 0) {
+	memset(&pend, 0, sizeof(pend));
+	pending_start(&pend, c, iv, res);
+	stage_and_run(c, iv, t, efd, man, mlen, &pend, res);
+	if (pend.r != 0) {
+		/* Whatever staging said, nothing ran: the audit decides. */
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the audit sink is unavailable: nothing ran");
 		goto out;
 	}
-	stage_and_run(c, iv, t, efd, man, mlen, res);
 	res->ms = kz_now_ms() - t0;
 	if (pr_audit(c, iv, res, res->wire ? "failed" : "ok", "done") != 0)
 		kz_log(KZ_LOG_WARN, "pkgrun.audit", KZ_EUNAVAIL,
