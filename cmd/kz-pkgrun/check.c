@@ -39,6 +39,15 @@ name_ok(const char *s)
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
+bool
+pr_segment_ok(const char *s)
+{
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	return n > 0 && strchr(s, '/') == NULL &&
+	    kz_path_check(s, n, NULL, 0) == 0;
+}
+
 int
 pr_inv_check(const struct pr_inv *iv, char *why, size_t wlen)
 {
@@ -67,8 +76,11 @@ pr_inv_check(const struct pr_inv *iv, char *why, size_t wlen)
 		kz_why(why, wlen,
 		    "the workspace must be a rooted relative "
 		    "path");
-	else if (iv->nfiles > 0 && iv->workspace == NULL)
-		kz_why(why, wlen, "member files need a workspace");
+	else if (iv->nfiles > 0 &&
+	    (!pr_segment_ok(iv->conversation) || !pr_segment_ok(iv->actor)))
+		kz_why(why, wlen,
+		    "member files need an actor and a conversation that are "
+		    "each one path segment");
 	else {
 		for (int i = 0; i < iv->nargs; i++)
 			if (!line_ok(iv->args[i], PR_ARG_BYTES)) {
@@ -164,4 +176,20 @@ pr_sanitize(const char *in, size_t len, size_t *outlen)
 	out[o] = '\0';
 	*outlen = o;
 	return out;
+}
+
+bool
+pr_result_bound(char *s, size_t *len, size_t max)
+{
+	size_t n = *len;
+
+	if (n <= max)
+		return false;
+	/* Back off continuation bytes so a character is never split. */
+	n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	s[n] = '\0';
+	*len = n;
+	return true;
 }

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,8 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 {
 	uint64_t left = c->files_max;
 	int rootfd = -1, wsfd = -1, r = 0;
-	char why[128] = "";
+	char why[128] = "", ws[3 * KZ_PATH_MAX];
+	size_t wn;
 
 	if (iv->nfiles == 0)
 		return;
@@ -95,10 +97,22 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 		    "member workspaces are not available");
 		return;
 	}
-	if ((r = kz_path_open(rootfd, iv->workspace, strlen(iv->workspace),
-	         KZ_PATH_DIR, &wsfd, NULL, 0)) != 0)
+	/* The workspace is the initiating actor's own, in this conversation:
+	 * derived from the invocation's identity, never named by the
+	 * caller, so no path of the request can reach another actor's or
+	 * another conversation's files.  pr_inv_check has made sure both
+	 * are single segments. */
+	wn = (size_t)snprintf(ws, sizeof(ws), "%s/%s%s%s", iv->conversation,
+	    iv->actor, iv->workspace != NULL ? "/" : "",
+	    iv->workspace != NULL ? iv->workspace : "");
+	if (wn >= sizeof(ws))
+		r = KZ_EPATH_LEN;
+	else
+		r = kz_path_open(rootfd, ws, wn, KZ_PATH_DIR, &wsfd, NULL, 0);
+	if (r != 0)
 		snprintf(res->why, sizeof(res->why), "workspace: %s",
-		    kz_strerror(r));
+		    r == KZ_EPATH_NOENT ? "the actor has no workspace here" :
+		                          kz_strerror(r));
 	for (int i = 0; r == 0 && i < iv->nfiles; i++)
 		if ((r = copy_member(wsfd, filesfd, iv->files[i], &left, why,
 		         sizeof(why))) != 0)
@@ -148,21 +162,30 @@ stage_open(const struct pr_conf *c, int *sfd, char *name, size_t len,
 	return 0;
 }
 
-/* The tool's whole environment: these names and kz-sandbox's safe set. */
+/* The tool's whole environment: these names and kz-sandbox's safe set.
+ * The identity is the invocation's: the tool acts for the initiating
+ * actor, in its conversation (and room), and is told so. */
+#define ENV_MAX 12
+#define ENV_LEN (PR_IDENT_MAX + 32)
 static int
-build_env(const struct pr_tool *t, bool shared, char env[][96], int max,
-    const char **out)
+build_env(const struct pr_tool *t, const struct pr_inv *iv,
+    char env[ENV_MAX][ENV_LEN], const char **out)
 {
+	bool shared = iv->room != NULL;
 	int n = 0;
 
-	snprintf(env[n++], 96, "KZ_PKG_DIR=%s", PR_SANDBOX_PKG);
-	snprintf(env[n++], 96, "KZ_PKG_FILES=%s", PR_SANDBOX_FILES);
-	snprintf(env[n++], 96, "KZ_PKG_TOOL=%s", t->name);
-	snprintf(env[n++], 96, "KZ_PKG_CLASS=%s", pr_class_name(t->cls));
-	snprintf(env[n++], 96, "KZ_PKG_SHARED=%d", shared ? 1 : 0);
-	snprintf(env[n++], 96, "HOME=/workspace");
-	snprintf(env[n++], 96, "LANG=C.UTF-8");
-	for (int i = 0; i < n && i < max; i++) {
+	snprintf(env[n++], ENV_LEN, "KZ_PKG_DIR=%s", PR_SANDBOX_PKG);
+	snprintf(env[n++], ENV_LEN, "KZ_PKG_FILES=%s", PR_SANDBOX_FILES);
+	snprintf(env[n++], ENV_LEN, "KZ_PKG_TOOL=%s", t->name);
+	snprintf(env[n++], ENV_LEN, "KZ_PKG_CLASS=%s", pr_class_name(t->cls));
+	snprintf(env[n++], ENV_LEN, "KZ_PKG_SHARED=%d", shared ? 1 : 0);
+	snprintf(env[n++], ENV_LEN, "KZ_PKG_ACTOR=%s", iv->actor);
+	snprintf(env[n++], ENV_LEN, "KZ_PKG_CONVERSATION=%s", iv->conversation);
+	if (shared)
+		snprintf(env[n++], ENV_LEN, "KZ_PKG_ROOM=%s", iv->room);
+	snprintf(env[n++], ENV_LEN, "HOME=/workspace");
+	snprintf(env[n++], ENV_LEN, "LANG=C.UTF-8");
+	for (int i = 0; i < n; i++) {
 		char name[64];
 
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env[i], "="),
@@ -216,8 +239,9 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
     const struct pr_tool *t, const char *staging, const char *id,
     struct pr_result *res)
 {
-	const char *env[16], *argv[PR_CMD_ARGS_MAX + PR_ARGS_MAX + 2];
-	char envbuf[16][96], cmd[KZ_PATH_MAX + 32], gfile[PATH_MAX + 96] = "";
+	const char *env[ENV_MAX + 1], *argv[PR_CMD_ARGS_MAX + PR_ARGS_MAX + 2];
+	char envbuf[ENV_MAX][ENV_LEN], cmd[KZ_PATH_MAX + 32],
+	    gfile[PATH_MAX + 96] = "";
 	bool shared = iv->room != NULL;
 	struct pr_exec x = {staging, 0, 0, id, NULL, env, argv};
 	struct pr_exec_out o;
@@ -230,7 +254,7 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 	                       (int)randombytes_uniform((uint32_t)c->uid_count);
 	x.uid = c->uid + slot % c->uid_count;
 	x.gid = c->gid + slot % c->uid_count;
-	if (build_env(t, shared, envbuf, 16, env) != 0 ||
+	if (build_env(t, iv, envbuf, env) != 0 ||
 	    tool_argv(t, iv, cmd, sizeof(cmd), argv) != 0) {
 		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
 		    "cannot build the tool's command");
@@ -263,6 +287,13 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 		res->err = pr_sanitize(o.err, o.errlen, &res->errlen);
 	free(o.out);
 	free(o.err);
+	/* Sanitizing may widen a byte to three: the bound holds on what is
+	 * returned, not only on what was read. */
+	if (res->out != NULL &&
+	    pr_result_bound(res->out, &res->outlen, c->result_max))
+		res->truncated = true;
+	if (res->err != NULL)
+		(void)pr_result_bound(res->err, &res->errlen, c->result_max);
 	if (o.setup_failed)
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the sandbox could not be set up: nothing ran");
@@ -302,11 +333,54 @@ load_manifest(const struct pr_conf *c, const char *hex, int *efd, char **man,
 	return 0;
 }
 
+/* The dispatch record, written while the projection is staged: the sink's
+ * fdatasync and the copy overlap, and the tool still starts only once the
+ * record is acknowledged (pending_wait before run_tool). */
+struct pending {
+	const struct pr_conf *c;
+	const struct pr_inv *iv;
+	struct pr_result res; /* a copy: the invocation's changes as it runs */
+	pthread_t thr;
+	bool running;
+	int r;
+};
+
+static void *
+pending_send(void *arg)
+{
+	struct pending *p = arg;
+
+	p->r = pr_audit(p->c, p->iv, &p->res, "started", "dispatch");
+	return NULL;
+}
+
+static void
+pending_start(struct pending *p, const struct pr_conf *c,
+    const struct pr_inv *iv, const struct pr_result *res)
+{
+	p->c = c, p->iv = iv, p->res = *res;
+	p->res.out = p->res.err = NULL;
+	p->running = pthread_create(&p->thr, NULL, pending_send, p) == 0;
+	if (!p->running)
+		p->r = pr_audit(c, iv, res, "started", "dispatch");
+}
+
+/* 0 once the dispatch record is written; idempotent. */
+static int
+pending_wait(struct pending *p)
+{
+	if (p->running) {
+		pthread_join(p->thr, NULL);
+		p->running = false;
+	}
+	return p->r;
+}
+
 /* Stages, runs and cleans up; res says how it went. */
 static void
 stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
     const struct pr_tool *t, int efd, const char *man, size_t mlen,
-    struct pr_result *res)
+    struct pending *pend, struct pr_result *res)
 {
 	char name[64] = "", staging[PATH_MAX + 80], id[80];
 	int sfd, pkgfd, filesfd, r;
@@ -322,7 +396,8 @@ stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
 		    r == KZ_ECRYPTO ? "the cached package does not match its "
 		                      "hash: it does not run" :
 		                      "cannot copy the package");
-		(void)pr_audit(c, iv, res, "failed", "verify");
+		if (pending_wait(pend) == 0)
+			(void)pr_audit(c, iv, res, "failed", "verify");
 		goto out;
 	}
 	stage_members(c, iv, filesfd, res);
@@ -330,8 +405,10 @@ stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
 		goto out;
 	snprintf(staging, sizeof(staging), "%s/%s", c->state_dir, name);
 	snprintf(id, sizeof(id), "pkgrun-%s", name + 4);
-	run_tool(c, iv, t, staging, id, res);
+	if (pending_wait(pend) == 0)
+		run_tool(c, iv, t, staging, id, res);
 out:
+	(void)pending_wait(pend);
 	if (pkgfd >= 0)
 		close(pkgfd);
 	if (filesfd >= 0)
@@ -348,6 +425,7 @@ pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
 {
 	const struct pr_tool *t;
 	struct pr_manifest m;
+	struct pending pend;
 	int64_t t0 = kz_now_ms();
 	char *man = NULL;
 	size_t mlen = 0;
@@ -375,12 +453,15 @@ pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
 		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
 		goto refused;
 	}
-	if (pr_audit(c, iv, res, "started", "dispatch") != 0) {
+	memset(&pend, 0, sizeof(pend));
+	pending_start(&pend, c, iv, res);
+	stage_and_run(c, iv, t, efd, man, mlen, &pend, res);
+	if (pend.r != 0) {
+		/* Whatever staging said, nothing ran: the audit decides. */
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the audit sink is unavailable: nothing ran");
 		goto out;
 	}
-	stage_and_run(c, iv, t, efd, man, mlen, res);
 	res->ms = kz_now_ms() - t0;
 	if (pr_audit(c, iv, res, res->wire ? "failed" : "ok", "done") != 0)
 		kz_log(KZ_LOG_WARN, "pkgrun.audit", KZ_EUNAVAIL,

@@ -146,7 +146,9 @@ KZ_WUR int pr_cache_stage(const struct pr_conf *c, int entryfd, const char *hex,
 /* invoke.c */
 struct pr_inv {
 	const char *package, *tool, *actor, *conversation, *room;
-	const char *workspace; /* rooted, beneath PKGRUN_WORKSPACE_ROOT */
+	/* rooted, beneath the actor's own workspace,
+	 * PKGRUN_WORKSPACE_ROOT/<conversation>/<actor>; NULL: that one */
+	const char *workspace;
 	const char *grant; /* egress grant text, or NULL */
 	const char *rid;
 	int slot; /* which id of the runner's range; -1: any */
@@ -181,6 +183,12 @@ KZ_WUR int pr_list(const struct pr_conf *c, const char *hex, bool shared,
 /* Result sanitizing: valid UTF-8 with no control characters but tab and
  * newline; anything else becomes U+FFFD.  Returns a new string. */
 char *pr_sanitize(const char *in, size_t len, size_t *outlen);
+/* Cuts sanitized text s (valid UTF-8) to at most max bytes, at a
+ * character boundary; true when it cut. */
+bool pr_result_bound(char *s, size_t *len, size_t max);
+/* An identifier that can name a directory: one segment of the rooted path
+ * grammar (no slash, no dot segment, no control character). */
+bool pr_segment_ok(const char *s);
 /* The environment guard: a name that looks like a credential. */
 bool pr_env_name_secret(const char *name);
 

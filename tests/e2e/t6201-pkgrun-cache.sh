@@ -61,13 +61,13 @@ rc_is 0 "the package is read-only to the tool" pr --tool shell \
 	--arg 'if echo x >/projection/pkg/bin/echo-args || touch /projection/pkg/new; then exit 9; fi 2>/dev/null'
 t "... and the cache entry is unchanged" kz-pkgrun verify --package "$H"
 
-pr --tool count --room r1 --workspace alice --file src/notes.txt >"$T/o" 2>"$T/e"
+pr --tool count --room r1 --file src/notes.txt >"$T/o" 2>"$T/e"
 is "$?" 0 "an actor_read tool runs in a shared room"
 is "$(cat "$T/o")" "3 src/notes.txt" "... on the member file it was given"
 unlike "$(cat "$T/e")" "count:" "... and the room gets no stderr"
-like "$(pr --tool count --workspace alice --file src/notes.txt 2>&1)" "count: 1 files" \
+like "$(pr --tool count --file src/notes.txt 2>&1)" "count: 1 files" \
 	"a private chat gets the tool's stderr"
-rc_is 1 "a shared_safe tool takes no member files" pr --tool echo --workspace alice --file src/notes.txt
+rc_is 1 "a shared_safe tool takes no member files" pr --tool echo --file src/notes.txt
 
 rc_is 1 "a tool's own exit 3 is its status" pr --tool shell --arg 'exit 3'
 like "$(cat "$T/.out")" "exited with status 3" "... not an unavailable sandbox"

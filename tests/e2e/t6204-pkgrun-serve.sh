@@ -23,16 +23,16 @@ r=$(msg '{'"$base"',"tool":"echo","args":["hi","there"]}')
 is "$(printf '%s' "$r" | get '["result"]')" "echo: hi there" "invoke returns the tool's result"
 is "$(printf '%s' "$r" | get '["exit_status"]')" 0 "... its exit status"
 is "$(printf '%s' "$r" | get '["class"]')" "shared_safe" "... and its class"
-r=$(msg '{'"$base"',"tool":"count","workspace":"alice","files":["src/notes.txt"]}')
+r=$(msg '{'"$base"',"tool":"count","files":["src/notes.txt"]}')
 like "$(printf '%s' "$r" | get '["stderr"]')" "count: 1 files" "a private chat gets stderr"
-r=$(msg '{'"$base"',"tool":"count","room":"r1","workspace":"alice","files":["src/notes.txt"]}')
+r=$(msg '{'"$base"',"tool":"count","room":"r1","files":["src/notes.txt"]}')
 is "$(printf '%s' "$r" | get '.get("stderr", "none")')" "none" "a shared room does not"
 is "$(printf '%s' "$r" | get '["result"]')" "3 src/notes.txt" "... but gets the result"
 r=$(msg '{'"$base"',"tool":"ghost"}')
 like "$r" '"error":"refused".*no such tool' "an absent tool is refused as no such tool"
 r=$(msg '{'"$base"',"tool":"shell","room":"r1","args":["echo RAN"]}')
 like "$r" '"error":"refused".*shared room' "the shell is refused in a shared room"
-r=$(msg '{'"$base"',"tool":"show","workspace":"alice","files":["../../outside"]}')
+r=$(msg '{'"$base"',"tool":"show","files":["../../outside"]}')
 like "$r" '"error":"bad_request"' "a hostile member path is a bad request"
 r=$(msg '{'"$base"',"tool":"echo","env":{"A":"1"}}')
 like "$r" '"error":"bad_request"' "an unknown field is refused"

@@ -122,14 +122,49 @@ START_TEST(test_bad)
 }
 END_TEST
 
-START_TEST(test_files_need_workspace)
+/* Member files come from <conversation>/<actor> beneath the workspace
+ * root, so an identity that is not one path segment cannot take them; it
+ * may still call a tool without files. */
+START_TEST(test_files_need_segments)
 {
+	static const char *const ids[] = {"a/b", "..", ".", "a\\b", "/x"};
 	struct pr_inv iv;
 	char why[128];
 
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		good(&iv);
+		iv.actor = ids[i];
+		ck_assert_int_eq(pr_inv_check(&iv, why, sizeof(why)), 0);
+		iv.files[iv.nfiles++] = "a.txt";
+		ck_assert_int_eq(pr_inv_check(&iv, why, sizeof(why)),
+		    KZ_EINVAL);
+		good(&iv);
+		iv.conversation = ids[i];
+		iv.files[iv.nfiles++] = "a.txt";
+		ck_assert_int_eq(pr_inv_check(&iv, why, sizeof(why)),
+		    KZ_EINVAL);
+	}
 	good(&iv);
 	iv.files[iv.nfiles++] = "a.txt";
-	ck_assert_int_eq(pr_inv_check(&iv, why, sizeof(why)), KZ_EINVAL);
+	ck_assert_int_eq(pr_inv_check(&iv, why, sizeof(why)), 0);
+}
+END_TEST
+
+/* The bound holds on the sanitized text and never splits a character. */
+START_TEST(test_result_bound)
+{
+	char s[] = "ab\xef\xbf\xbd\xef\xbf\xbd";
+	size_t n = strlen(s);
+
+	ck_assert(!pr_result_bound(s, &n, 64));
+	ck_assert_uint_eq(n, 8);
+	ck_assert(pr_result_bound(s, &n, 7));
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(s, "ab\xef\xbf\xbd");
+	ck_assert(pr_result_bound(s, &n, 3));
+	ck_assert_str_eq(s, "ab");
+	ck_assert(pr_result_bound(s, &n, 0));
+	ck_assert_uint_eq(n, 0);
 }
 END_TEST
 
@@ -192,7 +227,8 @@ main(void)
 
 	tcase_add_test(tc, test_good);
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bads) / sizeof(bads[0]));
-	tcase_add_test(tc, test_files_need_workspace);
+	tcase_add_test(tc, test_files_need_segments);
+	tcase_add_test(tc, test_result_bound);
 	tcase_add_test(tc, test_env_guard);
 	tcase_add_loop_test(tc, test_sanitize, 0,
 	    sizeof(sans) / sizeof(sans[0]));
