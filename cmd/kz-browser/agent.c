@@ -119,7 +119,6 @@ kzb_agent_read(const struct kzb_conf *c, struct kzb_session *s, cJSON **out,
 	if (strcmp(v, "password") == 0)
 		return refuse(o, KZ_WE_REFUSED,
 		    "the agent does not read or type into a password field");
-	s->last_used = kz_now_ms();
 	if ((e = kzb_cdp_call(&s->cdp, "Accessibility.getFullAXTree", NULL,
 	         true, c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
 		return refuse(o, KZ_WE_UNAVAILABLE,
@@ -334,7 +333,6 @@ kzb_agent_act(const struct kzb_conf *c, struct kzb_session *s, const char *id,
 		    "the member has not confirmed this action");
 	/* Single use: spent from here, whatever follows. */
 	memset(f, 0, sizeof(*f));
-	s->last_used = kz_now_ms();
 	if ((e = eval_str(c, s, "location.origin", cur, sizeof(cur), o)) != 0)
 		return e;
 	if (!origin_is(s, cur) ||

@@ -1,9 +1,11 @@
 /*
  * Chromium's DevTools protocol, spoken through the worker's bridge: each
  * CDP message is one kz-protocol frame on the bridge's socket (the bridge
- * alone holds Chromium's pipe).  Calls are synchronous; the page's events
- * that arrive meanwhile are remembered by name only, which is all the
- * navigation's serialisation needs, so no page content is ever kept.
+ * alone holds Chromium's pipe).  Calls are synchronous, on the session's
+ * own thread (async.c), and end early when the session is stopped; the
+ * page's events that arrive meanwhile are remembered by name only, which
+ * is all the navigation's serialisation needs, so no page content is ever
+ * kept.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -54,15 +56,21 @@ static int
 next(struct kzb_cdp *c, int64_t deadline, cJSON **m, char *why, size_t wlen)
 {
 	int64_t left = deadline - kz_now_ms();
-	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+	struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
+	    {.fd = c->stop_fd, .events = POLLIN}};
 	int e;
 
 	*m = NULL;
 	if (c->dead)
 		return KZ_EUNAVAIL;
-	if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+	if (left <= 0 || poll(p, 2, (int)left) == 0) {
 		kz_why(why, wlen, "the browser did not answer in time");
 		return KZ_ETIMEDOUT;
+	}
+	/* The session is being ended: nothing waits on its page any more. */
+	if (p[1].revents & POLLIN) {
+		kz_why(why, wlen, "the session was closed");
+		return KZ_EUNAVAIL;
 	}
 	if ((e = kz_frame_read(c->fd, CDP_MSG_MAX, (int)(left > 0 ? left : 1),
 	         m, NULL, 0)) != 0) {

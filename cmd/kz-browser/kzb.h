@@ -1,19 +1,24 @@
 /*
  * kz-browser internals: conf (the keys), cdp (Chromium's protocol over a
- * worker's bridge), session (a lease, a grant, a bridge), serve (the op
- * table, the idle reaper).  Functions return 0 or a negative kz_err and
- * fill (why, wlen) with the one line a member or the audit is told.
+ * worker's bridge), session (a lease, a grant, a bridge), async (each
+ * session's thread), ops (the op table), serve (the loop, the audit, the
+ * reaper), view (viewers' connections).  Functions return 0 or a negative
+ * kz_err and fill (why, wlen) with the one line a member or the audit is
+ * told.
  */
 #ifndef KZB_H
 #define KZB_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <cJSON.h>
 
 #include "kz_err.h"
 #include "kz_sock.h"
+#include "kz_srv.h"
 
 #define KZB_ID_MAX 128 /* actor and conversation ids */
 #define KZB_URL_MAX 2048
@@ -44,6 +49,7 @@ KZ_WUR int kzb_conf_load(struct kzb_conf *c, const char *path, const char *self,
 #define KZB_EV_MAX 64
 struct kzb_cdp {
 	int fd;
+	int stop_fd; /* readable once the session is being ended */
 	int64_t next_id;
 	char target_sid[128]; /* the page's flattened session */
 	bool dead; /* the bridge or Chromium is gone */
@@ -82,20 +88,33 @@ struct kzb_confirm {
 #define KZB_VIEWERS_MAX 8
 
 /* session.c */
+struct kzb_viewer;
+struct kzb_thread;
+/* OPENING: the lease is being taken; STARTING: the lease is held (the
+ * loop renews it) and Chromium is starting; OPEN; CLOSING. */
+enum kzb_state { KZB_OPENING, KZB_STARTING, KZB_OPEN, KZB_CLOSING };
 struct kzb_session {
 	char id[KZB_SID_HEX + 1];
 	char actor[KZB_ID_MAX + 1], conv[KZB_ID_MAX + 1];
 	char worker[64], lease_id[64], token[64], endpoint[108];
 	char origin[KZB_URL_MAX]; /* scheme://host[:port] it was opened on */
-	int64_t ttl_ms, next_renew, valid_until, last_used, t0;
-	struct kzb_cdp cdp;
+	/* The lease: the thread's while opening and closing, the loop's
+	 * (renewals) while starting and open. */
+	int64_t ttl_ms, next_renew, valid_until, t0;
 	bool leased;
-	bool private_text; /* the member is entering private text */
+	/* The thread's: the bridge and the agent's confirmations. */
+	struct kzb_cdp cdp;
 	struct kzb_confirm confirms[KZB_CONFIRM_MAX];
-	/* Viewers' own connections (view.c): descriptors, -1 free. */
-	int view_fd[KZB_VIEWERS_MAX];
-	bool view_member[KZB_VIEWERS_MAX];
+	/* The loop's. */
+	enum kzb_state state;
+	int64_t last_used;
+	bool frame_pending; /* a viewers' frame is being taken */
+	struct kzb_viewer *view[KZB_VIEWERS_MAX];
 	int64_t view_seq;
+	/* Both: set by the loop, read by the thread at any time. */
+	atomic_bool private_text; /* the member is entering private text */
+	atomic_bool stopping; /* the session is being ended */
+	struct kzb_thread *th;
 };
 /* The outcome of an op, for the reply and the audit: a wire code (NULL:
  * ok) and its one-line reason. */
@@ -103,8 +122,12 @@ struct kzb_out {
 	const char *code;
 	char why[256];
 };
+/* The opening URL admitted, then the lease (from here the loop renews
+ * it); then the grant, the worker's browser and a page. */
 KZ_WUR int kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
     const char *url, struct kzb_out *o);
+KZ_WUR int kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
+    struct kzb_out *o);
 /* Navigates, serialised: returns once the page (or its error page) has
  * stopped loading; the final URL and title in *page. */
 KZ_WUR int kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
@@ -115,8 +138,9 @@ KZ_WUR int kzb_session_screenshot(const struct kzb_conf *c,
  * {type: click, x, y}]; nothing of it is kept, logged or audited. */
 KZ_WUR int kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
     const cJSON *events, struct kzb_out *o);
-/* Renews the lease when due; false once it is lost. */
-bool kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s);
+/* Renews the lease when due (now, with force); false once it is lost. */
+bool kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s,
+    bool force);
 /* Ends the browser (the bridge's connection) and releases the lease. */
 void kzb_session_end(const struct kzb_conf *c, struct kzb_session *s);
 /* The origin of an http(s) URL ("" and KZ_EINVAL otherwise), and its host
@@ -144,20 +168,93 @@ KZ_WUR int kzb_agent_act(const struct kzb_conf *c, struct kzb_session *s,
 
 /* view.c: viewers' connections on the view socket: a viewer sends one
  * frame {session, role: member|viewer} and then receives the page as
- * PNG frames, never its HTML or script. */
+ * PNG frames, never its HTML or script.  All on the loop. */
 struct kzb_view;
 struct event_base;
 typedef struct kzb_session *(*kzb_find_fn)(void *arg, const char *id);
 KZ_WUR int kzb_view_new(struct event_base *base, const struct kzb_conf *c,
     kzb_find_fn find, void *arg, struct kzb_view **out, char *why, size_t wlen);
 void kzb_view_free(struct kzb_view *v);
-/* Sends every viewer of s the current picture (the tick). */
-void kzb_view_frame(const struct kzb_conf *c, struct kzb_session *s);
+bool kzb_view_any(const struct kzb_session *s);
+/* Queues a picture for every viewer of s; a viewer that is still behind
+ * by more than a few frames misses this one. */
+void kzb_view_send(struct kzb_session *s, const char *png_b64);
 /* Closes the viewers' connections: every one, or every one but the
  * member's (private text). */
 void kzb_view_close(struct kzb_session *s, bool keep_member);
 
-/* serve.c */
+/* async.c: a job is one op of one session, run on the session's thread
+ * and handed back to the loop. */
+struct kzb_job;
+typedef void (*kzb_job_fn)(void *ctx, struct kzb_job *j);
+struct kzb_job {
+	TAILQ_ENTRY(kzb_job) link;
+	struct kzb_session *s;
+	struct kz_req *req; /* NULL: the daemon's own job */
+	kzb_job_fn run; /* on the session's thread */
+	kzb_job_fn done; /* on the loop; frees the job */
+	bool last; /* the end: the thread returns after it */
+	/* The outcome, set on the thread. */
+	int rc;
+	struct kzb_out o;
+	cJSON *reply; /* an ok reply's fields */
+	char *png; /* a viewers' frame */
+	bool dead; /* the browser is gone */
+	/* The end's audit record. */
+	const char *kind, *outcome;
+	char reason[256];
+};
+struct kzb_async;
+KZ_WUR int kzb_async_new(struct event_base *base, void *ctx, kzb_job_fn dead,
+    struct kzb_async **out);
+void kzb_async_free(struct kzb_async *a);
+KZ_WUR int kzb_thread_start(struct kzb_async *a, struct kzb_session *s);
+bool kzb_thread_running(const struct kzb_session *s);
+void kzb_thread_push(struct kzb_session *s, struct kzb_job *j);
+/* Tells the thread the session is being ended: the wait in flight
+ * returns and queued jobs are not run. */
+void kzb_thread_stop(struct kzb_session *s);
+/* Joins the thread (after its last job) and frees what it held. */
+void kzb_thread_free(struct kzb_session *s);
+
+/* serve.c: the daemon, on the loop. */
+struct kzb_daemon {
+	struct kzb_conf *c;
+	struct kzb_session **s; /* sessions_max slots */
+	struct kzb_async *async;
+	struct event_base *base;
+	bool stopping;
+	unsigned long opened, closed, reaped, failed;
+};
+/* An audit record of kind; 0 once it is durable (or audit is off).  Safe
+ * on any thread. */
+KZ_WUR int kzb_audit(const struct kzb_conf *c, const char *kind,
+    const struct kzb_session *s, const char *outcome, const char *reason,
+    const char *action);
+/* Ends the session: viewers closed now, the rest on its thread (the
+ * bridge, the lease, the audit record of kind). */
+void kzb_finish(struct kzb_daemon *d, struct kzb_session *s, const char *kind,
+    const char *outcome, const char *reason);
+/* The same, answering req once all of it is done: ok, or (code not NULL)
+ * that error with the reason. */
+void kzb_finish_req(struct kzb_daemon *d, struct kzb_session *s,
+    const char *kind, const char *outcome, const char *reason,
+    struct kz_req *req, const char *code);
+#define KZB_LEASE_ENDED "the session's lease ended"
+struct kzb_session *kzb_find(struct kzb_daemon *d, const char *id);
+/* A job for s, or NULL (out of memory). */
+struct kzb_job *kzb_job_new(struct kz_req *req, kzb_job_fn run,
+    kzb_job_fn done);
+void kzb_job_free(struct kzb_job *j);
+
+/* ops.c */
+extern const struct kz_op kzb_ops[];
+/* Ends a session whose browser went, for the reason it went: its lease
+ * (KZB_LEASE_ENDED, browser_reaped) or the browser itself (why,
+ * browser_failed).  Returns the reason used. */
+const char *kzb_browser_gone(struct kzb_daemon *d, struct kzb_session *s,
+    const char *why);
+
 int kzb_serve(struct kzb_conf *c);
 
 #endif

@@ -292,14 +292,14 @@ int
 kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
     const char *url, struct kzb_out *o)
 {
-	char g[KZB_GRANT_MAX], host[256], why[160];
+	char host[256];
 	unsigned char b[16];
-	int port, e;
+	int port;
 
 	s->cdp.fd = -1;
 	randombytes_buf(b, sizeof(b));
 	kz_hex(b, sizeof(b), s->id);
-	s->t0 = s->last_used = kz_now_ms();
+	s->t0 = kz_now_ms();
 	if (kzb_url_origin(url, s->origin, sizeof(s->origin), host,
 	        sizeof(host), &port) != 0) {
 		out_set(o, KZ_WE_BAD_REQUEST,
@@ -312,8 +312,16 @@ kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
 		    "the egress policy does not admit the opening address");
 		return KZ_EDENIED;
 	}
-	if ((e = lease(c, s, o)) != 0)
-		return e;
+	return lease(c, s, o);
+}
+
+int
+kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
+    struct kzb_out *o)
+{
+	char g[KZB_GRANT_MAX], why[160];
+	int e;
+
 	if (grant(c, s->id, g, sizeof(g)) != 0) {
 		out_set(o, KZ_WE_UNAVAILABLE, "no egress grant could be made");
 		return KZ_EUNAVAIL;
@@ -409,7 +417,6 @@ kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
 	int e;
 
 	*page = NULL;
-	s->last_used = kz_now_ms();
 	kzb_cdp_forget(&s->cdp);
 	cJSON_AddStringToObject(p, "url", url);
 	if ((e = kzb_cdp_call(&s->cdp, "Page.navigate", p, true,
@@ -449,7 +456,6 @@ kzb_session_screenshot(const struct kzb_conf *c, struct kzb_session *s,
 	int e;
 
 	*png = NULL;
-	s->last_used = kz_now_ms();
 	cJSON_AddStringToObject(p, "format", "png");
 	if ((e = kzb_cdp_call(&s->cdp, "Page.captureScreenshot", p, true,
 	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
@@ -523,7 +529,6 @@ kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
 	char why[160];
 	int e;
 
-	s->last_used = kz_now_ms();
 	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) > 64) {
 		out_set(o, KZ_WE_BAD_REQUEST,
 		    "input is a list of at most 64 events");
@@ -546,7 +551,7 @@ kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
 }
 
 bool
-kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s)
+kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s, bool force)
 {
 	cJSON *req, *rep = NULL;
 	int64_t sent = kz_now_ms(), ttl;
@@ -555,7 +560,7 @@ kzb_session_keep(const struct kzb_conf *c, struct kzb_session *s)
 
 	if (!s->leased || sent >= s->valid_until - 500)
 		return false;
-	if (sent < s->next_renew)
+	if (sent < s->next_renew && !force)
 		return true;
 	req = request("renew", s->id);
 	cJSON_AddStringToObject(req, "lease_id", s->lease_id);

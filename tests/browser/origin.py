@@ -10,11 +10,16 @@ connection).
   /probe?p=N   a page whose subresources and script ask for 127.0.0.1:N,
                localhost:N, the worker's relay port and 169.254.169.254,
                then GET /report?<what each fetch did>
+  /slow?ms=N   the page titled "slow page", answered after N ms
+  /state       a page titled "state:COOKIE|STORAGE" with what it found of
+               an earlier visit ("none" for each when nothing), which then
+               leaves a cookie and a localStorage item behind
 
 usage: origin.py ADDR PORT LOG
 """
 import http.server
 import sys
+import time
 import urllib.parse
 
 PAGE = """<!doctype html><html><head><title>kz test page</title></head>
@@ -44,6 +49,18 @@ Promise.allSettled(u.map(x => fetch(x, {{mode: "no-cors"}}))).then(r => {{
 </script></body></html>"""
 
 
+STATE = """<!doctype html><html><head><title>state</title></head><body>
+<script>
+const c = document.cookie, l = localStorage.getItem("kz");
+document.cookie = "kz=tenant-secret; max-age=86400";
+localStorage.setItem("kz", "tenant-secret");
+document.title = "state:" + (c || "none") + "|" + (l || "none");
+</script></body></html>"""
+
+SLOW = """<!doctype html><html><head><title>slow page</title></head>
+<body>slow</body></html>"""
+
+
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
 
@@ -61,6 +78,11 @@ class H(http.server.BaseHTTPRequestHandler):
             body = LOGIN
         elif u.path == "/secret":
             body = SECRET
+        elif u.path == "/state":
+            body = STATE
+        elif u.path == "/slow":
+            time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
+            body = SLOW
         else:
             body = PAGE
         b = body.encode()

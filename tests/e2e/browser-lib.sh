@@ -2,7 +2,8 @@
 # test's own network namespace (behind a test DNS name), kz-egress in
 # private_networks mode admitting it, the lease stack with one real
 # worker (tests/unit/kz-lease/stack.sh) and kz-browser on $BS.
-# br_start N [KZ-BROWSER-ENV...]; bcall OP JSON (the reply);
+# br_start N [KZ-BROWSER-ENV...] (BR_WORKERS workers, default 1);
+# bcall OP JSON (the reply);
 # jf JSON FIELD...; wrun CODE (stdout of code run in the leased worker).
 . "$TOP/tests/egress/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
@@ -33,8 +34,8 @@ EOC
 	wait_sock "$T/eg.sock" 10 || return 1
 	chmod 0666 "$T/eg.sock"
 	export LEASE_EGRESS_SOCKET=$T/eg.sock
-	start_stack 1
-	wait_for warm 1 || return 1
+	start_stack "${BR_WORKERS:-1}"
+	wait_for warm "${BR_WORKERS:-1}" || return 1
 	br_daemon "$BS" "$@"
 }
 
