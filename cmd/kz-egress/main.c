@@ -16,6 +16,7 @@
 #include "kz_json.h"
 #include "kz_key.h"
 #include "kz_log.h"
+#include "kz_signed.h"
 #include "banned.h"
 
 static const char usage[] =
@@ -323,34 +324,17 @@ field_key_path(const struct opts *o)
 static enum kz_exit
 cmd_pubkey(const struct opts *o)
 {
-	unsigned char pk[32], sk[64];
 	char why[160], hex[65];
 
 	if (o->argc != 0 || field_key_path(o) == NULL)
 		return bad_usage("pubkey needs --field-key FILE");
-	if (eg_grant_keypair(field_key_path(o), pk, sk, why, sizeof(why))) {
+	if (kz_signed_pubkey_hex(field_key_path(o), KZ_SUBKEY_GRANT, hex, why,
+	        sizeof(why)) != 0) {
 		fprintf(stderr, "kz-egress: %s\n", why);
 		return KZ_EXIT_USAGE;
 	}
-	sodium_memzero(sk, sizeof(sk));
-	kz_hex(pk, sizeof(pk), hex);
 	printf("%s\n", hex);
 	return KZ_EXIT_OK;
-}
-
-static int
-run_hash(const char *keyfile, const char *run, char out[KZ_IDHASH_HEX + 1],
-    char *why, size_t wlen)
-{
-	struct kz_key idk;
-	int r;
-
-	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_IDHASH, &idk, why,
-	         wlen)) != 0)
-		return r;
-	r = kz_key_idhash(&idk, "run", run, out);
-	kz_key_wipe(&idk);
-	return r;
 }
 
 static enum kz_exit
@@ -375,7 +359,8 @@ cmd_grant(const struct opts *o)
 	}
 	eg_policy_free(p);
 	if (eg_grant_keypair(field_key_path(o), pk, sk, why, sizeof(why)) ||
-	    run_hash(field_key_path(o), o->run, rh, why, sizeof(why))) {
+	    kz_signed_run_hash(field_key_path(o), o->run, rh, why,
+	        sizeof(why))) {
 		sodium_memzero(sk, sizeof(sk));
 		fprintf(stderr, "kz-egress: %s\n", why);
 		return KZ_EXIT_USAGE;

@@ -15,6 +15,7 @@
 #include "kz_exit.h"
 #include "kz_key.h"
 #include "kz_log.h"
+#include "kz_signed.h"
 #include "banned.h"
 
 static const char
@@ -135,34 +136,17 @@ cmd_check(const struct opts *o)
 static enum kz_exit
 cmd_pubkey(const struct opts *o)
 {
-	unsigned char pk[32], sk[64];
 	char why[160], hex[65];
 
 	if (o->argc != 0 || o->field_key == NULL)
 		return bad_usage("pubkey needs --field-key FILE");
-	if (pb_token_keypair(o->field_key, pk, sk, why, sizeof(why)) != 0) {
+	if (kz_signed_pubkey_hex(o->field_key, KZ_SUBKEY_PKGTOKEN, hex, why,
+	        sizeof(why)) != 0) {
 		fprintf(stderr, "kz-pkgbroker: %s\n", why);
 		return KZ_EXIT_USAGE;
 	}
-	sodium_memzero(sk, sizeof(sk));
-	kz_hex(pk, sizeof(pk), hex);
 	printf("%s\n", hex);
 	return KZ_EXIT_OK;
-}
-
-static int
-run_hash(const char *keyfile, const char *run, char out[KZ_IDHASH_HEX + 1],
-    char *why, size_t wlen)
-{
-	struct kz_key idk;
-	int r;
-
-	if ((r = kz_key_load_subkey(keyfile, KZ_SUBKEY_IDHASH, &idk, why,
-	         wlen)) != 0)
-		return r;
-	r = kz_key_idhash(&idk, "run", run, out);
-	kz_key_wipe(&idk);
-	return r;
 }
 
 /* The TTL: --ttl, at most the broker's PKGBROKER_TOKEN_TTL_MAX (from the
@@ -203,7 +187,8 @@ cmd_token(const struct opts *o)
 	if ((e = token_ttl(o, &ttl)) != KZ_EXIT_OK)
 		return e;
 	if (pb_token_keypair(o->field_key, pk, sk, why, sizeof(why)) != 0 ||
-	    run_hash(o->field_key, o->run, rh, why, sizeof(why)) != 0) {
+	    kz_signed_run_hash(o->field_key, o->run, rh, why, sizeof(why)) !=
+	        0) {
 		sodium_memzero(sk, sizeof(sk));
 		fprintf(stderr, "kz-pkgbroker: %s\n", why);
 		return KZ_EXIT_USAGE;

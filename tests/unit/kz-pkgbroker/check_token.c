@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "pkgbroker.h"
+#include "kz_signed.h"
 #include "banned.h"
 
 static unsigned char pk[32], sk[64], pk2[32], sk2[64];
@@ -106,6 +107,34 @@ START_TEST(test_malformed)
 }
 END_TEST
 
+/* Blobs signed with the broker's own key but not shaped as its tokens: an
+ * egress-grant-shaped body (no audience), another audience, no nbf, an
+ * unknown field.  Each is malformed, never a token. */
+START_TEST(test_not_a_token)
+{
+	static const char *const extra[][2] = {{NULL, NULL},
+	    {"aud", "kz-egress"}, {"aud", "kz-pkgbroker"},
+	    {"aud", "kz-pkgbroker"}};
+	char t[PB_TOKEN_MAX + 1];
+
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+		cJSON *o = kz_signed_body_new(run, now, 300);
+
+		ck_assert_ptr_nonnull(o);
+		if (extra[i][0] != NULL)
+			cJSON_AddStringToObject(o, extra[i][0], extra[i][1]);
+		if (i == 2)
+			cJSON_DeleteItemFromObjectCaseSensitive(o, "nbf");
+		if (i == 3)
+			cJSON_AddStringToObject(o, "caps", "turn");
+		ck_assert_int_eq(kz_signed_make(sk, o, t, sizeof(t)), 0);
+		cJSON_Delete(o);
+		ck_assert_msg(verify(t, now + 1) == PB_TOK_MALFORMED,
+		    "case %zu", i);
+	}
+}
+END_TEST
+
 START_TEST(test_auth_header)
 {
 	char t[PB_TOKEN_MAX + 1], hdr[2048], b64[1024], out[PB_TOKEN_MAX + 1];
@@ -150,6 +179,7 @@ main(void)
 	tcase_add_test(tc, test_times);
 	tcase_add_test(tc, test_forged);
 	tcase_add_test(tc, test_malformed);
+	tcase_add_test(tc, test_not_a_token);
 	tcase_add_test(tc, test_auth_header);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
