@@ -23,11 +23,11 @@ http_head: $eg/http.c $eg/reason.c $cf
 authority: $eg/http.c $eg/addr.c $eg/reason.c $cf
 host: $eg/addr.c $eg/reason.c $cf
 ip_diff: $eg/addr.c $eg/reason.c $cf
-grant: $eg/grant.c $eg/reason.c lib/key.c $cf
+grant: $eg/grant.c $eg/reason.c lib/key.c lib/signed.c $cf
 audit_schema: cmd/kz-audit/schema.c lib/key.c $cf
 classify: lib/classify.c lib/err.c
 path: lib/path.c lib/json.c lib/err.c
-dns_answer: $eg/dns.c $eg/policy.c $eg/addr.c $eg/http.c $eg/grant.c $eg/reason.c lib/srv.c lib/key.c lib/log.c $cf
+dns_answer: $eg/dns.c $eg/policy.c $eg/addr.c $eg/http.c $eg/grant.c $eg/reason.c lib/srv.c lib/key.c lib/signed.c lib/log.c $cf
 "
 want=${*:-$(printf '%s\n' "$targets" | sed -n 's/^\([a-z_0-9]*\):.*/\1/p')}
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefined
