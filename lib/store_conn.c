@@ -380,7 +380,7 @@ redirect(const char *err, const char *pfx, int *slot, struct kz_store_addr *to)
 	char *end;
 	long v;
 
-	if (strncmp(err, pfx, n) != 0)
+	if (strncmp(err, pfx, n) != 0 || err[n] < '0' || err[n] > '9')
 		return false;
 	v = strtol(err + n, &end, 10);
 	if (end == err + n || *end != ' ' || v < 0 || v > 16383)
