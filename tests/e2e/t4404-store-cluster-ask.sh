@@ -52,7 +52,7 @@ now() { date +%s.%N; }
 export LOAD_STOP=$T/stop
 python3 "$TOP/tests/store/load.py" clients h "$S" 8 60 "$T/load.jsonl" &
 _pids="$_pids $!"; LOAD=$!
-sleep 1
+sleep 0.5
 asked0=$(cli "$DST" info commandstats | sed -n 's/^cmdstat_asking:calls=\([0-9]*\).*/\1/p')
 echo "start $(now)" >"$T/marks"
 cli "$DST" cluster setslot "$SLOT" importing "$(id_of "$OWN")" >/dev/null
@@ -68,7 +68,7 @@ while :; do
 	sleep 0.1
 done
 echo "moved $(now)" >>"$T/marks"
-sleep 1.5	# every key on the target, the slot still the source's: ASK
+sleep 1	# every key on the target, the slot still the source's: ASK
 echo "node $(now)" >>"$T/marks"
 for p in $B $((B + 1)) $((B + 2)); do cli "$p" cluster setslot "$SLOT" node "$(id_of "$DST")" >/dev/null; done
 # MOVED: kz-lease reconnects to the new owner, whose run id is new, so it
