@@ -8,6 +8,7 @@
 #include <event2/event.h>
 #include <sodium.h>
 
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_store.h"
 #include "sentinel.h"
@@ -31,6 +32,11 @@ struct acall {
 	char **argv; /* a copy, for the EVAL after NOSCRIPT */
 	int refs; /* hiredis callbacks still to come */
 	bool done; /* cb has been called */
+	bool ask; /* sent to the node an ASK named (ask_to) */
+	int hops, waits, slot;
+	int64_t t0;
+	struct kz_store_addr ask_to;
+	struct event *wait; /* the backoff while the slot is half-moved */
 	TAILQ_ENTRY(acall) link;
 };
 
@@ -41,6 +47,8 @@ struct kz_astore {
 	char prefix[KZ_STORE_DEP_MAX + 8];
 	struct kz_store_addr addr;
 	redisAsyncContext *ac;
+	redisAsyncContext *side; /* to side_to, the node an ASK named */
+	struct kz_store_addr side_to;
 	struct kz_sentq *sq; /* a Sentinel question still out */
 	struct kz_store_addr moved; /* where MOVED sent us, if has_moved */
 	bool has_moved;
@@ -51,6 +59,7 @@ struct kz_astore {
 };
 
 static void astore_connect(struct kz_astore *a);
+static void side_drop(struct kz_astore *a);
 
 static void
 acall_unref(struct acall *c)
@@ -64,6 +73,8 @@ acall_unref(struct acall *c)
 			free(c->argv[i]);
 		free(c->argv);
 	}
+	if (c->wait != NULL)
+		event_free(c->wait);
 	free(c);
 }
 
@@ -76,6 +87,11 @@ acall_finish(struct acall *c, int err, redisReply *r, const char *why)
 	c->done = true;
 	event_free(c->timer);
 	c->timer = NULL;
+	if (c->wait != NULL && evtimer_pending(c->wait, NULL)) {
+		/* The backoff's reference: it will not fire now. */
+		evtimer_del(c->wait);
+		c->refs--;
+	}
 	TAILQ_REMOVE(&c->a->calls, c, link);
 	c->cb(err, r, why, c->arg);
 	c->refs++;
@@ -286,6 +302,78 @@ retry_cb(evutil_socket_t fd, short ev, void *arg)
 	astore_connect(arg);
 }
 
+/* ---- the connection to the node an ASK named ---- */
+
+static void
+side_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct kz_astore *a = ac->data;
+
+	if (a != NULL && ac == a->side && status != REDIS_OK)
+		a->side = NULL; /* hiredis frees it after this callback */
+}
+
+static void
+side_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct kz_astore *a = ac->data;
+
+	(void)status;
+	if (a != NULL && ac == a->side)
+		a->side = NULL;
+}
+
+/* Every call still out on it is answered KZ_EUNAVAIL. */
+static void
+side_drop(struct kz_astore *a)
+{
+	redisAsyncContext *ac = a->side;
+
+	a->side = NULL;
+	if (ac != NULL)
+		redisAsyncFree(ac);
+}
+
+/*
+ * A connection to to, kept while ASKs name the same node.  AUTH goes
+ * first on it; no ROLE check is needed, because a node that takes ASKING
+ * for the slot is the primary importing it.
+ */
+static redisAsyncContext *
+side_get(struct kz_astore *a, const struct kz_store_addr *to)
+{
+	const char *av[3];
+	redisAsyncContext *ac;
+	int n;
+
+	if (a->side != NULL &&
+	    strcmp(a->side_to.hp[0].host, to->hp[0].host) == 0 &&
+	    a->side_to.hp[0].port == to->hp[0].port)
+		return a->side;
+	side_drop(a);
+	ac = redisAsyncConnect(to->hp[0].host, to->hp[0].port);
+	if (ac == NULL || ac->err) {
+		if (ac != NULL)
+			redisAsyncFree(ac);
+		return NULL;
+	}
+	ac->data = a;
+	if (redisLibeventAttach(ac, a->base) != REDIS_OK) {
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	redisAsyncSetConnectCallback(ac, side_connect_cb);
+	redisAsyncSetDisconnectCallback(ac, side_disconnect_cb);
+	if ((n = kz_store_auth_argv(av)) > 0 &&
+	    redisAsyncCommandArgv(ac, NULL, NULL, n, av, NULL) != REDIS_OK) {
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	a->side = ac;
+	a->side_to = *to;
+	return ac;
+}
+
 int
 kz_astore_new(struct event_base *base, const struct kz_astore_conf *c,
     struct kz_astore **out, char *why, size_t wlen)
@@ -338,6 +426,7 @@ kz_astore_free(struct kz_astore *a)
 		return;
 	a->c.on_down = NULL;
 	kz_astore_drop(a);
+	side_drop(a);
 	while ((c = TAILQ_FIRST(&a->calls)) != NULL)
 		acall_finish(c, KZ_EUNAVAIL, NULL, "store client closed");
 	kz_sentq_free(a->sq);
@@ -390,10 +479,19 @@ timeout_cb(evutil_socket_t fd, short ev, void *arg)
 	 * caller retries with the same operation id.  A fresh connection
 	 * keeps later calls from queueing behind a frozen one.
 	 */
-	kz_astore_drop(a);
+	if (c->ask)
+		side_drop(a);
+	else
+		kz_astore_drop(a);
 }
 
 static int send_eval(struct acall *c, bool full);
+static void reply_cb(redisAsyncContext *ac, void *r, void *priv);
+static void migrate_wait(struct acall *c, const char *why);
+static void ask_count(struct acall *c);
+static int resend(struct acall *c, bool ask);
+static int issue(struct acall *c, redisCallbackFn *fn, int argc,
+    const char **argv);
 
 static void
 reply_cb(redisAsyncContext *ac, void *r, void *priv)
@@ -426,16 +524,91 @@ reply_cb(redisAsyncContext *ac, void *r, void *priv)
 			c->a->has_moved = true;
 			acall_finish(c, KZ_EUNAVAIL, NULL, "store slot moved");
 			kz_astore_drop(c->a);
+		} else if (rep->type == REDIS_REPLY_ERROR && c->hops < 8 &&
+		    kz_store_ask(rep->str, &c->slot, &c->ask_to)) {
+			c->hops++;
+			ask_count(c);
 		} else if (rep->type == REDIS_REPLY_ERROR &&
-		    kz_store_err_migrating(rep->str))
-			acall_finish(c, KZ_EUNAVAIL, NULL,
-			    "store slot is being migrated");
+		    kz_store_err_tryagain(rep->str))
+			migrate_wait(c, "TRYAGAIN");
 		else if (rep->type == REDIS_REPLY_ERROR)
 			acall_finish(c, KZ_EPROTO, NULL, rep->str);
 		else
 			acall_finish(c, 0, rep, NULL);
 	}
 	acall_unref(c);
+}
+
+/* The backoff is over: the call again, to the primary. */
+static void
+wait_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct acall *c = arg;
+
+	(void)fd;
+	(void)ev;
+	if (!c->done && resend(c, false) != 0)
+		acall_finish(c, KZ_EUNAVAIL, NULL, "store connection lost");
+	acall_unref(c);
+}
+
+/*
+ * The slot is half-moved (store_conn.c): the call waits the next backoff
+ * step, or, when the bounded time is spent, is answered unavailable and
+ * the connection is dropped, so admission closes with this reason and
+ * reopens by itself after the reconnect.
+ */
+static void
+migrate_wait(struct acall *c, const char *what)
+{
+	struct kz_astore *a = c->a;
+	int d = kz_store_migrate_delay(c->waits++);
+	struct timeval tv = {.tv_sec = d / 1000, .tv_usec = (d % 1000) * 1000};
+
+	if (kz_now_ms() - c->t0 + d >
+	        (int64_t)a->c.timeout_ms * KZ_STORE_MIGRATE_SHARE / 100 ||
+	    (c->wait == NULL &&
+	        (c->wait = evtimer_new(a->base, wait_cb, c)) == NULL)) {
+		snprintf(a->why, sizeof(a->why),
+		    "store slot %d is being migrated (%s)", c->slot, what);
+		acall_finish(c, KZ_EUNAVAIL, NULL, a->why);
+		kz_astore_drop(a);
+		return;
+	}
+	c->refs++;
+	evtimer_add(c->wait, &tv);
+}
+
+static void
+count_cb(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct acall *c = priv;
+	redisReply *rep = r;
+
+	(void)ac;
+	if (c->done)
+		;
+	else if (rep == NULL || rep->type != REDIS_REPLY_INTEGER)
+		acall_finish(c, KZ_EUNAVAIL, NULL, "store connection lost");
+	else if (rep->integer > 0)
+		migrate_wait(c, "keys still on the source");
+	else if (resend(c, true) != 0)
+		acall_finish(c, KZ_EUNAVAIL, NULL,
+		    "the node importing the slot is unreachable");
+	acall_unref(c);
+}
+
+/* ASK: how many of the slot's keys the migrating node still holds. */
+static void
+ask_count(struct acall *c)
+{
+	char slot[16];
+	const char *av[3] = {"CLUSTER", "COUNTKEYSINSLOT", slot};
+
+	snprintf(slot, sizeof(slot), "%d", c->slot);
+	c->ask = false;
+	if (issue(c, count_cb, 3, av) != 0)
+		acall_finish(c, KZ_EUNAVAIL, NULL, "store connection lost");
 }
 
 static void
@@ -452,15 +625,35 @@ load_cb(redisAsyncContext *ac, void *r, void *priv)
 	acall_unref(c);
 }
 
+/* On the node an ASK named, every command of a call goes after ASKING,
+ * which holds for the one command after it. */
 static int
 issue(struct acall *c, redisCallbackFn *fn, int argc, const char **argv)
 {
-	if (c->a->ac == NULL ||
-	    redisAsyncCommandArgv(c->a->ac, fn, c, argc, argv, NULL) !=
-	        REDIS_OK)
+	redisAsyncContext *ac = c->ask ? c->a->side : c->a->ac;
+	const char *asking[1] = {"ASKING"};
+
+	if (ac == NULL ||
+	    (c->ask && fn == reply_cb &&
+	        redisAsyncCommandArgv(ac, NULL, NULL, 1, asking, NULL) !=
+	            REDIS_OK) ||
+	    redisAsyncCommandArgv(ac, fn, c, argc, argv, NULL) != REDIS_OK)
 		return KZ_EUNAVAIL;
 	c->refs++;
 	return 0;
+}
+
+/* The call again, from the start: to the primary, or to the node an ASK
+ * named once the slot's keys are all there. */
+static int
+resend(struct acall *c, bool ask)
+{
+	c->ask = ask;
+	if (ask && side_get(c->a, &c->ask_to) == NULL)
+		return KZ_EUNAVAIL;
+	if (c->sc != NULL)
+		return send_eval(c, false);
+	return issue(c, reply_cb, c->argc, (const char **)c->argv);
 }
 
 /*
@@ -506,6 +699,7 @@ acall_new(struct kz_astore *a, kz_astore_cb cb, void *arg, int argc,
 	c->a = a;
 	c->cb = cb;
 	c->arg = arg;
+	c->t0 = kz_now_ms();
 	if ((c->argv = calloc((size_t)argc + 1, sizeof(char *))) == NULL)
 		goto nomem;
 	for (c->argc = 0; c->argc < argc; c->argc++)

@@ -2,8 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sodium.h>
 
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_store.h"
 #include "store_int.h"
@@ -11,6 +13,8 @@
 
 struct kz_store {
 	redisContext *rc;
+	redisContext *ask; /* to ask_to, the node an ASK named last */
+	struct kz_store_addr ask_to;
 	int timeout_ms;
 	char prefix[KZ_STORE_DEP_MAX + 8];
 };
@@ -64,6 +68,8 @@ kz_store_free(struct kz_store *s)
 		return;
 	if (s->rc != NULL)
 		redisFree(s->rc);
+	if (s->ask != NULL)
+		redisFree(s->ask);
 	free(s);
 }
 
@@ -103,25 +109,129 @@ follow(struct kz_store *s, const struct kz_store_addr *to, char *why,
 	return 0;
 }
 
+/*
+ * How many keys of slot the connected node still holds (a migrating
+ * node's count only goes down), or -1.
+ */
+static long long
+keys_in_slot(struct kz_store *s, int slot)
+{
+	redisReply *r = redisCommand(s->rc, "CLUSTER COUNTKEYSINSLOT %d", slot);
+	long long n = -1;
+
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+		n = r->integer;
+	if (r != NULL)
+		freeReplyObject(r);
+	return n;
+}
+
+/* One command to the node an ASK named, after ASKING; NULL when that
+ * node does not answer.  The connection is kept for the next ASK. */
+static redisReply *
+ask_once(struct kz_store *s, const struct kz_store_addr *to, int argc,
+    const char **argv)
+{
+	redisReply *r = NULL;
+	void *ok = NULL;
+
+	if (s->ask != NULL &&
+	    (s->ask->err || strcmp(s->ask_to.hp[0].host, to->hp[0].host) != 0 ||
+	        s->ask_to.hp[0].port != to->hp[0].port)) {
+		redisFree(s->ask);
+		s->ask = NULL;
+	}
+	if (s->ask == NULL &&
+	    kz_store_connect(to, s->timeout_ms, &s->ask, NULL, 0) != 0)
+		return NULL;
+	s->ask_to = *to;
+	if (redisAppendCommand(s->ask, "ASKING") != REDIS_OK ||
+	    redisAppendCommandArgv(s->ask, argc, argv, NULL) != REDIS_OK ||
+	    redisGetReply(s->ask, &ok) != REDIS_OK ||
+	    redisGetReply(s->ask, (void **)&r) != REDIS_OK)
+		r = NULL;
+	if (ok != NULL)
+		freeReplyObject(ok);
+	return r;
+}
+
+/*
+ * The slot is half-moved: sleeps the next backoff step and says to try
+ * again, or says (false) the bounded time is spent.
+ */
+static bool
+migrate_wait(struct kz_store *s, int64_t t0, int *waits)
+{
+	int d = kz_store_migrate_delay((*waits)++);
+	struct timespec ts = {.tv_sec = d / 1000,
+	    .tv_nsec = (long)(d % 1000) * 1000000};
+
+	if (kz_now_ms() - t0 + d >
+	    (int64_t)s->timeout_ms * KZ_STORE_MIGRATE_SHARE / 100)
+		return false;
+	nanosleep(&ts, NULL);
+	return true;
+}
+
+/*
+ * Sends the command, follows an ASK once the migrating node is empty
+ * (store_conn.c explains why only then), and classifies what comes back:
+ * 0 with *out, 1 to try again after a backoff (*slot set), or an error.
+ */
+static int
+cmd_once(struct kz_store *s, int argc, const char **argv, int *hops, int *slot,
+    redisReply **out, char *why, size_t wlen)
+{
+	struct kz_store_addr to;
+	redisReply *r = redisCommandArgv(s->rc, argc, argv, NULL);
+	long long left;
+
+	if (r != NULL && r->type == REDIS_REPLY_ERROR && *hops < 8 &&
+	    kz_store_ask(r->str, slot, &to)) {
+		freeReplyObject(r);
+		(*hops)++;
+		if ((left = keys_in_slot(s, *slot)) != 0) {
+			kz_why(why, wlen,
+			    "store slot %d is being migrated (%lld keys "
+			    "still on the source)",
+			    *slot, left);
+			return left > 0 ? 1 : KZ_EUNAVAIL;
+		}
+		r = ask_once(s, &to, argc, argv);
+	}
+	if (r == NULL) {
+		/* Timeout or lost connection: the outcome is unknown. */
+		kz_why(why, wlen, "store did not answer");
+		return KZ_EUNAVAIL;
+	}
+	if (r->type == REDIS_REPLY_ERROR && kz_store_err_tryagain(r->str)) {
+		kz_why(why, wlen, "store slot is being migrated (TRYAGAIN)");
+		freeReplyObject(r);
+		return 1;
+	}
+	*out = r;
+	return 0;
+}
+
 int
 kz_store_cmd(struct kz_store *s, int argc, const char **argv, redisReply **out,
     char *why, size_t wlen)
 {
 	struct kz_store_addr to;
+	int64_t t0 = kz_now_ms();
 	redisReply *r;
-	int hops = 0;
+	int hops = 0, waits = 0, slot = -1, e;
 
 	if (s->rc->err) {
 		kz_why(why, wlen, "store connection lost");
 		return KZ_EUNAVAIL;
 	}
 again:
-	r = redisCommandArgv(s->rc, argc, argv, NULL);
-	if (r == NULL) {
-		/* Timeout or lost connection: the outcome is unknown. */
-		kz_why(why, wlen, "store did not answer");
-		return KZ_EUNAVAIL;
-	}
+	while ((e = cmd_once(s, argc, argv, &hops, &slot, &r, why, wlen)) == 1)
+		if (!migrate_wait(s, t0, &waits))
+			return KZ_EUNAVAIL;
+	if (e != 0)
+		return e;
 	if (r->type == REDIS_REPLY_ERROR &&
 	    kz_store_err_moved_primary(r->str)) {
 		/* A failover demoted this server: find the primary again. */
@@ -129,18 +239,13 @@ again:
 		freeReplyObject(r);
 		return KZ_EUNAVAIL;
 	}
-	if (r->type == REDIS_REPLY_ERROR && hops < 3 &&
+	if (r->type == REDIS_REPLY_ERROR && hops < 8 &&
 	    kz_store_moved(r->str, &to)) {
 		freeReplyObject(r);
 		hops++;
 		if (follow(s, &to, why, wlen) != 0)
 			return KZ_EUNAVAIL;
 		goto again;
-	}
-	if (r->type == REDIS_REPLY_ERROR && kz_store_err_migrating(r->str)) {
-		kz_why(why, wlen, "store slot is being migrated");
-		freeReplyObject(r);
-		return KZ_EUNAVAIL;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
 		kz_why(why, wlen, "%.200s", r->str);
@@ -205,9 +310,13 @@ kz_store_eval(struct kz_store *s, struct kz_script *sc, int nkeys, int argc,
 		av[3 + argc++] = kz_store_scope();
 	e = kz_store_cmd(s, argc + 3, av, out, why, wlen);
 	if (e == KZ_EPROTO && why != NULL && strncmp(why, "NOSCRIPT", 8) == 0) {
-		/* The server lost its script cache (restart, failover). */
-		if ((e = load(s, sc, why, wlen)) != 0)
-			return e;
+		/*
+		 * The server that ran it lacks the script (a restart, a
+		 * failover, or the node an ASK named): the source goes with
+		 * the call, and that server keeps it.
+		 */
+		av[0] = "EVAL";
+		av[1] = sc->src;
 		e = kz_store_cmd(s, argc + 3, av, out, why, wlen);
 	}
 	return e;

@@ -350,7 +350,7 @@ bool
 kz_store_err_moved_primary(const char *err)
 {
 	static const char *const pfx[] = {"READONLY", "MASTERDOWN", "LOADING",
-	    "NOREPLICAS", "UNBLOCKED", NULL};
+	    "NOREPLICAS", "UNBLOCKED", "CLUSTERDOWN", NULL};
 	int i;
 
 	for (i = 0; pfx[i] != NULL; i++)
@@ -361,24 +361,32 @@ kz_store_err_moved_primary(const char *err)
 
 /*
  * Cluster redirects.  MOVED names the slot's new owner: the client goes
- * there and asks again.  ASK (and TRYAGAIN) mean the deployment's slot is
- * being migrated: the pool's scripts touch keys they cannot all declare
- * (a random warm worker's record), so one run on either side of a
- * half-moved slot could see half the pool.  The client answers that as a
- * short unavailability instead (admission closes) and asks again later;
- * a slot of one deployment's keys moves in milliseconds, and then MOVED
- * says where it went.
+ * there for good and asks again.  ASK names the node the slot is being
+ * migrated to: one command goes there after ASKING, and the slot map is
+ * not changed.  The pool's scripts touch keys they cannot all declare (a
+ * random warm worker's record), and on the importing node a key that has
+ * not moved yet reads as missing, so a script may follow ASK only once the
+ * migrating node holds none of the slot's keys (CLUSTER COUNTKEYSINSLOT is
+ * 0; a migrating node creates no new key of the slot, so that stays 0).
+ * While the slot is half-moved, and on TRYAGAIN, the client asks again
+ * after a short backoff, for a bounded time, then answers unavailable.
  */
-bool
-kz_store_moved(const char *err, struct kz_store_addr *to)
+static bool
+redirect(const char *err, const char *pfx, int *slot, struct kz_store_addr *to)
 {
 	char spec[KZ_STORE_HOST_MAX + 24], host[KZ_STORE_HOST_MAX];
 	const char *p, *colon;
-	size_t n;
+	size_t n = strlen(pfx);
+	char *end;
+	long v;
 
-	if (strncmp(err, "MOVED ", 6) != 0 ||
-	    (p = strchr(err + 6, ' ')) == NULL ||
-	    (colon = strrchr(++p, ':')) == NULL ||
+	if (strncmp(err, pfx, n) != 0 || err[n] < '0' || err[n] > '9')
+		return false;
+	v = strtol(err + n, &end, 10);
+	if (end == err + n || *end != ' ' || v < 0 || v > 16383)
+		return false;
+	p = end + 1;
+	if ((colon = strrchr(p, ':')) == NULL ||
 	    (n = (size_t)(colon - p)) == 0 || n >= sizeof(host))
 		return false;
 	memcpy(host, p, n);
@@ -386,15 +394,33 @@ kz_store_moved(const char *err, struct kz_store_addr *to)
 	snprintf(spec, sizeof(spec),
 	    strchr(host, ':') != NULL ? "tcp:[%s]:%s" : "tcp:%s:%s", host,
 	    colon + 1);
+	if (slot != NULL)
+		*slot = (int)v;
 	return kz_store_addr_parse(spec, to, NULL, 0) == 0;
 }
 
 bool
-kz_store_err_migrating(const char *err)
+kz_store_moved(const char *err, struct kz_store_addr *to)
 {
-	return strncmp(err, "ASK ", 4) == 0 ||
-	    strncmp(err, "TRYAGAIN", 8) == 0 ||
-	    strncmp(err, "CLUSTERDOWN", 11) == 0;
+	return redirect(err, "MOVED ", NULL, to);
+}
+
+bool
+kz_store_ask(const char *err, int *slot, struct kz_store_addr *to)
+{
+	return redirect(err, "ASK ", slot, to);
+}
+
+bool
+kz_store_err_tryagain(const char *err)
+{
+	return strncmp(err, "TRYAGAIN", 8) == 0;
+}
+
+int
+kz_store_migrate_delay(int waits)
+{
+	return KZ_STORE_MIGRATE_STEP_MS << (waits < 4 ? waits : 4);
 }
 
 static redisContext *

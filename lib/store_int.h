@@ -31,8 +31,18 @@ bool kz_pool_is_script(const struct kz_script *sc);
 /* A MOVED error's new owner, as a TCP address (store_conn.c). */
 struct kz_store_addr;
 bool kz_store_moved(const char *err, struct kz_store_addr *to);
-/* ASK, TRYAGAIN, CLUSTERDOWN: the slot is moving; ask again later. */
-bool kz_store_err_migrating(const char *err);
+/* An ASK error's slot and the node it names (store_conn.c). */
+bool kz_store_ask(const char *err, int *slot, struct kz_store_addr *to);
+/* TRYAGAIN: the slot is half-moved; ask again after a backoff. */
+bool kz_store_err_tryagain(const char *err);
+/*
+ * The backoff while a slot is half-moved: the delay before the next try
+ * after waits tries (10, 20, 40, 80, then 160 ms), for at most
+ * KZ_STORE_MIGRATE_SHARE percent of the call's timeout in all.
+ */
+#define KZ_STORE_MIGRATE_STEP_MS 10
+#define KZ_STORE_MIGRATE_SHARE 75
+int kz_store_migrate_delay(int waits);
 /* Whether a ROLE reply says master. */
 bool kz_store_role_master(const redisReply *r);
 

@@ -180,10 +180,48 @@ START_TEST(test_scope_and_moved)
 	ck_assert(!kz_store_moved("MOVED 1 host.example:7002", &a));
 	ck_assert(!kz_store_moved("MOVED 1", &a));
 	ck_assert(!kz_store_moved("ASK 1 127.0.0.1:7002", &a));
-	ck_assert(kz_store_err_migrating("ASK 1 127.0.0.1:7002"));
-	ck_assert(kz_store_err_migrating("TRYAGAIN Multiple keys request"));
+	ck_assert(kz_store_err_tryagain("TRYAGAIN Multiple keys request"));
+	ck_assert(!kz_store_err_tryagain("ERR TRYAGAIN"));
 	ck_assert(kz_store_err_moved_primary("READONLY You can't write"));
+	ck_assert(
+	    kz_store_err_moved_primary("CLUSTERDOWN The cluster is down"));
 	ck_assert(!kz_store_err_moved_primary("ERR unknown"));
+}
+END_TEST
+
+/* ASK names a slot and a node; anything else is not followed. */
+START_TEST(test_ask)
+{
+	static const char *const bad[] = {"ASK", "ASK 1", "ASK x 127.0.0.1:1",
+	    "ASK 16384 127.0.0.1:7002", "ASK -1 127.0.0.1:7002",
+	    "ASK 1 host.example:7002", "ASK 1 127.0.0.1:0",
+	    "ASK 1 127.0.0.1:70000", "ASK 1 :7002", "MOVED 1 127.0.0.1:7002",
+	    "ASK  1 127.0.0.1:7002", NULL};
+	struct kz_store_addr a;
+	int slot = -1, i;
+
+	ck_assert(kz_store_ask("ASK 5718 127.0.0.1:7003", &slot, &a));
+	ck_assert_int_eq(slot, 5718);
+	ck_assert(a.kind == KZ_STORE_TCP && a.hp[0].port == 7003);
+	ck_assert_str_eq(a.hp[0].host, "127.0.0.1");
+	ck_assert(kz_store_ask("ASK 0 fd00::2:6379", &slot, &a));
+	ck_assert_int_eq(slot, 0);
+	ck_assert_str_eq(a.hp[0].host, "fd00::2");
+	for (i = 0; bad[i] != NULL; i++)
+		ck_assert_msg(!kz_store_ask(bad[i], &slot, &a), "%s", bad[i]);
+	ck_assert(!kz_store_moved("ASK 1 127.0.0.1:7002", &a));
+}
+END_TEST
+
+/* The backoff doubles from 10 ms to a ceiling of 160 ms. */
+START_TEST(test_migrate_delay)
+{
+	static const int want[] = {10, 20, 40, 80, 160, 160, 160};
+	size_t i;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_int_eq(kz_store_migrate_delay((int)i), want[i]);
+	ck_assert_int_eq(kz_store_migrate_delay(1000), 160);
 }
 END_TEST
 
@@ -199,6 +237,8 @@ main(void)
 	tcase_add_test(tc, test_addr_good);
 	tcase_add_test(tc, test_auth_file);
 	tcase_add_test(tc, test_scope_and_moved);
+	tcase_add_test(tc, test_ask);
+	tcase_add_test(tc, test_migrate_delay);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
