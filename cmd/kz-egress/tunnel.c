@@ -99,6 +99,21 @@ touch(struct half *h)
 }
 
 /*
+ * Arms or disarms one event only when its state changes: each change is
+ * an epoll_ctl(2), and a bulk tunnel passes through here once per wakeup.
+ */
+static void
+arm(struct event *ev, bool on)
+{
+	bool pending = event_pending(ev, EV_READ | EV_WRITE, NULL) != 0;
+
+	if (on && !pending)
+		event_add(ev, NULL);
+	else if (!on && pending)
+		event_del(ev);
+}
+
+/*
  * Moves what it can; returns -1 when the tunnel must close.  The pipe is
  * made only once the source has something to say (readable): an idle
  * tunnel costs no pipe descriptors.
@@ -113,19 +128,19 @@ pump(struct half *h, bool readable)
 		if ((r = flush(h)) < 0)
 			return -1;
 		if (r == 0) {
-			event_del(h->rev);
-			event_add(h->wev, NULL);
+			arm(h->rev, false);
+			arm(h->wev, true);
 			return 0;
 		}
-		event_del(h->wev);
+		arm(h->wev, false);
 		if (h->eof) {
 			(void)shutdown(h->to, SHUT_WR);
-			event_del(h->rev);
+			arm(h->rev, false);
 			h->done = true;
 			return 0;
 		}
 		if (h->p[0] < 0 && !readable) {
-			event_add(h->rev, NULL);
+			arm(h->rev, true);
 			return 0;
 		}
 		if (h->p[0] < 0 && make_pipe(h) != 0)
@@ -138,7 +153,7 @@ pump(struct half *h, bool readable)
 		} else if (n == 0) {
 			h->eof = true;
 		} else if (errno == EAGAIN) {
-			event_add(h->rev, NULL);
+			arm(h->rev, true);
 			return 0;
 		} else {
 			return -1;

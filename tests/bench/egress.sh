@@ -220,6 +220,32 @@ fi
 # ---- (e): bulk through a CONNECT tunnel ----
 if phase bulk; then
 bulk() { curl -s -o /dev/null -w '%{speed_download}' "$@"; }
+# Busy CPU of the whole machine (all CPUs, user + system), in clock ticks:
+# with curl, kz-egress and nginx on two cores, a transfer that keeps it
+# near 2 CPU-seconds per second is bounded by the CPUs, not by one process.
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+declare -A BUSY NGX
+xfer() { # xfer direct|tunnel: one 1 GiB transfer into XV; its CPU is added up
+	local k=$1 b0 n0 v
+	b0=$(busy) n0=$(ticks "$NGINX")
+	if [ "$k" = direct ]; then
+		v=$(bulk "http://$O/bulk")
+	else
+		v=$(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk")
+	fi
+	BUSY[$k]=$((${BUSY[$k]:-0} + $(busy) - b0))
+	NGX[$k]=$((${NGX[$k]:-0} + $(ticks "$NGINX") - n0))
+	XV=$v
+}
+NGINX=$(cat "$T/nginx/nginx.pid")
+# BULK_PIN=1: curl on CPU 0, nginx and kz-egress on CPU 1, the same for
+# the direct and the tunnelled transfers (printed below when set).
+if [ "${BULK_PIN:-0}" = 1 ]; then
+	bulk() { taskset -c 0 curl -s -o /dev/null -w '%{speed_download}' "$@"; }
+	for p in "$NGINX" $(cat /proc/"$NGINX"/task/*/children) "$KPID"; do
+		taskset -a -p -c 1 "$p" >/dev/null
+	done
+fi
 # 1 GiB each: one warm-up of each, then BULK_ROUNDS pairs, the order
 # alternating within each pair; medians compared.
 bulk "http://$O/bulk" >/dev/null
@@ -227,11 +253,11 @@ bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk" >/dev/n
 DL="" TL="" c0=$(ticks "$KPID") ST0=$(steal)
 for i in $(seq "$BULK_ROUNDS"); do
 	if [ $((i % 2)) = 1 ]; then
-		DL="$DL $(bulk "http://$O/bulk")"
-		TL="$TL $(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk")"
+		xfer direct; DL="$DL $XV"
+		xfer tunnel; TL="$TL $XV"
 	else
-		TL="$TL $(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk")"
-		DL="$DL $(bulk "http://$O/bulk")"
+		xfer tunnel; TL="$TL $XV"
+		xfer direct; DL="$DL $XV"
 	fi
 done
 c1=$(ticks "$KPID")
@@ -243,6 +269,11 @@ echo "# bulk: 1 GiB per transfer, $BULK_ROUNDS rounds each, load average $(cut -
 echo "bulk direct:           $(mib "$D1") (median; rounds: $(mibs "$DL")MiB/s)"
 echo "bulk CONNECT tunnel:   $(mib "$D2") (median; rounds: $(mibs "$TL")MiB/s)"
 echo "kz-egress CPU per GiB tunnelled: $(awk -v c=$((c1 - c0)) -v hz="$HZ" -v n="$BULK_ROUNDS" 'BEGIN { printf "%.0f ms", c / hz * 1000 / n }')"
+pergib() { awk -v c="$1" -v hz="$HZ" -v n="$BULK_ROUNDS" 'BEGIN { printf "%.0f ms", c / hz * 1000 / n }'; }
+echo "# CPU per GiB, direct: machine $(pergib "${BUSY[direct]}"), nginx $(pergib "${NGX[direct]}");" \
+	"tunnel: machine $(pergib "${BUSY[tunnel]}"), nginx $(pergib "${NGX[tunnel]}"), kz-egress as above" \
+	"(curl and the kernel's loopback work are the rest of the machine's)"
+[ "${BULK_PIN:-0}" = 1 ] && echo "# pinned: curl on CPU 0, nginx and kz-egress on CPU 1, for both"
 # Each round's pair ran back to back, so its ratio saw one load: the
 # median of the rounds' ratios is the figure least moved by other work.
 PR=$(paste <(tr ' ' '\n' <<<"$DL" | grep .) <(tr ' ' '\n' <<<"$TL" | grep .) |
