@@ -7,28 +7,9 @@
 # same under load and checks the ASK window).
 . "$(dirname "$0")/lib.sh"
 plan 11
-SRV=$(command -v valkey-server || command -v redis-server)
-B=$((31000 + $$ % 10000))
-for p in $B $((B + 1)) $((B + 2)); do
-	mkdir -p "$T/n$p"
-	bg "$SRV" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
-		--cluster-config-file "$T/n$p/nodes.conf" --dir "$T/n$p" --save '' \
-		--appendonly no --daemonize no --loglevel warning --logfile "$T/n$p/log"
-done
-cli() { redis-cli -p "$@"; }
-for p in $B $((B + 1)) $((B + 2)); do
-	for i in $(seq 50); do cli "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
-redis-cli --cluster create 127.0.0.1:$B 127.0.0.1:$((B + 1)) 127.0.0.1:$((B + 2)) \
-	--cluster-yes >"$T/create.log" 2>&1
-for i in $(seq 100); do cli $B cluster info | grep -q 'cluster_state:ok' && break; sleep 0.1; done
-t "a three-primary cluster" sh -c "cli() { redis-cli -p \"\$@\"; }; cli $B cluster info | grep -q cluster_state:ok"
-SLOT=$(cli $B cluster keyslot 'kz:{default}:')
-owner() { # the port of the node serving SLOT
-	cli $B cluster nodes | awk -v s="$SLOT" '$3 ~ /master/ { for (i = 9; i <= NF; i++) {
-		split($i, r, "-"); if (r[2] == "") r[2] = r[1]; if (s >= r[1] && s <= r[2]) { sub(/@.*/, "", $2); sub(/.*:/, "", $2); print $2 } } }'
-}
-id_of() { cli "$1" cluster myid; }
+. "$(dirname "$0")/cluster-lib.sh"
+cluster_start $((31000 + $$ % 10000))
+t "a three-primary cluster" sh -c "redis-cli -p $B cluster info | grep -q cluster_state:ok"
 OWN=$(owner)
 for p in $B $((B + 1)) $((B + 2)); do [ "$p" != "$OWN" ] && { OTHER=$p; break; }; done
 for p in $B $((B + 1)) $((B + 2)); do [ "$p" != "$OWN" ] && [ "$p" != "$OTHER" ] && DST=$p; done
