@@ -526,7 +526,6 @@ reply_cb(redisAsyncContext *ac, void *r, void *priv)
 			kz_astore_drop(c->a);
 		} else if (rep->type == REDIS_REPLY_ERROR && c->hops < 8 &&
 		    kz_store_ask(rep->str, &c->slot, &c->ask_to)) {
-			c->hops++;
 			ask_count(c);
 		} else if (rep->type == REDIS_REPLY_ERROR &&
 		    kz_store_err_tryagain(rep->str))
@@ -592,9 +591,14 @@ count_cb(redisAsyncContext *ac, void *r, void *priv)
 		acall_finish(c, KZ_EUNAVAIL, NULL, "store connection lost");
 	else if (rep->integer > 0)
 		migrate_wait(c, "keys still on the source");
-	else if (resend(c, true) != 0)
-		acall_finish(c, KZ_EUNAVAIL, NULL,
-		    "the node importing the slot is unreachable");
+	else {
+		/* Only a redirect followed is a hop: the backoff while the
+		 * slot is half-moved has its own bound, in time. */
+		c->hops++;
+		if (resend(c, true) != 0)
+			acall_finish(c, KZ_EUNAVAIL, NULL,
+			    "the node importing the slot is unreachable");
+	}
 	acall_unref(c);
 }
 

@@ -189,7 +189,6 @@ cmd_once(struct kz_store *s, int argc, const char **argv, int *hops, int *slot,
 	if (r != NULL && r->type == REDIS_REPLY_ERROR && *hops < 8 &&
 	    kz_store_ask(r->str, slot, &to)) {
 		freeReplyObject(r);
-		(*hops)++;
 		if ((left = keys_in_slot(s, *slot)) != 0) {
 			kz_why(why, wlen,
 			    "store slot %d is being migrated (%lld keys "
@@ -197,6 +196,9 @@ cmd_once(struct kz_store *s, int argc, const char **argv, int *hops, int *slot,
 			    *slot, left);
 			return left > 0 ? 1 : KZ_EUNAVAIL;
 		}
+		/* Only a redirect followed is a hop: the backoff while the
+		 * slot is half-moved has its own bound, in time. */
+		(*hops)++;
 		r = ask_once(s, &to, argc, argv);
 	}
 	if (r == NULL) {
