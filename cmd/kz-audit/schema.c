@@ -56,7 +56,7 @@ static const struct field correlation[] = {HEX("actor_hash"),
 static const struct field f_dispatch[] = {TOK("worker_id", 64),
     TOK("lease_id", 64), INT("token", 0, INT_MAXJ), INT("exit_status", -1, 255),
     INT("signal", 0, 128), INT("duration_ms", 0, INT_MAXJ), TOK("egress", 16),
-    {NULL, 0, 0, 0}};
+    TOK("packages", 16), {NULL, 0, 0, 0}};
 static const struct field f_denial[] = {TOK("worker_id", 64),
     TOK("boundary", 32), TOK("stage", 32), TOK("error", 64), {NULL, 0, 0, 0}};
 static const struct field f_lease[] = {TOK("worker_id", 64),

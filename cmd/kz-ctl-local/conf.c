@@ -23,6 +23,7 @@ static const char *const known[] = {
     "LEASE_WORKER_BIN",
     "LEASE_WORKER_ARGS",
     "LEASE_EGRESS_SOCKET",
+    "LEASE_BROKER_SOCKET",
     "LEASE_WORKER_IDS",
     NULL,
 };
@@ -50,6 +51,8 @@ ctl_conf_load(struct ctl_conf *c, const char *self, char *why, size_t wlen)
 	    sizeof(c->worker_args), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_EGRESS_SOCKET", NULL, "", c->egress_sock,
 	    sizeof(c->egress_sock), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_BROKER_SOCKET", NULL, "", c->broker_sock,
+	    sizeof(c->broker_sock), why, wlen);
 	if (e != 0) {
 		e = KZ_ECONF;
 		goto out;

@@ -27,6 +27,7 @@ struct ctl_conf {
 	char worker_bin[PATH_MAX];
 	char worker_args[1024];
 	char egress_sock[108];
+	char broker_sock[108];
 	struct kz_peer_policy peers;
 	int64_t ids_first, ids_last; /* LEASE_WORKER_IDS */
 	uint64_t frame_max;

@@ -136,6 +136,10 @@ exec_worker(const struct ctl_conf *c, const char *id, int64_t hid, char **env)
 		av[n++] = "--egress-socket";
 		av[n++] = (char *)c->egress_sock;
 	}
+	if (c->broker_sock[0] != '\0') {
+		av[n++] = "--broker-socket";
+		av[n++] = (char *)c->broker_sock;
+	}
 	n += split_args(extra, av + n, ARGS_MAX);
 	/* Last, so that LEASE_WORKER_ARGS cannot give two workers one id:
 	 * the code runs as the worker's own uid and gid, in a user

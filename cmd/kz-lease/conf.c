@@ -41,6 +41,7 @@ static const char *const known[] = {
     "LEASE_SNAPSHOT_TOTAL_MAX",
     "LEASE_SNAPSHOT_TTL_MS",
     "LEASE_EGRESS_SOCKET",
+    "LEASE_BROKER_SOCKET",
     "LEASE_STOP_WORKERS",
     "LEASE_WORKER_IDS",
     "KZ_AUDIT",
@@ -157,6 +158,8 @@ load_paths(struct lease_conf *c, const struct kz_conf *k, const char *self,
 		    sizeof(c->snap_dir), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_EGRESS_SOCKET", NULL, "", c->egress_sock,
 	    sizeof(c->egress_sock), why, wlen);
+	e |= kz_conf_copy(k, "LEASE_BROKER_SOCKET", NULL, "", c->broker_sock,
+	    sizeof(c->broker_sock), why, wlen);
 	e |= kz_conf_copy(k, "KZ_DEPLOYMENT", NULL, "default", c->dep,
 	    sizeof(c->dep), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_CONTROLLER", bindir, "kz-ctl-local",

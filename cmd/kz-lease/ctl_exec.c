@@ -90,7 +90,8 @@ known_del(const char *id)
 
 static const char *const forwarded[] = {"KZ_RUN_DIR", "KZ_FRAME_MAX",
     "KZ_PEER_UIDS", "KZ_PEER_GIDS", "LEASE_WORKERS_DIR", "LEASE_WORKER_BIN",
-    "LEASE_WORKER_ARGS", "LEASE_EGRESS_SOCKET", "LEASE_WORKER_IDS", NULL};
+    "LEASE_WORKER_ARGS", "LEASE_EGRESS_SOCKET", "LEASE_BROKER_SOCKET",
+    "LEASE_WORKER_IDS", NULL};
 
 static bool
 is_forwarded(const char *e)
@@ -150,6 +151,7 @@ env_build(const struct lease_conf *c)
 	v[nv++] = var("LEASE_WORKER_BIN", "%s", c->worker_bin);
 	v[nv++] = var("LEASE_WORKER_ARGS", "%s", c->worker_args);
 	v[nv++] = var("LEASE_EGRESS_SOCKET", "%s", c->egress_sock);
+	v[nv++] = var("LEASE_BROKER_SOCKET", "%s", c->broker_sock);
 	v[nv++] = var("LEASE_WORKER_IDS", "%lld-%lld", (long long)c->ids_first,
 	    (long long)c->ids_last);
 	for (int i = 0; i < nv; i++)

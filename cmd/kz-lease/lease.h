@@ -40,6 +40,7 @@ struct lease_conf {
 	uint64_t snap_actor_max, snap_total_max;
 	int64_t snap_ttl_ms;
 	char egress_sock[108];
+	char broker_sock[108]; /* kz-pkgbroker's, for the workers */
 	struct kz_peer_policy peers;
 	/* Who may drain and reconcile (KZ_OP_OPERATOR): KZ_OPERATOR_UIDS and
 	 * KZ_OPERATOR_GIDS; empty, root and kz-lease's own uid. */

@@ -147,6 +147,9 @@ lease_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 		 * run that asks for egress on one without is refused. */
 		cJSON_AddBoolToObject(res, "egress",
 		    d->c->egress_sock[0] != '\0');
+		/* And a package broker: kz-run mints the run's token. */
+		cJSON_AddBoolToObject(res, "broker",
+		    d->c->broker_sock[0] != '\0');
 		add_snapshot(d, res, member, wskey);
 		if (!cJSON_IsTrue(kz_json_get(res, "replay")))
 			d->n.granted++;

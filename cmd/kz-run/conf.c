@@ -16,6 +16,7 @@ static const char *const known[] = {
     "KZ_STORE_SOCKET",
     "KZ_AUDIT",
     "RUN_EGRESS_BIN",
+    "RUN_PKGBROKER_BIN",
     "RUN_TIMEOUT_MS",
     "RUN_LEASE_WAIT_MS",
     "RUN_IO_TIMEOUT_MS",
@@ -49,6 +50,8 @@ paths(struct run_conf *c, const struct kz_conf *k, const char *self, char *why,
 	    sizeof(c->key_file), why, wlen);
 	e |= kz_conf_copy(k, "RUN_EGRESS_BIN", bindir, "kz-egress",
 	    c->egress_bin, sizeof(c->egress_bin), why, wlen);
+	e |= kz_conf_copy(k, "RUN_PKGBROKER_BIN", bindir, "kz-pkgbroker",
+	    c->pkgbroker_bin, sizeof(c->pkgbroker_bin), why, wlen);
 	/* Empty, the default, is no compression. */
 	e |= kz_conf_copy(k, "RUN_COMPRESS_CMD", NULL, "", c->compress_cmd,
 	    sizeof(c->compress_cmd), why, wlen);

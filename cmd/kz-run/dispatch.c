@@ -38,23 +38,24 @@
 #include "banned.h"
 
 #define GRANT_MAX 4096
+#define BROKER_TOKEN_MAX 1024
 
 /* What the run step did, for the closing line and what follows it. */
 struct exec {
 	const char *grant;
+	const char *broker_token; /* the run's own, for the worker */
 	int rc;
 	int64_t ms;
 	bool sent; /* the command reached the worker */
 	bool ran; /* and it answered: rc and ms are the code's */
 };
 
-/* The grant comes from "kz-egress grant" (exec, not linking): it is read
- * from a pipe, never passed in an argument vector or the environment. */
+/* The egress grant comes from "kz-egress grant", the broker token from
+ * "kz-pkgbroker token" (exec, not linking): each is read from a pipe,
+ * never passed in an argument vector or the environment. */
 static int
-egress_grant(const struct run_ctx *x, char *grant, size_t glen)
+mint(const char *const av[], char *grant, size_t glen)
 {
-	const char *av[] = {x->c->egress_bin, "grant", "--field-key",
-	    x->c->key_file, "--run", x->rid, NULL};
 	size_t t = 0;
 	ssize_t n;
 	int p[2], st, fd;
@@ -80,6 +81,29 @@ egress_grant(const struct run_ctx *x, char *grant, size_t glen)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && grant[0] != '\0' ?
 	    0 :
 	    KZ_EUNAVAIL;
+}
+
+static int
+egress_grant(const struct run_ctx *x, char *grant, size_t glen)
+{
+	const char *const av[] = {x->c->egress_bin, "grant", "--field-key",
+	    x->c->key_file, "--run", x->rid, NULL};
+
+	return mint(av, grant, glen);
+}
+
+/* The run's package-broker token: bound to the run, and living as long
+ * as the run may (kz-pkgbroker clamps it to its PKGBROKER_TOKEN_TTL_MAX). */
+static int
+broker_token(const struct run_ctx *x, char *tok, size_t len)
+{
+	char ttl[24];
+	const char *const av[] = {x->c->pkgbroker_bin, "token", "--field-key",
+	    x->c->key_file, "--run", x->rid, "--ttl", ttl, NULL};
+
+	snprintf(ttl, sizeof(ttl), "%lld",
+	    (long long)(x->c->timeout_ms / 1000 + 60));
+	return mint(av, tok, len);
 }
 
 /* The code's output, decoded: a malloc'd buffer (NULL when empty). */
@@ -331,8 +355,8 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	struct run_ctx x = {.c = c, .o = o, .res = &res, .audience = -1};
 	struct run_adm adm = {.audience = -1};
 	struct run_lease l = {0};
-	char why[256] = "", grant[GRANT_MAX] = "";
-	struct exec ex = {.grant = grant};
+	char why[256] = "", grant[GRANT_MAX] = "", tok[BROKER_TOKEN_MAX] = "";
+	struct exec ex = {.grant = grant, .broker_token = tok};
 	unsigned char b[16];
 	cJSON *ev;
 	int e, rc;
@@ -391,6 +415,15 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		run_denied(&x, "isolation_denial", "egress", KZ_WE_UNAVAILABLE,
 		    "the leased worker has no egress path");
 		rc = KZ_EXIT_UNAVAIL;
+	} else if (l.broker && broker_token(&x, tok, sizeof(tok)) != 0) {
+		/* The pool has a package broker: every run gets its own
+		 * token, or does not run. */
+		fprintf(stderr,
+		    "kz-run: no package-broker token could be made (%s)\n",
+		    c->pkgbroker_bin);
+		run_denied(&x, "isolation_denial", "packages",
+		    KZ_WE_UNAVAILABLE, "no package-broker token could be made");
+		rc = KZ_EXIT_UNAVAIL;
 	} else
 		rc = on_worker(&x, &l, &adm, &ex);
 	run_lease_release(&x, &l);
@@ -410,6 +443,7 @@ out:
 		run_json(&x, rc);
 	run_result_release(&res);
 	sodium_memzero(grant, sizeof(grant));
+	sodium_memzero(tok, sizeof(tok));
 	cJSON_Delete(l.rep);
 	run_adm_release(&adm);
 	return rc;
@@ -466,6 +500,8 @@ run_done(const struct run_ctx *x, struct run_lease *l, struct exec *ex,
 		cJSON_AddNumberToObject(ev, "duration_ms", (double)ex->ms);
 		cJSON_AddStringToObject(ev, "egress",
 		    *ex->grant ? "granted" : "none");
+		cJSON_AddStringToObject(ev, "packages",
+		    *ex->broker_token ? "broker" : "none");
 		cJSON_AddStringToObject(ev, "outcome",
 		    limit ? limit : "exited");
 		l->result = ev;
@@ -488,6 +524,8 @@ run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 	if (req == NULL || (ev = run_lease_ev(l)) == NULL)
 		goto out;
 	cJSON_AddStringToObject(ev, "egress", *ex->grant ? "granted" : "none");
+	cJSON_AddStringToObject(ev, "packages",
+	    *ex->broker_token ? "broker" : "none");
 	cJSON_AddStringToObject(ev, "outcome", "started");
 	/* No record, no run: the audit sink must hold the dispatch first
 	 * (the lease record, sent just before, shares its fsync). */
@@ -504,11 +542,14 @@ run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 		cJSON_AddItemToArray(a, cJSON_CreateString(x->o->argv[i]));
 	if (*ex->grant)
 		cJSON_AddStringToObject(req, "grant", ex->grant);
+	if (*ex->broker_token)
+		cJSON_AddStringToObject(req, "broker_token", ex->broker_token);
 	e = run_worker_call(x, l, req, x->c->timeout_ms + 15000, &ex->sent,
 	    &rep, why, sizeof(why));
 	ex->ms = kz_now_ms() - t0;
 	if (*ex->grant)
 		cJSON_DeleteItemFromObjectCaseSensitive(req, "grant");
+	cJSON_DeleteItemFromObjectCaseSensitive(req, "broker_token");
 	if (e != 0 || !cJSON_IsTrue(kz_json_get(rep, "ok")))
 		rc = run_failed(x, l, e, rep);
 	else

@@ -139,6 +139,7 @@ lease_fields(struct run_lease *l, int64_t sent)
 	l->snap = run_str(l->rep, "snapshot");
 	/* Absent (an older kz-lease) is no egress path. */
 	l->egress = cJSON_IsTrue(kz_json_get(l->rep, "egress"));
+	l->broker = cJSON_IsTrue(kz_json_get(l->rep, "broker"));
 	if (l->worker == NULL || l->lid == NULL || l->token == NULL ||
 	    l->endpoint == NULL ||
 	    kz_json_int(l->rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0) != 0) {

@@ -28,6 +28,7 @@ struct run_conf {
 	char audit_sock[108];
 	char key_file[PATH_MAX];
 	char egress_bin[PATH_MAX];
+	char pkgbroker_bin[PATH_MAX]; /* mints the run's broker token */
 	/* RUN_COMPRESS_CMD: the model projection's compressor; empty: off. */
 	char compress_cmd[PATH_MAX];
 	int64_t timeout_ms, lease_wait_ms, io_timeout_ms;
@@ -192,6 +193,7 @@ struct run_lease {
 	int64_t next_renew; /* monotonic ms */
 	bool lost; /* gone: nothing more goes to the worker */
 	bool egress; /* kz-lease gave its pool an egress path */
+	bool broker; /* and a package broker */
 	char lost_why[96];
 	struct kz_snap_bounds snapb; /* with snap, from kz-lease */
 };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sodium.h>
 
 #include "sbx.h"
 #include "banned.h"
@@ -97,7 +98,7 @@ sbx_env_finish(struct sbx_env *e, int port, char *why, size_t wlen)
 
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
 		if (!has(e, safe[i][0]) &&
-		    (r = put(e, safe[i][0], safe[i][1], SBX_ENV_MAX + 15, why,
+		    (r = put(e, safe[i][0], safe[i][1], SBX_ENV_SLOTS, why,
 		         wlen)) != 0)
 			return r;
 	if (port <= 0)
@@ -120,11 +121,64 @@ sbx_env_finish(struct sbx_env *e, int port, char *why, size_t wlen)
 				e->v[j] = s;
 			}
 		if (!has(e, proxy[i]) &&
-		    (r = put(e, proxy[i], url, SBX_ENV_MAX + 15, why, wlen)) !=
-		        0)
+		    (r = put(e, proxy[i], url, SBX_ENV_SLOTS, why, wlen)) != 0)
 			return r;
 	}
 	return 0;
+}
+
+bool
+sbx_broker_token_ok(const char *t)
+{
+	size_t n = strlen(t);
+
+	return n > 0 && n <= SBX_BROKER_TOKEN_MAX &&
+	    strspn(t,
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	        "0123456789-_.") == n;
+}
+
+/*
+ * The package installers' ordinary settings, pointed at the run's broker
+ * forward (forward.c): pip's index with the token as the password of the
+ * URL, and npm's user configuration, a file (SBX_NPMRC, npmrc here) that
+ * names the registry and its token.  npm's per-registry token key is not
+ * a shell name, and dash drops such names from what it runs, so npm gets
+ * a file; npm sends a password of the registry URL only for the package
+ * documents, not for their tarballs.  The forward's address is kept off
+ * any proxy the run was given.  A name the request set itself stays as the
+ * request set it.  The token is the run's own: it opens the broker's
+ * registry paths for minutes, and nothing else.
+ */
+int
+sbx_env_broker(struct sbx_env *e, int port, const char *token, char *npmrc,
+    char *why, size_t wlen)
+{
+	char pip[SBX_BROKER_TOKEN_MAX + 64];
+	const char *set[][2] = {
+	    {"NPM_CONFIG_USERCONFIG", SBX_NPMRC},
+	    {"PIP_INDEX_URL", pip},
+	    {"NO_PROXY", "127.0.0.1,localhost"},
+	    {"no_proxy", "127.0.0.1,localhost"},
+	};
+	int r = 0;
+
+	if (!sbx_broker_token_ok(token)) {
+		kz_why(why, wlen, "the broker token is malformed");
+		return KZ_EINVAL;
+	}
+	snprintf(npmrc, SBX_NPMRC_MAX,
+	    "registry=http://127.0.0.1:%d/\n//127.0.0.1:%d/:_authToken=%s\n",
+	    port, port, token);
+	snprintf(pip, sizeof(pip), "http://__token__:%s@127.0.0.1:%d/simple/",
+	    token, port);
+	for (size_t i = 0; r == 0 && i < sizeof(set) / sizeof(set[0]); i++)
+		if (!has(e, set[i][0]) &&
+		    !(i == 0 && has(e, "npm_config_userconfig")))
+			r = put(e, set[i][0], set[i][1], SBX_ENV_SLOTS, why,
+			    wlen);
+	sodium_memzero(pip, sizeof(pip));
+	return r;
 }
 
 void

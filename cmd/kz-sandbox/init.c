@@ -155,6 +155,32 @@ code_main(void *arg)
 	} while (0)
 
 /*
+ * npm's configuration for the run's broker (env.c), in the run's /tmp,
+ * written while the code process still holds its capabilities: whatever
+ * the name was (a file or a symlink the code left there) is removed, and
+ * the file is made anew, never through a link, readable by the code and
+ * not writable by it.
+ */
+static int
+write_npmrc(const char *content)
+{
+	size_t n = strlen(content);
+	int fd;
+
+	if (unlink(SBX_NPMRC) < 0 && errno != ENOENT)
+		return -1;
+	if ((fd = open(SBX_NPMRC,
+	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444)) <
+	    0)
+		return -1;
+	if (write(fd, content, n) != (ssize_t)n) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/*
  * The code process: never returns.  It runs on its own stack in the
  * init's memory (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does),
  * so starting it copies no page tables and takes no copy-on-write faults;
@@ -183,6 +209,9 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 	 * the spec: the limits, the ids, no capabilities, the directory. */
 	if (sbx_gvisor(w->c))
 		sbx_gv_exec(w, rep);
+	if (j->npmrc[0] != '\0' && write_npmrc(j->npmrc) != 0)
+		FAIL("broker",
+		    "cannot write npm's configuration for the broker");
 	if (sbx_rlimit_apply(w->c, why, sizeof(why)) != 0)
 		FAIL("rlimit", why);
 	if (sbx_caps_drop((uid_t)w->c->uid, (gid_t)w->c->gid, w->userns_fd >= 0,

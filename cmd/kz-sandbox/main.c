@@ -26,7 +26,9 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: kz-sandbox run [--config FILE] [--id ID] [--env "
 	    "NAME=VALUE]...\n"
-	    "           [--cwd DIR] [--grant-file FILE] [--pass-fd N]...\n"
+	    "           [--cwd DIR] [--grant-file FILE] [--broker-token-file "
+	    "FILE]\n"
+	    "           [--pass-fd N]...\n"
 	    "           [options] -- CMD [ARG...]\n"
 	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file "
 	    "FILE]\n"
@@ -56,7 +58,7 @@ die(enum kz_exit code, const char *fmt, ...)
 }
 
 struct opts {
-	const char *config, *pid_file, *cwd, *grant_file, *id;
+	const char *config, *pid_file, *cwd, *grant_file, *token_file, *id;
 	const char *env[SBX_ENV_MAX];
 	int nenv;
 	int pass[SBX_PASS_MAX];
@@ -97,6 +99,8 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 			o->cwd = v;
 		else if (strcmp(a, "grant-file") == 0)
 			o->grant_file = v;
+		else if (strcmp(a, "broker-token-file") == 0)
+			o->token_file = v;
 		else if (strcmp(a, "id") == 0)
 			snprintf(c->id, sizeof(c->id), "%s", v);
 		else if (strcmp(a, "env") == 0 && o->nenv < SBX_ENV_MAX)
@@ -163,7 +167,7 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	struct sbx_worker w;
 	struct sbx_req rq;
 	struct sbx_res rs;
-	char why[256], grant[4096] = "";
+	char why[256], grant[4096] = "", tok[SBX_BROKER_TOKEN_MAX + 2] = "";
 	int code;
 
 	if (o->cmd == NULL || o->cmd[0] == NULL)
@@ -189,6 +193,17 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	}
 	if (o->grant_file && read_grant(o->grant_file, grant, sizeof(grant)))
 		return die(KZ_EXIT_USAGE, "cannot read the grant file");
+	if (o->token_file != NULL) {
+		if (read_grant(o->token_file, tok, sizeof(tok)) != 0)
+			return die(KZ_EXIT_USAGE,
+			    "cannot read the broker token file");
+		if (c->broker_sock[0] == '\0')
+			return die(KZ_EXIT_USAGE,
+			    "a broker token, but no --broker-socket");
+		if (sbx_env_broker(&rq.env, (int)c->broker_port, tok, rq.npmrc,
+		        why, sizeof(why)) != 0)
+			return die(KZ_EXIT_USAGE, "%s", why);
+	}
 	if (sbx_env_finish(&rq.env,
 	        c->egress_sock[0] && grant[0] ? (int)c->relay_port : 0, why,
 	        sizeof(why)) != 0)

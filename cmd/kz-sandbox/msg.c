@@ -177,6 +177,7 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 		    i ? "," : "", rq->pass_fd[i]);
 	}
 	r |= add_str(buf, sizeof(buf), &len, targets);
+	r |= add_str(buf, sizeof(buf), &len, rq->npmrc);
 	if (r != 0)
 		return KZ_ETOOBIG;
 	iov.iov_len = len;
@@ -193,9 +194,9 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : KZ_ESYS;
 }
 
-/* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0" into the job;
- * targets is a comma-separated list of descriptor numbers, one for each
- * passed descriptor. */
+/* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0npmrc\0" into the
+ * job; targets is a comma-separated list of descriptor numbers, one for
+ * each passed descriptor. */
 int
 sbx_msg_unpack(char *b, size_t n, struct sbx_job *j)
 {
@@ -210,7 +211,7 @@ sbx_msg_unpack(char *b, size_t n, struct sbx_job *j)
 	if (k == 0 || p >= end || *p != '\0')
 		return -1;
 	p++;
-	for (k = 0; p < end && *p != '\0' && k < SBX_ENV_MAX + 16;
+	for (k = 0; p < end && *p != '\0' && k < SBX_ENV_SLOTS;
 	     p += strlen(p) + 1)
 		j->env[k++] = p;
 	j->env[k] = NULL;
@@ -230,7 +231,10 @@ sbx_msg_unpack(char *b, size_t n, struct sbx_job *j)
 		j->target[k] = (int)v;
 		p = *e == ',' ? e + 1 : e;
 	}
-	return (int)k == j->npass ? 0 : -1;
+	if ((int)k != j->npass || ++p >= end)
+		return -1;
+	j->npmrc = p;
+	return p + strlen(p) + 1 == end ? 0 : -1;
 }
 
 int

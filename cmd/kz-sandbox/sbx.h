@@ -24,6 +24,15 @@
 #define SBX_ARGV_MAX 256
 #define SBX_ENV_MAX 128
 #define SBX_ENV_BYTES (64 * 1024)
+/* The request's variables and, after them, the fixed safe set, the proxy
+ * variables and the package-broker settings (env.c). */
+#define SBX_ENV_SLOTS (SBX_ENV_MAX + 24)
+/* A package-broker token (kz-pkgbroker's, base64url and '.'). */
+#define SBX_BROKER_TOKEN_MAX 512
+/* npm's configuration for the run's broker (env.c), written by the code
+ * process before it drops its capabilities (init.c). */
+#define SBX_NPMRC "/tmp/.kz-broker.npmrc"
+#define SBX_NPMRC_MAX (SBX_BROKER_TOKEN_MAX + 128)
 #define SBX_ARG_BYTES (256 * 1024)
 #define SBX_MASK_MAX 32
 #define SBX_PBUF (PATH_MAX * 2)
@@ -239,7 +248,7 @@ KZ_WUR int sbx_rlimit_apply(const struct sbx_conf *c, char *why, size_t wlen);
 
 /* env.c */
 struct sbx_env {
-	char *v[SBX_ENV_MAX + 16];
+	char *v[SBX_ENV_SLOTS + 1];
 	size_t n;
 	size_t bytes;
 };
@@ -251,6 +260,14 @@ KZ_WUR int sbx_env_add(struct sbx_env *e, const char *name, const char *value,
  * names the request did not set. */
 KZ_WUR int sbx_env_finish(struct sbx_env *e, int proxy_port, char *why,
     size_t wlen);
+/* The run's package-broker settings (npm and pip, through the forward on
+ * PORT, with the run's TOKEN) for the names the request did not set;
+ * npmrc (SBX_NPMRC_MAX) gets the content of SBX_NPMRC. */
+KZ_WUR int sbx_env_broker(struct sbx_env *e, int port, const char *token,
+    char *npmrc, char *why, size_t wlen);
+/* A token fit for those settings: 1..SBX_BROKER_TOKEN_MAX of base64url
+ * and '.'. */
+KZ_WUR bool sbx_broker_token_ok(const char *token);
 void sbx_env_release(struct sbx_env *e);
 KZ_WUR bool sbx_env_name_ok(const char *name);
 
@@ -306,6 +323,7 @@ struct sbx_req {
 	int64_t timeout_ms;
 	uint64_t out_max[2];
 	char *grant; /* wiped after the relay has it */
+	char npmrc[SBX_NPMRC_MAX]; /* SBX_NPMRC's content; "": none */
 	int pass_fd[SBX_PASS_MAX]; /* one-shot: the caller's descriptors
 	                            * the code gets at the same numbers */
 	int npass;
@@ -382,12 +400,13 @@ struct report {
 /* One run's job as the init takes it: pointers into the message. */
 struct sbx_job {
 	char *argv[SBX_ARGV_MAX + 1];
-	char *env[SBX_ENV_MAX + 17];
+	char *env[SBX_ENV_SLOTS + 1];
 	const char *cwd;
 	int fd[ZFDS + SBX_PASS_MAX]; /* stdin, stdout, stderr, report,
 	                              * then the passed descriptors */
 	int target[SBX_PASS_MAX]; /* their numbers in the code */
 	int npass;
+	const char *npmrc; /* "": none */
 };
 /* The setup's descriptors: the agent's pidfd and at most one run cgroup
  * file per hierarchy. */

@@ -100,7 +100,7 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
     unsigned char **stdin_buf, char *why, size_t wlen)
 {
 	const struct sbx_conf *c = w->c;
-	const char *s, *grant, *cwd;
+	const char *s, *grant, *tok, *cwd;
 	const cJSON *env, *it;
 	int64_t v;
 	int r;
@@ -136,6 +136,16 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 		    "an egress grant, but this worker has no egress socket");
 		return KZ_EUNAVAIL;
 	}
+	if ((r = kz_json_str_opt(j, "broker_token", SBX_BROKER_TOKEN_MAX, "",
+	         &tok, why, wlen)) != 0)
+		return r;
+	if (*tok != '\0' && c->broker_sock[0] == '\0') {
+		/* As with a grant: the caller would record package installs
+		 * for a run that has no broker. */
+		kz_why(why, wlen,
+		    "a broker token, but this worker has no package broker");
+		return KZ_EUNAVAIL;
+	}
 	if ((r = kz_json_str_opt(j, "stdin_b64", c->frame_max, "", &s, why,
 	         wlen)) != 0)
 		return r;
@@ -167,6 +177,10 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 				return r;
 		}
 	}
+	if (*tok != '\0' &&
+	    (r = sbx_env_broker(&rq->env, (int)c->broker_port, tok, rq->npmrc,
+	         why, wlen)) != 0)
+		return r;
 	return sbx_env_finish(&rq->env,
 	    w->c->egress_sock[0] && *grant ? (int)c->relay_port : 0, why, wlen);
 }
@@ -241,7 +255,9 @@ op_run(struct sbx_worker *w, const cJSON *req)
 		reply = kz_reply_err(req, kz_wire_code(r), why);
 		goto out;
 	}
-	if ((r = sbx_run(w, &rq, &rs)) != 0) {
+	r = sbx_run(w, &rq, &rs);
+	explicit_bzero(rq.npmrc, sizeof(rq.npmrc));
+	if (r != 0) {
 		reply = kz_reply_err(req, KZ_WE_INTERNAL, "run failed");
 		goto out;
 	}
@@ -402,7 +418,7 @@ op_shutdown(struct sbx_worker *w, const cJSON *req)
 }
 
 static const char *const run_fields[] = {"argv", "stdin_b64", "env", "cwd",
-    "timeout_ms", "stdout_max", "stderr_max", "grant", NULL};
+    "timeout_ms", "stdout_max", "stderr_max", "grant", "broker_token", NULL};
 static const char *const no_fields[] = {NULL};
 
 /*

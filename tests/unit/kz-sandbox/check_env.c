@@ -1,4 +1,5 @@
-/* kz-sandbox env.c: names, duplicates, bounds, the safe set, proxies. */
+/* kz-sandbox env.c: names, duplicates, bounds, the safe set, proxies,
+ * the package broker's settings. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +102,56 @@ START_TEST(test_bounds)
 }
 END_TEST
 
+/* A full request, then the fixed set, proxies and the broker's settings
+ * still fit; the request's own names stay; a token that is not one is
+ * refused. */
+START_TEST(test_broker)
+{
+	struct sbx_env e;
+	char why[128], name[32], rc[SBX_NPMRC_MAX] = "";
+	int i;
+
+	sbx_env_init(&e);
+	for (i = 0; i < SBX_ENV_MAX - 1; i++) {
+		snprintf(name, sizeof(name), "V%d", i);
+		ck_assert_int_eq(sbx_env_add(&e, name, "1", why, sizeof(why)),
+		    0);
+	}
+	ck_assert_int_eq(sbx_env_add(&e, "PIP_INDEX_URL", "http://mine/", why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(sbx_env_broker(&e, 4873, "abc.DEF-_9", rc, why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(sbx_env_finish(&e, 3128, why, sizeof(why)), 0);
+	ck_assert_str_eq(get(&e, "PIP_INDEX_URL"), "http://mine/");
+	ck_assert_str_eq(get(&e, "NPM_CONFIG_USERCONFIG"), SBX_NPMRC);
+	ck_assert_str_eq(get(&e, "NO_PROXY"), "127.0.0.1,localhost");
+	ck_assert_str_eq(rc,
+	    "registry=http://127.0.0.1:4873/\n"
+	    "//127.0.0.1:4873/:_authToken=abc.DEF-_9\n");
+	ck_assert_ptr_null(e.v[e.n]);
+	sbx_env_release(&e);
+	sbx_env_init(&e);
+	ck_assert_int_eq(sbx_env_broker(&e, 4873, "abc.def", rc, why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_str_eq(get(&e, "PIP_INDEX_URL"),
+	    "http://__token__:abc.def@127.0.0.1:4873/simple/");
+	sbx_env_release(&e);
+	sbx_env_init(&e);
+	ck_assert_int_eq(sbx_env_broker(&e, 4873, "a@b/c", rc, why,
+	                     sizeof(why)),
+	    KZ_EINVAL);
+	ck_assert_int_eq(sbx_env_broker(&e, 4873, "", rc, why, sizeof(why)),
+	    KZ_EINVAL);
+	ck_assert_int_eq(sbx_env_broker(&e, 4873, "a\nb", rc, why, sizeof(why)),
+	    KZ_EINVAL);
+	ck_assert_int_eq(e.n, 0);
+	sbx_env_release(&e);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -114,6 +165,7 @@ main(void)
 	tcase_add_test(tc, test_safe_set);
 	tcase_add_test(tc, test_proxy_forced);
 	tcase_add_test(tc, test_bounds);
+	tcase_add_test(tc, test_broker);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
