@@ -1,14 +1,15 @@
 /*
  * kz-pkgbroker's settings (kaizen.conf(5), kz-pkgbroker(8)).  A value
  * that cannot be read is an error: the broker does not start on a guess.
- * An upstream must be plain http:// (the operator's own mirror or proxy
- * on a private network or loopback); an https:// upstream is refused here
- * rather than fetched without verification.
+ * An upstream is https:// (fetched over TLS, verified: tls.c) or plain
+ * http:// (the operator's own mirror or proxy on a private network or
+ * loopback); nothing else, no credentials, no query.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pkgbroker.h"
 #include "kz_conf.h"
@@ -31,6 +32,7 @@ static const char *const known[] = {
     "PKGBROKER_DOC_MAX",
     "PKGBROKER_TOKEN_TTL_MAX",
     "PKGBROKER_UPSTREAM_TIMEOUT",
+    "PKGBROKER_UPSTREAM_CA",
     NULL,
 };
 
@@ -46,15 +48,20 @@ pb_upstream_parse(const char *url, struct pb_upstream *u, char *why,
     size_t wlen)
 {
 	const char *h, *e, *p;
-	int64_t port = 80;
+	int64_t port;
 	char num[8];
 
 	memset(u, 0, sizeof(*u));
 	if (url == NULL || *url == '\0')
 		return 0;
-	if (strncmp(url, "http://", 7) != 0 || strlen(url) >= sizeof(u->url))
+	if (strlen(url) >= sizeof(u->url))
 		goto bad;
-	h = url + 7;
+	if (strncmp(url, "https://", 8) == 0)
+		u->tls = true, h = url + 8, port = 443;
+	else if (strncmp(url, "http://", 7) == 0)
+		h = url + 7, port = 80;
+	else
+		goto bad;
 	for (e = h; host_char(*e); e++)
 		;
 	if (e == h || (size_t)(e - h) > PB_HOST_MAX)
@@ -82,14 +89,39 @@ pb_upstream_parse(const char *url, struct pb_upstream *u, char *why,
 	        "WXYZ0123456789-._~/") != strlen(u->prefix) ||
 	    strstr(u->prefix, "/.") != NULL)
 		goto bad;
-	snprintf(u->url, sizeof(u->url), "http://%s:%d%s", u->host, u->port,
-	    u->prefix);
+	snprintf(u->url, sizeof(u->url), "%s://%s:%d%s",
+	    u->tls ? "https" : "http", u->host, u->port, u->prefix);
 	return 0;
 bad:
 	kz_why(why, wlen,
-	    "an upstream must be http://HOST[:PORT][/PATH] (no https, no "
-	    "credentials, no query)");
+	    "an upstream must be https://HOST[:PORT][/PATH] or "
+	    "http://HOST[:PORT][/PATH] (no credentials, no query)");
 	return KZ_ECONF;
+}
+
+size_t
+pb_upstream_origin(const struct pb_upstream *u, const char *abs)
+{
+	const char *scheme = u->tls ? "https://" : "http://";
+	size_t sn = strlen(scheme), hn = strlen(u->host), dn;
+	const char *p = abs + sn + hn;
+	char port[8];
+
+	if (u->url[0] == '\0' || strncasecmp(abs, scheme, sn) != 0 ||
+	    strncasecmp(abs + sn, u->host, hn) != 0)
+		return 0;
+	if (*p != ':')
+		/* No port: the scheme's own, which must be the upstream's. */
+		return (*p == '/' || *p == '\0') &&
+		        u->port == (u->tls ? 443 : 80) ?
+		    (size_t)(p - abs) :
+		    0;
+	snprintf(port, sizeof(port), "%d", u->port);
+	dn = strspn(p + 1, "0123456789");
+	if (dn != strlen(port) || strncmp(p + 1, port, dn) != 0 ||
+	    (p[1 + dn] != '/' && p[1 + dn] != '\0'))
+		return 0;
+	return (size_t)(p + 1 + dn - abs);
 }
 
 static int
@@ -176,9 +208,13 @@ load_values(struct pb_conf *c, const struct kz_conf *kc, char *why, size_t wlen)
 	    (r = kz_conf_int(kc, "PKGBROKER_TOKEN_TTL_MAX", 900, 10, 14400,
 	         &c->token_ttl_max, why, wlen)) != 0 ||
 	    (r = kz_conf_int(kc, "PKGBROKER_UPSTREAM_TIMEOUT", 30, 1, 600,
-	         &c->upstream_timeout_s, why, wlen)) != 0)
+	         &c->upstream_timeout_s, why, wlen)) != 0 ||
+	    (r = kz_conf_copy(kc, "PKGBROKER_UPSTREAM_CA", NULL, "", c->ca_file,
+	         sizeof(c->ca_file), why, wlen)) != 0)
 		return r;
-	return 0;
+	/* The trust anchors are loaded once here, so a file that cannot
+	 * be used stops the broker at start (and check), not each fetch. */
+	return pb_tls_check(c->ca_file, why, wlen);
 }
 
 int

@@ -8,11 +8,17 @@
  * cut, so the client sees an incomplete transfer (a short Content-Length
  * body or a chunked body without its last chunk), never a whole-looking
  * short file.  The client's output is bounded by the same ceiling.
+ * An https upstream is reached over bufferevent_openssl (tls.c verifies
+ * it); a TLS failure before the answer is refused with its own reason.
+ * A TLS stream that ends without close_notify is an error, not an end,
+ * so a body the network cut short is never taken as whole.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -31,6 +37,8 @@ struct fetch {
 	struct evhttp_request *creq; /* NULL once answered or gone */
 	struct evhttp_connection *ccon;
 	struct evhttp_connection *ucon;
+	SSL *ssl; /* ucon's, when the upstream is https */
+	struct pb_tls tls;
 	enum evhttp_request_error uerr;
 	bool uerr_set, json, started, finishing;
 	uint64_t sent;
@@ -42,14 +50,22 @@ is_file(enum pb_kind k)
 	return k == PB_NPM_TARBALL || k == PB_PY_FILE;
 }
 
+/* The connection, and its SSL object with it, may outlive f inside
+ * libevent: its callbacks are detached from f first. */
 static void
-deferred_free(evutil_socket_t fd, short what, void *arg)
+fetch_free(struct fetch *f)
 {
-	struct fetch *f = arg;
-
+	if (f->ssl != NULL)
+		SSL_set_app_data(f->ssl, NULL);
 	if (f->ucon != NULL)
 		evhttp_connection_free(f->ucon);
 	free(f);
+}
+
+static void
+deferred_free(evutil_socket_t fd, short what, void *arg)
+{
+	fetch_free(arg);
 }
 
 /* The fetch is over: its upstream connection is freed from the event
@@ -121,6 +137,15 @@ upstream_error(enum evhttp_request_error e, void *arg)
 
 	f->uerr = e;
 	f->uerr_set = true;
+}
+
+/* The upstream gave no answer: why, TLS's reason when it has one. */
+static void
+fail_unanswered(struct fetch *f, const char *code, const char *text)
+{
+	if (f->ssl != NULL)
+		(void)pb_tls_failure(&f->tls, &code, &text);
+	fail(f, 502, code, text);
 }
 
 static int
@@ -213,7 +238,7 @@ file_done(struct fetch *f, struct evhttp_request *ureq)
 	if (f->creq == NULL)
 		return;
 	if (!f->started) {
-		fail(f, 502, "upstream_error", "the upstream failed");
+		fail_unanswered(f, "upstream_error", "the upstream failed");
 		return;
 	}
 	if (ureq == NULL || f->uerr_set) {
@@ -317,7 +342,7 @@ doc_done(struct fetch *f, struct evhttp_request *ureq)
 			fail(f, 502, "document_too_large",
 			    "the upstream document is over PKGBROKER_DOC_MAX");
 		else
-			fail(f, 502, "upstream_unavailable",
+			fail_unanswered(f, "upstream_unavailable",
 			    "the upstream did not answer");
 		return;
 	}
@@ -376,7 +401,10 @@ upstream_request(struct fetch *f)
 	if (u == NULL)
 		return NULL;
 	h = evhttp_request_get_output_headers(u);
-	snprintf(host, sizeof(host), "%s:%d", up->host, up->port);
+	if (up->port == (up->tls ? 443 : 80))
+		snprintf(host, sizeof(host), "%s", up->host);
+	else
+		snprintf(host, sizeof(host), "%s:%d", up->host, up->port);
 	evhttp_add_header(h, "Host", host);
 	evhttp_add_header(h, "User-Agent", "kz-pkgbroker/" KZ_VERSION);
 	if (f->x.rt.kind == PB_NPM_DOC)
@@ -391,6 +419,39 @@ upstream_request(struct fetch *f)
 		evhttp_request_set_chunked_cb(u, file_chunk);
 	}
 	return u;
+}
+
+/* The upstream connection: plain, or TLS over bufferevent_openssl. */
+static struct evhttp_connection *
+upstream_connect(struct pb_srv *s, struct fetch *f)
+{
+	const struct pb_upstream *up = f->x.up;
+	struct bufferevent *bev;
+	struct evhttp_connection *c;
+
+	if (!up->tls)
+		return evhttp_connection_base_new(s->base, s->dns, up->host,
+		    (ev_uint16_t)up->port);
+	if (s->tls == NULL ||
+	    (f->ssl = pb_tls_new(s->tls, up, &f->tls)) == NULL)
+		return NULL;
+	/* On failure the bufferevent frees the SSL object with itself. */
+	bev = bufferevent_openssl_socket_new(s->base, -1, f->ssl,
+	    BUFFEREVENT_SSL_CONNECTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (bev == NULL) {
+		SSL_free(f->ssl);
+		f->ssl = NULL;
+		return NULL;
+	}
+	c = evhttp_connection_base_bufferevent_new(s->base, s->dns, bev,
+	    up->host, (ev_uint16_t)up->port);
+	if (c == NULL) {
+		SSL_set_app_data(f->ssl, NULL);
+		f->ssl = NULL;
+		bufferevent_free(bev);
+	}
+	return c;
 }
 
 void
@@ -413,13 +474,10 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	                  "Accept")) == 1;
 	f->ccon = evhttp_request_get_connection(req);
 	if (upstream_path(f, path, sizeof(path)) != 0 ||
-	    (f->ucon = evhttp_connection_base_new(s->base, s->dns, x->up->host,
-	         (ev_uint16_t)x->up->port)) == NULL ||
+	    (f->ucon = upstream_connect(s, f)) == NULL ||
 	    (u = upstream_request(f)) == NULL) {
 		pb_reply_refusal(req, 500, "internal", "cannot reach upstream");
-		if (f->ucon != NULL)
-			evhttp_connection_free(f->ucon);
-		free(f);
+		fetch_free(f);
 		return;
 	}
 	evhttp_connection_set_timeout(f->ucon, (int)s->c->upstream_timeout_s);

@@ -5,7 +5,8 @@
  * to what npm reads, pointing back at the broker), pyindex.c and render.c
  * (PEP 503 pages read for their anchors, written afresh as HTML or PEP
  * 691 JSON), serve.c (the HTTP server, its checks and refusals), fetch.c
- * (upstream fetches, streaming under the ceiling).
+ * (upstream fetches, streaming under the ceiling), tls.c (the upstreams'
+ * TLS: trust anchors, name checks, the reasons of a failed handshake).
  */
 #ifndef PKGBROKER_H
 #define PKGBROKER_H
@@ -28,6 +29,7 @@
 /* ---- conf.c ---- */
 struct pb_upstream {
 	char url[PB_URL_MAX]; /* "" : this registry path is off */
+	bool tls; /* https:// */
 	char host[PB_HOST_MAX + 1];
 	int port;
 	char prefix[PB_PATH_MAX]; /* path below the origin, no trailing / */
@@ -44,15 +46,21 @@ struct pb_conf {
 	uint64_t file_max, doc_max;
 	int64_t token_ttl_max, upstream_timeout_s;
 	char audit_sock[108]; /* "" : audit off (debugging only) */
+	char ca_file[4096]; /* PEM trust anchors, "" : the system's */
 	struct kz_peer_policy peers;
 };
 
 /* Loads path (NULL: environment only) into c; KZ_ECONF with why. */
 KZ_WUR int pb_conf_load(const char *path, struct pb_conf *c, char *why,
     size_t wlen);
-/* Parses "http://host[:port][/prefix]" into u. */
+/* Parses "http[s]://host[:port][/prefix]" into u (default port 80 or
+ * 443); url is then "scheme://host:port/prefix" whichever was written. */
 KZ_WUR int pb_upstream_parse(const char *url, struct pb_upstream *u, char *why,
     size_t wlen);
+/* When the absolute URL abs starts with u's origin (scheme and host in
+ * any case, the port written or, when it is the scheme's default, left
+ * out) followed by "/" or its end, the length of that origin; else 0. */
+size_t pb_upstream_origin(const struct pb_upstream *u, const char *abs);
 /* The Ed25519 key pair of the PKGTOKEN subkey of a field key file. */
 KZ_WUR int pb_token_keypair(const char *field_key_file, unsigned char pk[32],
     unsigned char sk[64], char *why, size_t wlen);
@@ -157,6 +165,11 @@ char *pb_py_render(const struct pb_pylist *l, const char *project, bool index,
     bool json);
 /* Which form an Accept header asks for: 1 JSON, 0 HTML, -1 neither. */
 int pb_py_accept(const char *accept);
+
+/* ---- tls.c ---- */
+/* Builds and drops a client context with ca_file's anchors ("" : the
+ * system's): KZ_ECONF with why when they cannot be loaded. */
+KZ_WUR int pb_tls_check(const char *ca_file, char *why, size_t wlen);
 
 /* ---- serve.c ---- */
 KZ_WUR int pb_serve(const struct pb_conf *c);

@@ -2,9 +2,10 @@
  * The Python path's pages.  An upstream PEP 503 page is read for its
  * anchors (href, data-requires-python, data-yanked) and nothing else;
  * each href is resolved against the page, kept only when it stays on the
- * upstream's origin and names a distribution file, and re-pointed at the
- * broker's /files/.  The page the client gets is written here, as PEP 503
- * HTML or, when its Accept header asks, PEP 691 JSON.
+ * upstream's origin (same scheme, host and port) and names a distribution
+ * file, and re-pointed at the broker's /files/.  The page the client
+ * gets is written here, as PEP 503 HTML or, when its Accept header asks,
+ * PEP 691 JSON.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,16 +141,17 @@ static int
 resolve(const char *href, const char *page_path, const struct pb_upstream *up,
     char *out, size_t len)
 {
-	char origin[PB_URL_MAX];
 	size_t on;
 	int k;
 
-	/* The origin as the operator wrote it: the URL less its prefix. */
-	on = strlen(up->url) - strlen(up->prefix);
-	snprintf(origin, sizeof(origin), "%.*s/", (int)on, up->url);
-	if (strncasecmp(href, "http://", 7) == 0) {
-		if (strncmp(href, origin, on + 1) != 0)
-			return KZ_EDENIED; /* another origin */
+	if (strncasecmp(href, "http://", 7) == 0 ||
+	    strncasecmp(href, "https://", 8) == 0) {
+		/* Only the upstream's own origin, scheme included: a file on
+		 * another host (files.pythonhosted.org for pypi.org) or
+		 * over the other scheme is not offered. */
+		on = pb_upstream_origin(up, href);
+		if (on == 0 || href[on] != '/')
+			return KZ_EDENIED;
 		k = snprintf(out, len, "%s", href + on);
 	} else if (strncmp(href, "//", 2) == 0 || strchr(href, ':') != NULL) {
 		return KZ_EDENIED;

@@ -49,13 +49,17 @@ static bool
 tarball_url(const char *u, const struct pb_upstream *up, const char *base,
     char *out, size_t len)
 {
-	size_t n = strlen(up->url);
+	size_t o = pb_upstream_origin(up, u), n = strlen(up->prefix);
 	struct pb_route r;
 	char why[64];
 	int k;
 
-	if (strncmp(u, up->url, n) != 0 || u[n] != '/' ||
-	    pb_route(u + n, &r, why, sizeof(why)) != 0 ||
+	/* On the upstream's origin (https://registry.npmjs.org/x/-/x.tgz
+	 * as well as https://registry.npmjs.org:443/...), below its prefix. */
+	if (o == 0 || strncmp(u + o, up->prefix, n) != 0)
+		return false;
+	n += o;
+	if (u[n] != '/' || pb_route(u + n, &r, why, sizeof(why)) != 0 ||
 	    r.kind != PB_NPM_TARBALL)
 		return false;
 	k = snprintf(out, len, "%s%s", base, u + n);

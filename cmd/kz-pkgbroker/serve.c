@@ -284,8 +284,10 @@ listen_all(struct pb_srv *s, char *why, size_t wlen)
 }
 
 static int
-srv_init(struct pb_srv *s, const struct pb_conf *c)
+srv_init(struct pb_srv *s, const struct pb_conf *c, char *why, size_t wlen)
 {
+	int r;
+
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	if ((s->base = event_base_new()) == NULL ||
@@ -293,6 +295,9 @@ srv_init(struct pb_srv *s, const struct pb_conf *c)
 	         EVDNS_BASE_INITIALIZE_NAMESERVERS)) == NULL ||
 	    (s->http = evhttp_new(s->base)) == NULL)
 		return KZ_ENOMEM;
+	if ((c->npm.tls || c->pypi.tls) &&
+	    (r = pb_tls_ctx_new(c->ca_file, &s->tls, why, wlen)) != 0)
+		return r;
 	/* Every method reaches on_request, so each refusal has its reason
 	 * and its audit record rather than libevent's bare 501. */
 	evhttp_set_allowed_methods(s->http,
@@ -315,6 +320,7 @@ srv_release(struct pb_srv *s)
 		evdns_base_free(s->dns, 0);
 	if (s->base != NULL)
 		event_base_free(s->base);
+	SSL_CTX_free(s->tls);
 }
 
 int
@@ -326,7 +332,7 @@ pb_serve(const struct pb_conf *c)
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
-	if ((r = srv_init(&s, c)) != 0 ||
+	if ((r = srv_init(&s, c, why, sizeof(why))) != 0 ||
 	    (r = listen_all(&s, why, sizeof(why))))
 		goto out;
 	sig[0] = evsignal_new(s.base, SIGTERM, on_signal, s.base);

@@ -5,6 +5,7 @@
 #define PB_SERVE_H
 
 #include <event2/http.h>
+#include <openssl/ssl.h>
 
 #include "pkgbroker.h"
 
@@ -13,6 +14,7 @@ struct pb_srv {
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct evhttp *http;
+	SSL_CTX *tls; /* the upstreams' client context */
 	uint64_t nreq;
 };
 
@@ -25,6 +27,25 @@ struct pb_ctx {
 	const struct pb_upstream *up;
 	char run[PB_RUN_MAX + 1]; /* the token's run hash */
 };
+
+/* What one upstream connection's handshake showed (tls.c). */
+struct pb_tls {
+	int verr; /* the first certificate error, X509_V_OK none */
+	unsigned long err; /* the OpenSSL error it failed with, 0 none */
+	uint64_t nread; /* bytes the peer sent */
+	bool started, done;
+};
+
+/* The client context (ca_file "" : the system's trust store). */
+KZ_WUR int pb_tls_ctx_new(const char *ca_file, SSL_CTX **out, char *why,
+    size_t wlen);
+/* A connection to up, its name check and SNI set, noting into t (which
+ * must outlive it, or be detached with SSL_set_app_data(ssl, NULL)). */
+SSL *pb_tls_new(SSL_CTX *ctx, const struct pb_upstream *up, struct pb_tls *t);
+/* When TLS is why a fetch failed before its answer: its code and one-line
+ * reason, and true. */
+bool pb_tls_failure(const struct pb_tls *t, const char **code,
+    const char **text);
 
 /* Audits a refusal (the host and package, never the token or path). */
 void pb_audit_refusal(struct pb_srv *s, const struct pb_ctx *x,

@@ -144,6 +144,6 @@ t "the audit chain verifies" env KZ_FIELD_KEY_FILE="$PB_KEY" kz-audit verify --d
 # ---- fail closed at start ----
 printf 'PKGBROKER_SOCKET = %s\n' "$T/pb3.sock" >"$T/pb3.conf"
 rc_is 2 "without a public key the broker does not start" kz-pkgbroker serve --config "$T/pb3.conf"
-printf 'PKGBROKER_PUBLIC_KEY_FILE = %s\nPKGBROKER_NPM_UPSTREAM = https://registry.example\n' "$T/pb.pub" >"$T/pb4.conf"
-rc_is 2 "an https upstream is a configuration error, not an unverified fetch" kz-pkgbroker check --config "$T/pb4.conf"
+printf 'PKGBROKER_PUBLIC_KEY_FILE = %s\nPKGBROKER_NPM_UPSTREAM = https://user:pw@registry.example\n' "$T/pb.pub" >"$T/pb4.conf"
+rc_is 2 "an upstream with credentials in it is a configuration error" kz-pkgbroker check --config "$T/pb4.conf"
 done_testing

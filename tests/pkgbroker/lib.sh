@@ -12,6 +12,10 @@
 #                       kzbeta; kzhuge is over the ceiling) as a PEP 503
 #                       directory served by python3 -m http.server
 #   pb_broker_start     kz-pkgbroker on $T/pb.sock and a loopback port
+#   pb_tls_certs        a throwaway CA and server certificates (openssl)
+#   pb_py_serve_tls     the PEP 503 directory over TLS (tlsserve.py)
+# With PB_NPM_TLS=1 (pb_tls_certs first), verdaccio listens on https with
+# the certificate for 127.0.0.1 and localhost.
 PB_DIR=$TOP/tests/pkgbroker
 PB_PY=/usr/bin/python3
 PB_VERDACCIO=$PB_DIR/registry/node_modules/.bin/verdaccio
@@ -23,11 +27,12 @@ pb_port() {
 	"$PB_PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# pb_wait_http URL [SECONDS]: until URL answers at all.
+# pb_wait_http URL [SECONDS]: until URL answers at all (an https URL
+# verified against the test CA).
 pb_wait_http() {
 	local i=0 max=$(( ${2:-20} * 10 ))
 	while [ $i -lt $max ]; do
-		curl -s -o /dev/null -m 2 "$1" && return 0
+		curl -s -o /dev/null -m 2 ${PB_CA:+--cacert "$PB_CA"} "$1" && return 0
 		sleep 0.1; i=$((i + 1))
 	done
 	return 1
@@ -80,17 +85,45 @@ packages:
     publish: \$authenticated
 log: { type: file, path: $1/verdaccio.log, level: warn }
 YAML
+	if [ "${PB_NPM_TLS:-0}" = 1 ]; then
+		printf 'https:\n  key: %s\n  cert: %s\n' "$PB_TLS/srv.key" "$PB_TLS/srv.pem"
+	fi
+}
+
+# pb_tls_certs: $PB_TLS/ca.pem (PB_CA, a CA of this test alone) and, signed
+# by it, NAME.pem/NAME.key for srv (127.0.0.1 and localhost), other
+# (other.example only) and old (127.0.0.1, expired yesterday).
+pb_tls_certs() {
+	local e="-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes" n
+	PB_TLS=$T/tls
+	PB_CA=$PB_TLS/ca.pem
+	mkdir -p "$PB_TLS"
+	# shellcheck disable=SC2086
+	openssl req -x509 $e -keyout "$PB_TLS/ca.key" -out "$PB_CA" -days 2 \
+		-subj /CN=kz-pkgbroker-test-ca 2>>"$T/openssl.log" || return 1
+	for n in srv:2:IP:127.0.0.1,DNS:localhost other:2:DNS:other.example old:-1:IP:127.0.0.1; do
+		set -- "${n%%:*}" "$(echo "$n" | cut -d: -f2)" "${n#*:*:}"
+		# shellcheck disable=SC2086
+		openssl req $e -keyout "$PB_TLS/$1.key" -out "$PB_TLS/$1.csr" \
+			-subj "/CN=$1" 2>>"$T/openssl.log" || return 1
+		printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+			"$3" >"$PB_TLS/$1.ext"
+		openssl x509 -req -in "$PB_TLS/$1.csr" -CA "$PB_CA" -CAkey "$PB_TLS/ca.key" \
+			-CAcreateserial -days "$2" -extfile "$PB_TLS/$1.ext" \
+			-out "$PB_TLS/$1.pem" 2>>"$T/openssl.log" || return 1
+	done
 }
 
 pb_npm_registry() {
-	local d=$T/verdaccio tok p
+	local d=$T/verdaccio tok p scheme=http
+	[ "${PB_NPM_TLS:-0}" = 1 ] && scheme=https
 	PB_NPM_PORT=$(pb_port)
-	PB_NPM_URL=http://127.0.0.1:$PB_NPM_PORT
+	PB_NPM_URL=$scheme://127.0.0.1:$PB_NPM_PORT
 	mkdir -p "$d/storage"
 	pb_verdaccio_conf "$d" >"$d/config.yaml"
-	bg "$PB_VERDACCIO" --config "$d/config.yaml" --listen "127.0.0.1:$PB_NPM_PORT"
+	bg "$PB_VERDACCIO" --config "$d/config.yaml" --listen "$PB_NPM_URL"
 	pb_wait_http "$PB_NPM_URL/-/ping" 40 || return 1
-	tok=$(curl -s -XPUT -H 'Content-Type: application/json' \
+	tok=$(curl -s ${PB_CA:+--cacert "$PB_CA"} -XPUT -H 'Content-Type: application/json' \
 		-d '{"name":"kztest","password":"kztest-pass"}' \
 		"$PB_NPM_URL/-/user/org.couchdb.user:kztest" |
 		"$PB_PY" -c 'import json,sys; print(json.load(sys.stdin)["token"])') || return 1
@@ -107,7 +140,7 @@ pb_npm_registry() {
 	# In parallel: each npm publish is mostly npm's own start-up.
 	local pids=""
 	for p in "$@"; do
-		(cd "$d/src/$p" && npm publish --userconfig "$d/npmrc" \
+		(cd "$d/src/$p" && npm publish --userconfig "$d/npmrc" ${PB_CA:+--cafile "$PB_CA"} \
 			--registry "$PB_NPM_URL" --access public --no-audit \
 			--no-fund >"$T/publish-$p.log" 2>&1) &
 		pids="$pids $!"
@@ -160,6 +193,20 @@ pb_py_serve() {
 	PB_PY_URL=http://127.0.0.1:$PB_PY_PORT
 	bg "$PB_PY" -m http.server --bind 127.0.0.1 --directory "$T/pyindex" "$PB_PY_PORT"
 	pb_wait_http "$PB_PY_URL/simple/" 20
+}
+
+# pb_py_serve_tls NAME...: the PEP 503 directory over TLS, one port per
+# certificate NAME of pb_tls_certs, in PB_TLS_PORT_<NAME>.
+pb_py_serve_tls() {
+	local n p specs=""
+	for n in "$@"; do
+		p=$(pb_port)
+		eval "PB_TLS_PORT_$n=$p"
+		specs="$specs $p:$PB_TLS/$n.pem:$PB_TLS/$n.key"
+	done
+	# shellcheck disable=SC2086
+	bg "$PB_PY" "$PB_DIR/tlsserve.py" "$T/pyindex" $specs
+	pb_wait_http "https://127.0.0.1:$(eval "echo \$PB_TLS_PORT_$1")/simple/" 20
 }
 
 # pb_upstreams: verdaccio with the tree published, and the PEP 503 index,

@@ -127,6 +127,62 @@ START_TEST(test_pyindex)
 }
 END_TEST
 
+/* An https upstream: its absolute URLs with or without :443 map back to
+ * the broker; the same host over http, or another host over https
+ * (files.pythonhosted.org for pypi.org), does not. */
+START_TEST(test_https)
+{
+	static const char doc[] =
+	    "{\"name\":\"kz-leaf\",\"dist-tags\":{\"latest\":\"1.0.0\"},"
+	    "\"versions\":{"
+	    "\"1.0.0\":{\"name\":\"kz-leaf\",\"version\":\"1.0.0\",\"dist\":"
+	    "{\"tarball\":\"https://registry.example/kz-leaf/-/kz-leaf-1.0.0."
+	    "tgz\"}},"
+	    "\"1.1.0\":{\"name\":\"kz-leaf\",\"version\":\"1.1.0\",\"dist\":"
+	    "{\"tarball\":\"https://registry.example:443/kz-leaf/-/kz-leaf-1.1."
+	    "0.tgz\"}},"
+	    "\"0.9.0\":{\"name\":\"kz-leaf\",\"version\":\"0.9.0\",\"dist\":"
+	    "{\"tarball\":\"http://registry.example/kz-leaf/-/kz-leaf-0.9.0."
+	    "tgz\"}}}}";
+	static const char pg
+	    [] = "<a href=\"https://registry.example/packages/a-1.0.whl\">a</a>"
+	         "<a href=\"https://files.example/packages/a-0.9.whl\">f</a>"
+	         "<a href=\"http://registry.example/packages/a-0.8.whl\">h</a>"
+	         "<a href=\"a-0.7.tar.gz\">rel</a>";
+	struct pb_upstream u;
+	struct pb_pylist l;
+	cJSON *d = NULL, *out;
+	char why[160], *txt;
+
+	ck_assert_int_eq(pb_upstream_parse("https://registry.example", &u, why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(kz_json_parse_object(doc, strlen(doc), &d, why,
+	                     sizeof(why)),
+	    0);
+	out = pb_npm_rewrite(d, "kz-leaf", &u, "http://127.0.0.1:9", why,
+	    sizeof(why));
+	ck_assert_ptr_nonnull(out);
+	txt = kz_json_print(out);
+	ck_assert_ptr_nonnull(strstr(txt,
+	    "\"tarball\":\"http://127.0.0.1:9/kz-leaf/-/kz-leaf-1.0.0.tgz\""));
+	ck_assert_ptr_nonnull(strstr(txt,
+	    "\"tarball\":\"http://127.0.0.1:9/kz-leaf/-/kz-leaf-1.1.0.tgz\""));
+	ck_assert_ptr_null(strstr(txt, "0.9.0"));
+	ck_assert_ptr_null(strstr(txt, "registry.example"));
+	free(txt);
+	cJSON_Delete(out);
+	cJSON_Delete(d);
+	ck_assert_int_eq(pb_py_parse(pg, strlen(pg), "/simple/a/", &u, false,
+	                     &l, why, sizeof(why)),
+	    0);
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_str_eq(l.v[0].url, "/files/packages/a-1.0.whl");
+	ck_assert_str_eq(l.v[1].url, "/files/simple/a/a-0.7.tar.gz");
+	pb_pylist_release(&l);
+}
+END_TEST
+
 static const char *const broken[] = {"<a href=\"x.whl", "<a href='x.whl'",
     "<a href=\"x&bogus;.whl\">", "<a href=\"a\x01.whl\">", NULL};
 
@@ -198,6 +254,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_npm);
 	tcase_add_test(tc, test_pyparse);
+	tcase_add_test(tc, test_https);
 	tcase_add_test(tc, test_pyindex);
 	tcase_add_test(tc, test_pybroken);
 	tcase_add_test(tc, test_render);

@@ -117,8 +117,12 @@ START_TEST(test_upstream)
 {
 	struct pb_upstream u;
 	char why[160];
-	static const char *const bad[] = {"https://r.example",
+	static const char *const bad[] = {"https://user:pw@r.example",
 	    "http://user:pw@r.example", "http://r.example:0",
+	    "https://r.example:0", "https://r.example:65536",
+	    "https://r.example:443x", "https://r.example?x", "https://",
+	    "https:/r.example", "HTTPS://r.example", "ws://r.example",
+	    "https://r.example/a#b", "file:///etc/ssl/x",
 	    "http://r.example:99999", "http://r.example/a?b",
 	    "http://r.example/../x", "ftp://r.example", "http://", "r.example",
 	    NULL};
@@ -133,12 +137,74 @@ START_TEST(test_upstream)
 	    0);
 	ck_assert_str_eq(u.url, "http://idx.lan:80/pypi");
 	ck_assert_str_eq(u.prefix, "/pypi");
+	ck_assert(!u.tls);
+	ck_assert_int_eq(pb_upstream_parse("https://registry.npmjs.org", &u,
+	                     why, sizeof(why)),
+	    0);
+	ck_assert(u.tls);
+	ck_assert_str_eq(u.url, "https://registry.npmjs.org:443");
+	ck_assert_str_eq(u.host, "registry.npmjs.org");
+	ck_assert_int_eq(u.port, 443);
+	ck_assert_int_eq(pb_upstream_parse("https://127.0.0.1:8443/py/", &u,
+	                     why, sizeof(why)),
+	    0);
+	ck_assert_str_eq(u.url, "https://127.0.0.1:8443/py");
+	ck_assert_str_eq(u.prefix, "/py");
 	for (int i = 0; bad[i] != NULL; i++)
 		ck_assert_msg(pb_upstream_parse(bad[i], &u, why, sizeof(why)) ==
 		        KZ_ECONF,
 		    "%s accepted", bad[i]);
+	ck_assert_ptr_nonnull(strstr(why, "https://"));
 	ck_assert_int_eq(pb_upstream_parse("", &u, why, sizeof(why)), 0);
 	ck_assert_str_eq(u.url, "");
+}
+END_TEST
+
+/* An absolute URL is on an upstream's origin with its port written or,
+ * the scheme's default, left out; never over the other scheme, on a
+ * longer host name, or on another port. */
+START_TEST(test_origin)
+{
+	struct pb_upstream u, p;
+	char why[160];
+
+	ck_assert_int_eq(pb_upstream_parse("https://Registry.example/r", &u,
+	                     why, sizeof(why)),
+	    0);
+	ck_assert_uint_eq(pb_upstream_origin(&u,
+	                      "https://registry.example/r/x"),
+	    24);
+	ck_assert_uint_eq(pb_upstream_origin(&u,
+	                      "HTTPS://REGISTRY.example:443/"),
+	    28);
+	ck_assert_uint_eq(pb_upstream_origin(&u, "https://registry.example"),
+	    24);
+	ck_assert_uint_eq(pb_upstream_origin(&u, "http://registry.example/r"),
+	    0);
+	ck_assert_uint_eq(pb_upstream_origin(&u,
+	                      "https://registry.example:80/"),
+	    0);
+	ck_assert_uint_eq(pb_upstream_origin(&u,
+	                      "https://registry.example:4430/"),
+	    0);
+	ck_assert_uint_eq(pb_upstream_origin(&u,
+	                      "https://registry.example.evil/r"),
+	    0);
+	ck_assert_uint_eq(pb_upstream_origin(&u,
+	                      "https://registry.example@evil/r"),
+	    0);
+	ck_assert_uint_eq(pb_upstream_origin(&u, "https://registry.exampl/"),
+	    0);
+	ck_assert_int_eq(pb_upstream_parse("http://127.0.0.1:4873", &p, why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_uint_eq(pb_upstream_origin(&p, "http://127.0.0.1:4873/a"),
+	    21);
+	ck_assert_uint_eq(pb_upstream_origin(&p, "http://127.0.0.1/a"), 0);
+	ck_assert_uint_eq(pb_upstream_origin(&p, "https://127.0.0.1:4873/a"),
+	    0);
+	memset(&p, 0, sizeof(p));
+	ck_assert_uint_eq(pb_upstream_origin(&p, "http:///a"), 0);
 }
 END_TEST
 
@@ -155,6 +221,7 @@ main(void)
 	tcase_add_test(tc, test_long);
 	tcase_add_test(tc, test_host);
 	tcase_add_test(tc, test_upstream);
+	tcase_add_test(tc, test_origin);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
