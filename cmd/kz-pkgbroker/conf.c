@@ -26,6 +26,7 @@ static const char *const known[] = {
     "PKGBROKER_LISTEN",
     "PKGBROKER_NPM_UPSTREAM",
     "PKGBROKER_PYPI_UPSTREAM",
+    "PKGBROKER_PYPI_FILES_UPSTREAM",
     "PKGBROKER_PUBLIC_KEY_FILE",
     "PKGBROKER_HOSTS",
     "PKGBROKER_FILE_MAX",
@@ -151,6 +152,26 @@ load_pk(struct pb_conf *c, const char *path, char *why, size_t wlen)
 	return 0;
 }
 
+/* The files' origin: an origin only (a file's path is the index's href
+ * as it is), and only beside an index. */
+static int
+files_upstream(struct pb_conf *c, const char *v, char *why, size_t wlen)
+{
+	int r;
+
+	if ((r = pb_upstream_parse(v, &c->pyfiles, why, wlen)) != 0)
+		return r;
+	if (c->pyfiles.url[0] == '\0')
+		return 0;
+	if (c->pyfiles.prefix[0] != '\0' || c->pypi.url[0] == '\0') {
+		kz_why(why, wlen,
+		    "PKGBROKER_PYPI_FILES_UPSTREAM must be an origin, "
+		    "http[s]://HOST[:PORT], beside PKGBROKER_PYPI_UPSTREAM");
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
 /* "ADDR:PORT" with ADDR an IPv4 literal: the TCP listener. */
 static int
 parse_listen(struct pb_conf *c, const char *v, char *why, size_t wlen)
@@ -196,6 +217,9 @@ load_values(struct pb_conf *c, const struct kz_conf *kc, char *why, size_t wlen)
 	    (r = pb_upstream_parse(kz_conf_str(kc, "PKGBROKER_PYPI_UPSTREAM",
 	                               ""),
 	         &c->pypi, why, wlen)) != 0 ||
+	    (r = files_upstream(c,
+	         kz_conf_str(kc, "PKGBROKER_PYPI_FILES_UPSTREAM", ""), why,
+	         wlen)) != 0 ||
 	    (r = load_pk(c, kz_conf_str(kc, "PKGBROKER_PUBLIC_KEY_FILE", NULL),
 	         why, wlen)) != 0 ||
 	    (r = kz_conf_copy(kc, "PKGBROKER_HOSTS", NULL,

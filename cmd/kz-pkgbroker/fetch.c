@@ -317,7 +317,8 @@ py_page(struct fetch *f, const char *body, size_t n)
 	    f->x.rt.upath);
 
 	if (k < 0 || (size_t)k >= sizeof(page) ||
-	    pb_py_parse(body, n, page, f->x.up, index, &l, why, sizeof(why))) {
+	    pb_py_parse(body, n, page, f->x.up, &f->s->c->pyfiles, index, &l,
+	        why, sizeof(why))) {
 		fail(f, 502, "upstream_error", why);
 		return;
 	}

@@ -40,6 +40,9 @@ struct pb_conf {
 	char listen_addr[64]; /* optional TCP address literal, "" none */
 	int listen_port;
 	struct pb_upstream npm, pypi;
+	/* Where the index's files live when that is another origin
+	 * (files.pythonhosted.org for pypi.org); url "" : none. */
+	struct pb_upstream pyfiles;
 	unsigned char pk[32];
 	bool have_pk;
 	char hosts[1024]; /* host names the clients may ask for */
@@ -113,6 +116,7 @@ struct pb_route {
 	enum pb_kind kind;
 	char name[PB_NAME_MAX + 1]; /* package or project (normalized) */
 	char upath[PB_PATH_MAX]; /* path below the upstream's prefix */
+	bool files_origin; /* a Python file of the files upstream */
 };
 
 /* Classifies a request path (no query, no fragment); PB_NONE with why
@@ -139,7 +143,7 @@ cJSON *pb_npm_rewrite(const cJSON *doc, const char *name,
 
 struct pb_pyfile {
 	char filename[256];
-	char url[PB_PATH_MAX]; /* broker path: /files/... */
+	char url[PB_PATH_MAX]; /* broker path: /files/... or /pyfiles/... */
 	char sha256[65]; /* "" when the index gave none */
 	char requires_python[128];
 	bool yanked;
@@ -153,13 +157,14 @@ void pb_pylist_release(struct pb_pylist *l);
 
 /*
  * The anchors of an upstream PEP 503 page at page_path (on up's origin),
- * for a project page: each href resolved; only files on the same origin
- * with a distribution suffix are kept.  For the index (project NULL) the
- * filenames are the project names.
+ * for a project page: each href resolved; only files with a distribution
+ * suffix on the same origin, or on the origin of files (NULL or url "":
+ * none), are kept.  For the index (project NULL) the filenames are the
+ * project names.
  */
 KZ_WUR int pb_py_parse(const char *html, size_t n, const char *page_path,
-    const struct pb_upstream *up, bool index, struct pb_pylist *out, char *why,
-    size_t wlen);
+    const struct pb_upstream *up, const struct pb_upstream *files, bool index,
+    struct pb_pylist *out, char *why, size_t wlen);
 /* A PEP 503 page or a PEP 691 JSON document (json) of l; caller frees. */
 char *pb_py_render(const struct pb_pylist *l, const char *project, bool index,
     bool json);

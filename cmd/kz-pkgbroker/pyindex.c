@@ -136,20 +136,26 @@ dot_segments(char *path)
 	return 0;
 }
 
-/* href resolved against page_path into a path on up's origin. */
+/* href resolved against page_path into a path on up's origin, or, with
+ * *alt set, on the files upstream's. */
 static int
 resolve(const char *href, const char *page_path, const struct pb_upstream *up,
-    char *out, size_t len)
+    const struct pb_upstream *files, bool *alt, char *out, size_t len)
 {
 	size_t on;
 	int k;
 
+	*alt = false;
 	if (strncasecmp(href, "http://", 7) == 0 ||
 	    strncasecmp(href, "https://", 8) == 0) {
-		/* Only the upstream's own origin, scheme included: a file on
-		 * another host (files.pythonhosted.org for pypi.org) or
-		 * over the other scheme is not offered. */
+		/* Only the upstream's own origin, scheme included, or the
+		 * files upstream's (files.pythonhosted.org for pypi.org):
+		 * a file on any other host, or over the other scheme, is
+		 * not offered. */
 		on = pb_upstream_origin(up, href);
+		if (on == 0 && files != NULL && files->url[0] != '\0' &&
+		    (on = pb_upstream_origin(files, href)) != 0)
+			*alt = true;
 		if (on == 0 || href[on] != '/')
 			return KZ_EDENIED;
 		k = snprintf(out, len, "%s", href + on);
@@ -275,17 +281,21 @@ take_hash(char *href, char sha[65])
 
 static int
 one_anchor(struct anchor *a, const char *page_path,
-    const struct pb_upstream *up, bool index, struct pb_pylist *out)
+    const struct pb_upstream *up, const struct pb_upstream *files, bool index,
+    struct pb_pylist *out)
 {
 	char path[PB_PATH_MAX];
 	struct pb_pyfile f;
 	const char *last;
+	bool alt;
 	size_t n;
 
 	memset(&f, 0, sizeof(f));
 	take_hash(a->href, f.sha256);
 	if (strchr(a->href, '?') != NULL ||
-	    resolve(a->href, page_path, up, path, sizeof(path)) != 0)
+	    resolve(a->href, page_path, up, files, &alt, path, sizeof(path)) !=
+	        0 ||
+	    (index && alt))
 		return 0; /* not offered */
 	n = strlen(path);
 	if (index) {
@@ -299,8 +309,8 @@ one_anchor(struct anchor *a, const char *page_path,
 	}
 	last = strrchr(path, '/') + 1;
 	if (!pb_py_file_ok(path) || strlen(last) >= sizeof(f.filename) ||
-	    snprintf(f.url, sizeof(f.url), "/files%s", path) >=
-	        (int)sizeof(f.url))
+	    snprintf(f.url, sizeof(f.url), "%s%s", alt ? "/pyfiles" : "/files",
+	        path) >= (int)sizeof(f.url))
 		return 0;
 	snprintf(f.filename, sizeof(f.filename), "%s", last);
 	snprintf(f.requires_python, sizeof(f.requires_python), "%s", a->rp);
@@ -310,8 +320,8 @@ one_anchor(struct anchor *a, const char *page_path,
 
 int
 pb_py_parse(const char *html, size_t n, const char *page_path,
-    const struct pb_upstream *up, bool index, struct pb_pylist *out, char *why,
-    size_t wlen)
+    const struct pb_upstream *up, const struct pb_upstream *files, bool index,
+    struct pb_pylist *out, char *why, size_t wlen)
 {
 	const char *p = html, *end = html + n;
 	struct anchor a;
@@ -329,7 +339,8 @@ pb_py_parse(const char *html, size_t n, const char *page_path,
 			return KZ_EPROTO;
 		}
 		if (a.href[0] != '\0' &&
-		    (r = one_anchor(&a, page_path, up, index, out)) != 0) {
+		    (r = one_anchor(&a, page_path, up, files, index, out)) !=
+		        0) {
 			kz_why(why, wlen, "the upstream page lists too much");
 			pb_pylist_release(out);
 			return r;

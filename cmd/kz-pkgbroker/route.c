@@ -231,7 +231,11 @@ pb_route(const char *path, struct pb_route *r, char *why, size_t wlen)
 		rc = py_route(path + 7, r);
 	else if (strncmp(path, "files/", 6) == 0)
 		rc = py_file(path + 6, r);
-	else if ((dash = strstr(path, "/-/")) != NULL)
+	else if (strncmp(path, "pyfiles/", 8) == 0) {
+		/* A file on the files upstream's origin (pyindex.c). */
+		if ((rc = py_file(path + 8, r)) == 0)
+			r->files_origin = true;
+	} else if ((dash = strstr(path, "/-/")) != NULL)
 		rc = npm_tarball(path, dash, r);
 	else
 		rc = npm_doc(path, r);

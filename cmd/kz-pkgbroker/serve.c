@@ -225,7 +225,9 @@ route(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 		refuse(s, req, x, 404, "path_refused", why);
 		return false;
 	}
-	x->up = registry_of(x->rt.kind)[0] == 'n' ? &s->c->npm : &s->c->pypi;
+	x->up = registry_of(x->rt.kind)[0] == 'n' ? &s->c->npm :
+	    x->rt.files_origin                    ? &s->c->pyfiles :
+	                                            &s->c->pypi;
 	if (x->up->url[0] == '\0') {
 		refuse(s, req, x, 404, "registry_off",
 		    "this registry path is not configured");

@@ -93,7 +93,7 @@ START_TEST(test_pyparse)
 	char why[160];
 
 	ck_assert_int_eq(pb_py_parse(page, strlen(page), "/simple/kzalpha/",
-	                     &up, false, &l, why, sizeof(why)),
+	                     &up, NULL, false, &l, why, sizeof(why)),
 	    0);
 	ck_assert_uint_eq(l.n, 3);
 	ck_assert_str_eq(l.v[0].url,
@@ -117,8 +117,8 @@ START_TEST(test_pyindex)
 	struct pb_pylist l;
 	char why[160];
 
-	ck_assert_int_eq(pb_py_parse(idx, strlen(idx), "/simple/", &up, true,
-	                     &l, why, sizeof(why)),
+	ck_assert_int_eq(pb_py_parse(idx, strlen(idx), "/simple/", &up, NULL,
+	                     true, &l, why, sizeof(why)),
 	    0);
 	ck_assert_uint_eq(l.n, 2);
 	ck_assert_str_eq(l.v[0].filename, "kzalpha");
@@ -149,7 +149,9 @@ START_TEST(test_https)
 	         "<a href=\"https://files.example/packages/a-0.9.whl\">f</a>"
 	         "<a href=\"http://registry.example/packages/a-0.8.whl\">h</a>"
 	         "<a href=\"a-0.7.tar.gz\">rel</a>";
-	struct pb_upstream u;
+	static const char ix[] = "<a href=\"a/\">a</a>"
+	                         "<a href=\"https://files.example/b/\">b</a>";
+	struct pb_upstream u, f;
 	struct pb_pylist l;
 	cJSON *d = NULL, *out;
 	char why[160], *txt;
@@ -173,12 +175,30 @@ START_TEST(test_https)
 	free(txt);
 	cJSON_Delete(out);
 	cJSON_Delete(d);
-	ck_assert_int_eq(pb_py_parse(pg, strlen(pg), "/simple/a/", &u, false,
-	                     &l, why, sizeof(why)),
+	ck_assert_int_eq(pb_py_parse(pg, strlen(pg), "/simple/a/", &u, NULL,
+	                     false, &l, why, sizeof(why)),
 	    0);
 	ck_assert_uint_eq(l.n, 2);
 	ck_assert_str_eq(l.v[0].url, "/files/packages/a-1.0.whl");
 	ck_assert_str_eq(l.v[1].url, "/files/simple/a/a-0.7.tar.gz");
+	pb_pylist_release(&l);
+	/* With the files upstream, its origin's files are offered under
+	 * /pyfiles/; the other scheme's still are not. */
+	ck_assert_int_eq(pb_upstream_parse("https://files.example", &f, why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(pb_py_parse(pg, strlen(pg), "/simple/a/", &u, &f,
+	                     false, &l, why, sizeof(why)),
+	    0);
+	ck_assert_uint_eq(l.n, 3);
+	ck_assert_str_eq(l.v[1].url, "/pyfiles/packages/a-0.9.whl");
+	pb_pylist_release(&l);
+	/* An index's project links on the files origin are not projects. */
+	ck_assert_int_eq(pb_py_parse(ix, strlen(ix), "/simple/", &u, &f, true,
+	                     &l, why, sizeof(why)),
+	    0);
+	ck_assert_uint_eq(l.n, 1);
+	ck_assert_str_eq(l.v[0].filename, "a");
 	pb_pylist_release(&l);
 }
 END_TEST
@@ -193,7 +213,7 @@ START_TEST(test_pybroken)
 
 	for (int i = 0; broken[i] != NULL; i++)
 		ck_assert_msg(pb_py_parse(broken[i], strlen(broken[i]),
-		                  "/simple/x/", &up, false, &l, why,
+		                  "/simple/x/", &up, NULL, false, &l, why,
 		                  sizeof(why)) != 0,
 		    "case %d parsed", i);
 }

@@ -32,6 +32,8 @@ static const struct good goods[] = {
         "kzalpha", "/simple/kzalpha/kzalpha-1.0-py3-none-any.whl"},
     {"/files/p/x/Foo_Bar-1.0.tar.gz", PB_PY_FILE, "foo-bar",
         "/p/x/Foo_Bar-1.0.tar.gz"},
+    {"/pyfiles/packages/ab/kzalpha-1.0.tar.gz", PB_PY_FILE, "kzalpha",
+        "/packages/ab/kzalpha-1.0.tar.gz"},
 };
 
 /* Every one of these must be refused. */
@@ -45,7 +47,8 @@ static const char *const bads[] = {"", "kz-top", "/", "//kz-top", "/-/whoami",
     "/simple/a%2fb/", "/simple/~x/", "/files/", "/files/a/../b.whl",
     "/files/./b.whl", "/files//b.whl", "/files/b.exe", "/files/README",
     "/files/a/b.whl/", "/files/a%2e%2e/b.whl", "/files/a b.whl",
-    "/files/../etc/shadow.whl", NULL};
+    "/files/../etc/shadow.whl", "/pyfiles/", "/pyfiles/../x.whl",
+    "/pyfiles/a/b.exe", "/pyfiles//b.whl", NULL};
 
 START_TEST(test_good)
 {
@@ -58,6 +61,7 @@ START_TEST(test_good)
 	ck_assert_int_eq(r.kind, g->kind);
 	ck_assert_str_eq(r.name, g->name);
 	ck_assert_str_eq(r.upath, g->upath);
+	ck_assert(r.files_origin == (strncmp(g->path, "/pyfiles/", 9) == 0));
 }
 END_TEST
 
