@@ -527,6 +527,10 @@ bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
 		    "the browser's namespace could not be made", NULL);
 		goto out;
 	}
+	/* Without it WebRTC gathers nothing, which fails closed: a warning,
+	 * not a refusal of the session. */
+	if (sbx_webrtc_if(why, sizeof(why)) != 0)
+		kz_log(KZ_LOG_WARN, "sandbox.browser", KZ_ESYS, why, NULL);
 	relay = sbx_relay_start(rfd, w->c->egress_sock, grant);
 	sodium_memzero(grant, strlen(grant));
 	close(rfd);

@@ -266,6 +266,9 @@ void sbx_pump(int a, int b);
 KZ_WUR int sbx_relay_head(const char *in, size_t inlen, const char *grant,
     char *out, size_t outcap, size_t *outlen);
 KZ_WUR int sbx_relay_listen(int port, int *fd, char *why, size_t wlen);
+/* netif.c: the browser's one interface besides loopback, which WebRTC
+ * needs to gather at all; it routes nowhere. */
+KZ_WUR int sbx_webrtc_if(char *why, size_t wlen);
 /* Forks the relay for one run; returns its pid (the caller kills it). */
 pid_t sbx_relay_start(int lfd, const char *egress_sock, const char *grant);
 
