@@ -275,6 +275,10 @@ bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
 	int e;
 
 	cJSON_AddStringToObject(req, "grant", g);
+	/* Only with TURN does the worker give Chromium what WebRTC needs to
+	 * gather (an interface, NETLINK_ROUTE): without it, nothing. */
+	if (c->turn_host[0] != '\0')
+		cJSON_AddTrueToObject(req, "webrtc");
 	e = kz_frame_call(s->endpoint, req, (int)c->io_timeout_ms, &rep, why,
 	    sizeof(why));
 	cJSON_Delete(req);

@@ -5,8 +5,12 @@
 # relay candidate from the operator's coturn, allocated for the session's
 # keyed hash (the run of its grant), reached by TURN/TCP through the
 # worker's relay and kz-egress; no host or srflx candidate, and the page's
-# own server sees nothing.  A half-made TURN configuration is refused;
-# without TURN the same page gets no candidate at all.
+# own server sees nothing.  Only that session's Chromium runs under the
+# worker's browser filter variant (NETLINK_ROUTE allowed) in a namespace
+# with an interface that routes nowhere; the run's code on the same worker
+# still cannot open a netlink socket.  A half-made TURN configuration is
+# refused; without TURN the same page gets no candidate at all, and its
+# Chromium has the code's filter and loopback only.
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
@@ -15,7 +19,16 @@ if ! command -v turnserver >/dev/null; then
 	echo "1..0 # SKIP coturn's turnserver is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 15
+# The instruction counts of the worker's filter and of its browser variant.
+read -r BASE RTC < <("$BIN/kz-sandbox" seccomp |
+	sed -n '1s/^# \([0-9]*\) BPF instructions (\([0-9]*\) .*/\1 \2/p')
+# br_net PID: the interfaces and the main table's IPv4 routes of PID's
+# network namespace, one line.
+br_net() {
+	echo "$(nsenter -t "$1" -n ip -o link | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | sort | tr '\n' ' ')|" \
+		"$(nsenter -t "$1" -n ip -4 route show table main)"
+}
+plan 20
 
 N=167
 head -c 24 /dev/urandom | base64 >"$T/turn.secret"
@@ -81,9 +94,6 @@ diag "candidates: $REP"
 unlike "$REP" 'typ|/host|host/|srflx|prflx' "no host, srflx or prflx candidate"
 is "$(sed 's/.*&cfg=//' <<<"$REP")" "relay|turn:$TURN?transport=tcp" \
 	"the page's RTCPeerConnection uses only the operator's TURN/TCP server, relay only"
-# Chromium gathers nothing while the worker's seccomp filter refuses it
-# AF_NETLINK (kz-browser(8), BUGS); with NETLINK_ROUTE allowed these pass.
-todo "the browser cannot enumerate its interfaces (AF_NETLINK refused)"
 like "$REP" "relay/udp/$EG_ORIGIN" "the page got a relay candidate on the operator's TURN server"
 is "$(tr ',' '\n' <<<"${REP#*\?}" | grep -vc '^relay/')" "0" "every candidate is a relay candidate"
 U=$(grep -o 'user <[0-9]*:[0-9a-f]*>' "$T/turn.log" | grep -i -m1 -o '[0-9]*:[0-9a-f]*')
@@ -93,10 +103,20 @@ ok $? "coturn allocated a relay for the session's TURN username ($U)"
 G=$(kz-egress grant --field-key "$T/field.key" --run "$SID")
 RUNH=$("$BPY" -c 'import base64,json,sys; b=sys.argv[1].split(".")[0]; print(json.loads(base64.urlsafe_b64decode(b + "=" * (-len(b) % 4)))["run"])' "$G")
 is "${U#*:}" "$RUNH" "the username is the session's keyed hash, the run of its grant"
-todo ""
 is "$(sort -u "$T/own.log")" "" "the page's own STUN and TURN server saw no packet and no connection"
 unlike "$(kz-audit query --kind egress_refusal --dir "$T/audit" 2>/dev/null)" '"port":3479' \
 	"and kz-egress was never asked for it"
+CP=$(br_chromium)
+is "$("$BPY" "$TOP/tests/browser/filter.py" "$CP" | cut -d' ' -f1)" "$RTC" \
+	"Chromium runs under the worker's WebRTC variant of the filter ($RTC instructions)"
+VHASH=$("$BPY" "$TOP/tests/browser/filter.py" "$CP" | cut -d' ' -f2)
+is "$(br_net "$CP")" "kzrtc0 kzrtc1 lo | " \
+	"its namespace: loopback and the veth pair, no route anywhere"
+NL=$(wrun 'python3 -c "
+import socket
+try: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE); print(\"opened\")
+except OSError as e: print(e.errno)"')
+is "$NL" "97" "the run's code on the same worker still cannot open a NETLINK_ROUTE socket (EAFNOSUPPORT)"
 R=$(bcall close '{"session":"'$SID'"}')
 wait_for warm 1 150 || diag "no warm worker again"
 
@@ -110,9 +130,11 @@ REP=$(grep '^/rtc-report' "$T/origin.log" | tail -1)
 diag "candidates without TURN: $REP"
 unlike "$REP" 'relay' "without TURN configured no relay candidate appears"
 is "$(sort -u "$T/own.log")" "" "and the page's own server still sees nothing"
-todo "the browser cannot enumerate its interfaces (AF_NETLINK refused)"
-like "$(kz-audit query --kind egress_refusal --dir "$T/audit" 2>/dev/null)" '"port":3479' \
-	"its TURN/TCP attempt reached kz-egress through the relay and was refused"
-todo ""
+is "${REP%%&cfg=*}" "/rtc-report?none" "the page gathered no candidate at all"
+CP=$(br_chromium)
+F=$("$BPY" "$TOP/tests/browser/filter.py" "$CP")
+[ "${F% *}" = "$BASE" ] && [ "${F#* }" != "$VHASH" ]
+ok $? "its Chromium runs under the worker's own filter ($F), not the variant"
+is "$(br_net "$CP")" "lo | " "and its namespace has loopback only"
 bcall --sock "$T/plain.sock" close '{"session":"'$SID'"}' >/dev/null
 done_testing
