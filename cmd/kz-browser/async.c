@@ -18,6 +18,7 @@
 #include <sys/queue.h>
 #include <unistd.h>
 #include <event2/event.h>
+#include <sodium.h>
 
 #include "kz_log.h"
 #include "kzb.h"
@@ -269,6 +270,12 @@ kzb_thread_free(struct kzb_session *s)
 	if (s->cdp.stop_fd >= 0)
 		close(s->cdp.stop_fd);
 	s->cdp.stop_fd = -1;
+	if (s->cdp.inject != NULL) {
+		/* It holds the session's TURN password. */
+		sodium_memzero(s->cdp.inject, strlen(s->cdp.inject));
+		free(s->cdp.inject);
+		s->cdp.inject = NULL;
+	}
 	pthread_mutex_destroy(&t->mu);
 	free(t);
 	s->th = NULL;

@@ -27,12 +27,87 @@ kzb_cdp_forget(struct kzb_cdp *c)
 	c->nev = 0;
 }
 
+/* One message to a target's session without waiting for its answer
+ * (answers to ids nobody waits for are dropped by the loops below). */
+static void
+send_to(struct kzb_cdp *c, const char *sid, const char *method, cJSON *params)
+{
+	cJSON *req = cJSON_CreateObject();
+
+	if (req == NULL) {
+		cJSON_Delete(params);
+		return;
+	}
+	cJSON_AddNumberToObject(req, "id", (double)++c->next_id);
+	cJSON_AddStringToObject(req, "method", method);
+	cJSON_AddItemToObject(req, "params",
+	    params != NULL ? params : cJSON_CreateObject());
+	cJSON_AddStringToObject(req, "sessionId", sid);
+	if (kz_frame_write(c->fd, req, CDP_MSG_MAX, 2000) != 0)
+		c->dead = true;
+	cJSON_Delete(req);
+}
+
+static cJSON *
+auto_attach(void)
+{
+	cJSON *p = cJSON_CreateObject();
+
+	cJSON_AddBoolToObject(p, "autoAttach", true);
+	cJSON_AddBoolToObject(p, "waitForDebuggerOnStart", true);
+	cJSON_AddBoolToObject(p, "flatten", true);
+	return p;
+}
+
+/*
+ * A target Chromium paused for us (auto-attach): a page (the session's
+ * own, a popup) or an out-of-process frame gets the script before its
+ * first document runs, and the same auto-attach for its own frames; then
+ * every paused target, whatever it is, is let go.  Messages on the pipe
+ * are handled in order, so the script is in place before the target runs.
+ */
+static void
+attached(struct kzb_cdp *c, const cJSON *params)
+{
+	const cJSON *sid = kz_json_get(params, "sessionId");
+	const cJSON *info = kz_json_get(params, "targetInfo");
+	const cJSON *type = kz_json_get(info, "type");
+	cJSON *p;
+
+	if (!cJSON_IsString(sid) ||
+	    !cJSON_IsTrue(kz_json_get(params, "waitingForDebugger")))
+		return;
+	if (cJSON_IsString(type) &&
+	    (strcmp(type->valuestring, "page") == 0 ||
+	        strcmp(type->valuestring, "iframe") == 0)) {
+		/* Blink evaluates the script only while Page is enabled. */
+		send_to(c, sid->valuestring, "Page.enable", NULL);
+		p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "source", c->inject);
+		cJSON_AddBoolToObject(p, "runImmediately", true);
+		send_to(c, sid->valuestring,
+		    "Page.addScriptToEvaluateOnNewDocument", p);
+		send_to(c, sid->valuestring, "Target.setAutoAttach",
+		    auto_attach());
+	}
+	send_to(c, sid->valuestring, "Runtime.runIfWaitingForDebugger", NULL);
+}
+
 static void
 note_event(struct kzb_cdp *c, const cJSON *m)
 {
 	const cJSON *meth = kz_json_get(m, "method");
+	const cJSON *from = kz_json_get(m, "sessionId");
 
 	if (!cJSON_IsString(meth))
+		return;
+	if (c->inject != NULL &&
+	    strcmp(meth->valuestring, "Target.attachedToTarget") == 0)
+		attached(c, kz_json_get(m, "params"));
+	/* Only the session's own page and the browser count: a popup's or
+	 * a frame's events are not the page's. */
+	if (cJSON_IsString(from) && c->target_sid[0] != '\0' &&
+	    strcmp(from->valuestring, c->target_sid) != 0)
 		return;
 	if (strcmp(meth->valuestring, "Inspector.targetCrashed") == 0 ||
 	    strcmp(meth->valuestring, "Target.targetCrashed") == 0)
@@ -181,6 +256,16 @@ kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why, size_t wlen)
 	const cJSON *v;
 	int e;
 
+	/* With a script to inject, every new target waits for it. */
+	if (c->inject != NULL) {
+		if ((e = kzb_cdp_call(c, "Target.setAutoAttach", auto_attach(),
+		         false, timeout_ms, &r, why, wlen)) != 0) {
+			cJSON_Delete(p);
+			return e;
+		}
+		cJSON_Delete(r);
+		r = NULL;
+	}
 	cJSON_AddStringToObject(p, "url", "about:blank");
 	if ((e = kzb_cdp_call(c, "Target.createTarget", p, false, timeout_ms,
 	         &r, why, wlen)) != 0)

@@ -23,6 +23,9 @@ const char *const kzb_conf_keys[] = {
     "BROWSER_IO_TIMEOUT_MS",
     "BROWSER_EGRESS_BIN",
     "BROWSER_EGRESS_CONFIG",
+    "SANDBOX_EGRESS_TURN",
+    "BROWSER_TURN_SECRET_FILE",
+    "BROWSER_TURN_TTL",
     NULL,
 };
 
@@ -79,7 +82,8 @@ kzb_conf_load(struct kzb_conf *c, const char *path, const char *self, char *why,
 	    (e = kz_conf_int(k, "BROWSER_IO_TIMEOUT_MS", 10000, 100, 600000,
 	         &c->io_timeout_ms, why, wlen)) != 0 ||
 	    (e = kz_srv_peers_load(k, &c->peers, &c->operators, why, wlen)) !=
-	        0)
+	        0 ||
+	    (e = kzb_turn_conf(c, k, why, wlen)) != 0)
 		goto out;
 out:
 	kz_conf_free(k);

@@ -38,12 +38,33 @@ struct kzb_conf {
 	int64_t idle_s; /* BROWSER_IDLE */
 	int64_t sessions_max, nav_timeout_ms, io_timeout_ms;
 	struct kz_peer_policy peers, operators;
+	/* TURN for the sessions' WebRTC: SANDBOX_EGRESS_TURN (the host
+	 * without brackets; "" : none) and BROWSER_TURN_SECRET_FILE. */
+	char turn_host[256];
+	int turn_port;
+	char turn_secret[PATH_MAX];
+	int64_t turn_ttl; /* BROWSER_TURN_TTL, seconds */
 };
 
 /* conf.c */
 extern const char *const kzb_conf_keys[];
 KZ_WUR int kzb_conf_load(struct kzb_conf *c, const char *path, const char *self,
     char *why, size_t wlen);
+
+/* turn.c: the session's TURN server and credentials, and the script
+ * that makes every RTCPeerConnection use only them. */
+struct kz_conf;
+struct kzb_out;
+KZ_WUR int kzb_turn_conf(struct kzb_conf *c, const struct kz_conf *k, char *why,
+    size_t wlen);
+/* The page script for session sid (malloc'd, free with free()): mints
+ * its credentials with "kz-egress turn-credential" for the session's
+ * keyed hash.  NULL with TURN off is not an error (*out stays NULL). */
+KZ_WUR int kzb_turn_script(const struct kzb_conf *c, const char *sid,
+    char **out, struct kzb_out *o);
+/* The egress tool with av; its first line of stdout in out (may be
+ * NULL).  Returns its exit status, or -1. */
+int kzb_egress_run(const char *const *av, char *out, size_t olen);
 
 /* cdp.c: one CDP connection (the bridge's socket, one frame a message). */
 #define KZB_EV_MAX 64
@@ -57,6 +78,9 @@ struct kzb_cdp {
 	/* The page events seen since kzb_cdp_forget, by name. */
 	char ev[KZB_EV_MAX][48];
 	int nev;
+	/* The TURN script every page and frame target gets before its
+	 * first script runs (NULL: none, and no target is paused). */
+	char *inject;
 };
 void kzb_cdp_forget(struct kzb_cdp *c);
 /* Sends method (params consumed, may be NULL) to the page (page = true)

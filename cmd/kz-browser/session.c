@@ -74,10 +74,8 @@ copy(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src != NULL ? src : "");
 }
 
-/* Runs the egress tool with av; its first line of stdout in out (may be
- * NULL).  Returns its exit status, or -1. */
-static int
-egress(const char *const *av, char *out, size_t olen)
+int
+kzb_egress_run(const char *const *av, char *out, size_t olen)
 {
 	size_t t = 0;
 	ssize_t n;
@@ -115,29 +113,47 @@ egress(const char *const *av, char *out, size_t olen)
 static int
 grant(const struct kzb_conf *c, const char *sid, char *g, size_t glen)
 {
-	const char *av[] = {c->egress_bin, "grant", "--field-key", c->key_file,
-	    "--run", sid, c->egress_conf[0] ? "--config" : NULL, c->egress_conf,
-	    NULL};
+	/* With TURN on, the grant carries the capability that lets the
+	 * relay CONNECT to exactly the TURN server and nothing else. */
+	const char *av[10] = {c->egress_bin, "grant", "--field-key",
+	    c->key_file, "--run", sid};
+	int n = 6;
 
-	return egress(av, g, glen) == 0 && g[0] != '\0' ? 0 : KZ_EUNAVAIL;
+	if (c->turn_host[0] != '\0') {
+		av[n++] = "--cap";
+		av[n++] = "turn";
+	}
+	if (c->egress_conf[0] != '\0') {
+		av[n++] = "--config";
+		av[n++] = c->egress_conf;
+	}
+	av[n] = NULL;
+	return kzb_egress_run(av, g, glen) == 0 && g[0] != '\0' ? 0 :
+	                                                          KZ_EUNAVAIL;
 }
 
-/* The opening URL's destination under the egress policy: 0 admitted. */
+/* A destination under the egress policy (with the TURN capability when
+ * turn): 0 admitted. */
 static int
-admitted(const struct kzb_conf *c, const char *host, int port)
+admitted(const struct kzb_conf *c, const char *host, int port, bool turn)
 {
 	char p[8], line[256];
-	const char *av[] = {c->egress_bin, "check",
-	    c->egress_conf[0] ? "--config" : host,
-	    c->egress_conf[0] ? c->egress_conf : NULL, host, p, NULL};
+	const char *av[10] = {c->egress_bin, "check"};
+	int n = 2;
 
 	snprintf(p, sizeof(p), "%d", port);
-	if (c->egress_conf[0] == '\0') {
-		av[2] = host;
-		av[3] = p;
-		av[4] = NULL;
+	if (c->egress_conf[0] != '\0') {
+		av[n++] = "--config";
+		av[n++] = c->egress_conf;
 	}
-	return egress(av, line, sizeof(line)) == 0 ? 0 : KZ_EDENIED;
+	if (turn) {
+		av[n++] = "--cap";
+		av[n++] = "turn";
+	}
+	av[n++] = host;
+	av[n++] = p;
+	av[n] = NULL;
+	return kzb_egress_run(av, line, sizeof(line)) == 0 ? 0 : KZ_EDENIED;
 }
 
 int
@@ -259,6 +275,10 @@ bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
 	int e;
 
 	cJSON_AddStringToObject(req, "grant", g);
+	/* Only with TURN does the worker give Chromium what WebRTC needs to
+	 * gather (an interface, NETLINK_ROUTE): without it, nothing. */
+	if (c->turn_host[0] != '\0')
+		cJSON_AddTrueToObject(req, "webrtc");
 	e = kz_frame_call(s->endpoint, req, (int)c->io_timeout_ms, &rep, why,
 	    sizeof(why));
 	cJSON_Delete(req);
@@ -307,7 +327,7 @@ kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
 		    "credentials in it");
 		return KZ_EINVAL;
 	}
-	if (admitted(c, host, port) != 0) {
+	if (admitted(c, host, port, false) != 0) {
 		out_set(o, KZ_WE_REFUSED,
 		    "the egress policy does not admit the opening address");
 		return KZ_EDENIED;
@@ -322,6 +342,16 @@ kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
 	char g[KZB_GRANT_MAX], why[160];
 	int e;
 
+	/* TURN configured here but not admitted by the egress policy is a
+	 * deployment whose two halves disagree: refused, not run without. */
+	if (c->turn_host[0] != '\0' &&
+	    admitted(c, c->turn_host, c->turn_port, true) != 0) {
+		out_set(o, KZ_WE_UNAVAILABLE,
+		    "the egress policy does not admit the TURN server");
+		return KZ_EUNAVAIL;
+	}
+	if ((e = kzb_turn_script(c, s->id, &s->cdp.inject, o)) != 0)
+		return e;
 	if (grant(c, s->id, g, sizeof(g)) != 0) {
 		out_set(o, KZ_WE_UNAVAILABLE, "no egress grant could be made");
 		return KZ_EUNAVAIL;

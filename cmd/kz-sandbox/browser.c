@@ -10,9 +10,14 @@
  * mounts its own /proc, /tmp (the profile) and /dev/shm, an /etc with the
  * managed policy, and starts Chromium under the code's boundary (uid, no
  * capabilities, no_new_privs, the worker's seccomp filter, rlimits, a
- * cgroup of its own under the worker's).  Code in the run namespace
- * therefore cannot see Chromium's pids (so no /proc/PID/fd of the pipe),
- * its listeners, or its files.  The bridge holds the two ends of
+ * cgroup of its own under the worker's).  A session with webrtc (kz-browser
+ * asks for it only when the operator configured TURN) differs in two
+ * things: its network namespace has one more interface that routes
+ * nowhere (netif.c), and Chromium's filter is the worker's browser variant,
+ * which also allows NETLINK_ROUTE sockets: without them and the interface
+ * Chromium's WebRTC gathers no candidate, not even a relay one.  Code in the
+ * run namespace therefore cannot see Chromium's pids (so no /proc/PID/fd of the
+ * pipe), its listeners, or its files.  The bridge holds the two ends of
  * --remote-debugging-pipe and carries each NUL-terminated CDP message as
  * one kz-protocol frame to the one peer that connects; when that peer or
  * Chromium goes, the whole session goes with its namespaces, and the
@@ -54,7 +59,7 @@
 #define BR_PIPE_OUT 4 /* ... and writes to fd 4 */
 #define BR_POLICY "/etc/chromium/policies/managed/kaizen.json"
 
-const char *const sbx_browser_fields[] = {"grant", NULL};
+const char *const sbx_browser_fields[] = {"grant", "webrtc", NULL};
 
 /* Set in a bridge by SIGTERM: the agent stopping (the bridge's parent-death
  * signal) or the agent's own stop, so that it ends its session cleanly. */
@@ -303,9 +308,11 @@ stub_mounts(const struct sbx_conf *c)
 		_exit(126);                                                    \
 	} while (0)
 
-/* Chromium itself: the code's boundary, then the pinned binary. */
+/* Chromium itself: the code's boundary (with prog, the worker's filter or
+ * its browser variant), then the pinned binary. */
 static void
-chromium_exec(const struct sbx_worker *w, int in, int out)
+chromium_exec(const struct sbx_worker *w, const struct sock_fprog *prog, int in,
+    int out)
 {
 	const struct sbx_conf *c = w->c;
 	const char *argv[64];
@@ -337,7 +344,7 @@ chromium_exec(const struct sbx_worker *w, int in, int out)
 	}
 	if (chdir("/tmp/profile") < 0)
 		DIE("chdir");
-	if (sbx_seccomp_load(&w->prog) != 0)
+	if (sbx_seccomp_load(prog) != 0)
 		DIE("seccomp");
 	argv[n++] = c->browser_bin;
 	for (size_t i = 0; flags[i] != NULL; i++)
@@ -354,7 +361,7 @@ chromium_exec(const struct sbx_worker *w, int in, int out)
 /* The stub: pid 1 of Chromium's namespace; when it exits, the kernel kills
  * everything in it and the profile's tmpfs goes with the namespace. */
 static void
-stub(const struct sbx_worker *w, int mntns, int in, int out)
+stub(const struct sbx_worker *w, bool webrtc, int mntns, int in, int out)
 {
 	pid_t pid;
 	int st;
@@ -370,7 +377,7 @@ stub(const struct sbx_worker *w, int mntns, int in, int out)
 	if ((pid = fork()) < 0)
 		DIE("fork");
 	if (pid == 0)
-		chromium_exec(w, in, out);
+		chromium_exec(w, webrtc ? &w->prog_rtc : &w->prog, in, out);
 	close(in);
 	close(out);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -497,7 +504,7 @@ take_peer(const struct sbx_worker *w, int lfd)
 /* The bridge process: never returns. */
 static void
 bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
-    unsigned long n)
+    bool webrtc, unsigned long n)
 {
 	char leaf[SBX_CG_N][SBX_CG_PATH] = {{0}}, ns[64];
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, rfd = -1, mntns, st;
@@ -527,6 +534,10 @@ bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
 		    "the browser's namespace could not be made", NULL);
 		goto out;
 	}
+	/* Without it WebRTC gathers nothing, which fails closed: a warning,
+	 * not a refusal of the session. */
+	if (webrtc && sbx_webrtc_if(why, sizeof(why)) != 0)
+		kz_log(KZ_LOG_WARN, "sandbox.browser", KZ_ESYS, why, NULL);
 	relay = sbx_relay_start(rfd, w->c->egress_sock, grant);
 	sodium_memzero(grant, strlen(grant));
 	close(rfd);
@@ -540,7 +551,7 @@ bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
 	if ((pid = sbx_clone(CLONE_NEWPID | CLONE_NEWNS, &pidfd)) < 0)
 		goto out;
 	if (pid == 0)
-		stub(w, mntns, in[0], out[1]);
+		stub(w, webrtc, mntns, in[0], out[1]);
 	close(pidfd);
 	close(in[0]);
 	close(out[1]);
@@ -582,13 +593,19 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 	struct pollfd p = {.events = POLLIN};
 	char *grant, b;
 	int rp[2], slot = -1;
-	bool ok;
+	bool ok, webrtc = false;
 	cJSON *o;
 	pid_t pid;
 
 	reap_bridges();
-	if (kz_json_str(req, "grant", 4096, &g, why, sizeof(why)) != 0)
+	if (kz_json_str(req, "grant", 4096, &g, why, sizeof(why)) != 0 ||
+	    kz_json_bool_opt(req, "webrtc", false, &webrtc, why, sizeof(why)) !=
+	        0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+	/* A worker started by hand (not served) has no variant. */
+	if (webrtc && w->prog_rtc.filter == NULL)
+		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
+		    "this worker has no filter for WebRTC");
 	if (access(w->c->browser_bin, X_OK) != 0)
 		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
 		    "no browser is installed on this worker");
@@ -615,7 +632,7 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 	}
 	if (pid == 0) {
 		close(rp[0]);
-		bridge_main(w, rp[1], path, grant, serial);
+		bridge_main(w, rp[1], path, grant, webrtc, serial);
 	}
 	sodium_memzero(grant, strlen(grant));
 	free(grant);

@@ -293,13 +293,19 @@ cmd_classify(int argc, char **argv)
 static int
 cmd_seccomp(void)
 {
-	struct sock_fprog prog;
+	struct sock_fprog prog, rtc;
 	char why[256];
 
-	if (sbx_seccomp_build(&prog, why, sizeof(why)) != 0)
+	if (sbx_seccomp_build(&prog, false, why, sizeof(why)) != 0)
 		return die(KZ_EXIT_UNAVAIL, "%s", why);
-	printf("# %u BPF instructions\n", (unsigned)prog.len);
+	if (sbx_seccomp_build(&rtc, true, why, sizeof(why)) != 0) {
+		sbx_seccomp_free(&prog);
+		return die(KZ_EXIT_UNAVAIL, "%s", why);
+	}
+	printf("# %u BPF instructions (%u in the WebRTC browser variant)\n",
+	    (unsigned)prog.len, (unsigned)rtc.len);
 	sbx_seccomp_free(&prog);
+	sbx_seccomp_free(&rtc);
 	if (sbx_seccomp_list(stdout, why, sizeof(why)) != 0)
 		return die(KZ_EXIT_UNAVAIL, "%s", why);
 	return fflush(stdout) == 0 ? KZ_EXIT_OK : KZ_EXIT_INTERNAL;

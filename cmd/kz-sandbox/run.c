@@ -596,7 +596,11 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
 		return r;
 	if ((r = sbx_cg_setup(&w->cg, c, serve, why, wlen)) != 0)
 		return r;
-	if ((r = sbx_seccomp_build(&w->prog, why, wlen)) != 0)
+	if ((r = sbx_seccomp_build(&w->prog, false, why, wlen)) != 0)
+		return r;
+	/* Only a served worker takes the browser op. */
+	if (serve &&
+	    (r = sbx_seccomp_build(&w->prog_rtc, true, why, wlen)) != 0)
 		return r;
 	if ((r = sbx_init_go(w, why, wlen)) != 0)
 		return r;
@@ -699,6 +703,7 @@ sbx_worker_release(struct sbx_worker *w)
 		w->gv_dir = false;
 	}
 	sbx_seccomp_free(&w->prog);
+	sbx_seccomp_free(&w->prog_rtc);
 	if (w->tmpl_fd >= 0)
 		close(w->tmpl_fd);
 	w->tmpl_fd = -1;

@@ -223,8 +223,12 @@ KZ_WUR bool sbx_view_link_ok(const char *target);
 bool sbx_view_next(const char **p, char *buf, size_t len);
 
 /* seccomp.c: the allowlist filter.  Building it fails, naming the call,
- * when libseccomp cannot resolve a listed name on this architecture. */
-KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, char *why, size_t wlen);
+ * when libseccomp cannot resolve a listed name on this architecture.
+ * rtnl builds the browser variant: the same filter that also allows
+ * socket(AF_NETLINK, SOCK_RAW or SOCK_DGRAM, NETLINK_ROUTE), for the
+ * Chromium of a session with WebRTC only, never for a run's code. */
+KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, bool rtnl, char *why,
+    size_t wlen);
 /* Sets *nr to name's number on the native architecture; KZ_EUNAVAIL,
  * naming the call in why, when libseccomp has none. */
 KZ_WUR int sbx_seccomp_resolve(const char *name, int *nr, char *why,
@@ -283,6 +287,9 @@ void sbx_pump(int a, int b);
 KZ_WUR int sbx_relay_head(const char *in, size_t inlen, const char *grant,
     char *out, size_t outcap, size_t *outlen);
 KZ_WUR int sbx_relay_listen(int port, int *fd, char *why, size_t wlen);
+/* netif.c: the browser's one interface besides loopback, which WebRTC
+ * needs to gather at all; it routes nowhere. */
+KZ_WUR int sbx_webrtc_if(char *why, size_t wlen);
 /* Forks the relay for one run; returns its pid (the caller kills it). */
 pid_t sbx_relay_start(int lfd, const char *egress_sock, const char *grant);
 
@@ -297,6 +304,9 @@ struct sbx_worker {
 	struct sbx_cg cg;
 	struct sbx_mnt mnt;
 	struct sock_fprog prog;
+	/* Served: the browser variant (sbx_seccomp_build's rtnl), held by
+	 * the agent alone; the init and the code never get it. */
+	struct sock_fprog prog_rtc;
 	int zsock; /* to the run namespace's init */
 	pid_t zpid;
 	int zpidfd;

@@ -13,7 +13,9 @@
  * twice.  Only the native x86-64 ABI is in the filter: i386 (int 0x80)
  * and x32 calls hit the bad-architecture action, which kills the
  * process.  kz-sandbox(8) says why each group is there; "kz-sandbox
- * seccomp" prints the list.
+ * seccomp" prints the list.  One variant exists, built from the same
+ * tables with one more socket rule: the Chromium of a browser session
+ * with WebRTC may open NETLINK_ROUTE sockets (netlink_rules).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 
@@ -534,7 +537,8 @@ static const struct {
     {"ioctl", "args", "allowed except TIOCSTI and TIOCLINUX (EPERM)"},
     {"socket", "args",
         "AF_UNIX, AF_INET, AF_INET6, else EAFNOSUPPORT; "
-        "SOCK_RAW and SOCK_PACKET EPERM"},
+        "SOCK_RAW and SOCK_PACKET EPERM; the WebRTC browser variant "
+        "also AF_NETLINK NETLINK_ROUTE raw or datagram"},
     {"socketpair", "args", "AF_UNIX, else EAFNOSUPPORT"},
     {"clone3", "refuse",
         "ENOSYS its flags are in memory, where a filter "
@@ -683,20 +687,57 @@ ioctl_rules(scmp_filter_ctx ctx)
 }
 
 /*
+ * The browser variant's one addition: socket(AF_NETLINK, SOCK_RAW or
+ * SOCK_DGRAM, NETLINK_ROUTE), with SOCK_NONBLOCK and SOCK_CLOEXEC as they
+ * come, which Chromium needs to list its interfaces before WebRTC
+ * gathers.  Every other netlink socket is refused as the base filter
+ * refuses the family.  The allowed set is "type & 0xe is 2 (raw 3, dgram
+ * 2) and the protocol's low 32 bits are 0"; its complement within the
+ * family, spelled as rules that cannot meet it, is "bit 1 of the type
+ * clear, or bit 2 or 3 set, or any bit of the protocol set".
+ */
+static int
+netlink_rules(scmp_filter_ctx ctx)
+{
+	const uint32_t no = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+	const struct scmp_arg_cmp nl = SCMP_A0(SCMP_CMP_EQ, AF_NETLINK);
+	int r = 0;
+
+	_Static_assert(SOCK_RAW == 3 && SOCK_DGRAM == 2 && NETLINK_ROUTE == 0,
+	    "the masks below spell raw or dgram and NETLINK_ROUTE");
+	r |= seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 3,
+	    nl, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xe, 2),
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, LO32, NETLINK_ROUTE));
+	r |= seccomp_rule_add_exact(ctx, no, SCMP_SYS(socket), 2, nl,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0x2, 0));
+	r |= seccomp_rule_add_exact(ctx, no, SCMP_SYS(socket), 2, nl,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0x4, 0x4));
+	r |= seccomp_rule_add_exact(ctx, no, SCMP_SYS(socket), 2, nl,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0x8, 0x8));
+	for (int i = 0; i < 32; i++)
+		r |= seccomp_rule_add_exact(ctx, no, SCMP_SYS(socket), 2, nl,
+		    SCMP_A2(SCMP_CMP_MASKED_EQ, 1u << i, 1u << i));
+	return r;
+}
+
+/*
  * Socket families AF_UNIX, AF_INET and AF_INET6 only: AF_VSOCK does not
  * respect network namespaces on these kernels, and AF_NETLINK and
  * AF_PACKET reach kernel and link surface.  Raw and packet sockets are
  * refused even in those families, and a type the kernel does not have
  * falls to the default.  A type's low four bits name it; SOCK_NONBLOCK
- * and SOCK_CLOEXEC sit above them.
+ * and SOCK_CLOEXEC sit above them.  With rtnl (the browser variant)
+ * AF_NETLINK is split out of the refused families and netlink_rules
+ * decide it.
  */
 static int
-socket_rules(scmp_filter_ctx ctx)
+socket_rules(scmp_filter_ctx ctx, bool rtnl)
 {
 	static const int fams[] = {AF_UNIX, AF_INET, AF_INET6};
 	static const int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET,
 	    SOCK_RDM, SOCK_DCCP};
 	const uint32_t eafnosupport = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+	const int top = rtnl ? AF_NETLINK : AF_INET6;
 	int r = 0;
 
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
@@ -711,11 +752,13 @@ socket_rules(scmp_filter_ctx ctx)
 		    SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, fams[f]),
 		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
 	}
-	for (int fam = 0; fam < AF_INET6; fam++)
-		if (fam != AF_UNIX && fam != AF_INET)
+	for (int fam = 0; fam < top; fam++)
+		if (fam != AF_UNIX && fam != AF_INET && fam != AF_INET6)
 			r |= RULE(ctx, eafnosupport, socket,
 			    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));
-	r |= RULE(ctx, eafnosupport, socket, SCMP_A0(SCMP_CMP_GT, AF_INET6));
+	r |= RULE(ctx, eafnosupport, socket, SCMP_A0(SCMP_CMP_GT, top));
+	if (rtnl)
+		r |= netlink_rules(ctx);
 	r |= RULE(ctx, SCMP_ACT_ALLOW, socketpair,
 	    SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	r |= RULE(ctx, eafnosupport, socketpair, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
@@ -723,7 +766,7 @@ socket_rules(scmp_filter_ctx ctx)
 }
 
 static int
-rules(scmp_filter_ctx ctx, char *why, size_t wlen)
+rules(scmp_filter_ctx ctx, bool rtnl, char *why, size_t wlen)
 {
 	unsigned char seen[NR_MAX] = {0};
 	int nr, r;
@@ -737,7 +780,7 @@ rules(scmp_filter_ctx ctx, char *why, size_t wlen)
 	         wlen)) != 0)
 		return r;
 	if (clone_rules(ctx) != 0 || ioctl_rules(ctx) != 0 ||
-	    socket_rules(ctx) != 0) {
+	    socket_rules(ctx, rtnl) != 0) {
 		kz_why(why, wlen, "seccomp: argument rules");
 		return KZ_EUNAVAIL;
 	}
@@ -771,7 +814,7 @@ out:
 }
 
 int
-sbx_seccomp_build(struct sock_fprog *out, char *why, size_t wlen)
+sbx_seccomp_build(struct sock_fprog *out, bool rtnl, char *why, size_t wlen)
 {
 	scmp_filter_ctx ctx;
 	int r = KZ_EUNAVAIL;
@@ -794,7 +837,7 @@ sbx_seccomp_build(struct sock_fprog *out, char *why, size_t wlen)
 		kz_why(why, wlen, "seccomp: architecture setup");
 		goto out;
 	}
-	if ((r = rules(ctx, why, wlen)) != 0 ||
+	if ((r = rules(ctx, rtnl, why, wlen)) != 0 ||
 	    (r = export(ctx, out, why, wlen)) != 0)
 		goto out;
 	r = 0;

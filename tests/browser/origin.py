@@ -10,6 +10,11 @@ connection).
   /probe?p=N   a page whose subresources and script ask for 127.0.0.1:N,
                localhost:N, the worker's relay port and 169.254.169.254,
                then GET /report?<what each fetch did>
+  /rtc?h=H&p=N a page whose RTCPeerConnection names its own servers
+               (stun:H:N and turn:H:N?transport=tcp), opens a data
+               channel, gathers candidates for up to 8 s and then GETs
+               /rtc-report?<type/protocol/address of each, "none" if
+               none>&cfg=<the transport policy>|<the servers in use>
   /slow?ms=N   the page titled "slow page", answered after N ms
   /state       a page titled "state:COOKIE|STORAGE" with what it found of
                an earlier visit ("none" for each when nothing), which then
@@ -57,6 +62,29 @@ localStorage.setItem("kz", "tenant-secret");
 document.title = "state:" + (c || "none") + "|" + (l || "none");
 </script></body></html>"""
 
+RTC = """<!doctype html><html><head><title>rtc</title></head><body>
+<script>
+const own = "{h}:{p}", got = [];
+const pc = new RTCPeerConnection({{iceServers: [
+  {{urls: "stun:" + own}},
+  {{urls: "turn:" + own + "?transport=tcp", username: "page", credential: "page"}}]}});
+pc.createDataChannel("kz");
+const report = () => {{
+  const c = pc.getConfiguration();
+  fetch("/rtc-report?" + (got.length ? got.join(",") : "none") + "&cfg=" +
+    c.iceTransportPolicy + "|" + c.iceServers.map(s => s.urls).join("|"))
+    .finally(() => {{ document.title = "rtc done"; }});
+}};
+const t = setTimeout(report, 8000);
+pc.onicecandidate = (e) => {{
+  if (!e.candidate) {{ clearTimeout(t); report(); return; }}
+  const f = e.candidate.candidate.split(" ");
+  got.push(f[7] + "/" + f[2].toLowerCase() + "/" + f[4]);
+}};
+pc.createOffer().then(o => pc.setLocalDescription(o)).catch(() => {{
+  got.push("error"); report(); }});
+</script></body></html>"""
+
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
@@ -80,6 +108,9 @@ class H(http.server.BaseHTTPRequestHandler):
             body = SECRET
         elif u.path == "/state":
             body = STATE
+        elif u.path == "/rtc":
+            body = RTC.format(h=q.get("h", ["10.9.9.9"])[0],
+                              p=int(q.get("p", ["3478"])[0]))
         elif u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
             body = SLOW
