@@ -481,9 +481,9 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	/* The worker is never used again; its directory, with what was
-	 * staged, goes with it. */
+	 * staged, goes with it when the caller gives it back. */
 	if (w != NULL)
-		pr_pool_release(pool, w);
+		res->worker = w;
 	else if (pool != NULL)
 		pr_pool_slot_put(pool, slot);
 }

@@ -174,6 +174,10 @@ struct pr_result {
 	bool truncated;
 	const char *cls;
 	int64_t ms;
+	/* serve: the warm worker it ran on, for the caller to give back
+	 * (pr_pool_release) once it has answered, so that the worker's
+	 * stop and its replacement's start do not delay the answer. */
+	struct pr_worker *worker;
 };
 /* Input grammar of an invocation: 0, or KZ_EINVAL with why. */
 KZ_WUR int pr_inv_check(const struct pr_inv *iv, char *why, size_t wlen);
@@ -235,7 +239,9 @@ KZ_WUR int pr_exec_spawn(const char *const *argv, int out, int err, int st,
 /* warm.c: the warm workers of serve, each single-use, and the runner's id
  * range.  pr_pool_new starts the replacement thread when c->warm > 0. */
 KZ_WUR int pr_pool_new(const struct pr_conf *c, struct pr_pool **out);
-/* Stops every worker and waits for them; NULL-safe. */
+/* Stops every worker, taken ones too, and waits for them. */
+void pr_pool_stop(struct pr_pool *p);
+/* Stops and frees, once no invocation can call into p; NULL-safe. */
 void pr_pool_free(struct pr_pool *p);
 struct pr_worker;
 /* A ready worker that answers health with nothing run yet, or NULL (why

@@ -156,6 +156,8 @@ on_done(evutil_socket_t fd, short ev, void *arg)
 
 	while (read(fd, &jb, sizeof(jb)) == sizeof(jb)) {
 		reply(jb);
+		if (jb->res.worker != NULL)
+			pr_pool_release(jb->pool, jb->res.worker);
 		pr_result_release(&jb->res);
 		free(jb);
 		st.inflight--;
@@ -362,7 +364,12 @@ pr_serve(const struct pr_conf *c)
 	}
 	rc = loop(c, base);
 	event_base_free(base);
-	pr_pool_free(st.pool);
+	/* A job still running holds the pool: stop its workers, keep its
+	 * memory (the process is about to exit). */
+	if (st.inflight > 0)
+		pr_pool_stop(st.pool);
+	else
+		pr_pool_free(st.pool);
 	kz_log(KZ_LOG_INFO, "pkgrun.stop", 0, "stopped", NULL);
 	return rc;
 }

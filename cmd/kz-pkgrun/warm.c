@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -314,12 +315,18 @@ backoff_locked(struct pr_pool *p, int err, const char *why)
 	kz_log(KZ_LOG_WARN, "pkgrun.warm", err, why, NULL);
 }
 
-/* SIGTERM (kz-sandbox's clean stop) now; SIGKILL at the deadline. */
+/*
+ * SIGTERM (kz-sandbox's clean stop) now; SIGKILL at the deadline.  The
+ * worker never runs a tool again, so its teardown runs at the lowest
+ * priority: it yields to the invocations running meanwhile.
+ */
 static void
 stop_begin(struct pr_worker *w)
 {
-	if (w->pid > 0)
+	if (w->pid > 0) {
+		(void)setpriority(PRIO_PROCESS, (id_t)w->pid, 19);
 		(void)kill(w->pid, SIGTERM);
+	}
 	w->deadline_ms = kz_now_ms() + STOP_MS;
 }
 
@@ -374,7 +381,9 @@ step_one(struct pr_pool *p, struct pr_worker *w)
 
 	pthread_mutex_lock(&p->mu);
 	s = w->state;
-	if (s == W_RETIRE || (s == W_READY && p->stopping))
+	/* At the daemon's stop a taken worker is stopped too: its run ends
+	 * and its invocation answers unavailable. */
+	if (s == W_RETIRE || ((s == W_READY || s == W_TAKEN) && p->stopping))
 		w->state = s = W_STOPPING, w->deadline_ms = 0;
 	pthread_mutex_unlock(&p->mu);
 	if (s == W_STARTING)
@@ -449,15 +458,14 @@ wait_locked(struct pr_pool *p, int64_t ms)
  * The pool's thread.  While a worker starts or stops it looks every few
  * milliseconds (a start takes about ten); otherwise it sleeps until an
  * invocation gives a worker back or the backoff ends.  At the daemon's
- * stop: ready workers are stopped, taken ones are told to stop (their
- * run ends, the invocation answers unavailable) and stopped once given
- * back, for at most twice STOP_MS.
+ * stop it stops every worker, ready, taken or starting, and returns once
+ * each is reaped and removed.
  */
 static void *
 pool_main(void *arg)
 {
 	struct pr_pool *p = arg;
-	int64_t end = 0, now;
+	int64_t now;
 	bool busy;
 
 	for (;;) {
@@ -466,22 +474,11 @@ pool_main(void *arg)
 			busy |= step_one(p, &p->w[i]);
 		busy |= refill(p);
 		pthread_mutex_lock(&p->mu);
-		now = kz_now_ms();
-		if (p->stopping && end == 0) {
-			end = now + 2 * STOP_MS;
-			for (int i = 0; i < POOL_N; i++)
-				if (p->w[i].state == W_TAKEN && p->w[i].pid > 0)
-					(void)kill(p->w[i].pid, SIGTERM);
-			busy = true;
-		}
-		if (p->stopping &&
-		    (count(p, W_FREE, W_FREE) == POOL_N ||
-		        (now >= end &&
-		            count(p, W_TAKEN, W_TAKEN) ==
-		                POOL_N - count(p, W_FREE, W_FREE)))) {
+		if (p->stopping && count(p, W_FREE, W_FREE) == POOL_N) {
 			pthread_mutex_unlock(&p->mu);
 			break;
 		}
+		now = kz_now_ms();
 		wait_locked(p,
 		    busy || p->stopping      ? 3 :
 		        p->next_try_ms > now ? p->next_try_ms - now :
@@ -523,22 +520,24 @@ pr_pool_new(const struct pr_conf *c, struct pr_pool **out)
 }
 
 void
+pr_pool_stop(struct pr_pool *p)
+{
+	if (p == NULL || !p->running)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thr, NULL);
+	p->running = false;
+}
+
+void
 pr_pool_free(struct pr_pool *p)
 {
 	if (p == NULL)
 		return;
-	if (p->running) {
-		pthread_mutex_lock(&p->mu);
-		p->stopping = true;
-		pthread_cond_broadcast(&p->cv);
-		pthread_mutex_unlock(&p->mu);
-		pthread_join(p->thr, NULL);
-		/* A worker still taken after the drain belongs to a thread
-		 * that still runs: the pool stays for it (the process is
-		 * about to exit). */
-		if (count(p, W_TAKEN, W_TAKEN) > 0)
-			return;
-	}
+	pr_pool_stop(p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p->used);
@@ -634,7 +633,9 @@ void
 pr_pool_release(struct pr_pool *p, struct pr_worker *w)
 {
 	pthread_mutex_lock(&p->mu);
-	w->state = W_RETIRE;
+	/* Unless the daemon's stop has taken it over already. */
+	if (w->state == W_TAKEN)
+		w->state = W_RETIRE;
 	p->served++;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);

@@ -8,7 +8,7 @@
 # replaced; PKGRUN_WARM=0 runs one-shots only; once the daemon stops no
 # worker process, cgroup or directory is left.
 . "$(dirname "$0")/lib.sh"
-plan 26
+plan 28
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 S=$T/kz-pkgrun.sock
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
@@ -70,8 +70,15 @@ sv=$(field '["warm"]["served"]')
 inv --tool echo --arg again >/dev/null
 is "$(field '["warm"]["served"]')" "$((sv + 1))" "... and serve again"
 
-# The daemon's stop stops every worker.
-kill "$DPID"; wait "$DPID" 2>/dev/null
+# The daemon's stop stops every worker, the one a running tool is on too.
+ready 2
+( inv --tool shell --arg 'sleep 20; echo late' >"$T/late" 2>&1; echo "rc=$?" >>"$T/late" ) &
+LATE=$!
+for _ in $(seq 100); do [ "$(field '["warm"]["in_use"]')" = 1 ] && break; sleep 0.05; done
+t0=$(date +%s)
+kill "$DPID"; wait "$DPID" 2>/dev/null; wait "$LATE"
+ok "$([ $(($(date +%s) - t0)) -lt 15 ]; echo $?)" "the daemon stops with a tool running, within seconds"
+like "$(cat "$T/late")" "rc=3" "... and that invocation fails closed (exit 3), never late"
 ids=$(grep -o 'pkgrun-warm-[0-9a-f]*' "$T/serve.log" | sort -u)
 left=$(for i in $ids; do ls -d /sys/fs/cgroup/*/kz-pkgrun/"$i" 2>/dev/null; done)
 is "$(pgrep -f "$PKGRUN_STATE_DIR" | wc -l) $(workers) [$left]" "0 0 []" \
