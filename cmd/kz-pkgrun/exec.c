@@ -1,5 +1,6 @@
 /*
- * One tool run: the one-shot kz-sandbox with the runner's own settings.
+ * One tool run: the one-shot kz-sandbox with the runner's own settings,
+ * and the same settings for the warm workers of serve (warm.c).
  *
  * The tier's boundary is kz-sandbox's (namespaces, no capabilities,
  * no_new_privs, the seccomp filter, the allowlisted read-only root, a
@@ -37,18 +38,24 @@ static const char step[] = "\"$@\" 3>&-\n"
 
 #define ADD(x)                                                                 \
 	do {                                                                   \
-		if (n < max - 1)                                               \
-			a[n] = (x);                                            \
-		n++;                                                           \
+		if (*n < max - 1)                                              \
+			a[*n] = (x);                                           \
+		(*n)++;                                                        \
 	} while (0)
 
-int
-pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
-    size_t max)
+/*
+ * The settings every sandbox of the runner gets, one-shot or warm: the
+ * invocation's ids and cgroup id, the runner's limits, timeout and output
+ * bounds, the projection, the state directory and the cgroup parent.
+ * Both paths take them from here, so a warm worker is exactly as confined
+ * as a one-shot.
+ */
+static void
+settings(const struct pr_conf *c, const char *sub, const struct pr_exec *x,
+    const char **a, size_t *n, size_t max)
 {
 	static __thread char uid[24], gid[24], mem[24], pids[24], cpu[24],
 	    tmo[24], rmax[24], sdir[PATH_MAX + 16];
-	size_t n = 0;
 
 	snprintf(uid, sizeof(uid), "%lld", (long long)x->uid);
 	snprintf(gid, sizeof(gid), "%lld", (long long)x->gid);
@@ -59,7 +66,7 @@ pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
 	snprintf(rmax, sizeof(rmax), "%llu", (unsigned long long)c->result_max);
 	snprintf(sdir, sizeof(sdir), "%s/sandbox", c->state_dir);
 	ADD(c->sandbox_bin);
-	ADD("run");
+	ADD(sub);
 	if (c->sandbox_conf[0] != '\0') {
 		ADD("--config");
 		ADD(c->sandbox_conf);
@@ -88,6 +95,15 @@ pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
 	ADD(sdir);
 	ADD("--cgroup-parent");
 	ADD("kz-pkgrun");
+}
+
+int
+pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
+    size_t max)
+{
+	size_t nn = 0, *n = &nn;
+
+	settings(c, "run", x, a, n, max);
 	if (x->grant_file != NULL && c->egress_sock[0] != '\0') {
 		ADD("--egress-socket");
 		ADD(c->egress_sock);
@@ -107,26 +123,64 @@ pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
 	ADD("kz-pkgrun-step");
 	for (int i = 0; x->argv[i] != NULL; i++)
 		ADD(x->argv[i]);
-	if (n >= max)
+	if (nn >= max)
 		return KZ_ETOOBIG;
-	a[n] = NULL;
+	a[nn] = NULL;
+	return 0;
+}
+
+/*
+ * A warm worker has the egress socket whenever the runner has one: its
+ * relay listens only during a run whose op carries a grant, so a run
+ * without one has loopback only, as a one-shot without a grant does.
+ */
+int
+pr_serve_argv(const struct pr_conf *c, const struct pr_exec *x,
+    const char *sock, const char *pidfile, const char **a, size_t max)
+{
+	size_t nn = 0, *n = &nn;
+
+	settings(c, "serve", x, a, n, max);
+	if (c->egress_sock[0] != '\0') {
+		ADD("--egress-socket");
+		ADD(c->egress_sock);
+	}
+	ADD("--socket");
+	ADD(sock);
+	ADD("--pid-file");
+	ADD(pidfile);
+	if (nn >= max)
+		return KZ_ETOOBIG;
+	a[nn] = NULL;
 	return 0;
 }
 
 static void
-child(const char *const *argv, int out, int err, int st)
+child(const char *const *argv, int out, int err, int st, int pdeathsig)
 {
 	static char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	int nul;
 
 	setsid();
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	(void)prctl(PR_SET_PDEATHSIG, pdeathsig);
 	if ((nul = open("/dev/null", O_RDONLY)) < 0 || dup2(nul, 0) < 0 ||
-	    dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(st, STATUS_FD) < 0)
+	    dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+	    (st >= 0 && dup2(st, STATUS_FD) < 0))
 		_exit(KZ_EXIT_UNAVAIL);
-	close_range(STATUS_FD + 1, ~0U, 0);
+	close_range(st >= 0 ? STATUS_FD + 1 : STATUS_FD, ~0U, 0);
 	execve(argv[0], (char *const *)argv, env);
 	_exit(KZ_EXIT_UNAVAIL);
+}
+
+int
+pr_exec_spawn(const char *const *argv, int out, int err, int st, int pdeathsig,
+    pid_t *pid)
+{
+	if ((*pid = fork()) < 0)
+		return KZ_ESYS;
+	if (*pid == 0)
+		child(argv, out, err, st, pdeathsig);
+	return 0;
 }
 
 struct sink {
@@ -223,10 +277,9 @@ spawn(const char *const *argv, int pipes[3][2], pid_t *pid)
 	for (int i = 0; i < 3; i++)
 		if (pipe2(pipes[i], O_CLOEXEC) != 0)
 			return KZ_ESYS;
-	if ((*pid = fork()) < 0)
+	if (pr_exec_spawn(argv, pipes[0][1], pipes[1][1], pipes[2][1], SIGKILL,
+	        pid) != 0)
 		return KZ_ESYS;
-	if (*pid == 0)
-		child(argv, pipes[0][1], pipes[1][1], pipes[2][1]);
 	for (int i = 0; i < 3; i++) {
 		close(pipes[i][1]);
 		pipes[i][1] = -1;

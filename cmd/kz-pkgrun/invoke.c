@@ -4,7 +4,8 @@
  * be audited does not run), stage a fresh read-only projection (the
  * package, copied out of the cache and proven to hash to its name, and the
  * member files, each opened beneath the workspace through a rooted path),
- * run the tool in the sandbox, and return its sanitized result.
+ * run the tool in the sandbox (a one-shot, or one of serve's warm
+ * single-use workers: warm.c), and return its sanitized result.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -234,10 +235,12 @@ write_grant(const char *path, const char *grant)
 	return 0;
 }
 
+/* Runs the tool on the taken warm worker w, or on a one-shot under id
+ * slot of the range (-1: one at random). */
 static void
 run_tool(const struct pr_conf *c, const struct pr_inv *iv,
-    const struct pr_tool *t, const char *staging, const char *id,
-    struct pr_result *res)
+    const struct pr_tool *t, const char *staging, const char *id, int slot,
+    struct pr_worker *w, struct pr_result *res)
 {
 	const char *env[ENV_MAX + 1], *argv[PR_CMD_ARGS_MAX + PR_ARGS_MAX + 2];
 	char envbuf[ENV_MAX][ENV_LEN], cmd[KZ_PATH_MAX + 32],
@@ -246,12 +249,13 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 	struct pr_exec x = {staging, 0, 0, id, NULL, env, argv};
 	struct pr_exec_out o;
 	char why[256] = "";
-	int r, slot;
+	int r;
 
 	/* Each invocation its own id where the daemon can give one; a
-	 * one-shot takes one of the range at random. */
-	slot = iv->slot >= 0 ? iv->slot :
-	                       (int)randombytes_uniform((uint32_t)c->uid_count);
+	 * one-shot takes one of the range at random.  A warm worker has
+	 * its own, given when it was started. */
+	if (slot < 0)
+		slot = (int)randombytes_uniform((uint32_t)c->uid_count);
 	x.uid = c->uid + slot % c->uid_count;
 	x.gid = c->gid + slot % c->uid_count;
 	if (build_env(t, iv, envbuf, env) != 0 ||
@@ -261,8 +265,12 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 		return;
 	}
 	/* The grant goes beside the projection, never into it: kz-sandbox
-	 * keeps it in its relay's memory and the tool never sees it. */
-	if (iv->grant != NULL) {
+	 * keeps it in its relay's memory and the tool never sees it.  A
+	 * warm worker gets it in the run op, for its relay alike. */
+	if (w != NULL)
+		r = pr_worker_run(c, w, &x, iv->grant, iv->rid, &o, why,
+		    sizeof(why));
+	else if (iv->grant != NULL) {
 		snprintf(gfile, sizeof(gfile), "%s.grant", staging);
 		if (write_grant(gfile, iv->grant) != 0) {
 			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
@@ -271,9 +279,11 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 		}
 		x.grant_file = gfile;
 	}
-	r = pr_exec_run(c, &x, &o, why, sizeof(why));
-	if (gfile[0] != '\0')
-		(void)unlink(gfile);
+	if (w == NULL) {
+		r = pr_exec_run(c, &x, &o, why, sizeof(why));
+		if (gfile[0] != '\0')
+			(void)unlink(gfile);
+	}
 	if (r != 0) {
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, why);
 		return;
@@ -376,16 +386,67 @@ pending_wait(struct pending *p)
 	return p->r;
 }
 
+/* A taken warm worker's projection, made empty with pkg/ and files/
+ * before the worker started. */
+static int
+stage_worker(struct pr_worker *w, int *pkgfd, int *filesfd)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s", pr_worker_projection(w), PR_PKG_DIR);
+	if ((*pkgfd = open(p,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return KZ_ESYS;
+	snprintf(p, sizeof(p), "%s/%s", pr_worker_projection(w), PR_FILES_DIR);
+	if ((*filesfd = open(p,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return KZ_ESYS;
+	return 0;
+}
+
+/*
+ * A warm worker for this invocation, or NULL: the one-shot, under an id
+ * of the range the pool gives out (*slot), or at random when the daemon
+ * has none free.  Every way a warm worker can fail before the run is a
+ * one-shot, logged, never a refusal: the boundary is the same.
+ */
+static struct pr_worker *
+take_worker(const struct pr_conf *c, struct pr_pool *pool,
+    const struct pr_inv *iv, int *slot)
+{
+	struct pr_worker *w;
+	char why[128] = "";
+
+	*slot = iv->slot;
+	if (pool == NULL)
+		return NULL;
+	if ((w = pr_pool_take(pool, iv->grant != NULL, why, sizeof(why))) !=
+	    NULL)
+		return w;
+	pr_pool_note_oneshot(pool, c->warm > 0);
+	if (c->warm > 0)
+		kz_log(KZ_LOG_WARN, "pkgrun.oneshot", KZ_EUNAVAIL, why, NULL);
+	*slot = pr_pool_slot_take(pool);
+	return NULL;
+}
+
 /* Stages, runs and cleans up; res says how it went. */
 static void
-stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
-    const struct pr_tool *t, int efd, const char *man, size_t mlen,
-    struct pending *pend, struct pr_result *res)
+stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
+    const struct pr_inv *iv, const struct pr_tool *t, int efd, const char *man,
+    size_t mlen, struct pending *pend, struct pr_result *res)
 {
-	char name[64] = "", staging[PATH_MAX + 80], id[80];
-	int sfd, pkgfd, filesfd, r;
+	char name[64] = "", staging[PATH_MAX + 80], id[80] = "";
+	struct pr_worker *w;
+	int sfd = -1, pkgfd = -1, filesfd = -1, slot, r;
 
-	if (stage_open(c, &sfd, name, sizeof(name), &pkgfd, &filesfd) != 0) {
+	if ((w = take_worker(c, pool, iv, &slot)) != NULL) {
+		r = stage_worker(w, &pkgfd, &filesfd);
+		snprintf(staging, sizeof(staging), "%s",
+		    pr_worker_projection(w));
+	} else
+		r = stage_open(c, &sfd, name, sizeof(name), &pkgfd, &filesfd);
+	if (r != 0) {
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "cannot make the invocation's directory");
 		goto out;
@@ -403,10 +464,12 @@ stage_and_run(const struct pr_conf *c, const struct pr_inv *iv,
 	stage_members(c, iv, filesfd, res);
 	if (res->wire != NULL || fchmod(pkgfd, 0555) != 0)
 		goto out;
-	snprintf(staging, sizeof(staging), "%s/%s", c->state_dir, name);
-	snprintf(id, sizeof(id), "pkgrun-%s", name + 4);
+	if (w == NULL) {
+		snprintf(staging, sizeof(staging), "%s/%s", c->state_dir, name);
+		snprintf(id, sizeof(id), "pkgrun-%s", name + 4);
+	}
 	if (pending_wait(pend) == 0)
-		run_tool(c, iv, t, staging, id, res);
+		run_tool(c, iv, t, staging, id, slot, w, res);
 out:
 	(void)pending_wait(pend);
 	if (pkgfd >= 0)
@@ -417,11 +480,17 @@ out:
 		(void)pr_tree_remove(sfd, name);
 	if (sfd >= 0)
 		close(sfd);
+	/* The worker is never used again; its directory, with what was
+	 * staged, goes with it when the caller gives it back. */
+	if (w != NULL)
+		res->worker = w;
+	else if (pool != NULL)
+		pr_pool_slot_put(pool, slot);
 }
 
 void
-pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
-    struct pr_result *res)
+pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
+    const struct pr_inv *iv, struct pr_result *res)
 {
 	const struct pr_tool *t;
 	struct pr_manifest m;
@@ -455,7 +524,7 @@ pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
 	}
 	memset(&pend, 0, sizeof(pend));
 	pending_start(&pend, c, iv, res);
-	stage_and_run(c, iv, t, efd, man, mlen, &pend, res);
+	stage_and_run(c, pool, iv, t, efd, man, mlen, &pend, res);
 	if (pend.r != 0) {
 		/* Whatever staging said, nothing ran: the audit decides. */
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,

@@ -1,8 +1,9 @@
 /*
  * kz-pkgrun: the package runner tier.  admit (a reviewed package into the
  * content-addressed cache), list and verify (what a cache entry offers,
- * and whether it is still what was admitted), invoke (one tool, one-shot)
- * and serve (the same as a daemon op).
+ * and whether it is still what was admitted), invoke (one tool, one-shot,
+ * or sent to serve with --socket) and serve (the same as a daemon op, on
+ * warm single-use workers).
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -32,7 +33,7 @@ usage(FILE *fp)
 	    "NAME\n"
 	    "           --actor ID --conversation ID [--room ID] [--rid ID]\n"
 	    "           [--workspace PATH] [--file PATH]... [--arg VALUE]...\n"
-	    "           [--grant-file FILE]\n"
+	    "           [--grant-file FILE] [--socket PATH]\n"
 	    "       kz-pkgrun serve [--config FILE] [--socket PATH] "
 	    "[--check]\n"
 	    "       kz-pkgrun -h | --help | -V | --version\n");
@@ -183,7 +184,12 @@ cmd_invoke(const struct pr_conf *c, struct opts *o)
 		grant[strcspn(grant, "\r\n")] = '\0';
 		o->iv.grant = grant;
 	}
-	pr_invoke(c, &o->iv, &res);
+	if (o->socket != NULL) {
+		code = pr_client_invoke(c, o->socket, &o->iv);
+		sodium_memzero(grant, sizeof(grant));
+		return code;
+	}
+	pr_invoke(c, NULL, &o->iv, &res);
 	if ((res.out != NULL &&
 	        kz_write_full(1, res.out, res.outlen, -1) != 0) ||
 	    (res.err != NULL && kz_write_full(2, res.err, res.errlen, -1) != 0))
@@ -243,7 +249,9 @@ main(int argc, char **argv)
 	self[n] = '\0';
 	if (pr_conf_load(&c, o.config, self, why, sizeof(why)) != 0)
 		return die(KZ_EXIT_USAGE, "bad config: %s", why);
-	if (c.audit_sock[0] == '\0' && !o.check)
+	/* invoke --socket: the daemon's audit counts, not ours. */
+	if (c.audit_sock[0] == '\0' && !o.check &&
+	    !(strcmp(argv[1], "invoke") == 0 && o.socket != NULL))
 		fprintf(stderr,
 		    "kz-pkgrun: audit is off (KZ_AUDIT = off): "
 		    "nothing is recorded\n");

@@ -2,9 +2,10 @@
  * kz-pkgrun internals: the configuration (conf.c), the content-addressed
  * tree walk, hash and copy (tree.c), the cache (cache.c), the manifest and
  * its closed class set (manifest.c), one invocation (invoke.c, exec.c),
- * the audit records (audit.c) and the daemon (serve.c).  Module functions
- * return 0 or a negative kz_err and fill (why, wlen) with one line; they
- * never print or exit.
+ * the daemon's warm single-use workers (warm.c, wrun.c), the audit
+ * records (audit.c), the daemon (serve.c) and its thin client
+ * (client.c).  Module functions return 0 or a negative kz_err and fill
+ * (why, wlen) with one line; they never print or exit.
  */
 #ifndef PKGRUN_H
 #define PKGRUN_H
@@ -35,6 +36,7 @@
 #define PR_MEMBER_FILES_MAX 64
 #define PR_SANDBOX_PKG "/projection/" PR_PKG_DIR
 #define PR_SANDBOX_FILES "/projection/" PR_FILES_DIR
+#define PR_WARM_MAX 16 /* PKGRUN_WARM at most */
 
 struct pr_conf {
 	char cache[PATH_MAX]; /* PKGRUN_CACHE */
@@ -51,6 +53,7 @@ struct pr_conf {
 	int64_t io_timeout_ms;
 	uint64_t memory, result_max, files_max, package_max, frame_max;
 	int64_t entries_max;
+	int64_t warm; /* PKGRUN_WARM: warm workers serve keeps, 0: none */
 };
 
 /* conf.c */
@@ -144,6 +147,7 @@ KZ_WUR int pr_cache_stage(const struct pr_conf *c, int entryfd, const char *hex,
     const char *manifest, size_t mlen, int dstfd, char *why, size_t wlen);
 
 /* invoke.c */
+struct pr_pool;
 struct pr_inv {
 	const char *package, *tool, *actor, *conversation, *room;
 	/* rooted, beneath the actor's own workspace,
@@ -170,11 +174,17 @@ struct pr_result {
 	bool truncated;
 	const char *cls;
 	int64_t ms;
+	/* serve: the warm worker it ran on, for the caller to give back
+	 * (pr_pool_release) once it has answered, so that the worker's
+	 * stop and its replacement's start do not delay the answer. */
+	struct pr_worker *worker;
 };
 /* Input grammar of an invocation: 0, or KZ_EINVAL with why. */
 KZ_WUR int pr_inv_check(const struct pr_inv *iv, char *why, size_t wlen);
-void pr_invoke(const struct pr_conf *c, const struct pr_inv *iv,
-    struct pr_result *res);
+/* pool: the daemon's warm workers and id range (serve), or NULL: the
+ * in-process one-shot. */
+void pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
+    const struct pr_inv *iv, struct pr_result *res);
 void pr_result_release(struct pr_result *res);
 /* Listing: the tools available to a private (shared false) or shared
  * invocation of package hex, as a JSON array the caller owns. */
@@ -213,6 +223,60 @@ KZ_WUR int pr_exec_run(const struct pr_conf *c, const struct pr_exec *x,
 /* The kz-sandbox argv (for tests and the bench): into a[max]. */
 KZ_WUR int pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x,
     const char **a, size_t max);
+/* The argv of a warm worker, `kz-sandbox serve` with the same settings as
+ * pr_exec_argv (x's staging, ids and sandbox id; its grant, env and argv
+ * are not used: they come with the run op) and the egress socket when
+ * the runner has one, listening on sock, ready once pidfile exists. */
+KZ_WUR int pr_serve_argv(const struct pr_conf *c, const struct pr_exec *x,
+    const char *sock, const char *pidfile, const char **a, size_t max);
+/* Starts argv (from pr_exec_argv or pr_serve_argv) with an environment of
+ * one PATH entry, /dev/null on 0, out on 1, err on 2 and st, when >= 0,
+ * on 3; nothing else.  pdeathsig: what the child gets when the calling
+ * thread ends. */
+KZ_WUR int pr_exec_spawn(const char *const *argv, int out, int err, int st,
+    int pdeathsig, pid_t *pid);
+
+/* warm.c: the warm workers of serve, each single-use, and the runner's id
+ * range.  pr_pool_new starts the replacement thread when c->warm > 0. */
+KZ_WUR int pr_pool_new(const struct pr_conf *c, struct pr_pool **out);
+/* Stops every worker, taken ones too, and waits for them. */
+void pr_pool_stop(struct pr_pool *p);
+/* Stops and frees, once no invocation can call into p; NULL-safe. */
+void pr_pool_free(struct pr_pool *p);
+struct pr_worker;
+/* A ready worker that answers health with nothing run yet, or NULL (why
+ * says which: none ready, dead, not answering, or a grant no warm worker
+ * can take); the caller then runs the one-shot. */
+struct pr_worker *pr_pool_take(struct pr_pool *p, bool grant, char *why,
+    size_t wlen);
+/* The taken worker's projection directory, to stage into, and socket. */
+const char *pr_worker_projection(const struct pr_worker *w);
+const char *pr_worker_sock(const struct pr_worker *w);
+/* wrun.c: one run op on the taken worker, mapped to what pr_exec_run
+ * returns. */
+KZ_WUR int pr_worker_run(const struct pr_conf *c, struct pr_worker *w,
+    const struct pr_exec *x, const char *grant, const char *rid,
+    struct pr_exec_out *o, char *why, size_t wlen);
+/* A run op's reply (ok or not) into o: 0, or KZ_EPROTO when it is not a
+ * reply kz-sandbox gives (o then holds nothing to free). */
+KZ_WUR int pr_worker_reply(const struct pr_conf *c, const cJSON *rep,
+    struct pr_exec_out *o, char *why, size_t wlen);
+/* The worker is done with: it is stopped and replaced, never reused. */
+void pr_pool_release(struct pr_pool *p, struct pr_worker *w);
+/* An id of the range for a one-shot, -1 when none is free; put it back. */
+int pr_pool_slot_take(struct pr_pool *p);
+void pr_pool_slot_put(struct pr_pool *p, int slot);
+void pr_pool_note_oneshot(struct pr_pool *p, bool fallback);
+/* The pool's counters, into o (status). */
+KZ_WUR int pr_pool_status(struct pr_pool *p, cJSON *o);
+/* At serve's start: workers and directories a previous daemon left. */
+void pr_pool_sweep(const struct pr_conf *c);
+/* The next id after last (round robin) not in used[n], or -1. */
+int pr_slot_next(const bool *used, int n, int last);
+
+/* client.c: invoke through a running serve (--socket). */
+int pr_client_invoke(const struct pr_conf *c, const char *sock,
+    const struct pr_inv *iv);
 
 /* audit.c: one record of kind "package"; KZ_EUNAVAIL when not written.
  * Nothing of the arguments, the member files or the output is in it. */

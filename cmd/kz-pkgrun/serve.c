@@ -3,7 +3,8 @@
  * run takes seconds, so each invoke runs on a thread of its own and its
  * reply is handed back to the event loop through a pipe: one slow tool
  * never stalls another peer.  At most PR_INFLIGHT_MAX invocations run at
- * once; the next is answered busy.
+ * once; the next is answered busy.  Invocations run on the pool's warm
+ * single-use workers while one is ready (warm.c), else on a one-shot.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +32,7 @@
 struct job {
 	struct kz_req *req;
 	const struct pr_conf *c;
+	struct pr_pool *pool;
 	struct pr_inv iv;
 	struct pr_result res;
 };
@@ -38,9 +40,9 @@ struct job {
 static struct {
 	int pipe[2];
 	int inflight;
-	bool used[PR_INFLIGHT_MAX]; /* ids of the range in use */
 	unsigned long ok, refused;
-} st = {{-1, -1}, 0, {false}, 0, 0};
+	struct pr_pool *pool;
+} st = {{-1, -1}, 0, 0, 0, NULL};
 
 static const char *const invoke_fields[] = {"package", "tool", "actor",
     "conversation", "room", "workspace", "files", "args", "grant", NULL};
@@ -109,7 +111,7 @@ run_job(void *arg)
 	struct job *jb = arg;
 
 	kz_log_set_rid(jb->iv.rid);
-	pr_invoke(jb->c, &jb->iv, &jb->res);
+	pr_invoke(jb->c, jb->pool, &jb->iv, &jb->res);
 	/* A pointer is smaller than PIPE_BUF: the write is atomic. */
 	if (write(st.pipe[1], &jb, sizeof(jb)) != sizeof(jb))
 		abort(); /* the loop would never answer: die loudly */
@@ -154,9 +156,9 @@ on_done(evutil_socket_t fd, short ev, void *arg)
 
 	while (read(fd, &jb, sizeof(jb)) == sizeof(jb)) {
 		reply(jb);
+		if (jb->res.worker != NULL)
+			pr_pool_release(jb->pool, jb->res.worker);
 		pr_result_release(&jb->res);
-		if (jb->iv.slot >= 0)
-			st.used[jb->iv.slot] = false;
 		free(jb);
 		st.inflight--;
 	}
@@ -179,7 +181,7 @@ op_invoke(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
 		return;
 	}
-	jb->req = req, jb->c = c;
+	jb->req = req, jb->c = c, jb->pool = st.pool;
 	if (parse_inv(kz_req_json(req), &jb->iv, why, sizeof(why)) != 0) {
 		free(jb);
 		st.refused++;
@@ -187,19 +189,12 @@ op_invoke(struct kz_req *req, void *arg)
 		return;
 	}
 	/* Concurrent invocations run under different ids of the range
-	 * while it has one free; past that they share. */
+	 * while it has one free (the pool gives them out); past that a
+	 * one-shot shares. */
 	jb->iv.slot = -1;
-	for (int i = 0; i < PR_INFLIGHT_MAX && i < c->uid_count; i++)
-		if (!st.used[i]) {
-			st.used[i] = true;
-			jb->iv.slot = i;
-			break;
-		}
 	if (pthread_attr_init(&at) != 0 ||
 	    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) != 0 ||
 	    pthread_create(&th, &at, run_job, jb) != 0) {
-		if (jb->iv.slot >= 0)
-			st.used[jb->iv.slot] = false;
 		free(jb);
 		kz_req_err(req, KZ_WE_UNAVAILABLE, "cannot start the run");
 		return;
@@ -249,7 +244,8 @@ op_status(struct kz_req *req, void *arg)
 	if (o == NULL || !cJSON_AddNumberToObject(o, "inflight", st.inflight) ||
 	    !cJSON_AddNumberToObject(o, "answered_ok", (double)st.ok) ||
 	    !cJSON_AddNumberToObject(o, "answered_refused",
-	        (double)st.refused)) {
+	        (double)st.refused) ||
+	    pr_pool_status(st.pool, o) != 0) {
 		cJSON_Delete(o);
 		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
 		return;
@@ -276,7 +272,7 @@ loop(const struct pr_conf *c, struct event_base *base)
 	struct kz_srv_conf sc = {0};
 	struct event *evs[3] = {NULL, NULL, NULL};
 	struct kz_srv *srv = NULL;
-	char why[200];
+	char why[200], warm[24];
 	int rc = KZ_EXIT_INTERNAL;
 
 	sc.sock_path = c->sock;
@@ -298,8 +294,10 @@ loop(const struct pr_conf *c, struct event_base *base)
 	for (int i = 0; i < 3; i++)
 		if (evs[i] == NULL || event_add(evs[i], NULL) != 0)
 			goto out;
+	snprintf(warm, sizeof(warm), "%lld", (long long)c->warm);
 	kz_log(KZ_LOG_INFO, "pkgrun.start", 0, "serving", "socket", c->sock,
-	    "audit", c->audit_sock[0] ? c->audit_sock : "off", NULL);
+	    "audit", c->audit_sock[0] ? c->audit_sock : "off", "warm", warm,
+	    NULL);
 	if (kz_notify_ready("serving") != 0)
 		kz_log(KZ_LOG_WARN, "pkgrun.notify", KZ_ESYS,
 		    "cannot tell the service manager it is ready", NULL);
@@ -350,6 +348,7 @@ pr_serve(const struct pr_conf *c)
 	int rc;
 
 	sweep(c);
+	pr_pool_sweep(c);
 
 	if (pipe2(st.pipe, O_CLOEXEC | O_NONBLOCK) != 0)
 		return KZ_EXIT_INTERNAL;
@@ -357,7 +356,20 @@ pr_serve(const struct pr_conf *c)
 	if (fcntl(st.pipe[1], F_SETFL, 0) != 0 ||
 	    (base = event_base_new()) == NULL)
 		return KZ_EXIT_INTERNAL;
+	/* The pool's thread starts the warm workers while the loop
+	 * serves: an invocation before they are ready is a one-shot. */
+	if (pr_pool_new(c, &st.pool) != 0) {
+		event_base_free(base);
+		return KZ_EXIT_INTERNAL;
+	}
 	rc = loop(c, base);
 	event_base_free(base);
+	/* A job still running holds the pool: stop its workers, keep its
+	 * memory (the process is about to exit). */
+	if (st.inflight > 0)
+		pr_pool_stop(st.pool);
+	else
+		pr_pool_free(st.pool);
+	kz_log(KZ_LOG_INFO, "pkgrun.stop", 0, "stopped", NULL);
 	return rc;
 }

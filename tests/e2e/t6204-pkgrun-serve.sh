@@ -4,9 +4,12 @@
 # policy holds the same (absent tool, shell in a shared room, hostile
 # member path), unknown fields and bad frames are refused, a peer not in
 # KZ_PEER_UIDS is refused, and a slow tool does not stall another peer.
+# This is the daemon's one-shot path (PKGRUN_WARM=0), whose ids come
+# lowest first; t6206 runs the same ops on warm workers.
 . "$(dirname "$0")/lib.sh"
 plan 19
 . "$TOP/tests/e2e/pkgrun-lib.sh"
+export PKGRUN_WARM=0
 S=$T/kz-pkgrun.sock
 mkdir -p "$PKGRUN_STATE_DIR/inv-0123456789ab/pkg" "$PKGRUN_STATE_DIR/inv-ba9876543210"
 touch -d '1 hour ago' "$PKGRUN_STATE_DIR/inv-0123456789ab"

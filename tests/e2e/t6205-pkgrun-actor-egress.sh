@@ -11,7 +11,7 @@
 # is refused by kz-egress.  Both through invoke and the serve op.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
-plan 23
+plan 24
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 N=105
 
@@ -81,14 +81,18 @@ echo "kzg1.forged.forged" >"$T/bad-grant"
 unlike "$(fetch --grant-file "$T/bad-grant" --arg origin.kz.test --arg "$EG_ORIGIN" 2>&1)" "HTTP/1.1 200" \
 	"a forged grant reaches nothing"
 
-# The same through the daemon's invoke op.
+# The same through the daemon's invoke op, on its warm workers (started
+# with the egress socket: the grant comes with the run op).
 S=$T/pkgrun.sock
 bg kz-pkgrun serve --socket "$S" 2>"$T/serve.log"
 wait_sock "$S" 10 || { echo "Bail out! kz-pkgrun serve did not start"; exit 1; }
+warm() { kz-msg "$S" '{"op":"status"}' | "$EG_PY" -c "import json,sys; print(json.load(sys.stdin)['warm']['$1'])"; }
+for _ in $(seq 200); do [ "$(warm ready)" = 2 ] && break; sleep 0.05; done
 req() { "$EG_PY" -c 'import json,sys; d={"op":"invoke","id":"1","package":sys.argv[1],"tool":"fetch","actor":"alice","conversation":"c1","args":["origin.kz.test",sys.argv[2]]}
 if sys.argv[3]: d["grant"]=sys.argv[3]
 print(json.dumps(d))' "$A" "$EG_ORIGIN" "${1:-}"; }
 res() { kz-msg -t 30 "$S" "$(req "$@")" | "$EG_PY" -c 'import json,sys; print(json.load(sys.stdin).get("result",""))'; }
 is "$(res)" "no-route" "the serve op without a grant: no route"
 like "$(res "$(cat "$T/grant")")" "^HTTP/1.1 200" "the serve op with a grant reaches the allowed host"
+is "$(warm served)" 2 "... both on warm workers"
 done_testing

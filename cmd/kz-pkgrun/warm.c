@@ -1,0 +1,741 @@
+/*
+ * The warm workers of serve.  Each is a `kz-sandbox serve` started ahead
+ * of time with exactly the settings of a one-shot (exec.c: a uid and gid
+ * of the runner's range, its own sandbox id and cgroup, the limits, its
+ * own projection directory) and serves ONE invocation: the invocation
+ * takes it, stages into its projection, sends one run op, and gives it
+ * back to be stopped and removed, never reused.  Nothing of one
+ * invocation can therefore meet another's, and no reset is needed.
+ *
+ * One thread of the pool starts, stops and reaps every worker, without
+ * waiting on any one of them (starts and stops overlap): a worker gets
+ * SIGTERM as its parent-death signal, which the kernel sends when the
+ * thread that forked it ends, so that thread must be the pool's (an
+ * invocation's thread ends with its invocation).  Only that thread
+ * touches a worker while it is starting or stopping; the invocations
+ * only take a ready one and give it back, under the lock.  Anything that goes
+ * wrong with a warm worker before its run op is sent sends that
+ * invocation down the one-shot path, the same boundary; after the run op
+ * is sent nothing is ever run again.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_call.h"
+#include "kz_conf.h"
+#include "kz_io.h"
+#include "kz_json.h"
+#include "kz_log.h"
+#include "pkgrun.h"
+#include "banned.h"
+
+#define POOL_N (2 * PR_WARM_MAX + 32) /* ready, taken and retiring */
+#define START_MS 20000 /* a worker not ready by then is stopped */
+#define STOP_MS 5000 /* SIGTERM, then SIGKILL, each this long */
+#define HEALTH_MS 1000
+#define BACKOFF_MIN_MS 200
+#define BACKOFF_MAX_MS 30000
+#define ARGV_MAX 64
+
+enum w_state { W_FREE, W_STARTING, W_READY, W_TAKEN, W_RETIRE, W_STOPPING };
+
+struct pr_worker {
+	enum w_state state;
+	char name[32]; /* warm-XXXXXXXXXXXX beneath the state directory */
+	char id[48]; /* pkgrun-warm-XXXXXXXXXXXX: sandbox id and cgroup */
+	char proj[PATH_MAX + 48];
+	char sock[108];
+	char pidf[PATH_MAX + 48];
+	int slot, pidfd;
+	pid_t pid;
+	int64_t ready_ms, deadline_ms;
+	bool killed;
+};
+
+struct pr_pool {
+	const struct pr_conf *c;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thr;
+	bool running, stopping;
+	struct pr_worker w[POOL_N];
+	bool *used; /* ids of the range in use */
+	int last_slot;
+	int64_t backoff_ms, next_try_ms;
+	unsigned long served, one_shot, fallbacks, started, start_failed;
+};
+
+static int
+pidfd_of(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Whether the process behind pidfd has ended, waiting up to ms. */
+static bool
+ended(int pidfd, int ms)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	int64_t end = kz_now_ms() + ms;
+	int r;
+
+	do
+		r = poll(&p, 1,
+		    (int)(end - kz_now_ms() > 0 ? end - kz_now_ms() : 0));
+	while (r < 0 && errno == EINTR);
+	return r != 0;
+}
+
+int
+pr_slot_next(const bool *used, int n, int last)
+{
+	for (int i = 1; i <= n; i++) {
+		int s = (last + i) % n;
+
+		if (!used[s])
+			return s;
+	}
+	return -1;
+}
+
+/* Round robin for warm workers: an id comes back only once the range
+ * has gone round, so invocations one after the other never share one. */
+static int
+slot_take_locked(struct pr_pool *p, bool rotate)
+{
+	int n = (int)p->c->uid_count, s;
+
+	s = rotate ? pr_slot_next(p->used, n, p->last_slot) :
+	             pr_slot_next(p->used, n, n - 1);
+	if (s >= 0) {
+		p->used[s] = true;
+		if (rotate)
+			p->last_slot = s;
+	}
+	return s;
+}
+
+int
+pr_pool_slot_take(struct pr_pool *p)
+{
+	int s;
+
+	pthread_mutex_lock(&p->mu);
+	s = slot_take_locked(p, false);
+	pthread_mutex_unlock(&p->mu);
+	return s;
+}
+
+void
+pr_pool_slot_put(struct pr_pool *p, int slot)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->used[slot] = false;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/*
+ * What a stopped worker leaves: its directory (socket, pid file, the
+ * staged projection), the mount point of its root view and, when it had
+ * to be killed, its cgroups (kz-sandbox(8): <parent>/<id> with init and
+ * run below it, agent too on v2).  rmdir refuses a cgroup still in use.
+ */
+static void
+remove_traces(const struct pr_conf *c, const char *name, const char *id)
+{
+	static const char *const ctrl[] = {"memory/", "pids/", "cpu/",
+	    "freezer/", "blkio/", "", NULL};
+	static const char *const sub[] = {"/run", "/init", "/agent", "", NULL};
+	char p[PATH_MAX + 128];
+	int sfd;
+
+	if ((sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >=
+	    0) {
+		snprintf(p, sizeof(p), "sandbox/%s", id);
+		(void)unlinkat(sfd, p, AT_REMOVEDIR);
+		snprintf(p, sizeof(p), "sandbox/%s.runsc", id);
+		(void)unlinkat(sfd, p, AT_REMOVEDIR);
+		(void)pr_tree_remove(sfd, name);
+		close(sfd);
+	}
+	for (int i = 0; ctrl[i] != NULL; i++)
+		for (int k = 0; sub[k] != NULL; k++) {
+			snprintf(p, sizeof(p),
+			    "/sys/fs/cgroup/%skz-pkgrun/%s%s", ctrl[i], id,
+			    sub[k]);
+			(void)rmdir(p);
+		}
+}
+
+/* Reaps a worker that has ended and removes what it left. */
+static void
+reap(struct pr_pool *p, struct pr_worker *w)
+{
+	int st;
+
+	if (w->pid > 0)
+		while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+			;
+	if (w->pidfd >= 0)
+		close(w->pidfd);
+	if (w->name[0] != '\0')
+		remove_traces(p->c, w->name, w->id);
+	w->pid = -1, w->pidfd = -1;
+}
+
+/* The worker's directory: NAME/{proj/{pkg,files}}, NAME 0700. */
+static int
+make_dirs(struct pr_pool *p, struct pr_worker *w)
+{
+	const struct pr_conf *c = p->c;
+	static const char *const sub[] = {"proj", "proj/" PR_PKG_DIR,
+	    "proj/" PR_FILES_DIR, NULL};
+	char q[128], name[sizeof(w->name)];
+	int sfd, r = KZ_ESYS;
+
+	if (mkdir(c->state_dir, 0755) != 0 && errno != EEXIST)
+		return KZ_ESYS;
+	if ((sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return KZ_ESYS;
+	if (mkdirat(sfd, "sandbox", 0755) != 0 && errno != EEXIST)
+		goto out;
+	if ((r = pr_mkdir_fresh(sfd, "warm", 0700, name, sizeof(name))) != 0)
+		goto out;
+	memcpy(w->name, name, sizeof(name));
+	r = KZ_ESYS;
+	for (int i = 0; sub[i] != NULL; i++) {
+		snprintf(q, sizeof(q), "%s/%s", name, sub[i]);
+		if (mkdirat(sfd, q, 0755) != 0)
+			goto out;
+	}
+	snprintf(w->id, sizeof(w->id), "pkgrun-%s", name);
+	snprintf(w->proj, sizeof(w->proj), "%s/%s/proj", c->state_dir, name);
+	snprintf(w->pidf, sizeof(w->pidf), "%s/%s/pid", c->state_dir, name);
+	if ((size_t)snprintf(w->sock, sizeof(w->sock), "%s/%s/sock",
+	        c->state_dir, name) >= sizeof(w->sock)) {
+		r = KZ_EPATH_LEN;
+		goto out;
+	}
+	r = 0;
+out:
+	close(sfd);
+	return r;
+}
+
+/* Starts kz-sandbox serve for w; it is ready once its pid file exists. */
+static int
+spawn(struct pr_pool *p, struct pr_worker *w, char *why, size_t wlen)
+{
+	const struct pr_conf *c = p->c;
+	const char *argv[ARGV_MAX];
+	struct pr_exec x;
+	int nul = -1, r;
+
+	w->pid = -1, w->pidfd = -1, w->name[0] = '\0', w->killed = false;
+	if ((r = make_dirs(p, w)) != 0) {
+		kz_why(why, wlen, "cannot make a warm worker's directory");
+		goto out;
+	}
+	memset(&x, 0, sizeof(x));
+	x.staging = w->proj, x.id = w->id;
+	x.uid = c->uid + w->slot, x.gid = c->gid + w->slot;
+	if ((r = pr_serve_argv(c, &x, w->sock, w->pidf, argv, ARGV_MAX)) != 0 ||
+	    (nul = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0 ||
+	    (r = pr_exec_spawn(argv, nul, 2, -1, SIGTERM, &w->pid)) != 0 ||
+	    (w->pidfd = pidfd_of(w->pid)) < 0) {
+		kz_why(why, wlen, "cannot start kz-sandbox serve");
+		r = r != 0 ? r : KZ_ESYS;
+		goto out;
+	}
+	w->deadline_ms = kz_now_ms() + START_MS;
+out:
+	if (nul >= 0)
+		close(nul);
+	if (r != 0) {
+		if (w->pid > 0)
+			(void)kill(w->pid, SIGKILL);
+		reap(p, w);
+	}
+	return r;
+}
+
+static int
+count(const struct pr_pool *p, enum w_state a, enum w_state b)
+{
+	int n = 0;
+
+	for (int i = 0; i < POOL_N; i++)
+		n += p->w[i].state == a || p->w[i].state == b;
+	return n;
+}
+
+static struct pr_worker *
+find(struct pr_pool *p, enum w_state s)
+{
+	for (int i = 0; i < POOL_N; i++)
+		if (p->w[i].state == s)
+			return &p->w[i];
+	return NULL;
+}
+
+static void
+free_locked(struct pr_pool *p, struct pr_worker *w)
+{
+	if (w->slot >= 0)
+		p->used[w->slot] = false;
+	memset(w, 0, sizeof(*w));
+	w->state = W_FREE, w->slot = -1, w->pid = -1, w->pidfd = -1;
+}
+
+/* A start that failed: the next one waits, twice as long each time. */
+static void
+backoff_locked(struct pr_pool *p, int err, const char *why)
+{
+	p->start_failed++;
+	p->backoff_ms = p->backoff_ms == 0     ? BACKOFF_MIN_MS :
+	    p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+	                                         p->backoff_ms * 2;
+	p->next_try_ms = kz_now_ms() + p->backoff_ms;
+	kz_log(KZ_LOG_WARN, "pkgrun.warm", err, why, NULL);
+}
+
+/*
+ * SIGTERM (kz-sandbox's clean stop) now; SIGKILL at the deadline.  The
+ * worker never runs a tool again, so its teardown runs at the lowest
+ * priority: it yields to the invocations running meanwhile.
+ */
+static void
+stop_begin(struct pr_worker *w)
+{
+	if (w->pid > 0) {
+		(void)setpriority(PRIO_PROCESS, (id_t)w->pid, 19);
+		(void)kill(w->pid, SIGTERM);
+	}
+	w->deadline_ms = kz_now_ms() + STOP_MS;
+}
+
+/* A starting worker that will not be: stopped, and the next start
+ * waits.  Called and returns with the lock held. */
+static void
+start_failed_locked(struct pr_pool *p, struct pr_worker *w, int err,
+    const char *why)
+{
+	w->state = W_STOPPING, w->killed = true;
+	w->deadline_ms = kz_now_ms() + STOP_MS;
+	(void)kill(w->pid, SIGKILL);
+	backoff_locked(p, err, why);
+}
+
+/*
+ * A starting worker's next step.  An invocation may take it as soon as
+ * its pid file is there (pr_pool_take), so every change is made only if
+ * it is still starting, under the lock.
+ */
+static bool
+step_start(struct pr_pool *p, struct pr_worker *w)
+{
+	bool ready = access(w->pidf, F_OK) == 0, dead = ended(w->pidfd, 0);
+	int64_t now = kz_now_ms();
+
+	pthread_mutex_lock(&p->mu);
+	if (w->state != W_STARTING) {
+		pthread_mutex_unlock(&p->mu);
+		return false;
+	}
+	if (ready && !dead) {
+		w->state = W_READY, w->ready_ms = now;
+		p->started++, p->backoff_ms = 0;
+	} else if (dead)
+		start_failed_locked(p, w, KZ_EUNAVAIL,
+		    "a warm worker exited at start (kz-sandbox says why)");
+	else if (now >= w->deadline_ms)
+		start_failed_locked(p, w, KZ_ETIMEDOUT,
+		    "a warm worker was not ready in time");
+	pthread_mutex_unlock(&p->mu);
+	return !ready || dead;
+}
+
+/* One worker's next step, for the pool's thread; true while it waits on
+ * a process (starting or stopping). */
+static bool
+step_one(struct pr_pool *p, struct pr_worker *w)
+{
+	int64_t now = kz_now_ms();
+	enum w_state s;
+
+	pthread_mutex_lock(&p->mu);
+	s = w->state;
+	/* At the daemon's stop a taken worker is stopped too: its run ends
+	 * and its invocation answers unavailable. */
+	if (s == W_RETIRE || ((s == W_READY || s == W_TAKEN) && p->stopping))
+		w->state = s = W_STOPPING, w->deadline_ms = 0;
+	pthread_mutex_unlock(&p->mu);
+	if (s == W_STARTING)
+		return step_start(p, w);
+	if (s != W_STOPPING)
+		return false;
+	if (w->deadline_ms == 0)
+		stop_begin(w);
+	if (!ended(w->pidfd, 0)) {
+		if (now < w->deadline_ms)
+			return true;
+		if (!w->killed) {
+			(void)kill(w->pid, SIGKILL);
+			w->killed = true, w->deadline_ms = now + STOP_MS;
+			return true;
+		}
+		/* SIGKILL cannot be refused: wait for it. */
+		kz_log(KZ_LOG_WARN, "pkgrun.warm", KZ_ETIMEDOUT,
+		    "a warm worker outlives SIGKILL; waiting", NULL);
+	}
+	reap(p, w);
+	pthread_mutex_lock(&p->mu);
+	free_locked(p, w);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return false;
+}
+
+/* Starts what the target lacks, unless the last start failed lately. */
+static bool
+refill(struct pr_pool *p)
+{
+	struct pr_worker *w;
+	char why[160];
+	bool busy = false;
+	int slot, r;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stopping && count(p, W_READY, W_STARTING) < p->c->warm &&
+	    kz_now_ms() >= p->next_try_ms && (w = find(p, W_FREE)) != NULL &&
+	    (slot = slot_take_locked(p, true)) >= 0) {
+		w->state = W_STARTING, w->slot = slot;
+		pthread_mutex_unlock(&p->mu);
+		why[0] = '\0';
+		r = spawn(p, w, why, sizeof(why));
+		pthread_mutex_lock(&p->mu);
+		if (r != 0) {
+			free_locked(p, w);
+			backoff_locked(p, r, why);
+			break;
+		}
+		busy = true;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return busy;
+}
+
+static void
+wait_locked(struct pr_pool *p, int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000;
+	(void)pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+}
+
+/*
+ * The pool's thread.  While a worker starts or stops it looks every few
+ * milliseconds (a start takes about ten); otherwise it sleeps until an
+ * invocation gives a worker back or the backoff ends.  At the daemon's
+ * stop it stops every worker, ready, taken or starting, and returns once
+ * each is reaped and removed.
+ */
+static void *
+pool_main(void *arg)
+{
+	struct pr_pool *p = arg;
+	int64_t now;
+	bool busy;
+
+	for (;;) {
+		busy = false;
+		for (int i = 0; i < POOL_N; i++)
+			busy |= step_one(p, &p->w[i]);
+		busy |= refill(p);
+		pthread_mutex_lock(&p->mu);
+		if (p->stopping && count(p, W_FREE, W_FREE) == POOL_N) {
+			pthread_mutex_unlock(&p->mu);
+			break;
+		}
+		now = kz_now_ms();
+		wait_locked(p,
+		    busy || p->stopping      ? 3 :
+		        p->next_try_ms > now ? p->next_try_ms - now :
+		                               1000);
+		pthread_mutex_unlock(&p->mu);
+	}
+	return NULL;
+}
+
+int
+pr_pool_new(const struct pr_conf *c, struct pr_pool **out)
+{
+	pthread_condattr_t ca;
+	struct pr_pool *p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (p->used = calloc((size_t)c->uid_count, sizeof(bool))) == NULL) {
+		free(p);
+		return KZ_ENOMEM;
+	}
+	p->c = c;
+	p->last_slot = (int)c->uid_count - 1;
+	for (int i = 0; i < POOL_N; i++)
+		p->w[i].slot = -1, p->w[i].pid = -1, p->w[i].pidfd = -1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (c->warm > 0) {
+		if (pthread_create(&p->thr, NULL, pool_main, p) != 0) {
+			pr_pool_free(p);
+			return KZ_ESYS;
+		}
+		p->running = true;
+	}
+	*out = p;
+	return 0;
+}
+
+void
+pr_pool_stop(struct pr_pool *p)
+{
+	if (p == NULL || !p->running)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thr, NULL);
+	p->running = false;
+}
+
+void
+pr_pool_free(struct pr_pool *p)
+{
+	if (p == NULL)
+		return;
+	pr_pool_stop(p);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p->used);
+	free(p);
+}
+
+/* The worker's health op: ready, and nothing run on it yet. */
+static int
+health(const struct pr_worker *w, char *why, size_t wlen)
+{
+	cJSON *req = cJSON_CreateObject(), *rep = NULL;
+	const cJSON *g;
+	const char *state;
+	int r;
+
+	if (req == NULL || !cJSON_AddNumberToObject(req, "v", 1) ||
+	    !cJSON_AddStringToObject(req, "op", "health") ||
+	    !cJSON_AddStringToObject(req, "id", "pkgrun-health")) {
+		cJSON_Delete(req);
+		return KZ_ENOMEM;
+	}
+	r = kz_frame_call(w->sock, req, HEALTH_MS, &rep, NULL, 0);
+	cJSON_Delete(req);
+	if (r == 0) {
+		state = cJSON_GetStringValue(kz_json_get(rep, "state"));
+		g = kz_json_get(rep, "generation");
+		if (!cJSON_IsTrue(kz_json_get(rep, "ok")) || state == NULL ||
+		    strcmp(state, "ready") != 0 || !cJSON_IsNumber(g) ||
+		    g->valuedouble != 0)
+			r = KZ_ESTATE;
+	}
+	cJSON_Delete(rep);
+	if (r != 0)
+		kz_why(why, wlen, "%s",
+		    r == KZ_ESTATE ?
+		        "a warm worker was not ready and unused" :
+		        "a warm worker did not answer its health op");
+	return r;
+}
+
+struct pr_worker *
+pr_pool_take(struct pr_pool *p, bool grant, char *why, size_t wlen)
+{
+	struct pr_worker *w = NULL;
+
+	if (p->c->warm == 0)
+		return NULL;
+	/* A worker without an egress socket refuses a grant: the one-shot
+	 * is the path that keeps the boundary (no network either). */
+	if (grant && p->c->egress_sock[0] == '\0') {
+		kz_why(why, wlen,
+		    "a grant, and no egress socket for warm workers");
+		return NULL;
+	}
+	pthread_mutex_lock(&p->mu);
+	for (int i = 0; i < POOL_N && !p->stopping; i++)
+		if (p->w[i].state == W_READY &&
+		    (w == NULL || p->w[i].ready_ms < w->ready_ms))
+			w = &p->w[i];
+	/* One that has just become ready, before the pool's thread saw it
+	 * (it looks every few milliseconds). */
+	for (int i = 0; i < POOL_N && !p->stopping && w == NULL; i++)
+		if (p->w[i].state == W_STARTING &&
+		    access(p->w[i].pidf, F_OK) == 0) {
+			w = &p->w[i];
+			p->started++, p->backoff_ms = 0;
+		}
+	if (w != NULL)
+		w->state = W_TAKEN;
+	pthread_mutex_unlock(&p->mu);
+	if (w == NULL) {
+		kz_why(why, wlen, "no warm worker ready");
+		return NULL;
+	}
+	if (ended(w->pidfd, 0)) {
+		kz_why(why, wlen, "a warm worker had died");
+	} else if (health(w, why, wlen) == 0)
+		return w;
+	pthread_mutex_lock(&p->mu);
+	w->state = W_RETIRE;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+const char *
+pr_worker_projection(const struct pr_worker *w)
+{
+	return w->proj;
+}
+
+void
+pr_pool_release(struct pr_pool *p, struct pr_worker *w)
+{
+	pthread_mutex_lock(&p->mu);
+	/* Unless the daemon's stop has taken it over already. */
+	if (w->state == W_TAKEN)
+		w->state = W_RETIRE;
+	p->served++;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
+pr_pool_note_oneshot(struct pr_pool *p, bool fallback)
+{
+	pthread_mutex_lock(&p->mu);
+	p->one_shot++;
+	p->fallbacks += fallback;
+	pthread_mutex_unlock(&p->mu);
+}
+
+int
+pr_pool_status(struct pr_pool *p, cJSON *o)
+{
+	cJSON *w;
+	int r = 0;
+
+	pthread_mutex_lock(&p->mu);
+	if ((w = cJSON_AddObjectToObject(o, "warm")) == NULL ||
+	    !cJSON_AddNumberToObject(w, "target", (double)p->c->warm) ||
+	    !cJSON_AddNumberToObject(w, "ready", count(p, W_READY, W_READY)) ||
+	    !cJSON_AddNumberToObject(w, "starting",
+	        count(p, W_STARTING, W_STARTING)) ||
+	    !cJSON_AddNumberToObject(w, "in_use", count(p, W_TAKEN, W_TAKEN)) ||
+	    !cJSON_AddNumberToObject(w, "stopping",
+	        count(p, W_RETIRE, W_STOPPING)) ||
+	    !cJSON_AddNumberToObject(w, "served", (double)p->served) ||
+	    !cJSON_AddNumberToObject(w, "started", (double)p->started) ||
+	    !cJSON_AddNumberToObject(w, "start_failed",
+	        (double)p->start_failed) ||
+	    !cJSON_AddNumberToObject(o, "one_shot", (double)p->one_shot) ||
+	    !cJSON_AddNumberToObject(o, "fallbacks", (double)p->fallbacks))
+		r = KZ_ENOMEM;
+	pthread_mutex_unlock(&p->mu);
+	return r;
+}
+
+/* Whether pid is the kz-sandbox of sandbox id (not a recycled pid). */
+static bool
+is_worker(pid_t pid, const char *id)
+{
+	char p[64], buf[4096];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	if ((n = kz_read_small(p, buf, sizeof(buf))) <= 0)
+		return false;
+	for (ssize_t i = 0; i + 1 < n; i += (ssize_t)strlen(buf + i) + 1)
+		if (strcmp(buf + i, "--id") == 0 &&
+		    i + 5 + (ssize_t)strlen(id) < n &&
+		    strcmp(buf + i + 5, id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A daemon that was killed left its workers (they got SIGTERM as their
+ * parent-death signal and stop by themselves) and their directories.
+ * One daemon owns a state directory, so every warm-* in it is stale.
+ */
+void
+pr_pool_sweep(const struct pr_conf *c)
+{
+	struct dirent *de;
+	char p[PATH_MAX + 64], buf[32], id[48];
+	int64_t v;
+	DIR *d;
+
+	if ((d = opendir(c->state_dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "warm-", 5) != 0 ||
+		    strlen(de->d_name) > 24)
+			continue;
+		snprintf(id, sizeof(id), "pkgrun-%s", de->d_name);
+		snprintf(p, sizeof(p), "%s/%s/pid", c->state_dir, de->d_name);
+		if (kz_read_small(p, buf, sizeof(buf)) > 0 &&
+		    (buf[strcspn(buf, "\n")] = '\0',
+		        kz_parse_int(buf, 2, 1 << 22, &v) == 0) &&
+		    is_worker((pid_t)v, id)) {
+			(void)kill((pid_t)v, SIGTERM);
+			for (int i = 0; i < 100 && is_worker((pid_t)v, id); i++)
+				usleep(50000);
+			if (is_worker((pid_t)v, id))
+				(void)kill((pid_t)v, SIGKILL);
+			for (int i = 0; i < 100 && is_worker((pid_t)v, id); i++)
+				usleep(50000);
+		}
+		remove_traces(c, de->d_name, id);
+		kz_log(KZ_LOG_INFO, "pkgrun.sweep", 0,
+		    "removed a warm worker a previous daemon left", NULL);
+	}
+	closedir(d);
+}
+
+const char *
+pr_worker_sock(const struct pr_worker *w)
+{
+	return w->sock;
+}
