@@ -602,8 +602,13 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 	    kz_json_bool_opt(req, "webrtc", false, &webrtc, why, sizeof(why)) !=
 	        0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
-	/* A worker started by hand (not served) has no variant. */
-	if (webrtc && w->prog_rtc.filter == NULL)
+	/* The browser variant is compiled at the first session that needs
+	 * it (most workers never run one: a filter costs milliseconds of
+	 * CPU, and every warm worker start would pay them); a worker
+	 * started by hand (not served) has none. */
+	if (webrtc && w->prog_rtc.filter == NULL &&
+	    (!w->serve ||
+	        sbx_seccomp_build(&w->prog_rtc, true, why, sizeof(why)) != 0))
 		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
 		    "this worker has no filter for WebRTC");
 	if (access(w->c->browser_bin, X_OK) != 0)

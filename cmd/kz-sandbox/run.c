@@ -598,10 +598,6 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
 		return r;
 	if ((r = sbx_seccomp_build(&w->prog, false, why, wlen)) != 0)
 		return r;
-	/* Only a served worker takes the browser op. */
-	if (serve &&
-	    (r = sbx_seccomp_build(&w->prog_rtc, true, why, wlen)) != 0)
-		return r;
 	if ((r = sbx_init_go(w, why, wlen)) != 0)
 		return r;
 	if (serve && !note_ns(w)) {

@@ -304,8 +304,9 @@ struct sbx_worker {
 	struct sbx_cg cg;
 	struct sbx_mnt mnt;
 	struct sock_fprog prog;
-	/* Served: the browser variant (sbx_seccomp_build's rtnl), held by
-	 * the agent alone; the init and the code never get it. */
+	/* Served: the browser variant (sbx_seccomp_build's rtnl), compiled
+	 * at the first session that asks for WebRTC and held by the agent
+	 * alone; the init and the code never get it. */
 	struct sock_fprog prog_rtc;
 	int zsock; /* to the run namespace's init */
 	pid_t zpid;
