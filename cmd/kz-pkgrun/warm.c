@@ -713,8 +713,9 @@ pr_pool_sweep(const struct pr_conf *c)
 		if (strncmp(de->d_name, "warm-", 5) != 0 ||
 		    strlen(de->d_name) > 24)
 			continue;
-		snprintf(id, sizeof(id), "pkgrun-%s", de->d_name);
-		snprintf(p, sizeof(p), "%s/%s/pid", c->state_dir, de->d_name);
+		snprintf(id, sizeof(id), "pkgrun-%.24s", de->d_name);
+		snprintf(p, sizeof(p), "%s/%.24s/pid", c->state_dir,
+		    de->d_name);
 		if (kz_read_small(p, buf, sizeof(buf)) > 0 &&
 		    (buf[strcspn(buf, "\n")] = '\0',
 		        kz_parse_int(buf, 2, 1 << 22, &v) == 0) &&
