@@ -55,6 +55,7 @@
 #define BR_MAX 8 /* sessions a worker holds at once */
 #define BR_MSG_MAX (32u << 20) /* one CDP message (a screenshot) */
 #define BR_ACCEPT_MS 10000
+#define BR_STOP_MS 4000 /* a wipe: SIGTERM, SIGKILL at half of it */
 #define BR_PIPE_IN 3 /* Chromium reads CDP from fd 3 ... */
 #define BR_PIPE_OUT 4 /* ... and writes to fd 4 */
 #define BR_POLICY "/etc/chromium/policies/managed/kaizen.json"
@@ -75,6 +76,12 @@ on_stop(int sig)
 /* The bridges this agent forked, reaped at the next op. */
 static pid_t bridges[BR_MAX];
 static unsigned long serial;
+
+/* The pre-started bridge (SANDBOX_BROWSER_PRESTART): its pid, the
+ * agent's end of its control socket, and the path its socket will have. */
+static pid_t pre_pid;
+static int pre_ctl = -1;
+static char pre_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 /*
  * The managed policy: the schemes a member could type that the proxy never
@@ -501,18 +508,78 @@ take_peer(const struct sbx_worker *w, int lfd)
 	return fd;
 }
 
-/* The bridge process: never returns. */
+/* The session's network: the relay on the loopback of the bridge's own
+ * namespace, with the grant (wiped here), and the bridge's socket.
+ * Returns 0 with *relay (-1 if it could not fork), else -1. */
+static int
+session_net(const struct sbx_worker *w, const char *path, char *grant,
+    bool webrtc, pid_t *relay, int *lfd)
+{
+	char why[160];
+	int rfd = -1;
+
+	if (sbx_relay_listen((int)w->c->relay_port, &rfd, why, sizeof(why)) !=
+	        0 ||
+	    kz_sock_listen(path, 1, lfd, why, sizeof(why)) != 0) {
+		if (rfd >= 0)
+			close(rfd);
+		sodium_memzero(grant, strlen(grant));
+		kz_log(KZ_LOG_ERROR, "sandbox.browser", KZ_ESYS,
+		    "the browser's namespace could not be made", NULL);
+		return -1;
+	}
+	/* Without it WebRTC gathers nothing, which fails closed: a warning,
+	 * not a refusal of the session. */
+	if (webrtc && sbx_webrtc_if(why, sizeof(why)) != 0)
+		kz_log(KZ_LOG_WARN, "sandbox.browser", KZ_ESYS, why, NULL);
+	*relay = sbx_relay_start(rfd, w->c->egress_sock, grant);
+	sodium_memzero(grant, strlen(grant));
+	close(rfd);
+	return 0;
+}
+
+/* A pre-started bridge, Chromium running on about:blank with no relay:
+ * waits for the op's grant on ctl (one message), or for the end. */
+static int
+await_grant(int ctl, int out, char *grant, size_t cap)
+{
+	for (;;) {
+		/* Chromium's end of the pipe only for its hang-up: what it
+		 * writes waits there for the session's peer. */
+		struct pollfd p[2] = {{.fd = ctl, .events = POLLIN},
+		    {.fd = out, .events = 0}};
+		ssize_t n;
+
+		if (br_stop)
+			return -1;
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (p[1].revents & (POLLHUP | POLLERR))
+			return -1;
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if ((n = recv(ctl, grant, cap - 1, 0)) <= 0)
+			return n < 0 && errno == EINTR ? 0 : -1;
+		grant[n] = '\0';
+		return 0;
+	}
+}
+
+/* The bridge process: never returns.  With ctl >= 0 it is the
+ * pre-started one: grant is NULL until the op sends it on ctl. */
 static void
 bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
-    bool webrtc, unsigned long n)
+    bool webrtc, unsigned long n, int ctl)
 {
-	char leaf[SBX_CG_N][SBX_CG_PATH] = {{0}}, ns[64];
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, rfd = -1, mntns, st;
+	char leaf[SBX_CG_N][SBX_CG_PATH] = {{0}}, ns[64], pgrant[4097];
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, mntns, st;
 	int pidfd = -1, lfd = -1;
 	struct bridge b = {.conn = -1, .io_ms = w->c->io_timeout_ms};
 	pid_t relay = -1, pid = -1;
 	struct sigaction sa;
-	char why[160];
 
 	/* Not killed with the agent but told: Chromium's namespaces and the
 	 * session's cgroup are removed by this process, so nothing of the
@@ -526,27 +593,24 @@ bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
 	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)w->zpid);
 	if ((mntns = open(ns, O_RDONLY | O_CLOEXEC)) < 0 ||
 	    cg_join(w, n, leaf) != 0 || unshare(CLONE_NEWNET) < 0 ||
-	    loopback_up() != 0 ||
-	    sbx_relay_listen((int)w->c->relay_port, &rfd, why, sizeof(why)) !=
-	        0 ||
-	    kz_sock_listen(path, 1, &lfd, why, sizeof(why)) != 0) {
+	    loopback_up() != 0) {
 		kz_log(KZ_LOG_ERROR, "sandbox.browser", KZ_ESYS,
 		    "the browser's namespace could not be made", NULL);
 		goto out;
 	}
-	/* Without it WebRTC gathers nothing, which fails closed: a warning,
-	 * not a refusal of the session. */
-	if (webrtc && sbx_webrtc_if(why, sizeof(why)) != 0)
-		kz_log(KZ_LOG_WARN, "sandbox.browser", KZ_ESYS, why, NULL);
-	relay = sbx_relay_start(rfd, w->c->egress_sock, grant);
-	sodium_memzero(grant, strlen(grant));
-	close(rfd);
-	/* The socket exists, in the bridge's own network namespace (no
-	 * entry of it in the code's /proc/net/unix): the op may answer. */
-	(void)!write(ready, "r", 1);
-	close(ready);
-	ready = -1;
-	if (relay < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+	if (ctl < 0) {
+		if (session_net(w, path, grant, webrtc, &relay, &lfd) != 0)
+			goto out;
+		/* The socket exists, in the bridge's own network namespace
+		 * (no entry of it in the code's /proc/net/unix): the op may
+		 * answer. */
+		(void)!write(ready, "r", 1);
+		close(ready);
+		ready = -1;
+		if (relay < 0)
+			goto out;
+	}
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		goto out;
 	if ((pid = sbx_clone(CLONE_NEWPID | CLONE_NEWNS, &pidfd)) < 0)
 		goto out;
@@ -558,12 +622,27 @@ bridge_main(struct sbx_worker *w, int ready, const char *path, char *grant,
 	in[0] = out[1] = -1;
 	b.in = in[1];
 	b.out = out[0];
+	if (ctl >= 0) {
+		/* Pre-started: the session's network only now, the relay
+		 * forked without Chromium's pipe (relay.c). */
+		if (await_grant(ctl, b.out, pgrant, sizeof(pgrant)) != 0 ||
+		    session_net(w, path, pgrant, false, &relay, &lfd) != 0 ||
+		    relay < 0)
+			goto out;
+		(void)!send(ctl, "r", 1, MSG_NOSIGNAL);
+		close(ctl);
+		ctl = -1;
+	}
 	if ((b.conn = take_peer(w, lfd)) >= 0)
 		pump(&b);
 out:
+	sodium_memzero(pgrant, sizeof(pgrant));
 	if (ready >= 0)
 		close(ready);
-	(void)unlink(path);
+	if (ctl >= 0)
+		close(ctl);
+	if (lfd >= 0)
+		(void)unlink(path);
 	if (pid > 0) {
 		(void)kill(pid, SIGKILL);
 		(void)waitpid(pid, &st, 0);
@@ -578,6 +657,174 @@ out:
 	for (int i = 0; br_stop && i < w->cg.n; i++)
 		(void)rmdir(w->cg.worker[i]);
 	_exit(0);
+}
+
+/* Ends a pre-started bridge the op could not use. */
+static void
+pre_drop(void)
+{
+	if (pre_ctl >= 0)
+		close(pre_ctl);
+	pre_ctl = -1;
+	if (pre_pid > 0) {
+		(void)kill(pre_pid, SIGKILL);
+		(void)waitpid(pre_pid, NULL, 0);
+	}
+	pre_pid = 0;
+}
+
+/*
+ * Hands the op's grant to the pre-started bridge, which then starts the
+ * relay and listens; the reply names its socket.  NULL (the bridge is
+ * gone, or did not answer in time) and the op forks a bridge as without
+ * SANDBOX_BROWSER_PRESTART.  Either way the agent pre-starts a
+ * replacement once its reply is written.
+ */
+static cJSON *
+take_prestarted(const cJSON *req, const char *g)
+{
+	struct pollfd p = {.fd = pre_ctl, .events = POLLIN};
+	size_t len = strlen(g);
+	cJSON *o;
+	char b;
+
+	if (waitpid(pre_pid, NULL, WNOHANG) != 0 ||
+	    send(pre_ctl, g, len, MSG_NOSIGNAL) != (ssize_t)len ||
+	    poll(&p, 1, BR_ACCEPT_MS) != 1 || recv(pre_ctl, &b, 1, 0) != 1 ||
+	    b != 'r') {
+		kz_log(KZ_LOG_WARN, "sandbox.browser", KZ_EUNAVAIL,
+		    "the pre-started browser could not be used", NULL);
+		pre_drop();
+		return NULL;
+	}
+	close(pre_ctl);
+	pre_ctl = -1;
+	if ((o = kz_reply_ok(req)) == NULL) {
+		pre_drop();
+		return NULL;
+	}
+	cJSON_AddStringToObject(o, "bridge", pre_path);
+	cJSON_AddBoolToObject(o, "prestarted", true);
+	kz_log(KZ_LOG_INFO, "sandbox.browser.prestart", 0,
+	    "a session took the pre-started browser", NULL);
+	return o;
+}
+
+void
+sbx_browser_prestart(struct sbx_worker *w)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (!w->c->browser_prestart || !w->serve || pre_pid > 0 ||
+	    access(w->c->browser_bin, X_OK) != 0 ||
+	    w->c->egress_sock[0] == '\0')
+		return;
+	if (snprintf(pre_path, sizeof(pre_path), "%s.b%lu", w->c->sock,
+	        ++serial) >= (int)sizeof(pre_path) ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	if ((pid = fork()) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		bridge_main(w, -1, pre_path, NULL, false, serial, sv[1]);
+	}
+	close(sv[1]);
+	pre_ctl = sv[0];
+	pre_pid = pid;
+	kz_log(KZ_LOG_INFO, "sandbox.browser.prestart", 0,
+	    "a browser is pre-started for the next session", NULL);
+}
+
+const char *
+sbx_browser_prestart_state(const struct sbx_worker *w)
+{
+	if (!w->c->browser_prestart)
+		return "off";
+	return pre_pid > 0 && waitpid(pre_pid, NULL, WNOHANG) == 0 ? "ready" :
+	                                                             "none";
+}
+
+/* Whether no browser-* cgroup is left under dir, after removing the
+ * empty ones (within about a second while their processes go). */
+static bool
+leaves_gone(const char *dir)
+{
+	char p[SBX_CG_PATH + 64];
+	struct dirent *e;
+	bool ok = true;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return errno == ENOENT;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "browser-", 8) != 0)
+			continue;
+		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >=
+		    (int)sizeof(p)) {
+			ok = false;
+			continue;
+		}
+		for (int t = 0; t < 50 && rmdir(p) < 0 && errno == EBUSY; t++)
+			usleep(20000);
+		if (access(p, F_OK) == 0)
+			ok = false;
+	}
+	closedir(d);
+	return ok;
+}
+
+/*
+ * The wipe's part of a reset: every bridge of the lease ends, the
+ * sessions' and the pre-started one alike (SIGTERM, so that each removes
+ * Chromium's namespaces and its cgroup; SIGKILL after BR_STOP_MS), and no
+ * session cgroup may be left.  A bridge that did not go (reaped in time)
+ * or a cgroup still there makes it false, and the reset fails closed.
+ */
+bool
+sbx_browser_wipe(struct sbx_worker *w)
+{
+	pid_t all[BR_MAX + 1];
+	int n = 0, left;
+	bool ok = true;
+
+	if (pre_ctl >= 0)
+		close(pre_ctl);
+	pre_ctl = -1;
+	if (pre_pid > 0)
+		all[n++] = pre_pid;
+	pre_pid = 0;
+	for (int i = 0; i < BR_MAX; i++)
+		if (bridges[i] > 0)
+			all[n++] = bridges[i];
+	memset(bridges, 0, sizeof(bridges));
+	for (int i = 0; i < n; i++)
+		(void)kill(all[i], SIGTERM);
+	for (int t = 0; t <= BR_STOP_MS / 10; t++) {
+		left = 0;
+		for (int i = 0; i < n; i++)
+			if (all[i] > 0 && waitpid(all[i], NULL, WNOHANG) != 0)
+				all[i] = 0;
+			else if (all[i] > 0)
+				left++;
+		if (left == 0)
+			break;
+		if (t == BR_STOP_MS / 20)
+			for (int i = 0; i < n; i++)
+				if (all[i] > 0)
+					(void)kill(all[i], SIGKILL);
+		usleep(10000);
+	}
+	for (int i = 0; i < n; i++)
+		if (all[i] > 0) /* not reaped in time: still ours */
+			ok = false;
+	for (int i = 0; i < w->cg.n; i++)
+		ok = leaves_gone(w->cg.worker[i]) && ok;
+	return ok;
 }
 
 /*
@@ -618,6 +865,16 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 	if (slot < 0)
 		return kz_reply_err(req, KZ_WE_BUSY,
 		    "this worker holds as many browser sessions as it may");
+	/* The pre-started bridge fits every session but one with WebRTC
+	 * (its filter and its interface are made before Chromium starts). */
+	if (!webrtc && pre_pid > 0) {
+		w->prestart_due = true;
+		if ((o = take_prestarted(req, g)) != NULL) {
+			bridges[slot] = pre_pid;
+			pre_pid = 0;
+			return o;
+		}
+	}
 	if (snprintf(path, sizeof(path), "%s.b%lu", w->c->sock, ++serial) >=
 	        (int)sizeof(path) ||
 	    pipe2(rp, O_CLOEXEC) < 0)
@@ -632,7 +889,9 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 	}
 	if (pid == 0) {
 		close(rp[0]);
-		bridge_main(w, rp[1], path, grant, webrtc, serial);
+		if (pre_ctl >= 0)
+			close(pre_ctl);
+		bridge_main(w, rp[1], path, grant, webrtc, serial, -1);
 	}
 	sodium_memzero(grant, strlen(grant));
 	free(grant);

@@ -74,6 +74,7 @@ struct sbx_conf {
 	char browser_bin[PATH_MAX];
 	uint64_t browser_memory, browser_tmp;
 	int64_t browser_pids;
+	int64_t browser_prestart; /* 0 or 1 */
 };
 
 /* conf.c */
@@ -320,6 +321,10 @@ struct sbx_worker {
 	size_t ns_n, ns_cap;
 	int64_t leases; /* run namespaces made so far */
 	bool serve, broken;
+	/* SANDBOX_BROWSER_PRESTART: a clean wipe arms a pre-start, the
+	 * reset's health (its last item) makes it due, and the agent forks
+	 * it once that reply is written (browser.c). */
+	bool prestart_armed, prestart_due;
 	bool gv_dir; /* made <state>/<id>.runsc */
 };
 struct sbx_req {
@@ -508,6 +513,14 @@ void sbx_rlimit_list(const struct sbx_conf *c, struct sbx_rlimit *l);
 /* browser.c: op browser, a Chromium session's bridge (kz-browser(8)). */
 extern const char *const sbx_browser_fields[];
 cJSON *sbx_op_browser(struct sbx_worker *w, const cJSON *req);
+/* Forks the pre-started bridge (SANDBOX_BROWSER_PRESTART) unless it is
+ * off, one is there already, or the worker cannot browse. */
+void sbx_browser_prestart(struct sbx_worker *w);
+/* "off", "none" (being replaced, or unavailable) or "ready". */
+const char *sbx_browser_prestart_state(const struct sbx_worker *w);
+/* The wipe's part: ends every bridge (sessions and the pre-started
+ * one); true when none of their cgroups is left in any hierarchy. */
+bool sbx_browser_wipe(struct sbx_worker *w);
 
 /* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
 enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);

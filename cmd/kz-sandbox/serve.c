@@ -303,6 +303,14 @@ op_health(struct sbx_worker *w, const cJSON *req)
 	cJSON_AddStringToObject(o, "cgroup",
 	    sbx_cg_relpath(w->c, cg, sizeof(cg)));
 	cJSON_AddBoolToObject(o, "userns", w->c->userns != 0);
+	cJSON_AddStringToObject(o, "browser_prestart",
+	    sbx_browser_prestart_state(w));
+	/* A clean wipe's evidence is collected once this answer is out
+	 * (kz-reset(8)): only then may the next lease's browser start. */
+	if (w->prestart_armed) {
+		w->prestart_armed = false;
+		w->prestart_due = true;
+	}
 	return o;
 }
 
@@ -385,6 +393,11 @@ op_wipe(struct sbx_worker *w, const cJSON *req)
 	uint64_t usage = UINT64_MAX;
 	unsigned bits = 0;
 
+	/* The lease's browser sessions and any pre-started bridge first:
+	 * none of them may outlive the lease. */
+	bool browsers = sbx_browser_wipe(w);
+
+	w->prestart_armed = w->prestart_due = false;
 	ev[EV_KILLED] = sbx_cg_kill_run(&w->cg) == 0;
 	if (sbx_worker_refresh(w, &ev[EV_GONE], &ev[EV_NS], why, sizeof(why)) !=
 	    0) {
@@ -400,11 +413,14 @@ op_wipe(struct sbx_worker *w, const cJSON *req)
 		ev[EV_MOUNTS] = bits & SBX_CHK_MOUNTS;
 		ev[EV_IPC] = (bits & SBX_CHK_SYSV) && (bits & SBX_CHK_MQUEUE);
 	}
-	ev[EV_CGROUP] = sbx_cg_only(&w->cg, getpid());
+	ev[EV_CGROUP] = browsers && sbx_cg_only(&w->cg, getpid());
+	w->prestart_armed = true;
 	for (int i = 0; i < EV_N; i++)
-		if (!ev[i])
+		if (!ev[i]) {
 			kz_log(KZ_LOG_ERROR, "sandbox.reset", KZ_ESTATE,
 			    "reset not proven clean", "item", ev_name[i], NULL);
+			w->prestart_armed = false;
+		}
 	return wipe_reply(w, req, ev, usage);
 }
 
@@ -514,6 +530,10 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol, bool *quit)
 		}
 		reply(fd, dispatch(w, req, &peer), c->io_timeout_ms);
 		cJSON_Delete(req);
+		if (w->prestart_due && !stopping) {
+			w->prestart_due = false;
+			sbx_browser_prestart(w);
+		}
 		if (w->broken) {
 			kz_log(KZ_LOG_ERROR, "sandbox.broken", KZ_EUNAVAIL,
 			    "the run init is gone; the worker stops", NULL);
@@ -562,6 +582,9 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	}
 	kz_log(KZ_LOG_INFO, "sandbox.ready", 0, "worker ready", "worker",
 	    w->c->id, NULL);
+	/* A new worker has had no tenant: its first lease's browser may
+	 * start now. */
+	sbx_browser_prestart(w);
 	if (kz_notify_ready("serving") != 0)
 		kz_log(KZ_LOG_WARN, "sandbox.notify", KZ_ESYS,
 		    "cannot tell the service manager it is ready", NULL);
