@@ -868,7 +868,7 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 	/* The pre-started bridge fits every session but one with WebRTC
 	 * (its filter and its interface are made before Chromium starts). */
 	if (!webrtc && pre_pid > 0) {
-		w->prestart_due = true;
+		w->prestart_at = kz_now_ms() + SBX_PRESTART_AFTER_MS;
 		if ((o = take_prestarted(req, g)) != NULL) {
 			bridges[slot] = pre_pid;
 			pre_pid = 0;

@@ -37,6 +37,7 @@
 #define SBX_MASK_MAX 32
 #define SBX_PBUF (PATH_MAX * 2)
 #define SBX_PASS_MAX 8
+#define SBX_PRESTART_AFTER_MS 2000
 #define SBX_RESET_NICE 10 /* the reset's priority (nice) */
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
@@ -322,9 +323,13 @@ struct sbx_worker {
 	int64_t leases; /* run namespaces made so far */
 	bool serve, broken;
 	/* SANDBOX_BROWSER_PRESTART: a clean wipe arms a pre-start, the
-	 * reset's health (its last item) makes it due, and the agent forks
-	 * it once that reply is written (browser.c). */
-	bool prestart_armed, prestart_due;
+	 * reset's health (its last item) makes it due at once, a session
+	 * that took the pre-started bridge makes a replacement due
+	 * SBX_PRESTART_AFTER_MS later (so that it does not start beside
+	 * the session's first page); the agent forks it between requests
+	 * at prestart_at (kz_now_ms; 0: none due). */
+	bool prestart_armed;
+	int64_t prestart_at;
 	bool gv_dir; /* made <state>/<id>.runsc */
 };
 struct sbx_req {
