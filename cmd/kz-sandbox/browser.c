@@ -22,6 +22,14 @@
  * one kz-protocol frame to the one peer that connects; when that peer or
  * Chromium goes, the whole session goes with its namespaces, and the
  * profile's tmpfs with them.
+ *
+ * With SANDBOX_BROWSER_PRESTART a served worker keeps one such bridge
+ * ready ahead of the op: Chromium already running on about:blank, and no
+ * relay and no socket until the op hands it a grant over a control
+ * socket.  It is forked once the worker is ready for a lease (serve.c:
+ * at start, and after the health answer that closes a clean reset's
+ * evidence), again a while after each op that took it, and every bridge,
+ * used or not, ends at the next wipe (sbx_browser_wipe).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -334,9 +342,14 @@ chromium_exec(const struct sbx_worker *w, const struct sock_fprog *prog, int in,
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	/* Chromium's own chatter names the pages it visits: not the
+	/* Every source above every target first: with few descriptors open
+	 * (a pre-started bridge keeps almost none) one may sit at 3 or 4.
+	 * Chromium's own chatter names the pages it visits: not the
 	 * worker's log. */
-	if (nul < 0 || dup2(in, BR_PIPE_IN) < 0 || dup2(out, BR_PIPE_OUT) < 0 ||
+	if (nul < 0 || (nul = fcntl(nul, F_DUPFD_CLOEXEC, 16)) < 0 ||
+	    (in = fcntl(in, F_DUPFD_CLOEXEC, 16)) < 0 ||
+	    (out = fcntl(out, F_DUPFD_CLOEXEC, 16)) < 0 ||
+	    dup2(in, BR_PIPE_IN) < 0 || dup2(out, BR_PIPE_OUT) < 0 ||
 	    dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
 	    (getenv("KZ_BROWSER_DEBUG") == NULL && dup2(nul, 2) < 0))
 		DIE("pipe");
@@ -659,6 +672,20 @@ out:
 	_exit(0);
 }
 
+/* Whether the pre-started bridge is still there; one that ended is
+ * reaped and forgotten (so that its pid is never signalled again). */
+static bool
+pre_alive(void)
+{
+	if (pre_pid > 0 && waitpid(pre_pid, NULL, WNOHANG) != 0) {
+		pre_pid = 0;
+		if (pre_ctl >= 0)
+			close(pre_ctl);
+		pre_ctl = -1;
+	}
+	return pre_pid > 0;
+}
+
 /* Ends a pre-started bridge the op could not use. */
 static void
 pre_drop(void)
@@ -688,8 +715,9 @@ take_prestarted(const cJSON *req, const char *g)
 	cJSON *o;
 	char b;
 
-	if (waitpid(pre_pid, NULL, WNOHANG) != 0 ||
-	    send(pre_ctl, g, len, MSG_NOSIGNAL) != (ssize_t)len ||
+	if (!pre_alive())
+		return NULL;
+	if (send(pre_ctl, g, len, MSG_NOSIGNAL) != (ssize_t)len ||
 	    poll(&p, 1, BR_ACCEPT_MS) != 1 || recv(pre_ctl, &b, 1, 0) != 1 ||
 	    b != 'r') {
 		kz_log(KZ_LOG_WARN, "sandbox.browser", KZ_EUNAVAIL,
@@ -716,7 +744,7 @@ sbx_browser_prestart(struct sbx_worker *w)
 	int sv[2];
 	pid_t pid;
 
-	if (!w->c->browser_prestart || !w->serve || pre_pid > 0 ||
+	if (!w->c->browser_prestart || !w->serve || pre_alive() ||
 	    access(w->c->browser_bin, X_OK) != 0 ||
 	    w->c->egress_sock[0] == '\0')
 		return;
@@ -730,8 +758,13 @@ sbx_browser_prestart(struct sbx_worker *w)
 		return;
 	}
 	if (pid == 0) {
-		close(sv[0]);
-		bridge_main(w, -1, pre_path, NULL, false, serial, sv[1]);
+		/* Forked between requests, with the connection of the peer
+		 * that asked for the last one still open: the bridge keeps
+		 * none of the agent's descriptors but its control socket. */
+		if (dup2(sv[1], 3) < 0)
+			_exit(126);
+		(void)close_range(4, ~0u, 0);
+		bridge_main(w, -1, pre_path, NULL, false, serial, 3);
 	}
 	close(sv[1]);
 	pre_ctl = sv[0];
@@ -745,8 +778,7 @@ sbx_browser_prestart_state(const struct sbx_worker *w)
 {
 	if (!w->c->browser_prestart)
 		return "off";
-	return pre_pid > 0 && waitpid(pre_pid, NULL, WNOHANG) == 0 ? "ready" :
-	                                                             "none";
+	return pre_alive() ? "ready" : "none";
 }
 
 /* Whether no browser-* cgroup is left under dir, after removing the
