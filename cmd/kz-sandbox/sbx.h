@@ -526,6 +526,15 @@ const char *sbx_browser_prestart_state(const struct sbx_worker *w);
 /* The wipe's part: ends every bridge (sessions and the pre-started
  * one); true when none of their cgroups is left in any hierarchy. */
 bool sbx_browser_wipe(struct sbx_worker *w);
+/* browser_stub.c, in a bridge: the session's cgroup leaf n under the
+ * worker's (joined; removed once empty), its loopback, and the stub
+ * (pid 1 of Chromium's pid namespace; never returns). */
+KZ_WUR int sbx_br_cg_join(const struct sbx_worker *w, unsigned long n,
+    char leaf[][SBX_CG_PATH]);
+void sbx_br_cg_remove(const struct sbx_worker *w, char leaf[][SBX_CG_PATH]);
+KZ_WUR int sbx_br_loopback_up(void);
+__attribute__((noreturn)) void sbx_br_stub(const struct sbx_worker *w,
+    bool webrtc, int mntns, int in, int out);
 
 /* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
 enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
