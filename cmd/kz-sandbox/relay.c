@@ -258,6 +258,12 @@ sbx_relay_start(int lfd, const char *egress, const char *grant)
 	if (pid != 0)
 		return pid;
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Nothing of its parent's but the listener: a browser's bridge
+	 * holds Chromium's pipe when it starts a pre-started session's
+	 * relay (browser.c). */
+	if (lfd > 3)
+		(void)close_range(3, (unsigned)lfd - 1, 0);
+	(void)close_range((unsigned)lfd + 1, ~0u, 0);
 	for (;;) {
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 

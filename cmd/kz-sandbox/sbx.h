@@ -37,6 +37,7 @@
 #define SBX_MASK_MAX 32
 #define SBX_PBUF (PATH_MAX * 2)
 #define SBX_PASS_MAX 8
+#define SBX_PRESTART_AFTER_MS 2000
 #define SBX_RESET_NICE 10 /* the reset's priority (nice) */
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
@@ -74,6 +75,7 @@ struct sbx_conf {
 	char browser_bin[PATH_MAX];
 	uint64_t browser_memory, browser_tmp;
 	int64_t browser_pids;
+	int64_t browser_prestart; /* 0 or 1 */
 };
 
 /* conf.c */
@@ -321,6 +323,14 @@ struct sbx_worker {
 	size_t ns_n, ns_cap;
 	int64_t leases; /* run namespaces made so far */
 	bool serve, broken;
+	/* SANDBOX_BROWSER_PRESTART: a clean wipe arms a pre-start, the
+	 * reset's health (its last item) makes it due at once, a session
+	 * that took the pre-started bridge makes a replacement due
+	 * SBX_PRESTART_AFTER_MS later (so that it does not start beside
+	 * the session's first page); the agent forks it between requests
+	 * at prestart_at (kz_now_ms; 0: none due). */
+	bool prestart_armed;
+	int64_t prestart_at;
 	bool gv_dir; /* made <state>/<id>.runsc */
 };
 struct sbx_req {
@@ -509,6 +519,23 @@ void sbx_rlimit_list(const struct sbx_conf *c, struct sbx_rlimit *l);
 /* browser.c: op browser, a Chromium session's bridge (kz-browser(8)). */
 extern const char *const sbx_browser_fields[];
 cJSON *sbx_op_browser(struct sbx_worker *w, const cJSON *req);
+/* Forks the pre-started bridge (SANDBOX_BROWSER_PRESTART) unless it is
+ * off, one is there already, or the worker cannot browse. */
+void sbx_browser_prestart(struct sbx_worker *w);
+/* "off", "none" (being replaced, or unavailable) or "ready". */
+const char *sbx_browser_prestart_state(const struct sbx_worker *w);
+/* The wipe's part: ends every bridge (sessions and the pre-started
+ * one); true when none of their cgroups is left in any hierarchy. */
+bool sbx_browser_wipe(struct sbx_worker *w);
+/* browser_stub.c, in a bridge: the session's cgroup leaf n under the
+ * worker's (joined; removed once empty), its loopback, and the stub
+ * (pid 1 of Chromium's pid namespace; never returns). */
+KZ_WUR int sbx_br_cg_join(const struct sbx_worker *w, unsigned long n,
+    char leaf[][SBX_CG_PATH]);
+void sbx_br_cg_remove(const struct sbx_worker *w, char leaf[][SBX_CG_PATH]);
+KZ_WUR int sbx_br_loopback_up(void);
+__attribute__((noreturn)) void sbx_br_stub(const struct sbx_worker *w,
+    bool webrtc, int mntns, int in, int out);
 
 /* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
 enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);

@@ -16,6 +16,7 @@
 #include <sodium.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_notify.h"
@@ -303,6 +304,14 @@ op_health(struct sbx_worker *w, const cJSON *req)
 	cJSON_AddStringToObject(o, "cgroup",
 	    sbx_cg_relpath(w->c, cg, sizeof(cg)));
 	cJSON_AddBoolToObject(o, "userns", w->c->userns != 0);
+	cJSON_AddStringToObject(o, "browser_prestart",
+	    sbx_browser_prestart_state(w));
+	/* A clean wipe's evidence is collected once this answer is out
+	 * (kz-reset(8)): only then may the next lease's browser start. */
+	if (w->prestart_armed) {
+		w->prestart_armed = false;
+		w->prestart_at = kz_now_ms();
+	}
 	return o;
 }
 
@@ -385,6 +394,12 @@ op_wipe(struct sbx_worker *w, const cJSON *req)
 	uint64_t usage = UINT64_MAX;
 	unsigned bits = 0;
 
+	/* The lease's browser sessions and any pre-started bridge first:
+	 * none of them may outlive the lease. */
+	bool browsers = sbx_browser_wipe(w);
+
+	w->prestart_armed = false;
+	w->prestart_at = 0;
 	ev[EV_KILLED] = sbx_cg_kill_run(&w->cg) == 0;
 	if (sbx_worker_refresh(w, &ev[EV_GONE], &ev[EV_NS], why, sizeof(why)) !=
 	    0) {
@@ -400,11 +415,14 @@ op_wipe(struct sbx_worker *w, const cJSON *req)
 		ev[EV_MOUNTS] = bits & SBX_CHK_MOUNTS;
 		ev[EV_IPC] = (bits & SBX_CHK_SYSV) && (bits & SBX_CHK_MQUEUE);
 	}
-	ev[EV_CGROUP] = sbx_cg_only(&w->cg, getpid());
+	ev[EV_CGROUP] = browsers && sbx_cg_only(&w->cg, getpid());
+	w->prestart_armed = true;
 	for (int i = 0; i < EV_N; i++)
-		if (!ev[i])
+		if (!ev[i]) {
 			kz_log(KZ_LOG_ERROR, "sandbox.reset", KZ_ESTATE,
 			    "reset not proven clean", "item", ev_name[i], NULL);
+			w->prestart_armed = false;
+		}
 	return wipe_reply(w, req, ev, usage);
 }
 
@@ -470,6 +488,32 @@ reply(int fd, cJSON *o, int64_t to)
 	cJSON_Delete(o);
 }
 
+/* How long to wait for a peer: at most max (< 0: forever) and no later
+ * than a due pre-start. */
+static int
+wait_ms(const struct sbx_worker *w, int max)
+{
+	int64_t left;
+
+	if (w->prestart_at == 0)
+		return max;
+	left = w->prestart_at - kz_now_ms();
+	if (left < 0)
+		left = 0;
+	return max >= 0 && left > max ? max : (int)left;
+}
+
+/* Forks the pre-started bridge when one is due; true if it was. */
+static bool
+prestart_if_due(struct sbx_worker *w)
+{
+	if (w->prestart_at == 0 || kz_now_ms() < w->prestart_at || stopping)
+		return false;
+	w->prestart_at = 0;
+	sbx_browser_prestart(w);
+	return true;
+}
+
 /* Serves one connection until it closes, idles out or asks to quit. */
 static void
 conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol, bool *quit)
@@ -494,7 +538,11 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol, bool *quit)
 		cJSON *req = NULL;
 		int r;
 
-		if (poll(&p, 1, IDLE_MS) != 1)
+		int n = poll(&p, 1, wait_ms(w, IDLE_MS));
+
+		if (n == 0 && prestart_if_due(w))
+			continue;
+		if (n != 1)
 			return;
 		r = kz_frame_read(fd, c->frame_max, (int)c->io_timeout_ms, &req,
 		    why, sizeof(why));
@@ -514,6 +562,7 @@ conn(struct sbx_worker *w, int fd, const struct kz_peer_policy *pol, bool *quit)
 		}
 		reply(fd, dispatch(w, req, &peer), c->io_timeout_ms);
 		cJSON_Delete(req);
+		prestart_if_due(w);
 		if (w->broken) {
 			kz_log(KZ_LOG_ERROR, "sandbox.broken", KZ_EUNAVAIL,
 			    "the run init is gone; the worker stops", NULL);
@@ -562,6 +611,9 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	}
 	kz_log(KZ_LOG_INFO, "sandbox.ready", 0, "worker ready", "worker",
 	    w->c->id, NULL);
+	/* A new worker has had no tenant: its first lease's browser may
+	 * start now. */
+	sbx_browser_prestart(w);
 	if (kz_notify_ready("serving") != 0)
 		kz_log(KZ_LOG_WARN, "sandbox.notify", KZ_ESYS,
 		    "cannot tell the service manager it is ready", NULL);
@@ -569,8 +621,10 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 		struct pollfd p = {.fd = lfd, .events = POLLIN};
 		int fd;
 
-		if (poll(&p, 1, -1) != 1)
+		if (poll(&p, 1, wait_ms(w, -1)) != 1) {
+			(void)prestart_if_due(w);
 			continue;
+		}
 		if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
 			continue;
 		(void)!kz_fd_nonblock(fd, false);

@@ -83,8 +83,8 @@ br_chromium() { # the browser process: the one holding --remote-debugging-pipe
 	local l p
 	for l in $(br_leaves); do
 		for p in $(cat "$l/cgroup.procs" 2>/dev/null); do
-			tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '--remote-debugging-pipe' &&
-				! tr '\0' ' ' <"/proc/$p/cmdline" | grep -q -- '--type=' && echo "$p"
+			tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q -- '--remote-debugging-pipe' &&
+				! tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q -- '--type=' && echo "$p"
 		done
 	done | sort -u
 }

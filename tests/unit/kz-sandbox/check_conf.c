@@ -20,6 +20,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c.timeout_s, 60);
 	ck_assert_str_eq(c.egress_sock, "");
 	ck_assert_int_eq(c.userns, 0);
+	ck_assert_int_eq(c.browser_prestart, 0);
 	ck_assert_int_eq(c.userns_uid, 2100000000);
 	ck_assert_int_eq(c.sigpending, 256);
 	ck_assert_uint_eq(c.msgqueue, 800u << 10);
@@ -50,6 +51,9 @@ static const struct {
     {"userns", "on", 0},
     {"userns", "off", 0},
     {"userns", "maybe", KZ_EINVAL},
+    {"browser-prestart", "yes", 0},
+    {"browser-prestart", "no", 0},
+    {"browser-prestart", "soon", KZ_EINVAL},
     {"userns-host-uid", "0", KZ_ERANGE},
     {"userns-host-uid", "100000", 0},
     {"userns-host-gid", "0", KZ_ERANGE},
