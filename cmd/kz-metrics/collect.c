@@ -15,11 +15,11 @@
 #include "banned.h"
 
 const char *const mx_daemons[] = {"kz-audit", "kz-lease", "kz-project",
-    "kz-egress", NULL};
+    "kz-egress", "kz-pkgrun", "kz-browser", NULL};
 
 struct col {
 	const char *daemon; /* NULL: every daemon, labelled daemon=... */
-	const char *key; /* a top-level field of the reply */
+	const char *key; /* a field of the reply; "a.b": b of object a */
 	const char *metric;
 	enum mx_type type;
 	const char *label; /* NULL, or the label's name */
@@ -116,6 +116,44 @@ static const struct col cols[] = {
         NULL, "Requests refused, by reason."},
     {"kz-egress", "bad_requests", "kz_egress_bad_requests_total", C, NULL, NULL,
         "Malformed requests answered 400."},
+
+    {"kz-pkgrun", "inflight", "kz_pkgrun_inflight", G, NULL, NULL,
+        "Invocations being served."},
+    {"kz-pkgrun", "answered_ok", "kz_pkgrun_invocations_ok_total", C, NULL,
+        NULL, "Invocations answered ok."},
+    {"kz-pkgrun", "answered_refused", "kz_pkgrun_invocations_refused_total", C,
+        NULL, NULL, "Invocations refused or failed."},
+    {"kz-pkgrun", "warm.target", "kz_pkgrun_warm_target", G, NULL, NULL,
+        "Warm single-use workers the daemon keeps (PKGRUN_WARM)."},
+    {"kz-pkgrun", "warm.ready", "kz_pkgrun_warm_workers", G, "state", "ready",
+        "Warm workers, by state."},
+    {"kz-pkgrun", "warm.starting", "kz_pkgrun_warm_workers", G, "state",
+        "starting", "Warm workers, by state."},
+    {"kz-pkgrun", "warm.in_use", "kz_pkgrun_warm_workers", G, "state", "in_use",
+        "Warm workers, by state."},
+    {"kz-pkgrun", "warm.stopping", "kz_pkgrun_warm_workers", G, "state",
+        "stopping", "Warm workers, by state."},
+    {"kz-pkgrun", "warm.served", "kz_pkgrun_warm_served_total", C, NULL, NULL,
+        "Invocations served by a warm worker."},
+    {"kz-pkgrun", "warm.start_failed", "kz_pkgrun_warm_start_failures_total", C,
+        NULL, NULL, "Warm workers that did not start."},
+    {"kz-pkgrun", "one_shot", "kz_pkgrun_one_shot_total", C, NULL, NULL,
+        "Invocations run on a one-shot sandbox."},
+    {"kz-pkgrun", "fallbacks", "kz_pkgrun_fallbacks_total", C, NULL, NULL,
+        "Invocations that fell back to a one-shot: no warm worker fit."},
+
+    {"kz-browser", "enabled", "kz_browser_enabled", G, NULL, NULL,
+        "1 when browser sessions are on for the deployment."},
+    {"kz-browser", "sessions", "kz_browser_sessions", G, NULL, NULL,
+        "Sessions open."},
+    {"kz-browser", "opened", "kz_browser_sessions_total", C, "outcome",
+        "opened", "Sessions, by how they began or ended."},
+    {"kz-browser", "closed", "kz_browser_sessions_total", C, "outcome",
+        "closed", "Sessions, by how they began or ended."},
+    {"kz-browser", "reaped", "kz_browser_sessions_total", C, "outcome",
+        "reaped", "Sessions, by how they began or ended."},
+    {"kz-browser", "failed", "kz_browser_sessions_total", C, "outcome",
+        "failed", "Sessions, by how they began or ended."},
 };
 #undef C
 #undef G
@@ -151,10 +189,23 @@ sample(struct mx *m, const struct col *c, const char *daemon, const char *lval,
 
 static const cJSON one_true = {.type = cJSON_True};
 
+/* The field key names in st: "a.b" is member b of object a. */
+static const cJSON *
+field(const cJSON *st, const char *key)
+{
+	const char *dot = strchr(key, '.');
+	char top[64];
+
+	if (dot == NULL)
+		return kz_json_get(st, key);
+	snprintf(top, sizeof(top), "%.*s", (int)(dot - key), key);
+	return kz_json_get(kz_json_get(st, top), dot + 1);
+}
+
 static int
 one(struct mx *m, const struct col *c, const char *daemon, const cJSON *st)
 {
-	const cJSON *v = kz_json_get(st, c->key), *x;
+	const cJSON *v = field(st, c->key), *x;
 	int r;
 
 	if (c->label == NULL || c->lval != NULL)

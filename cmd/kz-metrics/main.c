@@ -20,7 +20,7 @@
 #include "metrics.h"
 #include "banned.h"
 
-#define NDAEMONS 4
+#define NDAEMONS 6
 
 static void
 usage(FILE *f)
@@ -36,22 +36,27 @@ usage(FILE *f)
 	    "                         /run/kaizen)\n"
 	    "  --socket DAEMON=PATH   one daemon's socket (kz-audit, kz-lease, "
 	    "kz-project,\n"
-	    "                         kz-egress: its status socket)\n"
+	    "                         kz-pkgrun, kz-browser, kz-egress: its "
+	    "status socket)\n"
 	    "  -t, --timeout SECONDS  per daemon (default 2)\n"
 	    "  -o, --output FILE      write FILE.tmp, then rename it to FILE\n"
 	    "Exit: 0 written (a daemon down is kz_up 0), 2 usage, 4 internal "
 	    "or the\noutput cannot be written.\n");
 }
 
-/* The environment variable that names a daemon's socket. */
+/* The environment variable that names a daemon's socket, where its
+ * clients have one (kz-pkgrun's and kz-browser's are their own KZ_SOCKET:
+ * --socket or the run dir). */
 static const char *const sock_env[NDAEMONS] = {"KZ_AUDIT_SOCKET",
-    "KZ_LEASE_SOCKET", "KZ_PROJECT_SOCKET", "KZ_EGRESS_STATUS_SOCKET"};
+    "KZ_LEASE_SOCKET", "KZ_PROJECT_SOCKET", "KZ_EGRESS_STATUS_SOCKET", NULL,
+    NULL};
 /* Each found by the one rule of kaizen.conf(5), DEFAULTS: in the daemon's
  * own directory of the run dir when it has one. */
 static const char *const sock_dir[NDAEMONS] = {"kz-audit", "kz-lease",
-    "kz-project", "kz-egress"};
+    "kz-project", "kz-egress", "kz-pkgrun", "kz-browser"};
 static const char *const sock_file[NDAEMONS] = {"kz-audit.sock",
-    "kz-lease.sock", "kz-project.sock", "kz-egress-status.sock"};
+    "kz-lease.sock", "kz-project.sock", "kz-egress-status.sock",
+    "kz-pkgrun.sock", "kz-browser.sock"};
 
 struct opts {
 	const char *run, *out, *sock[NDAEMONS];
@@ -123,7 +128,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 static int
 sock_path(const struct opts *o, int i, char *out, size_t cap)
 {
-	const char *e = getenv(sock_env[i]);
+	const char *e = sock_env[i] != NULL ? getenv(sock_env[i]) : NULL;
 	int n;
 
 	if (o->sock[i] != NULL)

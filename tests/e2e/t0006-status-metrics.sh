@@ -1,6 +1,6 @@
 #!/bin/bash
-# Every daemon answers status (kz-audit, kz-lease, kz-project, a kz-sandbox
-# worker and kz-egress's status socket); kz-msg tells a socket that does
+# Every daemon answers status (kz-audit, kz-lease, kz-project, kz-pkgrun,
+# kz-browser, a kz-sandbox worker and kz-egress's status socket); kz-msg tells a socket that does
 # not speak kz frames (the egress proxy's, the store's) within about a
 # second; kz-metrics prints Prometheus text that a strict reading of
 # prometheus_client's parser accepts, and its counters move with a run,
@@ -12,13 +12,22 @@ PY=/usr/bin/python3
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	echo "1..0 # SKIP python3-prometheus-client is not installed (make deps)"; exit 0
 fi
-plan 32
+plan 38
+# The runner's parent cgroup (the runner makes it; its sandboxes' are
+# below), once they are gone.
+on_exit "for c in /sys/fs/cgroup/kz-pkgrun /sys/fs/cgroup/*/kz-pkgrun; do rmdir \$c 2>/dev/null; done"
 start_stack 1
 t "a real worker becomes warm" wait_for warm 1
 
 export KZ_PROJECT_SOCKET=$T/kz-project.sock KZ_PROJECT_BLOB_DIR=$T/blobs
 bg kz-project serve --socket "$KZ_PROJECT_SOCKET" 2>"$T/project.log"
 wait_sock "$KZ_PROJECT_SOCKET"
+# kz-pkgrun with one warm worker, kz-browser with sessions off (its
+# default): both at their run-dir sockets.
+PKGRUN_WARM=1 PKGRUN_CACHE=$T/pkgcache PKGRUN_STATE_DIR=$T/pkgstate \
+	bg kz-pkgrun serve --socket "$T/kz-pkgrun.sock" 2>"$T/pkgrun.log"
+bg kz-browser serve --socket "$T/kz-browser.sock" 2>"$T/browser.log"
+wait_sock "$T/kz-pkgrun.sock" && wait_sock "$T/kz-browser.sock"
 
 # kz-egress: the proxy on a Unix socket, status on a socket of its own;
 # one origin in a network namespace of this test.
@@ -42,7 +51,7 @@ wait_sock "$T/kz-egress-status.sock" 10 || { echo "Bail out! kz-egress did not s
 G=$(kz-egress grant --field-key "$KZ_FIELD_KEY_FILE" --run metrics-$$)
 
 # status on every daemon socket
-for s in kz-audit kz-lease kz-project kz-egress-status; do
+for s in kz-audit kz-lease kz-project kz-pkgrun kz-browser kz-egress-status; do
 	t "$s answers status" kz-msg "$T/$s.sock" '{"op":"status"}'
 done
 W=$(ls "$T"/workers/*/sock | head -1)
@@ -94,9 +103,11 @@ export KZ_EGRESS_STATUS_SOCKET=$T/kz-egress-status.sock
 t "kz-metrics writes its output atomically" kz-metrics --run-dir "$T" -o "$T/m1.prom"
 t "the text parses strictly with prometheus_client" sh -c "$PY '$T/parse.py' '$T/m1.prom' >'$T/m1'"
 m() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
-for d in kz-audit kz-lease kz-project kz-egress; do
+for d in kz-audit kz-lease kz-project kz-egress kz-pkgrun kz-browser; do
 	is "$(m "$T/m1" "kz_up{daemon=$d}")" 1.0 "kz_up is 1 for $d"
 done
+is "$(m "$T/m1" 'kz_pkgrun_warm_target{}')" 1.0 "kz-pkgrun's warm target"
+is "$(m "$T/m1" 'kz_browser_enabled{}')" 0.0 "browser sessions off"
 is "$(m "$T/m1" 'kz_lease_workers{state=warm}')" 1.0 "the pool's warm workers"
 
 # Move the counters: a run, an egress refusal, an egress pass.

@@ -9,6 +9,9 @@
 # worker process, cgroup or directory is left.
 . "$(dirname "$0")/lib.sh"
 plan 28
+# The runner's parent cgroup (the runner makes it; its sandboxes' are
+# below), once they are gone.
+on_exit "for c in /sys/fs/cgroup/kz-pkgrun /sys/fs/cgroup/*/kz-pkgrun; do rmdir \$c 2>/dev/null; done"
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 S=$T/kz-pkgrun.sock
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)

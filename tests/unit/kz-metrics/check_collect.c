@@ -47,6 +47,25 @@ static const struct {
         {"kz_project_store_connected 1",
             "kz_project_refusals_total{code=\"not_owner\"} 5"},
         NULL},
+    /* Nested fields: "warm.ready" is ready of the object warm. */
+    {"kz-pkgrun",
+        "{\"inflight\":1,\"answered_ok\":9,\"one_shot\":2,"
+        "\"warm\":{\"target\":2,\"ready\":1,\"in_use\":1,"
+        "\"served\":7}}",
+        {"kz_pkgrun_inflight 1", "kz_pkgrun_invocations_ok_total 9",
+            "kz_pkgrun_warm_workers{state=\"ready\"} 1",
+            "kz_pkgrun_warm_workers{state=\"in_use\"} 1",
+            "kz_pkgrun_warm_served_total 7", "kz_pkgrun_one_shot_total 2"},
+        NULL},
+    /* No warm object (PKGRUN_WARM=0 of an older daemon): no warm sample. */
+    {"kz-pkgrun", "{\"inflight\":0,\"warm\":3}", {"kz_pkgrun_inflight 0"},
+        "kz_pkgrun_warm_workers"},
+    {"kz-browser",
+        "{\"enabled\":true,\"sessions\":2,\"opened\":5,\"reaped\":1}",
+        {"kz_browser_enabled 1", "kz_browser_sessions 2",
+            "kz_browser_sessions_total{outcome=\"opened\"} 5",
+            "kz_browser_sessions_total{outcome=\"reaped\"} 1"},
+        NULL},
     /* A counter gone negative is left out, the rest kept. */
     {"kz-egress", "{\"allowed\":-1,\"bad_requests\":2}",
         {"kz_egress_bad_requests_total 2"}, "kz_egress_allowed_total"},
