@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pkgrun.h"
+#include "conf_fixture.h"
 
 static struct pr_conf c;
 static const char *env[] = {"KZ_PKG_TOOL=echo", "HOME=/workspace", NULL};
@@ -17,22 +17,7 @@ static const char *argv_[] = {"/projection/pkg/bin/x", "a b", NULL};
 static void
 setup(void)
 {
-	memset(&c, 0, sizeof(c));
-	snprintf(c.sandbox_bin, sizeof(c.sandbox_bin), "/opt/kz-sandbox");
-	snprintf(c.state_dir, sizeof(c.state_dir), "/run/kz-pkgrun");
-	c.uid = 7, c.gid = 8, c.uid_count = 16, c.pids = 64;
-	c.cpu_milli = 500, c.timeout_s = 30, c.memory = 1 << 28;
-	c.result_max = 65536;
-}
-
-/* The value after option opt in a, or NULL. */
-static const char *
-val(const char **a, const char *opt)
-{
-	for (int i = 0; a[i] != NULL && strcmp(a[i], "--") != 0; i++)
-		if (strcmp(a[i], opt) == 0)
-			return a[i + 1];
-	return NULL;
+	conf_fixture(&c, 65536);
 }
 
 static int
@@ -55,17 +40,17 @@ START_TEST(test_argv)
 	ck_assert_int_eq(pr_exec_argv(&c, &x, a, 160), 0);
 	ck_assert_str_eq(a[0], "/opt/kz-sandbox");
 	ck_assert_str_eq(a[1], "run");
-	ck_assert_str_eq(val(a, "--uid"), "2100200000");
-	ck_assert_str_eq(val(a, "--gid"), "2100200001");
-	ck_assert_str_eq(val(a, "--pids"), "64");
-	ck_assert_str_eq(val(a, "--memory"), "268435456");
-	ck_assert_str_eq(val(a, "--cgroup-parent"), "kz-pkgrun");
-	ck_assert_str_eq(val(a, "--id"), "pkgrun-1");
-	ck_assert_str_eq(val(a, "--projection"), "/run/kz-pkgrun/inv-1");
-	ck_assert_str_eq(val(a, "--pass-fd"), "3");
-	ck_assert_ptr_null(val(a, "--config"));
-	ck_assert_ptr_null(val(a, "--egress-socket"));
-	ck_assert_ptr_null(val(a, "--grant-file"));
+	ck_assert_str_eq(argv_val(a, "--uid"), "2100200000");
+	ck_assert_str_eq(argv_val(a, "--gid"), "2100200001");
+	ck_assert_str_eq(argv_val(a, "--pids"), "64");
+	ck_assert_str_eq(argv_val(a, "--memory"), "268435456");
+	ck_assert_str_eq(argv_val(a, "--cgroup-parent"), "kz-pkgrun");
+	ck_assert_str_eq(argv_val(a, "--id"), "pkgrun-1");
+	ck_assert_str_eq(argv_val(a, "--projection"), "/run/kz-pkgrun/inv-1");
+	ck_assert_str_eq(argv_val(a, "--pass-fd"), "3");
+	ck_assert_ptr_null(argv_val(a, "--config"));
+	ck_assert_ptr_null(argv_val(a, "--egress-socket"));
+	ck_assert_ptr_null(argv_val(a, "--grant-file"));
 	ck_assert_int_eq(count(a, "--env"), 2);
 	/* The tool's argv follows the step, unchanged. */
 	for (i = 0; a[i] != NULL && strcmp(a[i], "kz-pkgrun-step") != 0; i++)
@@ -83,15 +68,15 @@ START_TEST(test_egress)
 
 	/* A grant without a socket: still no network. */
 	ck_assert_int_eq(pr_exec_argv(&c, &x, a, 160), 0);
-	ck_assert_ptr_null(val(a, "--egress-socket"));
+	ck_assert_ptr_null(argv_val(a, "--egress-socket"));
 	snprintf(c.egress_sock, sizeof(c.egress_sock), "/run/egress.sock");
 	ck_assert_int_eq(pr_exec_argv(&c, &x, a, 160), 0);
-	ck_assert_str_eq(val(a, "--egress-socket"), "/run/egress.sock");
-	ck_assert_str_eq(val(a, "--grant-file"), "/s.grant");
+	ck_assert_str_eq(argv_val(a, "--egress-socket"), "/run/egress.sock");
+	ck_assert_str_eq(argv_val(a, "--grant-file"), "/s.grant");
 	/* A socket without a grant: no network either. */
 	x.grant_file = NULL;
 	ck_assert_int_eq(pr_exec_argv(&c, &x, a, 160), 0);
-	ck_assert_ptr_null(val(a, "--egress-socket"));
+	ck_assert_ptr_null(argv_val(a, "--egress-socket"));
 }
 END_TEST
 

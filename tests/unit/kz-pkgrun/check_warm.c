@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "kz_json.h"
-#include "pkgrun.h"
+#include "conf_fixture.h"
 
 static struct pr_conf c;
 static const char *env[] = {"KZ_PKG_TOOL=echo", NULL};
@@ -19,21 +19,7 @@ static const char *argv_[] = {"/projection/pkg/bin/x", NULL};
 static void
 setup(void)
 {
-	memset(&c, 0, sizeof(c));
-	snprintf(c.sandbox_bin, sizeof(c.sandbox_bin), "/opt/kz-sandbox");
-	snprintf(c.state_dir, sizeof(c.state_dir), "/run/kz-pkgrun");
-	c.uid = 7, c.gid = 8, c.uid_count = 16, c.pids = 64;
-	c.cpu_milli = 500, c.timeout_s = 30, c.memory = 1 << 28;
-	c.result_max = 1024;
-}
-
-static const char *
-val(const char **a, const char *opt)
-{
-	for (int i = 0; a[i] != NULL && strcmp(a[i], "--") != 0; i++)
-		if (strcmp(a[i], opt) == 0)
-			return a[i + 1];
-	return NULL;
+	conf_fixture(&c, 1024);
 }
 
 START_TEST(test_serve_argv)
@@ -48,23 +34,23 @@ START_TEST(test_serve_argv)
 
 	ck_assert_int_eq(pr_exec_argv(&c, &x, r, 160), 0);
 	for (int i = 0; same[i] != NULL; i++)
-		snprintf(one[i], sizeof(one[i]), "%s", val(r, same[i]));
+		snprintf(one[i], sizeof(one[i]), "%s", argv_val(r, same[i]));
 	ck_assert_int_eq(pr_serve_argv(&c, &x, "/s/sock", "/s/pid", s, 160), 0);
 	ck_assert_str_eq(s[1], "serve");
 	for (int i = 0; same[i] != NULL; i++)
-		ck_assert_str_eq(val(s, same[i]), one[i]);
-	ck_assert_str_eq(val(s, "--socket"), "/s/sock");
-	ck_assert_str_eq(val(s, "--pid-file"), "/s/pid");
+		ck_assert_str_eq(argv_val(s, same[i]), one[i]);
+	ck_assert_str_eq(argv_val(s, "--socket"), "/s/sock");
+	ck_assert_str_eq(argv_val(s, "--pid-file"), "/s/pid");
 	/* The tool's argv, env and grant come with the run op. */
-	ck_assert_ptr_null(val(s, "--pass-fd"));
-	ck_assert_ptr_null(val(s, "--env"));
-	ck_assert_ptr_null(val(s, "--grant-file"));
-	ck_assert_ptr_null(val(s, "--egress-socket"));
+	ck_assert_ptr_null(argv_val(s, "--pass-fd"));
+	ck_assert_ptr_null(argv_val(s, "--env"));
+	ck_assert_ptr_null(argv_val(s, "--grant-file"));
+	ck_assert_ptr_null(argv_val(s, "--egress-socket"));
 	for (int i = 0; s[i] != NULL; i++)
 		ck_assert_str_ne(s[i], "--");
 	snprintf(c.egress_sock, sizeof(c.egress_sock), "/run/egress.sock");
 	ck_assert_int_eq(pr_serve_argv(&c, &x, "/s/sock", "/s/pid", s, 160), 0);
-	ck_assert_str_eq(val(s, "--egress-socket"), "/run/egress.sock");
+	ck_assert_str_eq(argv_val(s, "--egress-socket"), "/run/egress.sock");
 	ck_assert_int_eq(pr_serve_argv(&c, &x, "/s/sock", "/s/pid", s, 12),
 	    KZ_ETOOBIG);
 }
