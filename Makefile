@@ -25,6 +25,9 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 kz-egress_LIBS := $(shell pkg-config --libs nettle 2>/dev/null)
 # kz-pkgbroker's https upstreams: libevent's bufferevent_openssl and OpenSSL.
 kz-pkgbroker_LIBS := $(shell pkg-config --libs libevent_openssl openssl 2>/dev/null)
+# kz-sandbox's interface for WebRTC sessions (netif.c): libmnl's netlink
+# messages (a small library: every sandbox start loads it).
+kz-sandbox_LIBS := $(shell pkg-config --libs libmnl 2>/dev/null)
 
 WARN     = -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter
 HARDEN   = -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
@@ -39,7 +42,7 @@ B       ?= build
 STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server valkey-tools || echo redis-server redis-tools)
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
-	nettle-dev libssl-dev check
+	nettle-dev libssl-dev libmnl-dev check
 DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
 	util-linux libcap2-bin tar python3-prometheus-client runsc python3-yaml \
 	python3-pip python3-setuptools python3-wheel chromium fonts-dejavu-core \

@@ -12,14 +12,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include <linux/if_link.h>
-#include <linux/rtnetlink.h>
-#include <linux/veth.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <libmnl/libmnl.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
 
 #include "sbx.h"
 #include "banned.h"
@@ -28,73 +29,46 @@
 #define IF_B "kzrtc1"
 #define IF_ADDR "192.0.2.1"
 
-struct nlreq {
-	struct nlmsghdr n;
-	struct ifinfomsg i;
-	char buf[256];
-};
-
-static struct rtattr *
-put(struct nlreq *r, int type, const void *d, size_t len)
-{
-	struct rtattr *a = (struct rtattr *)((char *)&r->n +
-	    NLMSG_ALIGN(r->n.nlmsg_len));
-
-	a->rta_type = (unsigned short)type;
-	a->rta_len = (unsigned short)RTA_LENGTH(len);
-	if (len > 0)
-		memcpy(RTA_DATA(a), d, len);
-	r->n.nlmsg_len = NLMSG_ALIGN(r->n.nlmsg_len) + RTA_ALIGN(a->rta_len);
-	return a;
-}
-
-static void
-end(struct nlreq *r, struct rtattr *a)
-{
-	a->rta_len = (unsigned short)((char *)&r->n + r->n.nlmsg_len -
-	    (char *)a);
-}
-
-/* RTM_NEWLINK for the veth pair; 0 once the kernel acknowledged it. */
+/* RTM_NEWLINK for the veth pair, both ends here (libmnl builds the
+ * message); 0 once the kernel acknowledged it, else -1 with errno. */
 static int
 make_pair(void)
 {
-	struct nlreq r;
-	struct rtattr *info, *data, *peer;
-	struct ifinfomsg pi;
-	char ack[512];
-	struct nlmsghdr *h = (struct nlmsghdr *)ack;
-	int fd, e = -1;
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *i, *pi;
+	struct nlattr *info, *data, *peer;
+	struct mnl_socket *nl;
+	unsigned int seq = 1;
+	int e = -1;
 	ssize_t n;
 
-	memset(&r, 0, sizeof(r));
-	memset(&pi, 0, sizeof(pi));
-	r.n.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
-	r.n.nlmsg_type = RTM_NEWLINK;
-	r.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
-	r.i.ifi_family = AF_UNSPEC;
-	put(&r, IFLA_IFNAME, IF_A, sizeof(IF_A));
-	info = put(&r, IFLA_LINKINFO, NULL, 0);
-	put(&r, IFLA_INFO_KIND, "veth", 4);
-	data = put(&r, IFLA_INFO_DATA, NULL, 0);
-	peer = put(&r, VETH_INFO_PEER, &pi, sizeof(pi));
-	put(&r, IFLA_IFNAME, IF_B, sizeof(IF_B));
-	end(&r, peer);
-	end(&r, data);
-	end(&r, info);
-	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) <
-	    0)
+	h->nlmsg_type = RTM_NEWLINK;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+	h->nlmsg_seq = seq;
+	i = mnl_nlmsg_put_extra_header(h, sizeof(*i));
+	i->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(h, IFLA_IFNAME, IF_A);
+	info = mnl_attr_nest_start(h, IFLA_LINKINFO);
+	mnl_attr_put_strz(h, IFLA_INFO_KIND, "veth");
+	data = mnl_attr_nest_start(h, IFLA_INFO_DATA);
+	peer = mnl_attr_nest_start(h, VETH_INFO_PEER);
+	pi = mnl_nlmsg_put_extra_header(h, sizeof(*pi));
+	pi->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(h, IFLA_IFNAME, IF_B);
+	mnl_attr_nest_end(h, peer);
+	mnl_attr_nest_end(h, data);
+	mnl_attr_nest_end(h, info);
+	if ((nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC)) == NULL)
 		return -1;
-	if (send(fd, &r, r.n.nlmsg_len, 0) == (ssize_t)r.n.nlmsg_len &&
-	    (n = recv(fd, ack, sizeof(ack), 0)) >=
-	        (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) &&
-	    h->nlmsg_type == NLMSG_ERROR) {
-		struct nlmsgerr *ne = NLMSG_DATA(h);
-
-		e = ne->error == 0 ? 0 : -1;
-		errno = -ne->error;
-	}
-	close(fd);
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0 &&
+	    mnl_socket_sendto(nl, h, h->nlmsg_len) == (ssize_t)h->nlmsg_len &&
+	    (n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0)
+		e = mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl),
+		        NULL, NULL) < 0 ?
+		    -1 :
+		    0;
+	mnl_socket_close(nl);
 	return e;
 }
 
