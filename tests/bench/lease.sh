@@ -47,6 +47,7 @@ cleanup() {
 	for f in "$T"/*/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
 	wait 2>/dev/null
 	sleep 0.5
+	[ -n "${BG:-}" ] && [ -d "$BG" ] && { xargs -r kill -9 <"$BG/cgroup.procs"; sleep 0.2; rmdir "$BG"; } 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -249,12 +250,19 @@ for f in "$C"/workers/*/pid; do
 done
 BG=/sys/fs/cgroup/memory/kz-bench-bwrap-$$
 mkdir -p "$BG"
-bash -c 'echo $$ >"$1/cgroup.procs"; exec bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev sleep 600' bw "$BG" &
+bash -c 'echo $$ >"$1/cgroup.procs"; exec bwrap --die-with-parent --unshare-all --ro-bind / / --proc /proc --dev /dev sleep 600' bw "$BG" &
 BWP=$!; PIDS="$PIDS $BWP"
 sleep 1
 bp=0; for p in $(cat "$BG/cgroup.procs"); do bp=$((bp + $(pss "$p"))); done
 bk=$(kmem "$BG")
-kill "$BWP" 2>/dev/null; wait "$BWP" 2>/dev/null || true; sleep 0.2; rmdir "$BG" 2>/dev/null || true
+kill "$BWP" 2>/dev/null; wait "$BWP" 2>/dev/null || true
+# bwrap's child is in a pid namespace of its own: whatever is left in the
+# cgroup goes before it is removed.
+for _ in $(seq 20); do
+	[ -s "$BG/cgroup.procs" ] || break
+	xargs -r kill -9 <"$BG/cgroup.procs" 2>/dev/null; sleep 0.1
+done
+rmdir "$BG" 2>/dev/null || true
 
 printf '(a) store EVALSHA, 32 clients           %10.0f calls/s\n' "$a"
 printf '(b) kz-lease lease+release, 32 clients  %10.0f cycles/s (pool %s), each a lease of a worker reset and proven clean\n' "$b" "${POOL:-32}"
