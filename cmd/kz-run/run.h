@@ -194,6 +194,7 @@ struct run_lease {
 	bool lost; /* gone: nothing more goes to the worker */
 	bool egress; /* kz-lease gave its pool an egress path */
 	bool broker; /* and a package broker */
+	bool restored; /* the worker restored snap in this lease */
 	char lost_why[96];
 	struct kz_snap_bounds snapb; /* with snap, from kz-lease */
 };
@@ -222,10 +223,13 @@ void run_lease_release(const struct run_ctx *x, struct run_lease *l);
 
 /* save.c: the workspace snapshot, restored before the run and saved
  * after it (lib/snap.c), only while the lease holds. */
-/* A worker op with no payload of interest; 0 when it answered ok, else
- * a kz_err (KZ_EDENIED with *code "refused" or "error"). */
+/* A worker op on a host path; 0 when it answered ok, else a kz_err
+ * (KZ_EDENIED with *code "refused" or "error").  skip asks a snapshot
+ * to write nothing when the workspace archives to exactly the bytes the
+ * worker restored in this lease; *unchanged (may be NULL) says so. */
 KZ_WUR int run_worker_op(const struct run_ctx *x, struct run_lease *l,
-    const char *op, const char *path, const char **code);
+    const char *op, const char *path, bool skip, bool *unchanged,
+    const char **code);
 void run_restore(const struct run_ctx *x, struct run_lease *l);
 /* After a run was sent: 0 saved, else why (one line) is filled and no
  * older snapshot is left to come back. */

@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kz_json.h"
 #include "kz_snap.h"
@@ -17,7 +18,7 @@
 
 int
 run_worker_op(const struct run_ctx *x, struct run_lease *l, const char *op,
-    const char *path, const char **code)
+    const char *path, bool skip, bool *unchanged, const char **code)
 {
 	cJSON *req = run_request(op, x->rid), *rep = NULL;
 	const char *err;
@@ -27,6 +28,10 @@ run_worker_op(const struct run_ctx *x, struct run_lease *l, const char *op,
 	if (req == NULL)
 		return KZ_ENOMEM;
 	cJSON_AddStringToObject(req, "path", path);
+	if (skip)
+		cJSON_AddBoolToObject(req, "skip_unchanged", true);
+	if (unchanged != NULL)
+		*unchanged = false;
 	e = run_worker_call(x, l, req, x->c->io_timeout_ms, NULL, &rep, why,
 	    sizeof(why));
 	cJSON_Delete(req);
@@ -38,6 +43,8 @@ run_worker_op(const struct run_ctx *x, struct run_lease *l, const char *op,
 			    "error";
 		e = KZ_EDENIED;
 	}
+	if (e == 0 && unchanged != NULL)
+		*unchanged = cJSON_IsTrue(kz_json_get(rep, "unchanged"));
 	cJSON_Delete(rep);
 	return e;
 }
@@ -58,7 +65,9 @@ run_restore(const struct run_ctx *x, struct run_lease *l)
 		    "empty\n");
 	if (e != 0)
 		return;
-	if (run_worker_op(x, l, "restore", l->snap, NULL) != 0 && !l->lost)
+	if (run_worker_op(x, l, "restore", l->snap, false, NULL, NULL) == 0)
+		l->restored = true;
+	else if (!l->lost)
 		fprintf(stderr,
 		    "kz-run: the saved workspace could not be "
 		    "restored; starting empty\n");
@@ -75,13 +84,18 @@ run_unsave(const struct run_ctx *x, const struct run_lease *l)
  * Saves the workspace (never /projection), once kz-lease has confirmed
  * the lease still holds: a run that returned after its lease expired
  * must not snapshot.  The worker writes the archive beside the snapshot;
- * kz_snap_commit puts it in place under the bounds.
+ * kz_snap_commit puts it in place under the bounds.  A workspace that
+ * archives to exactly what was restored is not written again: the
+ * snapshot it came from stays (kz-lease marked it used when it offered
+ * it), or, if it is gone meanwhile, the archive is written after all.
  */
 int
 run_save(const struct run_ctx *x, struct run_lease *l, char *why, size_t wlen)
 {
 	char tmp[PATH_MAX + 64];
 	const char *code = NULL;
+	struct stat st;
+	bool same = false;
 	int evicted, e;
 
 	if (l->snap == NULL) {
@@ -90,8 +104,16 @@ run_save(const struct run_ctx *x, struct run_lease *l, char *why, size_t wlen)
 		return KZ_ENOENT;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.%s.new", l->snap, x->rid);
-	if (run_lease_keep(x, l, true) != 0 ||
-	    (e = run_worker_op(x, l, "snapshot", tmp, &code)) == KZ_ESTATE) {
+	if (run_lease_keep(x, l, true) != 0)
+		e = KZ_ESTATE;
+	else if ((e = run_worker_op(x, l, "snapshot", tmp, l->restored, &same,
+	              &code)) == 0 &&
+	    same) {
+		if (lstat(l->snap, &st) == 0 && S_ISREG(st.st_mode))
+			return 0;
+		e = run_worker_op(x, l, "snapshot", tmp, false, NULL, &code);
+	}
+	if (e == KZ_ESTATE) {
 		/* The worker may still write it: the sweep removes a
 		 * partial file that is left over. */
 		kz_snap_drop(l->snap, tmp);

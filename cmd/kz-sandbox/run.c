@@ -670,6 +670,7 @@ out:
 	if (r != 0)
 		w->broken = true;
 	(void)setpriority(PRIO_PROCESS, 0, 0);
+	w->restored_ok = false;
 	w->generation++;
 	return r;
 }

@@ -318,6 +318,10 @@ struct sbx_worker {
 	unsigned char *obuf[2]; /* output buffers reused across runs */
 	size_t ocap[2];
 	uint64_t generation;
+	/* BLAKE2b of the archive restored in this lease (snapshot.c), so a
+	 * save of an unchanged workspace need not be written again. */
+	unsigned char restored[32];
+	bool restored_ok;
 	struct sbx_nsid ns_cur; /* this lease's namespaces */
 	uint64_t *ns_hist; /* every lease's kernel ids */
 	size_t ns_n, ns_cap;

@@ -23,13 +23,15 @@
 #include "sbx.h"
 #include "banned.h"
 
-static char *const tar_out[] = {"/bin/tar", "--numeric-owner", "-C", SBX_WS,
-    "-cf", "-", ".", NULL};
+/* Owner 0 in the archive: a restore never sets owners, and the archive
+ * then names no worker's host uid and is the same from every worker. */
+static char *const tar_out[] = {"/bin/tar", "--numeric-owner", "--owner=0",
+    "--group=0", "-C", SBX_WS, "-cf", "-", ".", NULL};
 static char *const tar_in[] = {"/bin/tar", "--no-same-owner",
     "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS, "-xf",
     "-", NULL};
 
-const char *const sbx_snapshot_fields[] = {"path", NULL};
+const char *const sbx_snapshot_fields[] = {"path", "skip_unchanged", NULL};
 const char *const sbx_restore_fields[] = {"path", "archive_b64", NULL};
 
 static int
@@ -123,13 +125,19 @@ cJSON *
 sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 {
 	const char *path = NULL;
+	const cJSON *skip = kz_json_get(req, "skip_unchanged");
+	unsigned char h[sizeof(w->restored)];
 	struct sbx_res rs;
 	char why[160] = "";
 	cJSON *o = NULL;
+	bool same = false;
 
 	if (kz_json_str_opt(req, "path", PATH_MAX, NULL, &path, why,
 	        sizeof(why)) != 0)
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST, why);
+	if (skip != NULL && (!cJSON_IsBool(skip) || path == NULL))
+		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
+		    "skip_unchanged is a boolean, and only with a path");
 	if (path != NULL && !path_ok(path))
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
 		    "path must be absolute");
@@ -139,7 +147,14 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 		o = failed(req, &rs, "snapshot failed");
 		goto out;
 	}
-	if (path != NULL && write_file(path, rs.buf[0], rs.len[0]) != 0) {
+	/* The archive this lease restored, byte for byte: the file it came
+	 * from needs no second copy, and the caller keeps it. */
+	if (cJSON_IsTrue(skip) && w->restored_ok) {
+		crypto_generichash(h, sizeof(h), rs.buf[0], rs.len[0], NULL, 0);
+		same = sodium_memcmp(h, w->restored, sizeof(h)) == 0;
+	}
+	if (path != NULL && !same &&
+	    write_file(path, rs.buf[0], rs.len[0]) != 0) {
 		o = kz_reply_err(req, KZ_WE_INTERNAL,
 		    "cannot write the snapshot file");
 		goto out;
@@ -148,6 +163,8 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 		goto out;
 	cJSON_AddNumberToObject(o, "bytes", (double)rs.len[0]);
 	cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	if (same)
+		cJSON_AddBoolToObject(o, "unchanged", true);
 	if (path == NULL) {
 		size_t cap = sodium_base64_ENCODED_LEN(rs.len[0],
 		    sodium_base64_VARIANT_ORIGINAL);
@@ -206,6 +223,7 @@ sbx_op_restore(struct sbx_worker *w, const cJSON *req)
 		    "give exactly one of an absolute path or archive_b64");
 	r = path ? read_file(path, w->c->snapshot_max, &ar, &len) :
 	           decode(b64, &ar, &len, w->c->snapshot_max);
+	w->restored_ok = false;
 	if (r != 0)
 		return kz_reply_err(req,
 		    r == KZ_ETOOBIG ? KZ_WE_REFUSED : KZ_WE_BAD_REQUEST,
@@ -216,11 +234,14 @@ sbx_op_restore(struct sbx_worker *w, const cJSON *req)
 		free(ar);
 		return kz_reply_err(req, KZ_WE_INTERNAL, "restore failed");
 	}
+	crypto_generichash(w->restored, sizeof(w->restored), ar, len, NULL, 0);
 	free(ar);
 	if (rs.setup_failed || !rs.exited || rs.code != 0)
 		o = failed(req, &rs, "the archive did not restore");
-	else if ((o = kz_reply_ok(req)) != NULL)
+	else if ((o = kz_reply_ok(req)) != NULL) {
+		w->restored_ok = true;
 		cJSON_AddNumberToObject(o, "generation", (double)w->generation);
+	}
 	sbx_res_release(&rs);
 	return o;
 }

@@ -19,7 +19,8 @@
 #      bwrap --unshare-all ... /bin/true p50 and the floor measured in the
 #      same run (floor.c: one bare fork/exec of /bin/true and two appends
 #      made durable with fdatasync in the audit directory); the same with
-#      workspace snapshots (restore before, save after);
+#      workspace snapshots (a workspace holding one file restored before,
+#      saved after; unchanged, so the save keeps the snapshot as it is);
 #  (d) idle memory per warm worker: PSS of its agent and run init, and the
 #      kernel memory its cgroup's memory controller reports, beside an idle
 #      bwrap --unshare-all sandbox's (bwrap and its child, in a memory
@@ -228,8 +229,12 @@ pct() { # pct JSON Q
 RUN_SNAPSHOT=no hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/c.json" \
 	"$BIN/kz-run -q --actor bench --conversation c -- /bin/true" >/dev/null 2>&1
 c50=$(pct "$T/c.json" 0.5) c99=$(pct "$T/c.json" 0.99)
+# A workspace with a file in it, saved once: each run restores it, and
+# leaves it as it was (the save writes nothing when the archive is the
+# one restored, kz-run(1)).
+RUN_SNAPSHOT=yes "$BIN/kz-run" -q --actor bench --conversation cs -- sh -c 'echo bench >f' >/dev/null 2>&1
 RUN_SNAPSHOT=yes hyperfine -N --warmup 5 --runs "$((RUNS / 2))" --export-json "$T/cs.json" \
-	"$BIN/kz-run -q --actor bench --conversation c -- /bin/true" >/dev/null 2>&1
+	"$BIN/kz-run -q --actor bench --conversation cs -- /bin/true" >/dev/null 2>&1
 cs50=$(pct "$T/cs.json" 0.5)
 hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/w.json" \
 	"bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" >/dev/null 2>&1

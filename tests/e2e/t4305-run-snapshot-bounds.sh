@@ -6,10 +6,11 @@
 # of from an older workspace; the per-actor and the deployment's bounds
 # evict the least recently used snapshots first (the actor's own, then
 # anyone's); a snapshot unused for LEASE_SNAPSHOT_TTL_MS is never
-# restored and is swept away.
+# restored and is swept away; a run that leaves the workspace as it was
+# restored keeps the snapshot it came from.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 25
+plan 28
 # Archives are tar records of 10 KiB: a 30 KiB file makes one of 40 KiB.
 export LEASE_SNAPSHOT_ACTOR_MAX=100K LEASE_SNAPSHOT_TOTAL_MAX=150K
 export LEASE_SNAPSHOT_TTL_MS=90000 SANDBOX_SNAPSHOT_MAX=1M
@@ -70,4 +71,13 @@ gone() { local i; for i in $(seq 1 400); do [ ! -e "$1" ] && return 0; sleep 0.1
 t "the sweep removes an expired one nobody leased" gone "$B2"
 t "and says so" grep -q '"event":"snapshot.expire"' "$T/lease.log"
 t "the fresh ones stay" test -e "$A2"
+
+# A run that changes nothing leaves the very same file (not a rewrite);
+# one that changes something replaces it.
+run carol k1 'echo kept >f' >/dev/null 2>&1
+K=$(newest) I=$(stat -c %i "$(newest)")
+is "$(run carol k1 'cat f')" kept "an unchanged workspace is restored next run"
+is "$(stat -c %i "$K")" "$I" "and its snapshot was not written again"
+run carol k1 'echo changed >f' >/dev/null 2>&1
+is "$(run carol k1 'cat f')" changed "a changed workspace is saved over it"
 done_testing
