@@ -631,10 +631,6 @@ sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh, char *why,
 {
 	int osock = w->zsock, opidfd = w->zpidfd, r;
 	pid_t opid = w->zpid;
-	/* Without the kernel's namespace ids, newness rests on inode
-	 * numbers, which a freed namespace gives back: the previous init
-	 * then lives until the new one has all of its namespaces. */
-	bool early = w->ns_cur.id[SBX_NS_MNT] != 0;
 
 	*gone = *fresh = false;
 	w->zsock = w->zpidfd = -1;
@@ -646,15 +642,16 @@ sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh, char *why,
 	(void)setpriority(PRIO_PROCESS, (id_t)opid, SBX_RESET_NICE);
 	/* Every new namespace exists before the previous tenant's last
 	 * process is killed, so none can reuse a freed one's number; the
-	 * previous namespaces are torn down while the new init builds its
-	 * view, and reaped before the reply. */
+	 * previous namespaces are torn down and reaped before the reply. */
 	if ((r = sbx_init_start(w, why, wlen)) != 0 ||
 	    (r = sbx_ns_enter_worker(w->c, why, wlen)) != 0)
 		goto out;
-	close(osock);
-	osock = -1;
-	if (early)
-		(void)kill(opid, SIGKILL);
+	/* The previous init lives (its socket open: it exits when that
+	 * closes) until the new one is ready, its mount namespace made too
+	 * (as it starts building its view): the code sees inode numbers,
+	 * not the kernel's ids, and a freed namespace gives its number
+	 * back, so ending it earlier could show the next tenant the previous
+	 * one's number. */
 	if ((r = sbx_init_go(w, why, wlen)) != 0)
 		goto out;
 	*fresh = note_ns(w);
