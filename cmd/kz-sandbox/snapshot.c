@@ -31,6 +31,10 @@ static char *const tar_in[] = {"/bin/tar", "--no-same-owner",
     "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS, "-xf",
     "-", NULL};
 
+_Static_assert(sizeof(((struct sbx_worker *)0)->restored) ==
+        crypto_generichash_BYTES,
+    "the restored archive's hash is a default-size BLAKE2b");
+
 const char *const sbx_snapshot_fields[] = {"path", "skip_unchanged", NULL};
 const char *const sbx_restore_fields[] = {"path", "archive_b64", NULL};
 
