@@ -143,7 +143,7 @@ sbx_gv_filtered_exec(const char *uid, const char *gid, char **argv)
 		fprintf(stderr, "kz-sandbox: gvisor-exec: bad uid or gid\n");
 		return KZ_EXIT_USAGE;
 	}
-	/* The filter the agent compiled (libseccomp cannot set up inside
+	/* The filter the agent holds (libseccomp cannot set up inside
 	 * gVisor), as the bundle bound it here. */
 	if ((fd = open(SBX_GV_FILTER, O_RDONLY | O_CLOEXEC)) >= 0) {
 		n = read(fd, f, sizeof(f));

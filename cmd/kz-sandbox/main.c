@@ -288,27 +288,50 @@ cmd_classify(int argc, char **argv)
 	return code;
 }
 
-/* Builds the filter as a worker would, so a list that cannot be built
- * fails here too, then prints it. */
+/* Whether two programs are the same instructions. */
+static bool
+same_prog(const struct sock_fprog *a, const struct sock_fprog *b)
+{
+	return a->len == b->len &&
+	    memcmp(a->filter, b->filter, a->len * sizeof(*a->filter)) == 0;
+}
+
+/* Compiles the tables with the installed libseccomp, so a list that cannot
+ * be compiled fails here too, says whether that is the program embedded at
+ * build time, then prints the list. */
 static int
 cmd_seccomp(void)
 {
-	struct sock_fprog prog, rtc;
+	struct sock_fprog prog = {0}, rtc = {0}, e = {0}, er = {0};
 	char why[256];
+	bool same;
+	int rc = KZ_EXIT_OK;
 
-	if (sbx_seccomp_build(&prog, false, why, sizeof(why)) != 0)
-		return die(KZ_EXIT_UNAVAIL, "%s", why);
-	if (sbx_seccomp_build(&rtc, true, why, sizeof(why)) != 0) {
-		sbx_seccomp_free(&prog);
-		return die(KZ_EXIT_UNAVAIL, "%s", why);
+	if (sbx_seccomp_compile(&prog, false, why, sizeof(why)) != 0 ||
+	    sbx_seccomp_compile(&rtc, true, why, sizeof(why)) != 0 ||
+	    sbx_seccomp_build(&e, false, why, sizeof(why)) != 0 ||
+	    sbx_seccomp_build(&er, true, why, sizeof(why)) != 0) {
+		rc = die(KZ_EXIT_UNAVAIL, "%s", why);
+		goto out;
 	}
-	printf("# %u BPF instructions (%u in the WebRTC browser variant)\n",
-	    (unsigned)prog.len, (unsigned)rtc.len);
+	same = same_prog(&prog, &e) && same_prog(&rtc, &er);
+	printf("# %u BPF instructions (%u in the WebRTC browser variant), "
+	       "embedded at build time;\n# the installed libseccomp "
+	       "compiles %s\n",
+	    (unsigned)e.len, (unsigned)er.len,
+	    same ? "the same programs from the tables" :
+	           "different programs from the tables (it changed since "
+	           "the build)");
+	if (sbx_seccomp_list(stdout, why, sizeof(why)) != 0)
+		rc = die(KZ_EXIT_UNAVAIL, "%s", why);
+	else if (fflush(stdout) != 0)
+		rc = KZ_EXIT_INTERNAL;
+out:
 	sbx_seccomp_free(&prog);
 	sbx_seccomp_free(&rtc);
-	if (sbx_seccomp_list(stdout, why, sizeof(why)) != 0)
-		return die(KZ_EXIT_UNAVAIL, "%s", why);
-	return fflush(stdout) == 0 ? KZ_EXIT_OK : KZ_EXIT_INTERNAL;
+	sbx_seccomp_free(&e);
+	sbx_seccomp_free(&er);
+	return rc;
 }
 
 int

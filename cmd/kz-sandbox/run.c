@@ -589,7 +589,7 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
 	if ((r = sbx_init_start(w, why, wlen)) != 0)
 		return r;
 	/* While the init builds the root view, the agent makes the network,
-	 * IPC and UTS namespaces and the cgroups and compiles the filter;
+	 * IPC and UTS namespaces and the cgroups and copies the filter;
 	 * the init runs nothing before it has joined the namespaces and has
 	 * the filter and the cgroups. */
 	if ((r = sbx_ns_enter_worker(c, why, wlen)) != 0)

@@ -224,11 +224,18 @@ KZ_WUR bool sbx_view_link_ok(const char *target);
 /* The next item of a comma-separated list, trimmed; false at its end. */
 bool sbx_view_next(const char **p, char *buf, size_t len);
 
-/* seccomp.c: the allowlist filter.  Building it fails, naming the call,
- * when libseccomp cannot resolve a listed name on this architecture.
- * rtnl builds the browser variant: the same filter that also allows
- * socket(AF_NETLINK, SOCK_RAW or SOCK_DGRAM, NETLINK_ROUTE), for the
- * Chromium of a session with WebRTC only, never for a run's code. */
+/* seccomp.c: the allowlist filter, compiled with libseccomp.  Compiling
+ * fails, naming the call, when libseccomp cannot resolve a listed name on
+ * this architecture.  rtnl compiles the browser variant: the same filter
+ * that also allows socket(AF_NETLINK, SOCK_RAW or SOCK_DGRAM,
+ * NETLINK_ROUTE), for the Chromium of a session with WebRTC only, never
+ * for a run's code.  Only the build (gen/filter_gen.c), `kz-sandbox
+ * seccomp` and the tests compile; everything that loads a filter takes
+ * sbx_seccomp_build's. */
+KZ_WUR int sbx_seccomp_compile(struct sock_fprog *out, bool rtnl, char *why,
+    size_t wlen);
+/* filter.c: a copy of the program compiled at build time (the variant
+ * with rtnl), in *out (sbx_seccomp_free frees it). */
 KZ_WUR int sbx_seccomp_build(struct sock_fprog *out, bool rtnl, char *why,
     size_t wlen);
 /* Sets *nr to name's number on the native architecture; KZ_EUNAVAIL,

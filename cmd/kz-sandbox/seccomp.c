@@ -1,6 +1,8 @@
 /*
- * The seccomp policy, built once per worker with libseccomp and exported as
- * a BPF program, so a run only pays for one prctl().  It is an allowlist:
+ * The seccomp policy's tables, compiled with libseccomp into a BPF program
+ * at build time (gen/filter_gen.c; filter.c embeds the result, so no start
+ * pays libseccomp's milliseconds of compiling, and a run only pays for one
+ * prctl()).  It is an allowlist:
  * the groups below name what a tenant's programs may call, and any other
  * call fails with ENOSYS, which the C library takes for a kernel without
  * it and falls back from where it can (as containerd's default profile
@@ -814,7 +816,7 @@ out:
 }
 
 int
-sbx_seccomp_build(struct sock_fprog *out, bool rtnl, char *why, size_t wlen)
+sbx_seccomp_compile(struct sock_fprog *out, bool rtnl, char *why, size_t wlen)
 {
 	scmp_filter_ctx ctx;
 	int r = KZ_EUNAVAIL;

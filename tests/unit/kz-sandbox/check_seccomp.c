@@ -1,6 +1,8 @@
 /* kz-sandbox seccomp.c: the allowlist builds, names resolve strictly, the
  * listing is consistent, and a loaded filter answers as documented; the
- * browser variant differs from it in NETLINK_ROUTE sockets alone. */
+ * browser variant differs from it in NETLINK_ROUTE sockets alone; the
+ * programs embedded at build time (filter.c) are what libseccomp compiles
+ * from the tables. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -342,6 +344,28 @@ START_TEST(test_loaded)
 }
 END_TEST
 
+/* What every worker loads is the tables compiled, instruction for
+ * instruction: an embedded program that drifted from seccomp.c (a stale
+ * build, a hand edit) fails here. */
+START_TEST(test_embedded)
+{
+	struct sock_fprog c, e;
+	char why[256] = "";
+
+	ck_assert_msg(sbx_seccomp_compile(&c, _i == 1, why, sizeof(why)) == 0,
+	    "%s", why);
+	ck_assert_msg(sbx_seccomp_build(&e, _i == 1, why, sizeof(why)) == 0,
+	    "%s", why);
+	ck_assert_uint_gt(e.len, 100);
+	ck_assert_uint_eq(e.len, c.len);
+	ck_assert_msg(memcmp(e.filter, c.filter, e.len * sizeof(*e.filter)) ==
+	        0,
+	    "the embedded program (variant %d) differs from the tables", _i);
+	sbx_seccomp_free(&c);
+	sbx_seccomp_free(&e);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -356,6 +380,7 @@ main(void)
 	tcase_add_test(tc, test_list);
 	tcase_add_test(tc, test_loaded);
 	tcase_add_test(tc, test_variant);
+	tcase_add_loop_test(tc, test_embedded, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
