@@ -343,13 +343,16 @@ load_manifest(const struct pr_conf *c, const char *hex, int *efd, char **man,
 	return 0;
 }
 
-/* The dispatch record, written while the projection is staged: the sink's
- * fdatasync and the copy overlap, and the tool still starts only once the
- * record is acknowledged (pending_wait before run_tool). */
+/* A record on its way to the sink while the invocation goes on: the
+ * dispatch record while the projection is staged (the sink's fdatasync
+ * and the copy overlap, and the tool still starts only once the record is
+ * acknowledged: pending_wait before run_tool), the outcome record while
+ * the staging directory is removed. */
 struct pending {
 	const struct pr_conf *c;
 	const struct pr_inv *iv;
 	struct pr_result res; /* a copy: the invocation's changes as it runs */
+	const char *outcome, *stage;
 	pthread_t thr;
 	bool running;
 	int r;
@@ -360,19 +363,21 @@ pending_send(void *arg)
 {
 	struct pending *p = arg;
 
-	p->r = pr_audit(p->c, p->iv, &p->res, "started", "dispatch");
+	p->r = pr_audit(p->c, p->iv, &p->res, p->outcome, p->stage);
 	return NULL;
 }
 
 static void
 pending_start(struct pending *p, const struct pr_conf *c,
-    const struct pr_inv *iv, const struct pr_result *res)
+    const struct pr_inv *iv, const struct pr_result *res, const char *outcome,
+    const char *stage)
 {
 	p->c = c, p->iv = iv, p->res = *res;
 	p->res.out = p->res.err = NULL;
+	p->outcome = outcome, p->stage = stage;
 	p->running = pthread_create(&p->thr, NULL, pending_send, p) == 0;
 	if (!p->running)
-		p->r = pr_audit(c, iv, res, "started", "dispatch");
+		p->r = pr_audit(c, iv, res, outcome, stage);
 }
 
 /* 0 once the dispatch record is written; idempotent. */
@@ -430,22 +435,41 @@ take_worker(const struct pr_conf *c, struct pr_pool *pool,
 	return NULL;
 }
 
-/* Stages, runs and cleans up; res says how it went. */
+/* A one-shot's staging directory, removed once the tool is done. */
+struct staged {
+	int sfd;
+	char name[64];
+};
+
+static void
+staged_remove(struct staged *st)
+{
+	if (st->sfd >= 0 && st->name[0] != '\0')
+		(void)pr_tree_remove(st->sfd, st->name);
+	if (st->sfd >= 0)
+		close(st->sfd);
+	st->sfd = -1;
+	st->name[0] = '\0';
+}
+
+/* Stages and runs; res says how it went.  A one-shot's staging directory
+ * is left in *st for the caller to remove. */
 static void
 stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
     const struct pr_inv *iv, const struct pr_tool *t, int efd, const char *man,
-    size_t mlen, struct pending *pend, struct pr_result *res)
+    size_t mlen, struct pending *pend, struct staged *st, struct pr_result *res)
 {
-	char name[64] = "", staging[PATH_MAX + 80], id[80] = "";
+	char *name = st->name, staging[PATH_MAX + 80], id[80] = "";
 	struct pr_worker *w;
-	int sfd = -1, pkgfd = -1, filesfd = -1, slot, r;
+	int pkgfd = -1, filesfd = -1, slot, r;
 
 	if ((w = take_worker(c, pool, iv, &slot)) != NULL) {
 		r = stage_worker(w, &pkgfd, &filesfd);
 		snprintf(staging, sizeof(staging), "%s",
 		    pr_worker_projection(w));
 	} else
-		r = stage_open(c, &sfd, name, sizeof(name), &pkgfd, &filesfd);
+		r = stage_open(c, &st->sfd, name, sizeof(st->name), &pkgfd,
+		    &filesfd);
 	if (r != 0) {
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "cannot make the invocation's directory");
@@ -476,10 +500,6 @@ out:
 		close(pkgfd);
 	if (filesfd >= 0)
 		close(filesfd);
-	if (sfd >= 0 && name[0] != '\0')
-		(void)pr_tree_remove(sfd, name);
-	if (sfd >= 0)
-		close(sfd);
 	/* The worker is never used again; its directory, with what was
 	 * staged, goes with it when the caller gives it back. */
 	if (w != NULL)
@@ -494,7 +514,8 @@ pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
 {
 	const struct pr_tool *t;
 	struct pr_manifest m;
-	struct pending pend;
+	struct pending pend, done;
+	struct staged st = {.sfd = -1};
 	int64_t t0 = kz_now_ms();
 	char *man = NULL;
 	size_t mlen = 0;
@@ -523,8 +544,8 @@ pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
 		goto refused;
 	}
 	memset(&pend, 0, sizeof(pend));
-	pending_start(&pend, c, iv, res);
-	stage_and_run(c, pool, iv, t, efd, man, mlen, &pend, res);
+	pending_start(&pend, c, iv, res, "started", "dispatch");
+	stage_and_run(c, pool, iv, t, efd, man, mlen, &pend, &st, res);
 	if (pend.r != 0) {
 		/* Whatever staging said, nothing ran: the audit decides. */
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
@@ -532,7 +553,11 @@ pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
 		goto out;
 	}
 	res->ms = kz_now_ms() - t0;
-	if (pr_audit(c, iv, res, res->wire ? "failed" : "ok", "done") != 0)
+	/* The outcome record's fdatasync and the removal overlap. */
+	memset(&done, 0, sizeof(done));
+	pending_start(&done, c, iv, res, res->wire ? "failed" : "ok", "done");
+	staged_remove(&st);
+	if (pending_wait(&done) != 0)
 		kz_log(KZ_LOG_WARN, "pkgrun.audit", KZ_EUNAVAIL,
 		    "the invocation's outcome was not audited", NULL);
 	goto out;
@@ -540,6 +565,7 @@ refused:
 	res->ms = kz_now_ms() - t0;
 	(void)pr_audit(c, iv, res, "refused", "policy");
 out:
+	staged_remove(&st);
 	if (efd >= 0)
 		close(efd);
 	free(man);

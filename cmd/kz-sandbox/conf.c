@@ -260,21 +260,24 @@ abs_path_ok(const char *p)
 /*
  * The host's nobody and nogroup: the overflow id 65534 and whatever the
  * host's databases name so.  Code that ran as them would share per-uid
- * kernel limits with every other holder of the id.
+ * kernel limits with every other holder of the id.  The nobody group is
+ * nogroup where the host has one (Debian), else nobody (Fedora): asking
+ * for a "nobody" group on a host that has none falls through every NSS
+ * module (systemd's userdb among them), half a millisecond on every
+ * start for an answer 65534 already covers.
  */
 static bool
 is_nobody(int64_t uid, int64_t gid)
 {
-	const struct passwd *pw = getpwnam("nobody");
-	const struct group *gr = getgrnam("nogroup");
+	const struct passwd *pw;
+	const struct group *gr;
 
 	if (uid == 65534 || gid == 65534)
 		return true;
-	if (pw != NULL && (int64_t)pw->pw_uid == uid)
+	if ((pw = getpwnam("nobody")) != NULL && (int64_t)pw->pw_uid == uid)
 		return true;
-	if (gr != NULL && (int64_t)gr->gr_gid == gid)
-		return true;
-	gr = getgrnam("nobody");
+	if ((gr = getgrnam("nogroup")) == NULL)
+		gr = getgrnam("nobody");
 	return gr != NULL && (int64_t)gr->gr_gid == gid;
 }
 

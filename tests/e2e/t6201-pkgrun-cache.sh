@@ -11,7 +11,7 @@
 # stop it.  Each invocation is audited, never
 # with its arguments, and none runs when the audit sink is down.
 . "$(dirname "$0")/lib.sh"
-plan 47
+plan 48
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 
 like "$H" "^[0-9a-f]{64}$" "admit prints the package's SHA-256"
@@ -96,6 +96,8 @@ is "$(audit_q --kind package | grep '"action":"invoke"' | grep -c '"outcome":"re
 	"... and each that was refused"
 unlike "$(audit_q --kind package)" "hello|notes\.txt|RAN|sleep|\"actor\":" \
 	"no argument, member file or raw actor is in the audit trail"
+is "$(ls "$PKGRUN_STATE_DIR" | grep -c '^inv-')" 0 \
+	"no invocation leaves its staged copy behind, whatever its outcome"
 
 # A byte changed in the cache: the entry never runs again.
 chmod u+w "$E/pkg/bin" "$E/pkg/bin/echo-args"
