@@ -12,7 +12,10 @@
  * The tool's exit status comes back on descriptor 3, written by a small
  * shell step after the tool, which runs with 3 closed: so kz-sandbox's own
  * statuses (2 and 3: nothing ran; 1: a limit stopped the run) can never
- * be forged by a tool exiting with the same number.
+ * be forged by a tool exiting with the same number.  A gated one-shot
+ * also has descriptor 4, kz-sandbox's --start-fd: kz-sandbox makes the
+ * sandbox while the runner finishes what must come before the tool (its
+ * dispatch record), and runs the tool only on the runner's word.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +34,7 @@
 #include "banned.h"
 
 #define STATUS_FD 3
+#define START_FD 4
 #define ARGV_MAX 160
 
 static const char step[] = "\"$@\" 3>&-\n"
@@ -112,6 +116,10 @@ pr_exec_argv(const struct pr_conf *c, const struct pr_exec *x, const char **a,
 	}
 	ADD("--pass-fd");
 	ADD("3");
+	if (x->gate != NULL) {
+		ADD("--start-fd");
+		ADD("4");
+	}
 	for (int i = 0; x->env[i] != NULL; i++) {
 		ADD("--env");
 		ADD(x->env[i]);
@@ -155,19 +163,37 @@ pr_serve_argv(const struct pr_conf *c, const struct pr_exec *x,
 	return 0;
 }
 
+/* fd at number to, open across exec (dup2 of a descriptor onto its own
+ * number would leave its close-on-exec flag). */
+static int
+keep(int fd, int to)
+{
+	if (fd == to)
+		return fcntl(fd, F_SETFD, 0);
+	return dup2(fd, to);
+}
+
 static void
-child(const char *const *argv, int out, int err, int st, int pdeathsig)
+child(const char *const *argv, int out, int err, int st, int go, int pdeathsig)
 {
 	static char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	int nul;
 
 	setsid();
 	(void)prctl(PR_SET_PDEATHSIG, pdeathsig);
+	/* Out of the way of the status descriptor before that is set. */
+	if (go >= 0 && go <= STATUS_FD &&
+	    (go = fcntl(go, F_DUPFD_CLOEXEC, START_FD + 1)) < 0)
+		_exit(KZ_EXIT_UNAVAIL);
 	if ((nul = open("/dev/null", O_RDONLY)) < 0 || dup2(nul, 0) < 0 ||
 	    dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-	    (st >= 0 && dup2(st, STATUS_FD) < 0))
+	    (st >= 0 && keep(st, STATUS_FD) < 0) ||
+	    (go >= 0 && keep(go, START_FD) < 0))
 		_exit(KZ_EXIT_UNAVAIL);
-	close_range(st >= 0 ? STATUS_FD + 1 : STATUS_FD, ~0U, 0);
+	close_range(go >= 0 ? START_FD + 1 :
+	        st >= 0     ? STATUS_FD + 1 :
+	                      STATUS_FD,
+	    ~0U, 0);
 	execve(argv[0], (char *const *)argv, env);
 	_exit(KZ_EXIT_UNAVAIL);
 }
@@ -179,7 +205,7 @@ pr_exec_spawn(const char *const *argv, int out, int err, int st, int pdeathsig,
 	if ((*pid = fork()) < 0)
 		return KZ_ESYS;
 	if (*pid == 0)
-		child(argv, out, err, st, pdeathsig);
+		child(argv, out, err, st, -1, pdeathsig);
 	return 0;
 }
 
@@ -271,20 +297,38 @@ finish(struct pr_exec_out *o, int wst, const struct sink *st)
 	}
 }
 
+/* pipes[3] is the start pipe of a gated run, else both -1. */
 static int
-spawn(const char *const *argv, int pipes[3][2], pid_t *pid)
+spawn(const char *const *argv, int pipes[4][2], pid_t *pid)
 {
 	for (int i = 0; i < 3; i++)
 		if (pipe2(pipes[i], O_CLOEXEC) != 0)
 			return KZ_ESYS;
-	if (pr_exec_spawn(argv, pipes[0][1], pipes[1][1], pipes[2][1], SIGKILL,
-	        pid) != 0)
+	if ((*pid = fork()) < 0)
 		return KZ_ESYS;
+	if (*pid == 0)
+		child(argv, pipes[0][1], pipes[1][1], pipes[2][1], pipes[3][0],
+		    SIGKILL);
 	for (int i = 0; i < 3; i++) {
 		close(pipes[i][1]);
 		pipes[i][1] = -1;
 	}
+	if (pipes[3][0] >= 0)
+		close(pipes[3][0]);
+	pipes[3][0] = -1;
 	return 0;
+}
+
+/* The gate's answer: one byte starts the tool, a close withholds it. */
+static void
+open_gate(const struct pr_exec *x, int pipes[4][2])
+{
+	if (pipes[3][1] < 0)
+		return;
+	if (x->gate(x->gate_arg) == 0)
+		(void)!write(pipes[3][1], "g", 1);
+	close(pipes[3][1]);
+	pipes[3][1] = -1;
 }
 
 int
@@ -292,7 +336,7 @@ pr_exec_run(const struct pr_conf *c, const struct pr_exec *x,
     struct pr_exec_out *o, char *why, size_t wlen)
 {
 	const char *argv[ARGV_MAX];
-	int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}}, wst = 0, r;
+	int pipes[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}}, wst = 0, r;
 	struct sink s[3];
 	char stbuf[16];
 	pid_t pid = -1;
@@ -310,6 +354,11 @@ pr_exec_run(const struct pr_conf *c, const struct pr_exec *x,
 		}
 	s[0].max = s[1].max = c->result_max;
 	s[2].buf = stbuf, s[2].max = sizeof(stbuf);
+	if (x->gate != NULL && pipe2(pipes[3], O_CLOEXEC) != 0) {
+		r = KZ_ESYS;
+		kz_why(why, wlen, "cannot make the start pipe");
+		goto out;
+	}
 	if ((r = spawn(argv, pipes, &pid)) != 0) {
 		kz_why(why, wlen, "cannot start the sandbox: %s",
 		    strerror(errno));
@@ -317,6 +366,7 @@ pr_exec_run(const struct pr_conf *c, const struct pr_exec *x,
 	}
 	for (int i = 0; i < 3; i++)
 		s[i].fd = pipes[i][0];
+	open_gate(x, pipes);
 	/* kz-sandbox enforces the timeout itself; this is the backstop. */
 	r = collect(s, 3, kz_now_ms() + (c->timeout_s + 15) * 1000);
 	if (r != 0)
@@ -332,7 +382,7 @@ pr_exec_run(const struct pr_conf *c, const struct pr_exec *x,
 	s[0].buf = s[1].buf = NULL;
 	r = 0;
 out:
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		for (int j = 0; j < 2; j++)
 			if (pipes[i][j] >= 0)
 				close(pipes[i][j]);

@@ -236,17 +236,19 @@ write_grant(const char *path, const char *grant)
 }
 
 /* Runs the tool on the taken warm worker w, or on a one-shot under id
- * slot of the range (-1: one at random). */
+ * slot of the range (-1: one at random), which starts the tool only once
+ * gate(gate_arg) returns 0. */
 static void
 run_tool(const struct pr_conf *c, const struct pr_inv *iv,
     const struct pr_tool *t, const char *staging, const char *id, int slot,
-    struct pr_worker *w, struct pr_result *res)
+    struct pr_worker *w, int (*gate)(void *), void *gate_arg,
+    struct pr_result *res)
 {
 	const char *env[ENV_MAX + 1], *argv[PR_CMD_ARGS_MAX + PR_ARGS_MAX + 2];
 	char envbuf[ENV_MAX][ENV_LEN], cmd[KZ_PATH_MAX + 32],
 	    gfile[PATH_MAX + 96] = "";
 	bool shared = iv->room != NULL;
-	struct pr_exec x = {staging, 0, 0, id, NULL, env, argv};
+	struct pr_exec x = {staging, 0, 0, id, NULL, env, argv, gate, gate_arg};
 	struct pr_exec_out o;
 	char why[256] = "";
 	int r;
@@ -391,6 +393,13 @@ pending_wait(struct pending *p)
 	return p->r;
 }
 
+/* pending_wait as a one-shot's gate: the sandbox is made meanwhile. */
+static int
+pending_gate(void *p)
+{
+	return pending_wait(p);
+}
+
 /* A taken warm worker's projection, made empty with pkg/ and files/
  * before the worker started. */
 static int
@@ -492,8 +501,13 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 		snprintf(staging, sizeof(staging), "%s/%s", c->state_dir, name);
 		snprintf(id, sizeof(id), "pkgrun-%s", name + 4);
 	}
-	if (pending_wait(pend) == 0)
-		run_tool(c, iv, t, staging, id, slot, w, res);
+	/* A warm worker is made already: its run op waits for the record.
+	 * A one-shot's sandbox is made while the sink writes it. */
+	if (w == NULL)
+		run_tool(c, iv, t, staging, id, slot, w, pending_gate, pend,
+		    res);
+	else if (pending_wait(pend) == 0)
+		run_tool(c, iv, t, staging, id, slot, w, NULL, NULL, res);
 out:
 	(void)pending_wait(pend);
 	if (pkgfd >= 0)

@@ -210,6 +210,10 @@ struct pr_exec {
 	const char *grant_file; /* or NULL */
 	const char *const *env; /* NAME=VALUE, NULL-terminated */
 	const char *const *argv; /* the tool's command, NULL-terminated */
+	/* Or NULL.  The one-shot's start: kz-sandbox makes the sandbox while
+	 * gate(gate_arg) runs, and the tool starts only if it returns 0. */
+	int (*gate)(void *gate_arg);
+	void *gate_arg;
 };
 struct pr_exec_out {
 	bool setup_failed;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@ usage(FILE *fp)
 	    "NAME=VALUE]...\n"
 	    "           [--cwd DIR] [--grant-file FILE] [--broker-token-file "
 	    "FILE]\n"
-	    "           [--pass-fd N]...\n"
+	    "           [--pass-fd N]... [--start-fd N]\n"
 	    "           [options] -- CMD [ARG...]\n"
 	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file "
 	    "FILE]\n"
@@ -63,6 +64,7 @@ struct opts {
 	int nenv;
 	int pass[SBX_PASS_MAX];
 	int npass;
+	int start_fd; /* -1: run as soon as the sandbox is made */
 	char **cmd;
 };
 
@@ -117,12 +119,27 @@ parse(int argc, char **argv, struct sbx_conf *c, struct opts *o)
 				    "%d)",
 				    SBX_PASS_MAX);
 			o->pass[o->npass++] = (int)fd;
+		} else if (strcmp(a, "start-fd") == 0) {
+			int64_t fd;
+
+			if (kz_parse_int(v, 3, 1023, &fd) != 0 ||
+			    fcntl((int)fd, F_GETFD) < 0)
+				return die(KZ_EXIT_USAGE,
+				    "--start-fd needs an open descriptor "
+				    "from 3 to 1023");
+			o->start_fd = (int)fd;
 		} else if ((r = sbx_conf_opt(c, a, v, why, sizeof(why))) ==
 		    KZ_ENOENT)
 			return die(KZ_EXIT_USAGE, "unknown option --%s", a);
 		else if (r != 0)
 			return die(KZ_EXIT_USAGE, "%s", why);
 	}
+	for (i = 0; i < o->npass; i++)
+		if (o->pass[i] == o->start_fd)
+			return die(KZ_EXIT_USAGE,
+			    "--start-fd %d is the caller's, never the code's: "
+			    "not also --pass-fd",
+			    o->start_fd);
 	if (sbx_conf_check(c, why, sizeof(why)) != 0)
 		return die(KZ_EXIT_USAGE, "bad config: %s", why);
 	return 0;
@@ -151,6 +168,36 @@ exit_for(const struct sbx_res *rs)
 	if (rs->exited)
 		return rs->code;
 	return 128 + rs->sig;
+}
+
+/*
+ * --start-fd: the sandbox is made, and the code waits for the caller's
+ * word, one byte on fd, so that a caller can make the sandbox while it
+ * finishes what must come before the code (kz-pkgrun's dispatch record).
+ * End of file, an error, a signal or the run's timeout first: nothing
+ * runs.  The descriptor is closed either way; the code never has it.
+ */
+static int
+await_start(int fd, int64_t timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int64_t deadline = kz_now_ms() + timeout_ms;
+	char b;
+	ssize_t n = -1;
+
+	while (!sbx_interrupted && kz_now_ms() < deadline) {
+		int r = poll(&p, 1, (int)(deadline - kz_now_ms()));
+
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0) {
+			while ((n = read(fd, &b, 1)) < 0 && errno == EINTR)
+				;
+			break;
+		}
+	}
+	close(fd);
+	return n == 1 ? 0 : -1;
 }
 
 static void
@@ -223,6 +270,14 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 	if (sbx_worker_init(&w, c, false, why, sizeof(why)) != 0) {
 		sbx_worker_release(&w);
 		return die(KZ_EXIT_UNAVAIL, "isolation setup failed: %s", why);
+	}
+	if (o->start_fd >= 0 &&
+	    await_start(o->start_fd, (int64_t)c->timeout_s * 1000) != 0) {
+		sbx_worker_release(&w);
+		sbx_env_release(&rq.env);
+		sodium_memzero(grant, sizeof(grant));
+		return die(KZ_EXIT_UNAVAIL,
+		    "the caller withheld the start: nothing ran");
 	}
 	if (sbx_run(&w, &rq, &rs) != 0)
 		code = die(KZ_EXIT_INTERNAL, "run failed");
@@ -342,6 +397,7 @@ main(int argc, char **argv)
 	int r;
 
 	memset(&o, 0, sizeof(o));
+	o.start_fd = -1;
 	kz_log_init("kz-sandbox", KZ_LOG_INFO);
 	(void)signal(SIGPIPE, SIG_IGN);
 	/* Descriptors 0-2 must exist so no pipe lands on them. */

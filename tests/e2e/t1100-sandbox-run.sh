@@ -4,7 +4,7 @@
 # one-shot run, fail-closed setup naming the failed step, and classify.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
-plan 39
+plan 47
 
 t "--version" sh -c "$SB --version | grep -qx 'kz-sandbox 0.1.0'"
 t "--help lists the options" sh -c "$SB --help | grep -q -- '--workspace-size'"
@@ -42,6 +42,23 @@ rc_is 2 "--pass-fd of a closed descriptor is refused" "$SB" run --pass-fd 9 -- /
 rc_is 0 "a run works under a 1024 open-files limit" bash -c "ulimit -n 1024; exec \"$SB\" run -- /bin/true"
 out=$(bash -c "ulimit -n 1024; exec \"$SB\" run --pass-fd 7 -- /bin/sh -c 'echo seven >&7'" 7>&1)
 is "$out" "seven" "--pass-fd works under a 1024 open-files limit"
+
+# --start-fd: the sandbox is made, and the code runs only on the caller's
+# byte; a close, or the run's timeout, runs nothing; the code never holds
+# the descriptor.
+out=$("$SB" run --start-fd 5 -- /bin/sh -c 'echo RAN; ls /proc/self/fd | tr "\n" " "' 5< <(sleep 0.3; echo g))
+like "$out" "^RAN" "--start-fd: the code runs once the caller writes a byte"
+unlike "$out" " 5 " "... and the start descriptor is not the code's"
+rc_is 3 "--start-fd closed without a byte: exit 3" \
+	"$SB" run --start-fd 5 -- /bin/sh -c 'echo RAN' 5</dev/null
+unlike "$(cat "$T/.out")" "RAN" "... and nothing ran"
+like "$(cat "$T/.out")" "withheld the start: nothing ran" "... said in one line"
+t0=$(date +%s%N)
+rc_is 3 "--start-fd never written: nothing runs past the run's timeout" \
+	"$SB" run --timeout 1 --start-fd 5 -- /bin/sh -c 'echo RAN' 5< <(sleep 4)
+is "$(( ($(date +%s%N) - t0) / 1000000000 < 3 ))" 1 "... and the wait is the timeout's, not the caller's"
+rc_is 2 "--start-fd that is also --pass-fd is refused" \
+	"$SB" run --start-fd 5 --pass-fd 5 -- /bin/true 5</dev/null
 
 # Limits.
 s=$(date +%s%N)

@@ -33,7 +33,7 @@ count(const char **a, const char *s)
 START_TEST(test_argv)
 {
 	struct pr_exec x = {"/run/kz-pkgrun/inv-1", 2100200000, 2100200001,
-	    "pkgrun-1", NULL, env, argv_};
+	    "pkgrun-1", NULL, env, argv_, NULL, NULL};
 	const char *a[160];
 	int i;
 
@@ -51,6 +51,7 @@ START_TEST(test_argv)
 	ck_assert_ptr_null(argv_val(a, "--config"));
 	ck_assert_ptr_null(argv_val(a, "--egress-socket"));
 	ck_assert_ptr_null(argv_val(a, "--grant-file"));
+	ck_assert_ptr_null(argv_val(a, "--start-fd"));
 	ck_assert_int_eq(count(a, "--env"), 2);
 	/* The tool's argv follows the step, unchanged. */
 	for (i = 0; a[i] != NULL && strcmp(a[i], "kz-pkgrun-step") != 0; i++)
@@ -63,7 +64,8 @@ END_TEST
 
 START_TEST(test_egress)
 {
-	struct pr_exec x = {"/s", 1, 1, "pkgrun-1", "/s.grant", env, argv_};
+	struct pr_exec x = {"/s", 1, 1, "pkgrun-1", "/s.grant", env, argv_,
+	    NULL, NULL};
 	const char *a[160];
 
 	/* A grant without a socket: still no network. */
@@ -80,9 +82,31 @@ START_TEST(test_egress)
 }
 END_TEST
 
+static int
+gate_never(void *arg)
+{
+	(void)arg;
+	return -1;
+}
+
+/* A gated one-shot: kz-sandbox waits on descriptor 4, not the status's. */
+START_TEST(test_gated)
+{
+	struct pr_exec x = {"/s", 1, 1, "pkgrun-1", NULL, env, argv_,
+	    gate_never, NULL};
+	const char *a[160];
+
+	ck_assert_int_eq(pr_exec_argv(&c, &x, a, 160), 0);
+	ck_assert_str_eq(argv_val(a, "--start-fd"), "4");
+	ck_assert_str_eq(argv_val(a, "--pass-fd"), "3");
+	ck_assert_int_eq(count(a, "--start-fd"), 1);
+}
+END_TEST
+
 START_TEST(test_bounded)
 {
-	struct pr_exec x = {"/s", 1, 1, "pkgrun-1", NULL, env, argv_};
+	struct pr_exec x = {"/s", 1, 1, "pkgrun-1", NULL, env, argv_, NULL,
+	    NULL};
 	const char *a[20];
 
 	ck_assert_int_eq(pr_exec_argv(&c, &x, a, 20), KZ_ETOOBIG);
@@ -101,6 +125,7 @@ main(void)
 	tcase_add_test(tc, test_argv);
 	tcase_add_test(tc, test_egress);
 	tcase_add_test(tc, test_bounded);
+	tcase_add_test(tc, test_gated);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

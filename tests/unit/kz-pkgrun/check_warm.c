@@ -28,7 +28,7 @@ START_TEST(test_serve_argv)
 	    "--pids", "--cpu", "--timeout", "--stdout-max", "--stderr-max",
 	    "--projection", "--state-dir", "--cgroup-parent", NULL};
 	struct pr_exec x = {"/run/kz-pkgrun/warm-1/proj", 2100200003,
-	    2100200003, "pkgrun-warm-1", NULL, env, argv_};
+	    2100200003, "pkgrun-warm-1", NULL, env, argv_, NULL, NULL};
 	const char *r[160], *s[160];
 	char one[64][64];
 
