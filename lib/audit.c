@@ -3,12 +3,15 @@
  * answers only once the record is fsync'd, so a 0 here means durable.
  */
 #include <string.h>
+#include <unistd.h>
 #include <sodium.h>
 
 #include "kz_audit.h"
 #include "kz_call.h"
+#include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_key.h"
+#include "kz_sock.h"
 #include "banned.h"
 
 static cJSON *
@@ -89,32 +92,91 @@ kz_audit_send(const char *sock, const char *kind, const cJSON *event,
 	return r;
 }
 
-int
-kz_audit_ping(const char *sock, int timeout_ms, char *why, size_t wlen)
+/* A sink that did not answer the ping as it should: KZ_EUNAVAIL, why. */
+static int
+ping_reply(int r, const cJSON *rep, char *why, size_t wlen)
 {
-	cJSON *req = cJSON_CreateObject(), *rep = NULL;
-	int r;
+	const char *reason;
+
+	if (r == 0 && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
+		reason = cJSON_GetStringValue(kz_json_get(rep, "reason"));
+		kz_why(why, wlen, "the sink refused a ping: %.160s",
+		    reason != NULL ? reason : "?");
+		return KZ_EUNAVAIL;
+	}
+	if (r != 0 && r != KZ_ENOMEM) {
+		/* The frame layer's own reason (a refused connect says why). */
+		if (why != NULL && wlen > 0 && why[0] == '\0')
+			kz_why(why, wlen, "%s", kz_strerror(r));
+		return KZ_EUNAVAIL;
+	}
+	return r;
+}
+
+static cJSON *
+ping_request(void)
+{
+	cJSON *req = cJSON_CreateObject();
 
 	if (req == NULL || !cJSON_AddNumberToObject(req, "v", 1) ||
 	    !cJSON_AddStringToObject(req, "op", "ping") ||
 	    !cJSON_AddStringToObject(req, "id", "ping")) {
 		cJSON_Delete(req);
+		return NULL;
+	}
+	return req;
+}
+
+int
+kz_audit_ping(const char *sock, int timeout_ms, char *why, size_t wlen)
+{
+	cJSON *req = ping_request(), *rep = NULL;
+	int r;
+
+	if (req == NULL)
 		return KZ_ENOMEM;
-	}
-	r = kz_frame_call(sock, req, timeout_ms, &rep, why, wlen);
-	if (r == 0 && !cJSON_IsTrue(kz_json_get(rep, "ok"))) {
-		kz_why(why, wlen, "the sink refused a ping: %.160s",
-		    cJSON_GetStringValue(kz_json_get(rep, "reason")) ?
-		        cJSON_GetStringValue(kz_json_get(rep, "reason")) :
-		        "?");
-		r = KZ_EUNAVAIL;
-	} else if (r != 0 && r != KZ_ENOMEM) {
-		/* kz_frame_call's own reason (a refused connect says why). */
-		if (why != NULL && wlen > 0 && why[0] == '\0')
-			kz_why(why, wlen, "%s", kz_strerror(r));
-		r = KZ_EUNAVAIL;
-	}
+	r = ping_reply(kz_frame_call(sock, req, timeout_ms, &rep, why, wlen),
+	    rep, why, wlen);
 	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return r;
+}
+
+int
+kz_audit_ping_send(const char *sock, int timeout_ms, int *out_fd, char *why,
+    size_t wlen)
+{
+	cJSON *req = ping_request();
+	int fd, r;
+
+	if (req == NULL)
+		return KZ_ENOMEM;
+	if ((r = kz_sock_connect(sock, timeout_ms, &fd, why, wlen)) != 0) {
+		cJSON_Delete(req);
+		return ping_reply(r, NULL, why, wlen);
+	}
+	r = kz_frame_write(fd, req, KZ_FRAME_MAX_LIMIT, timeout_ms);
+	cJSON_Delete(req);
+	/* A sink that refuses the peer answers once and closes, perhaps
+	 * before the request was written: its answer is still queued. */
+	if (r != 0 && r != KZ_EEOF) {
+		close(fd);
+		kz_why(why, wlen, "sending the ping: %s", kz_strerror(r));
+		return KZ_EUNAVAIL;
+	}
+	*out_fd = fd;
+	return 0;
+}
+
+int
+kz_audit_ping_wait(int fd, int timeout_ms, char *why, size_t wlen)
+{
+	cJSON *rep = NULL;
+	int r;
+
+	r = kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, timeout_ms, &rep, why, wlen);
+	close(fd);
+	r = ping_reply(r, rep, why, wlen);
 	cJSON_Delete(rep);
 	return r;
 }

@@ -31,5 +31,12 @@ KZ_WUR int kz_audit_send(const char *sock, const char *kind, const cJSON *event,
 /* The sink answers a ping: 0, or KZ_EUNAVAIL with why. */
 KZ_WUR int kz_audit_ping(const char *sock, int timeout_ms, char *why,
     size_t wlen);
+/* The ping in two halves, for a caller with something to do while the
+ * sink answers: _send connects and writes it (a sink that is not there
+ * fails here, KZ_EUNAVAIL with why) and sets *fd; _wait reads the answer,
+ * as kz_audit_ping would, and closes fd. */
+KZ_WUR int kz_audit_ping_send(const char *sock, int timeout_ms, int *fd,
+    char *why, size_t wlen);
+KZ_WUR int kz_audit_ping_wait(int fd, int timeout_ms, char *why, size_t wlen);
 
 #endif

@@ -322,23 +322,48 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 }
 
 /*
- * Audit is part of the boundary: a sink that does not answer now gets
+ * Audit is part of the boundary: a sink that cannot be reached gets
  * nothing dispatched (no admission, no lease), and the explicit opt-out
- * is said on every run.
+ * is said on every run.  The ping goes out here and its answer is read
+ * once the lease is granted (audit_confirm), so the two round trips
+ * overlap; a sink that does not answer then has its lease given back
+ * unused: the code never reaches the worker.
  */
 static int
-audit_ready(const struct run_conf *c)
+audit_ready(const struct run_conf *c, int *ping)
 {
 	char why[160] = "";
 
+	*ping = -1;
 	if (c->audit_sock[0] == '\0') {
 		fprintf(stderr,
 		    "kz-run: audit is off (KZ_AUDIT = off): nothing "
 		    "of this run is recorded\n");
 		return 0;
 	}
-	if (kz_audit_ping(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, why,
+	if (kz_audit_ping_send(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, ping, why,
 	        sizeof(why)) != 0) {
+		fprintf(stderr,
+		    "kz-run: audit sink %s unreachable (%s); "
+		    "nothing was dispatched\n",
+		    c->audit_sock, why);
+		return KZ_EXIT_UNAVAIL;
+	}
+	return 0;
+}
+
+/* The ping's answer (none with audit off); *ping is closed either way. */
+static int
+audit_confirm(const struct run_conf *c, int *ping)
+{
+	char why[160] = "";
+	int e;
+
+	if (*ping < 0)
+		return 0;
+	e = kz_audit_ping_wait(*ping, KZ_AUDIT_TIMEOUT_MS, why, sizeof(why));
+	*ping = -1;
+	if (e != 0) {
 		fprintf(stderr,
 		    "kz-run: audit sink %s unreachable (%s); "
 		    "nothing was dispatched\n",
@@ -359,14 +384,14 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	struct exec ex = {.grant = grant, .broker_token = tok};
 	unsigned char b[16];
 	cJSON *ev;
-	int e, rc;
+	int e, rc, ping = -1;
 
 	randombytes_buf(b, sizeof(b));
 	kz_hex(b, sizeof(b), x.rid);
 	kz_log_set_rid(x.rid);
 	run_manifest_empty(x.manifest);
 	x.aq = run_aq_new();
-	if ((rc = audit_ready(c)) != 0)
+	if ((rc = audit_ready(c, &ping)) != 0)
 		goto out;
 	/* Before anything is admitted or leased: a run that asks for more
 	 * than its capability allows is refused whole. */
@@ -397,7 +422,18 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		goto out;
 	}
 	l.t0 = kz_now_ms();
-	if ((rc = run_lease_get(&x, &l)) != 0)
+	rc = run_lease_get(&x, &l);
+	if (audit_confirm(c, &ping) != 0) {
+		/* Granted or not, nothing more may be recorded: the lease
+		 * goes back unused, and no record says it was held. */
+		if (rc == 0)
+			(void)run_lease_drop(&x, &l);
+		run_aq_free(x.aq);
+		x.aq = NULL;
+		rc = KZ_EXIT_UNAVAIL;
+		goto quiet;
+	}
+	if (rc != 0)
 		goto out;
 	if ((ev = run_lease_ev(&l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "wait_ms",
@@ -439,6 +475,9 @@ out:
 			rc = KZ_EXIT_UNAVAIL;
 	}
 	run_aq_free(x.aq);
+quiet:
+	if (ping >= 0)
+		close(ping);
 	if (o->json)
 		run_json(&x, rc);
 	run_result_release(&res);

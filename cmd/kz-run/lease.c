@@ -349,21 +349,35 @@ run_lease_ev(const struct run_lease *l)
  * fsync).  A lease that was lost is not released (nothing that could
  * reset its worker is sent): its records say so instead.
  */
+bool
+run_lease_drop(const struct run_ctx *x, const struct run_lease *l)
+{
+	cJSON *req, *rep = NULL;
+	char why[160] = "";
+	bool ok;
+	int e;
+
+	if ((req = run_request("release", x->rid)) == NULL)
+		return false;
+	cJSON_AddStringToObject(req, "lease_id", l->lid);
+	cJSON_AddStringToObject(req, "token", l->token);
+	cJSON_AddStringToObject(req, "run_id", x->rid);
+	e = kz_frame_call(x->c->lease_sock, req, (int)x->c->io_timeout_ms, &rep,
+	    why, sizeof(why));
+	ok = e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"));
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return ok;
+}
+
 void
 run_lease_release(const struct run_ctx *x, struct run_lease *l)
 {
-	cJSON *req = NULL, *rep = NULL, *ev;
-	char why[160] = "";
+	cJSON *ev;
 	bool ok = false;
-	int e;
 
-	if (!l->lost && (req = run_request("release", x->rid)) != NULL) {
-		cJSON_AddStringToObject(req, "lease_id", l->lid);
-		cJSON_AddStringToObject(req, "token", l->token);
-		cJSON_AddStringToObject(req, "run_id", x->rid);
-		e = kz_frame_call(x->c->lease_sock, req,
-		    (int)x->c->io_timeout_ms, &rep, why, sizeof(why));
-		ok = e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"));
+	if (!l->lost) {
+		ok = run_lease_drop(x, l);
 		if (!ok)
 			fprintf(stderr,
 			    "kz-run: release failed; the lease "
@@ -383,6 +397,4 @@ run_lease_release(const struct run_ctx *x, struct run_lease *l)
 			cJSON_AddStringToObject(ev, "reason", l->lost_why);
 		(void)run_audit(x, "release", ev);
 	}
-	cJSON_Delete(req);
-	cJSON_Delete(rep);
 }

@@ -220,6 +220,8 @@ cJSON *run_lease_ev(const struct run_lease *l);
 /* Releases the lease (never a lost one) and sends the closing dispatch
  * and the release records. */
 void run_lease_release(const struct run_ctx *x, struct run_lease *l);
+/* The release request alone, no record: true once kz-lease took it. */
+bool run_lease_drop(const struct run_ctx *x, const struct run_lease *l);
 
 /* save.c: the workspace snapshot, restored before the run and saved
  * after it (lib/snap.c), only while the lease holds. */

@@ -10,7 +10,7 @@
 # with an unknown kind is a usage error.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 42
+plan 49
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
 start_stack 1
 t "a real worker becomes warm" wait_for warm 1
@@ -68,6 +68,32 @@ t "the worker is warm again" wait_for warm 1
 only KZ_AUDIT_SOCKET="$T/deaf.sock" kz-run --actor alice --conversation c1 -- sh -c 'echo ran >>notes.txt' >"$T/o3" 2>"$T/e3"
 is "$?" 3 "kz-run with a sink that does not acknowledge exits 3"
 like "$(cat "$T/e3")" "audit sink $T/deaf.sock did not record the dispatch; nothing ran" "naming the sink; nothing ran"
+
+# A sink that takes the connection but refuses the ping: its answer is
+# read once the lease is granted (the two overlap), and the lease goes
+# back unused: nothing reaches the worker, and it is warm again.
+"$PY" - "$T/mute.sock" <<'PYEOF' &
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+while True:
+    c, _ = s.accept()
+    n = struct.unpack(">I", c.recv(4, socket.MSG_WAITALL))[0]
+    req = json.loads(c.recv(n, socket.MSG_WAITALL))
+    rep = json.dumps({"v": 1, "id": req.get("id"), "ok": False,
+                      "error": "unavailable", "reason": "read-only"}).encode()
+    c.sendall(struct.pack(">I", len(rep)) + rep); c.close()
+PYEOF
+_pids="$_pids $!"
+t "a stand-in sink that refuses pings" wait_sock "$T/mute.sock" 5
+t "the worker is warm" wait_for warm 1
+r0=$(only kz-lease status | sed -n 's/.*"releases":\([0-9]*\).*/\1/p')
+only KZ_AUDIT_SOCKET="$T/mute.sock" kz-run --actor alice --conversation c1 -- sh -c 'echo ran >>notes.txt; echo ran' >"$T/o7" 2>"$T/e7"
+is "$?" 3 "kz-run with a sink that refuses the ping exits 3"
+is "$(cat "$T/e7")" "kz-run: audit sink $T/mute.sock unreachable (the sink refused a ping: read-only); nothing was dispatched" \
+	"with one line naming the sink"
+is "$(cat "$T/o7")" "" "and no output: the code did not start"
+is "$(only kz-lease status | sed -n 's/.*"releases":\([0-9]*\).*/\1/p')" "$((r0 + 1))" "the lease it was granted was given back"
+t "and the worker is warm again" wait_for warm 1
 
 # The explicit opt-out: said on every run, nothing recorded.
 bg kz-audit serve --socket "$T/kz-audit.sock" 2>>"$T/audit.log"
