@@ -135,8 +135,8 @@ kz_audit_ping(const char *sock, int timeout_ms, char *why, size_t wlen)
 
 	if (req == NULL)
 		return KZ_ENOMEM;
-	r = ping_reply(kz_frame_call(sock, req, timeout_ms, &rep, why, wlen),
-	    rep, why, wlen);
+	r = kz_frame_call(sock, req, timeout_ms, &rep, why, wlen);
+	r = ping_reply(r, rep, why, wlen);
 	cJSON_Delete(req);
 	cJSON_Delete(rep);
 	return r;

@@ -16,6 +16,7 @@
 
 static char dir[64], path[128];
 static const char *canned; /* the reply the sink sends */
+static const char *want = "append"; /* to the one op it answers */
 static int lfd = -1;
 
 static void *
@@ -32,9 +33,9 @@ sink(void *arg)
 		/* The request must be a well-formed append. */
 		const cJSON *op = kz_json_get(req, "op");
 
-		if (cJSON_IsString(op) &&
-		    strcmp(op->valuestring, "append") == 0 &&
-		    cJSON_IsObject(kz_json_get(req, "event")) &&
+		if (cJSON_IsString(op) && strcmp(op->valuestring, want) == 0 &&
+		    (strcmp(want, "ping") == 0 ||
+		        cJSON_IsObject(kz_json_get(req, "event"))) &&
 		    (rep = cJSON_Parse(canned)) != NULL) {
 			if (kz_frame_write(fd, rep, 1 << 20, 2000) != 0)
 				arg = NULL;
@@ -58,6 +59,24 @@ send_with(const char *reply, char *why, size_t wlen)
 	r = kz_audit_send(path, "lease", ev, 2000, why, wlen);
 	pthread_join(th, NULL);
 	cJSON_Delete(ev);
+	return r;
+}
+
+/* A ping answered with reply, in one call (split: in two halves). */
+static int
+ping_with(const char *reply, bool split, char *why, size_t wlen)
+{
+	pthread_t th;
+	int r, fd = -1;
+
+	canned = reply, want = "ping";
+	ck_assert_int_eq(pthread_create(&th, NULL, sink, NULL), 0);
+	if (!split)
+		r = kz_audit_ping(path, 2000, why, wlen);
+	else if ((r = kz_audit_ping_send(path, 2000, &fd, why, wlen)) == 0)
+		r = kz_audit_ping_wait(fd, 2000, why, wlen);
+	pthread_join(th, NULL);
+	want = "append";
 	return r;
 }
 
@@ -145,6 +164,31 @@ START_TEST(test_no_sink)
 }
 END_TEST
 
+/* _i: 0 the one call, 1 the two halves. */
+START_TEST(test_ping)
+{
+	char why[128] = "", p[160];
+	int fd = -1;
+
+	ck_assert_int_eq(ping_with("{\"v\":1,\"id\":\"ping\",\"ok\":true}", _i,
+	                     why, sizeof(why)),
+	    0);
+	why[0] = '\0';
+	ck_assert_int_eq(ping_with("{\"v\":1,\"id\":\"ping\",\"ok\":false,"
+	                           "\"error\":\"unavailable\",\"reason\":"
+	                           "\"read-only\"}",
+	                     _i, why, sizeof(why)),
+	    KZ_EUNAVAIL);
+	ck_assert_str_eq(why, "the sink refused a ping: read-only");
+	snprintf(p, sizeof(p), "%s/none.sock", dir);
+	ck_assert_int_eq(_i ?
+	        kz_audit_ping_send(p, 500, &fd, why, sizeof(why)) :
+	        kz_audit_ping(p, 500, why, sizeof(why)),
+	    KZ_EUNAVAIL);
+	ck_assert_int_eq(fd, -1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -159,6 +203,7 @@ main(void)
 	tcase_add_test(tc, test_unavailable);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_no_sink);
+	tcase_add_loop_test(tc, test_ping, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
