@@ -329,6 +329,14 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
  * overlap; a sink that does not answer then has its lease given back
  * unused: the code never reaches the worker.
  */
+static void
+unreachable(const struct run_conf *c, const char *why)
+{
+	fprintf(stderr,
+	    "kz-run: audit sink %s unreachable (%s); nothing was dispatched\n",
+	    c->audit_sock, why);
+}
+
 static int
 audit_ready(const struct run_conf *c, int *ping)
 {
@@ -343,10 +351,7 @@ audit_ready(const struct run_conf *c, int *ping)
 	}
 	if (kz_audit_ping_send(c->audit_sock, KZ_AUDIT_TIMEOUT_MS, ping, why,
 	        sizeof(why)) != 0) {
-		fprintf(stderr,
-		    "kz-run: audit sink %s unreachable (%s); "
-		    "nothing was dispatched\n",
-		    c->audit_sock, why);
+		unreachable(c, why);
 		return KZ_EXIT_UNAVAIL;
 	}
 	return 0;
@@ -364,10 +369,7 @@ audit_confirm(const struct run_conf *c, int *ping)
 	e = kz_audit_ping_wait(*ping, KZ_AUDIT_TIMEOUT_MS, why, sizeof(why));
 	*ping = -1;
 	if (e != 0) {
-		fprintf(stderr,
-		    "kz-run: audit sink %s unreachable (%s); "
-		    "nothing was dispatched\n",
-		    c->audit_sock, why);
+		unreachable(c, why);
 		return KZ_EXIT_UNAVAIL;
 	}
 	return 0;

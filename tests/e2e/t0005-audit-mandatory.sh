@@ -46,23 +46,30 @@ is "$(cat "$T/o2")" "" "and no output: the code did not start"
 rc_is 3 "kz-reset with no reachable audit sink exits 3" only kz-reset --worker w1 --token 1
 like "$(cat "$T/.out")" "audit sink $T/kz-audit.sock unreachable.*nothing was reset" "naming the sink; nothing was reset"
 
-# A sink that answers but does not acknowledge the records.
-"$PY" - "$T/deaf.sock" <<'PYEOF' &
+# A stand-in sink on SOCK that answers pings (refuses them with "ping")
+# and refuses every record.
+stand_in() { # stand_in SOCK [ping]
+	"$PY" - "$@" <<'PYEOF' &
 import json, socket, struct, sys
+refuse_ping = sys.argv[2:] == ["ping"]
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
 while True:
     c, _ = s.accept()
     n = struct.unpack(">I", c.recv(4, socket.MSG_WAITALL))[0]
     req = json.loads(c.recv(n, socket.MSG_WAITALL))
-    if req.get("op") == "ping":
+    if req.get("op") == "ping" and not refuse_ping:
         rep = {"v": 1, "id": req.get("id"), "ok": True}
     else:
-        rep = {"v": 1, "id": req.get("id"), "ok": False,
-               "error": "unavailable", "reason": "disk full"}
+        rep = {"v": 1, "id": req.get("id"), "ok": False, "error": "unavailable",
+               "reason": "read-only" if refuse_ping else "disk full"}
     rep = json.dumps(rep).encode()
     c.sendall(struct.pack(">I", len(rep)) + rep); c.close()
 PYEOF
-_pids="$_pids $!"
+	_pids="$_pids $!"
+}
+
+# A sink that answers but does not acknowledge the records.
+stand_in "$T/deaf.sock"
 t "a stand-in sink that answers pings and refuses records" wait_sock "$T/deaf.sock" 5
 t "the worker is warm again" wait_for warm 1
 only KZ_AUDIT_SOCKET="$T/deaf.sock" kz-run --actor alice --conversation c1 -- sh -c 'echo ran >>notes.txt' >"$T/o3" 2>"$T/e3"
@@ -72,18 +79,7 @@ like "$(cat "$T/e3")" "audit sink $T/deaf.sock did not record the dispatch; noth
 # A sink that takes the connection but refuses the ping: its answer is
 # read once the lease is granted (the two overlap), and the lease goes
 # back unused: nothing reaches the worker, and it is warm again.
-"$PY" - "$T/mute.sock" <<'PYEOF' &
-import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
-while True:
-    c, _ = s.accept()
-    n = struct.unpack(">I", c.recv(4, socket.MSG_WAITALL))[0]
-    req = json.loads(c.recv(n, socket.MSG_WAITALL))
-    rep = json.dumps({"v": 1, "id": req.get("id"), "ok": False,
-                      "error": "unavailable", "reason": "read-only"}).encode()
-    c.sendall(struct.pack(">I", len(rep)) + rep); c.close()
-PYEOF
-_pids="$_pids $!"
+stand_in "$T/mute.sock" ping
 t "a stand-in sink that refuses pings" wait_sock "$T/mute.sock" 5
 t "the worker is warm" wait_for warm 1
 r0=$(only kz-lease status | sed -n 's/.*"releases":\([0-9]*\).*/\1/p')
