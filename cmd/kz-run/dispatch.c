@@ -48,6 +48,8 @@ struct exec {
 	int64_t ms;
 	bool sent; /* the command reached the worker */
 	bool ran; /* and it answered: rc and ms are the code's */
+	bool recorded; /* the dispatch record went out at the grant */
+	int ticket; /* its run_audit ticket */
 };
 
 /* The egress grant comes from "kz-egress grant", the broker token from
@@ -219,6 +221,8 @@ admit(struct run_ctx *x, struct run_adm *a)
 
 static int run_exec(const struct run_ctx *x, struct run_lease *l,
     struct exec *ex);
+static int dispatch_started(const struct run_ctx *x, const struct run_lease *l,
+    const struct exec *ex);
 
 /*
  * The lease was lost: the one line says when, relative to the code, and
@@ -237,13 +241,17 @@ lease_lost(const struct run_ctx *x, struct run_lease *l, const struct exec *ex)
 	                  "during the run",
 	    l->lost_why,
 	    ex->sent && x->c->snapshot ? "; the workspace was not saved" : "");
-	if (ex->sent && !ex->ran && (ev = run_lease_ev(l)) != NULL) {
+	if ((ex->sent || ex->recorded) && !ex->ran &&
+	    (ev = run_lease_ev(l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "duration_ms", (double)ex->ms);
 		cJSON_AddStringToObject(ev, "egress",
 		    *ex->grant ? "granted" : "none");
 		cJSON_AddStringToObject(ev, "outcome", "lease_expired");
 		cJSON_AddStringToObject(ev, "reason",
-		    "the run was abandoned: its lease could not be kept");
+		    ex->sent ? "the run was abandoned: its lease could not be "
+		               "kept" :
+		               "the run never started: its lease could not be "
+		               "kept");
 		cJSON_Delete(l->result);
 		l->result = ev;
 	}
@@ -301,6 +309,14 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 	char unsaved[200] = "";
 	int rc;
 
+	/* With nothing to project nothing can refuse the run from here on
+	 * but the lease: the dispatch record goes out now, beside the lease
+	 * record (one fdatasync in the sink for both), and is made durable
+	 * while the workspace is restored. */
+	if (x->o->room == NULL && x->o->nfiles == 0) {
+		ex->ticket = dispatch_started(x, l, ex);
+		ex->recorded = true;
+	}
 	run_restore(x, l);
 	if (run_lease_keep(x, l, false) != 0)
 		return lease_lost(x, l, ex);
@@ -553,24 +569,38 @@ run_done(const struct run_ctx *x, struct run_lease *l, struct exec *ex,
 	return rc;
 }
 
+/* The dispatch record, sent: its run_audit ticket. */
+static int
+dispatch_started(const struct run_ctx *x, const struct run_lease *l,
+    const struct exec *ex)
+{
+	cJSON *ev = run_lease_ev(l);
+
+	if (ev != NULL) {
+		cJSON_AddStringToObject(ev, "egress",
+		    *ex->grant ? "granted" : "none");
+		cJSON_AddStringToObject(ev, "packages",
+		    *ex->broker_token ? "broker" : "none");
+		cJSON_AddStringToObject(ev, "outcome", "started");
+	}
+	return run_audit(x, "dispatch", ev);
+}
+
 /* Dispatch record, the run, its outputs and the result record. */
 static int
 run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex)
 {
-	cJSON *req = run_request("run", x->rid), *rep = NULL, *ev, *a;
+	cJSON *req = run_request("run", x->rid), *rep = NULL, *a;
 	char why[160] = "";
 	int64_t t0 = kz_now_ms();
 	int i, e, rc = KZ_EXIT_INTERNAL;
 
-	if (req == NULL || (ev = run_lease_ev(l)) == NULL)
+	if (req == NULL)
 		goto out;
-	cJSON_AddStringToObject(ev, "egress", *ex->grant ? "granted" : "none");
-	cJSON_AddStringToObject(ev, "packages",
-	    *ex->broker_token ? "broker" : "none");
-	cJSON_AddStringToObject(ev, "outcome", "started");
 	/* No record, no run: the audit sink must hold the dispatch first
-	 * (the lease record, sent just before, shares its fsync). */
-	if (run_audit_wait(x, run_audit(x, "dispatch", ev)) != 0) {
+	 * (the lease record, sent at the grant, shares its fsync). */
+	if (run_audit_wait(x,
+	        ex->recorded ? ex->ticket : dispatch_started(x, l, ex)) != 0) {
 		fprintf(stderr,
 		    "kz-run: the audit sink %s did not record "
 		    "the dispatch; nothing ran\n",

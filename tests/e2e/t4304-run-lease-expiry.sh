@@ -13,7 +13,7 @@
 # never published warm.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 38
+plan 44
 export LEASE_TTL_MS=3000
 start_stack 1
 on_exit "kill -CONT $LEASE_PID 2>/dev/null"
@@ -114,4 +114,26 @@ is "$(resets_of "$WD")" "$ND" "never reset after it"
 t "and a replacement becomes warm" wait_for warm 1
 kz-run -q --actor carol --conversation c1 -- sh -c 'cat keep.txt 2>/dev/null || echo none' >"$T/oc2" 2>&1
 is "$(cat "$T/oc2")" none "the next run of the abandoned one's workspace never gets the older workspace"
+
+# (e) The lease is lost while the workspace is restored, before the run:
+# the dispatch record, sent at the grant, is closed as never started.
+kz-run -q --actor erin --conversation e1 -- sh -c 'echo x >f' >/dev/null 2>&1
+t "the worker is warm" wait_for warm 1
+WE=$(ls "$T/workers")
+kill -STOP "$(cat "$T/workers/$WE/pid")"
+kz-run --actor erin --conversation e1 -- sh -c 'echo RAN' >"$T/oe" 2>"$T/ee" &
+RUNE=$!
+has_leased
+rk ZADD 'kz:{default}:exp' 0 "$WE" >/dev/null
+rk HSET "kz:{default}:w:$WE" expires 0 >/dev/null
+wait $RUNE
+rc=$?
+kill -CONT "$(cat "$T/workers/$WE/pid" 2>/dev/null)" 2>/dev/null
+is "$rc" 3 "kz-run whose lease is lost during the restore exits 3"
+like "$(cat "$T/ee")" "^kz-run: the lease expired before the run" "before the run, it says"
+is "$(cat "$T/oe")" "" "nothing ran"
+is "$(audit_q --kind dispatch | grep "\"worker_id\":\"$WE\"" | grep -o '"outcome":"[a-z_]*"' | tail -2 | tr '\n' ' ')" \
+	'"outcome":"started" "outcome":"lease_expired" ' "the dispatch record is closed"
+like "$(audit_q --kind dispatch | grep "\"worker_id\":\"$WE\"" | grep lease_expired)" "never started" \
+	"... as never started"
 done_testing
