@@ -46,6 +46,7 @@
 #define POOL_N (2 * PR_WARM_MAX + 32) /* ready, taken and retiring */
 #define START_MS 20000 /* a worker not ready by then is stopped */
 #define STOP_MS 5000 /* SIGTERM, then SIGKILL, each this long */
+#define TRACES_MS 2000 /* for a stopped worker's cgroups to empty */
 #define HEALTH_MS 1000
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 30000
@@ -163,6 +164,7 @@ remove_traces(const struct pr_conf *c, const char *name, const char *id)
 	    "freezer/", "blkio/", "", NULL};
 	static const char *const sub[] = {"/run", "/init", "/agent", "", NULL};
 	char p[PATH_MAX + 128];
+	int64_t deadline = kz_now_ms() + TRACES_MS;
 	int sfd;
 
 	if ((sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >=
@@ -179,7 +181,12 @@ remove_traces(const struct pr_conf *c, const char *name, const char *id)
 			snprintf(p, sizeof(p),
 			    "/sys/fs/cgroup/%skz-pkgrun/%s%s", ctrl[i], id,
 			    sub[k]);
-			(void)rmdir(p);
+			/* A killed worker's last processes may still be
+			 * leaving the cgroup (EBUSY): wait for them, within
+			 * one bound for the whole removal. */
+			while (rmdir(p) != 0 && errno == EBUSY &&
+			    kz_now_ms() < deadline)
+				usleep(10000);
 		}
 }
 
