@@ -130,16 +130,11 @@ ping_request(void)
 int
 kz_audit_ping(const char *sock, int timeout_ms, char *why, size_t wlen)
 {
-	cJSON *req = ping_request(), *rep = NULL;
-	int r;
+	int fd, r;
 
-	if (req == NULL)
-		return KZ_ENOMEM;
-	r = kz_frame_call(sock, req, timeout_ms, &rep, why, wlen);
-	r = ping_reply(r, rep, why, wlen);
-	cJSON_Delete(req);
-	cJSON_Delete(rep);
-	return r;
+	if ((r = kz_audit_ping_send(sock, timeout_ms, &fd, why, wlen)) != 0)
+		return r;
+	return kz_audit_ping_wait(fd, timeout_ms, why, wlen);
 }
 
 int

@@ -342,13 +342,7 @@ run_lease_ev(const struct run_lease *l)
 	return ev;
 }
 
-/*
- * The closing dispatch record goes out here, after the release answered,
- * together with the release record: the two share one fsync in the sink
- * instead of two in a row (the release round trip is shorter than a sink
- * fsync).  A lease that was lost is not released (nothing that could
- * reset its worker is sent): its records say so instead.
- */
+/* The release request alone, no record (run.h). */
 bool
 run_lease_drop(const struct run_ctx *x, const struct run_lease *l)
 {
@@ -370,6 +364,13 @@ run_lease_drop(const struct run_ctx *x, const struct run_lease *l)
 	return ok;
 }
 
+/*
+ * The closing dispatch record goes out here, after the release answered,
+ * together with the release record: the two share one fsync in the sink
+ * instead of two in a row (the release round trip is shorter than a sink
+ * fsync).  A lease that was lost is not released (nothing that could
+ * reset its worker is sent): its records say so instead.
+ */
 void
 run_lease_release(const struct run_ctx *x, struct run_lease *l)
 {
