@@ -120,7 +120,6 @@ kz_sock_listen(const char *path, int backlog, int *out_fd, char *why,
     size_t wlen)
 {
 	struct sockaddr_un sa;
-	mode_t old;
 	int fd, r;
 
 	if ((r = fill_addr(path, &sa, why, wlen)) != 0)
@@ -130,11 +129,13 @@ kz_sock_listen(const char *path, int backlog, int *out_fd, char *why,
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return KZ_ESYS;
-	/* Created 0660 from the start: no window with a wider mode. */
-	old = umask(0117);
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0 || chmod(path, 0660) < 0 || listen(fd, backlog) < 0) {
+	/* Created 0660 from the start: no window with a wider mode.  bind
+	 * gives the node the socket inode's mode less the umask, so the
+	 * mode is set on the socket first; the umask is process state that
+	 * another thread may be creating files under, and is not touched. */
+	if (fchmod(fd, 0660) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(path, 0660) < 0 || listen(fd, backlog) < 0) {
 		int e = errno;
 
 		kz_why(why, wlen, "cannot listen on socket: %s", strerror(e));

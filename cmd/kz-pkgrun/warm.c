@@ -206,7 +206,8 @@ reap(struct pr_pool *p, struct pr_worker *w)
 	w->pid = -1, w->pidfd = -1;
 }
 
-/* The worker's directory: NAME/{proj/{pkg,files}}, NAME 0700. */
+/* The worker's directory: NAME/{proj/{pkg,files}}, NAME 0700 and the
+ * rest 0755 whatever the umask: the code's uid must traverse proj. */
 static int
 make_dirs(struct pr_pool *p, struct pr_worker *w)
 {
@@ -228,7 +229,8 @@ make_dirs(struct pr_pool *p, struct pr_worker *w)
 	r = KZ_ESYS;
 	for (int i = 0; sub[i] != NULL; i++) {
 		snprintf(q, sizeof(q), "%s/%s", name, sub[i]);
-		if (mkdirat(sfd, q, 0755) != 0)
+		if (mkdirat(sfd, q, 0755) != 0 ||
+		    fchmodat(sfd, q, 0755, AT_SYMLINK_NOFOLLOW) != 0)
 			goto out;
 	}
 	snprintf(w->id, sizeof(w->id), "pkgrun-%s", name);

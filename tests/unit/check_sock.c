@@ -4,11 +4,15 @@
  * supplementary groups, and the listening side checks it against tables
  * of policies (needs root to change ids; skipped otherwise).  And what a
  * refused client sees: kz_frame_call returns the daemon's one refusal
- * even when the daemon closed before the request was written.
+ * even when the daemon closed before the request was written.  And that
+ * listening sets the socket's mode without touching the process umask,
+ * which other threads create files under.
  */
 #include <check.h>
 #include <grp.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +152,69 @@ START_TEST(test_call_reads_refusal_after_broken_pipe)
 }
 END_TEST
 
+/* Creates files under the umask until told to stop; how many got a mode
+ * other than the umask's. */
+static volatile int stop_files;
+
+static void *
+create_files(void *arg)
+{
+	char f[128];
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; !stop_files; i++) {
+		struct stat sb;
+		int fd;
+
+		snprintf(f, sizeof(f), "%s/f%d", dir, i % 16);
+		(void)unlink(f);
+		if ((fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		         0777)) < 0)
+			continue;
+		if (fstat(fd, &sb) == 0 && (sb.st_mode & 07777) != 0755)
+			bad++;
+		close(fd);
+	}
+	for (int i = 0; i < 16; i++) {
+		snprintf(f, sizeof(f), "%s/f%d", dir, i);
+		(void)unlink(f);
+	}
+	return (void *)bad;
+}
+
+START_TEST(test_listen_keeps_umask)
+{
+	static const mode_t masks[] = {0, 077, 022};
+	pthread_t th;
+	struct stat sb;
+	void *bad;
+	int lfd;
+
+	/* 0660 whatever the umask, and the umask is left as it was. */
+	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		umask(masks[i]);
+		ck_assert_int_eq(kz_sock_listen(path, 4, &lfd, NULL, 0), 0);
+		ck_assert(stat(path, &sb) == 0);
+		ck_assert_int_eq(sb.st_mode & 07777, 0660);
+		ck_assert_int_eq(umask(masks[i]), masks[i]);
+		close(lfd);
+	}
+	/* A thread creating files meanwhile gets the umask's modes: a
+	 * daemon's pool thread makes its workers' directories while the
+	 * main thread starts listening (kz-pkgrun serve). */
+	stop_files = 0;
+	ck_assert(pthread_create(&th, NULL, create_files, NULL) == 0);
+	for (int i = 0; i < 2000; i++) {
+		ck_assert_int_eq(kz_sock_listen(path, 4, &lfd, NULL, 0), 0);
+		close(lfd);
+	}
+	stop_files = 1;
+	ck_assert(pthread_join(th, &bad) == 0);
+	ck_assert_int_eq((long)bad, 0);
+}
+END_TEST
+
 static void
 setup(void)
 {
@@ -177,6 +244,7 @@ main(void)
 	tcase_add_loop_test(tc, test_peer_groups, 0,
 	    sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_call_reads_refusal_after_broken_pipe);
+	tcase_add_test(tc, test_listen_keeps_umask);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
