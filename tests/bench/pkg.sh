@@ -27,6 +27,8 @@ set -eu
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$TOP/bin
 RUNS=${RUNS:-40}
+. "$TOP/tests/bench/steal.bash"
+ST0=$(steal)
 T=$(mktemp -d /tmp/kz-bench.XXXXXX)
 chmod 0755 "$T"
 PIDS=
@@ -109,6 +111,7 @@ print("TARGET invoke --socket p50 / warm kz-run p50 = %.2f (warm, target <= 1.5:
 print("TARGET with gaps, f50 / g50 = %.2f (warm, target <= 1.5: %s)" % (f/g, "met" if f/g <= 1.5 else "NOT met"))
 print("b50/a50 = %.1f; serve op c50/d50 = %.2f" % (b/a, c/d))' \
 	"$a50" "$b50" "$c50" "$d50" "$e50" "$f50" "$g50" "$bd"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; CPU time stolen by the host during (a)-(g): $(steal_since "$ST0")"
 if [ -x "$TOP/tests/bench/pkg-broker.sh" ]; then
 	echo "== the broker half"
 	"$TOP/tests/bench/pkg-broker.sh"
