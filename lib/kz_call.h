@@ -13,4 +13,13 @@
 KZ_WUR int kz_frame_call(const char *sockpath, const cJSON *req, int timeout_ms,
     cJSON **reply, char *why, size_t wlen);
 
+/* kz_frame_call in its two halves, for a caller with other work to do
+ * while the daemon answers: kz_frame_send connects and sends req (*fd
+ * is then the caller's until kz_frame_recv, which reads the reply and
+ * closes it, whatever it returns). */
+KZ_WUR int kz_frame_send(const char *sockpath, const cJSON *req, int timeout_ms,
+    int *fd, char *why, size_t wlen);
+KZ_WUR int kz_frame_recv(int fd, int timeout_ms, cJSON **reply, char *why,
+    size_t wlen);
+
 #endif

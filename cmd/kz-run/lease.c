@@ -211,16 +211,19 @@ refusal_final(const char *code)
 	    strcmp(code, KZ_WE_BAD_REQUEST) == 0;
 }
 
+/* A renewal sent: *fd awaits its reply (renew_wait), or is -1 when none
+ * could be sent (renew_wait then says what the sync path would). */
 static int
-renew(const struct run_ctx *x, struct run_lease *l)
+renew_send(const struct run_ctx *x, struct run_lease *l, int *fd, int64_t *sent,
+    char *why, size_t wlen)
 {
-	cJSON *req = run_request("renew", x->rid), *rep = NULL;
-	int64_t sent = kz_now_ms(), left, ttl, gap;
-	char why[160] = "";
-	const char *code = NULL;
+	cJSON *req = run_request("renew", x->rid);
+	int64_t left;
 	int e;
 
-	left = l->valid_until - margin(l) - sent;
+	*fd = -1;
+	*sent = kz_now_ms();
+	left = l->valid_until - margin(l) - *sent;
 	if (left <= 0 || req == NULL) {
 		cJSON_Delete(req);
 		return lose(l, "kz-lease did not confirm it in time");
@@ -228,10 +231,29 @@ renew(const struct run_ctx *x, struct run_lease *l)
 	cJSON_AddStringToObject(req, "lease_id", l->lid);
 	cJSON_AddStringToObject(req, "token", l->token);
 	cJSON_AddNumberToObject(req, "ttl_ms", (double)l->ttl_ms);
-	e = kz_frame_call(x->c->lease_sock, req,
-	    (int)(left < x->c->io_timeout_ms ? left : x->c->io_timeout_ms),
-	    &rep, why, sizeof(why));
+	e = kz_frame_send(x->c->lease_sock, req,
+	    (int)(left < x->c->io_timeout_ms ? left : x->c->io_timeout_ms), fd,
+	    why, wlen);
 	cJSON_Delete(req);
+	return e == 0 ? 0 : KZ_EUNAVAIL;
+}
+
+/* The reply to renew_send's request (unanswered when fd is -1). */
+static int
+renew_wait(const struct run_ctx *x, struct run_lease *l, int fd, int64_t sent)
+{
+	int64_t left = l->valid_until - margin(l) - kz_now_ms(), ttl, gap;
+	cJSON *rep = NULL;
+	char why[160] = "";
+	const char *code = NULL;
+	int e = KZ_EUNAVAIL;
+
+	if (fd >= 0)
+		e = kz_frame_recv(fd,
+		    (int)(left <= 0                    ? 1 :
+		            left < x->c->io_timeout_ms ? left :
+		                                         x->c->io_timeout_ms),
+		    &rep, why, sizeof(why));
 	if (e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"))) {
 		if (kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0) !=
 		    0)
@@ -252,7 +274,51 @@ renew(const struct run_ctx *x, struct run_lease *l)
 	l->next_renew = kz_now_ms() + gap;
 	if (l->next_renew >= l->valid_until - margin(l))
 		return lose(l, "kz-lease did not confirm it in time");
-	return 0;
+	return KZ_EUNAVAIL;
+}
+
+static int
+renew(const struct run_ctx *x, struct run_lease *l)
+{
+	char why[160];
+	int64_t sent;
+	int fd, e;
+
+	if ((e = renew_send(x, l, &fd, &sent, why, sizeof(why))) == KZ_ESTATE)
+		return e;
+	return renew_wait(x, l, fd, sent) == KZ_ESTATE ? KZ_ESTATE : 0;
+}
+
+int
+run_lease_confirm_send(const struct run_ctx *x, struct run_lease *l,
+    struct run_confirm *cf)
+{
+	char why[160];
+
+	cf->fd = -1;
+	if (l->lost)
+		return KZ_ESTATE;
+	return renew_send(x, l, &cf->fd, &cf->sent, why, sizeof(why)) ==
+	        KZ_ESTATE ?
+	    KZ_ESTATE :
+	    0;
+}
+
+int
+run_lease_confirm_wait(const struct run_ctx *x, struct run_lease *l,
+    struct run_confirm *cf)
+{
+	int fd = cf->fd;
+
+	cf->fd = -1;
+	if (l->lost) {
+		if (fd >= 0)
+			close(fd);
+		return KZ_ESTATE;
+	}
+	/* Unanswered, as with run_lease_keep: it holds until valid_until
+	 * and is retried before then. */
+	return renew_wait(x, l, fd, cf->sent) == KZ_ESTATE ? KZ_ESTATE : 0;
 }
 
 int

@@ -208,6 +208,17 @@ int run_lease_get(const struct run_ctx *x, struct run_lease *l);
  * refused, or not confirmed before it would expire). */
 KZ_WUR int run_lease_keep(const struct run_ctx *x, struct run_lease *l,
     bool now);
+/* run_lease_keep(now) in two halves, so that a call it guards overlaps
+ * the renewal: the worker's answer is used only once kz-lease has
+ * answered (or not in time) and the lease is not lost. */
+struct run_confirm {
+	int fd;
+	int64_t sent;
+};
+KZ_WUR int run_lease_confirm_send(const struct run_ctx *x, struct run_lease *l,
+    struct run_confirm *cf);
+KZ_WUR int run_lease_confirm_wait(const struct run_ctx *x, struct run_lease *l,
+    struct run_confirm *cf);
 /* One call to the worker, only while the lease holds and renewing it
  * while the reply is awaited (up to timeout_ms): KZ_ESTATE, with the
  * connection closed, once the lease is lost.  *sent (may be NULL) tells

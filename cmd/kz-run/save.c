@@ -81,9 +81,12 @@ run_unsave(const struct run_ctx *x, const struct run_lease *l)
 }
 
 /*
- * Saves the workspace (never /projection), once kz-lease has confirmed
- * the lease still holds: a run that returned after its lease expired
- * must not snapshot.  The worker writes the archive beside the snapshot;
+ * Saves the workspace (never /projection) while the lease holds: a run
+ * that returned after its lease expired must not snapshot.  The snapshot
+ * op goes out beside a renewal, and what it wrote is kept only once
+ * kz-lease has answered the renewal: a lease taken away meanwhile (a
+ * worker that is retired then, never handed on) leaves no snapshot, and
+ * the older one is removed.  The worker writes the archive beside the snapshot;
  * kz_snap_commit puts it in place under the bounds.  A workspace that
  * archives to exactly what was restored is not written again: the
  * snapshot it came from stays (kz-lease marked it used when it offered
@@ -94,6 +97,7 @@ run_save(const struct run_ctx *x, struct run_lease *l, char *why, size_t wlen)
 {
 	char tmp[PATH_MAX + 64];
 	const char *code = NULL;
+	struct run_confirm cf;
 	struct stat st;
 	bool same = false;
 	int evicted, e;
@@ -104,14 +108,19 @@ run_save(const struct run_ctx *x, struct run_lease *l, char *why, size_t wlen)
 		return KZ_ENOENT;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.%s.new", l->snap, x->rid);
-	if (run_lease_keep(x, l, true) != 0)
+	if (run_lease_confirm_send(x, l, &cf) != 0)
 		e = KZ_ESTATE;
-	else if ((e = run_worker_op(x, l, "snapshot", tmp, l->restored, &same,
-	              &code)) == 0 &&
-	    same) {
-		if (lstat(l->snap, &st) == 0 && S_ISREG(st.st_mode))
-			return 0;
-		e = run_worker_op(x, l, "snapshot", tmp, false, NULL, &code);
+	else {
+		e = run_worker_op(x, l, "snapshot", tmp, l->restored, &same,
+		    &code);
+		if (run_lease_confirm_wait(x, l, &cf) != 0)
+			e = KZ_ESTATE;
+		else if (e == 0 && same) {
+			if (lstat(l->snap, &st) == 0 && S_ISREG(st.st_mode))
+				return 0;
+			e = run_worker_op(x, l, "snapshot", tmp, false, NULL,
+			    &code);
+		}
 	}
 	if (e == KZ_ESTATE) {
 		/* The worker may still write it: the sweep removes a

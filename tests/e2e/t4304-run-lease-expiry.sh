@@ -10,10 +10,12 @@
 # in time) fail closed: exit 3 and one line, nothing more sent to the
 # worker, no snapshot written and the older one removed (the next run
 # starts empty, never from an older workspace), the worker retired,
-# never published warm.
+# never published warm.  (e) A lease lost during the restore closes the
+# dispatch record as never started.  (f) A lease taken away just before
+# the save: the worker's snapshot is never kept.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 44
+plan 52
 export LEASE_TTL_MS=3000
 start_stack 1
 on_exit "kill -CONT $LEASE_PID 2>/dev/null"
@@ -136,4 +138,25 @@ is "$(audit_q --kind dispatch | grep "\"worker_id\":\"$WE\"" | grep -o '"outcome
 	'"outcome":"started" "outcome":"lease_expired" ' "the dispatch record is closed"
 like "$(audit_q --kind dispatch | grep "\"worker_id\":\"$WE\"" | grep lease_expired)" "never started" \
 	"... as never started"
+# (f) The lease is taken away as the command ends (its token replaced in
+# the store: the worker stays up, the save's renewal is refused): the
+# snapshot the worker may write meanwhile is never kept.
+kz-run -q --actor fay --conversation f1 -- sh -c 'echo old >keep.txt' >/dev/null 2>&1
+t "the worker is warm again" wait_for warm 1
+SNAPF=$(ls -t "$T"/snapshots/*/*.tar | head -1)
+kz-run --actor fay --conversation f1 -- sh -c 'echo new >keep.txt; sleep 0.6' >/dev/null 2>"$T/ef" &
+RUNF=$!
+has_leased
+WF=$(leased)
+sleep 0.2
+rk HSET "kz:{default}:w:$WF" token forged >/dev/null
+wait $RUNF
+is "$?" 3 "kz-run whose lease is taken away before the save exits 3"
+like "$(cat "$T/ef")" "^kz-run: the lease expired after the run \\(the renewal was refused: (stale_token|not_owner)\\).*the workspace was not saved$" "the one line says the workspace was not saved"
+tnot "the older snapshot is gone" test -e "$SNAPF"
+is "$(ls "$T"/snapshots/* | grep -c '\.new$')" 0 "and no snapshot the worker wrote is kept"
+t "the worker is retired and deleted" gone "$T/workers/$WF"
+t "a replacement becomes warm" wait_for warm 1
+kz-run -q --actor fay --conversation f1 -- sh -c 'cat keep.txt 2>/dev/null || echo none' >"$T/of2" 2>&1
+is "$(cat "$T/of2")" none "the next run starts empty: neither the old workspace nor the unsaved one"
 done_testing
