@@ -21,7 +21,10 @@ CG=kzt-$$
 on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
 export KZ_AUDIT=off KZ_RUN_DIR=$T STANDIN_CGROUP=$CG KZ_FIELD_KEY_FILE=$T/field.key
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
-export LEASE_CAPACITY=3 LEASE_STORE_TIMEOUT_MS=2000 LEASE_RECONCILE_MS=300
+# A call that waits out the half-moved window (five batches, 0.3 s apart:
+# about 1.5 s, more on a loaded machine) does so within its bound, 75% of
+# the store timeout (kz-lease(8)).
+export LEASE_CAPACITY=3 LEASE_STORE_TIMEOUT_MS=4000 LEASE_RECONCILE_MS=300
 export KZ_STORE_SOCKET=tcp:127.0.0.1:$OWN
 S=$T/kz-lease.sock
 bg kz-lease serve --socket "$S" 2>"$T/lease.log"
