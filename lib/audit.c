@@ -3,15 +3,12 @@
  * answers only once the record is fsync'd, so a 0 here means durable.
  */
 #include <string.h>
-#include <unistd.h>
 #include <sodium.h>
 
 #include "kz_audit.h"
 #include "kz_call.h"
-#include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_key.h"
-#include "kz_sock.h"
 #include "banned.h"
 
 static cJSON *
@@ -142,25 +139,13 @@ kz_audit_ping_send(const char *sock, int timeout_ms, int *out_fd, char *why,
     size_t wlen)
 {
 	cJSON *req = ping_request();
-	int fd, r;
+	int r;
 
 	if (req == NULL)
 		return KZ_ENOMEM;
-	if ((r = kz_sock_connect(sock, timeout_ms, &fd, why, wlen)) != 0) {
-		cJSON_Delete(req);
-		return ping_reply(r, NULL, why, wlen);
-	}
-	r = kz_frame_write(fd, req, KZ_FRAME_MAX_LIMIT, timeout_ms);
+	r = kz_frame_send(sock, req, timeout_ms, out_fd, why, wlen);
 	cJSON_Delete(req);
-	/* A sink that refuses the peer answers once and closes, perhaps
-	 * before the request was written: its answer is still queued. */
-	if (r != 0 && r != KZ_EEOF) {
-		close(fd);
-		kz_why(why, wlen, "sending the ping: %s", kz_strerror(r));
-		return KZ_EUNAVAIL;
-	}
-	*out_fd = fd;
-	return 0;
+	return r == 0 ? 0 : ping_reply(r, NULL, why, wlen);
 }
 
 int
@@ -169,8 +154,7 @@ kz_audit_ping_wait(int fd, int timeout_ms, char *why, size_t wlen)
 	cJSON *rep = NULL;
 	int r;
 
-	r = kz_frame_read(fd, KZ_FRAME_MAX_LIMIT, timeout_ms, &rep, why, wlen);
-	close(fd);
+	r = kz_frame_recv(fd, timeout_ms, &rep, why, wlen);
 	r = ping_reply(r, rep, why, wlen);
 	cJSON_Delete(rep);
 	return r;

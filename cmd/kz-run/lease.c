@@ -211,29 +211,38 @@ refusal_final(const char *code)
 	    strcmp(code, KZ_WE_BAD_REQUEST) == 0;
 }
 
-/* A renewal sent: *fd awaits its reply (renew_wait), or is -1 when none
- * could be sent (renew_wait then says what the sync path would). */
+/* How long a renewal call may wait: until the lease would be lost, at
+ * most the I/O timeout (1 ms once that is past: the reply decides). */
 static int
-renew_send(const struct run_ctx *x, struct run_lease *l, int *fd, int64_t *sent,
-    char *why, size_t wlen)
+renew_ms(const struct run_ctx *x, const struct run_lease *l)
+{
+	int64_t left = l->valid_until - margin(l) - kz_now_ms();
+
+	return (int)(left <= 0             ? 1 :
+	        left < x->c->io_timeout_ms ? left :
+	                                     x->c->io_timeout_ms);
+}
+
+/* A renewal sent: *fd awaits its reply (renew_wait), or is -1 when none
+ * could be sent (renew_wait then counts it unanswered). */
+static int
+renew_send(const struct run_ctx *x, struct run_lease *l, int *fd, int64_t *sent)
 {
 	cJSON *req = run_request("renew", x->rid);
-	int64_t left;
+	char why[160];
 	int e;
 
 	*fd = -1;
 	*sent = kz_now_ms();
-	left = l->valid_until - margin(l) - *sent;
-	if (left <= 0 || req == NULL) {
+	if (l->valid_until - margin(l) <= *sent || req == NULL) {
 		cJSON_Delete(req);
 		return lose(l, "kz-lease did not confirm it in time");
 	}
 	cJSON_AddStringToObject(req, "lease_id", l->lid);
 	cJSON_AddStringToObject(req, "token", l->token);
 	cJSON_AddNumberToObject(req, "ttl_ms", (double)l->ttl_ms);
-	e = kz_frame_send(x->c->lease_sock, req,
-	    (int)(left < x->c->io_timeout_ms ? left : x->c->io_timeout_ms), fd,
-	    why, wlen);
+	e = kz_frame_send(x->c->lease_sock, req, renew_ms(x, l), fd, why,
+	    sizeof(why));
 	cJSON_Delete(req);
 	return e == 0 ? 0 : KZ_EUNAVAIL;
 }
@@ -242,18 +251,14 @@ renew_send(const struct run_ctx *x, struct run_lease *l, int *fd, int64_t *sent,
 static int
 renew_wait(const struct run_ctx *x, struct run_lease *l, int fd, int64_t sent)
 {
-	int64_t left = l->valid_until - margin(l) - kz_now_ms(), ttl, gap;
 	cJSON *rep = NULL;
 	char why[160] = "";
 	const char *code = NULL;
+	int64_t ttl, gap;
 	int e = KZ_EUNAVAIL;
 
 	if (fd >= 0)
-		e = kz_frame_recv(fd,
-		    (int)(left <= 0                    ? 1 :
-		            left < x->c->io_timeout_ms ? left :
-		                                         x->c->io_timeout_ms),
-		    &rep, why, sizeof(why));
+		e = kz_frame_recv(fd, renew_ms(x, l), &rep, why, sizeof(why));
 	if (e == 0 && cJSON_IsTrue(kz_json_get(rep, "ok"))) {
 		if (kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0) !=
 		    0)
@@ -280,12 +285,11 @@ renew_wait(const struct run_ctx *x, struct run_lease *l, int fd, int64_t sent)
 static int
 renew(const struct run_ctx *x, struct run_lease *l)
 {
-	char why[160];
 	int64_t sent;
-	int fd, e;
+	int fd;
 
-	if ((e = renew_send(x, l, &fd, &sent, why, sizeof(why))) == KZ_ESTATE)
-		return e;
+	if (renew_send(x, l, &fd, &sent) == KZ_ESTATE)
+		return KZ_ESTATE;
 	return renew_wait(x, l, fd, sent) == KZ_ESTATE ? KZ_ESTATE : 0;
 }
 
@@ -293,15 +297,10 @@ int
 run_lease_confirm_send(const struct run_ctx *x, struct run_lease *l,
     struct run_confirm *cf)
 {
-	char why[160];
-
 	cf->fd = -1;
-	if (l->lost)
+	if (l->lost || renew_send(x, l, &cf->fd, &cf->sent) == KZ_ESTATE)
 		return KZ_ESTATE;
-	return renew_send(x, l, &cf->fd, &cf->sent, why, sizeof(why)) ==
-	        KZ_ESTATE ?
-	    KZ_ESTATE :
-	    0;
+	return 0;
 }
 
 int
