@@ -11,8 +11,9 @@
 #include "kz_key.h"
 #include "banned.h"
 
+/* An append request with a random id and no records yet. */
 static cJSON *
-build_request(const char *kind, const cJSON *event)
+append_request(void)
 {
 	unsigned char rnd[8];
 	char id[sizeof(rnd) * 2 + 1];
@@ -26,9 +27,7 @@ build_request(const char *kind, const cJSON *event)
 	kz_hex(rnd, sizeof(rnd), id);
 	if (!cJSON_AddNumberToObject(req, "v", 1) ||
 	    !cJSON_AddStringToObject(req, "op", "append") ||
-	    !cJSON_AddStringToObject(req, "id", id) ||
-	    !cJSON_AddStringToObject(req, "kind", kind) ||
-	    !cJSON_AddItemToObject(req, "event", cJSON_Duplicate(event, true)))
+	    !cJSON_AddStringToObject(req, "id", id))
 		goto fail;
 	return req;
 fail:
@@ -36,15 +35,71 @@ fail:
 	return NULL;
 }
 
-/* Maps the sink's reply to 0 or an error, with its reason in why. */
+/* kind and event into o (the request, or one record of a batch). */
+static bool
+add_record(cJSON *o, const char *kind, const cJSON *event)
+{
+	return cJSON_AddStringToObject(o, "kind", kind) &&
+	    cJSON_AddItemToObject(o, "event", cJSON_Duplicate(event, true));
+}
+
+static cJSON *
+build_request(const char *kind, const cJSON *event)
+{
+	cJSON *req = append_request();
+
+	if (req != NULL && !add_record(req, kind, event)) {
+		cJSON_Delete(req);
+		return NULL;
+	}
+	return req;
+}
+
+static cJSON *
+build_batch(size_t n, const char *const kinds[], const cJSON *const events[])
+{
+	cJSON *req = append_request(), *a, *r;
+
+	if (req == NULL || (a = cJSON_AddArrayToObject(req, "records")) == NULL)
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		if ((r = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, r) ||
+		    !add_record(r, kinds[i], events[i]))
+			goto fail;
+	return req;
+fail:
+	cJSON_Delete(req);
+	return NULL;
+}
+
+/* A batch's reply names one seq per record. */
+static bool
+has_seqs(const cJSON *rep, size_t n)
+{
+	const cJSON *a = kz_json_get(rep, "seqs"), *it;
+
+	if (!cJSON_IsArray(a) || (size_t)cJSON_GetArraySize(a) != n)
+		return false;
+	cJSON_ArrayForEach(it, a)
+	{
+		if (!cJSON_IsNumber(it))
+			return false;
+	}
+	return true;
+}
+
+/* Maps the sink's reply to 0 or an error, with its reason in why; n is
+ * the batch's size, 0 for a single append. */
 static int
-read_reply(const cJSON *rep, char *why, size_t wlen)
+read_reply(const cJSON *rep, size_t n, char *why, size_t wlen)
 {
 	const cJSON *ok = kz_json_get(rep, "ok");
 	const cJSON *err = kz_json_get(rep, "error");
 	const cJSON *reason = kz_json_get(rep, "reason");
 
-	if (cJSON_IsTrue(ok) && cJSON_IsNumber(kz_json_get(rep, "seq")))
+	if (cJSON_IsTrue(ok) && cJSON_IsNumber(kz_json_get(rep, "seq")) &&
+	    (n == 0 || has_seqs(rep, n)))
 		return 0;
 	if (!cJSON_IsFalse(ok) || !cJSON_IsString(err)) {
 		kz_why(why, wlen, "audit sink sent a malformed reply");
@@ -59,6 +114,16 @@ read_reply(const cJSON *rep, char *why, size_t wlen)
 	    strcmp(err->valuestring, KZ_WE_BUSY) == 0)
 		return KZ_EUNAVAIL;
 	return KZ_EPROTO;
+}
+
+/* Unreachable, silent or cut off: not acknowledged. */
+static int
+unreachable(int r, char *why, size_t wlen)
+{
+	if (r == KZ_ENOMEM)
+		return r;
+	kz_why(why, wlen, "audit sink unavailable (%s)", kz_strerror(r));
+	return KZ_EUNAVAIL;
 }
 
 int
@@ -76,15 +141,47 @@ kz_audit_send(const char *sock, const char *kind, const cJSON *event,
 	if ((req = build_request(kind, event)) == NULL)
 		return KZ_ENOMEM;
 	r = kz_frame_call(sock, req, timeout_ms, &rep, why, wlen);
-	if (r == 0)
-		r = read_reply(rep, why, wlen);
-	else if (r != KZ_ENOMEM) {
-		/* Unreachable, silent or cut off: not acknowledged. */
-		kz_why(why, wlen, "audit sink unavailable (%s)",
-		    kz_strerror(r));
-		r = KZ_EUNAVAIL;
-	}
+	r = r == 0 ? read_reply(rep, 0, why, wlen) : unreachable(r, why, wlen);
 	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return r;
+}
+
+int
+kz_audit_batch_send(const char *sock, size_t n, const char *const kinds[],
+    const cJSON *const events[], int timeout_ms, int *fd, char *why,
+    size_t wlen)
+{
+	cJSON *req;
+	int r;
+
+	*fd = -1;
+	if (sock == NULL || sock[0] == '\0' || n == 0 ||
+	    n > KZ_AUDIT_BATCH_MAX) {
+		kz_why(why, wlen, "no audit socket, or a batch of %zu records",
+		    n);
+		return KZ_EINVAL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (kinds[i] == NULL || !cJSON_IsObject(events[i])) {
+			kz_why(why, wlen, "record %zu has no kind or event", i);
+			return KZ_EINVAL;
+		}
+	if ((req = build_batch(n, kinds, events)) == NULL)
+		return KZ_ENOMEM;
+	r = kz_frame_send(sock, req, timeout_ms, fd, why, wlen);
+	cJSON_Delete(req);
+	return r == 0 ? 0 : unreachable(r, why, wlen);
+}
+
+int
+kz_audit_batch_wait(int fd, size_t n, int timeout_ms, char *why, size_t wlen)
+{
+	cJSON *rep = NULL;
+	int r;
+
+	r = kz_frame_recv(fd, timeout_ms, &rep, why, wlen);
+	r = r == 0 ? read_reply(rep, n, why, wlen) : unreachable(r, why, wlen);
 	cJSON_Delete(rep);
 	return r;
 }

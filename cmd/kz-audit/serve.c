@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <event2/event.h>
 
+#include "kz_audit.h"
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_notify.h"
@@ -28,13 +30,21 @@
 #define SLOTS_MAX 160
 #define QUEUE_MAX 4096
 
-struct job {
-	STAILQ_ENTRY(job) link;
-	struct kz_req *req;
+struct rec {
 	char kind[AUD_KIND_MAX + 1];
 	cJSON *event;
 	uint64_t seq;
 	int err;
+};
+
+/* One append: one record, or a batch of them queued together (so one
+ * fsync makes them all durable) and answered together. */
+struct job {
+	STAILQ_ENTRY(job) link;
+	struct kz_req *req;
+	bool batch; /* the request named "records": the reply has seqs */
+	size_t n;
+	struct rec r[];
 };
 STAILQ_HEAD(jobq, job);
 
@@ -97,8 +107,10 @@ slot_name(size_t i)
 static void
 job_free(struct job *j)
 {
-	if (j != NULL)
-		cJSON_Delete(j->event);
+	if (j == NULL)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		cJSON_Delete(j->r[i].event);
 	free(j);
 }
 
@@ -125,16 +137,15 @@ writer(void *arg)
 		d->queued = 0;
 		pthread_mutex_unlock(&d->mu);
 		STAILQ_FOREACH(j, &batch, link)
-		{
-			j->err = aud_store_add(d->store, j->kind, j->event,
-			    &j->seq, why, sizeof(why));
-			n++;
-		}
+		for (size_t i = 0; i < j->n; i++, n++)
+			j->r[i].err = aud_store_add(d->store, j->r[i].kind,
+			    j->r[i].event, &j->r[i].seq, why, sizeof(why));
 		if ((cr = aud_store_commit(d->store, why, sizeof(why))) != 0) {
 			kz_log(KZ_LOG_ERROR, "audit.write", cr, why, NULL);
 			STAILQ_FOREACH(j, &batch, link)
-			if (j->err == 0)
-				j->err = cr;
+			for (size_t i = 0; i < j->n; i++)
+				if (j->r[i].err == 0)
+					j->r[i].err = cr;
 		}
 		pthread_mutex_lock(&d->mu);
 		aud_store_stats(d->store, &d->st);
@@ -149,24 +160,53 @@ writer(void *arg)
 	return NULL;
 }
 
+/* The reply with seq (the last record's) and, for a batch, every seq. */
+static cJSON *
+acked_fields(const struct job *j)
+{
+	cJSON *f = cJSON_CreateObject(), *a;
+
+	if (f == NULL ||
+	    !cJSON_AddNumberToObject(f, "seq", (double)j->r[j->n - 1].seq))
+		goto fail;
+	if (j->batch) {
+		if ((a = cJSON_AddArrayToObject(f, "seqs")) == NULL)
+			goto fail;
+		for (size_t i = 0; i < j->n; i++)
+			if (!cJSON_AddItemToArray(a,
+			        cJSON_CreateNumber((double)j->r[i].seq)))
+				goto fail;
+	}
+	return f;
+fail:
+	cJSON_Delete(f);
+	return NULL;
+}
+
+/* A batch is acknowledged only when every record of it is durable; the
+ * first failed record names the error. */
 static void
 reply_job(struct daemon *d, struct job *j)
 {
 	cJSON *f;
+	size_t i;
 
-	if (j->err == 0 && (f = cJSON_CreateObject()) != NULL &&
-	    cJSON_AddNumberToObject(f, "seq", (double)j->seq) != NULL) {
-		d->acked++;
+	for (i = 0; i < j->n && j->r[i].err == 0; i++)
+		;
+	if (i == j->n && (f = acked_fields(j)) != NULL) {
+		d->acked += j->n;
 		kz_req_ok(j->req, f);
 		return;
 	}
 	d->errors++;
-	if (j->err == KZ_ETOOBIG)
+	if (i < j->n && j->r[i].err == KZ_ETOOBIG)
 		kz_req_err(j->req, KZ_WE_BAD_REQUEST,
 		    "event is over the record size limit");
-	else
+	else if (i < j->n)
 		kz_req_err(j->req, KZ_WE_UNAVAILABLE,
 		    "the audit log cannot be written");
+	else
+		kz_req_err(j->req, KZ_WE_INTERNAL, "out of memory");
 }
 
 static void
@@ -208,40 +248,121 @@ count_refusal(struct daemon *d, const struct aud_refusal_info *ri,
 	    aud_refusal_name(ri->reason), "field", ri->field, "rid", rid, NULL);
 }
 
+/*
+ * Checks one record against its kind's schema into r; a refusal is
+ * counted and answered (prefixed with the record's place in a batch).
+ */
+static int
+check_rec(struct daemon *d, struct kz_req *req, const cJSON *k, const cJSON *ev,
+    int idx, struct rec *r)
+{
+	const cJSON *id = kz_json_get(kz_req_json(req), "id");
+	struct aud_refusal_info ri;
+	char why[sizeof(ri.why) + 32];
+	int e;
+
+	e = aud_schema_check(cJSON_IsString(k) ? k->valuestring : NULL, ev,
+	    &d->idkey, &r->event, &ri);
+	if (e == KZ_EDENIED) {
+		count_refusal(d, &ri,
+		    cJSON_IsString(id) ? id->valuestring : NULL);
+		if (idx < 0)
+			snprintf(why, sizeof(why), "%s", ri.why);
+		else
+			snprintf(why, sizeof(why), "record %d: %s", idx,
+			    ri.why);
+		kz_req_err(req, KZ_WE_REFUSED, why);
+		return e;
+	}
+	if (e != 0) {
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return e;
+	}
+	memcpy(r->kind, k->valuestring, strlen(k->valuestring) + 1);
+	return 0;
+}
+
+/* The request's records: kind and event, or records (a batch). */
+static struct job *
+job_new(struct daemon *d, struct kz_req *req)
+{
+	const cJSON *j = kz_req_json(req), *recs = kz_json_get(j, "records");
+	const cJSON *it;
+	struct job *job;
+	int n = 0;
+
+	if (recs != NULL) {
+		if (kz_json_get(j, "kind") != NULL ||
+		    kz_json_get(j, "event") != NULL || !cJSON_IsArray(recs) ||
+		    (n = cJSON_GetArraySize(recs)) < 1 ||
+		    n > KZ_AUDIT_BATCH_MAX) {
+			char why[120];
+
+			snprintf(why, sizeof(why),
+			    "records must be an array of 1 to %d records, "
+			    "without kind or event beside it",
+			    KZ_AUDIT_BATCH_MAX);
+			kz_req_err(req, KZ_WE_BAD_REQUEST, why);
+			return NULL;
+		}
+		cJSON_ArrayForEach(it, recs)
+		{
+			if (!cJSON_IsObject(it) ||
+			    cJSON_GetArraySize(it) != 2 ||
+			    kz_json_get(it, "kind") == NULL ||
+			    kz_json_get(it, "event") == NULL) {
+				kz_req_err(req, KZ_WE_BAD_REQUEST,
+				    "each record is an object of kind and "
+				    "event only");
+				return NULL;
+			}
+		}
+	}
+	if ((job = calloc(1,
+	         sizeof(*job) + (size_t)(n > 0 ? n : 1) * sizeof(job->r[0]))) ==
+	    NULL) {
+		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
+		return NULL;
+	}
+	job->req = req;
+	job->batch = recs != NULL;
+	if (recs == NULL) {
+		job->n = 1;
+		if (check_rec(d, req, kz_json_get(j, "kind"),
+		        kz_json_get(j, "event"), -1, &job->r[0]) == 0)
+			return job;
+		job_free(job);
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, recs)
+	{
+		if (check_rec(d, req, kz_json_get(it, "kind"),
+		        kz_json_get(it, "event"), (int)job->n,
+		        &job->r[job->n]) != 0) {
+			job_free(job);
+			return NULL;
+		}
+		job->n++;
+	}
+	return job;
+}
+
+/* Queued whole, under one lock: the writer takes all of a batch or none. */
 static void
 op_append(struct kz_req *req, void *arg)
 {
 	struct daemon *d = arg;
-	const cJSON *j = kz_req_json(req);
-	const cJSON *k = kz_json_get(j, "kind"), *id = kz_json_get(j, "id");
-	struct aud_refusal_info ri;
 	struct job *job;
-	cJSON *clean = NULL;
 	bool failed, full;
-	int r;
 
-	r = aud_schema_check(cJSON_IsString(k) ? k->valuestring : NULL,
-	    kz_json_get(j, "event"), &d->idkey, &clean, &ri);
-	if (r == KZ_EDENIED) {
-		count_refusal(d, &ri,
-		    cJSON_IsString(id) ? id->valuestring : NULL);
-		kz_req_err(req, KZ_WE_REFUSED, ri.why);
+	if ((job = job_new(d, req)) == NULL)
 		return;
-	}
-	if (r != 0 || (job = calloc(1, sizeof(*job))) == NULL) {
-		cJSON_Delete(clean);
-		kz_req_err(req, KZ_WE_INTERNAL, "out of memory");
-		return;
-	}
-	job->req = req;
-	job->event = clean;
-	memcpy(job->kind, k->valuestring, strlen(k->valuestring) + 1);
 	pthread_mutex_lock(&d->mu);
 	failed = d->st.failed;
-	full = d->queued >= QUEUE_MAX;
+	full = d->queued + job->n > QUEUE_MAX;
 	if (!failed && !full) {
 		STAILQ_INSERT_TAIL(&d->in, job, link);
-		d->queued++;
+		d->queued += job->n;
 		pthread_cond_signal(&d->cv);
 	}
 	pthread_mutex_unlock(&d->mu);
@@ -328,7 +449,7 @@ op_ping(struct kz_req *req, void *arg)
 	kz_req_ok(req, NULL);
 }
 
-static const char *const append_fields[] = {"kind", "event", NULL};
+static const char *const append_fields[] = {"kind", "event", "records", NULL};
 static const char *const no_fields[] = {NULL};
 static const struct kz_op ops[] = {{"append", op_append, append_fields, 0},
     {"status", op_status, no_fields, 0}, {"ping", op_ping, no_fields, 0},

@@ -4,7 +4,7 @@
 # in status; rotation continues the chain across files; a restart
 # continues the chain; the log directory has one writer.
 . "$(dirname "$0")/lib.sh"
-plan 27
+plan 38
 head -c 32 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 unset KZ_SOCKET KZ_CONFIG KZ_AUDIT_DIR
 export KZ_RUN_DIR=$T KZ_FIELD_KEY_FILE=$T/key KZ_AUDIT_MAX_FILE_BYTES=4096
@@ -70,6 +70,28 @@ like "$st" '"refused_by_field":\{[^}]*"worker_id":1' "status counts refusals per
 like "$st" '"refused_by_reason":\{[^}]*"path":1' "status counts refusals per reason"
 unlike "$(cat "$T"/audit/*.jsonl)" 'm-raw-1' "a raw member id is never stored"
 
+# A batch (records): one append, one fsync, consecutive seqs, all or none.
+num() { grep -o "\"$1\":[0-9]*" <<<"$2" | cut -d: -f2; }
+b0=$(num fsyncs "$st")
+rec() { printf '{"kind":"dispatch","event":{"worker_id":"%s","exit_status":0}}' "$1"; }
+out=$(kz-msg "$S" "{\"op\":\"append\",\"records\":[$(rec wb1),$(rec wb2),$(rec wb3)]}")
+like "$out" '"ok":true,"seq":4,"seqs":\[2,3,4\]' "a batch is acknowledged with every record's seq"
+st=$(kz-msg "$S" '{"op":"status"}')
+is "$(num fsyncs "$st")" $((b0 + 1)) "a batch of three is made durable with one fsync"
+is "$(grep -o '"worker_id":"wb[0-9]"' "$T"/audit/*.jsonl | tr -d '\n')" \
+    '"worker_id":"wb1""worker_id":"wb2""worker_id":"wb3"' "the batch's records are written in order"
+out=$(kz-msg "$S" "{\"op\":\"append\",\"records\":[$(rec wb4),{\"kind\":\"lease\",\"event\":{\"worker_id\":\"/etc/x\"}}]}")
+like "$out" '"error":"refused","reason":"record 1: field .worker_id. holds a path' \
+    "a refused record refuses the batch, naming its place and field"
+for bad in "[]" "[$(rec wb5),"'{"kind":"lease"}]' "[$(rec wb6),"'{"kind":"lease","event":{},"x":1}]' \
+    "[$(rec wb7),7]" "[$(for i in $(seq 16); do printf '%s,' "$(rec wb8)"; done)$(rec wb8)]"; do
+	like "$(kz-msg "$S" "{\"op\":\"append\",\"records\":$bad}")" '"error":"bad_request"' \
+	    "a malformed batch is a bad request: ${bad:0:40}"
+done
+like "$(kz-msg "$S" "{\"op\":\"append\",\"kind\":\"lease\",\"event\":{},\"records\":[$(rec wb9)]}")" \
+    '"error":"bad_request"' "records with kind and event beside them is a bad request"
+like "$(kz-msg "$S" '{"op":"status"}')" '"last_seq":4,' "nothing of a refused or malformed batch was written"
+
 for i in $(seq 2 40); do
 	echo "{\"kind\":\"dispatch\",\"event\":{\"worker_id\":\"w$i\",\"duration_ms\":$i,\"reason\":\"padding the record out to rotate the file early\"}}"
 done | kz-audit append --socket "$S"
@@ -86,7 +108,7 @@ stop
 echo '{"kind":"lease","event":{"worker_id":"w41"}}' | kz-audit append
 start
 like "$(kz-msg "$S" '{"op":"append","kind":"lease","event":{"worker_id":"w42"}}')" \
-    '"seq":42' "a restart continues seq after direct appends"
+    '"seq":45' "a restart continues seq after direct appends"
 stop
 t "the whole chain verifies after restarts" kz-audit verify --dir "$T/audit"
 rc_is 2 "an unknown config key fails closed" sh -c "echo 'NOPE = 1' >'$T/bad.conf'; kz-audit serve --config '$T/bad.conf' --check"

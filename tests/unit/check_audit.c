@@ -19,6 +19,29 @@ static const char *canned; /* the reply the sink sends */
 static const char *want = "append"; /* to the one op it answers */
 static int lfd = -1;
 
+static int batch_n; /* > 0: the append must be a batch of this many */
+
+/* One record (kind and event), or a batch of batch_n of them. */
+static bool
+well_formed(const cJSON *req)
+{
+	const cJSON *recs = kz_json_get(req, "records"), *it;
+
+	if (batch_n == 0)
+		return recs == NULL &&
+		    cJSON_IsObject(kz_json_get(req, "event"));
+	if (kz_json_get(req, "event") != NULL || !cJSON_IsArray(recs) ||
+	    cJSON_GetArraySize(recs) != batch_n)
+		return false;
+	cJSON_ArrayForEach(it, recs)
+	{
+		if (!cJSON_IsString(kz_json_get(it, "kind")) ||
+		    !cJSON_IsObject(kz_json_get(it, "event")))
+			return false;
+	}
+	return true;
+}
+
 static void *
 sink(void *arg)
 {
@@ -34,8 +57,7 @@ sink(void *arg)
 		const cJSON *op = kz_json_get(req, "op");
 
 		if (cJSON_IsString(op) && strcmp(op->valuestring, want) == 0 &&
-		    (strcmp(want, "ping") == 0 ||
-		        cJSON_IsObject(kz_json_get(req, "event"))) &&
+		    (strcmp(want, "ping") == 0 || well_formed(req)) &&
 		    (rep = cJSON_Parse(canned)) != NULL) {
 			if (kz_frame_write(fd, rep, 1 << 20, 2000) != 0)
 				arg = NULL;
@@ -77,6 +99,29 @@ ping_with(const char *reply, bool split, char *why, size_t wlen)
 		r = kz_audit_ping_wait(fd, 2000, why, wlen);
 	pthread_join(th, NULL);
 	want = "append";
+	return r;
+}
+
+/* A batch of n lease records answered with reply, in two halves. */
+static int
+batch_with(const char *reply, int n, char *why, size_t wlen)
+{
+	cJSON *ev = cJSON_Parse("{\"worker_id\":\"w\"}");
+	const char *kinds[KZ_AUDIT_BATCH_MAX];
+	const cJSON *evs[KZ_AUDIT_BATCH_MAX];
+	pthread_t th;
+	int r, fd = -1;
+
+	for (int i = 0; i < n; i++)
+		kinds[i] = "lease", evs[i] = ev;
+	canned = reply, batch_n = n;
+	ck_assert_int_eq(pthread_create(&th, NULL, sink, NULL), 0);
+	if ((r = kz_audit_batch_send(path, (size_t)n, kinds, evs, 2000, &fd,
+	         why, wlen)) == 0)
+		r = kz_audit_batch_wait(fd, (size_t)n, 2000, why, wlen);
+	pthread_join(th, NULL);
+	batch_n = 0;
+	cJSON_Delete(ev);
 	return r;
 }
 
@@ -189,6 +234,54 @@ START_TEST(test_ping)
 }
 END_TEST
 
+START_TEST(test_batch)
+{
+	const char *kinds[KZ_AUDIT_BATCH_MAX + 1];
+	const cJSON *evs[KZ_AUDIT_BATCH_MAX + 1];
+	cJSON *ev = cJSON_CreateObject();
+	char why[128] = "", p[160];
+	int fd = 0;
+
+	ck_assert_int_eq(batch_with("{\"v\":1,\"id\":\"x\",\"ok\":true,"
+	                            "\"seq\":7,\"seqs\":[5,6,7]}",
+	                     3, why, sizeof(why)),
+	    0);
+	/* An acknowledgement that does not name every record is none. */
+	ck_assert_int_eq(batch_with("{\"v\":1,\"id\":\"x\",\"ok\":true,"
+	                            "\"seq\":6,\"seqs\":[5,6]}",
+	                     3, why, sizeof(why)),
+	    KZ_EPROTO);
+	ck_assert_int_eq(batch_with("{\"v\":1,\"id\":\"x\",\"ok\":true,"
+	                            "\"seq\":5}",
+	                     1, why, sizeof(why)),
+	    KZ_EPROTO);
+	ck_assert_int_eq(batch_with("{\"v\":1,\"id\":\"x\",\"ok\":false,"
+	                            "\"error\":\"refused\",\"reason\":"
+	                            "\"record 1: field 'x' is bad\"}",
+	                     2, why, sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_str_eq(why, "record 1: field 'x' is bad");
+	for (int i = 0; i <= KZ_AUDIT_BATCH_MAX; i++)
+		kinds[i] = "lease", evs[i] = ev;
+	snprintf(p, sizeof(p), "%s/none.sock", dir);
+	ck_assert_int_eq(kz_audit_batch_send(p, 2, kinds, evs, 500, &fd, why,
+	                     sizeof(why)),
+	    KZ_EUNAVAIL);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(kz_audit_batch_send(path, 0, kinds, evs, 500, &fd, why,
+	                     sizeof(why)),
+	    KZ_EINVAL);
+	ck_assert_int_eq(kz_audit_batch_send(path, KZ_AUDIT_BATCH_MAX + 1,
+	                     kinds, evs, 500, &fd, why, sizeof(why)),
+	    KZ_EINVAL);
+	evs[1] = NULL;
+	ck_assert_int_eq(kz_audit_batch_send(path, 2, kinds, evs, 500, &fd, why,
+	                     sizeof(why)),
+	    KZ_EINVAL);
+	cJSON_Delete(ev);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -204,6 +297,7 @@ main(void)
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_no_sink);
 	tcase_add_loop_test(tc, test_ping, 0, 2);
+	tcase_add_test(tc, test_batch);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
