@@ -5,17 +5,20 @@
  * manifest digest and, for a room's turn, the admitted audience version, and
  * nothing else of the run: no output, no file names, no environment.
  *
- * Records are sent concurrently: each goes out at once on its own
- * connection from a thread of its own, and the sink's group commit makes
- * records sent together share one fsync.  kz-run waits for a record's
- * acknowledgement only where it must (the dispatch record, before the
- * code starts) and for all of them before it exits; a record the sink did
- * not acknowledge is never dropped silently (run_audit_wait).
+ * Records go out without waiting for the sink and without a thread:
+ * each batch is one append (kz_audit_batch_send) written at once, and its
+ * acknowledgement is read only where kz-run must wait for it (the
+ * dispatch record, before the code starts) and for all of them before it
+ * exits.  Records made together (the lease and dispatch records at the
+ * grant, the closing dispatch and release records) are held and sent as
+ * one batch, so the sink makes them durable with one fdatasync.  A record
+ * the sink did not acknowledge is never dropped silently
+ * (run_audit_wait).
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kz_audit.h"
 #include "kz_cap.h"
@@ -27,18 +30,26 @@
 #define AUDIT_INFLIGHT_MAX 16
 
 struct arec {
-	pthread_t thr;
-	bool running;
-	const char *sock;
 	char kind[24];
 	cJSON *ev;
+	int batch; /* its batch in run_aq.b; -1: not sent yet */
+};
+
+/* One append on its own connection, answered once. */
+struct abatch {
+	int fd;
+	int first, n; /* its records: r[first .. first + n) */
+	bool answered;
 	int err;
 	char why[160];
 };
 
 struct run_aq {
 	struct arec r[AUDIT_INFLIGHT_MAX];
-	int n;
+	struct abatch b[AUDIT_INFLIGHT_MAX];
+	int n, nb;
+	int unsent; /* the first record not sent yet */
+	bool hold; /* run_audit_hold: records wait for run_audit_flush */
 	int lost;
 };
 
@@ -48,6 +59,31 @@ run_aq_new(void)
 	return calloc(1, sizeof(struct run_aq));
 }
 
+static void
+batch_wait(struct run_aq *q, struct abatch *b)
+{
+	int i;
+
+	if (b->answered)
+		return;
+	b->answered = true;
+	if (b->fd >= 0) {
+		b->err = kz_audit_batch_wait(b->fd, (size_t)b->n,
+		    KZ_AUDIT_TIMEOUT_MS, b->why, sizeof(b->why));
+		b->fd = -1;
+	}
+	for (i = b->first; i < b->first + b->n; i++) {
+		cJSON_Delete(q->r[i].ev);
+		q->r[i].ev = NULL;
+	}
+	if (b->err != 0) {
+		for (i = b->first; i < b->first + b->n; i++)
+			kz_log(KZ_LOG_WARN, "audit.fail", b->err, b->why,
+			    "kind", q->r[i].kind, NULL);
+		q->lost += b->n;
+	}
+}
+
 void
 run_aq_free(struct run_aq *q)
 {
@@ -55,22 +91,11 @@ run_aq_free(struct run_aq *q)
 
 	if (q == NULL)
 		return;
-	for (i = 0; i < q->n; i++) {
-		if (q->r[i].running)
-			pthread_join(q->r[i].thr, NULL);
+	for (i = 0; i < q->nb; i++)
+		batch_wait(q, &q->b[i]);
+	for (i = 0; i < q->n; i++)
 		cJSON_Delete(q->r[i].ev);
-	}
 	free(q);
-}
-
-static void *
-send_one(void *arg)
-{
-	struct arec *r = arg;
-
-	r->err = kz_audit_send(r->sock, r->kind, r->ev, KZ_AUDIT_TIMEOUT_MS,
-	    r->why, sizeof(r->why));
-	return NULL;
 }
 
 static void
@@ -114,6 +139,33 @@ send_now(const struct run_ctx *x, const char *kind, cJSON *ev)
 	return RUN_AUDIT_DONE;
 }
 
+/* The records not sent yet go out as one batch (not waited for). */
+static void
+flush(const struct run_ctx *x, struct run_aq *q)
+{
+	const char *kinds[AUDIT_INFLIGHT_MAX];
+	const cJSON *evs[AUDIT_INFLIGHT_MAX];
+	struct abatch *b;
+	int i;
+
+	if (q->unsent == q->n)
+		return;
+	b = &q->b[q->nb++];
+	b->first = q->unsent;
+	b->n = q->n - q->unsent;
+	for (i = 0; i < b->n; i++) {
+		kinds[i] = q->r[b->first + i].kind;
+		evs[i] = q->r[b->first + i].ev;
+		q->r[b->first + i].batch = (int)(b - q->b);
+	}
+	q->unsent = q->n;
+	b->err = kz_audit_batch_send(x->c->audit_sock, (size_t)b->n, kinds, evs,
+	    KZ_AUDIT_TIMEOUT_MS, &b->fd, b->why, sizeof(b->why));
+	/* A batch that could not be sent is answered already: it failed. */
+	if (b->err != 0)
+		batch_wait(q, b);
+}
+
 int
 run_audit(const struct run_ctx *x, const char *kind, cJSON *ev)
 {
@@ -133,39 +185,37 @@ run_audit(const struct run_ctx *x, const char *kind, cJSON *ev)
 	if (q == NULL || q->n == AUDIT_INFLIGHT_MAX)
 		return send_now(x, kind, ev);
 	r = &q->r[q->n];
-	r->sock = x->c->audit_sock;
 	snprintf(r->kind, sizeof(r->kind), "%s", kind);
 	r->ev = ev;
-	if (pthread_create(&r->thr, NULL, send_one, r) != 0) {
-		r->ev = NULL;
-		return send_now(x, kind, ev);
-	}
-	r->running = true;
-	return q->n++;
+	r->batch = -1;
+	q->n++;
+	if (!q->hold)
+		flush(x, q);
+	return q->n - 1;
 }
 
-static int
-wait_one(struct run_aq *q, struct arec *r)
+void
+run_audit_hold(const struct run_ctx *x)
 {
-	if (!r->running)
-		return r->err;
-	pthread_join(r->thr, NULL);
-	r->running = false;
-	cJSON_Delete(r->ev);
-	r->ev = NULL;
-	if (r->err != 0) {
-		kz_log(KZ_LOG_WARN, "audit.fail", r->err, r->why, "kind",
-		    r->kind, NULL);
-		q->lost++;
-	}
-	return r->err;
+	if (x->aq != NULL)
+		x->aq->hold = true;
+}
+
+void
+run_audit_flush(const struct run_ctx *x)
+{
+	if (x->aq == NULL)
+		return;
+	x->aq->hold = false;
+	flush(x, x->aq);
 }
 
 int
 run_audit_wait(const struct run_ctx *x, int ticket)
 {
 	struct run_aq *q = x->aq;
-	int i, e = 0, f;
+	struct abatch *b;
+	int i, e = 0;
 
 	if (ticket == RUN_AUDIT_DONE)
 		return 0;
@@ -173,11 +223,20 @@ run_audit_wait(const struct run_ctx *x, int ticket)
 		return ticket;
 	if (q == NULL)
 		return 0;
-	if (ticket >= 0)
-		return ticket < q->n ? wait_one(q, &q->r[ticket]) : KZ_EINVAL;
-	for (i = 0; i < q->n; i++)
-		if ((f = wait_one(q, &q->r[i])) != 0 && e == 0)
-			e = f;
+	if (ticket >= q->n)
+		return KZ_EINVAL;
+	/* Waiting for a record sends whatever is held with it. */
+	run_audit_flush(x);
+	if (ticket >= 0) {
+		b = &q->b[q->r[ticket].batch];
+		batch_wait(q, b);
+		return b->err;
+	}
+	for (i = 0; i < q->nb; i++) {
+		batch_wait(q, &q->b[i]);
+		if (q->b[i].err != 0 && e == 0)
+			e = q->b[i].err;
+	}
 	return e == 0 && q->lost > 0 ? KZ_EUNAVAIL : e;
 }
 

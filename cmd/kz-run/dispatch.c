@@ -13,9 +13,10 @@
  * fails closed (exit 3) with one line that says so.
  *
  * Audit records go out concurrently with the steps (audit.c), in two
- * batches that each share one fsync in the sink: lease and dispatch at the
- * grant (only the dispatch record is waited for before the code starts),
- * the closing dispatch and release records after the release answered.
+ * batches that are each one append, made durable by one fsync in the
+ * sink: lease and dispatch at the grant (waited for before the code
+ * starts), the closing dispatch and release records after the release
+ * answered.
  * Every record is waited for before kz-run exits; one the sink did not
  * acknowledge makes a run that would have exited 0 exit 3.
  */
@@ -317,6 +318,7 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 		ex->ticket = dispatch_started(x, l, ex);
 		ex->recorded = true;
 	}
+	run_audit_flush(x);
 	run_restore(x, l);
 	if (run_lease_keep(x, l, false) != 0)
 		return lease_lost(x, l, ex);
@@ -453,6 +455,9 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	}
 	if (rc != 0)
 		goto out;
+	/* The lease record waits for the dispatch record (on_worker), to go
+	 * out with it as one append. */
+	run_audit_hold(&x);
 	if ((ev = run_lease_ev(&l)) != NULL) {
 		cJSON_AddNumberToObject(ev, "wait_ms",
 		    (double)(kz_now_ms() - l.t0));

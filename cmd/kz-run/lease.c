@@ -431,7 +431,7 @@ run_lease_drop(const struct run_ctx *x, const struct run_lease *l)
 
 /*
  * The closing dispatch record goes out here, after the release answered,
- * together with the release record: the two share one fsync in the sink
+ * in one append with the release record: the two share one fsync in the sink
  * instead of two in a row (the release round trip is shorter than a sink
  * fsync).  A lease that was lost is not released (nothing that could
  * reset its worker is sent): its records say so instead.
@@ -449,6 +449,7 @@ run_lease_release(const struct run_ctx *x, struct run_lease *l)
 			    "kz-run: release failed; the lease "
 			    "will expire and the worker will be retired\n");
 	}
+	run_audit_hold(x);
 	if (l->result != NULL)
 		(void)run_audit(x, "dispatch", l->result);
 	l->result = NULL;
@@ -463,4 +464,5 @@ run_lease_release(const struct run_ctx *x, struct run_lease *l)
 			cJSON_AddStringToObject(ev, "reason", l->lost_why);
 		(void)run_audit(x, "release", ev);
 	}
+	run_audit_flush(x);
 }

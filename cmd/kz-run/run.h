@@ -172,10 +172,15 @@ struct run_ctx {
 struct run_aq *run_aq_new(void);
 /* Waits for what is still in flight, then frees. */
 void run_aq_free(struct run_aq *q);
-/* Consumes ev and sends it at once, without waiting for the sink: a
- * ticket for run_audit_wait, or a negative kz_err when it could not be
- * sent (logged, and counted as lost). */
+/* Consumes ev and sends it at once (held, after run_audit_hold),
+ * without waiting for the sink: a ticket for run_audit_wait, or a
+ * negative kz_err when it could not be sent (logged, and counted as
+ * lost). */
 int run_audit(const struct run_ctx *x, const char *kind, cJSON *ev);
+/* Records made between the two go out as one append, at the flush (or
+ * when one of them is waited for): one fsync in the sink for all. */
+void run_audit_hold(const struct run_ctx *x);
+void run_audit_flush(const struct run_ctx *x);
 /* 0 once the sink acknowledged the ticket's record (fsync'd), else the
  * error; with RUN_AUDIT_ALL, 0 only when every record of the run so far
  * was acknowledged.  The dispatch record is waited for before the code
