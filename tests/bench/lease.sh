@@ -13,7 +13,8 @@
 #      cycle (kz-lease, the store, the workers' agents) shows what a
 #      release->warm costs and the ceiling it sets on 2 cores; beside it
 #      the daemon's own path (status ops/s: one EVALSHA each, no lease and
-#      no reset);
+#      no reset); and the kernel's floor for such a cycle: fresh
+#      namespaces made and torn down with nothing of kz (nsfloor.c);
 #  (c) kz-run -- /bin/true end to end on warm real kz-sandbox workers
 #      (lease -> run -> release, audit on), p50 and p99, beside the cold
 #      bwrap --unshare-all ... /bin/true p50 and the floor measured in the
@@ -58,6 +59,7 @@ ST0=$(steal)
 cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Werror=implicit-function-declaration -I"$TOP/lib" $(pkg-config --cflags libcjson) -o "$T/load" \
 	"$TOP/tests/bench/lease-load.c" "$TOP/build/libkz.a" $(pkg-config --libs libcjson libsodium) -lpthread
 cc -std=c11 -O2 -o "$T/floor" "$TOP/tests/bench/floor.c"
+cc -std=c11 -O2 -o "$T/nsfloor" "$TOP/tests/bench/nsfloor.c"
 bench=$(command -v valkey-benchmark || command -v redis-benchmark)
 
 # One deployment per part: store, kz-audit (c), kz-lease.
@@ -214,6 +216,9 @@ l,s,w,a=[float(x)/hz*1000/n for x in sys.argv[4:]]; print("%.3f %.3f %.3f %.3f %
 read -r bc bl bs bw ba bmax <<<"$bcpu"
 # The daemon and store path alone (status: one EVALSHA, no lease, no reset).
 read -r bst _ < <(KZ_LOAD_STATUS=1 "$T/load" "$B/kz-lease.sock" 32 "$SECS")
+# The kernel's share alone: fresh namespaces made and torn down, two
+# processes side by side, nothing of kz running (nsfloor.c).
+read -r nsc nscpu < <("$T/nsfloor" 2 "${NSFLOOR_N:-500}")
 
 # (c) kz-run -- /bin/true on warm real workers, audit on, no snapshot.
 C=$T/c; stack "$C"
@@ -277,6 +282,7 @@ printf '    CPU per cycle (lease+release+reset)  %10.3f ms: kz-lease %.3f, store
 printf '    CPU per cycle, whole machine         %10.3f ms (kernel workers and the load client too)\n' "$ba"
 printf '    ceiling at that cost on 2 CPUs       %10.0f cycles/s, %.4f of (a)\n' "$bmax" "$(python3 -c "print($bmax/$a)")"
 printf '    kz-lease status ops (no reset)       %10.0f ops/s, %.3f of (a)\n' "$bst" "$(python3 -c "print($bst/$a)")"
+printf '    kernel floor: fresh namespaces alone %10.0f cycles/s, CPU per cycle %.3f ms (net, ipc, uts, mnt, pid, lo up, 3 tmpfs + proc, torn down)\n' "$nsc" "$nscpu"
 printf '(c) kz-run /bin/true warm end to end    p50 %8.3f ms  p99 %8.3f ms\n' "$c50" "$c99"
 printf '    the same with workspace snapshots   p50 %8.3f ms\n' "$cs50"
 printf '    bwrap --unshare-all /bin/true cold  p50 %8.3f ms\n' "$w50"
@@ -284,11 +290,11 @@ printf '    floor: fork/exec + 2 fdatasync      p50 %8.3f ms  p99 %8.3f ms\n' "$
 printf '(d) idle warm worker (mean of %d)       PSS %8.0f KiB  cgroup kernel memory %8.0f KiB\n' \
 	"$nw" "$((wp / (nw ? nw : 1)))" "$((wk / 1024 / (nw ? nw : 1)))"
 printf '    idle bwrap --unshare-all sandbox    PSS %8.0f KiB  cgroup kernel memory %8.0f KiB\n' "$bp" "$((bk / 1024))"
-python3 -c 'import sys; a,b,c,cs,w,f,wp,nw,bp=map(float,sys.argv[1:])
-print("b = %.0f cycles/s (target >= 800); b/a = %.4f" % (b, b/a))
+python3 -c 'import sys; a,b,c,cs,w,f,wp,nw,bp,ns=map(float,sys.argv[1:])
+print("b = %.0f cycles/s (target >= 800); b/a = %.4f; b / kernel floor = %.2f" % (b, b/a, b/ns))
 print("c50/bwrap50 = %.2f (target <= 0.8); c50/floor50 = %.2f (target <= 3)" % (c/w, c/f))
 print("snapshots p50 / c50 = %.2f (target <= 1.5)" % (cs/c))
 print("PSS per warm worker = %.0f KiB (target <= 1024), %.2f of the idle bwrap sandbox" %
-      (wp/max(nw,1), wp/max(nw,1)/max(bp,1)))' "$a" "$b" "$c50" "$cs50" "$w50" "$f50" "$wp" "$nw" "$bp"
+      (wp/max(nw,1), wp/max(nw,1)/max(bp,1)))' "$a" "$b" "$c50" "$cs50" "$w50" "$f50" "$wp" "$nw" "$bp" "$nsc"
 part_e; print_e
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; CPU time stolen by the host during the run: $(steal_since "$ST0")"
