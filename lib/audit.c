@@ -11,30 +11,6 @@
 #include "kz_key.h"
 #include "banned.h"
 
-/* An append request with a random id and no records yet. */
-static cJSON *
-append_request(void)
-{
-	unsigned char rnd[8];
-	char id[sizeof(rnd) * 2 + 1];
-	cJSON *req = cJSON_CreateObject();
-
-	if (req == NULL)
-		return NULL;
-	if (sodium_init() < 0)
-		goto fail;
-	randombytes_buf(rnd, sizeof(rnd));
-	kz_hex(rnd, sizeof(rnd), id);
-	if (!cJSON_AddNumberToObject(req, "v", 1) ||
-	    !cJSON_AddStringToObject(req, "op", "append") ||
-	    !cJSON_AddStringToObject(req, "id", id))
-		goto fail;
-	return req;
-fail:
-	cJSON_Delete(req);
-	return NULL;
-}
-
 /* kind and event into o (the request, or one record of a batch). */
 static bool
 add_record(cJSON *o, const char *kind, const cJSON *event)
@@ -43,26 +19,28 @@ add_record(cJSON *o, const char *kind, const cJSON *event)
 	    cJSON_AddItemToObject(o, "event", cJSON_Duplicate(event, true));
 }
 
+/* An append with a random id: one record (kind and event beside the
+ * envelope), or with batch n of them under records. */
 static cJSON *
-build_request(const char *kind, const cJSON *event)
+build_request(size_t n, const char *const kinds[], const cJSON *const events[],
+    bool batch)
 {
-	cJSON *req = append_request();
+	unsigned char rnd[8];
+	char id[sizeof(rnd) * 2 + 1];
+	cJSON *req = cJSON_CreateObject(), *a = NULL, *r;
 
-	if (req != NULL && !add_record(req, kind, event)) {
-		cJSON_Delete(req);
-		return NULL;
-	}
-	return req;
-}
-
-static cJSON *
-build_batch(size_t n, const char *const kinds[], const cJSON *const events[])
-{
-	cJSON *req = append_request(), *a, *r;
-
-	if (req == NULL || (a = cJSON_AddArrayToObject(req, "records")) == NULL)
+	if (req == NULL || sodium_init() < 0)
 		goto fail;
-	for (size_t i = 0; i < n; i++)
+	randombytes_buf(rnd, sizeof(rnd));
+	kz_hex(rnd, sizeof(rnd), id);
+	if (!cJSON_AddNumberToObject(req, "v", 1) ||
+	    !cJSON_AddStringToObject(req, "op", "append") ||
+	    !cJSON_AddStringToObject(req, "id", id) ||
+	    (batch && (a = cJSON_AddArrayToObject(req, "records")) == NULL))
+		goto fail;
+	if (!batch && !add_record(req, kinds[0], events[0]))
+		goto fail;
+	for (size_t i = 0; batch && i < n; i++)
 		if ((r = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(a, r) ||
 		    !add_record(r, kinds[i], events[i]))
@@ -138,7 +116,7 @@ kz_audit_send(const char *sock, const char *kind, const cJSON *event,
 		kz_why(why, wlen, "no audit socket, kind or event");
 		return KZ_EINVAL;
 	}
-	if ((req = build_request(kind, event)) == NULL)
+	if ((req = build_request(1, &kind, &event, false)) == NULL)
 		return KZ_ENOMEM;
 	r = kz_frame_call(sock, req, timeout_ms, &rep, why, wlen);
 	r = r == 0 ? read_reply(rep, 0, why, wlen) : unreachable(r, why, wlen);
@@ -167,7 +145,7 @@ kz_audit_batch_send(const char *sock, size_t n, const char *const kinds[],
 			kz_why(why, wlen, "record %zu has no kind or event", i);
 			return KZ_EINVAL;
 		}
-	if ((req = build_batch(n, kinds, events)) == NULL)
+	if ((req = build_request(n, kinds, events, true)) == NULL)
 		return KZ_ENOMEM;
 	r = kz_frame_send(sock, req, timeout_ms, fd, why, wlen);
 	cJSON_Delete(req);

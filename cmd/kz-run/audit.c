@@ -32,7 +32,6 @@
 struct arec {
 	char kind[24];
 	cJSON *ev;
-	int batch; /* its batch in run_aq.b; -1: not sent yet */
 };
 
 /* One append on its own connection, answered once. */
@@ -156,7 +155,6 @@ flush(const struct run_ctx *x, struct run_aq *q)
 	for (i = 0; i < b->n; i++) {
 		kinds[i] = q->r[b->first + i].kind;
 		evs[i] = q->r[b->first + i].ev;
-		q->r[b->first + i].batch = (int)(b - q->b);
 	}
 	q->unsent = q->n;
 	b->err = kz_audit_batch_send(x->c->audit_sock, (size_t)b->n, kinds, evs,
@@ -187,7 +185,6 @@ run_audit(const struct run_ctx *x, const char *kind, cJSON *ev)
 	r = &q->r[q->n];
 	snprintf(r->kind, sizeof(r->kind), "%s", kind);
 	r->ev = ev;
-	r->batch = -1;
 	q->n++;
 	if (!q->hold)
 		flush(x, q);
@@ -228,7 +225,9 @@ run_audit_wait(const struct run_ctx *x, int ticket)
 	/* Waiting for a record sends whatever is held with it. */
 	run_audit_flush(x);
 	if (ticket >= 0) {
-		b = &q->b[q->r[ticket].batch];
+		/* The flush sent it: some batch holds it. */
+		for (b = q->b; ticket >= b->first + b->n; b++)
+			;
 		batch_wait(q, b);
 		return b->err;
 	}
