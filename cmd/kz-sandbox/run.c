@@ -568,6 +568,7 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
 	w->zpidfd = -1;
 	w->userns_fd = -1;
 	w->tmpl_fd = -1;
+	w->tar_fd = -1;
 	sbx_cg_init(&w->cg);
 	if (c->id[0] == '\0')
 		snprintf(c->id, sizeof(c->id), "run-%d", (int)getpid());
@@ -583,6 +584,9 @@ sbx_worker_init(struct sbx_worker *w, struct sbx_conf *c, bool serve, char *why,
 	 * process executes runsc, which needs its privileges to build the
 	 * sandbox; the code inside gets none (the spec's empty sets). */
 	if (!sbx_gvisor(c) && (r = sbx_caps_bound(why, wlen)) != 0)
+		return r;
+	if (serve && !sbx_gvisor(c) &&
+	    (r = sbx_snapshot_open(w, why, wlen)) != 0)
 		return r;
 	if (serve && (r = sbx_template_make(w, why, wlen)) != 0)
 		return r;
@@ -701,6 +705,9 @@ sbx_worker_release(struct sbx_worker *w)
 	if (w->tmpl_fd >= 0)
 		close(w->tmpl_fd);
 	w->tmpl_fd = -1;
+	if (w->tar_fd >= 0)
+		close(w->tar_fd);
+	w->tar_fd = -1;
 	free(w->ns_hist);
 	w->ns_hist = NULL;
 	w->ns_n = w->ns_cap = 0;

@@ -58,6 +58,7 @@ struct sbx_conf {
 	char runtime[8]; /* native or gvisor */
 	char gv_platform[16];
 	char runsc[PATH_MAX];
+	char archiver[PATH_MAX]; /* "": beside the binary (snapshot.c) */
 	char sock[108];
 	char run_dir[PATH_MAX];
 	char peer_uids[1024];
@@ -322,6 +323,7 @@ struct sbx_worker {
 	int zpidfd;
 	int userns_fd; /* in the init: the code's user namespace */
 	int tmpl_fd; /* served: the template mount namespace */
+	int tar_fd; /* served, native: the snapshot archiver (O_PATH) */
 	unsigned char *obuf[2]; /* output buffers reused across runs */
 	size_t ocap[2];
 	uint64_t generation;
@@ -407,8 +409,13 @@ void sbx_check_here(const struct sbx_mnt *zm, int sock);
 KZ_WUR int sbx_worker_refresh(struct sbx_worker *w, bool *gone, bool *fresh,
     char *why, size_t wlen);
 
-/* snapshot.c: ops snapshot and restore (tar runs inside the sandbox). */
+/* snapshot.c: ops snapshot and restore (an archiver runs inside the
+ * sandbox). */
 #include <cJSON.h>
+/* A served native worker's archiver, opened once at start (w->tar_fd);
+ * KZ_EUNAVAIL with why naming the path when it is not an executable
+ * regular file.  Under gvisor the sandbox's own /bin/tar archives. */
+KZ_WUR int sbx_snapshot_open(struct sbx_worker *w, char *why, size_t wlen);
 /* The fields each op takes besides v, op and id (serve.c's op table
  * checks them before the op runs). */
 extern const char *const sbx_snapshot_fields[];

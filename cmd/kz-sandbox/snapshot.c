@@ -1,15 +1,24 @@
 /*
  * Workspace snapshots for kz-lease and kz-reset.  A snapshot is a tar
- * archive of /workspace made by an ordinary run of tar inside the sandbox
- * (same uid, no capabilities, seccomp), so reading the workspace never
- * happens with more privilege than the code had; /projection is outside
- * the workspace and never part of it.  A restore is the reverse run, so a
+ * archive of /workspace made by an ordinary run inside the sandbox (same
+ * uid, no capabilities, seccomp), so reading the workspace never happens
+ * with more privilege than the code had; /projection is outside the
+ * workspace and never part of it.  A restore is the reverse run, so a
  * hostile archive can only rearrange the sandbox's own workspace.  The
  * archive travels base64 in the frame or through a host path that the
  * trusted caller names, bounded by SANDBOX_SNAPSHOT_MAX either way.
+ *
+ * The run executes kz-sandbox-tar (cmd/kz-sandbox/tar/), a static
+ * archiver, as /proc/self/fd/N: N is a descriptor of it that the worker
+ * opened at start and passes to the run at its own number, so the view
+ * holds no kz path, and the archiver
+ * maps no shared library, which is most of a small snapshot's time with
+ * GNU tar.  Under gvisor a run cannot be passed a descriptor, and the
+ * sandbox's /bin/tar archives as before.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,6 +32,9 @@
 #include "sbx.h"
 #include "banned.h"
 
+/* Where make install puts the archiver, from the binary's directory;
+ * the source tree builds it at the same place. */
+#define ARCHIVER_BESIDE "../libexec/kaizen/kz-sandbox-tar"
 /* Owner 0 in the archive: a restore never sets owners, and the archive
  * then names no worker's host uid and is the same from every worker. */
 static char *const tar_out[] = {"/bin/tar", "--numeric-owner", "--owner=0",
@@ -38,17 +50,71 @@ _Static_assert(sizeof(((struct sbx_worker *)0)->restored) ==
 const char *const sbx_snapshot_fields[] = {"path", "skip_unchanged", NULL};
 const char *const sbx_restore_fields[] = {"path", "archive_b64", NULL};
 
-static int
-tar_run(struct sbx_worker *w, char *const *argv, const unsigned char *in,
-    size_t inlen, struct sbx_res *rs)
+/* The archiver beside the binary, in path; false when it has no path. */
+static bool
+beside(char *path, size_t len)
 {
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	return snprintf(path, len, "%s/" ARCHIVER_BESIDE, dirname(exe)) <
+	    (int)len;
+}
+
+int
+sbx_snapshot_open(struct sbx_worker *w, char *why, size_t wlen)
+{
+	char path[PATH_MAX];
+	const char *p = w->c->archiver;
+	struct stat st;
+
+	if (p[0] == '\0') {
+		if (!beside(path, sizeof(path))) {
+			kz_why(why, wlen,
+			    "snapshots: cannot find the archiver beside the "
+			    "binary (SANDBOX_ARCHIVER)");
+			return KZ_EUNAVAIL;
+		}
+		p = path;
+	}
+	if ((w->tar_fd = open(p, O_PATH | O_CLOEXEC)) < 0) {
+		kz_why(why, wlen, "snapshots: the archiver %s: %s", p,
+		    strerror(errno));
+		return KZ_EUNAVAIL;
+	}
+	if (fstat(w->tar_fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & S_IXOTH) == 0) {
+		kz_why(why, wlen,
+		    "snapshots: the archiver %s is not a file every uid may "
+		    "execute",
+		    p);
+		return KZ_EUNAVAIL;
+	}
+	return 0;
+}
+
+static int
+tar_run(struct sbx_worker *w, bool save, const unsigned char *in, size_t inlen,
+    struct sbx_res *rs)
+{
+	char why[128], self[32], verb[8];
+	char *ar[] = {self, verb, NULL};
 	struct sbx_req rq;
-	char why[128];
 	int r;
 
 	memset(&rq, 0, sizeof(rq));
 	sbx_env_init(&rq.env);
-	rq.argv = (char **)argv;
+	if (w->tar_fd >= 0) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", w->tar_fd);
+		snprintf(verb, sizeof(verb), "%s", save ? "save" : "restore");
+		rq.argv = ar;
+		rq.pass_fd[0] = w->tar_fd;
+		rq.npass = 1;
+	} else
+		rq.argv = (char **)(save ? tar_out : tar_in);
 	rq.stdin_fd = -1, rq.out_fd[0] = rq.out_fd[1] = -1;
 	rq.stdin_buf = in, rq.stdin_len = inlen;
 	rq.timeout_ms = w->c->timeout_s * 1000;
@@ -145,7 +211,7 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 	if (path != NULL && !path_ok(path))
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
 		    "path must be absolute");
-	if (tar_run(w, tar_out, NULL, 0, &rs) != 0)
+	if (tar_run(w, true, NULL, 0, &rs) != 0)
 		return kz_reply_err(req, KZ_WE_INTERNAL, "snapshot failed");
 	if (rs.setup_failed || rs.trunc[0] || !rs.exited || rs.code != 0) {
 		o = failed(req, &rs, "snapshot failed");
@@ -234,7 +300,7 @@ sbx_op_restore(struct sbx_worker *w, const cJSON *req)
 		    r == KZ_ETOOBIG ? "the archive is "
 		                      "larger than the snapshot bound" :
 		                      "cannot read the archive");
-	if (tar_run(w, tar_in, ar, len, &rs) != 0) {
+	if (tar_run(w, false, ar, len, &rs) != 0) {
 		free(ar);
 		return kz_reply_err(req, KZ_WE_INTERNAL, "restore failed");
 	}

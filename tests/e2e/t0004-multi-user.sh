@@ -33,8 +33,9 @@ gid_of() { case $1 in root) echo 0 ;; kaizen) echo "$KAIZEN" ;;
 # The binaries and sample configs as an install lays them out (0755 and
 # 0644, in directories every uid may traverse): the other uids cannot
 # reach a checkout under /root, where CI's clone may be.
-install -d -m 0755 "$T/bin" "$T/etc" "$T/etc/kaizen"
+install -d -m 0755 "$T/bin" "$T/etc" "$T/etc/kaizen" "$T/libexec/kaizen"
 install -m 0755 "$BIN"/kz-* "$T/bin/"
+install -m 0755 "$TOP"/libexec/kaizen/kz-sandbox-tar "$T/libexec/kaizen/"
 install -m 0644 "$TOP"/etc/kaizen/*.conf "$T/etc/kaizen/"
 BIN=$T/bin CONF=$T/etc/kaizen PATH=$T/bin:$PATH
 setpriv --reuid $OPER --regid $OPER --clear-groups test -x "$BIN/kz-run" ||
