@@ -11,10 +11,9 @@
  * The run executes kz-sandbox-tar (cmd/kz-sandbox/tar/), a static
  * archiver, as /proc/self/fd/N: N is a descriptor of it that the worker
  * opened at start and passes to the run at its own number, so the view
- * holds no kz path, and the archiver
- * maps no shared library, which is most of a small snapshot's time with
- * GNU tar.  Under gvisor a run cannot be passed a descriptor, and the
- * sandbox's /bin/tar archives as before.
+ * holds no kz path, and the archiver maps no shared library, which is
+ * most of a small snapshot's time with GNU tar.  Under gvisor a run cannot be
+ * passed a descriptor, and the sandbox's /bin/tar archives as before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,8 +99,8 @@ static int
 tar_run(struct sbx_worker *w, bool save, const unsigned char *in, size_t inlen,
     struct sbx_res *rs)
 {
-	char why[128], self[32], verb[8];
-	char *ar[] = {self, verb, NULL};
+	char why[128], self[32];
+	char *ar[] = {self, save ? "save" : "restore", NULL};
 	struct sbx_req rq;
 	int r;
 
@@ -109,7 +108,6 @@ tar_run(struct sbx_worker *w, bool save, const unsigned char *in, size_t inlen,
 	sbx_env_init(&rq.env);
 	if (w->tar_fd >= 0) {
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", w->tar_fd);
-		snprintf(verb, sizeof(verb), "%s", save ? "save" : "restore");
 		rq.argv = ar;
 		rq.pass_fd[0] = w->tar_fd;
 		rq.npass = 1;

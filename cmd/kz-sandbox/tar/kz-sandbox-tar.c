@@ -38,14 +38,20 @@
 
 static char buf[BLOCK];
 
+/* The one-line reason on stderr; 1, the failed exit. */
+static int
+say(const char *what, const char *why)
+{
+	fprintf(stderr, "kz-sandbox-tar: %s: %s\n", what, why);
+	return 1;
+}
+
 static int
 fail(struct archive *a, const char *what)
 {
 	const char *e = a != NULL ? archive_error_string(a) : NULL;
 
-	fprintf(stderr, "kz-sandbox-tar: %s: %s\n", what,
-	    e != NULL ? e : "out of memory");
-	return 1;
+	return say(what, e != NULL ? e : "out of memory");
 }
 
 /* ".", "./", "././": the workspace's own directory. */
@@ -57,13 +63,6 @@ top(const char *p)
 	return p[0] == '\0' || (p[0] == '.' && p[1] == '\0');
 }
 
-static int
-fail_errno(const char *what, int err)
-{
-	fprintf(stderr, "kz-sandbox-tar: %s: %s\n", what, strerror(err));
-	return 1;
-}
-
 /* The file's bytes, exactly as many as its header announced: a file
  * that changed size as it was read fails the save (as GNU tar does). */
 static int
@@ -71,30 +70,25 @@ copy_file(struct archive *out, const FTSENT *f, int64_t size)
 {
 	int fd = open(f->fts_accpath,
 	    O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	int64_t left = size;
 	ssize_t n = 0;
+	int r = 0;
 
 	if (fd < 0)
-		return fail_errno(f->fts_path, errno);
-	while (left > 0 && (n = read(fd, buf, sizeof(buf))) > 0) {
-		if (n > left ||
-		    archive_write_data(out, buf, (size_t)n) != (la_ssize_t)n)
-			break;
-		left -= n;
+		return say(f->fts_path, strerror(errno));
+	while (size > 0 && (n = read(fd, buf, sizeof(buf))) > 0 && n <= size) {
+		if (archive_write_data(out, buf, (size_t)n) != (la_ssize_t)n) {
+			r = fail(out, f->fts_path);
+			goto out;
+		}
+		size -= n;
 	}
-	if (n < 0) {
-		fail_errno(f->fts_path, errno);
-		left = -1;
-	} else if (left == 0 && read(fd, buf, 1) > 0)
-		left = -1;
+	if (n < 0)
+		r = say(f->fts_path, strerror(errno));
+	else if (size != 0 || read(fd, buf, 1) > 0)
+		r = say(f->fts_path, "file changed as we read it");
+out:
 	close(fd);
-	if (left == 0)
-		return 0;
-	if (n >= 0)
-		fprintf(stderr, "kz-sandbox-tar: %s: %s\n", f->fts_path,
-		    archive_errno(out) != 0 ? archive_error_string(out) :
-		                              "file changed as we read it");
-	return 1;
+	return r;
 }
 
 /* One file of the walk, owners cleared, a second name of a file as a
@@ -145,7 +139,7 @@ next_file(FTS *t, bool *err)
 		case FTS_DNR:
 		case FTS_ERR:
 		case FTS_NS:
-			fail_errno(f->fts_path, f->fts_errno);
+			say(f->fts_path, strerror(f->fts_errno));
 			*err = true;
 			return NULL;
 		case FTS_DP:
@@ -157,8 +151,9 @@ next_file(FTS *t, bool *err)
 			return f;
 		}
 	}
+	/* fts_read sets errno to 0 at the end of the walk. */
 	if (errno != 0) {
-		fail_errno("the workspace", errno);
+		say("the workspace", strerror(errno));
 		*err = true;
 	}
 	return NULL;
@@ -193,15 +188,12 @@ save(void)
 	}
 	archive_entry_linkresolver_set_strategy(lr, archive_format(out));
 	if ((t = fts_open(roots, FTS_PHYSICAL | FTS_XDEV, by_name)) == NULL) {
-		fail_errno("the workspace", errno);
+		say("the workspace", strerror(errno));
 		goto out;
 	}
-	errno = 0;
-	while ((f = next_file(t, &err)) != NULL) {
+	while ((f = next_file(t, &err)) != NULL)
 		if (save_entry(disk, out, lr, e, f) != 0)
 			goto out;
-		errno = 0;
-	}
 	if (err)
 		goto out;
 	if (archive_write_close(out) != ARCHIVE_OK) {
