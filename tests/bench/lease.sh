@@ -22,10 +22,13 @@
 #      made durable with fdatasync in the audit directory); the same with
 #      workspace snapshots (a workspace holding one file restored before,
 #      saved after; unchanged, so the save keeps the snapshot as it is);
-#  (d) idle memory per warm worker: PSS of its agent and run init, and the
-#      kernel memory its cgroup's memory controller reports, beside an idle
-#      bwrap --unshare-all sandbox's (bwrap and its child, in a memory
-#      cgroup of its own);
+#      the machine's CPU per back-to-back run (each run's release starts
+#      a reset that competes with the next run), and both kz-run and
+#      bwrap again with 50 ms between runs, each on a quiet machine;
+#  (d) idle memory per warm worker: PSS and USS of its agent and run init,
+#      and the kernel memory its cgroup's memory controller reports, beside
+#      an idle bwrap --unshare-all sandbox's (bwrap and its child, in a
+#      memory cgroup of its own);
 #  (e) the store over TCP loopback against the Unix socket, and a
 #      Sentinel failover mid-load (below; ONLY=e runs it alone);
 # and the ratios against the targets: (b) >= 800 cycles/s on 2 cores,
@@ -231,9 +234,23 @@ wait_warm "$KZ_LEASE_SOCKET" "${CPOOL:-4}"
 pct() { # pct JSON Q
 	python3 -c 'import json,sys; t=sorted(json.load(open(sys.argv[1]))["results"][0]["times"]); q=float(sys.argv[2]); print("%.3f" % (t[min(len(t)-1, int(q*len(t)))]*1000))' "$1" "$2"
 }
+# The machine's busy CPU over the back-to-back runs (busy, from (b): every
+# process and the kernel: the runs, and the resets of the workers they
+# released).
+cb0=$(busy)
 RUN_SNAPSHOT=no hyperfine -N --warmup 10 --runs "$RUNS" --export-json "$T/c.json" \
 	"$BIN/kz-run -q --actor bench --conversation c -- /bin/true" >/dev/null 2>&1
+cb1=$(busy)
 c50=$(pct "$T/c.json" 0.5) c99=$(pct "$T/c.json" 0.99)
+cbusy=$(awk -v d=$((cb1 - cb0)) -v hz="$(getconf CLK_TCK)" -v n="$RUNS" 'BEGIN { printf "%.3f", d * 1000 / hz / (n + 10) }')
+# The same with 50 ms between runs, bwrap too: each run starts on a quiet
+# machine, the reset of the worker the previous run released done.
+RUN_SNAPSHOT=no hyperfine -N --warmup 5 --runs "$((RUNS / 2))" --prepare 'sleep 0.05' \
+	--export-json "$T/cq.json" \
+	"$BIN/kz-run -q --actor bench --conversation c -- /bin/true" >/dev/null 2>&1
+hyperfine -N --warmup 5 --runs "$((RUNS / 2))" --prepare 'sleep 0.05' --export-json "$T/wq.json" \
+	"bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev /bin/true" >/dev/null 2>&1
+cq50=$(pct "$T/cq.json" 0.5) wq50=$(pct "$T/wq.json" 0.5)
 # A workspace with a file in it, saved once: each run restores it, and
 # leaves it as it was (the save writes nothing when the archive is the
 # one restored, kz-run(1)).
@@ -250,11 +267,16 @@ read -r f50 f99 < <("$T/floor" "$C/audit" "$RUNS")
 # and an idle bwrap sandbox in a memory cgroup of its own.
 wait_warm "$KZ_LEASE_SOCKET" "${CPOOL:-4}"
 pss() { awk '/^Pss:/ {s += $2} END {print s + 0}' /proc/"$1"/smaps_rollup 2>/dev/null || echo 0; }
+# A process's own pages (USS): what one more warm worker adds, however
+# many others share its binary and libraries (PSS divides those among
+# every process that maps them, so it falls as the pool grows).
+uss() { awk '/^Private_(Clean|Dirty):/ {s += $2} END {print s + 0}' /proc/"$1"/smaps_rollup 2>/dev/null || echo 0; }
 kmem() { cat "$1/memory.kmem.usage_in_bytes" 2>/dev/null || echo 0; }
-wp=0 wk=0 nw=0
+wp=0 wu=0 wk=0 nw=0
 for f in "$C"/workers/*/pid; do
 	a=$(cat "$f") id=$(basename "$(dirname "$f")")
 	wp=$((wp + $(pss "$a"))); for i in $(pgrep -P "$a"); do wp=$((wp + $(pss "$i"))); done
+	wu=$((wu + $(uss "$a"))); for i in $(pgrep -P "$a"); do wu=$((wu + $(uss "$i"))); done
 	wk=$((wk + $(kmem /sys/fs/cgroup/memory/kz-sandbox/"$id")))
 	nw=$((nw + 1))
 done
@@ -263,7 +285,8 @@ mkdir -p "$BG"
 bash -c 'echo $$ >"$1/cgroup.procs"; exec bwrap --die-with-parent --unshare-all --ro-bind / / --proc /proc --dev /dev sleep 600' bw "$BG" &
 BWP=$!; PIDS="$PIDS $BWP"
 sleep 1
-bp=0; for p in $(cat "$BG/cgroup.procs"); do bp=$((bp + $(pss "$p"))); done
+bp=0 bu=0; for p in $(cat "$BG/cgroup.procs"); do bp=$((bp + $(pss "$p"))) bu=$((bu + $(uss "$p"))); done
+nsb=$(pgrep -c -x kz-sandbox || true)
 bk=$(kmem "$BG")
 kill "$BWP" 2>/dev/null; wait "$BWP" 2>/dev/null || true
 # bwrap's child is in a pid namespace of its own: whatever is left in the
@@ -287,9 +310,14 @@ printf '(c) kz-run /bin/true warm end to end    p50 %8.3f ms  p99 %8.3f ms\n' "$
 printf '    the same with workspace snapshots   p50 %8.3f ms\n' "$cs50"
 printf '    bwrap --unshare-all /bin/true cold  p50 %8.3f ms\n' "$w50"
 printf '    floor: fork/exec + 2 fdatasync      p50 %8.3f ms  p99 %8.3f ms\n' "$f50" "$f99"
+printf '    machine CPU per back-to-back run        %8.3f ms (both CPUs: the run and the reset it caused)\n' "$cbusy"
+printf '    50 ms between runs: kz-run warm     p50 %8.3f ms, bwrap cold p50 %8.3f ms, ratio %s\n' \
+	"$cq50" "$wq50" "$(python3 -c "print('%.2f' % ($cq50/$wq50))")"
 printf '(d) idle warm worker (mean of %d)       PSS %8.0f KiB  cgroup kernel memory %8.0f KiB\n' \
 	"$nw" "$((wp / (nw ? nw : 1)))" "$((wk / 1024 / (nw ? nw : 1)))"
 printf '    idle bwrap --unshare-all sandbox    PSS %8.0f KiB  cgroup kernel memory %8.0f KiB\n' "$bp" "$((bk / 1024))"
+printf '    own pages (USS): warm worker %.0f KiB, idle bwrap sandbox %.0f KiB (PSS shared among %s kz-sandbox processes)\n' \
+	"$((wu / (nw ? nw : 1)))" "$bu" "$nsb"
 python3 -c 'import sys; a,b,c,cs,w,f,wp,nw,bp,ns=map(float,sys.argv[1:])
 print("b = %.0f cycles/s (target >= 800); b/a = %.4f; b / kernel floor = %.2f" % (b, b/a, b/ns))
 print("c50/bwrap50 = %.2f (target <= 0.8); c50/floor50 = %.2f (target <= 3)" % (c/w, c/f))
