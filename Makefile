@@ -110,6 +110,9 @@ $(B)/lua/kz_lua.h: $(sort $(wildcard lib/lua/*.lua)) Makefile
 	$(call lua_embed,KZ_LUA_)
 $(B)/lua/kzp_lua.h: $(sort $(wildcard cmd/kz-project/lua/*.lua)) Makefile
 	$(call lua_embed,KZP_LUA_)
+# kz-sandbox hides the installed configs when they lie inside its view.
+$(B)/cmd/kz-sandbox/view.o: CFLAGS += -DKZ_SYSCONFDIR=\"$(SYSCONFDIR)\"
+$(B)/cmd/kz-sandbox/view.o: Makefile
 $(B)/lib/pool.o: $(B)/lua/kz_lua.h
 $(B)/cmd/kz-project/model.o: $(B)/lua/kz_lua.h $(B)/lua/kzp_lua.h
 $(B)/lib/pool.o $(B)/cmd/kz-project/model.o: CFLAGS += -I$(B)/lua

@@ -335,9 +335,13 @@ sbx_mnt_lease(const struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 	if (c->projection[0] != '\0' &&
 	    (chdir(m->stage) < 0 || overlay("root" SBX_PROJ) < 0))
 		return fail(why, wlen, "overlay", SBX_PROJ);
+	/* Every devpts instance but the host's draws on one kernel-wide
+	 * count (kernel.pty.max less kernel.pty.reserve): without a
+	 * maximum of its own, one tenant could take every pseudo-terminal
+	 * from the others and from every container on the host. */
 	snprintf(p, sizeof(p), "%s/dev/pts", root);
 	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
-	        "newinstance,ptmxmode=0666,mode=0620") < 0)
+	        "newinstance,ptmxmode=0666,mode=0620,max=" SBX_PTY_MAX) < 0)
 		return fail(why, wlen, "devpts", "/dev/pts");
 	for (int i = 0; wplaces[i] != NULL; i++)
 		if ((r = writable(c, root, wplaces[i], why, wlen)) != 0)

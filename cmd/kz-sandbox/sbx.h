@@ -41,6 +41,8 @@
 #define SBX_RESET_NICE 10 /* the reset's priority (nice) */
 #define SBX_WS "/workspace"
 #define SBX_PROJ "/projection"
+/* Pseudo-terminals one lease may hold at once (its devpts max=). */
+#define SBX_PTY_MAX "64"
 
 struct sbx_conf {
 	char id[SBX_ID_MAX + 1];

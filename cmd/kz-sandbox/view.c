@@ -27,6 +27,11 @@
 #include "sbx.h"
 #include "banned.h"
 
+/* Where make install puts the configs (the Makefile passes SYSCONFDIR). */
+#ifndef KZ_SYSCONFDIR
+#define KZ_SYSCONFDIR "/usr/local/etc"
+#endif
+
 /* The allowlist: usr is required, the others are taken where they exist. */
 static const char *const sysdirs[] = {"usr", "bin", "sbin", "lib", "lib32",
     "lib64", "libx32", NULL};
@@ -666,6 +671,31 @@ mask_one(struct fill *f, const char *path)
 }
 
 /*
+ * The configuration directory kz was installed with (make install's
+ * SYSCONFDIR, PREFIX/etc), where its configs live: under the default
+ * PREFIX that is /usr/local/etc, inside the /usr the view binds whole.
+ * When the view holds it as a directory it is hidden as a mask is, with
+ * whatever else the host keeps there (a global npmrc, say); /etc is the
+ * view's own.  A path that crosses a symlink resolves inside the view,
+ * where no host configuration is.
+ */
+static int
+hide_sysconf(struct fill *f)
+{
+	const char *p = KZ_SYSCONFDIR;
+	int fd;
+
+	if (p[0] != '/' || strcmp(p, "/etc") == 0)
+		return 0;
+	if ((fd = open_exact(f->viewfd, p + 1, RESOLVE_BENEATH)) < 0)
+		return errno == ENOENT || errno == ELOOP || errno == ENOTDIR ?
+		    0 :
+		    sys(f, "mask", p);
+	close(fd);
+	return mask_one(f, p);
+}
+
+/*
  * The projection is read-only but live, so it must not hold what the view
  * never shows (kz-lease's lies inside the run directory, which is fine).
  */
@@ -709,6 +739,8 @@ sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
 		goto out;
 	}
 	r = strcmp(c->root, "/") == 0 ? allowlist(&f) : image(&f);
+	if (r == 0 && strcmp(c->root, "/") == 0)
+		r = hide_sysconf(&f);
 	for (p = c->extra_ro; r == 0 && sbx_view_next(&p, item, sizeof(item));)
 		r = extra_one(&f, item);
 	for (p = c->masks; r == 0 && sbx_view_next(&p, item, sizeof(item));)

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
-plan 46
+plan 48
 
 TD=/kz-e2e-$$
 mkdir -p "$TD/pub/sub" "$TD/run" /home/kz-e2e-$$
@@ -37,6 +37,16 @@ is "$(sbx -- /bin/sh -c "cat $TD/secret; ls -A $TD; echo done" 2>/dev/null)" "do
 	"a file under a fresh top-level directory is invisible"
 is "$(sbx -- /bin/sh -c "cat /home/kz-e2e-$$/secret; ls -A /home /root /srv /var /opt; echo done" 2>/dev/null)" \
 	"done" "a file under /home is invisible, and /home, /root, /srv, /var, /opt are absent"
+# The configs of an install under the default prefix live in
+# /usr/local/etc/kaizen, inside the /usr the view binds: that directory is
+# hidden whole (the build's SYSCONFDIR, /usr/local/etc by default).
+[ -d /usr/local/etc ] || { mkdir -p /usr/local/etc && on_exit "rmdir /usr/local/etc"; }
+mkdir -p /usr/local/etc/kaizen-e2e-$$ && on_exit "rm -rf /usr/local/etc/kaizen-e2e-$$"
+echo "conf-secret-$$" >/usr/local/etc/kaizen-e2e-$$/kz-egress.conf
+chmod -R a+rX /usr/local/etc/kaizen-e2e-$$
+is "$(sbx -- /bin/sh -c "cat /usr/local/etc/kaizen-e2e-$$/kz-egress.conf; ls -A /usr/local/etc; echo done" 2>/dev/null)" \
+	"done" "the installed config directory (SYSCONFDIR, inside /usr) is empty in the view"
+like "$(out -- /bin/ls -ld /usr/local/etc)" "^dr" "... a directory there, an empty read-only tmpfs"
 like "$(out -- /bin/sh -c 'cat /projection/file')" "^proj-$$" "the projection is visible"
 like "$(out -- /bin/sh -c '(: >/projection/x) 2>/dev/null || echo refused')" "refused" \
 	"... and read-only"

@@ -4,11 +4,13 @@
 # throttled, the per-uid counts of queued signals and message queue bytes
 # are bounded, the code never runs as the host's nobody, and a served
 # worker takes at most SANDBOX_LEASES_MAX leases before its reset refuses
-# to call it clean.
+# to call it clean.  Two kernel-wide counts are not the tenant's to take:
+# a lease holds at most 64 pseudo-terminals, and Linux native AIO (whose
+# event count is the host's) is not there at all.
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
-plan 11
+plan 14
 mkdir -p "$T/proj" && cp "$TOP/tests/sandbox/tenant.py" "$T/proj/"
 
 # 100 loopback connections, each written to until it blocks: without a
@@ -44,6 +46,26 @@ like "$lim" 'Max msgqueue size +819200 +819200' "RLIMIT_MSGQUEUE is SANDBOX_MSGQ
 rc_is 2 "the host's nobody is refused as the code's uid" "$SB" run --uid 65534 --gid 4242 -- /bin/true
 like "$(cat "$T/.out")" "never runs as the host's nobody" "with a reason naming it"
 rc_is 2 "and nogroup as its gid" "$SB" run --uid 4242 --gid 65534 -- /bin/true
+
+# Every devpts instance but the host's draws on one count (kernel.pty.max
+# less kernel.pty.reserve, 3072 by default): one lease may hold 64.
+pty=$("$SB" run -- /usr/bin/python3 -c '
+import os
+n = 0
+try:
+    for i in range(200):
+        os.openpty(); n += 1
+except OSError as e:
+    print(n, e.errno)' 2>&1)
+is "$pty" "64 28" "a lease holds at most 64 pseudo-terminals (the 65th: ENOSPC)"
+# fs.aio-max-nr is one count for the host: io_setup is not on the list.
+aio=$("$SB" run -- /usr/bin/python3 -c '
+import ctypes
+l = ctypes.CDLL(None, use_errno=True)
+ctx = ctypes.c_ulong(0)
+print(l.syscall(206, 30000, ctypes.byref(ctx)), ctypes.get_errno())' 2>&1)
+is "$aio" "-1 38" "native AIO is refused with ENOSYS (io_setup of 30000 events)"
+t "and the host's AIO count is untouched" test "$(cat /proc/sys/fs/aio-nr)" -lt 30000
 
 # SANDBOX_LEASES_MAX=2: the start and one reset give the two leases; the
 # next reset does not call the worker clean.
