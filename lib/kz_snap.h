@@ -22,6 +22,7 @@
 #ifndef KZ_SNAP_H
 #define KZ_SNAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kz_err.h"
@@ -57,15 +58,38 @@ KZ_WUR int kz_snap_offer(const char *dir, const char *actor, const char *wskey,
 KZ_WUR int kz_snap_fresh(const char *path, int64_t ttl_ms);
 
 /*
- * Commits tmp as path (see above).  0, with *evicted the snapshots
+ * Which file a snapshot is, not only its name: a save that replaced it
+ * since is another file.  The birth time tells a new file that reuses a
+ * freed inode number from the old one (where the file system keeps one).
+ */
+struct kz_snap_id {
+	bool exists;
+	uint64_t dev, ino, size;
+	int64_t btime_ns; /* 0 where the file system keeps none */
+};
+
+/* What is at path now; 0 (id->exists false when nothing is), or
+ * KZ_ESYS. */
+KZ_WUR int kz_snap_ident(const char *path, struct kz_snap_id *id);
+
+/*
+ * Commits tmp as path (see above).  With base (the snapshot the save
+ * started from, as kz_snap_ident saw it before the restore), a snapshot
+ * in place that is not that one was saved by another run of the same
+ * workspace meanwhile: it is kept, tmp is removed and KZ_EEXIST returned
+ * (two runs that started from one snapshot cannot both be kept; the first
+ * to commit wins and the other is told).  0, with *evicted the snapshots
  * removed to make room; else a kz_err with why set (one line, sizes but
- * no path), and both tmp and the older path are gone.
+ * no path), tmp is gone and so is the older path (when it is base).
  */
 KZ_WUR int kz_snap_commit(const char *path, const char *tmp,
-    const struct kz_snap_bounds *b, int *evicted, char *why, size_t wlen);
+    const struct kz_snap_bounds *b, const struct kz_snap_id *base, int *evicted,
+    char *why, size_t wlen);
 
-/* A save that failed: removes path and tmp (NULL: none). */
-void kz_snap_drop(const char *path, const char *tmp);
+/* A save that failed: removes tmp (NULL: none) and path, path only while
+ * it is still base (NULL: whatever it is), under the directory's lock. */
+void kz_snap_drop(const char *path, const char *tmp,
+    const struct kz_snap_id *base);
 
 /* Removes every snapshot of DIR unused for ttl_ms (and any left in DIR
  * itself by the older flat layout), and partial files left over. */

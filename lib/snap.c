@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,13 +150,30 @@ kz_snap_fresh(const char *path, int64_t ttl_ms)
 	return KZ_ESTATE;
 }
 
-void
-kz_snap_drop(const char *path, const char *tmp)
+int
+kz_snap_ident(const char *path, struct kz_snap_id *id)
 {
-	if (path != NULL)
-		(void)unlink(path);
-	if (tmp != NULL)
-		(void)unlink(tmp);
+	struct statx sx;
+
+	*id = (struct kz_snap_id){0};
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW,
+	        STATX_TYPE | STATX_INO | STATX_SIZE | STATX_BTIME, &sx) != 0)
+		return errno == ENOENT ? 0 : KZ_ESYS;
+	id->exists = true;
+	id->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	id->ino = sx.stx_ino;
+	id->size = sx.stx_size;
+	if (sx.stx_mask & STATX_BTIME)
+		id->btime_ns = (int64_t)sx.stx_btime.tv_sec * 1000000000 +
+		    sx.stx_btime.tv_nsec;
+	return 0;
+}
+
+static bool
+same_file(const struct kz_snap_id *a, const struct kz_snap_id *b)
+{
+	return a->exists && b->exists && a->dev == b->dev && a->ino == b->ino &&
+	    a->size == b->size && a->btime_ns == b->btime_ns;
 }
 
 /* ---- the locked directory ---- */
@@ -173,6 +191,36 @@ lock_dir(const char *base)
 			return -1;
 		}
 	return fd;
+}
+
+/* Removes path only while it is base (NULL: whatever it is); the caller
+ * holds the directory's lock, or there is none to take. */
+static void
+drop_locked(const char *path, const struct kz_snap_id *base)
+{
+	struct kz_snap_id cur;
+
+	if (path == NULL)
+		return;
+	if (base == NULL ||
+	    (kz_snap_ident(path, &cur) == 0 && same_file(&cur, base)))
+		(void)unlink(path);
+}
+
+void
+kz_snap_drop(const char *path, const char *tmp, const struct kz_snap_id *base)
+{
+	char dir[4096], actor[NAME_MAX_];
+	int fd = -1;
+
+	if (tmp != NULL)
+		(void)unlink(tmp);
+	if (path != NULL && base != NULL &&
+	    split(path, dir, actor, sizeof(dir)) == 0)
+		fd = lock_dir(dir);
+	drop_locked(path, base);
+	if (fd >= 0)
+		close(fd);
 }
 
 static int
@@ -476,34 +524,46 @@ over_bound(uint64_t need, const struct kz_snap_bounds *b, char *why,
 
 int
 kz_snap_commit(const char *path, const char *tmp,
-    const struct kz_snap_bounds *b, int *evicted, char *why, size_t wlen)
+    const struct kz_snap_bounds *b, const struct kz_snap_id *base, int *evicted,
+    char *why, size_t wlen)
 {
-	char base[4096], actor[NAME_MAX_];
+	char dir[4096], actor[NAME_MAX_];
+	struct kz_snap_id cur;
 	struct stat st;
 	uint64_t total = 0;
 	int fd = -1, e;
 
 	*evicted = 0;
-	if (split(path, base, actor, sizeof(base)) != 0) {
+	if (split(path, dir, actor, sizeof(dir)) != 0) {
 		/* Not a path of this layout: only the partial file is ours
 		 * to remove. */
-		kz_snap_drop(NULL, tmp);
+		kz_snap_drop(NULL, tmp, NULL);
 		kz_why(why, wlen, "kz-lease named no snapshot of this layout");
 		return KZ_EINVAL;
+	}
+	/* Every check and every removal under the lock: a concurrent
+	 * commit of the same workspace is either before or after. */
+	if ((fd = lock_dir(dir)) < 0) {
+		kz_why(why, wlen, "the snapshot directory cannot be locked");
+		e = KZ_ESYS;
+		goto fail;
+	}
+	if (base != NULL && kz_snap_ident(path, &cur) == 0 && cur.exists &&
+	    !same_file(&cur, base)) {
+		(void)unlink(tmp);
+		close(fd);
+		kz_why(why, wlen,
+		    "another run of this conversation saved its workspace "
+		    "meanwhile; that one is kept");
+		return KZ_EEXIST;
 	}
 	if (lstat(tmp, &st) != 0 || !S_ISREG(st.st_mode)) {
 		kz_why(why, wlen, "the worker wrote no archive");
 		e = KZ_ESYS;
 		goto fail;
 	}
-	if ((e = over_bound((uint64_t)st.st_size, b, why, wlen)) != 0)
-		goto fail;
-	if ((fd = lock_dir(base)) < 0) {
-		kz_why(why, wlen, "the snapshot directory cannot be locked");
-		e = KZ_ESYS;
-		goto fail;
-	}
-	if ((e = make_room(fd, actor, strrchr(path, '/') + 1,
+	if ((e = over_bound((uint64_t)st.st_size, b, why, wlen)) != 0 ||
+	    (e = make_room(fd, actor, strrchr(path, '/') + 1,
 	         (uint64_t)st.st_size, b, &total, evicted, why, wlen)) != 0)
 		goto fail;
 	/* Before the rename: a commit that dies after it leaves the ledger
@@ -517,7 +577,8 @@ kz_snap_commit(const char *path, const char *tmp,
 	close(fd);
 	return 0;
 fail:
-	kz_snap_drop(path, tmp);
+	(void)unlink(tmp);
+	drop_locked(path, base);
 	if (fd >= 0)
 		close(fd);
 	return e;

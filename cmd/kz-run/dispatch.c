@@ -1,7 +1,7 @@
 /*
  * The main job: classify -> admit -> lease -> restore -> verify and
- * project -> run -> outputs -> save (save.c) -> release, each step
- * audited.
+ * project -> run -> outputs -> save (save.c) -> release -> the save
+ * committed, each step audited.
  * The reset is kz-lease's (it resets every released worker, and its reset
  * record names this run).  A denial at any step ends the attempt; nothing
  * is retried at a weaker boundary.
@@ -50,6 +50,7 @@ struct exec {
 	bool sent; /* the command reached the worker */
 	bool ran; /* and it answered: rc and ms are the code's */
 	bool recorded; /* the dispatch record went out at the grant */
+	bool report; /* the steps on the worker ended: a closing line */
 	int ticket; /* its run_audit ticket */
 };
 
@@ -305,9 +306,8 @@ status(const struct run_ctx *x, const struct run_lease *l,
  */
 static int
 on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
-    struct exec *ex)
+    struct exec *ex, char *unsaved, size_t ulen)
 {
-	char unsaved[200] = "";
 	int rc;
 
 	/* With nothing to project nothing can refuse the run from here on
@@ -326,7 +326,7 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 		return rc;
 	rc = run_exec(x, l, ex);
 	if (ex->sent && x->c->snapshot && !l->lost)
-		(void)run_save(x, l, unsaved, sizeof(unsaved));
+		(void)run_save(x, l, unsaved, ulen);
 	/* Outputs only of code that ran to its end and answered. */
 	if (ex->ran && !l->lost)
 		run_outputs(x, l, a->snap);
@@ -335,7 +335,29 @@ on_worker(struct run_ctx *x, struct run_lease *l, const struct run_adm *a,
 			run_unsave(x, l);
 		return lease_lost(x, l, ex);
 	}
-	status(x, l, ex, rc, unsaved);
+	ex->report = true;
+	return rc;
+}
+
+/*
+ * Once the release was answered: a pending save is put in place only if
+ * kz-lease took the release, which proves the lease held past the end of
+ * the save; one that cannot be proven so is removed with the older
+ * snapshot.  A run whose workspace was to be saved fails closed when the
+ * release was not taken (its lease may have been taken away, its worker
+ * retired mid-save), whether or not the worker finished writing.  Then
+ * the closing line.
+ */
+static int
+closing(const struct run_ctx *x, struct run_lease *l, const struct exec *ex,
+    int rc, bool released, char *unsaved, size_t ulen)
+{
+	if (run_save_commit(l, released, unsaved, ulen) == KZ_ESTATE ||
+	    (!released && ex->report && ex->sent && x->c->snapshot &&
+	        l->snap != NULL))
+		rc = KZ_EXIT_UNAVAIL;
+	if (ex->report)
+		status(x, l, ex, rc, unsaved);
 	return rc;
 }
 
@@ -401,6 +423,7 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	struct run_adm adm = {.audience = -1};
 	struct run_lease l = {0};
 	char why[256] = "", grant[GRANT_MAX] = "", tok[BROKER_TOKEN_MAX] = "";
+	char unsaved[200] = "";
 	struct exec ex = {.grant = grant, .broker_token = tok};
 	unsigned char b[16];
 	cJSON *ev;
@@ -484,8 +507,9 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		    KZ_WE_UNAVAILABLE, "no package-broker token could be made");
 		rc = KZ_EXIT_UNAVAIL;
 	} else
-		rc = on_worker(&x, &l, &adm, &ex);
-	run_lease_release(&x, &l);
+		rc = on_worker(&x, &l, &adm, &ex, unsaved, sizeof(unsaved));
+	rc = closing(&x, &l, &ex, rc, run_lease_release(&x, &l), unsaved,
+	    sizeof(unsaved));
 out:
 	if (l.result != NULL)
 		(void)run_audit(&x, "dispatch", l.result);

@@ -294,33 +294,6 @@ renew(const struct run_ctx *x, struct run_lease *l)
 }
 
 int
-run_lease_confirm_send(const struct run_ctx *x, struct run_lease *l,
-    struct run_confirm *cf)
-{
-	cf->fd = -1;
-	if (l->lost || renew_send(x, l, &cf->fd, &cf->sent) == KZ_ESTATE)
-		return KZ_ESTATE;
-	return 0;
-}
-
-int
-run_lease_confirm_wait(const struct run_ctx *x, struct run_lease *l,
-    struct run_confirm *cf)
-{
-	int fd = cf->fd;
-
-	cf->fd = -1;
-	if (l->lost) {
-		if (fd >= 0)
-			close(fd);
-		return KZ_ESTATE;
-	}
-	/* Unanswered, as with run_lease_keep: it holds until valid_until
-	 * and is retried before then. */
-	return renew_wait(x, l, fd, cf->sent) == KZ_ESTATE ? KZ_ESTATE : 0;
-}
-
-int
 run_lease_keep(const struct run_ctx *x, struct run_lease *l, bool now)
 {
 	if (l->lost)
@@ -436,7 +409,7 @@ run_lease_drop(const struct run_ctx *x, const struct run_lease *l)
  * fsync).  A lease that was lost is not released (nothing that could
  * reset its worker is sent): its records say so instead.
  */
-void
+bool
 run_lease_release(const struct run_ctx *x, struct run_lease *l)
 {
 	cJSON *ev;
@@ -446,8 +419,8 @@ run_lease_release(const struct run_ctx *x, struct run_lease *l)
 		ok = run_lease_drop(x, l);
 		if (!ok)
 			fprintf(stderr,
-			    "kz-run: release failed; the lease "
-			    "will expire and the worker will be retired\n");
+			    "kz-run: kz-lease did not take the release; "
+			    "the worker will be retired, not reset\n");
 	}
 	run_audit_hold(x);
 	if (l->result != NULL)
@@ -465,4 +438,5 @@ run_lease_release(const struct run_ctx *x, struct run_lease *l)
 		(void)run_audit(x, "release", ev);
 	}
 	run_audit_flush(x);
+	return ok;
 }

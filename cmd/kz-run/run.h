@@ -200,8 +200,11 @@ struct run_lease {
 	bool egress; /* kz-lease gave its pool an egress path */
 	bool broker; /* and a package broker */
 	bool restored; /* the worker restored snap in this lease */
+	bool pending; /* the worker wrote the save to tmp: not committed */
 	char lost_why[96];
 	struct kz_snap_bounds snapb; /* with snap, from kz-lease */
+	struct kz_snap_id base; /* what snap was before the restore */
+	char tmp[PATH_MAX + 64]; /* the save, written beside snap */
 };
 cJSON *run_request(const char *op, const char *rid);
 const char *run_str(const cJSON *o, const char *k);
@@ -213,17 +216,6 @@ int run_lease_get(const struct run_ctx *x, struct run_lease *l);
  * refused, or not confirmed before it would expire). */
 KZ_WUR int run_lease_keep(const struct run_ctx *x, struct run_lease *l,
     bool now);
-/* run_lease_keep(now) in two halves, so that a call it guards overlaps
- * the renewal: the worker's answer is used only once kz-lease has
- * answered (or not in time) and the lease is not lost. */
-struct run_confirm {
-	int fd;
-	int64_t sent;
-};
-KZ_WUR int run_lease_confirm_send(const struct run_ctx *x, struct run_lease *l,
-    struct run_confirm *cf);
-KZ_WUR int run_lease_confirm_wait(const struct run_ctx *x, struct run_lease *l,
-    struct run_confirm *cf);
 /* One call to the worker, only while the lease holds and renewing it
  * while the reply is awaited (up to timeout_ms): KZ_ESTATE, with the
  * connection closed, once the lease is lost.  *sent (may be NULL) tells
@@ -234,8 +226,9 @@ KZ_WUR int run_worker_call(const struct run_ctx *x, struct run_lease *l,
 /* worker_id, lease_id and token, for the lease's records. */
 cJSON *run_lease_ev(const struct run_lease *l);
 /* Releases the lease (never a lost one) and sends the closing dispatch
- * and the release records. */
-void run_lease_release(const struct run_ctx *x, struct run_lease *l);
+ * and the release records: true once kz-lease took the release, which
+ * proves the lease held to it. */
+bool run_lease_release(const struct run_ctx *x, struct run_lease *l);
 /* The release request alone, no record: true once kz-lease took it. */
 bool run_lease_drop(const struct run_ctx *x, const struct run_lease *l);
 
@@ -249,12 +242,20 @@ KZ_WUR int run_worker_op(const struct run_ctx *x, struct run_lease *l,
     const char *op, const char *path, bool skip, bool *unchanged,
     const char **code);
 void run_restore(const struct run_ctx *x, struct run_lease *l);
-/* After a run was sent: 0 saved, else why (one line) is filled and no
- * older snapshot is left to come back. */
+/* After a run was sent: the worker writes the save beside the snapshot
+ * (l->pending), or the workspace is as it was restored (nothing to
+ * save); 0, else why (one line) is filled and no older snapshot is left
+ * to come back. */
 int run_save(const struct run_ctx *x, struct run_lease *l, char *why,
     size_t wlen);
-/* The older snapshot must not come back (a run was sent, nothing saved). */
-void run_unsave(const struct run_ctx *x, const struct run_lease *l);
+/* Once the release was answered: the pending save is put in place only
+ * when kz-lease took the release (released), so the lease is proven to
+ * have held past the end of the save; else it is removed with the older
+ * snapshot.  0 (or nothing pending), else why is filled. */
+int run_save_commit(struct run_lease *l, bool released, char *why, size_t wlen);
+/* The older snapshot must not come back (a run was sent, nothing saved):
+ * removed, with any pending save, while it is the one restored. */
+void run_unsave(const struct run_ctx *x, struct run_lease *l);
 
 /* untar.c: writes the members named by paths from the tar archive at fd
  * beneath dirfd, each only when it is a regular file; res[i] is 0, or

@@ -168,7 +168,7 @@ START_TEST(test_commit_replaces)
 	put("a1/k1.tar.r1.new", 2800, 0);
 	/* The snapshot it replaces does not count against the bound. */
 	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r1.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ev, 0);
 	ck_assert(!has("a1/k1.tar.r1.new"));
@@ -186,7 +186,7 @@ START_TEST(test_commit_over_bound_alone)
 	put("a1/k2.tar", 100, 1000);
 	put("a1/k1.tar.r1.new", 3001, 0);
 	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r1.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    KZ_ETOOBIG);
 	ck_assert_str_eq(why,
 	    "the workspace archive (2.9K) is larger than "
@@ -208,7 +208,7 @@ START_TEST(test_commit_failures_drop_older)
 	put("a1/k1.tar", 100, 1000);
 	/* The worker wrote nothing. */
 	ck_assert_int_ne(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r1.new"),
-	                     &b, &ev, why, sizeof(why)),
+	                     &b, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert(!has("a1/k1.tar"));
 	/* Over the deployment's bound alone. */
@@ -216,10 +216,91 @@ START_TEST(test_commit_failures_drop_older)
 	put("a1/k1.tar.r2.new", 200, 0);
 	b.total_max = 150;
 	ck_assert_int_eq(kz_snap_commit(at("a1/k1.tar"), at("a1/k1.tar.r2.new"),
-	                     &b, &ev, why, sizeof(why)),
+	                     &b, NULL, &ev, why, sizeof(why)),
 	    KZ_ETOOBIG);
 	ck_assert(strstr(why, "deployment's snapshot bound (150 bytes)"));
 	ck_assert(!has("a1/k1.tar") && !has("a1/k1.tar.r2.new"));
+}
+END_TEST
+
+/* Another run's commit of rel: a new file renamed over it. */
+static void
+recommit(const char *rel, size_t n)
+{
+	char tmp[128], a[256], b[256];
+
+	snprintf(tmp, sizeof(tmp), "%s.other.new", rel);
+	put(tmp, n, 0);
+	snprintf(a, sizeof(a), "%s/%s", dir, tmp);
+	snprintf(b, sizeof(b), "%s/%s", dir, rel);
+	ck_assert_int_eq(rename(a, b), 0);
+}
+
+static uint64_t
+size_of(const char *rel)
+{
+	char p[256];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Two runs of one workspace restored the same snapshot: the first to
+ * commit wins, the other is refused and removes nothing of it; a save
+ * that fails removes the older snapshot only while it is the one the run
+ * started from. */
+START_TEST(test_commit_base)
+{
+	struct kz_snap_id base, none;
+	char why[160] = "";
+	int ev;
+
+	mkd("a1");
+	put("a1/k.tar", 100, 1000);
+	ck_assert_int_eq(kz_snap_ident(at("a1/k.tar"), &base), 0);
+	ck_assert(base.exists);
+	ck_assert_int_eq(kz_snap_ident(at("a1/none.tar"), &none), 0);
+	ck_assert(!none.exists);
+	/* Run B commits first (same size: the file, not its size, tells). */
+	recommit("a1/k.tar", 100);
+	put("a1/k.tar.a.new", 300, 0);
+	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.a.new"),
+	                     &B, &base, &ev, why, sizeof(why)),
+	    KZ_EEXIST);
+	ck_assert(strstr(why, "another run of this conversation saved"));
+	ck_assert(has("a1/k.tar") && size_of("a1/k.tar") == 100);
+	ck_assert(!has("a1/k.tar.a.new"));
+	/* A's failed save does not remove B's snapshot either. */
+	put("a1/k.tar.a.new", 300, 0);
+	kz_snap_drop(at("a1/k.tar"), at("a1/k.tar.a.new"), &base);
+	ck_assert(has("a1/k.tar") && !has("a1/k.tar.a.new"));
+	/* A run that started with no snapshot, when one appeared since. */
+	put("a1/k.tar.c.new", 50, 0);
+	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.c.new"),
+	                     &B, &none, &ev, why, sizeof(why)),
+	    KZ_EEXIST);
+	ck_assert(size_of("a1/k.tar") == 100);
+	/* Its own base: committed, replacing it. */
+	ck_assert_int_eq(kz_snap_ident(at("a1/k.tar"), &base), 0);
+	put("a1/k.tar.d.new", 70, 0);
+	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.d.new"),
+	                     &B, &base, &ev, why, sizeof(why)),
+	    0);
+	ck_assert(size_of("a1/k.tar") == 70);
+	/* Its base evicted or expired meanwhile: nothing newer is there, so
+	 * the save is kept. */
+	ck_assert_int_eq(kz_snap_ident(at("a1/k.tar"), &base), 0);
+	ck_assert_int_eq(unlink(at("a1/k.tar")), 0);
+	put("a1/k.tar.e.new", 80, 0);
+	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.e.new"),
+	                     &B, &base, &ev, why, sizeof(why)),
+	    0);
+	ck_assert(size_of("a1/k.tar") == 80);
+	/* A failed save whose base is still in place removes it. */
+	ck_assert_int_eq(kz_snap_ident(at("a1/k.tar"), &base), 0);
+	kz_snap_drop(at("a1/k.tar"), NULL, &base);
+	ck_assert(!has("a1/k.tar"));
 }
 END_TEST
 
@@ -237,7 +318,7 @@ START_TEST(test_commit_evicts_actor_lru)
 	put("a1/k.tar.r.new", 1000, 0);
 	/* a1 holds 2900 of 3000: the oldest of a1's goes, not a2's. */
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ev, 1);
 	ck_assert(!has("a1/old.tar"));
@@ -260,7 +341,7 @@ START_TEST(test_commit_evicts_anyones_lru)
 	put("a1/k.tar.r.new", 1000, 0);
 	/* 4500 of 5000 held: anyone's least recently used goes first. */
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ev, 1);
 	ck_assert(!has("a2/x.tar"));
@@ -289,8 +370,8 @@ START_TEST(test_commit_concurrent)
 				    k);
 				snprintf(tmp, sizeof(tmp), "%s.n.new", rel);
 				put(tmp, 900, 0);
-				if (kz_snap_commit(at(rel), at(tmp), &b, &ev,
-				        why, sizeof(why)) != 0)
+				if (kz_snap_commit(at(rel), at(tmp), &b, NULL,
+				        &ev, why, sizeof(why)) != 0)
 					_exit(1);
 			}
 			_exit(0);
@@ -328,7 +409,7 @@ START_TEST(test_commit_waits_for_lock)
 		/* Not the parent's lock: its description would keep it. */
 		close(fd);
 		_exit(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"), &B,
-		          &ev, why, sizeof(why)) == 0 ?
+		          NULL, &ev, why, sizeof(why)) == 0 ?
 		        0 :
 		        1);
 	}
@@ -407,19 +488,19 @@ START_TEST(test_ledger_tracks_commits)
 	put("a1/k.tar.r.new", 1000, 0);
 	/* No ledger yet: it is built from a scan of every directory. */
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ledger(), 1700);
 	/* A replaced snapshot leaves the ledger, its successor enters. */
 	put("a1/k.tar.s.new", 400, 0);
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.s.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ledger(), 1100);
 	/* An eviction within the actor is subtracted. */
 	put("a1/k2.tar.r.new", 2900, 0);
 	ck_assert_int_eq(kz_snap_commit(at("a1/k2.tar"), at("a1/k2.tar.r.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ev, 1);
 	ck_assert(!has("a1/k.tar"));
@@ -440,7 +521,7 @@ START_TEST(test_ledger_high_is_corrected_before_evicting)
 	set_ledger("4900\n");
 	put("a1/k.tar.r.new", 1000, 0);
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ev, 0);
 	ck_assert(has("a2/x.tar") && has("a1/k.tar"));
@@ -462,7 +543,7 @@ START_TEST(test_ledger_garbage_is_rebuilt)
 	set_ledger("lots\n");
 	put("a1/k.tar.r.new", 1000, 0);
 	ck_assert_int_eq(kz_snap_commit(at("a1/k.tar"), at("a1/k.tar.r.new"),
-	                     &B, &ev, why, sizeof(why)),
+	                     &B, NULL, &ev, why, sizeof(why)),
 	    0);
 	ck_assert_int_eq(ev, 1);
 	ck_assert(!has("a2/x.tar") && has("a2/y.tar"));
@@ -500,6 +581,7 @@ main(void)
 	tcase_add_test(tc, test_commit_replaces);
 	tcase_add_test(tc, test_commit_over_bound_alone);
 	tcase_add_test(tc, test_commit_failures_drop_older);
+	tcase_add_test(tc, test_commit_base);
 	tcase_add_test(tc, test_commit_evicts_actor_lru);
 	tcase_add_test(tc, test_commit_evicts_anyones_lru);
 	tcase_add_test(tc, test_commit_concurrent);
