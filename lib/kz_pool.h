@@ -15,7 +15,11 @@
  * an old token.  Every worker recorded under an older epoch is retired.
  *
  * Mutating scripts take an operation id (ARGV[1]); a retry with the same id
- * gets the stored result of the first success and writes nothing.
+ * and the same script and arguments gets the stored result of the first
+ * success and writes nothing.  The same id with another script or other
+ * arguments is refused (bad_request), and so is a retried lease or renew
+ * once that lease has ended (stale_token): its stored answer would name a
+ * worker that may have another owner.
  */
 #ifndef KZ_POOL_H
 #define KZ_POOL_H
@@ -37,7 +41,7 @@ enum kz_pool_script {
 	KZ_POOL_CREATE_BEGIN, /* opid, id, capacity */
 	KZ_POOL_CREATE_COMMIT, /* opid, id, token, endpoint, gen */
 	KZ_POOL_CREATE_ABORT, /* opid, id, token */
-	KZ_POOL_LEASE, /* opid, member, wskey, ttl_ms, limit, lid, cap */
+	KZ_POOL_LEASE, /* opid, member, wskey, ttl_ms, limit, lid, run id */
 	KZ_POOL_RELEASE, /* opid, lid, token */
 	KZ_POOL_RENEW, /* opid, lid, token, ttl_ms */
 	KZ_POOL_SWEEP, /* opid, max */

@@ -21,29 +21,32 @@
 
 /*
  * Every script is kz.lua (the refusal convention), pool.lua (the pool's
- * helpers), for a mutating one pool_opcheck.lua (a retried op id is
- * answered from its stored result; a store without its epoch refuses),
- * then its own file.
+ * helpers), for a mutating one its name as OPNAME and pool_opcheck.lua (a
+ * retried op id is answered from its stored result, which is bound to the
+ * script and its arguments; a store without its epoch refuses), then its
+ * own file.  MUTATING names the script once, for the table and for Lua.
  */
 #define POOL KZ_LUA_KZ KZ_LUA_POOL
-#define MUTATING POOL KZ_LUA_POOL_OPCHECK
+#define OPNAME(name) "local OPNAME = '" name "'\n"
+#define MUTATING(name, file)                                                   \
+	{                                                                      \
+		name, POOL OPNAME(name) KZ_LUA_POOL_OPCHECK file, ""           \
+	}
 
 struct kz_script kz_pool_scripts[KZ_POOL_NSCRIPTS] = {
     [KZ_POOL_INIT] = {"init", POOL KZ_LUA_POOL_INIT, ""},
-    [KZ_POOL_CREATE_BEGIN] = {"create_begin", MUTATING KZ_LUA_POOL_CREATE_BEGIN,
-        ""},
-    [KZ_POOL_CREATE_COMMIT] = {"create_commit",
-        MUTATING KZ_LUA_POOL_CREATE_COMMIT, ""},
-    [KZ_POOL_CREATE_ABORT] = {"create_abort", MUTATING KZ_LUA_POOL_CREATE_ABORT,
-        ""},
-    [KZ_POOL_LEASE] = {"lease", MUTATING KZ_LUA_POOL_LEASE, ""},
-    [KZ_POOL_RELEASE] = {"release", MUTATING KZ_LUA_POOL_RELEASE, ""},
-    [KZ_POOL_RENEW] = {"renew", MUTATING KZ_LUA_POOL_RENEW, ""},
-    [KZ_POOL_SWEEP] = {"sweep", MUTATING KZ_LUA_POOL_SWEEP, ""},
-    [KZ_POOL_PUBLISH] = {"publish", MUTATING KZ_LUA_POOL_PUBLISH, ""},
-    [KZ_POOL_RETIRE] = {"retire", MUTATING KZ_LUA_POOL_RETIRE, ""},
-    [KZ_POOL_DELETED] = {"deleted", MUTATING KZ_LUA_POOL_DELETED, ""},
-    [KZ_POOL_RECONCILE] = {"reconcile", MUTATING KZ_LUA_POOL_RECONCILE, ""},
+    [KZ_POOL_CREATE_BEGIN] = MUTATING("create_begin", KZ_LUA_POOL_CREATE_BEGIN),
+    [KZ_POOL_CREATE_COMMIT] = MUTATING("create_commit",
+        KZ_LUA_POOL_CREATE_COMMIT),
+    [KZ_POOL_CREATE_ABORT] = MUTATING("create_abort", KZ_LUA_POOL_CREATE_ABORT),
+    [KZ_POOL_LEASE] = MUTATING("lease", KZ_LUA_POOL_LEASE),
+    [KZ_POOL_RELEASE] = MUTATING("release", KZ_LUA_POOL_RELEASE),
+    [KZ_POOL_RENEW] = MUTATING("renew", KZ_LUA_POOL_RENEW),
+    [KZ_POOL_SWEEP] = MUTATING("sweep", KZ_LUA_POOL_SWEEP),
+    [KZ_POOL_PUBLISH] = MUTATING("publish", KZ_LUA_POOL_PUBLISH),
+    [KZ_POOL_RETIRE] = MUTATING("retire", KZ_LUA_POOL_RETIRE),
+    [KZ_POOL_DELETED] = MUTATING("deleted", KZ_LUA_POOL_DELETED),
+    [KZ_POOL_RECONCILE] = MUTATING("reconcile", KZ_LUA_POOL_RECONCILE),
     [KZ_POOL_STATUS] = {"status", POOL KZ_LUA_POOL_STATUS, ""},
     [KZ_POOL_GET] = {"get", POOL KZ_LUA_POOL_GET, ""},
 };

@@ -158,6 +158,25 @@ lease_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 	pass(d, err, res, why, arg);
 }
 
+/*
+ * The lease id of an op id: a retry names the same lease, on any replica
+ * (all hold the deployment's field key), while a lease id, which audit
+ * records and command lines carry, is a keyed hash that tells nothing of
+ * the op id a replay would need.
+ */
+static int
+lease_id_of(const struct lease_daemon *d, const char *op,
+    char lid[KZ_OPID_HEX + 1])
+{
+	char h[KZ_IDHASH_HEX + 1];
+	int e;
+
+	_Static_assert(KZ_IDHASH_HEX >= KZ_OPID_HEX, "lease id is too long");
+	if ((e = kz_key_idhash(&d->idkey, "lease-id", op, h)) == 0)
+		snprintf(lid, KZ_OPID_HEX + 1, "%s", h);
+	return e;
+}
+
 static void
 op_lease(struct kz_req *req, void *arg)
 {
@@ -188,13 +207,11 @@ op_lease(struct kz_req *req, void *arg)
 	}
 	av[6] = rid;
 	if (kz_key_idhash(&d->idkey, "actor", actor, member) != 0 ||
-	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) != 0) {
+	    kz_key_idhash2(&d->idkey, "workspace", actor, conv, wskey) != 0 ||
+	    lease_id_of(d, op, lid) != 0) {
 		kz_req_err(req, KZ_WE_INTERNAL, "hashing failed");
 		return;
 	}
-	/* The lease id is derived from the op id, so a retry names the
-	 * same lease. */
-	snprintf(lid, sizeof(lid), "%.16s%.16s", op + 16, op);
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)t);
 	snprintf(lim, sizeof(lim), "%lld", (long long)d->c->member_limit);
 	if (pool_async(d, KZ_POOL_LEASE, 7, av, lease_done, req) != 0)

@@ -38,13 +38,6 @@ local function move(id, from, to, t)
   redis.call('SADD', S(to, sc), id)
   redis.call('HSET', W(id), 'state', to, 'since', t)
 end
-local function done(opid, res)
-  local s = cjson.encode(res)
-  if opid ~= '' then
-    redis.call('SET', P .. 'op:' .. opid, s, 'PX', 600000)
-  end
-  return s
-end
 local function unlease(id)
   local h = redis.call('HMGET', W(id), 'lease', 'owner')
   if h[1] then redis.call('DEL', P .. 'l:' .. h[1]) end

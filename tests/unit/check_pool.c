@@ -3,7 +3,9 @@
  * writes; a worker is leased only from warm and by one owner; a stale
  * token is refused, and a release under one, or after expiry, retires the
  * worker, as the expiry sweep does; a retried op id is answered from its stored
- * result; an epoch change fences every older token; admission is counted. */
+ * result, only for the same request and, for a lease or renew, only while
+ * that lease holds; an epoch change fences every older token; admission is
+ * counted. */
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,7 +132,8 @@ lease(const char *member, const char *limit, const char *opid, struct lease *l,
 	cJSON *r;
 	char lid[40];
 
-	snprintf(lid, sizeof(lid), "lid-%s", op());
+	/* A given op id names its lease, as kz-lease derives one from it. */
+	snprintf(lid, sizeof(lid), "lid-%s", opid ? opid : op());
 	r = run(KZ_POOL_LEASE, opid ? opid : op(), member, "wskey", TTL, limit,
 	    lid, "code.run", NULL);
 	if (kz_pool_errcode(r) != NULL) {
@@ -343,8 +346,8 @@ START_TEST(test_opid_replay)
 	snprintf(id, sizeof(id), "%s", op());
 	ck_assert_int_eq(lease("alice", "8", id, &a, NULL), 0);
 	snprintf(tok0, sizeof(tok0), "%s", raw("tok", NULL));
-	r = run(KZ_POOL_LEASE, id, "alice", "wskey", TTL, "8", "other-lid", "c",
-	    NULL);
+	r = run(KZ_POOL_LEASE, id, "alice", "wskey", TTL, "8", a.lid,
+	    "code.run", NULL);
 	ck_assert(cJSON_IsTrue(kz_json_get(r, "replay")));
 	ck_assert_str_eq(sget(r, "worker"), a.worker);
 	ck_assert_str_eq(sget(r, "token"), a.token);
@@ -367,6 +370,151 @@ START_TEST(test_opid_replay)
 	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, id, "nope", "x:1", NULL)),
 	    "not_owner");
 	ck_assert_str_eq(raw("op:", NULL), "");
+}
+END_TEST
+
+/* The same op id with another script or other arguments is refused, and
+ * the stored result is not given away: it answers only its own request. */
+START_TEST(test_opid_bound_to_request)
+{
+	struct lease a;
+	char id[KZ_OPID_HEX + 1], tok0[32], lid[KZ_POOL_TOKEN_MAX + 2], w[8];
+	cJSON *r;
+
+	warm("w1");
+	warm("w2");
+	snprintf(id, sizeof(id), "%s", op());
+	ck_assert_int_eq(lease("alice", "8", id, &a, NULL), 0);
+	snprintf(tok0, sizeof(tok0), "%s", raw("tok", NULL));
+	snprintf(lid, sizeof(lid), "lid-%s", id);
+	/* Another member, or any other argument, under the same op id. */
+	r = run(KZ_POOL_LEASE, id, "mallory", "wskey", TTL, "8", lid,
+	    "code.run", NULL);
+	ck_assert_ptr_null(kz_json_get(r, "token"));
+	ck_assert_ptr_null(kz_json_get(r, "worker"));
+	ck_assert_str_eq(err_of(r), "bad_request");
+	ck_assert_str_eq(err_of(run(KZ_POOL_LEASE, id, "alice", "wskey", "1",
+	                     "8", lid, "code.run", NULL)),
+	    "bad_request");
+	ck_assert_str_eq(err_of(run(KZ_POOL_LEASE, id, "alice", "wskey", TTL,
+	                     "8", "other-lid", "code.run", NULL)),
+	    "bad_request");
+	/* Another script. */
+	r = run(KZ_POOL_RENEW, id, "x", "bogus", TTL, NULL);
+	ck_assert_ptr_null(kz_json_get(r, "worker"));
+	ck_assert_str_eq(err_of(r), "bad_request");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RELEASE, id, a.lid, a.token, NULL)),
+	    "bad_request");
+	ck_assert_str_eq(err_of(run(KZ_POOL_SWEEP, id, "10", NULL)),
+	    "bad_request");
+	/* Nothing was written, and the lease is alice's alone. */
+	ck_assert_str_eq(raw("tok", NULL), tok0);
+	ck_assert_int_eq(status("leased"), 1);
+	ck_assert_str_eq(raw("members", "mallory"), "");
+	ck_assert_str_eq(wstate(a.worker), "leased");
+	/* Two scripts with the same arguments differ by name. */
+	snprintf(id, sizeof(id), "%s", op());
+	r = run(KZ_POOL_RETIRE, id, a.worker, a.token, "g", NULL);
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	cJSON_Delete(r);
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, id, a.worker, a.token, "g",
+	                     NULL)),
+	    "bad_request");
+	/* Arguments are joined length-prefixed: "w2","T" is not "w","2T". */
+	snprintf(w, sizeof(w), "w:%s", strcmp(a.worker, "w1") ? "w1" : "w2");
+	snprintf(id, sizeof(id), "%s", op());
+	snprintf(lid, sizeof(lid), "%c%s", w[3], raw(w, "token"));
+	r = run(KZ_POOL_RETIRE, id, w + 2, lid + 1, "x", NULL);
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	cJSON_Delete(r);
+	ck_assert_str_eq(err_of(run(KZ_POOL_RETIRE, id, "w", lid, "x", NULL)),
+	    "bad_request");
+	r = run(KZ_POOL_RETIRE, id, w + 2, lid + 1, "x", NULL);
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "replay")));
+	cJSON_Delete(r);
+}
+END_TEST
+
+/* A replayed lease or renew is answered only while that lease holds: its
+ * stored answer names a worker that may since have another owner. */
+START_TEST(test_replay_after_lease_ended)
+{
+	struct lease a, b;
+	char id[KZ_OPID_HEX + 1], rid[KZ_OPID_HEX + 1], lid[40];
+	cJSON *r;
+
+	warm("w1");
+	snprintf(id, sizeof(id), "%s", op());
+	ck_assert_int_eq(lease("alice", "8", id, &a, NULL), 0);
+	snprintf(lid, sizeof(lid), "lid-%s", id);
+	snprintf(rid, sizeof(rid), "%s", op());
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, rid, a.lid, a.token, TTL,
+	                     NULL)),
+	    "");
+	r = run(KZ_POOL_RENEW, rid, a.lid, a.token, TTL, NULL);
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "replay")));
+	ck_assert_str_eq(sget(r, "worker"), a.worker);
+	cJSON_Delete(r);
+	/* Released, reset, and leased to bob: the same worker. */
+	r = run(KZ_POOL_RELEASE, op(), a.lid, a.token, NULL);
+	ck_assert_str_eq(err_of(run(KZ_POOL_PUBLISH, op(), a.worker,
+	                     sget(r, "reset_token"), "g2", NULL)),
+	    "");
+	cJSON_Delete(r);
+	ck_assert_int_eq(lease("bob", "8", NULL, &b, NULL), 0);
+	ck_assert_str_eq(b.worker, a.worker);
+	r = run(KZ_POOL_LEASE, id, "alice", "wskey", TTL, "8", lid, "code.run",
+	    NULL);
+	ck_assert_ptr_null(kz_json_get(r, "token"));
+	ck_assert_ptr_null(kz_json_get(r, "endpoint"));
+	ck_assert_str_eq(err_of(r), "stale_token");
+	ck_assert_str_eq(err_of(run(KZ_POOL_RENEW, rid, a.lid, a.token, TTL,
+	                     NULL)),
+	    "stale_token");
+	ck_assert_str_eq(wstate(b.worker), "leased");
+	ck_assert_str_eq(raw("members", "alice"), "");
+	/* An expired lease, not yet swept, is not answered either. */
+	warm("w2");
+	snprintf(id, sizeof(id), "%s", op());
+	r = run(KZ_POOL_LEASE, id, "carol", "k", "1", "8", "lidz", "c", NULL);
+	ck_assert_ptr_null(kz_pool_errcode(r));
+	cJSON_Delete(r);
+	ts_nap(20);
+	ck_assert_str_eq(err_of(run(KZ_POOL_LEASE, id, "carol", "k", "1", "8",
+	                     "lidz", "c", NULL)),
+	    "stale_token");
+	ck_assert_str_eq(wstate("w2"), "leased");
+}
+END_TEST
+
+/* A result stored by an older version (no fingerprint) cannot tell which
+ * request it answers: it is refused, never replayed. */
+START_TEST(test_unbound_stored_result_refused)
+{
+	struct lease a;
+	char key[KZ_STORE_KEY_MAX], id[KZ_OPID_HEX + 1], lid[40], old[256];
+	const char *set[] = {"SET", key, old};
+	redisReply *x;
+	cJSON *r;
+
+	warm("w1");
+	ck_assert_int_eq(lease("alice", "8", NULL, &a, NULL), 0);
+	snprintf(id, sizeof(id), "%s", op());
+	snprintf(lid, sizeof(lid), "lid-%s", id);
+	snprintf(key, sizeof(key), "kz:{t}:op:%s", id);
+	snprintf(old, sizeof(old),
+	    "{\"worker\":\"%s\",\"lease_id\":\"%s\",\"token\":\"%s\"}",
+	    a.worker, a.lid, a.token);
+	ck_assert(kz_store_cmd(s, 3, set, &x, NULL, 0) == 0);
+	freeReplyObject(x);
+	r = run(KZ_POOL_LEASE, id, "alice", "wskey", TTL, "8", lid, "code.run",
+	    NULL);
+	ck_assert_ptr_null(kz_json_get(r, "token"));
+	ck_assert_str_eq(err_of(r), "bad_request");
+	ck_assert_str_eq(err_of(
+	                     run(KZ_POOL_RENEW, id, a.lid, a.token, TTL, NULL)),
+	    "bad_request");
+	ck_assert_int_eq(status("leased"), 1);
 }
 END_TEST
 
@@ -688,6 +836,9 @@ main(void)
 	tcase_add_test(tc, test_lease_id_reuse_writes_nothing);
 	tcase_add_test(tc, test_release_and_stale_tokens);
 	tcase_add_test(tc, test_opid_replay);
+	tcase_add_test(tc, test_opid_bound_to_request);
+	tcase_add_test(tc, test_replay_after_lease_ended);
+	tcase_add_test(tc, test_unbound_stored_result_refused);
 	tcase_add_test(tc, test_member_limit);
 	tcase_add_test(tc, test_sweep_expired);
 	tcase_add_test(tc, test_release_after_expiry_retires);
