@@ -35,6 +35,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cJSON.h>
 
 #include "kz_err.h"
@@ -68,6 +69,10 @@ struct kzp {
 	int64_t snap_ttl;
 	bool pointer_shared; /* default pointer for new links */
 	bool oneshot; /* one op per process: EVAL, no SCRIPT LOAD */
+	/* The peer of the op being served (kzp_callers); a one-shot op runs
+	 * with its caller's own rights and has none. */
+	bool served;
+	uid_t caller;
 };
 
 /*
@@ -84,6 +89,15 @@ struct kzp_res {
 
 void kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/*
+ * Whether a file a caller named by path is the caller's to hand over.
+ * The daemon reads with its own rights, which reach its copy of the
+ * field key: a path is read only when the caller owns what it names
+ * (root may name anything), or any file kz-project can read could be
+ * stored as a blob and projected back.  Fills r when not.
+ */
+KZ_WUR int kzp_callers(const struct kzp *p, int fd, struct kzp_res *r);
 
 /* ids.c-like helpers (model.c) */
 bool kzp_id_ok(const char *s);

@@ -148,6 +148,8 @@ store_output(struct kzp *p, const char *ws, const char *file, const char *name,
 		    "the output is not a plain file inside the workspace");
 		return KZ_EDENIED;
 	}
+	if ((e = kzp_callers(p, fd, r)) != 0)
+		goto out;
 	if (fstat(fd, &sb) != 0 || sb.st_size > p->out_max_bytes) {
 		kzp_fail(r, KZ_WE_REFUSED, "the output is over the size bound");
 		e = KZ_EDENIED;

@@ -15,6 +15,23 @@
 #include "banned.h"
 
 int
+kzp_callers(const struct kzp *p, int fd, struct kzp_res *r)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		kzp_fail(r, KZ_WE_REFUSED, "not a regular file");
+		return KZ_EDENIED;
+	}
+	if (p->served && p->caller != 0 && st.st_uid != p->caller) {
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the file is not the caller's (it must own what it names)");
+		return KZ_EDENIED;
+	}
+	return 0;
+}
+
+int
 kzp_op_blob_put(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
     const char *mode)
 {
@@ -27,7 +44,9 @@ kzp_op_blob_put(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
 		return kzp_bad(r, "field 'file' is required");
 	if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return kzp_bad(r, "the file cannot be opened");
-	e = kzp_blob_put(p->blobdir, fd, p->b.max_file_bytes, sha, &size, r);
+	if ((e = kzp_callers(p, fd, r)) == 0)
+		e = kzp_blob_put(p->blobdir, fd, p->b.max_file_bytes, sha,
+		    &size, r);
 	close(fd);
 	if (e != 0)
 		return e;

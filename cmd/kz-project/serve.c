@@ -94,6 +94,8 @@ handle(struct kz_req *req, void *arg)
 	cJSON *out = NULL;
 
 	kz_log_set_rid(cJSON_GetStringValue(kz_json_get(j, "id")));
+	p->served = true;
+	p->caller = kz_req_peer(req)->uid;
 	if (kzp_run(p, op, j, &out, &r) != 0) {
 		kz_log(KZ_LOG_INFO, "project.refuse", 0, r.why, "op", op,
 		    "error", r.code, NULL);

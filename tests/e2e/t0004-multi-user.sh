@@ -54,7 +54,7 @@ map() { sed -e "s|/run/kaizen|$RUN|g" -e "s|/var/lib/kaizen|$LIB|g" \
 	-e "s|@SYSCONFDIR@/kaizen/|$CONF/|g" \
 	-e "s|^\(KZ_PEER_GIDS=\)kaizen$|\1$KAIZEN|" <<<"$1"; }
 
-plan 49
+plan 51
 
 # The run dir as etc/tmpfiles.d makes it.
 read -r ty path mode owner group _ < <(grep '^d ' "$TOP/etc/tmpfiles.d/kaizen.conf")
@@ -208,6 +208,13 @@ is "$?" 0 "the operator's room turn with a declared output runs"
 like "$(cat "$T/e6")" "outputs linked 1 of 1: report.txt" \
 	"kz-project, under its own uid, links the output"
 
+# kz-project reads a path a caller names with its own rights, which reach
+# its own copy of the field key: it reads only what the caller owns.
+pput() { op kz-msg "$PS" "{\"v\":1,\"op\":\"blob-put\",\"id\":\"x\",\"file\":\"$1\"}"; }
+like "$(pput "$CRED/kz-project/field.key" 2>&1)" '"refused".*not the caller' \
+	"blob-put of kz-project's field key, asked by a member of kaizen, is refused"
+printf mine >"$T/op.txt" && chown $OPER "$T/op.txt"
+like "$(pput "$T/op.txt" 2>&1)" '"ok": ?true.*"sha256"' "a file the caller owns is stored"
 # Outside kaizen: refused by the file modes, with one line saying so.
 out() { as $OUTS $OUTS env "${OPENV[@]}" "$@"; }
 out kz-run --actor eve --conversation c9 -- true >"$T/o4" 2>"$T/e4"
