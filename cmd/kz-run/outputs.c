@@ -213,23 +213,31 @@ report(const struct run_ctx *x, struct run_result *r)
  * too, and closed to everyone else.
  */
 static int
-make_outdir(const char *dir, const char *snap)
+make_outdir(const char *dir, const char *snap, bool *made)
 {
 	char parent[PATH_MAX];
 	struct stat st;
 	char *slash;
+	int fd, e = 0;
 
+	*made = false;
 	snprintf(parent, sizeof(parent), "%s", snap);
 	if ((slash = strrchr(parent, '/')) == NULL || slash == parent)
 		return KZ_EINVAL;
 	*slash = '\0';
 	if (stat(parent, &st) != 0 || mkdir(dir, 0700) != 0)
 		return KZ_ESYS;
-	if (chown(dir, (uid_t)-1, st.st_gid) != 0 || chmod(dir, 02750) != 0) {
-		rmdir(dir);
-		return KZ_ESYS;
-	}
-	return 0;
+	*made = true;
+	/* The group and mode go on the directory just made, by descriptor:
+	 * the actor's directory is writable by the deployment's group, and a
+	 * name swapped for a symlink there must not redirect them. */
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+	        0 ||
+	    fchown(fd, (uid_t)-1, st.st_gid) != 0 || fchmod(fd, 02750) != 0)
+		e = KZ_ESYS;
+	if (fd >= 0)
+		close(fd);
+	return e;
 }
 
 /*
@@ -298,6 +306,7 @@ run_outputs(const struct run_ctx *x, struct run_lease *l, const cJSON *snap)
 	struct run_result *r = x->res;
 	char tar[PATH_MAX + 64], dir[PATH_MAX + 64];
 	const char *code = NULL;
+	bool made = false;
 	size_t i;
 
 	if (x->o->noutputs == 0)
@@ -325,7 +334,7 @@ run_outputs(const struct run_ctx *x, struct run_lease *l, const cJSON *snap)
 	snprintf(tar, sizeof(tar), "%s.%s.out.new", l->snap, x->rid);
 	snprintf(dir, sizeof(dir), "%s.%s.out.d", l->snap, x->rid);
 	if (fetch_archive(x, l, tar, &code) != 0 ||
-	    make_outdir(dir, l->snap) != 0) {
+	    make_outdir(dir, l->snap, &made) != 0) {
 		for (i = 0; i < r->nout; i++)
 			if (r->out[i].err == KZ_ENOENT)
 				refuse(&r->out[i], KZ_EUNAVAIL,
@@ -345,7 +354,8 @@ run_outputs(const struct run_ctx *x, struct run_lease *l, const cJSON *snap)
 out:
 	if (tar[0] != '\0')
 		unlink(tar);
-	if (dir[0] != '\0')
+	/* Only what this run made: never a directory found there. */
+	if (made)
 		(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	report(x, r);
 }
