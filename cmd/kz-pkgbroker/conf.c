@@ -125,6 +125,14 @@ pb_upstream_origin(const struct pb_upstream *u, const char *abs)
 	return (size_t)(p + 1 + dn - abs);
 }
 
+bool
+pb_upstream_under(const struct pb_upstream *u, const char *path)
+{
+	size_t k = strlen(u->prefix);
+
+	return k == 0 || (strncmp(path, u->prefix, k) == 0 && path[k] == '/');
+}
+
 static int
 load_pk(struct pb_conf *c, const char *path, char *why, size_t wlen)
 {

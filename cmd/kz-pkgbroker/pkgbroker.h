@@ -64,6 +64,10 @@ KZ_WUR int pb_upstream_parse(const char *url, struct pb_upstream *u, char *why,
  * any case, the port written or, when it is the scheme's default, left
  * out) followed by "/" or its end, the length of that origin; else 0. */
 size_t pb_upstream_origin(const struct pb_upstream *u, const char *abs);
+/* Whether path (on u's origin) lies beneath u's prefix: the only part
+ * of an origin the broker fetches from (an index on a repository manager
+ * shares its origin with every other repository there). */
+bool pb_upstream_under(const struct pb_upstream *u, const char *path);
 /* The Ed25519 key pair of the PKGTOKEN subkey of a field key file. */
 KZ_WUR int pb_token_keypair(const char *field_key_file, unsigned char pk[32],
     unsigned char sk[64], char *why, size_t wlen);

@@ -172,9 +172,11 @@ resolve(const char *href, const char *page_path, const struct pb_upstream *up,
 	}
 	if (k < 0 || (size_t)k >= len)
 		return KZ_ETOOBIG;
-	if (pct_decode(out) != 0)
+	if (pct_decode(out) != 0 || dot_segments(out) != 0)
 		return KZ_EDENIED;
-	return dot_segments(out);
+	/* A link outside the upstream's own path is not offered: the
+	 * broker would not fetch it (route). */
+	return pb_upstream_under(*alt ? files : up, out) ? 0 : KZ_EDENIED;
 }
 
 struct anchor {
@@ -228,10 +230,14 @@ anchor(const char **pp, const char *end, struct anchor *a)
 			p++;
 			continue;
 		}
-		for (name = p; p < end && strchr(" \t\r\n=>", *p) == NULL; p++)
+		for (name = p; p < end && memchr(" \t\r\n=>", *p, 6) == NULL;
+		     p++)
 			;
 		n = (size_t)(p - name);
 		if (attr_value(&p, end, val, sizeof(val)) != 0)
+			return KZ_EPROTO;
+		/* Every turn of the loop moves on, or the page is refused. */
+		if (p == name)
 			return KZ_EPROTO;
 		if (n == 4 && strncasecmp(name, "href", 4) == 0)
 			snprintf(a->href, sizeof(a->href), "%s", val);
@@ -328,9 +334,16 @@ pb_py_parse(const char *html, size_t n, const char *page_path,
 	int r;
 
 	memset(out, 0, sizeof(*out));
+	/* No page of an index holds a NUL; the scanners below stop at
+	 * none. */
+	if (memchr(html, '\0', n) != NULL) {
+		kz_why(why, wlen, "the upstream page is malformed");
+		return KZ_EPROTO;
+	}
 	while ((p = memchr(p, '<', (size_t)(end - p))) != NULL && p + 2 < end) {
 		p++;
-		if ((*p != 'a' && *p != 'A') || strchr(" \t\r\n", p[1]) == NULL)
+		if ((*p != 'a' && *p != 'A') ||
+		    memchr(" \t\r\n", p[1], 4) == NULL)
 			continue;
 		p += 2;
 		if (anchor(&p, end, &a) != 0) {

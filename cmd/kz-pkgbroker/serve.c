@@ -233,6 +233,14 @@ route(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 		    "this registry path is not configured");
 		return false;
 	}
+	/* A distribution file is fetched only beneath the upstream's own
+	 * path: its origin may serve other repositories too. */
+	if (x->rt.kind == PB_PY_FILE &&
+	    !pb_upstream_under(x->up, x->rt.upath)) {
+		refuse(s, req, x, 404, "path_refused",
+		    "a file outside the index's path on its origin");
+		return false;
+	}
 	return true;
 }
 

@@ -12,7 +12,7 @@
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null; then
 	echo "1..0 # SKIP verdaccio or npm is not installed (make deps)"; exit 0
 fi
-plan 33
+plan 35
 # pip sees only the index it is given (no machine-wide find-links).
 unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -140,6 +140,17 @@ claims=${TOK%%.*} sig=${TOK#*.}
 unlike "$(cat "$T"/audit/* "$T/pb.log")" "${claims:0:40}|${sig:0:40}|${OLD:0:40}|${FORGED#*.}" \
 	"no token, or part of one, is in the audit log or the broker's log"
 t "the audit chain verifies" env KZ_FIELD_KEY_FILE="$PB_KEY" kz-audit verify --dir "$T/audit"
+
+# ---- an index below a path of its origin (a repository manager's) ----
+# Files are fetched only beneath that path: never another repository's on
+# the same host, whatever path a client asks for.
+kill "$PB_PID"; wait "$PB_PID" 2>/dev/null
+PB_PY_URL=$PB_PY_URL/pyidx pb_broker_start || { echo "Bail out! kz-pkgbroker did not restart"; exit 1; }
+like "$(status -H "Authorization: Bearer $TOK" "$PB_URL/files/simple/kzalpha/kzalpha-1.0-py3-none-any.whl")" \
+	'^HTTP/1.1 404 a file outside the index.s path on its origin \(path_refused\)$' \
+	"with an index at /pyidx, a file outside it: 404 path_refused"
+unlike "$(status -H "Authorization: Bearer $TOK" "$PB_URL/files/pyidx/kzalpha-1.0-py3-none-any.whl")" \
+	'path_refused' "... and one beneath it is asked of the upstream"
 
 # ---- fail closed at start ----
 printf 'PKGBROKER_SOCKET = %s\n' "$T/pb3.sock" >"$T/pb3.conf"

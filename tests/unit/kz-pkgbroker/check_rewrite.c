@@ -109,6 +109,36 @@ START_TEST(test_pyparse)
 }
 END_TEST
 
+/* An index below a path of its origin (a repository manager's): only its
+ * own files are offered, never another repository's on the same host. */
+START_TEST(test_pyprefix)
+{
+	static const char pg
+	    [] = "<a href=\"/pyidx/packages/a-1.0.whl\">own</a>\n"
+	         "<a href=\"../../packages/a-0.9.whl\">own, relative</a>\n"
+	         "<a href=\"/admin/secret/a-0.8.whl\">another repository</a>\n"
+	         "<a href=\"../../../admin/a-0.7.whl\">up and out</a>\n"
+	         "<a href=\"/pyidxother/a-0.6.whl\">a longer name</a>\n";
+	struct pb_upstream u;
+	struct pb_pylist l;
+	char why[160];
+
+	ck_assert_int_eq(pb_upstream_parse("http://127.0.0.1:4873/pyidx", &u,
+	                     why, sizeof(why)),
+	    0);
+	ck_assert(pb_upstream_under(&u, "/pyidx/packages/a-1.0.whl"));
+	ck_assert(!pb_upstream_under(&u, "/pyidxother/a-0.6.whl"));
+	ck_assert(!pb_upstream_under(&u, "/admin/a-0.8.whl"));
+	ck_assert_int_eq(pb_py_parse(pg, strlen(pg), "/pyidx/simple/a/", &u,
+	                     NULL, false, &l, why, sizeof(why)),
+	    0);
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_str_eq(l.v[0].url, "/files/pyidx/packages/a-1.0.whl");
+	ck_assert_str_eq(l.v[1].url, "/files/pyidx/packages/a-0.9.whl");
+	pb_pylist_release(&l);
+}
+END_TEST
+
 START_TEST(test_pyindex)
 {
 	static const char idx[] = "<a href=\"KzAlpha/\">KzAlpha</a>"
@@ -216,6 +246,16 @@ START_TEST(test_pybroken)
 		                  "/simple/x/", &up, NULL, false, &l, why,
 		                  sizeof(why)) != 0,
 		    "case %d parsed", i);
+	/* A NUL anywhere in the page, in a tag's name place above all,
+	 * is refused, never scanned past (it once looped for ever). */
+	static const char nul1[] = "<a \0 href=\"n-1.0.tar.gz\">x</a>";
+	static const char nul2[] = "<a href=\"n-1.0.tar.gz\">x</a>\0";
+	ck_assert_int_ne(pb_py_parse(nul1, sizeof(nul1) - 1, "/simple/n/", &up,
+	                     NULL, false, &l, why, sizeof(why)),
+	    0);
+	ck_assert_int_ne(pb_py_parse(nul2, sizeof(nul2) - 1, "/simple/n/", &up,
+	                     NULL, false, &l, why, sizeof(why)),
+	    0);
 }
 END_TEST
 
@@ -276,6 +316,7 @@ main(void)
 	tcase_add_test(tc, test_pyparse);
 	tcase_add_test(tc, test_https);
 	tcase_add_test(tc, test_pyindex);
+	tcase_add_test(tc, test_pyprefix);
 	tcase_add_test(tc, test_pybroken);
 	tcase_add_test(tc, test_render);
 	tcase_add_test(tc, test_accept);
