@@ -7,6 +7,7 @@
  * freed through the tun_free its maker left.
  */
 #include <stdlib.h>
+#include <time.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 
@@ -44,6 +45,57 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		arm(c, idle - quiet);
 }
 
+/* Milliseconds from now (the wall clock grants are judged by) to c's
+ * grant expiry; 0 once it has passed. */
+static int64_t
+until_expiry(const struct conn *c)
+{
+	struct timespec now;
+	int64_t ms;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	ms = c->g_exp * 1000 -
+	    ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+	return ms > 0 ? ms : 0;
+}
+
+/*
+ * A grant is judged when a request is admitted, and what it admitted
+ * lasts no longer than it does: a tunnel or an exchange still open when
+ * it expires is closed, and the close recorded.  Between requests there
+ * is nothing to close; the next head is judged on its own.
+ */
+static void
+on_expiry(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	int64_t ms;
+
+	if (c->st == ST_HEAD || c->st == ST_CLOSING)
+		return;
+	/* The loop's clock is not the wall clock: never a moment early. */
+	if ((ms = until_expiry(c)) > 0) {
+		struct timeval tv = {(time_t)(ms / 1000),
+		    (suseconds_t)(ms % 1000) * 1000};
+
+		evtimer_add(c->expiry, &tv);
+		return;
+	}
+	eg_expiry_record(c->dest.host, c->dest.port, c->run,
+	    c->is_connect ? "tunnel" : "exchange");
+	conn_free(c);
+}
+
+void
+conn_arm_expiry(struct conn *c)
+{
+	int64_t ms = until_expiry(c);
+	struct timeval tv = {(time_t)(ms / 1000),
+	    (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(c->expiry, &tv);
+}
+
 struct conn *
 conn_new(struct proxy *px)
 {
@@ -59,7 +111,8 @@ conn_new(struct proxy *px)
 	}
 	c->px = px;
 	c->p = eg_policy_ref(px->p);
-	if ((c->timer = evtimer_new(px->base, on_timer, c)) == NULL) {
+	if ((c->timer = evtimer_new(px->base, on_timer, c)) == NULL ||
+	    (c->expiry = evtimer_new(px->base, on_expiry, c)) == NULL) {
 		conn_free(c);
 		return NULL;
 	}
@@ -77,6 +130,8 @@ conn_free(struct conn *c)
 		evbuffer_free(c->head_out);
 	if (c->timer != NULL)
 		event_free(c->timer);
+	if (c->expiry != NULL)
+		event_free(c->expiry);
 	if (c->tun != NULL)
 		c->tun_free(c->tun);
 	eg_policy_free(c->p);

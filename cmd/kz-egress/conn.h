@@ -24,6 +24,10 @@
  * other side's reading.  The bound on memory per direction. */
 #define SIO_HIGH (1024 * 1024)
 
+/* Interim (1xx) responses passed on per exchange; one more is a 502 and
+ * ends the exchange: an origin cannot keep one open with them forever. */
+#define EG_INTERIM_MAX 8
+
 enum { SIO_EOF = 1, SIO_ERROR = 2, SIO_TIMEOUT = 4, SIO_CONNECTED = 8 };
 
 struct sio;
@@ -97,11 +101,15 @@ struct conn {
 	struct eg_policy *p;
 	struct sio *cli, *up;
 	struct event *timer;
+	/* Fires when the grant that admitted the request in flight expires:
+	 * the tunnel or exchange it admitted ends then (conn.c). */
+	struct event *expiry;
 	struct eg_lookup *lk;
 	struct evbuffer *head_out; /* request head for the upstream */
 	enum conn_state st;
 	struct eg_dest dest;
-	/* the last verified grant (hash), for kept-alive clients */
+	/* The last verified grant (hash), for kept-alive clients; g_exp is
+	 * also the expiry of the request in flight, which it admitted. */
 	unsigned char gh[16];
 	bool g_ok;
 	int64_t g_exp;
@@ -110,6 +118,7 @@ struct conn {
 	/* the exchange in flight */
 	bool is_connect, is_head, cli_close, up_close, expect100;
 	bool req_done, resp_done, resp_head_done;
+	unsigned interim; /* 1xx heads passed on in this exchange */
 	enum body_mode req_mode, resp_mode;
 	uint64_t req_left, resp_left;
 	struct eg_chunk req_ck, resp_ck;
@@ -137,6 +146,9 @@ void conn_close_after_flush(struct conn *c);
 /* ST_HEAD, the header timer armed, and any head already in the client's
  * input handed to px->on_head. */
 void conn_await_head(struct conn *c);
+/* Arms the expiry timer for the grant that admitted the request now in
+ * flight (c->g_exp): at that second whatever it admitted is closed. */
+void conn_arm_expiry(struct conn *c);
 /* Adds hd's header fields but the hop-by-hop ones to o, "name: value"
  * lines: what the request head (proxy.c) and the response head (pump.c)
  * forward. */

@@ -46,7 +46,10 @@ struct eg_dns {
 /*
  * A lookup lives until both of its questions are over (c-ares cannot
  * cancel one query); its verdict is delivered once, when both are in or
- * when the deadline passes, whichever is first.
+ * when the deadline passes, whichever is first.  p is borrowed: the
+ * caller's connection holds the policy until the verdict or the cancel,
+ * and a lookup cancelled (its connection gone, and with it maybe the last
+ * reference to a policy a reload replaced) touches neither p nor arg.
  */
 struct eg_lookup {
 	struct eg_dns *dns;
@@ -321,8 +324,9 @@ on_answer(void *arg, int status, int timeouts, unsigned char *abuf, int alen,
 {
 	struct eg_lookup *l = arg;
 
-	if (l->delivered) {
-		/* Too late: the deadline has answered for it. */
+	if (l->delivered || l->cancelled) {
+		/* Too late: the deadline has answered for it, or nobody
+		 * waits for it and its policy may be gone. */
 	} else if (status == ARES_SUCCESS) {
 		if (!eg_dns_judge(&l->v, l->p, &l->d, fam, abuf,
 		        alen < 0 ? 0 : (size_t)alen)) {
@@ -403,7 +407,12 @@ eg_dns_check(struct eg_dns *dns, const struct eg_policy *p,
 void
 eg_lookup_cancel(struct eg_lookup *l)
 {
-	/* The outstanding answers still arrive and free the lookup. */
-	if (l != NULL)
-		l->cancelled = true;
+	/* The outstanding answers still arrive and free the lookup; from
+	 * now on they are not judged, and what the caller lent is dropped. */
+	if (l == NULL)
+		return;
+	l->cancelled = true;
+	l->p = NULL;
+	l->fn = NULL;
+	l->arg = NULL;
 }

@@ -71,6 +71,7 @@
 	X(AMBIGUOUS_LENGTH, "ambiguous_length", 400)                           \
 	X(BAD_TRANSFER_ENCODING, "bad_transfer_encoding", 400)                 \
 	X(BAD_EXPECT, "bad_expect", 400)                                       \
+	X(BAD_CONNECTION, "bad_connection", 400)                               \
 	X(BAD_HEAD, "bad_head", 400)                                           \
 	X(TOO_MANY_HEADERS, "too_many_headers", 400)                           \
 	X(BAD_TARGET, "bad_target", 400)                                       \
@@ -339,7 +340,9 @@ struct eg_lookup;
 /*
  * Applies the policy to d: literals are judged at once; names are resolved
  * (A and AAAA) and every answer judged.  fn is called exactly once (maybe
- * before this returns) unless eg_lookup_cancel is called first.
+ * before this returns) unless eg_lookup_cancel is called first.  p is
+ * borrowed until then: once fn has run or the lookup is cancelled, the
+ * lookup touches neither p nor arg again, so either may be freed.
  */
 struct eg_lookup *eg_dns_check(struct eg_dns *dns, const struct eg_policy *p,
     const struct eg_dest *d, eg_verdict_fn fn, void *arg);
@@ -400,8 +403,9 @@ bool eg_http_resp_prefix_ok(const char *buf, size_t len);
  * Parses a request (is_req) or response head of len bytes (ending in the
  * blank line).  Returns EG_R_NONE or the reason it is refused; smuggling
  * ambiguities (Content-Length with Transfer-Encoding, duplicate
- * Content-Length, a coding other than chunked, folded or malformed lines)
- * are refusals.
+ * Content-Length, a coding other than chunked, folded or malformed lines, a
+ * Connection header naming Content-Length, Transfer-Encoding, Host,
+ * Proxy-Authorization or Expect) are refusals.
  */
 enum eg_reason eg_http_parse(char *buf, size_t len, bool is_req,
     struct eg_head *out);
@@ -460,6 +464,11 @@ KZ_WUR int eg_status_start(struct event_base *base, struct eg_policy *p,
     atomic_size_t *nconns, struct kz_srv **out);
 void eg_refusal_record(enum eg_reason reason, const char *host, uint16_t port,
     const char *run);
+/* A tunnel or exchange closed because the grant that admitted it expired
+ * (closed: "tunnel" or "exchange"): logged as egress.expire and audited as
+ * an egress_refusal, grant_expired, with the outcome "closed". */
+void eg_expiry_record(const char *host, uint16_t port, const char *run,
+    const char *closed);
 /* The policy status reports from now on (called on the status socket's
  * loop; takes a reference, drops the previous one). */
 void eg_status_set_policy(struct eg_policy *p);

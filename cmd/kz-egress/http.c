@@ -187,6 +187,25 @@ lists(const struct eg_hdr *h, const char *token)
 	return false;
 }
 
+/*
+ * Whether a Connection header names a header the proxy frames or routes
+ * by.  Listed there, it would be dropped as hop-by-hop on the way while
+ * the proxy still read the message by it: a body framed by a
+ * Content-Length the origin never sees becomes a second request there.
+ * Such a message is refused, never forwarded either way.
+ */
+static bool
+names_framing(const struct eg_hdr *h)
+{
+	static const char *const relied[] = {"content-length",
+	    "transfer-encoding", "host", "proxy-authorization", "expect"};
+
+	for (size_t i = 0; i < sizeof(relied) / sizeof(relied[0]); i++)
+		if (lists(h, relied[i]))
+			return true;
+	return false;
+}
+
 static enum eg_reason
 framing(struct eg_head *hd, const struct eg_hdr *h, bool is_req)
 {
@@ -208,6 +227,8 @@ framing(struct eg_head *hd, const struct eg_hdr *h, bool is_req)
 			return EG_R_BAD_TRANSFER_ENCODING;
 		hd->chunked = true;
 	} else if (eg_hdr_is(h, "connection")) {
+		if (names_framing(h))
+			return EG_R_BAD_CONNECTION;
 		hd->has_connection = true;
 		if (lists(h, "close"))
 			hd->close = true;

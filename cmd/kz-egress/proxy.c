@@ -286,6 +286,7 @@ handle_head(struct conn *c, size_t hlen)
 	c->cli_close = hd.close;
 	c->expect100 = hd.expect_continue;
 	evbuffer_drain(in, hlen);
+	conn_arm_expiry(c);
 	judge(c);
 }
 

@@ -169,42 +169,70 @@ write_resp_head(struct conn *c, const char *buf, const struct eg_head *hd,
 	evbuffer_add(o, "\r\n", 2);
 }
 
+/*
+ * Passes on the interim (1xx) heads at the front of the upstream's input,
+ * at most EG_INTERIM_MAX in an exchange, up to the final head: 1 with it
+ * parsed into hd (its hlen bytes at *buf), 0 while more must arrive or the
+ * client must read first, -1 when the exchange must end in a 502.
+ */
+static int
+interim_heads(struct conn *c, struct eg_head *hd, char **buf, size_t *hlen)
+{
+	struct evbuffer *in = c->up->in;
+	struct evbuffer_ptr pos;
+	size_t n;
+
+	for (;;) {
+		/* The client's output is bounded here as in pump_resp: the
+		 * rest waits upstream until the client has read (on_write). */
+		if (sio_pending(c->cli) > HIGH) {
+			sio_read(c->up, false);
+			return 0;
+		}
+		pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+		if (pos.pos < 0) {
+			/* No whole head yet: wait, unless what is there
+			 * can never begin one. */
+			if ((n = evbuffer_get_length(in)) > EG_HDR_MAX_BYTES)
+				return -1;
+			if (n == 0)
+				return 0;
+			*buf = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
+			return eg_http_resp_prefix_ok(*buf, n) ? 0 : -1;
+		}
+		*hlen = (size_t)pos.pos + 4;
+		*buf = (char *)evbuffer_pullup(in, (ev_ssize_t)*hlen);
+		if (*hlen > EG_HDR_MAX_BYTES ||
+		    eg_http_parse(*buf, *hlen, false, hd) != EG_R_NONE ||
+		    hd->status == 101)
+			return -1;
+		if (hd->status >= 200)
+			return 1;
+		if (++c->interim > EG_INTERIM_MAX) {
+			kz_log(KZ_LOG_INFO, "egress.upstream", 0,
+			    "too many interim responses", "host", c->up_host,
+			    NULL);
+			return -1;
+		}
+		write_resp_head(c, *buf, hd, false);
+		evbuffer_drain(in, *hlen);
+		sio_flush(c->cli);
+	}
+}
+
 static void
 resp_head(struct conn *c)
 {
 	struct evbuffer *in = c->up->in;
-	struct evbuffer_ptr pos;
 	struct eg_head hd;
 	size_t hlen;
 	char *buf;
+	int r;
 
-	for (;;) {
-		pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-		if (pos.pos < 0) {
-			size_t n = evbuffer_get_length(in);
-
-			if (n > EG_HDR_MAX_BYTES ||
-			    (n > 0 &&
-			        !eg_http_resp_prefix_ok((char *)
-			                                    evbuffer_pullup(in,
-			                                        (ev_ssize_t)n),
-			            n)))
-				bad_gateway(c);
-			return;
-		}
-		hlen = (size_t)pos.pos + 4;
-		buf = (char *)evbuffer_pullup(in, (ev_ssize_t)hlen);
-		if (hlen > EG_HDR_MAX_BYTES ||
-		    eg_http_parse(buf, hlen, false, &hd) != EG_R_NONE ||
-		    hd.status == 101) {
-			bad_gateway(c);
-			return;
-		}
-		if (hd.status >= 200)
-			break;
-		write_resp_head(c, buf, &hd, false);
-		evbuffer_drain(in, hlen);
-	}
+	if ((r = interim_heads(c, &hd, &buf, &hlen)) < 0)
+		bad_gateway(c);
+	if (r <= 0)
+		return;
 	if (c->is_head || hd.status == 204 || hd.status == 304)
 		c->resp_mode = BODY_NONE;
 	else if (hd.chunked)
@@ -287,6 +315,8 @@ on_write(struct sio *b, void *arg)
 		pump_req(c);
 	else if (c->st == ST_EXCHANGE && c->resp_head_done)
 		pump_resp(c);
+	else if (c->st == ST_EXCHANGE)
+		resp_head(c);
 }
 
 static void
@@ -397,6 +427,7 @@ conn_start_exchange(struct conn *c)
 	c->st = ST_EXCHANGE;
 	c->req_done = c->req_mode == BODY_NONE;
 	c->resp_done = c->resp_head_done = false;
+	c->interim = 0;
 	c->up_close = false;
 	evbuffer_add_buffer(c->up->out, c->head_out);
 	if (c->expect100 && !c->req_done) {

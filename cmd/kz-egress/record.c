@@ -2,7 +2,9 @@
  * Refusal records, and the queue of every audit event kz-egress sends
  * (egress_refusal, egress_reload).  The log line and the egress_refusal
  * audit event carry the reason, the destination host and port and the run
- * hash; never the allowlist, a path or query, userinfo or the grant.
+ * hash; never the allowlist, a path or query, userinfo or the grant.  A
+ * tunnel or exchange closed at its grant's expiry is recorded the same way,
+ * grant_expired, with the outcome "closed".
  * kz_audit_send blocks until the sink has the record on disk, so events go
  * through a bounded queue to one worker thread: the event loop never waits on
  * the sink.
@@ -100,23 +102,28 @@ eg_audit_event(const char *kind, cJSON *ev)
 		cJSON_Delete(ev);
 }
 
-void
-eg_refusal_record(enum eg_reason why, const char *host, uint16_t port,
-    const char *run)
+/*
+ * One record: the log line (event, at lvl) and the egress_refusal audit
+ * event, both with the reason, host, port and run hash, and a request id;
+ * closed, when not NULL, says what an expired grant closed (log) and makes
+ * the audit event's outcome "closed".
+ */
+static void
+record(enum kz_log_level lvl, const char *event, const char *msg,
+    enum eg_reason why, const char *host, uint16_t port, const char *run,
+    const char *closed)
 {
 	const char *reason = eg_reason_str(why);
 	unsigned char rb[8];
 	char rid[17], ps[8];
 	cJSON *ev;
 
-	eg_count_refused(why);
 	randombytes_buf(rb, sizeof(rb));
 	kz_hex(rb, sizeof(rb), rid);
 	snprintf(ps, sizeof(ps), "%u", (unsigned)port);
 	kz_log_set_rid(rid);
-	kz_log(KZ_LOG_WARN, "egress.refuse", 0, "destination refused", "reason",
-	    reason, "host", host, "port", ps, "run_hash",
-	    run && *run ? run : NULL, NULL);
+	kz_log(lvl, event, 0, msg, "reason", reason, "host", host, "port", ps,
+	    "closed", closed, "run_hash", run && *run ? run : NULL, NULL);
 	kz_log_set_rid(NULL);
 	if (!audit_on || (ev = cJSON_CreateObject()) == NULL)
 		return;
@@ -127,6 +134,25 @@ eg_refusal_record(enum eg_reason why, const char *host, uint16_t port,
 	cJSON_AddStringToObject(ev, "reason", reason);
 	if (run != NULL && *run != '\0')
 		cJSON_AddStringToObject(ev, "run_hash", run);
+	if (closed != NULL)
+		cJSON_AddStringToObject(ev, "outcome", "closed");
 	cJSON_AddStringToObject(ev, "rid", rid);
 	eg_audit_event("egress_refusal", ev);
+}
+
+void
+eg_refusal_record(enum eg_reason why, const char *host, uint16_t port,
+    const char *run)
+{
+	eg_count_refused(why);
+	record(KZ_LOG_WARN, "egress.refuse", "destination refused", why, host,
+	    port, run, NULL);
+}
+
+void
+eg_expiry_record(const char *host, uint16_t port, const char *run,
+    const char *closed)
+{
+	record(KZ_LOG_INFO, "egress.expire", "grant expired: connection closed",
+	    EG_R_GRANT_EXPIRED, host[0] ? host : "-", port, run, closed);
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A tiny HTTP/1.1 origin for the kz-egress tests, run inside a test network
 namespace.  GET answers "origin <host> <path>" (GET /headers: the request
-headers it received; GET /bytes/N: N bytes of "x"; GET /raw/NAME: a
-malformed response head from RAW, then the connection held open); POST answers "got N <sha256>"
-for the body it read (Content-Length or chunked).  Keep-alive on.
+headers it received; GET /bytes/N: N bytes of "x"; GET /drip/N: a body
+without length, read until close, one line every 0.2 s for N seconds;
+GET /raw/NAME: a malformed response head from RAW, then the connection held
+open); POST answers "got N <sha256>" for the body it read (Content-Length or
+chunked).  Keep-alive on.
 
 usage: origin.py ADDR PORT
 """
@@ -17,6 +19,9 @@ RAW = {
     "barelf": b"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi",
     "ssh": b"SSH-2.0-OpenSSH_9.2\r\n",
     "nul": b"HTTP/1.1 200 OK\r\nX: \x00\r\n",
+    # Framing a proxy would strip as hop-by-hop while it frames by it.
+    "connlen": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+    b"Connection: Content-Length\r\n\r\nhi",
 }
 
 
@@ -41,6 +46,19 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(20)
             self.close_connection = True
+            return
+        if self.path.startswith("/drip/"):
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for i in range(int(self.path[6:]) * 5):
+                    self.wfile.write(b"drip %d\n" % i)
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass  # the proxy closed it
             return
         if self.path.startswith("/bytes/"):
             n = int(self.path[7:])

@@ -2,13 +2,17 @@
  * answers (64 pass, 65 refuse), a mixed answer refused whole with its
  * gravest reason, CNAME chains followed, and a table of hostile answers
  * (truncated, lying counts, oversized, foreign owners) that never pass;
- * and the verdict delivered once, from the loop. */
+ * the verdict delivered once, from the loop; and a lookup cancelled while
+ * its answers are on their way never touches its policy again. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <event2/event.h>
 
 #include "egress.h"
@@ -372,6 +376,127 @@ START_TEST(test_loop)
 }
 END_TEST
 
+/* A resolver in the test: it holds the questions it is asked until the
+ * test has it answer them. */
+struct fake {
+	int fd;
+	int n;
+	unsigned char q[2][512];
+	size_t qlen[2];
+	struct sockaddr_storage from[2];
+	socklen_t fromlen[2];
+};
+
+static void
+on_question(evutil_socket_t fd, short what, void *arg)
+{
+	struct fake *f = arg;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	unsigned char b[512];
+	ssize_t n = recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)&ss, &sl);
+
+	if (n <= 12 || f->n == 2)
+		return;
+	memcpy(f->q[f->n], b, (size_t)n);
+	f->qlen[f->n] = (size_t)n;
+	f->from[f->n] = ss;
+	f->fromlen[f->n] = sl;
+	f->n++;
+}
+
+/* Answers held question i with one public address of the type asked. */
+static void
+fake_answer(struct fake *f, int i)
+{
+	static struct pkt p;
+	const unsigned char *q = f->q[i];
+	size_t at = 12;
+	unsigned qtype;
+
+	while (at < f->qlen[i] && q[at] != 0)
+		at += 1 + q[at];
+	ck_assert_uint_lt(at + 2, f->qlen[i]);
+	qtype = (unsigned)q[at + 1] << 8 | q[at + 2];
+	pkt_init(&p, "cdn.example", qtype);
+	p.b[0] = q[0];
+	p.b[1] = q[1];
+	pkt_addr(&p, "cdn.example",
+	    qtype == 1 ? "93.184.216.34" : "2606:2800:220:1::34");
+	ck_assert_int_eq(sendto(f->fd, p.b, p.n, 0,
+	                     (struct sockaddr *)&f->from[i], f->fromlen[i]),
+	    (ssize_t)p.n);
+}
+
+/*
+ * A lookup cancelled (its client gone) while its answers are on their way
+ * must not judge them: the policy it was given may be freed by then (the
+ * connection held the last reference to a policy a reload replaced).  The
+ * policy lives in a page of its own, taken away at the cancel, so that a
+ * touch is a fault in any build, not a quiet read of freed memory.
+ */
+START_TEST(test_cancel_policy_gone)
+{
+	struct event_base *base = event_base_new();
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	struct fake f = {.fd = -1};
+	struct got g = {0, NULL}, gc = {0, NULL};
+	struct timeval settle = {0, 300000};
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+	struct eg_policy *pc;
+	struct eg_dns *dns = NULL;
+	struct event *ev;
+	struct eg_lookup *l;
+	char res[32], why[160];
+
+	psz = (sizeof(*pol) + psz - 1) / psz * psz;
+	pc = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(pc, MAP_FAILED);
+	memcpy(pc, pol, sizeof(*pol));
+	f.fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(f.fd, (struct sockaddr *)&sa, sl), 0);
+	ck_assert_int_eq(getsockname(f.fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(res, sizeof(res), "127.0.0.1:%u", ntohs(sa.sin_port));
+	ev = event_new(base, f.fd, EV_READ | EV_PERSIST, on_question, &f);
+	ck_assert_int_eq(event_add(ev, NULL), 0);
+	ck_assert_int_eq(eg_dns_new(base, res, &dns, why, sizeof(why)), 0);
+
+	/* Not cancelled: the answers are judged (so the fake is heard). */
+	ck_assert_ptr_nonnull(eg_dns_check(dns, pc, &dest, on_verdict, &g));
+	while (f.n < 2 && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	fake_answer(&f, 0);
+	fake_answer(&f, 1);
+	while (g.calls == 0 && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	ck_assert_int_eq(g.calls, 1);
+	ck_assert_ptr_null(g.reason);
+
+	/* Cancelled with both questions out, then the policy taken away. */
+	f.n = 0;
+	l = eg_dns_check(dns, pc, &dest, on_verdict, &gc);
+	ck_assert_ptr_nonnull(l);
+	while (f.n < 2 && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	eg_lookup_cancel(l);
+	ck_assert_int_eq(mprotect(pc, psz, PROT_NONE), 0);
+	fake_answer(&f, 0);
+	fake_answer(&f, 1);
+	event_base_loopexit(base, &settle);
+	(void)event_base_dispatch(base);
+	ck_assert_int_eq(gc.calls, 0);
+
+	eg_dns_free(dns);
+	event_free(ev);
+	close(f.fd);
+	munmap(pc, psz);
+	event_base_free(base);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -386,6 +511,7 @@ main(void)
 	tcase_add_test(tc, test_cname_chain);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_loop);
+	tcase_add_test(tc, test_cancel_policy_gone);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

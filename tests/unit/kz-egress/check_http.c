@@ -58,6 +58,29 @@ static const struct {
      "Proxy-Authorization: b\r\n\r\n",
         false},
     {"GET http://a/ HTTP/1.1\r\nExpect: 200-ok\r\n\r\n", false},
+    /* A Connection header naming what the proxy frames or routes by:
+     * stripped on the way while the body is still framed by it. */
+    {"POST http://a/ HTTP/1.1\r\nConnection: content-length\r\n"
+     "Content-Length: 5\r\n\r\n",
+        false},
+    {"POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n"
+     "Connection: keep-alive,Content-Length\r\n\r\n",
+        false},
+    {"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+     "Connection: close, TRANSFER-ENCODING \r\n\r\n",
+        false},
+    {"GET http://a/ HTTP/1.1\r\nConnection: x, host\r\n\r\n", false},
+    {"GET http://a/ HTTP/1.1\r\nConnection: proxy-authorization\r\n\r\n",
+        false},
+    {"GET http://a/ HTTP/1.1\r\nConnection: keep-alive\r\n"
+     "Connection: Expect\r\n\r\n",
+        false},
+    {"GET http://a/ HTTP/1.1\r\nConnection: content-length-x, x-host\r\n"
+     "\r\n",
+        true},
+    {"GET http://a/ HTTP/1.1\r\nConnection: keep-alive, te, upgrade\r\n"
+     "\r\n",
+        true},
 };
 
 START_TEST(test_requests)
@@ -113,6 +136,19 @@ START_TEST(test_framing_and_close)
 	ck_assert_ptr_nonnull(parse("HTTP/1.1 20 OK\r\n\r\n", false, &hd));
 	ck_assert_ptr_nonnull(parse("HTTP/1.1 200OK\r\n\r\n", false, &hd));
 	ck_assert_ptr_null(parse("HTTP/1.1 204\r\n\r\n", false, &hd));
+	/* A response is held to the same: the proxy frames it too. */
+	ck_assert_str_eq(parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	                       "Connection: Content-Length\r\n\r\n",
+	                     false, &hd),
+	    "bad_connection");
+	ck_assert_str_eq(parse("HTTP/1.1 200 OK\r\nConnection: close,"
+	                       "transfer-encoding\r\nTransfer-Encoding: "
+	                       "chunked\r\n\r\n",
+	                     false, &hd),
+	    "bad_connection");
+	ck_assert_ptr_null(parse("HTTP/1.1 200 OK\r\nConnection: close\r\n"
+	                         "Content-Length: 2\r\n\r\n",
+	    false, &hd));
 }
 END_TEST
 
