@@ -6,8 +6,12 @@
  * tunnel or exchange closed at its grant's expiry is recorded the same way,
  * grant_expired, with the outcome "closed".
  * kz_audit_send blocks until the sink has the record on disk, so events go
- * through a bounded queue to one worker thread: the event loop never waits on
- * the sink.
+ * through a bounded queue to one worker thread, which sends them in batches
+ * (one fdatasync in the sink for up to KZ_AUDIT_BATCH_MAX): the event loop
+ * never waits on the sink.  One run's events may hold at most RUN_SHARE of
+ * the queue, so a run that floods the proxy with refused requests cannot
+ * crowd another run's refusal out of the audit trail while the sink is
+ * slow: past its share, its events are logged only.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,49 +21,97 @@
 
 #include "egress.h"
 #include "kz_audit.h"
+#include "kz_json.h"
 #include "kz_key.h"
 #include "kz_log.h"
 #include "banned.h"
 
 #define QUEUE_MAX 1024
+#define RUN_SHARE (QUEUE_MAX / 8)
+#define RUN_HEX 32
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static struct {
 	const char *kind; /* a literal */
 	cJSON *ev;
+	char run[RUN_HEX + 1]; /* its run hash, or "" */
 } queue[QUEUE_MAX];
 static size_t qhead, qlen;
 static char audit_sock[108];
 static bool audit_on;
 
+static void
+send_one(const char *kind, const cJSON *ev)
+{
+	char why[160];
+	int r;
+
+	r = kz_audit_send(audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS, why,
+	    sizeof(why));
+	if (r != 0)
+		kz_log(KZ_LOG_WARN, "egress.audit_failed", r,
+		    "event not recorded by the audit sink", "kind", kind, NULL);
+}
+
+/* Up to KZ_AUDIT_BATCH_MAX events in one append; a batch the sink refuses
+ * (one bad event refuses it whole) goes again one event at a time, so
+ * that the others are still recorded. */
+static void
+send_batch(size_t n, const char *kinds[], cJSON *evs[])
+{
+	char why[160];
+	int fd, r;
+
+	r = kz_audit_batch_send(audit_sock, n, kinds, (const cJSON *const *)evs,
+	    KZ_AUDIT_TIMEOUT_MS, &fd, why, sizeof(why));
+	if (r == 0)
+		r = kz_audit_batch_wait(fd, n, KZ_AUDIT_TIMEOUT_MS, why,
+		    sizeof(why));
+	for (size_t i = 0; i < n; i++) {
+		if (r == KZ_EDENIED && n > 1)
+			send_one(kinds[i], evs[i]);
+		else if (r != 0)
+			kz_log(KZ_LOG_WARN, "egress.audit_failed", r,
+			    "event not recorded by the audit sink", "kind",
+			    kinds[i], NULL);
+		cJSON_Delete(evs[i]);
+	}
+}
+
 static void *
 worker(void *arg)
 {
-	char why[160];
+	const char *kinds[KZ_AUDIT_BATCH_MAX];
+	cJSON *evs[KZ_AUDIT_BATCH_MAX];
 
 	for (;;) {
-		const char *kind;
-		cJSON *ev;
-		int r;
+		size_t n = 0;
 
 		pthread_mutex_lock(&mu);
 		while (qlen == 0)
 			pthread_cond_wait(&cv, &mu);
-		kind = queue[qhead].kind;
-		ev = queue[qhead].ev;
-		qhead = (qhead + 1) % QUEUE_MAX;
-		qlen--;
+		for (; n < KZ_AUDIT_BATCH_MAX && qlen > 0; n++) {
+			kinds[n] = queue[qhead].kind;
+			evs[n] = queue[qhead].ev;
+			qhead = (qhead + 1) % QUEUE_MAX;
+			qlen--;
+		}
 		pthread_mutex_unlock(&mu);
-		r = kz_audit_send(audit_sock, kind, ev, KZ_AUDIT_TIMEOUT_MS,
-		    why, sizeof(why));
-		if (r != 0)
-			kz_log(KZ_LOG_WARN, "egress.audit_failed", r,
-			    "event not recorded by the audit sink", "kind",
-			    kind, NULL);
-		cJSON_Delete(ev);
+		send_batch(n, kinds, evs);
 	}
 	return NULL;
+}
+
+/* Events of run queued now (the caller holds mu). */
+static size_t
+queued_of(const char *run)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < qlen; i++)
+		k += strcmp(queue[(qhead + i) % QUEUE_MAX].run, run) == 0;
+	return k;
 }
 
 void
@@ -82,23 +134,32 @@ eg_audit_start(const char *sock)
 void
 eg_audit_event(const char *kind, cJSON *ev)
 {
-	bool dropped = false;
+	const char *run = cJSON_GetStringValue(kz_json_get(ev, "run_hash"));
+	const char *full = NULL;
+	size_t at;
 
+	if (run == NULL || strlen(run) > RUN_HEX)
+		run = "";
 	pthread_mutex_lock(&mu);
-	if (qlen == QUEUE_MAX)
-		dropped = true;
-	else if (!audit_on)
-		dropped = true;
+	if (!audit_on)
+		full = "";
+	else if (qlen == QUEUE_MAX)
+		full = "audit queue full: event logged only";
+	else if (*run != '\0' && queued_of(run) >= RUN_SHARE)
+		full = "this run's share of the audit queue is full: event "
+		       "logged only";
 	else {
-		queue[(qhead + qlen) % QUEUE_MAX].kind = kind;
-		queue[(qhead + qlen++) % QUEUE_MAX].ev = ev;
+		at = (qhead + qlen++) % QUEUE_MAX;
+		queue[at].kind = kind;
+		queue[at].ev = ev;
+		snprintf(queue[at].run, sizeof(queue[at].run), "%s", run);
 	}
 	pthread_cond_signal(&cv);
 	pthread_mutex_unlock(&mu);
-	if (dropped && audit_on)
-		kz_log(KZ_LOG_WARN, "egress.audit_failed", KZ_ETOOBIG,
-		    "audit queue full: event logged only", "kind", kind, NULL);
-	if (dropped)
+	if (full != NULL && *full != '\0')
+		kz_log(KZ_LOG_WARN, "egress.audit_failed", KZ_ETOOBIG, full,
+		    "kind", kind, NULL);
+	if (full != NULL)
 		cJSON_Delete(ev);
 }
 
