@@ -15,8 +15,6 @@
 #include "view.h"
 #include "banned.h"
 
-#define ITEMS_MAX 4096
-
 static int
 idx_cmp(const void *a, const void *b, void *key)
 {
@@ -214,24 +212,21 @@ cmp_path(const void *a, const void *b)
 	return strcmp(jstr(x, "path"), jstr(y, "path"));
 }
 
-/* Sorts items by path and refuses two items at one path. */
+/* Sorts items by path (the place rule has kept every path apart). */
 static int
-sort_items(cJSON *items, struct kzp_res *r)
+sort_items(cJSON *items)
 {
-	cJSON *v[ITEMS_MAX];
-	int n = 0;
+	int n = count(items), i = 0;
+	cJSON **v = calloc((size_t)n + 1, sizeof(*v));
 
-	while (items->child != NULL && n < ITEMS_MAX)
-		v[n++] = cJSON_DetachItemViaPointer(items, items->child);
+	if (v == NULL)
+		return KZ_ENOMEM;
+	while (items->child != NULL)
+		v[i++] = cJSON_DetachItemViaPointer(items, items->child);
 	qsort(v, (size_t)n, sizeof(v[0]), cmp_path);
-	for (int i = 0; i < n; i++)
+	for (i = 0; i < n; i++)
 		cJSON_AddItemToArray(items, v[i]);
-	for (int i = 1; i < n; i++)
-		if (strcmp(jstr(v[i], "path"), jstr(v[i - 1], "path")) == 0) {
-			kzp_fail(r, KZ_WE_REFUSED,
-			    "two admitted files share one path");
-			return KZ_EDENIED;
-		}
+	free(v);
 	return 0;
 }
 
@@ -242,6 +237,7 @@ struct adm {
 	const struct kzp_bounds *b;
 	cJSON *items;
 	cJSON *scope_add;
+	cJSON *left_out; /* {id, reason} of files the place rule left out */
 	bool priv;
 	const char *selection;
 };
@@ -340,6 +336,151 @@ add_room(struct adm *a, struct kzp_res *r)
 	return 0;
 }
 
+/* A file considered for the projection, and its place in line. */
+struct cand {
+	cJSON *item;
+	int cls; /* 0 this turn's ids, 1 the scope, 2 the room's links */
+	int64_t order; /* request order, or the link's place in the room */
+};
+
+static int
+cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->cls != y->cls)
+		return x->cls - y->cls;
+	if (x->order != y->order)
+		return x->order < y->order ? -1 : 1;
+	return strcmp(jstr(x->item, "id"), jstr(y->item, "id"));
+}
+
+static int64_t
+index_of(const cJSON *arr, const char *s)
+{
+	const cJSON *c;
+	int64_t i = 0;
+
+	cJSON_ArrayForEach(c, arr)
+	{
+		if (cJSON_IsString(c) && strcmp(c->valuestring, s) == 0)
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+/*
+ * Where a file stands in line: what the member asked for by id (this
+ * turn's ids, then the conversation's resolved scope) before the room's
+ * links, and links in the order they were made (first come, first
+ * served).
+ */
+static struct cand
+rank(const struct adm *a, const struct idx *links, cJSON *it)
+{
+	const char *id = jstr(it, "id");
+	const cJSON *l = kzp_idx_find(links, "rid", id);
+	int64_t i;
+
+	if ((i = index_of(a->t->select, id)) >= 0)
+		return (struct cand){it, 0, i};
+	if ((i = index_of(a->t->retrieved, id)) >= 0)
+		return (struct cand){it, 0, KZP_LIST_MAX + i};
+	if (has_str(kz_json_get(a->view, "scope"), id))
+		return (struct cand){it, 1, 0};
+	return (struct cand){it, 2, jnum(l, "seq")};
+}
+
+static void
+leave_out(struct adm *a, cJSON *it, const char *reason)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o != NULL) {
+		cJSON_AddStringToObject(o, "id", jstr(it, "id"));
+		cJSON_AddStringToObject(o, "reason", reason);
+		cJSON_AddItemToArray(a->left_out, o);
+	}
+	cJSON_Delete(cJSON_DetachItemViaPointer(a->items, it));
+}
+
+/*
+ * The place rule at admission.  Links are placed when they are made, but
+ * a room can still hold files that do not fit together (a bound lowered
+ * since, a project file in the scope, a member's own private link): the
+ * files are taken in line, each only while it fits beside those taken
+ * before it.  A file of the room or of the scope that does not fit is left
+ * out, with its reason in the snapshot, and the rest goes, so no member's
+ * links can refuse a room to everyone.  An id asked for in this turn is
+ * the member's own request: when it does not fit, the turn is refused.
+ */
+static int
+fit(struct adm *a, struct kzp_res *r)
+{
+	int n = count(a->items), i = 0, e = KZ_ENOMEM;
+	struct cand *c = calloc((size_t)n + 1, sizeof(*c));
+	const cJSON **v = calloc((size_t)n + 1, sizeof(*v));
+	const char **why = calloc((size_t)n + 1, sizeof(*why));
+	struct idx links = {NULL, 0};
+	cJSON *it;
+
+	if (c == NULL || v == NULL || why == NULL ||
+	    kzp_idx_build(&links, kz_json_get(a->view, "links"), "rid") != 0)
+		goto out;
+	cJSON_ArrayForEach(it, a->items) c[i++] = rank(a, &links, it);
+	qsort(c, (size_t)n, sizeof(*c), cand_cmp);
+	for (i = 0; i < n; i++)
+		v[i] = c[i].item;
+	if ((e = kzp_place_in_line(v, (size_t)n, a->b, why)) != 0)
+		goto out;
+	for (i = 0; i < n && e == 0; i++) {
+		if (why[i] != NULL && c[i].cls == 0)
+			e = KZ_EDENIED;
+		else if (why[i] != NULL)
+			leave_out(a, c[i].item, why[i]);
+	}
+out:
+	if (e == KZ_ENOMEM)
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+	else if (e != 0)
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the files requested by id do not fit together: one path "
+		    "twice or inside another, or over the configured bounds");
+	kzp_idx_free(&links);
+	free(c);
+	free(v);
+	free(why);
+	return e;
+}
+
+/*
+ * Whether the selection fits beside the files taken: no path of it
+ * clashes with theirs or its own, and together they are within bounds.
+ */
+static bool
+selection_fits(const struct adm *a, const cJSON *sel)
+{
+	int n = count(a->items) + count(sel), i = 0;
+	const cJSON **v = calloc((size_t)n + 1, sizeof(*v));
+	const char **why = calloc((size_t)n + 1, sizeof(*why));
+	const cJSON *it;
+	bool ok = false;
+
+	if (v == NULL || why == NULL)
+		goto out;
+	cJSON_ArrayForEach(it, a->items) v[i++] = it;
+	cJSON_ArrayForEach(it, sel) v[i++] = it;
+	if (kzp_place_in_line(v, (size_t)n, a->b, why) != 0)
+		goto out;
+	for (ok = true, i = 0; i < n; i++)
+		ok &= why[i] == NULL;
+out:
+	free(v);
+	free(why);
+	return ok;
+}
+
 /*
  * The sole-audience and withheld-selection rules: the owner-scoped
  * selection joins only while the member is the room's entire audience,
@@ -375,8 +516,9 @@ add_selection(struct adm *a, struct kzp_res *r)
 	}
 	if (sel->child == NULL && reason == NULL)
 		goto out;
-	if (reason == NULL && !kzp_within(a->items, sel, a->b))
-		reason = "the selection is over the projection bound";
+	if (reason == NULL && !selection_fits(a, sel))
+		reason = "the selection does not fit beside the room's files "
+		         "(the projection bound, or a path they hold)";
 	if (reason != NULL) {
 		a->selection = "withheld";
 		if (a->items->child == NULL && a->t->contract) {
@@ -436,6 +578,11 @@ build_snap(struct adm *a)
 	cJSON_AddStringToObject(s, "manifest_digest", md);
 	cJSON_AddItemToObject(s, "items", a->items);
 	a->items = NULL;
+	/* Only when something was left out: other snapshots are as before. */
+	if (a->left_out->child != NULL) {
+		cJSON_AddItemToObject(s, "left_out", a->left_out);
+		a->left_out = NULL;
+	}
 	return s;
 }
 
@@ -450,7 +597,8 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 
 	a.items = cJSON_CreateArray();
 	a.scope_add = cJSON_CreateArray();
-	if (a.items == NULL || a.scope_add == NULL ||
+	a.left_out = cJSON_CreateArray();
+	if (a.items == NULL || a.scope_add == NULL || a.left_out == NULL ||
 	    kzp_idx_build(&a.res, kz_json_get(view, "res"), "id") != 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		e = KZ_ENOMEM;
@@ -468,15 +616,13 @@ kzp_admit_decide(const cJSON *view, const struct kzp_turn *t,
 	    (e = add_requested(&a, t->select, "selector", r)) != 0 ||
 	    (e = add_requested(&a, t->retrieved, "retrieved", r)) != 0)
 		goto out;
-	if (!kzp_within(a.items, NULL, b)) {
-		kzp_fail(r, KZ_WE_REFUSED,
-		    "the projection is over the configured bounds");
-		e = KZ_EDENIED;
+	if ((e = fit(&a, r)) != 0 || (e = add_selection(&a, r)) != 0)
+		goto out;
+	if (sort_items(a.items) != 0) {
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+		e = KZ_ENOMEM;
 		goto out;
 	}
-	if ((e = add_selection(&a, r)) != 0 ||
-	    (e = sort_items(a.items, r)) != 0)
-		goto out;
 	if ((*snap = build_snap(&a)) == NULL) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		e = KZ_ENOMEM;
@@ -488,5 +634,6 @@ out:
 	kzp_idx_free(&a.res);
 	cJSON_Delete(a.items);
 	cJSON_Delete(a.scope_add);
+	cJSON_Delete(a.left_out);
 	return e;
 }

@@ -6,6 +6,9 @@
  *
  * The rules the comments and tests name:
  *   bounds              a projection is exact and bounded (files, bytes)
+ *   place               no two files of a room share a path or nest;
+ *                       first linked, first placed; what still does not
+ *                       fit at admission is left out, never the room
  *   selector            request ids are selectors, re-resolved under the
  *                       member; a later turn keeps the resolved scope
  *   private retrieval   retrieved ids are projected in a private turn only
@@ -106,6 +109,15 @@ KZ_WUR int kzp_hash(const struct kzp *p, const char *kind, const char *id,
 
 /* model.c: mutations and reads against the store. */
 KZ_WUR int kzp_connect(struct kzp *p, struct kzp_res *r);
+/*
+ * The projection's bounds as the three arguments of a script that places
+ * a file in a room (lua/place_fn.lua), in av[0..2]; ba holds their text.
+ */
+struct kzp_bargs {
+	char s[3][24];
+};
+void kzp_bounds_args(const struct kzp *p, struct kzp_bargs *ba,
+    const char **av);
 /* Runs a named mutation script with args (after the prefix). */
 KZ_WUR int kzp_mutate(struct kzp *p, const char *name, int argc,
     const char **argv, long long *val, struct kzp_res *r);
@@ -177,6 +189,29 @@ KZ_WUR int kzp_blob_open_item(int dfd, const cJSON *item, int64_t *size,
 /* The refusal for bytes that are not the admitted ones. */
 #define KZP_DIGEST_MISMATCH "a file's bytes do not match the admitted digest"
 bool kzp_sha_ok(const char *s);
+
+/*
+ * place.c: the place rule.  A path set over candidate paths (each a valid
+ * relative path, kept by the caller while the set lives): a path clashes
+ * with a taken one when they are equal or one is a directory of the other.
+ */
+struct kzp_paths;
+KZ_WUR int kzp_paths_new(const char *const *paths, size_t n,
+    struct kzp_paths **out);
+/* Whether candidate i clashes with a candidate taken so far. */
+bool kzp_paths_clash(const struct kzp_paths *ps, size_t i);
+void kzp_paths_take(struct kzp_paths *ps, size_t i);
+void kzp_paths_free(struct kzp_paths *ps);
+/* Whether no two of the paths clash (false when out of memory). */
+bool kzp_paths_disjoint(const char *const *paths, size_t n);
+/*
+ * Takes the n files of v (objects with "path" and "size") in that order,
+ * each only while its path clashes with none taken before it and the
+ * files taken stay within b: why[i] is then NULL, else "path_clash" or
+ * "over_bounds".
+ */
+KZ_WUR int kzp_place_in_line(const cJSON *const *v, size_t n,
+    const struct kzp_bounds *b, const char **why);
 
 /* materialize.c */
 KZ_WUR int kzp_relpath_ok(const char *path);

@@ -37,7 +37,8 @@ kzp_op_link(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
     const char *mode)
 {
 	char mh[KZ_IDHASH_HEX + 1], tg[KZ_IDHASH_HEX + 1], why[KZP_WHY];
-	const char *rid, *kind, *turn, *av[6];
+	const char *rid, *kind, *turn, *av[9];
+	struct kzp_bargs ba;
 	bool shared;
 	int e;
 
@@ -60,7 +61,9 @@ kzp_op_link(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
 	av[3] = tg;
 	av[4] = turn;
 	av[5] = shared ? "1" : "0";
-	if ((e = kzp_mutate_as(p, "link", 6, av, "link_seq", out, r)) == 0)
+	/* A room link takes its place there (the place rule). */
+	kzp_bounds_args(p, &ba, av + 6);
+	if ((e = kzp_mutate_as(p, "link", 9, av, "link_seq", out, r)) == 0)
 		cJSON_AddBoolToObject(out, "shared", shared);
 	return e;
 }

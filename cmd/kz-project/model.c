@@ -23,6 +23,8 @@
 /* The helpers every script starts with; facts and view add their own. */
 #define LIB KZ_LUA_KZ KZP_LUA_LIB
 #define VIEW LIB KZP_LUA_FACTS_FN KZP_LUA_VIEW_FN
+/* The scripts that place a file in a room (the place rule). */
+#define PLACE LIB KZP_LUA_PLACE_FN
 
 static struct kz_script scripts[] = {
     {"member_create", LIB KZP_LUA_MEMBER_CREATE, ""},
@@ -32,9 +34,10 @@ static struct kz_script scripts[] = {
     {"project_member", LIB KZP_LUA_PROJECT_MEMBER, ""},
     {"room_project", LIB KZP_LUA_ROOM_PROJECT, ""},
     {"res_create", LIB KZP_LUA_RES_CREATE, ""},
-    {"res_version", LIB KZP_LUA_RES_VERSION, ""},
+    {"res_version", PLACE KZP_LUA_RES_VERSION, ""},
     {"res_revoke", LIB KZP_LUA_RES_REVOKE, ""},
-    {"link", LIB KZP_LUA_LINK, ""},
+    {"link", PLACE KZP_LUA_LINK, ""},
+    {"output", PLACE KZP_LUA_OUTPUT, ""},
     {"withdraw", LIB KZP_LUA_WITHDRAW, ""},
     {"select", LIB KZP_LUA_SELECT, ""},
     {"declare_source", LIB KZP_LUA_DECLARE_SOURCE, ""},
@@ -55,6 +58,18 @@ kzp_fail(struct kzp_res *r, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->why, sizeof(r->why), fmt, ap);
 	va_end(ap);
+}
+
+void
+kzp_bounds_args(const struct kzp *p, struct kzp_bargs *ba, const char **av)
+{
+	snprintf(ba->s[0], sizeof(ba->s[0]), "%lld", (long long)p->b.max_files);
+	snprintf(ba->s[1], sizeof(ba->s[1]), "%lld",
+	    (long long)p->b.max_file_bytes);
+	snprintf(ba->s[2], sizeof(ba->s[2]), "%lld",
+	    (long long)p->b.max_total_bytes);
+	for (int i = 0; i < 3; i++)
+		av[i] = ba->s[i];
 }
 
 bool

@@ -232,73 +232,107 @@ out:
 	return e;
 }
 
+/* The output decision in r, audited: one not recorded is not allowed. */
+static int
+audit_output(struct kzp *p, const cJSON *snap, const char *mh, const char *rh,
+    int e, int64_t size, struct kzp_res *r)
+{
+	if (kzp_audit(p, "projection", "output", snap, mh, rh, r,
+	        e == 0 ? 1 : 0, e == 0 ? size : 0) != 0 &&
+	    e == 0) {
+		kzp_fail(r, KZ_WE_UNAVAILABLE, "the audit sink is unavailable");
+		return KZ_EUNAVAIL;
+	}
+	return e;
+}
+
+/* What the output script is given (lua/output.lua). */
+struct outrec {
+	char rid[40];
+	const char *mh, *rh, *turn, *name;
+	char sha[KZP_SHA_HEX + 1];
+	int64_t size;
+};
+
+/*
+ * The place rule for an output: its resource, version and link are made
+ * in one script once it takes its place in the room (dry: checked only,
+ * nothing written), so a refused output leaves nothing behind.
+ */
+static int
+place_output(struct kzp *p, const struct outrec *o, bool dry, long long *seq,
+    struct kzp_res *r)
+{
+	const char *av[12];
+	struct kzp_bargs ba;
+	char sz[24];
+
+	snprintf(sz, sizeof(sz), "%lld", (long long)o->size);
+	av[0] = o->rid, av[1] = o->mh, av[2] = o->rh, av[3] = o->turn;
+	av[4] = o->name, av[5] = sz, av[6] = o->sha;
+	kzp_bounds_args(p, &ba, av + 7);
+	av[10] = dry ? "1" : "0";
+	return kzp_mutate(p, "output", 11, av, seq, r);
+}
+
 /*
  * One shared-turn output: proven against the run's admission, read once
- * beneath the workspace, and audited before it is linked, so an output
- * whose decision cannot be recorded is never linked.  The reply is the
- * durable reference and bounded metadata; never bytes or the path.
+ * beneath the workspace, placed in the room, and audited before it is
+ * linked, so an output whose decision cannot be recorded is never linked.
+ * The place is checked again as the link is made; an output that lost its
+ * place in between is refused, and that refusal is audited too.  The
+ * reply is the durable reference and bounded metadata; never bytes or the
+ * path.
  */
 int
 kzp_op_link_output(struct kzp *p, const cJSON *req, cJSON *out,
     struct kzp_res *r, const char *mode)
 {
-	char rh[KZ_IDHASH_HEX + 1], mh[KZ_IDHASH_HEX + 1], sha[KZP_SHA_HEX + 1];
-	char rid[40], sz[24], why[KZP_WHY];
+	char rh[KZ_IDHASH_HEX + 1], mh[KZ_IDHASH_HEX + 1], why[KZP_WHY];
+	struct outrec o = {.mh = mh, .rh = rh};
 	unsigned char rnd[12];
-	const char *ws, *file, *name, *turn, *av[7];
+	const char *ws, *file;
 	const cJSON *snap = kz_json_get(req, "snapshot");
-	int64_t size = 0;
-	long long v;
+	long long v = 0;
 	int e;
 
 	if ((e = hashed(p, req, "room", "conversation", rh, r)) != 0 ||
 	    (e = hashed(p, req, "member", "member", mh, r)) != 0 ||
-	    (e = get(req, "turn", KZP_ID_MAX, &turn, r)) != 0 ||
+	    (e = get(req, "turn", KZP_ID_MAX, &o.turn, r)) != 0 ||
 	    (e = get(req, "workspace", 4000, &ws, r)) != 0 ||
 	    (e = get(req, "file", KZP_PATH_MAX, &file, r)) != 0)
 		return e;
-	if (kz_json_str_opt(req, "name", NAME_MAX_OUT, NULL, &name, why,
+	if (kz_json_str_opt(req, "name", NAME_MAX_OUT, NULL, &o.name, why,
 	        sizeof(why)) != 0 ||
-	    !kzp_id_ok(turn) || !cJSON_IsObject(snap)) {
+	    !kzp_id_ok(o.turn) || !cJSON_IsObject(snap)) {
 		kzp_fail(r, KZ_WE_BAD_REQUEST,
 		    "bad 'name', 'turn' or 'snapshot'");
 		return KZ_EINVAL;
 	}
-	if (name == NULL)
-		name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-	if ((e = output_allowed(p, snap, rh, mh, turn, r)) == 0)
-		e = store_output(p, ws, file, name, sha, &size, r);
+	if (o.name == NULL)
+		o.name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	randombytes_buf(rnd, sizeof(rnd));
+	memcpy(o.rid, "out-", 4);
+	kz_hex(rnd, sizeof(rnd), o.rid + 4);
+	if ((e = output_allowed(p, snap, rh, mh, o.turn, r)) == 0 &&
+	    (e = store_output(p, ws, file, o.name, o.sha, &o.size, r)) == 0)
+		e = place_output(p, &o, true, NULL, r);
 	/* Bad input is the caller's; a decision, either way, is audited. */
 	if (e != KZ_EINVAL || r->code == NULL ||
-	    strcmp(r->code, KZ_WE_BAD_REQUEST) != 0) {
-		if (kzp_audit(p, "projection", "output", snap, mh, rh, r,
-		        e == 0 ? 1 : 0, e == 0 ? size : 0) != 0 &&
-		    e == 0) {
-			kzp_fail(r, KZ_WE_UNAVAILABLE,
-			    "the audit sink is unavailable");
-			e = KZ_EUNAVAIL;
-		}
-	}
+	    strcmp(r->code, KZ_WE_BAD_REQUEST) != 0)
+		e = audit_output(p, snap, mh, rh, e, o.size, r);
 	if (e != 0)
 		return e;
-	randombytes_buf(rnd, sizeof(rnd));
-	memcpy(rid, "out-", 4);
-	kz_hex(rnd, sizeof(rnd), rid + 4);
-	snprintf(sz, sizeof(sz), "%lld", (long long)size);
-	av[0] = rid, av[1] = mh, av[2] = "output";
-	if ((e = kzp_mutate(p, "res_create", 3, av, NULL, r)) != 0)
+	if ((e = place_output(p, &o, false, &v, r)) != 0) {
+		if (r->code != NULL && strcmp(r->code, KZ_WE_REFUSED) == 0)
+			e = audit_output(p, snap, mh, rh, e, o.size, r);
 		return e;
-	av[2] = name, av[3] = sz, av[4] = sha, av[5] = "1";
-	if ((e = kzp_mutate(p, "res_version", 6, av, NULL, r)) != 0)
-		return e;
-	av[2] = "room", av[3] = rh, av[4] = turn, av[5] = "1";
-	if ((e = kzp_mutate(p, "link", 6, av, &v, r)) != 0)
-		return e;
-	cJSON_AddStringToObject(out, "resource", rid);
+	}
+	cJSON_AddStringToObject(out, "resource", o.rid);
 	cJSON_AddNumberToObject(out, "version", 1);
-	cJSON_AddStringToObject(out, "name", name);
-	cJSON_AddNumberToObject(out, "size", (double)size);
-	cJSON_AddStringToObject(out, "sha256", sha);
+	cJSON_AddStringToObject(out, "name", o.name);
+	cJSON_AddNumberToObject(out, "size", (double)o.size);
+	cJSON_AddStringToObject(out, "sha256", o.sha);
 	cJSON_AddNumberToObject(out, "link_seq", (double)v);
 	return 0;
 }

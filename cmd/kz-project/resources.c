@@ -104,7 +104,8 @@ kzp_op_version_new(struct kzp *p, const cJSON *req, cJSON *out,
     struct kzp_res *r, const char *mode)
 {
 	char mh[KZ_IDHASH_HEX + 1], why[KZP_WHY], size[24];
-	const char *rid, *path, *sha, *av[6];
+	const char *rid, *path, *sha, *av[9];
+	struct kzp_bargs ba;
 	bool pending;
 	struct stat sb;
 	int e, fd;
@@ -137,7 +138,9 @@ kzp_op_version_new(struct kzp *p, const cJSON *req, cJSON *out,
 	av[3] = size;
 	av[4] = pending ? "" : sha;
 	av[5] = pending ? "0" : "1";
-	return kzp_mutate_as(p, "res_version", 6, av, "version", out, r);
+	/* In every room it is linked to, the version takes its place. */
+	kzp_bounds_args(p, &ba, av + 6);
+	return kzp_mutate_as(p, "res_version", 9, av, "version", out, r);
 }
 
 int

@@ -6,6 +6,7 @@
  * leaves.  Pure over cJSON views, like admit.c, so every rule is
  * unit-tested without a store.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kz_json.h"
@@ -25,6 +26,7 @@ struct vix {
 	struct idx res; /* the view's facts by id */
 	struct idx links; /* the room's links by rid */
 	struct idx items; /* the snapshot's items by id */
+	struct idx out; /* the files the snapshot left out, by id */
 };
 
 static bool
@@ -83,6 +85,8 @@ verify_items(const cJSON *snap, const cJSON *view, const struct vix *x,
  * are tolerated.  "Own" needs a turn on both sides: a link made with no
  * turn ("-", the default) belongs to no run, so it never passes as the
  * running turn's file, even when the run itself was admitted with none.
+ * A link the admission left out (the place rule) was considered and is
+ * not projected, so it changes nothing the run loads.
  */
 /* Whether a turn names one (a link or run without one carries "-"). */
 static bool
@@ -104,7 +108,8 @@ verify_links(const cJSON *snap, const cJSON *view, const struct vix *x,
 
 		if (rid == NULL || (!jtrue(l, "shared") && !jeq(l, "by", mh)))
 			continue;
-		if (kzp_idx_find(&x->items, "id", rid) != NULL)
+		if (kzp_idx_find(&x->items, "id", rid) != NULL ||
+		    kzp_idx_find(&x->out, "id", rid) != NULL)
 			continue;
 		f = facts_of(&x->res, rid);
 		if (!kzp_can_read(f, mh) || !kzp_ready(f))
@@ -173,7 +178,7 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 {
 	const char *mh = jstr(snap, "actor_hash");
 	const cJSON *roster = kz_json_get(view, "roster");
-	struct vix x = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
+	struct vix x = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
 	int e;
 
 	*withheld = false;
@@ -185,7 +190,8 @@ kzp_verify_decide(const cJSON *snap, const cJSON *view,
 		return e;
 	if (kzp_idx_build(&x.res, kz_json_get(view, "res"), "id") != 0 ||
 	    kzp_idx_build(&x.links, kz_json_get(view, "links"), "rid") != 0 ||
-	    kzp_idx_build(&x.items, kz_json_get(snap, "items"), "id") != 0) {
+	    kzp_idx_build(&x.items, kz_json_get(snap, "items"), "id") != 0 ||
+	    kzp_idx_build(&x.out, kz_json_get(snap, "left_out"), "id") != 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		e = KZ_ENOMEM;
 		goto out;
@@ -200,12 +206,30 @@ out:
 	kzp_idx_free(&x.res);
 	kzp_idx_free(&x.links);
 	kzp_idx_free(&x.items);
+	kzp_idx_free(&x.out);
 	return e;
+}
+
+/* The place rule on a manifest: every path can be written. */
+static bool
+placeable(const cJSON *items, int n)
+{
+	const char **paths = calloc((size_t)n + 1, sizeof(*paths));
+	const cJSON *it;
+	bool ok;
+	int i = 0;
+
+	if (paths == NULL)
+		return false;
+	cJSON_ArrayForEach(it, items) paths[i++] = jstr(it, "path");
+	ok = kzp_paths_disjoint(paths, (size_t)n);
+	free(paths);
+	return ok;
 }
 
 /*
  * A snapshot whose shape or digests do not hold proves nothing (the
- * fail-closed rule).
+ * fail-closed rule), nor does one whose files cannot all be written.
  */
 int
 kzp_snap_check(const cJSON *snap, struct kzp_res *r)
@@ -213,6 +237,7 @@ kzp_snap_check(const cJSON *snap, struct kzp_res *r)
 	static const char *const strs[] = {"snapshot", "room_hash",
 	    "actor_hash", "turn", "roster_digest", "manifest_digest", NULL};
 	const cJSON *it, *items = kz_json_get(snap, "items");
+	const cJSON *out = kz_json_get(snap, "left_out");
 	char md[KZP_SHA_HEX + 1];
 	int n = 0;
 
@@ -220,7 +245,8 @@ kzp_snap_check(const cJSON *snap, struct kzp_res *r)
 		if (jstr(snap, strs[i]) == NULL)
 			goto bad;
 	if (!cJSON_IsArray(items) || jnum(snap, "audience_version") < 0 ||
-	    jnum(snap, "admission_seq") < 0)
+	    jnum(snap, "admission_seq") < 0 ||
+	    (out != NULL && !cJSON_IsArray(out)))
 		goto bad;
 	cJSON_ArrayForEach(it, items)
 	{
@@ -233,7 +259,8 @@ kzp_snap_check(const cJSON *snap, struct kzp_res *r)
 		n++;
 	}
 	kzp_manifest_digest(items, md);
-	if (n != jnum(snap, "files") || !jeq(snap, "manifest_digest", md))
+	if (n != jnum(snap, "files") || !jeq(snap, "manifest_digest", md) ||
+	    !placeable(items, n))
 		goto bad;
 	return 0;
 bad:

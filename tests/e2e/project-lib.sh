@@ -22,3 +22,7 @@ doc() { q resource-create --resource "$2" --member "$1" --kind "${5:-document}" 
 adm() { local n=$1; shift; kz-project admit "$@" >"$T/$n.json" 2>"$T/$n.err"; }
 ids() { js "$T/$1.json" '",".join(i["id"] for i in d["items"])'; }
 code() { kz-project "$@" 2>&1 >/dev/null | sed -n 's/^kz-project: \([a-z_]*\):.*/\1/p'; }
+# left NAME: what admission NAME left out (the place rule), id:reason in line.
+left() { js "$T/$1.json" '",".join(o["id"]+":"+o["reason"] for o in d.get("left_out", []))'; }
+# why CMD...: the one-line reason of a refused one-shot command.
+why() { kz-project "$@" 2>&1 >/dev/null | sed -n 's/^kz-project: [a-z_]*: //p'; }

@@ -6,7 +6,7 @@
 # and link-output as kz-run calls it.  The audit sink is the real kz-audit,
 # so every record sent here also passes its schema.
 . "$(dirname "$0")/lib.sh"
-plan 37
+plan 39
 . "$(dirname "$0")/project-lib.sh"
 
 export KZ_AUDIT=on KZ_AUDIT_SOCKET=$T/kz-audit.sock
@@ -60,6 +60,11 @@ is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "
 adm k3 --room rc --member alice
 is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "$T/k3.json" --turn - --file out/r.csv)" refused \
 	"link-output: refused: a turn-less admission links nothing"
+adm k4 --room rc --member alice --turn t4
+is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "$T/k4.json" --turn t4 --file out/r.csv)" refused \
+	"link-output: refused: a name the room already has (the place rule)"
+t "link-output: the place refusal is audited, with its reason" sh -c \
+	"kz-audit query --dir '$T/audit' --kind projection | grep '\"stage\":\"output\"' | grep '\"decision\":\"refuse\"' | grep -q 'already has a file'"
 
 # --- the withheld selection ---------------------------------------------------
 doc alice L1 lib/notes.txt "library notes" library

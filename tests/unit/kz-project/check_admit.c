@@ -21,6 +21,16 @@
 #define G_ROOM                                                                 \
 	"[{\"via\":\"room\",\"by\":\"A\",\"shared\":true,\"member_in\":true}]"
 
+/* A ready file of A's at PATH (readable by A through the room). */
+#define RESP(id, path, size)                                                   \
+	"{\"id\":\"" id "\",\"exists\":true,\"owner\":\"A\","                  \
+	"\"kind\":\"document\",\"revoked\":false,\"cur\":1,\"path\":\"" path   \
+	"\",\"size\":" #size ",\"sha\":\"" SHA "\",\"ready\":true,"            \
+	"\"grants\":" G_ROOM "}"
+#define LINK(id, by, seq)                                                      \
+	"{\"rid\":\"" id "\",\"by\":\"" by "\",\"turn\":\"t0\",\"seq\":" #seq  \
+	",\"shared\":true}"
+
 static const struct kzp_bounds B = {4, 100, 150};
 
 /* A private room of A with d1 linked, A's own d2, B's b1, A's library L1. */
@@ -141,6 +151,158 @@ out:
 	cJSON_Delete(sel);
 	cJSON_Delete(retr);
 }
+
+/*
+ * The place rule at admission: a shared room of A and B whose links do not
+ * fit together (as a lowered bound or links older than the rule can
+ * leave).  Links are listed out of order: the room's order is their seq.
+ */
+static const char *
+    V_CLASH = "{\"exists\":true,\"aver\":2,\"seq\":20,\"roster\":[\"A\",\"B\"],"
+              "\"links\":[" LINK("c9", "B", 11) "," LINK("c2", "A",
+                  4) "," LINK("c1", "B", 3) "," LINK("c3", "B",
+                  5) "," LINK("c4", "A", 6) "," LINK("c5", "B",
+                  7) "," LINK("c6", "B", 8) "," LINK("c7", "B",
+                  9) "," LINK("c8", "B",
+                  10) "],\"sel\":[],\"scope\":[\"s1\"],"
+                      "\"res\":[" RESP("c1", "a.txt", 10) "," RESP("c2",
+                          "a.txt",
+                          10) "," RESP("c3", "a.txt/x", 10) "," RESP("c4", "d",
+                          10) "," RESP("c5", "d/e.txt", 10) "," RESP("c6",
+                          "big.txt", 120) "," RESP("c7", "f.txt",
+                          10) "," RESP("c8", "g.txt", 10) "," RESP("c9",
+                          "h.txt", 10) "," RESP("q1", "a.txt/y",
+                          10) "," RESP("q2", "a.txt/y", 10) "," RESP("s1",
+                          "d/s.txt", 10) "," RESP("n1", "n.txt", 10) "]}";
+
+/* A private room of A: a linked file at the path of A's selection. */
+static const char
+    *V_SELCLASH = "{\"exists\":true,\"aver\":1,\"seq\":2,\"roster\":[\"A\"],"
+                  "\"links\":[" LINK("l1", "A",
+                      1) "],\"sel\":[{\"rid\":\"L1\","
+                         "\"owner\":\"A\"}],\"scope\":[],\"res\":[" RESP("l1",
+                             "L1.txt", 10) "," RES("L1", "A", "library", 10,
+                             "true", "[]") "]}";
+
+static const struct pcase {
+	const char *name, *sel1, *sel2;
+	const char *code; /* NULL: admitted */
+	const char *ids; /* admitted ids, by path */
+	const char *left; /* id:reason, in line */
+} pcases[] = {
+    /* The scope (s1) comes before the room's links and makes "d" a
+     * directory; then the links in their order: the first at a path
+     * wins, a file at, beneath or above a taken path is left out, so are
+     * those over a bound (one file over 100 bytes, a fifth file); the
+     * rest goes. */
+    {"room in line", NULL, NULL, NULL, "c1,c5,s1,c7",
+        "c2:path_clash,c3:path_clash,c4:path_clash,c6:over_bounds,"
+        "c8:over_bounds,c9:over_bounds"},
+    /* An id asked for this turn comes first and takes its path. */
+    {"requested first", "q1", NULL, NULL, "c3,q1,c5,s1",
+        "c1:path_clash,c2:path_clash,c4:path_clash,c6:over_bounds,"
+        "c7:over_bounds,c8:over_bounds,c9:over_bounds"},
+    {"two requested clash", "q1", "q2", "refused", NULL, NULL},
+};
+
+static void
+pcase_ids(const cJSON *snap, char *ids, size_t len, char *left, size_t llen)
+{
+	const cJSON *it;
+
+	ids[0] = left[0] = '\0';
+	cJSON_ArrayForEach(it, kz_json_get(snap, "items"))
+	{
+		size_t n = strlen(ids);
+
+		snprintf(ids + n, len - n, "%s%s", n ? "," : "",
+		    cJSON_GetStringValue(kz_json_get(it, "id")));
+	}
+	cJSON_ArrayForEach(it, kz_json_get(snap, "left_out"))
+	{
+		size_t n = strlen(left);
+
+		snprintf(left + n, llen - n, "%s%s:%s", n ? "," : "",
+		    cJSON_GetStringValue(kz_json_get(it, "id")),
+		    cJSON_GetStringValue(kz_json_get(it, "reason")));
+	}
+}
+
+START_TEST(place_table)
+{
+	const struct pcase *c = &pcases[_i];
+	cJSON *view = cJSON_Parse(V_CLASH), *snap = NULL, *scope = NULL;
+	cJSON *sel = cJSON_CreateArray();
+	struct kzp_turn t = {.mh = "A",
+	    .rh = "R",
+	    .turn = "t1",
+	    .capability = "code",
+	    .select = sel};
+	struct kzp_res r = {0};
+	char ids[256], left[512];
+	bool withheld;
+	int e;
+
+	ck_assert_ptr_nonnull(view);
+	if (c->sel1)
+		cJSON_AddItemToArray(sel, cJSON_CreateString(c->sel1));
+	if (c->sel2)
+		cJSON_AddItemToArray(sel, cJSON_CreateString(c->sel2));
+	e = kzp_admit_decide(view, &t, &B, &snap, &scope, &r);
+	if (c->code != NULL) {
+		ck_assert_msg(e != 0 && r.code && strcmp(r.code, c->code) == 0,
+		    "%s: want %s got %s", c->name, c->code,
+		    r.code ? r.code : "ok");
+		goto out;
+	}
+	ck_assert_msg(e == 0, "%s: refused: %s", c->name, r.why);
+	pcase_ids(snap, ids, sizeof(ids), left, sizeof(left));
+	if (c->ids != NULL) {
+		ck_assert_msg(strcmp(ids, c->ids) == 0, "%s: ids %s", c->name,
+		    ids);
+		ck_assert_msg(strcmp(left, c->left) == 0, "%s: left %s",
+		    c->name, left);
+	}
+	/* Every admitted path can be written, and the snapshot proves. */
+	ck_assert_int_eq(kzp_snap_check(snap, &r), 0);
+	/* The links it left out change nothing at the load... */
+	ck_assert_int_eq(kzp_verify_decide(snap, view, &B, &withheld, &r), 0);
+	/* ...but a new one still does (the manifest-change rule). */
+	cJSON_AddItemToArray(kz_json_get(view, "links"),
+	    cJSON_Parse(LINK("n1", "B", 21)));
+	ck_assert_int_ne(kzp_verify_decide(snap, view, &B, &withheld, &r), 0);
+	ck_assert_str_eq(r.code, "manifest_changed");
+out:
+	cJSON_Delete(view);
+	cJSON_Delete(snap);
+	cJSON_Delete(scope);
+	cJSON_Delete(sel);
+}
+END_TEST
+
+/* A selection that would clash with the room's files is withheld. */
+START_TEST(selection_clash)
+{
+	cJSON *view = cJSON_Parse(V_SELCLASH), *snap = NULL, *scope = NULL;
+	struct kzp_turn t = {.mh = "A",
+	    .rh = "R",
+	    .turn = "t1",
+	    .capability = "code",
+	    .contract = true};
+	struct kzp_res r = {0};
+	char ids[64], left[64];
+
+	ck_assert_int_eq(kzp_admit_decide(view, &t, &B, &snap, &scope, &r), 0);
+	pcase_ids(snap, ids, sizeof(ids), left, sizeof(left));
+	ck_assert_str_eq(ids, "l1");
+	ck_assert_str_eq(left, "");
+	ck_assert_str_eq(cJSON_GetStringValue(kz_json_get(snap, "selection")),
+	    "withheld");
+	cJSON_Delete(view);
+	cJSON_Delete(snap);
+	cJSON_Delete(scope);
+}
+END_TEST
 
 START_TEST(admit_table)
 {
@@ -344,6 +506,7 @@ START_TEST(snapshot_tamper)
 	    .turn = "t1",
 	    .capability = "code"};
 	struct kzp_res r = {0};
+	char md[KZP_SHA_HEX + 1];
 	cJSON *it;
 
 	ck_assert_int_eq(kzp_admit_decide(view, &t, &B, &snap, &scope, &r), 0);
@@ -353,6 +516,17 @@ START_TEST(snapshot_tamper)
 	ck_assert_int_ne(kzp_snap_check(snap, &r), 0);
 	cJSON_ReplaceItemInObject(it, "path", cJSON_CreateString("other"));
 	ck_assert_int_ne(kzp_snap_check(snap, &r), 0);
+	/* Digests that hold prove nothing when a path cannot be written. */
+	cJSON_ReplaceItemInObject(it, "path", cJSON_CreateString("d1.txt/x"));
+	kzp_manifest_digest(kz_json_get(snap, "items"), md);
+	cJSON_ReplaceItemInObject(snap, "manifest_digest",
+	    cJSON_CreateString(md));
+	ck_assert_int_ne(kzp_snap_check(snap, &r), 0);
+	cJSON_ReplaceItemInObject(it, "path", cJSON_CreateString("d0.txt"));
+	kzp_manifest_digest(kz_json_get(snap, "items"), md);
+	cJSON_ReplaceItemInObject(snap, "manifest_digest",
+	    cJSON_CreateString(md));
+	ck_assert_int_eq(kzp_snap_check(snap, &r), 0);
 	cJSON_Delete(view);
 	cJSON_Delete(snap);
 	cJSON_Delete(scope);
@@ -371,6 +545,9 @@ main(void)
 		return 1;
 	tcase_add_loop_test(tc, admit_table, 0,
 	    sizeof(acases) / sizeof(acases[0]));
+	tcase_add_loop_test(tc, place_table, 0,
+	    sizeof(pcases) / sizeof(pcases[0]));
+	tcase_add_test(tc, selection_clash);
 	tcase_add_test(tc, verify_rules);
 	tcase_add_test(tc, can_read_predicate);
 	tcase_add_test(tc, output_types);
