@@ -201,6 +201,38 @@ project(struct run_ctx *x, const struct run_lease *l, const struct run_adm *a)
 	return 0;
 }
 
+/*
+ * The room's files admission left out (kz-project(8), the place rule: a
+ * path another file of the projection holds, or over its bounds), on one
+ * line, so the member is not left to wonder why a file is missing.
+ */
+static void
+left_out(const cJSON *snap)
+{
+	const cJSON *l = kz_json_get(snap, "left_out"), *it;
+	char line[512] = "";
+	size_t n = 0, k = 0;
+
+	if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) == 0)
+		return;
+	cJSON_ArrayForEach(it, l)
+	{
+		const char *id = cJSON_GetStringValue(kz_json_get(it, "id"));
+		const char *why = cJSON_GetStringValue(
+		    kz_json_get(it, "reason"));
+
+		if (id == NULL || why == NULL ||
+		    strlen(id) + strlen(why) + 8 >= sizeof(line) - n)
+			continue;
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s (%s)",
+		    k++ ? ", " : "", id, why);
+	}
+	fprintf(stderr,
+	    "kz-run: admission left %d of the room's files out: %s%s\n",
+	    cJSON_GetArraySize(l), line,
+	    (int)k < cJSON_GetArraySize(l) ? ", ..." : "");
+}
+
 /* kz-project admits the turn before any worker is leased. */
 static int
 admit(struct run_ctx *x, struct run_adm *a)
@@ -218,6 +250,7 @@ admit(struct run_ctx *x, struct run_adm *a)
 	}
 	snprintf(x->manifest, sizeof(x->manifest), "%s", a->manifest);
 	x->audience = a->audience;
+	left_out(a->snap);
 	return 0;
 }
 

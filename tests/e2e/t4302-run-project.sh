@@ -7,7 +7,7 @@
 # cannot read a selected id is refused before anything is leased.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 39
+plan 42
 . "$TOP/tests/e2e/room-run-lib.sh"
 
 q member-create --member alice && q member-create --member bob &&
@@ -116,6 +116,22 @@ t "the refusal is audited at the verify stage" sh -c \
 	"kz-audit query --dir '$T/audit' --kind projection | grep '\"decision\":\"denied\"' | grep -q '\"stage\":\"verify\"'"
 q room-leave --room r1 --member bob
 
+# A file admission leaves out (the place rule, kz-project(8)): alice's
+# private link holds clash.txt in her projection, so bob's shared one at
+# the same path is left out of her turn, and kz-run says which and why.
+q room-join --room r1 --member bob && doc alice d5 clash.txt "alice's" &&
+	doc bob d6 clash.txt "bob's" &&
+	q link --resource d5 --member alice --room r1 --turn t5 --private &&
+	q link --resource d6 --member bob --room r1 --turn t5 --shared
+ok $? "alice links clash.txt privately, bob shares his at the same path"
+wait_for warm 1
+kz-run -q --room r1 --member alice -- cat /projection/files/clash.txt >"$T/o9" 2>"$T/e9"
+is "$? $(cat "$T/o9")" "0 alice's" "alice's turn runs with her own clash.txt"
+is "$(cat "$T/e9")" "kz-run: admission left 1 of the room's files out: d6 (path_clash)" \
+	"and one line says which file was left out, and why"
+q withdraw --resource d6 --member bob --room r1 && q withdraw --resource d5 --member alice --room r1 &&
+	q room-leave --room r1 --member bob
+wait_for warm 1
 # Refusals: nothing is leased, nothing dispatched.
 doc alice d3 private.txt "alice only"
 q room-create --room rb --member bob
