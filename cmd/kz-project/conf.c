@@ -93,7 +93,7 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 	p->pointer_shared = strcmp(ptr, "shared") == 0;
 	c->frame_max = (size_t)fm;
 	p->out_types = kz_conf_str(k, "KZ_PROJECT_OUTPUT_TYPES",
-	    "txt,csv,json,md,html,svg,png,jpg,pdf,docx,pptx,xlsx,zip");
+	    "txt,csv,json,md,png,jpg,pdf,docx,pptx,xlsx,zip");
 	p->store_sock = c->store_sock;
 	p->dep = kz_conf_str(k, "KZ_DEPLOYMENT", "default");
 	p->audit_sock = c->audit_sock;

@@ -46,6 +46,76 @@ static const struct type types[] = {
     {NULL, NULL, 0},
 };
 
+/* A name's type is text (no magic): it is checked whole, not by its head. */
+static bool
+is_text(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	for (const struct type *t = types; dot != NULL && t->ext != NULL; t++)
+		if (strcmp(t->ext, dot + 1) == 0)
+			return t->magic == NULL;
+	return false;
+}
+
+/* Bytes at the end of b[0..n) that begin a UTF-8 sequence not whole yet. */
+static size_t
+utf8_tail(const unsigned char *b, size_t n)
+{
+	for (size_t k = 1; k <= 3 && k <= n; k++) {
+		unsigned char c = b[n - k];
+
+		if ((c & 0xc0) != 0x80) {
+			size_t need = c >= 0xf0 ? 4 :
+			    c >= 0xe0           ? 3 :
+			    c >= 0xc0           ? 2 :
+			                          1;
+
+			return need > k ? k : 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A text output is text all through: valid UTF-8 with no NUL, read from
+ * the stored blob (what the room will be given, which the caller can no
+ * longer change), in pieces, a sequence cut by a piece's end carried to
+ * the next.
+ */
+static int
+text_whole(const struct kzp *p, const char *sha, struct kzp_res *r)
+{
+	unsigned char b[65536 + 4];
+	size_t carry = 0, keep;
+	ssize_t n;
+	int fd, e = 0;
+
+	if (kzp_blob_open(p->blobdir, sha, &fd) != 0) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
+		return KZ_ESYS;
+	}
+	while ((n = read(fd, b + carry, sizeof(b) - 4 - carry)) > 0) {
+		size_t have = carry + (size_t)n;
+
+		keep = utf8_tail(b, have);
+		if (memchr(b, '\0', have) != NULL ||
+		    !kz_utf8_valid((const char *)b, have - keep)) {
+			e = KZ_EDENIED;
+			break;
+		}
+		memmove(b, b + have - keep, keep);
+		carry = keep;
+	}
+	close(fd);
+	if (n < 0 || (e == 0 && carry != 0))
+		e = KZ_EDENIED;
+	if (e != 0)
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "the output content does not match its type");
+	return e;
+}
+
 static bool
 listed(const char *list, const char *ext)
 {
@@ -164,6 +234,8 @@ store_output(struct kzp *p, const char *ws, const char *file, const char *name,
 		goto out;
 	}
 	e = kzp_blob_put(p->blobdir, fd, p->out_max_bytes, sha, size, r);
+	if (e == 0 && is_text(name))
+		e = text_whole(p, sha, r);
 out:
 	close(fd);
 	return e;

@@ -6,7 +6,7 @@
 # and link-output as kz-run calls it.  The audit sink is the real kz-audit,
 # so every record sent here also passes its schema.
 . "$(dirname "$0")/lib.sh"
-plan 39
+plan 43
 . "$(dirname "$0")/project-lib.sh"
 
 export KZ_AUDIT=on KZ_AUDIT_SOCKET=$T/kz-audit.sock
@@ -65,6 +65,22 @@ is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "
 	"link-output: refused: a name the room already has (the place rule)"
 t "link-output: the place refusal is audited, with its reason" sh -c \
 	"kz-audit query --dir '$T/audit' --kind projection | grep '\"stage\":\"output\"' | grep '\"decision\":\"refuse\"' | grep -q 'already has a file'"
+# Text is text all through, not only its first 512 bytes; HTML and SVG,
+# which a viewer may run, are not output types unless the operator lists
+# them (KZ_PROJECT_OUTPUT_TYPES).
+{ head -c 600 /dev/zero | tr '\0' a; printf '\377\376 not UTF-8'; } >"$T/ws/out/late.txt"
+{ head -c 600 /dev/zero | tr '\0' a; printf 'x\0y'; } >"$T/ws/out/nul.txt"
+printf '<script>alert(1)</script>' >"$T/ws/out/page.html"
+printf 'caf\303\251 \342\202\254 ok\n' >"$T/ws/out/utf8.txt"
+adm k5 --room rc --member alice --turn t5
+is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "$T/k5.json" --turn t5 --file out/late.txt)" refused \
+	"link-output: refused: a .txt invalid UTF-8 after its first 512 bytes"
+is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "$T/k5.json" --turn t5 --file out/nul.txt)" refused \
+	"link-output: refused: a .txt with a NUL after its first 512 bytes"
+is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "$T/k5.json" --turn t5 --file out/page.html)" refused \
+	"link-output: refused: .html is not an output type by default"
+lo --snapshot "$T/k5.json" --turn t5 --file out/utf8.txt >/dev/null
+is "$?" 0 "link-output: valid UTF-8 text is linked"
 
 # --- the withheld selection ---------------------------------------------------
 doc alice L1 lib/notes.txt "library notes" library
