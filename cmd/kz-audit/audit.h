@@ -28,6 +28,10 @@
 #define AUD_FILES_MAX 100000
 #define AUD_MAX_FILE_DEFAULT (64ull * 1024 * 1024)
 #define AUD_MAX_FILE_MIN 4096ull
+/* Startup reads the newest file whole: no file may grow past this. */
+#define AUD_MAX_FILE_MAX (1024ull * 1024 * 1024)
+/* Integers are stored exactly: |n| <= 2^53 - 1, exact as a double. */
+#define AUD_INT_MAX 9007199254740991LL
 
 /* ---- schema.c: closed kinds, closed field schemas, value checks. ---- */
 
@@ -78,7 +82,9 @@ struct aud_chain {
 
 /*
  * Formats the next record (seq + 1, ts_ms, kind, event) as one line ending
- * in '\n' into a malloc'd buffer, and advances the chain.
+ * in '\n' into a malloc'd buffer, and advances the chain.  Every number of
+ * event is written as its decimal digits; KZ_EINVAL for one that is not an
+ * integer within AUD_INT_MAX.
  */
 KZ_WUR int aud_record_format(struct aud_chain *c, const char *kind,
     const cJSON *event, int64_t ts_ms, char **line, size_t *len);
@@ -108,12 +114,25 @@ void aud_rec_release(struct aud_rec *r);
  * a longer line (skipped to its end).  Memory stays bounded by cap.
  */
 KZ_WUR int aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl);
+
+/* An audit file open for reading. */
+struct aud_file {
+	FILE *f;
+	char *line; /* AUD_LINE_MAX + 1 bytes: the line last read */
+	uint64_t left; /* bytes of its size at open not yet read */
+};
+
 /*
- * Opens an audit file for reading, with a line buffer of AUD_LINE_MAX + 1
- * bytes for aud_getline (the caller frees both): 0, or the exit status,
- * reported on err when the file cannot be opened.
+ * Opens an audit file for reading: not through a symbolic link, and only
+ * a regular file, read up to its size at open (a log directory is not
+ * trusted: a FIFO or a link to /dev/zero would never end).  0, or the
+ * exit status, reported in one line on err naming path.  aud_file_close
+ * releases it.
  */
-KZ_WUR int aud_file_open(const char *path, FILE *err, FILE **f, char **line);
+KZ_WUR int aud_file_open(const char *path, FILE *err, struct aud_file *af);
+/* aud_getline into af->line, reading no further than af->left. */
+KZ_WUR int aud_file_getline(struct aud_file *af, size_t *len, bool *nl);
+void aud_file_close(struct aud_file *af);
 
 /* RFC 3339 UTC with milliseconds; and its strict parse. */
 void aud_ts_format(int64_t ms, char out[32]);
@@ -133,12 +152,29 @@ struct aud_store_stats {
 
 /*
  * Opens (creating it 0750 if missing) and locks the log directory, recovers
- * the newest file (an incomplete last line is cut off) and continues the
- * chain from the last good record.  key is the AUDIT subkey.
+ * the newest file (a torn tail or a hole a crash left is cut off) and
+ * continues the chain from the last good record.  Any other line that does
+ * not verify is damage: KZ_ECRYPTO, why naming the file and line.  key is
+ * the AUDIT subkey.
  */
 KZ_WUR int aud_store_open(const char *dir, uint64_t max_file,
     const struct kz_key *key, struct aud_store **out, char *why, size_t wlen);
 void aud_store_free(struct aud_store *s);
+/*
+ * recover.c: checks the complete lines of buf, the bytes of log file name,
+ * as a chain continuing c (its first record anchors it) and returns in
+ * *valid the length of the good prefix, and in *cutline the line number
+ * where what follows it starts.  What follows may be only what a crash
+ * leaves: a torn tail (bytes after the last newline), or a hole (a run of
+ * NULs up to a 512-byte boundary of the file, from the one before it or
+ * from the start of its line) with nothing after it but lines holding
+ * holes and later records under key.  Any other complete line that does
+ * not verify or link is damage: KZ_ECRYPTO, why naming name and the line
+ * number, never the line's bytes.
+ */
+KZ_WUR int aud_scan(const struct kz_key *key, const char *name, const char *buf,
+    size_t len, size_t *valid, size_t *cutline, struct aud_chain *c, bool *any,
+    char *why, size_t wlen);
 /* Formats a record into the pending batch; rotates when the file is full. */
 KZ_WUR int aud_store_add(struct aud_store *s, const char *kind,
     const cJSON *event, uint64_t *seq, char *why, size_t wlen);

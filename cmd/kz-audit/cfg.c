@@ -4,6 +4,8 @@
  * dir by the one rule of kaizen.conf(5) (lib/conf.c); KZ_AUDIT_DIR is
  * RUN/audit when KZ_RUN_DIR is set (kz-supervise only has to give the run
  * directory), else /var/lib/kaizen/audit, which survives a reboot.
+ * KZ_AUDIT_MAX_FILE_BYTES is at most what startup reads back whole (the
+ * newest file, store.c): a larger file would stop the next start.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -72,8 +74,8 @@ aud_cfg_load(const char *path, struct aud_cfg *c, char *why, size_t wlen)
 	    (r = kz_conf_copy(k, "KZ_FIELD_KEY_FILE", run, "field.key",
 	         c->keyfile, sizeof(c->keyfile), why, wlen)) != 0 ||
 	    (r = kz_conf_size(k, "KZ_AUDIT_MAX_FILE_BYTES",
-	         AUD_MAX_FILE_DEFAULT, 1ull << 40, &c->max_file, why, wlen)) !=
-	        0 ||
+	         AUD_MAX_FILE_DEFAULT, AUD_MAX_FILE_MAX, &c->max_file, why,
+	         wlen)) != 0 ||
 	    (r = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (r = kz_srv_peers_load(k, &c->peers, NULL, why, wlen)) != 0)

@@ -5,12 +5,18 @@
  * exact bytes of the line up to ',"mac":"'.  Those bytes include prev, the
  * previous record's MAC, so a deleted, reordered or edited record breaks
  * the chain.  Verifying bytes rather than a re-serialization means the
- * checker never depends on how a JSON library prints numbers.
+ * checker never depends on how a JSON library prints numbers; and numbers
+ * are written as their digits, not as cJSON prints them.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <sodium.h>
 
 #include "kz_conf.h"
@@ -88,20 +94,77 @@ mac_compute(const struct kz_key *key, const char *body, size_t len,
 	sodium_memzero(&st, sizeof(st));
 }
 
+/*
+ * Replaces every number under j by its decimal digits (a raw item).  cJSON
+ * prints numbers with %1.15g and a tolerant round-trip check, which turns
+ * 5000000000000001 into 5e+15; the record must hold the integer the schema
+ * accepted, so anything else (a fraction, beyond 2^53 - 1) is refused.
+ */
+static int
+ints_exact(cJSON *j)
+{
+	char num[24];
+	cJSON *c, *raw;
+	int i = 0, r;
+
+	for (c = j->child; c != NULL; c = c->next, i++) {
+		double d = c->valuedouble;
+
+		if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+			if ((r = ints_exact(c)) != 0)
+				return r;
+			continue;
+		}
+		if (!cJSON_IsNumber(c))
+			continue;
+		if (!(d >= (double)-AUD_INT_MAX && d <= (double)AUD_INT_MAX) ||
+		    d != (double)(int64_t)d)
+			return KZ_EINVAL;
+		snprintf(num, sizeof(num), "%" PRId64, (int64_t)d);
+		if ((raw = cJSON_CreateRaw(num)) == NULL)
+			return KZ_ENOMEM;
+		/* The key is copied into raw before c is freed. */
+		if (!(cJSON_IsArray(j) ?
+		            cJSON_ReplaceItemInArray(j, i, raw) :
+		            cJSON_ReplaceItemInObjectCaseSensitive(j, c->string,
+		                raw))) {
+			cJSON_Delete(raw);
+			return KZ_ENOMEM;
+		}
+		c = raw;
+	}
+	return 0;
+}
+
+/* The event as stored: compact JSON, integers as their digits. */
+static int
+event_print(const cJSON *event, char **out)
+{
+	cJSON *copy;
+	int r;
+
+	if ((copy = cJSON_Duplicate(event, true)) == NULL)
+		return KZ_ENOMEM;
+	if ((r = ints_exact(copy)) == 0 && (*out = kz_json_print(copy)) == NULL)
+		r = KZ_ENOMEM;
+	cJSON_Delete(copy);
+	return r;
+}
+
 int
 aud_record_format(struct aud_chain *c, const char *kind, const cJSON *event,
     int64_t ts_ms, char **line, size_t *len)
 {
 	char ts[32], prev[AUD_MAC_HEX + 1], mhex[AUD_MAC_HEX + 1];
 	unsigned char mac[AUD_MAC_BYTES];
-	char *ev, *buf = NULL;
+	char *ev = NULL, *buf = NULL;
 	size_t cap, n;
-	int w, r = 0;
+	int w, r;
 
 	if (sodium_init() < 0)
 		return KZ_EINTERNAL;
-	if ((ev = kz_json_print(event)) == NULL)
-		return KZ_ENOMEM;
+	if ((r = event_print(event, &ev)) != 0)
+		return r;
 	cap = strlen(ev) + strlen(kind) + 256;
 	if (cap > AUD_LINE_MAX) {
 		r = KZ_ETOOBIG;
@@ -242,29 +305,68 @@ aud_record_check(const struct kz_key *key, const char *line, size_t len,
 	return 0;
 }
 
-int
-aud_file_open(const char *path, FILE *err, FILE **f, char **line)
+/* A one-line reason a file cannot be read as a log file, or NULL. */
+static const char *
+open_fd(const char *path, int *fd, uint64_t *size)
 {
-	if ((*line = malloc(AUD_LINE_MAX + 1)) == NULL)
-		return KZ_EXIT_INTERNAL;
-	if ((*f = fopen(path, "re")) == NULL) {
-		fprintf(err, "kz-audit: %s: cannot open\n", path);
-		free(*line);
-		*line = NULL;
+	struct stat st;
+
+	/* O_NONBLOCK: a FIFO must not hold the open until a writer comes. */
+	*fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (*fd < 0)
+		return errno == ELOOP ? "is a symbolic link, not a log file" :
+		                        "cannot open";
+	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(*fd);
+		*fd = -1;
+		return "not a regular file";
+	}
+	*size = (uint64_t)st.st_size;
+	return NULL;
+}
+
+int
+aud_file_open(const char *path, FILE *err, struct aud_file *af)
+{
+	const char *bad;
+	int fd;
+
+	memset(af, 0, sizeof(*af));
+	if ((bad = open_fd(path, &fd, &af->left)) != NULL) {
+		fprintf(err, "kz-audit: %s: %s\n", path, bad);
 		return KZ_EXIT_USAGE;
+	}
+	if ((af->line = malloc(AUD_LINE_MAX + 1)) == NULL ||
+	    (af->f = fdopen(fd, "r")) == NULL) {
+		free(af->line);
+		af->line = NULL;
+		close(fd);
+		return KZ_EXIT_INTERNAL;
 	}
 	return 0;
 }
 
-int
-aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl)
+void
+aud_file_close(struct aud_file *af)
+{
+	if (af->f != NULL)
+		fclose(af->f);
+	free(af->line);
+	memset(af, 0, sizeof(*af));
+}
+
+/* aud_getline, reading at most *left bytes (and counting them off). */
+static int
+getline_max(FILE *f, uint64_t *left, char *buf, size_t cap, size_t *len,
+    bool *nl)
 {
 	size_t n = 0;
 	bool over = false;
 	int c;
 
 	*nl = false;
-	while ((c = getc_unlocked(f)) != EOF) {
+	while (*left > 0 && (c = getc_unlocked(f)) != EOF) {
+		(*left)--;
 		if (c == '\n') {
 			*nl = true;
 			break;
@@ -279,4 +381,19 @@ aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl)
 	if (over)
 		return KZ_ETOOBIG;
 	return n > 0 || *nl ? 1 : 0;
+}
+
+int
+aud_file_getline(struct aud_file *af, size_t *len, bool *nl)
+{
+	return getline_max(af->f, &af->left, af->line, AUD_LINE_MAX + 1, len,
+	    nl);
+}
+
+int
+aud_getline(FILE *f, char *buf, size_t cap, size_t *len, bool *nl)
+{
+	uint64_t left = UINT64_MAX;
+
+	return getline_max(f, &left, buf, cap, len, nl);
 }

@@ -39,33 +39,33 @@ static int
 query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
     uint64_t *skipped)
 {
-	char *line, why[160];
+	struct aud_file af;
+	char why[160];
 	size_t len, lineno = 0;
 	bool nl;
-	FILE *f;
 	int r;
 
-	if ((r = aud_file_open(path, err, &f, &line)) != 0)
+	if ((r = aud_file_open(path, err, &af)) != 0)
 		return r;
-	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
+	while ((r = aud_file_getline(&af, &len, &nl)) != 0) {
 		struct aud_rec rec;
 
 		lineno++;
 		if (r < 0 ||
-		    aud_record_parse(line, len, &rec, why, sizeof(why)) != 0) {
+		    aud_record_parse(af.line, len, &rec, why, sizeof(why)) !=
+		        0) {
 			fprintf(err, "kz-audit: %s:%zu: skipped: %s\n", path,
 			    lineno, r < 0 ? "over the length limit" : why);
 			(*skipped)++;
 			continue;
 		}
 		if (matches(q, &rec)) {
-			fwrite(line, 1, len, out);
+			fwrite(af.line, 1, len, out);
 			fputc('\n', out);
 		}
 		aud_rec_release(&rec);
 	}
-	free(line);
-	fclose(f);
+	aud_file_close(&af);
 	return 0;
 }
 

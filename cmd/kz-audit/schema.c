@@ -15,7 +15,7 @@
 
 enum ftype {
 	F_TOKEN, /* [A-Za-z0-9._:@+=-], 1..max bytes */
-	F_HEX, /* lowercase hex, 1..max */
+	F_HEX, /* lowercase hex, exactly max digits */
 	F_HOST, /* host name or address literal */
 	F_TEXT, /* one line of printable text, 1..max */
 	F_INT, /* integer in [min, max] */
@@ -32,11 +32,19 @@ struct field {
 	int64_t min, max; /* integers; max is the length for strings */
 };
 
-#define INT_MAXJ 9007199254740991LL /* 2^53 - 1: exact in JSON */
+#define INT_MAXJ AUD_INT_MAX /* 2^53 - 1: exact in JSON */
+/*
+ * A *_hash naming who or what (actor, conversation, member, session, run,
+ * room, project) is the keyed identifier hash every binary computes with
+ * kz_key_idhash: KZ_IDHASH_HEX lowercase hex digits, never a raw id.
+ * package_hash is kz-pkgrun's SHA-256 of the package's content (its
+ * PR_HASH_HEX): 64 digits.
+ */
+#define PKG_HASH_HEX 64
 /* clang-format would lay these initializers out as blocks. */
 /* clang-format off */
 #define TOK(n, len) {n, F_TOKEN, 0, len}
-#define HEX(n) {n, F_HEX, 0, 128}
+#define HEX(n) {n, F_HEX, 0, KZ_IDHASH_HEX}
 #define INT(n, lo, hi) {n, F_INT, lo, hi}
 /* clang-format on */
 #define EVIDENCE_MAX 32
@@ -88,11 +96,12 @@ static const struct field f_output[] = {TOK("decision", 32), TOK("error", 64),
 /* kz-pkgrun: a package admitted to the cache, or one tool invocation: the
  * package's content hash, the tool and its class, never its arguments,
  * member files or output. */
-static const struct field f_package[] = {TOK("action", 16), HEX("package_hash"),
-    TOK("tool", 64), TOK("class", 32), {"shared", F_BOOL, 0, 0},
-    INT("files", 0, INT_MAXJ), INT("exit_status", -1, 255),
-    INT("signal", 0, 128), INT("duration_ms", 0, INT_MAXJ), TOK("stage", 32),
-    TOK("error", 64), {NULL, 0, 0, 0}};
+static const struct field f_package[] = {TOK("action", 16),
+    {"package_hash", F_HEX, 0, PKG_HASH_HEX}, TOK("tool", 64), TOK("class", 32),
+    {"shared", F_BOOL, 0, 0}, INT("files", 0, INT_MAXJ),
+    INT("exit_status", -1, 255), INT("signal", 0, 128),
+    INT("duration_ms", 0, INT_MAXJ), TOK("stage", 32), TOK("error", 64),
+    {NULL, 0, 0, 0}};
 /* kz-pkgbroker: a refused package request, with the registry, the host
  * the client asked for and the package; never the token, path or query. */
 static const struct field f_pkg[] = {TOK("registry", 16),
@@ -208,16 +217,59 @@ is_host_char(unsigned char c)
 	    (c >= '0' && c <= '9') || strchr(".-_:[]", c) != NULL;
 }
 
+/*
+ * The next UTF-8 sequence of p as a code point: its length, or 0 for a
+ * byte that does not start a well-formed sequence (the JSON parser has
+ * refused those already; 0 is refused here all the same).
+ */
+static size_t
+utf8_next(const unsigned char *p, uint32_t *cp)
+{
+	size_t n = *p < 0x80 ? 1 :
+	    *p >= 0xf8       ? 0 :
+	    *p >= 0xf0       ? 4 :
+	    *p >= 0xe0       ? 3 :
+	    *p >= 0xc0       ? 2 :
+	                       0;
+
+	if (n == 0)
+		return 0;
+	*cp = n == 1 ? *p : *p & (0x7fu >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		*cp = (*cp << 6) | (p[i] & 0x3fu);
+	}
+	return n;
+}
+
+/*
+ * Characters a terminal acts on rather than shows, refused in every string
+ * of an event so that query can print records as they are: C0 and C1 controls
+ * and DEL (U+009B is CSI, an escape sequence in one character), the line
+ * and paragraph separators, and the bidirectional formatting characters
+ * (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which reorder
+ * what a reader sees.
+ */
+static bool
+unsafe_cp(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
+	    cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069);
+}
+
 static bool
 has_ctrl(const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p < 0x20 || *p == 0x7f)
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp = 0;
+	size_t n;
+
+	for (; *p != '\0'; p += n)
+		if ((n = utf8_next(p, &cp)) == 0 || unsafe_cp(cp))
 			return true;
-	/* U+0085, U+2028 and U+2029 are line breaks too. */
-	return strstr(s, "\xc2\x85") != NULL ||
-	    strstr(s, "\xe2\x80\xa8") != NULL ||
-	    strstr(s, "\xe2\x80\xa9") != NULL;
+	return false;
 }
 
 /*
@@ -269,7 +321,8 @@ check_string(const struct field *f, const char *s, struct aud_refusal_info *ri)
 
 	if (has_ctrl(s))
 		return refuse(ri, AUD_R_MULTILINE, f->name,
-		    "field '%s' has a line break or control character",
+		    "field '%s' has a line break, control or bidirectional "
+		    "formatting character",
 		    f->name);
 	if (len == 0 || len > (size_t)f->max)
 		return refuse(ri, AUD_R_LENGTH, f->name,
@@ -294,6 +347,10 @@ check_string(const struct field *f, const char *s, struct aud_refusal_info *ri)
 			    "field '%s' has a character outside its alphabet",
 			    f->name);
 	}
+	if (f->type == F_HEX && len != (size_t)f->max)
+		return refuse(ri, AUD_R_LENGTH, f->name,
+		    "field '%s' is not a hash of %d hex digits", f->name,
+		    (int)f->max);
 	return 0;
 }
 

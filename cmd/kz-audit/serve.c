@@ -575,8 +575,8 @@ aud_serve(struct aud_cfg *c)
 	snprintf(seq, sizeof(seq), "%llu", (unsigned long long)st.last_seq);
 	if (st.truncated_bytes > 0)
 		kz_log(KZ_LOG_WARN, "audit.recover", 0,
-		    "cut an incomplete record left by a crash (kept in "
-		    "FILE.cut)",
+		    "cut what a crash left after the last sync, a torn "
+		    "tail or a hole (kept in FILE.cut)",
 		    "file", file, NULL);
 	kz_log(KZ_LOG_INFO, "audit.start", 0, "serving", "file", file,
 	    "last_seq", seq, NULL);

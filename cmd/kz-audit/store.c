@@ -3,9 +3,10 @@
  * are formatted into a pending batch and committed with one write and one
  * fdatasync, which is what makes group commit cheap.  A file that would
  * grow past the size limit is closed and the chain continues in the next.
- * On open, the newest file is checked record by record: an incomplete last
- * line (a crash mid-write) is cut off, and anything else that does not
- * verify stops the daemon rather than being written over.
+ * On open, the newest file is checked record by record (recover.c): what
+ * a crash can leave after the last fdatasync (a torn tail, or a hole) is
+ * cut off, and anything else that does not verify stops the daemon rather
+ * than being cut or written over.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,8 +22,6 @@
 #include "kz_conf.h"
 #include "audit.h"
 #include "banned.h"
-
-#define READ_MAX (1024ull * 1024 * 1024)
 
 static int write_all(int fd, const char *p, size_t len);
 
@@ -168,7 +167,7 @@ read_all(int fd, char **out, size_t *len)
 
 	if (fstat(fd, &st) < 0)
 		return KZ_ESYS;
-	if ((uint64_t)st.st_size > READ_MAX)
+	if ((uint64_t)st.st_size > AUD_MAX_FILE_MAX)
 		return KZ_ETOOBIG;
 	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
 		return KZ_ENOMEM;
@@ -183,71 +182,6 @@ read_all(int fd, char **out, size_t *len)
 	buf[got] = '\0';
 	*out = buf;
 	*len = got;
-	return 0;
-}
-
-/* Whether any complete line of buf is a record under key. */
-static bool
-has_record(const struct kz_key *key, const char *buf, size_t len)
-{
-	const char *p = buf, *end = buf + len, *nl;
-	struct aud_rec rec;
-	char w[8];
-
-	for (; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1)
-		if (aud_record_check(key, p, (size_t)(nl - p), false, &rec, w,
-		        sizeof(w)) == 0)
-			return true;
-	return false;
-}
-
-/*
- * Checks the complete lines of buf as a chain (its first record anchors
- * it) and returns in *valid the length of the good prefix.  What follows
- * is a torn tail when it holds no record at all: bytes after the last
- * newline, or lines that are not records under the key with none after
- * them, as a crash or power loss leaves them after the last fsync.  A bad
- * record followed by good ones, or a good record out of its place, is
- * damage: that is refused, never cut.
- */
-static int
-scan(const struct kz_key *key, const char *name, const char *buf, size_t len,
-    size_t *valid, struct aud_chain *c, bool *any, char *why, size_t wlen)
-{
-	size_t pos = 0;
-	char w[160];
-
-	*any = false;
-	while (pos < len) {
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t ll = nl ? (size_t)(nl - buf) - pos : 0;
-		struct aud_rec rec;
-		int r;
-
-		if (nl == NULL)
-			break;
-		w[0] = '\0';
-		r = aud_record_check(key, buf + pos, ll, false, &rec, w,
-		    sizeof(w));
-		if (r != 0 && !has_record(key, nl + 1, len - pos - ll - 1))
-			break;
-		if (r != 0 ||
-		    (*any &&
-		        (rec.seq != c->seq + 1 ||
-		            !kz_ct_equal(rec.prev, c->mac, AUD_MAC_BYTES)))) {
-			kz_why(why, wlen,
-			    "%s: record after seq %llu does not "
-			    "verify (%s); run kz-audit verify",
-			    name, (unsigned long long)c->seq,
-			    w[0] ? w : "chain broken");
-			return KZ_ECRYPTO;
-		}
-		c->seq = rec.seq;
-		memcpy(c->mac, rec.mac, AUD_MAC_BYTES);
-		*any = true;
-		pos = (size_t)(nl - buf) + 1;
-	}
-	*valid = pos;
 	return 0;
 }
 
@@ -276,7 +210,7 @@ recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any, char *why,
     size_t wlen)
 {
 	char name[64], *buf = NULL;
-	size_t len = 0, valid = 0;
+	size_t len = 0, valid = 0, cutline = 0;
 	int fd, r;
 
 	aud_file_name(idx, name, sizeof(name));
@@ -289,11 +223,15 @@ recover_file(struct aud_store *s, unsigned idx, bool cut, bool *any, char *why,
 		kz_why(why, wlen, "cannot read log file %s", name);
 		goto out;
 	}
-	if ((r = scan(&s->chain.key, name, buf, len, &valid, &s->chain, any,
-	         why, wlen)) != 0)
+	if ((r = aud_scan(&s->chain.key, name, buf, len, &valid, &cutline,
+	         &s->chain, any, why, wlen)) != 0)
 		goto out;
+	/* Only the newest file was being written at a crash. */
 	if (valid < len && !cut) {
-		kz_why(why, wlen, "%s ends with an incomplete record", name);
+		kz_why(why, wlen,
+		    "%s:%zu: incomplete record in a file before the "
+		    "newest: run kz-audit verify",
+		    name, cutline);
 		r = KZ_ECRYPTO;
 		goto out;
 	}
@@ -437,7 +375,9 @@ aud_store_open(const char *dir, uint64_t max_file, const struct kz_key *key,
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return KZ_ENOMEM;
 	s->dirfd = s->lockfd = s->fd = -1;
-	s->max_file = max_file < AUD_MAX_FILE_MIN ? AUD_MAX_FILE_MIN : max_file;
+	s->max_file = max_file < AUD_MAX_FILE_MIN ? AUD_MAX_FILE_MIN :
+	    max_file > AUD_MAX_FILE_MAX           ? AUD_MAX_FILE_MAX :
+	                                            max_file;
 	s->chain.key = *key;
 	if ((r = lock_dir(s, dir, why, wlen)) != 0 ||
 	    (r = recover(s, why, wlen)) != 0) {

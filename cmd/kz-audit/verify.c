@@ -75,40 +75,39 @@ static int
 verify_file(const struct kz_key *key, const char *path, struct vstate *vs,
     FILE *err)
 {
-	char *line, why[200];
+	struct aud_file af;
+	char why[200];
 	size_t len, lineno = 0;
 	bool nl;
-	FILE *f;
 	int rc = 0, r;
 
-	if ((rc = aud_file_open(path, err, &f, &line)) != 0)
+	if ((rc = aud_file_open(path, err, &af)) != 0)
 		return rc;
-	while ((r = aud_getline(f, line, AUD_LINE_MAX + 1, &len, &nl)) != 0) {
+	while ((r = aud_file_getline(&af, &len, &nl)) != 0) {
 		lineno++;
 		if (r < 0) {
-			bad(err, path, lineno, line, 0, vs,
+			bad(err, path, lineno, af.line, 0, vs,
 			    "record over the length limit");
 			rc = KZ_EXIT_REFUSED;
 			break;
 		}
 		if (!nl) {
-			bad(err, path, lineno, line, len, vs,
+			bad(err, path, lineno, af.line, len, vs,
 			    "incomplete record (no end of line)");
 			rc = KZ_EXIT_REFUSED;
 			break;
 		}
-		if (check_line(key, line, len, vs, why, sizeof(why))) {
-			bad(err, path, lineno, line, len, vs, why);
+		if (check_line(key, af.line, len, vs, why, sizeof(why))) {
+			bad(err, path, lineno, af.line, len, vs, why);
 			rc = KZ_EXIT_REFUSED;
 			break;
 		}
 	}
-	if (rc == 0 && ferror(f)) {
+	if (rc == 0 && ferror(af.f)) {
 		fprintf(err, "kz-audit: %s: read error\n", path);
 		rc = KZ_EXIT_USAGE;
 	}
-	free(line);
-	fclose(f);
+	aud_file_close(&af);
 	return rc;
 }
 

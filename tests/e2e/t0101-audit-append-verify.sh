@@ -51,7 +51,7 @@ refuse worker_id '{"kind":"lease","event":{"worker_id":{"a":"SECRETVALUE"}}}' "n
 refuse capability "{\"kind\":\"lease\",\"event\":{\"capability\":\"$(head -c 100 /dev/zero | tr '\0' a)SECRETVALUE\"}}" "over-long value refused"
 refuse port '{"kind":"egress_refusal","event":{"port":70000}}' "out-of-range number refused"
 refuse evidence '{"kind":"reset","event":{"evidence":{"x":{"y":1}}}}' "nested evidence refused"
-refuse actor '{"kind":"lease","event":{"actor":"a","actor_hash":"00"}}' "raw id and hash together refused"
+refuse actor '{"kind":"lease","event":{"actor":"a","actor_hash":"0123456789abcdef0123456789abcdef"}}' "raw id and hash together refused"
 
 printf '%s\n' '{"kind":"lease","event":{"worker_id":"w9"}}' \
     '{"kind":"lease","event":{"bogus":1}}' '{"kind":"lease","event":{"worker_id":"w10"}}' \

@@ -1,8 +1,15 @@
 /* The keyed MAC chain: records verify, any edited byte does not, prev
- * links each record to the one before, and a different key fails. */
+ * links each record to the one before, and a different key fails;
+ * integers are stored as their digits; audit files are opened only when
+ * they are regular files, and read up to their size at open. */
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kz_json.h"
 #include "audit.h"
@@ -152,6 +159,143 @@ START_TEST(test_ts)
 }
 END_TEST
 
+/* cJSON prints 5000000000000001 as 5e+15: the record must hold the
+ * integer the schema accepted, digit for digit, under its MAC. */
+START_TEST(test_int_exact)
+{
+	static const char *const ints[] = {"0", "-1", "4503599627370497",
+	    "5000000000000001", "9007199254740991", "-9007199254740991"};
+	struct aud_rec r;
+	char ev[128], want[64], why[160], *l;
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		snprintf(ev, sizeof(ev), "{\"token\":%s,\"e\":{\"x\":%s}}",
+		    ints[i], ints[i]);
+		snprintf(want, sizeof(want), "{\"token\":%s,\"e\":{\"x\":%s}}",
+		    ints[i], ints[i]);
+		l = rec(ev, &n);
+		ck_assert_msg(strstr(l, want) != NULL, "%s stored as %s",
+		    ints[i], l);
+		ck_assert_int_eq(aud_record_check(&chain.key, l, n - 1, false,
+		                     &r, why, sizeof(why)),
+		    0);
+		free(l);
+	}
+}
+END_TEST
+
+/* A number that is not an integer the schema accepts is not stored. */
+START_TEST(test_int_refused)
+{
+	static const char *const bad[] = {"{\"token\":1.5}",
+	    "{\"token\":9007199254740992}", "{\"token\":-9007199254740992}",
+	    "{\"token\":1e300}", "{\"e\":{\"x\":0.25}}"};
+	char *line = NULL;
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON *e = cJSON_Parse(bad[i]);
+
+		ck_assert_ptr_nonnull(e);
+		ck_assert_int_eq(aud_record_format(&chain, "lease", e, 1, &line,
+		                     &n),
+		    KZ_EINVAL);
+		ck_assert_ptr_null(line);
+		ck_assert_uint_eq(chain.seq, 0);
+		cJSON_Delete(e);
+	}
+}
+END_TEST
+
+static char tdir[64];
+
+static void
+tdir_make(void)
+{
+	snprintf(tdir, sizeof(tdir), "/tmp/kzchain.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tdir));
+}
+
+static void
+tdir_remove(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Opening path must fail at once, with one line naming it and saying
+ * what is wrong. */
+static void
+open_fails(const char *path, const char *what)
+{
+	struct aud_file af;
+	char msg[512] = "";
+	FILE *err = tmpfile();
+
+	ck_assert_int_eq(aud_file_open(path, err, &af), KZ_EXIT_USAGE);
+	rewind(err);
+	ck_assert_ptr_nonnull(fgets(msg, sizeof(msg), err));
+	ck_assert_msg(strstr(msg, path) != NULL && strstr(msg, what) != NULL,
+	    "'%s' for %s", msg, path);
+	ck_assert_int_eq(fgetc(err), EOF);
+	fclose(err);
+}
+
+/* A log directory is not trusted: a symbolic link (to /dev/zero), a FIFO
+ * or a device would make a reader hang or read forever. */
+START_TEST(test_file_hostile)
+{
+	char path[128];
+
+	tdir_make();
+	snprintf(path, sizeof(path), "%s/link", tdir);
+	ck_assert_int_eq(symlink("/dev/zero", path), 0);
+	open_fails(path, "symbolic link");
+	snprintf(path, sizeof(path), "%s/fifo", tdir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	open_fails(path, "not a regular file");
+	open_fails("/dev/zero", "not a regular file");
+	open_fails(tdir, "not a regular file");
+	snprintf(path, sizeof(path), "%s/none", tdir);
+	open_fails(path, "cannot open");
+	tdir_remove();
+}
+END_TEST
+
+/* What is appended after the open is not read: a reader ends. */
+START_TEST(test_file_size_at_open)
+{
+	struct aud_file af;
+	char path[128], last[16] = "";
+	size_t len, lines = 0;
+	bool nl;
+	FILE *w;
+	int r;
+
+	tdir_make();
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl", tdir);
+	ck_assert_ptr_nonnull(w = fopen(path, "w"));
+	fputs("one\ntwo\n", w);
+	fflush(w);
+	ck_assert_int_eq(aud_file_open(path, stderr, &af), 0);
+	fputs("three\nfour\n", w);
+	fclose(w);
+	while ((r = aud_file_getline(&af, &len, &nl)) == 1) {
+		lines++;
+		ck_assert(nl);
+		snprintf(last, sizeof(last), "%s", af.line);
+	}
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(lines, 2);
+	ck_assert_str_eq(last, "two");
+	aud_file_close(&af);
+	tdir_remove();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -166,6 +310,10 @@ main(void)
 	tcase_add_test(tc, test_wrong_key_and_truncation);
 	tcase_add_test(tc, test_form);
 	tcase_add_test(tc, test_ts);
+	tcase_add_test(tc, test_int_exact);
+	tcase_add_test(tc, test_int_refused);
+	tcase_add_test(tc, test_file_hostile);
+	tcase_add_test(tc, test_file_size_at_open);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

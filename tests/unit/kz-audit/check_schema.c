@@ -81,8 +81,44 @@ static const struct bad bads[] = {
     {"reset", "{\"missing\":[[\"SECRET\"]]}", AUD_R_NESTED, "missing"},
     {"reset", "{\"missing\":[\"/SECRET\"]}", AUD_R_PATH, "missing"},
     {"reset", "{\"missing\":\"SECRET\"}", AUD_R_TYPE, "missing"},
-    {"lease", "{\"actor\":\"a\",\"actor_hash\":\"00\"}", AUD_R_CONFLICT,
-        "actor"},
+    {"lease",
+        "{\"actor\":\"a\",\"actor_hash\":"
+        "\"0123456789abcdef0123456789abcdef\"}",
+        AUD_R_CONFLICT, "actor"},
+    /* An identifier hash is the keyed hash, 32 lowercase hex digits: a
+     * raw numeric id, or a hash of another length, is not one. */
+    {"lease", "{\"actor_hash\":\"1234567\"}", AUD_R_LENGTH, "actor_hash"},
+    {"lease", "{\"member_hash\":\"0\"}", AUD_R_LENGTH, "member_hash"},
+    {"lease", "{\"session_hash\":\"0123456789abcdef0123456789abcde\"}",
+        AUD_R_LENGTH, "session_hash"},
+    {"lease", "{\"conversation_hash\":\"0123456789abcdef0123456789abcdef0\"}",
+        AUD_R_LENGTH, "conversation_hash"},
+    {"lease",
+        "{\"actor_hash\":\"0123456789abcdef0123456789abcdef"
+        "0123456789abcdef0123456789abcdef\"}",
+        AUD_R_LENGTH, "actor_hash"},
+    {"lease", "{\"actor_hash\":\"0123456789ABCDEF0123456789abcdef\"}",
+        AUD_R_CHARSET, "actor_hash"},
+    {"egress_refusal", "{\"run_hash\":\"12345\"}", AUD_R_LENGTH, "run_hash"},
+    {"projection", "{\"room_hash\":\"12345\"}", AUD_R_LENGTH, "room_hash"},
+    {"projection", "{\"project_hash\":\"12345\"}", AUD_R_LENGTH,
+        "project_hash"},
+    /* package_hash is kz-pkgrun's SHA-256 of the package: 64 digits. */
+    {"package", "{\"package_hash\":\"0123456789abcdef0123456789abcdef\"}",
+        AUD_R_LENGTH, "package_hash"},
+    /* Characters a terminal acts on: C1 controls, bidi controls. */
+    {"lease", "{\"reason\":\"a\\u009b31mSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u0080SECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u0085SECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u009fSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u202aSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u202eSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u2066SECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u2069SECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u200fSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u061cSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"pkg_refusal", "{\"package\":\"a\\u202eSECRET\"}", AUD_R_MULTILINE,
+        "package"},
     {"lease", "{\"audience_version\":-3}", AUD_R_RANGE, "audience_version"},
     /* An output record names no file, path or content. */
     {"output", "{\"name\":\"SECRET.txt\"}", AUD_R_FIELD, "(unknown)"},
@@ -177,6 +213,34 @@ START_TEST(test_accept_and_hash)
 }
 END_TEST
 
+/* Identifier hashes of the right length, and text that is not a control:
+ * accented letters, a dash, an emoji, a zero-width joiner. */
+START_TEST(test_accept_hash_and_text)
+{
+	static const char *const ok[][2] = {
+	    {"lease", "{\"actor_hash\":\"0123456789abcdef0123456789abcdef\"}"},
+	    {"egress_refusal",
+	        "{\"run_hash\":\"0123456789abcdef0123456789abcdef\"}"},
+	    {"package",
+	        "{\"package_hash\":\"0123456789abcdef0123456789abcdef"
+	        "0123456789abcdef0123456789abcdef\"}"},
+	    {"lease", "{\"reason\":\"caf\\u00e9 \\u2014 \\u00a0ok\"}"},
+	    {"lease", "{\"reason\":\"a \\ud83d\\ude00 b\\u200dc \\u2030\"}"},
+	};
+	struct aud_refusal_info ri;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cJSON *ev = parse(ok[i][1]), *clean = NULL;
+
+		ck_assert_msg(aud_schema_check(ok[i][0], ev, &idkey, &clean,
+		                  &ri) == 0,
+		    "%s refused: %s", ok[i][1], ri.why);
+		cJSON_Delete(clean);
+		cJSON_Delete(ev);
+	}
+}
+END_TEST
+
 START_TEST(test_every_kind)
 {
 	struct aud_refusal_info ri;
@@ -233,6 +297,7 @@ main(void)
 	    (int)(sizeof(bads) / sizeof(bads[0])));
 	tcase_add_test(tc, test_not_object);
 	tcase_add_test(tc, test_accept_and_hash);
+	tcase_add_test(tc, test_accept_hash_and_text);
 	tcase_add_test(tc, test_every_kind);
 	tcase_add_test(tc, test_input_split);
 	suite_add_tcase(s, tc);

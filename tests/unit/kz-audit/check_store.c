@@ -1,5 +1,6 @@
 /* The log directory: commit, reopen and continue, rotation continuing the
- * chain, crash recovery of an incomplete tail, one writer at a time. */
+ * chain, crash recovery of a torn tail or a hole, damage refused, one
+ * writer at a time. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -180,31 +181,6 @@ START_TEST(test_torn_tail_cut)
 }
 END_TEST
 
-/* Lines that are not records, with no record after them, are what a
- * power loss leaves after the last fsync: cut, and kept aside. */
-START_TEST(test_torn_lines_cut)
-{
-	struct aud_store *s = open_store(1 << 20);
-	struct aud_store_stats st;
-	char path[160];
-	uint64_t seq;
-
-	add_n(s, 2, &seq);
-	aud_store_free(s);
-	append_raw("{\"seq\":3}\n\n");
-	append_bytes("\0\0\0garbage\n", 11);
-	s = open_store(1 << 20);
-	aud_store_stats(s, &st);
-	ck_assert_uint_gt(st.truncated_bytes, 0);
-	add_n(s, 1, &seq);
-	ck_assert_uint_eq(seq, 3);
-	aud_store_free(s);
-	ck_assert_int_eq(verify_dir(), 0);
-	snprintf(path, sizeof(path), "%s/audit-000001.jsonl.cut", dir);
-	ck_assert_int_eq(access(path, R_OK), 0);
-}
-END_TEST
-
 /* A bad record with good ones after it is damage, not a crash. */
 START_TEST(test_damage_refused)
 {
@@ -238,6 +214,195 @@ START_TEST(test_damage_refused)
 }
 END_TEST
 
+/* The log file's bytes, malloc'd. */
+static char *
+file_bytes(size_t *len)
+{
+	char path[160], *buf;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	ck_assert_ptr_nonnull(buf = calloc(1, (size_t)n + 1));
+	rewind(f);
+	ck_assert_int_eq(fread(buf, 1, (size_t)n, f), n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void
+file_put(const char *buf, size_t len)
+{
+	char path[160];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	ck_assert_int_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+}
+
+/* Opening must fail as damage, name the file and line, never the bytes,
+ * and leave the file as it was. */
+static void
+open_refused(const char *where)
+{
+	struct aud_store *s = NULL;
+	char why[200], path[160], *before, *after;
+	size_t n0, n1;
+
+	before = file_bytes(&n0);
+	ck_assert_int_eq(aud_store_open(dir, 1 << 20, &key, &s, why,
+	                     sizeof(why)),
+	    KZ_ECRYPTO);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(why, where) != NULL, "'%s' lacks '%s'", why,
+	    where);
+	ck_assert_ptr_null(strstr(why, "worker_id"));
+	ck_assert_ptr_null(strstr(why, "filler"));
+	ck_assert_ptr_null(strchr(why, '\n'));
+	after = file_bytes(&n1);
+	ck_assert_uint_eq(n0, n1);
+	ck_assert(memcmp(before, after, n0) == 0);
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl.cut", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	free(before);
+	free(after);
+	ck_assert_int_eq(verify_dir(), 1);
+}
+
+/* Complete lines that are not records are not what a crash leaves (the
+ * sink acknowledges only after fdatasync, and a write is cut short only
+ * after its last newline): damage, refused. */
+START_TEST(test_bad_lines_refused)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *where;
+	} cases[] = {
+	    {"{\"seq\":3}\n", 10, "audit-000001.jsonl:3: "},
+	    {"\n", 1, "audit-000001.jsonl:3: "},
+	    {"\0\0\0garbage\n", 11, "audit-000001.jsonl:3: "},
+	};
+	struct aud_store *s;
+	uint64_t seq;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		teardown();
+		setup();
+		s = open_store(1 << 20);
+		add_n(s, 2, &seq);
+		aud_store_free(s);
+		append_bytes(cases[i].text, cases[i].len);
+		open_refused(cases[i].where);
+	}
+}
+END_TEST
+
+/* An edit of the newest records is damage, not a crash: the sink must
+ * not cut it and then reuse its seq. */
+START_TEST(test_edited_tail_refused)
+{
+	struct aud_store *s = open_store(1 << 20);
+	char *buf, *p;
+	size_t n;
+	uint64_t seq;
+
+	add_n(s, 4, &seq);
+	aud_store_free(s);
+	buf = file_bytes(&n);
+	/* The last record's worker_id "w" becomes "E". */
+	p = buf + n - 1;
+	while (p > buf && p[-1] != '\n')
+		p--;
+	p = strstr(p, "\"w\"");
+	ck_assert_ptr_nonnull(p);
+	memcpy(p + 1, "E", 1);
+	file_put(buf, n);
+	open_refused("audit-000001.jsonl:4: ");
+	/* The two last records edited: the first of them is named. */
+	p = buf + n - 1;
+	while (p > buf && p[-1] != '\n')
+		p--;
+	p--;
+	while (p > buf && p[-1] != '\n')
+		p--;
+	p = strstr(p, "\"w\"");
+	memcpy(p + 1, "E", 1);
+	file_put(buf, n);
+	open_refused("audit-000001.jsonl:3: ");
+	free(buf);
+}
+END_TEST
+
+/* A hole: a file system may expose a block whose data never reached the
+ * disk as NULs.  Lines holding a whole 512-byte-aligned block of NULs,
+ * and the records after them, are cut like a torn tail. */
+START_TEST(test_hole_cut)
+{
+	struct aud_store *s = open_store(1 << 20);
+	struct aud_store_stats st;
+	char path[160], *buf;
+	size_t n, good = 0;
+	uint64_t seq;
+
+	add_n(s, 12, &seq);
+	aud_store_free(s);
+	buf = file_bytes(&n);
+	ck_assert_uint_gt(n, 1500);
+	for (size_t i = 0; i < 512; i++)
+		good += buf[i] == '\n';
+	memset(buf + 512, 0, 512);
+	file_put(buf, n - 30); /* and a torn end */
+	s = open_store(1 << 20);
+	aud_store_stats(s, &st);
+	ck_assert_uint_eq(st.last_seq, good);
+	ck_assert_uint_gt(st.truncated_bytes, 0);
+	add_n(s, 1, &seq);
+	ck_assert_uint_eq(seq, good + 1);
+	aud_store_free(s);
+	ck_assert_int_eq(verify_dir(), 0);
+	snprintf(path, sizeof(path), "%s/audit-000001.jsonl.cut", dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	free(buf);
+}
+END_TEST
+
+/* What follows a hole must still be what a crash leaves: an edited
+ * record after it, or NULs that are no whole aligned block, are not. */
+START_TEST(test_hole_edit_refused)
+{
+	struct aud_store *s = open_store(1 << 20);
+	char *buf;
+	size_t n;
+	uint64_t seq;
+
+	add_n(s, 12, &seq);
+	aud_store_free(s);
+	buf = file_bytes(&n);
+	memset(buf + 512, 0, 512);
+	buf[n - 20] = buf[n - 20] == 'a' ? 'b' : 'a';
+	file_put(buf, n);
+	open_refused("audit-000001.jsonl:");
+	free(buf);
+	teardown();
+	setup();
+	s = open_store(1 << 20);
+	add_n(s, 12, &seq);
+	aud_store_free(s);
+	buf = file_bytes(&n);
+	memset(buf + 700, 0, 300); /* no run up to a 512 boundary */
+	file_put(buf, n);
+	open_refused("audit-000001.jsonl:");
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_one_writer)
 {
 	struct aud_store *s = open_store(1 << 20), *t = NULL;
@@ -264,7 +429,11 @@ main(void)
 	tcase_add_test(tc, test_reopen_continues);
 	tcase_add_test(tc, test_rotation);
 	tcase_add_test(tc, test_torn_tail_cut);
-	tcase_add_test(tc, test_torn_lines_cut);
+	tcase_add_test(tc, test_damage_refused);
+	tcase_add_test(tc, test_bad_lines_refused);
+	tcase_add_test(tc, test_edited_tail_refused);
+	tcase_add_test(tc, test_hole_cut);
+	tcase_add_test(tc, test_hole_edit_refused);
 	tcase_add_test(tc, test_damage_refused);
 	tcase_add_test(tc, test_one_writer);
 	suite_add_tcase(s, tc);
