@@ -105,8 +105,11 @@ check_grant(struct conn *c, const struct eg_head *hd)
 	int64_t now = (int64_t)time(NULL);
 
 	if (eg_http_grant(hd->proxy_auth->value, hd->proxy_auth->vlen, g,
-	        sizeof(g)) != 0)
+	        sizeof(g)) != 0) {
+		c->g_ok = false;
+		c->run[0] = '\0';
 		return EG_R_GRANT_MALFORMED;
+	}
 	/* A kept-alive client sends the same grant again: verifying the hash
 	 * of what was verified before, and its expiry, is enough. */
 	crypto_generichash(h, sizeof(h), (unsigned char *)g, strlen(g), NULL,
@@ -115,7 +118,10 @@ check_grant(struct conn *c, const struct eg_head *hd)
 		sodium_memzero(g, sizeof(g));
 		return now < c->g_exp ? EG_R_NONE : EG_R_GRANT_EXPIRED;
 	}
+	/* A grant that fails is no run's: its refusal must not be recorded
+	 * under the run of a grant this connection carried before. */
 	c->g_ok = false;
+	c->run[0] = '\0';
 	r = eg_grant_verify(c->p->pk, g, strlen(g), now, c->p->ttl, &cl);
 	sodium_memzero(g, sizeof(g));
 	if (r != EG_R_NONE)

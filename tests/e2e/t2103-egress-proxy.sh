@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=103
-plan 42
+plan 44
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -104,6 +104,14 @@ like "$(tr '\n' ' ' <"$T/ka")" '^origin origin.kz.test /one refused' \
 	"kept-alive: a second request for a refused host is refused, not sent upstream"
 like "$(grep -c 'Re-using existing connection' "$T/ka.err")" '^[1-9]' "the client did reuse its connection"
 like "$(tr '\n' ' ' <"$T/ka")" 'origin origin.kz.test /four' "and the allowed host still works after"
+# A bad grant on a connection that carried a good one is no run's: its
+# refusal is not recorded under the earlier grant's run.
+printf 'GET http://origin.kz.test/a HTTP/1.1\r\nHost: origin.kz.test\r\nProxy-Authorization: Bearer %s\r\n\r\nGET http://origin.kz.test/b HTTP/1.1\r\nHost: origin.kz.test\r\nProxy-Authorization: Bearer notagrant\r\n\r\n' "$G" |
+	"$EG_PY" "$TOP/tests/egress/raw.py" "127.0.0.1:$EG_PORT" 3 >"$T/two"
+like "$(tr '\r\n' '  ' <"$T/two")" 'origin origin.kz.test /a.*HTTP/1.1 403' \
+	"one connection: a good grant's request served, then a bad grant refused"
+unlike "$(grep '"reason":"grant_malformed"' "$T/egress.log" | tail -1)" '"run_hash"' \
+	"the bad grant's refusal names no run (not the earlier grant's)"
 
 # Smuggling ambiguities and bounds.
 raw() { printf '%b' "$1" | "$EG_PY" "$TOP/tests/egress/raw.py" "127.0.0.1:$EG_PORT" "${2:-3}"; }
