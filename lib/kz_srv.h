@@ -106,6 +106,7 @@ void kz_req_err(struct kz_req *req, const char *code, const char *reason);
 /* Counters for status ops. */
 struct kz_srv_stats {
 	unsigned long conns, open_conns, requests, bad_frames, peer_refused;
+	unsigned long evicted; /* idle connections closed at the limit */
 };
 void kz_srv_stats(const struct kz_srv *s, struct kz_srv_stats *out);
 

@@ -8,6 +8,7 @@
 #include <event2/listener.h>
 
 #include "kz_frame.h"
+#include "kz_io.h"
 #include "kz_json.h"
 #include "kz_srv.h"
 #include "banned.h"
@@ -34,6 +35,7 @@ struct conn {
 	enum conn_state state;
 	bool reading; /* rev is armed */
 	bool eof; /* the peer will send nothing more */
+	int64_t frame_t0; /* kz_now_ms() when the partial frame began, or 0 */
 	struct kz_req *pending;
 };
 
@@ -93,12 +95,15 @@ conn_abort(struct conn *cn)
 }
 
 /* Arms the read event with the timeout the state calls for: none while a
- * request is handled, the I/O timeout mid-frame, else the idle timeout. */
+ * request is handled, mid-frame what is left of the I/O timeout since the
+ * frame began (a peer that drips a byte now and then gets no more time),
+ * else the idle timeout. */
 static void
 arm_read(struct conn *cn)
 {
 	size_t have = evbuffer_get_length(cn->in);
 	struct timeval tv;
+	int64_t now, left;
 
 	if (cn->eof || cn->state == C_CLOSING ||
 	    have >= cn->srv->c.frame_max + KZ_FRAME_HDR) {
@@ -112,10 +117,16 @@ arm_read(struct conn *cn)
 			event_add(cn->rev, NULL);
 		else
 			event_remove_timer(cn->rev);
+	} else if (have > 0) {
+		now = kz_now_ms();
+		if (cn->frame_t0 == 0)
+			cn->frame_t0 = now;
+		left = cn->srv->c.io_timeout_ms - (now - cn->frame_t0);
+		tv_ms(&tv, left > 0 ? (int)left : 1);
+		event_add(cn->rev, &tv);
 	} else {
-		tv_ms(&tv,
-		    have > 0 ? cn->srv->c.io_timeout_ms :
-		               cn->srv->c.idle_timeout_ms);
+		cn->frame_t0 = 0;
+		tv_ms(&tv, cn->srv->c.idle_timeout_ms);
 		event_add(cn->rev, &tv);
 	}
 	cn->reading = true;
@@ -330,6 +341,7 @@ take_frame(struct conn *cn, cJSON **out, char *why, size_t wlen)
 	        KZ_FRAME_HDR,
 	    n, out, why, wlen);
 	evbuffer_drain(cn->in, KZ_FRAME_HDR + n);
+	cn->frame_t0 = 0; /* the next frame's time starts when it does */
 	return r == 0 ? 1 : r;
 }
 
@@ -491,6 +503,29 @@ kz_req_err(struct kz_req *req, const char *code, const char *reason)
 	kz_req_reply(req, kz_reply_err(req->json, code, reason));
 }
 
+/*
+ * At the connection limit, the longest-held idle connection (no request
+ * in it, nothing to write) makes room for a new one: a peer holding idle
+ * connections open cannot lock every other client out.  False when every
+ * connection is in use.
+ */
+static bool
+evict_idle(struct kz_srv *s)
+{
+	struct conn *cn, *old = NULL;
+
+	LIST_FOREACH(cn, &s->conns, link)
+	if (cn->state == C_READING && cn->pending == NULL &&
+	    evbuffer_get_length(cn->in) == 0 &&
+	    evbuffer_get_length(cn->out) == 0)
+		old = cn; /* the list is newest first */
+	if (old == NULL)
+		return false;
+	s->st.evicted++;
+	conn_free(old);
+	return true;
+}
+
 static void
 accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
@@ -499,7 +534,7 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 	struct conn *cn;
 
 	s->st.conns++;
-	if (s->st.open_conns >= s->c.max_conns ||
+	if ((s->st.open_conns >= s->c.max_conns && !evict_idle(s)) ||
 	    (cn = calloc(1, sizeof(*cn))) == NULL) {
 		close(fd);
 		return;

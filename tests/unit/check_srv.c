@@ -100,6 +100,7 @@ setup(void)
 	c.frame_max = 4096;
 	c.io_timeout_ms = 300;
 	c.idle_timeout_ms = 2000;
+	c.max_conns = 16;
 	c.ops = ops;
 	c.admit = admit;
 	admission_open = true;
@@ -266,6 +267,49 @@ START_TEST(test_slow_peer_times_out_without_stalling_others)
 	ck_assert(closed(slow));
 	close(slow);
 	close(fast);
+}
+END_TEST
+
+/* A peer that drips a byte of a frame now and then gets the I/O timeout
+ * from the frame's start, not from its last byte. */
+START_TEST(test_drip_gets_no_more_time)
+{
+	int fd = dial(), i;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c;
+
+	ck_assert_int_eq(kz_write_full(fd, "\0\0\0\x20", 4, -1), 0);
+	for (i = 0; i < 9; i++) {
+		usleep(100000);
+		if (write(fd, "{", 1) != 1)
+			break;
+	}
+	/* 0.9 s of a frame that had 0.3: closed well before the drip ends. */
+	ck_assert_int_eq(poll(&p, 1, 0), 1);
+	ck_assert_int_le(read(fd, &c, 1), 0);
+	close(fd);
+}
+END_TEST
+
+/* At the connection limit the longest-held idle connection makes room:
+ * idle connections cannot lock the other clients out. */
+START_TEST(test_idle_connections_make_room)
+{
+	int fds[16], fd;
+	cJSON *r;
+
+	for (int i = 0; i < 16; i++)
+		fds[i] = dial();
+	usleep(100000);
+	fd = dial();
+	r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"n\"}");
+	ck_assert_ptr_nonnull(r);
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	ck_assert(closed(fds[0]));
+	for (int i = 0; i < 16; i++)
+		close(fds[i]);
+	close(fd);
 }
 END_TEST
 
@@ -493,6 +537,8 @@ main(void)
 	tcase_add_loop_test(tc, test_bad_frames_answered_once_then_closed, 0,
 	    sizeof(bads) / sizeof(bads[0]));
 	tcase_add_test(tc, test_slow_peer_times_out_without_stalling_others);
+	tcase_add_test(tc, test_drip_gets_no_more_time);
+	tcase_add_test(tc, test_idle_connections_make_room);
 	tcase_add_test(tc, test_deferred_and_pipelined);
 	tcase_add_test(tc, test_half_closed_peer_gets_every_reply);
 	tcase_add_test(tc, test_pipelined_flood_is_bounded_and_served_in_order);
