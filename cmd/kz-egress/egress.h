@@ -22,6 +22,9 @@
 
 #define EG_HOST_MAX 253
 #define EG_LIST_MAX 64
+/* The proxy's own addresses: its listen addresses and every address of
+ * the host's interfaces (policy.c). */
+#define EG_OWN_MAX 256
 #define EG_REASON_MAX 48
 
 /* ---- reason.c: why a request is refused ---- */
@@ -195,7 +198,7 @@ struct eg_policy {
 	size_t nports;
 	struct eg_listen listen[8];
 	size_t nlisten;
-	struct eg_addr own[EG_LIST_MAX]; /* the proxy's own addresses */
+	struct eg_addr own[EG_OWN_MAX]; /* the proxy's own addresses */
 	size_t nown;
 	char turn_host[EG_HOST_MAX + 1];
 	uint16_t turn_port;

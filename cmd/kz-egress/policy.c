@@ -4,7 +4,10 @@
  * value that cannot be read or parsed, and any prerequisite that is missing,
  * leaves the mode in force at isolated, with the reason kept for status.
  */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,11 +176,63 @@ add_listen(struct eg_policy *p, const char *s)
 		snprintf(l->path, sizeof(l->path), "%s", s + 5);
 	} else if (parse_hostport(s, &l->a, &l->port) != 0) {
 		return KZ_EINVAL;
-	} else if (p->nown < EG_LIST_MAX) {
+	} else if (p->nown < EG_OWN_MAX) {
 		p->own[p->nown++] = l->a;
 	}
 	p->nlisten++;
 	return 0;
+}
+
+static bool is_own(const struct eg_policy *p, const struct eg_addr *a);
+
+/* The address bytes of an AF_INET or AF_INET6 sockaddr, else NULL. */
+static const void *
+sa_bytes(const struct sockaddr *sa, int *fam)
+{
+	*fam = sa != NULL ? sa->sa_family : AF_UNSPEC;
+	if (*fam == AF_INET)
+		return &((const struct sockaddr_in *)(const void *)sa)
+		            ->sin_addr;
+	if (*fam == AF_INET6)
+		return &((const struct sockaddr_in6 *)(const void *)sa)
+		            ->sin6_addr;
+	return NULL;
+}
+
+/*
+ * Every address of the host's interfaces is the proxy's own too, whatever
+ * it listens on: a service on the host's public address (or on all of
+ * them) is the deployment's, not the Internet's.  Taken when the policy
+ * is loaded (at start and at every reload); a host with more addresses
+ * than the proxy can hold is isolated, never partly known.
+ */
+static void
+add_local(struct eg_policy *p)
+{
+	struct ifaddrs *ifa, *i;
+	char host[INET6_ADDRSTRLEN];
+	const void *src;
+	struct eg_addr a;
+	int fam;
+
+	if (getifaddrs(&ifa) != 0) {
+		isolate(p, "the host's own addresses cannot be read");
+		return;
+	}
+	for (i = ifa; i != NULL; i = i->ifa_next) {
+		if ((src = sa_bytes(i->ifa_addr, &fam)) == NULL ||
+		    inet_ntop(fam, src, host, sizeof(host)) == NULL ||
+		    eg_addr_parse_literal(host, &a) != 1 || is_own(p, &a))
+			continue;
+		if (p->nown == EG_OWN_MAX) {
+			isolate(p,
+			    "the host has more addresses than the "
+			    "proxy can hold");
+			break;
+		}
+		p->own[p->nown++] = a;
+	}
+	freeifaddrs(ifa);
 }
 
 static void
@@ -201,6 +256,7 @@ load_lists(struct eg_policy *p, const struct kz_conf *c)
 	v = kz_conf_str(c, "SANDBOX_EGRESS_LISTEN", "");
 	if (each_item(v, add_listen, p) != 0)
 		isolate(p, "SANDBOX_EGRESS_LISTEN cannot be parsed");
+	add_local(p);
 }
 
 static void

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=103
-plan 44
+plan 46
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -104,6 +104,14 @@ like "$(tr '\n' ' ' <"$T/ka")" '^origin origin.kz.test /one refused' \
 	"kept-alive: a second request for a refused host is refused, not sent upstream"
 like "$(grep -c 'Re-using existing connection' "$T/ka.err")" '^[1-9]' "the client did reuse its connection"
 like "$(tr '\n' ' ' <"$T/ka")" 'origin origin.kz.test /four' "and the allowed host still works after"
+# The host's own interface addresses are the proxy's own, even inside an
+# allowed private range: the host side of the test link, 10.213.N.1.
+HOSTSIDE=${EG_ORIGIN%.2}.1
+is "$(code -x "$P" -H "Proxy-Authorization: Bearer $G" "http://$HOSTSIDE/")" 403 \
+	"the host's own address (inside the allowed range) is refused"
+like "$(grep '"reason":"own_address"' "$T/egress.log" | tail -1)" "\"host\":\"$HOSTSIDE\"" \
+	"as own_address"
+
 # A bad grant on a connection that carried a good one is no run's: its
 # refusal is not recorded under the earlier grant's run.
 printf 'GET http://origin.kz.test/a HTTP/1.1\r\nHost: origin.kz.test\r\nProxy-Authorization: Bearer %s\r\n\r\nGET http://origin.kz.test/b HTTP/1.1\r\nHost: origin.kz.test\r\nProxy-Authorization: Bearer notagrant\r\n\r\n' "$G" |
