@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,23 @@ call(int fd, const char *op, int timeout_ms, bool any)
 		rep = NULL;
 	}
 	return rep;
+}
+
+/*
+ * Whether the process answering on fd is the worker's own agent, the pid
+ * its controller recorded: what the wipe and health answers prove is then
+ * the agent's word, not that of another listener at a path a controller
+ * named.
+ */
+static bool
+endpoint_is(int fd, pid_t pid)
+{
+	struct ucred uc;
+	socklen_t n = sizeof(uc);
+
+	return fd >= 0 && pid > 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &n) == 0 &&
+	    uc.pid == pid;
 }
 
 static int
@@ -309,7 +327,7 @@ kz_evidence_collect(const char *workers_dir, const char *id,
 	const char *hid = NULL;
 	pid_t pid = agent_pid(workers_dir, id);
 	int fd = agent_open(endpoint, io_timeout_ms);
-	bool ok;
+	bool ok, agent = endpoint_is(fd, pid);
 
 	gen[0] = '\0';
 	/* Wipe and health share one connection (the agent serves requests
@@ -321,7 +339,9 @@ kz_evidence_collect(const char *workers_dir, const char *id,
 	if (wipe == NULL && fd >= 0) {
 		close(fd);
 		fd = agent_open(endpoint, io_timeout_ms);
+		agent = agent && endpoint_is(fd, pid);
 	}
+	cJSON_AddBoolToObject(ev, "endpoint_agent", agent);
 	cJSON_AddBoolToObject(ev, "wipe_ok", ok);
 	agent_evidence(wipe, ev);
 	if (ok)

@@ -12,6 +12,9 @@ controller ($CTL_REAL), except where the mode in $KZ_RUN_DIR/ctl-mode
   phantom   (list) adds a worker that does not exist
   omit      (list) leaves out the workers named in $KZ_RUN_DIR/ctl-omit
   steal     (create) answers the endpoint of another existing worker
+  parrot    (create) answers the endpoint of a listener of its own (in
+            $KZ_RUN_DIR, pid in parrot-ID.pid, gone after 60 s) that
+            names the worker's id and claims every wipe evidence item
 
 Each call is logged to $KZ_RUN_DIR/ctl-ops as "OP ID FAULT PID" (while
 a mode is set: with none, tests/ctl/fault-ctl runs the real one alone).
@@ -72,6 +75,55 @@ def other_endpoint(me):
     return None
 
 
+def parrot(wid):
+    """A listener at RUN/parrot-ID.sock that answers as if it were worker
+    wid's agent; its path is returned once it listens."""
+    path = os.path.join(RUN, "parrot-%s.sock" % wid)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() != 0:
+            os._exit(0)
+        import socket
+        with open(os.path.join(RUN, "parrot-%s.pid" % wid), "w") as f:
+            f.write(str(os.getpid()))
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1):
+            os.dup2(null, fd)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.listen(8)
+        s.settimeout(1)
+        end = time.time() + 60
+        items = ["leftovers_killed", "previous_gone", "namespaces_new",
+                 "within_lease_limit", "workspace_empty", "tmp_empty",
+                 "shm_empty", "mounts_baseline", "ipc_empty",
+                 "cgroup_only_agent", "memory_clean"]
+        while time.time() < end:
+            try:
+                c, _ = s.accept()
+            except OSError:
+                continue
+            f = c.makefile("rwb")
+            while True:
+                raw = read_frame(f)
+                if not raw:
+                    break
+                q = json.loads(raw)
+                r = {"v": 1, "ok": True, "id": q.get("id"), "worker": wid,
+                     "generation": 7}
+                if q.get("op") == "wipe":
+                    r["evidence"] = {k: True for k in items}
+                write_frame(f, r)
+            c.close()
+        os.unlink(path)
+        os._exit(0)
+    for _ in range(100):
+        if os.path.exists(path):
+            break
+        time.sleep(0.02)
+    return path
+
+
 def main():
     out = sys.stdout.buffer
     raw = read_frame(sys.stdin.buffer)
@@ -109,6 +161,8 @@ def main():
         except OSError:
             gone = []
         rep["workers"] = [w for w in rep["workers"] if w not in gone]
+    if fault == "parrot" and op == "create" and rep.get("ok"):
+        rep["endpoint"] = parrot(wid)
     if fault == "steal" and op == "create" and rep.get("ok"):
         ep = other_endpoint(wid)
         if ep is not None:

@@ -13,7 +13,7 @@
 # capacity.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 29
+plan 34
 export LEASE_CONTROLLER=$TOP/tests/ctl/fault-ctl CTL_REAL=$BIN/kz-ctl-local
 export LEASE_CONTROLLER_TIMEOUT_MS=3000 LEASE_CREATE_TIMEOUT_MS=5000
 export LEASE_RECONCILE_MS=500
@@ -113,6 +113,28 @@ WD=$(grep '^create .* die' "$OPS" | head -1 | cut -d' ' -f2)
 echo good >"$M"
 t "its worker stays counted until reconcile deletes it" sh -c "for i in \$(seq 1 80); do [ -d '$T/workers/$WD' ] || exit 0; sleep 0.1; done; exit 1"
 t "a good replacement is warm beside alice's lease" wait_for warm 1 100
+
+# ---- a create answered with a listener of the controller's own ----
+# It names the worker's id and claims a clean wipe, but it is not the
+# agent the controller recorded: the reset that follows its first lease
+# retires it (endpoint_agent), it is never published warm again.
+on_exit 'for f in '"$T"'/parrot-*.pid; do [ -f "$f" ] && kill "$(cat "$f")"; done 2>/dev/null'
+lease dave >"$T/dave" 2>&1
+echo create:parrot >"$M"
+kz-lease release --socket "$S" --lease-id "$(field "$T/dave" lease_id)" --token forged >/dev/null 2>&1
+t "a create is answered with the controller's own listener" sh -c "for i in \$(seq 1 80); do grep -q '^create .* parrot' '$OPS' && exit 0; sleep 0.1; done; exit 1"
+echo good >"$M"
+WP=$(grep '^create .* parrot' "$OPS" | head -1 | cut -d' ' -f2)
+for _ in $(seq 1 100); do lease erin >"$T/erin" 2>&1 && grep -q "parrot-$WP" "$T/erin" && break
+	kz-lease release --socket "$S" --lease-id "$(field "$T/erin" lease_id 2>/dev/null)" --token "$(field "$T/erin" token 2>/dev/null)" >/dev/null 2>&1
+	sleep 0.1; done
+like "$(field "$T/erin" endpoint)" "parrot-$WP" "its first lease goes to the listener (health names the id)"
+w0=$(st resets_warm)
+kz-lease release --socket "$S" --lease-id "$(field "$T/erin" lease_id)" --token "$(field "$T/erin" token)" >/dev/null 2>&1
+t "the reset after it retires the worker" sh -c "for i in \$(seq 1 80); do grep '\"worker.retire\"' '$T/lease.log' | grep -q '$WP' && exit 0; sleep 0.1; done; exit 1"
+like "$(grep '"reset.evidence"\|"worker.retire"\|"reset.retire"' "$T/lease.log" | grep "$WP" | tail -3)" 'endpoint_agent' \
+	"naming the missing item: the listener is not the worker's agent"
+is "$(st resets_warm)" "$w0" "and nothing was published warm from it"
 
 diag "$(grep -c '"controller.fault"' "$T/lease.log") controller calls failed in all"
 kill "$SAMPLER"
