@@ -4,45 +4,51 @@
 #include "kz_json.h"
 #include "banned.h"
 
+int
+kz_utf8_next(const char *s, size_t len, uint32_t *cp)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if ((p[0] & 0xe0) == 0xc0) {
+		n = 2;
+		*cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		n = 3;
+		*cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		n = 4;
+		*cp = p[0] & 0x07;
+	} else
+		return 0;
+	for (size_t k = 1; k < n; k++) {
+		if (k == len)
+			return -1;
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+		*cp = (*cp << 6) | (p[k] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF. */
+	if ((n == 2 && *cp < 0x80) || (n == 3 && *cp < 0x800) ||
+	    (n == 4 && *cp < 0x10000) || *cp > 0x10ffff ||
+	    (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return (int)n;
+}
+
 bool
 kz_utf8_valid(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
+	uint32_t cp;
+	int n;
 
-	while (i < len) {
-		unsigned char c = p[i];
-		size_t n;
-		uint32_t cp;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			n = 1;
-			cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			n = 2;
-			cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			n = 3;
-			cp = c & 0x07;
-		} else
+	for (size_t i = 0; i < len; i += (size_t)n)
+		if ((n = kz_utf8_next(s + i, len - i, &cp)) <= 0)
 			return false;
-		if (len - i <= n)
-			return false;
-		for (size_t k = 1; k <= n; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i + k] & 0x3f);
-		}
-		/* Overlong forms, surrogates and values past U+10FFFF. */
-		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
-		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += n + 1;
-	}
 	return true;
 }
 

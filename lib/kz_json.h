@@ -20,6 +20,11 @@
 
 /* Validates UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 bool kz_utf8_valid(const char *s, size_t len);
+/* The UTF-8 sequence at s (len > 0 bytes there): its length (1 to 4), its
+ * code point in *cp; 0 when it is not well formed by kz_utf8_valid's
+ * rules; -1 when the len bytes are only the start of one that more bytes
+ * could complete (a sequence cut by the end of a buffer). */
+int kz_utf8_next(const char *s, size_t len, uint32_t *cp);
 
 /* Parses exactly len bytes as one JSON value; *out set only on success. */
 KZ_WUR int kz_json_parse(const char *buf, size_t len, cJSON **out, char *why,

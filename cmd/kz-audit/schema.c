@@ -218,32 +218,6 @@ is_host_char(unsigned char c)
 }
 
 /*
- * The next UTF-8 sequence of p as a code point: its length, or 0 for a
- * byte that does not start a well-formed sequence (the JSON parser has
- * refused those already; 0 is refused here all the same).
- */
-static size_t
-utf8_next(const unsigned char *p, uint32_t *cp)
-{
-	size_t n = *p < 0x80 ? 1 :
-	    *p >= 0xf8       ? 0 :
-	    *p >= 0xf0       ? 4 :
-	    *p >= 0xe0       ? 3 :
-	    *p >= 0xc0       ? 2 :
-	                       0;
-
-	if (n == 0)
-		return 0;
-	*cp = n == 1 ? *p : *p & (0x7fu >> n);
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		*cp = (*cp << 6) | (p[i] & 0x3fu);
-	}
-	return n;
-}
-
-/*
  * Characters a terminal acts on rather than shows, refused in every string
  * of an event so that query can print records as they are: C0 and C1 controls
  * and DEL (U+009B is CSI, an escape sequence in one character), the line
@@ -259,15 +233,18 @@ unsafe_cp(uint32_t cp)
 	    (cp >= 0x2066 && cp <= 0x2069);
 }
 
+/* Also true for a sequence that is not well formed (the JSON parser has
+ * refused those already). */
 static bool
 has_ctrl(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	uint32_t cp = 0;
-	size_t n;
+	size_t len = strlen(s);
+	uint32_t cp;
+	int n;
 
-	for (; *p != '\0'; p += n)
-		if ((n = utf8_next(p, &cp)) == 0 || unsafe_cp(cp))
+	for (size_t i = 0; i < len; i += (size_t)n)
+		if ((n = kz_utf8_next(s + i, len - i, &cp)) <= 0 ||
+		    unsafe_cp(cp))
 			return true;
 	return false;
 }

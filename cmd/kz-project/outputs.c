@@ -58,25 +58,6 @@ is_text(const char *name)
 	return false;
 }
 
-/* Bytes at the end of b[0..n) that begin a UTF-8 sequence not whole yet. */
-static size_t
-utf8_tail(const unsigned char *b, size_t n)
-{
-	for (size_t k = 1; k <= 3 && k <= n; k++) {
-		unsigned char c = b[n - k];
-
-		if ((c & 0xc0) != 0x80) {
-			size_t need = c >= 0xf0 ? 4 :
-			    c >= 0xe0           ? 3 :
-			    c >= 0xc0           ? 2 :
-			                          1;
-
-			return need > k ? k : 0;
-		}
-	}
-	return 0;
-}
-
 /*
  * A text output is text all through: valid UTF-8 with no NUL, read from
  * the stored blob (what the room will be given, which the caller can no
@@ -86,29 +67,30 @@ utf8_tail(const unsigned char *b, size_t n)
 static int
 text_whole(const struct kzp *p, const char *sha, struct kzp_res *r)
 {
-	unsigned char b[65536 + 4];
-	size_t carry = 0, keep;
-	ssize_t n;
-	int fd, e = 0;
+	char b[65536 + 4];
+	size_t have = 0, at;
+	ssize_t n = 0;
+	uint32_t cp;
+	int fd, k, e = 0;
 
 	if (kzp_blob_open(p->blobdir, sha, &fd) != 0) {
 		kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
 		return KZ_ESYS;
 	}
-	while ((n = read(fd, b + carry, sizeof(b) - 4 - carry)) > 0) {
-		size_t have = carry + (size_t)n;
-
-		keep = utf8_tail(b, have);
-		if (memchr(b, '\0', have) != NULL ||
-		    !kz_utf8_valid((const char *)b, have - keep)) {
+	while (e == 0 && (n = read(fd, b + have, sizeof(b) - 4 - have)) > 0) {
+		have += (size_t)n;
+		for (at = 0; at < have; at += (size_t)k)
+			if ((k = kz_utf8_next(b + at, have - at, &cp)) <= 0 ||
+			    cp == 0)
+				break;
+		if (at < have && k != -1)
 			e = KZ_EDENIED;
-			break;
-		}
-		memmove(b, b + have - keep, keep);
-		carry = keep;
+		/* A sequence cut by the piece's end waits for the next. */
+		memmove(b, b + at, have - at);
+		have -= at;
 	}
 	close(fd);
-	if (n < 0 || (e == 0 && carry != 0))
+	if (n < 0 || have != 0)
 		e = KZ_EDENIED;
 	if (e != 0)
 		kzp_fail(r, KZ_WE_REFUSED,
