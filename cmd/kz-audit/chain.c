@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,10 +96,10 @@ mac_compute(const struct kz_key *key, const char *body, size_t len,
 }
 
 /*
- * Replaces every number under j by its decimal digits (a raw item).  cJSON
- * prints numbers with %1.15g and a tolerant round-trip check, which turns
- * 5000000000000001 into 5e+15; the record must hold the integer the schema
- * accepted, so anything else (a fraction, beyond 2^53 - 1) is refused.
+ * Replaces every number under j, each an integer ints_scan accepted, by
+ * its decimal digits (a raw item).  cJSON prints numbers with %1.15g and a
+ * tolerant round-trip check, which turns 5000000000000001 into 5e+15; the
+ * record must hold the integer the schema accepted.
  */
 static int
 ints_exact(cJSON *j)
@@ -108,8 +109,6 @@ ints_exact(cJSON *j)
 	int i = 0, r;
 
 	for (c = j->child; c != NULL; c = c->next, i++) {
-		double d = c->valuedouble;
-
 		if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
 			if ((r = ints_exact(c)) != 0)
 				return r;
@@ -117,10 +116,7 @@ ints_exact(cJSON *j)
 		}
 		if (!cJSON_IsNumber(c))
 			continue;
-		if (!(d >= (double)-AUD_INT_MAX && d <= (double)AUD_INT_MAX) ||
-		    d != (double)(int64_t)d)
-			return KZ_EINVAL;
-		snprintf(num, sizeof(num), "%" PRId64, (int64_t)d);
+		snprintf(num, sizeof(num), "%" PRId64, (int64_t)c->valuedouble);
 		if ((raw = cJSON_CreateRaw(num)) == NULL)
 			return KZ_ENOMEM;
 		/* The key is copied into raw before c is freed. */
@@ -136,13 +132,48 @@ ints_exact(cJSON *j)
 	return 0;
 }
 
+/*
+ * Whether every number under j is an integer within AUD_INT_MAX (else
+ * KZ_EINVAL), and *big whether one lies outside int, where cJSON stops
+ * printing exact digits.  Most events have none: they are printed as they
+ * are, without a copy.
+ */
+static int
+ints_scan(const cJSON *j, bool *big)
+{
+	const cJSON *c;
+	int r;
+
+	for (c = j->child; c != NULL; c = c->next) {
+		double d = c->valuedouble;
+
+		if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+			if ((r = ints_scan(c, big)) != 0)
+				return r;
+		} else if (cJSON_IsNumber(c)) {
+			if (!(d >= (double)-AUD_INT_MAX &&
+			        d <= (double)AUD_INT_MAX) ||
+			    d != (double)(int64_t)d)
+				return KZ_EINVAL;
+			*big = *big || d < (double)INT_MIN ||
+			    d > (double)INT_MAX;
+		}
+	}
+	return 0;
+}
+
 /* The event as stored: compact JSON, integers as their digits. */
 static int
 event_print(const cJSON *event, char **out)
 {
 	cJSON *copy;
+	bool big = false;
 	int r;
 
+	if ((r = ints_scan(event, &big)) != 0)
+		return r;
+	if (!big)
+		return (*out = kz_json_print(event)) != NULL ? 0 : KZ_ENOMEM;
 	if ((copy = cJSON_Duplicate(event, true)) == NULL)
 		return KZ_ENOMEM;
 	if ((r = ints_exact(copy)) == 0 && (*out = kz_json_print(copy)) == NULL)
