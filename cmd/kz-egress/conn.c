@@ -69,16 +69,12 @@ static void
 on_expiry(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	int64_t ms;
 
 	if (c->st == ST_HEAD || c->st == ST_CLOSING)
 		return;
 	/* The loop's clock is not the wall clock: never a moment early. */
-	if ((ms = until_expiry(c)) > 0) {
-		struct timeval tv = {(time_t)(ms / 1000),
-		    (suseconds_t)(ms % 1000) * 1000};
-
-		evtimer_add(c->expiry, &tv);
+	if (until_expiry(c) > 0) {
+		conn_arm_expiry(c);
 		return;
 	}
 	eg_expiry_record(c->dest.host, c->dest.port, c->run,

@@ -4,7 +4,6 @@
  * value that cannot be read or parsed, and any prerequisite that is missing,
  * leaves the mode in force at isolated, with the reason kept for status.
  */
-#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -185,18 +184,26 @@ add_listen(struct eg_policy *p, const char *s)
 
 static bool is_own(const struct eg_policy *p, const struct eg_addr *a);
 
-/* The address bytes of an AF_INET or AF_INET6 sockaddr, else NULL. */
-static const void *
-sa_bytes(const struct sockaddr *sa, int *fam)
+/* The eg_addr of an AF_INET or AF_INET6 sockaddr: false for another. */
+static bool
+sa_addr(const struct sockaddr *sa, struct eg_addr *a)
 {
-	*fam = sa != NULL ? sa->sa_family : AF_UNSPEC;
-	if (*fam == AF_INET)
-		return &((const struct sockaddr_in *)(const void *)sa)
-		            ->sin_addr;
-	if (*fam == AF_INET6)
-		return &((const struct sockaddr_in6 *)(const void *)sa)
-		            ->sin6_addr;
-	return NULL;
+	memset(a, 0, sizeof(*a));
+	if (sa != NULL && sa->sa_family == AF_INET) {
+		a->fam = 4;
+		memcpy(a->b,
+		    &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+		    4);
+		return true;
+	}
+	if (sa != NULL && sa->sa_family == AF_INET6) {
+		a->fam = 6;
+		memcpy(a->b,
+		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+		    16);
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -210,19 +217,14 @@ static void
 add_local(struct eg_policy *p)
 {
 	struct ifaddrs *ifa, *i;
-	char host[INET6_ADDRSTRLEN];
-	const void *src;
 	struct eg_addr a;
-	int fam;
 
 	if (getifaddrs(&ifa) != 0) {
 		isolate(p, "the host's own addresses cannot be read");
 		return;
 	}
 	for (i = ifa; i != NULL; i = i->ifa_next) {
-		if ((src = sa_bytes(i->ifa_addr, &fam)) == NULL ||
-		    inet_ntop(fam, src, host, sizeof(host)) == NULL ||
-		    eg_addr_parse_literal(host, &a) != 1 || is_own(p, &a))
+		if (!sa_addr(i->ifa_addr, &a) || is_own(p, &a))
 			continue;
 		if (p->nown == EG_OWN_MAX) {
 			isolate(p,

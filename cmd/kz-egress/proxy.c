@@ -95,6 +95,16 @@ reject(struct conn *c, enum eg_reason r)
 
 /* ---- grants ---- */
 
+/* A grant that fails is no run's: the connection forgets the one it
+ * verified before, so the refusal is not recorded under that run. */
+static enum eg_reason
+forget_grant(struct conn *c, enum eg_reason r)
+{
+	c->g_ok = false;
+	c->run[0] = '\0';
+	return r;
+}
+
 static enum eg_reason
 check_grant(struct conn *c, const struct eg_head *hd)
 {
@@ -105,11 +115,8 @@ check_grant(struct conn *c, const struct eg_head *hd)
 	int64_t now = (int64_t)time(NULL);
 
 	if (eg_http_grant(hd->proxy_auth->value, hd->proxy_auth->vlen, g,
-	        sizeof(g)) != 0) {
-		c->g_ok = false;
-		c->run[0] = '\0';
-		return EG_R_GRANT_MALFORMED;
-	}
+	        sizeof(g)) != 0)
+		return forget_grant(c, EG_R_GRANT_MALFORMED);
 	/* A kept-alive client sends the same grant again: verifying the hash
 	 * of what was verified before, and its expiry, is enough. */
 	crypto_generichash(h, sizeof(h), (unsigned char *)g, strlen(g), NULL,
@@ -118,14 +125,10 @@ check_grant(struct conn *c, const struct eg_head *hd)
 		sodium_memzero(g, sizeof(g));
 		return now < c->g_exp ? EG_R_NONE : EG_R_GRANT_EXPIRED;
 	}
-	/* A grant that fails is no run's: its refusal must not be recorded
-	 * under the run of a grant this connection carried before. */
-	c->g_ok = false;
-	c->run[0] = '\0';
 	r = eg_grant_verify(c->p->pk, g, strlen(g), now, c->p->ttl, &cl);
 	sodium_memzero(g, sizeof(g));
 	if (r != EG_R_NONE)
-		return r;
+		return forget_grant(c, r);
 	memcpy(c->gh, h, sizeof(h));
 	c->g_ok = true;
 	c->g_exp = cl.exp;
