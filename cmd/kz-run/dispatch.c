@@ -385,9 +385,8 @@ static int
 closing(const struct run_ctx *x, struct run_lease *l, const struct exec *ex,
     int rc, bool released, char *unsaved, size_t ulen)
 {
-	if (run_save_commit(l, released, unsaved, ulen) == KZ_ESTATE ||
-	    (!released && ex->report && ex->sent && x->c->snapshot &&
-	        l->snap != NULL))
+	(void)run_save_commit(l, released, unsaved, ulen);
+	if (!released && ex->sent && x->c->snapshot && l->snap != NULL)
 		rc = KZ_EXIT_UNAVAIL;
 	if (ex->report)
 		status(x, l, ex, rc, unsaved);

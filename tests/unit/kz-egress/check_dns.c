@@ -405,7 +405,9 @@ on_question(evutil_socket_t fd, short what, void *arg)
 	f->n++;
 }
 
-/* Answers held question i with one public address of the type asked. */
+/* Answers held question i with one public address of the type asked: data
+ * for the policy to judge (the lookup only returns a verdict), never a
+ * destination anything connects to. */
 static void
 fake_answer(struct fake *f, int i)
 {
