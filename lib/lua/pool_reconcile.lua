@@ -9,16 +9,21 @@ for _, st in ipairs(STATES) do
     seen[id] = true
     local h = redis.call('HMGET', W(id), 'token', 'since')
     local age = t - tonumber(h[2] or '0')
+    -- A worker the store holds is forgotten only once a delete confirms
+    -- it absent, never on a list's word alone: a controller's list can
+    -- lag or lie (after a restart kz-lease has no memory of what it
+    -- listed), and a worker left running uncounted keeps its tenant's
+    -- state.  Only an ambiguous create past its grace that the list does
+    -- not name is taken as absent (kz-controller(7)).
     if st == 'retiring' or st == 'deleting' then
-      if inv[id] then plan[#plan + 1] = {id, st, 'delete'}
-      else plan[#plan + 1] = {id, st, 'forget'} end
+      plan[#plan + 1] = {id, st, 'delete'}
     elseif st == 'creating' then
       if ep_of(h[1]) ~= EP or age > cgrace then
         if inv[id] then plan[#plan + 1] = {id, st, 'deleting'}
         else plan[#plan + 1] = {id, st, 'forget'} end
       end
     elseif not inv[id] then
-      plan[#plan + 1] = {id, st, 'forget'}
+      plan[#plan + 1] = {id, st, 'deleting'}
     elseif ep_of(h[1]) ~= EP then
       plan[#plan + 1] = {id, st, 'retire'}
     elseif st == 'resetting' and age > rgrace then
@@ -40,6 +45,7 @@ for _, p in ipairs(plan) do
       token = redis.call('HGET', W(id), 'token')}
   elseif act == 'deleting' then
     local tok = newtok(EP)
+    if st == 'leased' then unlease(id) end
     move(id, st, 'deleting', t)
     redis.call('HSET', W(id), 'token', tok)
     delete[#delete + 1] = {worker = id, token = tok}

@@ -757,18 +757,27 @@ END_TEST
 START_TEST(test_reconcile_inventory)
 {
 	cJSON *r, *b;
+	const cJSON *d;
+	char t[KZ_POOL_TOKEN_MAX + 1];
 
 	warm("w1");
 	warm("w2");
 	b = run(KZ_POOL_CREATE_BEGIN, op(), "w3", CAP, NULL);
 	cJSON_Delete(b);
-	/* w2 is gone from the inventory; w3's create is young: counted. */
+	/* w2 is gone from the inventory: not forgotten on the list's word,
+	 * but deleted first; w3's create is young: counted. */
 	r = run(KZ_POOL_RECONCILE, op(), "[\"w1\"]", "60000", "60000", NULL);
 	ck_assert_int_eq((int)cJSON_GetNumberValue(kz_json_get(r, "removed")),
-	    1);
+	    0);
+	d = cJSON_GetArrayItem(kz_json_get(r, "delete"), 0);
+	ck_assert_str_eq(sget(d, "worker"), "w2");
+	snprintf(t, sizeof(t), "%s", sget(d, "token"));
 	cJSON_Delete(r);
-	ck_assert_str_eq(wstate("w2"), "");
+	ck_assert_str_eq(wstate("w2"), "deleting");
 	ck_assert_str_eq(wstate("w3"), "creating");
+	/* Forgotten once the delete confirms it absent. */
+	ck_assert_str_eq(err_of(run(KZ_POOL_DELETED, op(), "w2", t, NULL)), "");
+	ck_assert_str_eq(wstate("w2"), "");
 	/* Past the grace, a create not in the inventory is proven absent. */
 	ts_nap(20);
 	r = run(KZ_POOL_RECONCILE, op(), "[\"w1\"]", "1", "60000", NULL);
