@@ -63,11 +63,37 @@ commit_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 		kz_log(KZ_LOG_WARN, "create.commit", err, why, NULL);
 }
 
+static void held_retired(struct lease_daemon *d, int err, cJSON *res,
+    const char *why, void *arg);
+
 /* The last worker that could not start, for status and kz-supervise. */
 static void
 worker_failed(struct lease_daemon *d, const char *w, const char *why)
 {
 	snprintf(d->last_fail, sizeof(d->last_fail), "worker %s: %s", w, why);
+}
+
+/*
+ * A worker the controller saw exit before it was ready: what is left of it
+ * is deleted now, not after LEASE_CREATE_TIMEOUT_MS, so that its place in
+ * the capacity comes back at once.  It is retired under its create token
+ * (no one can have leased it) and forgotten when the delete confirms it
+ * absent, as every other worker is; should the retire fail, the create
+ * stays counted until reconcile, as before.
+ */
+static void
+gave_up(struct lease_daemon *d, const struct job *j)
+{
+	char op[KZ_OPID_HEX + 1], *w;
+	const char *av[4] = {op, j->worker, j->token, "create_failed"};
+	size_t n = strlen(j->worker) + 1;
+
+	if ((w = malloc(n)) == NULL)
+		return;
+	memcpy(w, j->worker, n);
+	kz_store_opid(op);
+	if (pool_async(d, KZ_POOL_RETIRE, 4, av, held_retired, w) != 0)
+		free(w);
 }
 
 static void
@@ -92,6 +118,7 @@ create_poll(struct lease_daemon *d, struct job *j)
 		    NULL);
 		worker_failed(d, j->worker, why);
 		d->creates--;
+		gave_up(d, j);
 		job_free(d, j);
 	} else if (kz_now_ms() > j->deadline) {
 		/* Outcome unknown: it stays counted as creating until
