@@ -125,24 +125,157 @@ agent_pid(const char *workers_dir, const char *id)
 	return kz_parse_int(buf, 2, 1 << 22, &v) == 0 ? (pid_t)v : -1;
 }
 
+/* Whether rel (a path of /proc/PID/cgroup) ends in "/<tail>". */
+static bool
+ends_in(const char *rel, const char *tail)
+{
+	size_t r = strlen(rel), t = strlen(tail);
+
+	return r > t && rel[r - t - 1] == '/' && strcmp(rel + r - t, tail) == 0;
+}
+
 /*
- * The agent's own cgroup (per v1 controller that exists) must list only
- * the agent, and its "run" child, where code ran, must list nothing.  At
- * least one hierarchy must have been checked.
+ * Where the cgroup2 hierarchy's root is mounted (its root field "/"), from
+ * this process's mountinfo; false when it is not, or only under a path
+ * mountinfo escapes.
  */
 static bool
-cgroup_only_agent(pid_t pid)
+cgroup2_root(char *out, size_t len)
 {
-	char p[64], path[PATH_MAX + 64], *line, *save = NULL, *ctl, *rel;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *sep, *save, *root, *mp;
+	size_t cap = 0;
+	bool found = false;
+
+	if (f == NULL)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* id parent maj:min root mountpoint ... - fstype source ... */
+		if ((sep = strstr(line, " - ")) == NULL ||
+		    strncmp(sep + 3, "cgroup2 ", 8) != 0)
+			continue;
+		*sep = '\0';
+		save = NULL;
+		if (strtok_r(line, " ", &save) == NULL ||
+		    strtok_r(NULL, " ", &save) == NULL ||
+		    strtok_r(NULL, " ", &save) == NULL ||
+		    (root = strtok_r(NULL, " ", &save)) == NULL ||
+		    (mp = strtok_r(NULL, " ", &save)) == NULL)
+			continue;
+		if (strcmp(root, "/") == 0 && strchr(mp, '\\') == NULL &&
+		    (size_t)snprintf(out, len, "%s", mp) < len)
+			found = true;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* Whether a cgroup.events text says no process is in the cgroup or
+ * beneath it. */
+static bool
+unpopulated(const char *events)
+{
+	return strncmp(events, "populated 0\n", 12) == 0 ||
+	    strstr(events, "\npopulated 0\n") != NULL;
+}
+
+/*
+ * Every child cgroup of the worker's w but the agent's leaf and the next
+ * tenant's init (run, a browser session's, any other) holds no process:
+ * on v2 none in it or beneath it (cgroup.events), on v1 none in it.
+ */
+static bool
+children_clean(const char *w, bool v2, char *buf)
+{
+	char path[2 * PATH_MAX + 64];
+	struct dirent *e;
+	DIR *d = opendir(w);
+	bool ok = d != NULL;
+
+	while (ok && (e = readdir(d)) != NULL) {
+		if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 ||
+		    strcmp(e->d_name, "..") == 0 ||
+		    strcmp(e->d_name, "init") == 0 ||
+		    (v2 && strcmp(e->d_name, "agent") == 0))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", w, e->d_name,
+		    v2 ? "cgroup.events" : "cgroup.procs");
+		ok = read_text(path, buf, TEXT_MAX) >= 0 &&
+		    (v2 ? unpopulated(buf) : buf[0] == '\0');
+	}
+	if (d != NULL)
+		closedir(d);
+	return ok;
+}
+
+/* v1: the cgroup <ctl><rel> lists only the agent, its children nothing. */
+static bool
+v1_clean(const char *ctl, const char *rel, pid_t pid, char *procs)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s/cgroup.procs", ctl,
+	    rel);
+	if (read_text(path, procs, TEXT_MAX) < 0 ||
+	    !kz_evidence_procs_only(procs, pid))
+		return false;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", ctl, rel);
+	return children_clean(path, false, procs);
+}
+
+/*
+ * v2 (the agent in <id>/agent): that leaf lists only the agent, <id>
+ * itself none, and <id>/run exists; run and every other child but init
+ * are unpopulated, so no process of the code is left however deep.
+ */
+static bool
+v2_clean(const char *rel, pid_t pid, char *procs)
+{
+	char root[PATH_MAX], path[2 * PATH_MAX + 64], w[PATH_MAX + 32];
+	int wl = (int)(strlen(rel) - strlen("/agent"));
+
+	if (!cgroup2_root(root, sizeof(root)) ||
+	    (size_t)snprintf(w, sizeof(w), "%s%.*s", root, wl, rel) >=
+	        sizeof(w))
+		return false;
+	snprintf(path, sizeof(path), "%s/agent/cgroup.procs", w);
+	if (read_text(path, procs, TEXT_MAX) < 0 ||
+	    !kz_evidence_procs_only(procs, pid))
+		return false;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", w);
+	if (read_text(path, procs, TEXT_MAX) < 0 || procs[0] != '\0')
+		return false;
+	snprintf(path, sizeof(path), "%s/run/cgroup.events", w);
+	return read_text(path, procs, TEXT_MAX) >= 0 &&
+	    children_clean(w, true, procs);
+}
+
+/*
+ * The agent's own cgroups hold the agent alone and its run cgroup no
+ * process.  Which hierarchy holds the worker is read from where the agent
+ * sits, by the worker's id (kz-sandbox(8)): on v1, the memory and pids
+ * hierarchies at <parent>/<id>, each checked; on v2, <parent>/<id>/agent.
+ * Every v1 line that names the worker is checked, and at least one
+ * hierarchy must have been; a v1 memory or pids cgroup elsewhere is taken
+ * as v2's only when the v2 line names the worker.
+ */
+bool
+kz_evidence_cgroup(pid_t pid, const char *id)
+{
+	char p[64], sub[KZ_POOL_ID_MAX + 16], *line, *save = NULL, *ctl, *rel;
 	char *text = malloc(TEXT_MAX), *procs = malloc(TEXT_MAX);
-	int checked = 0;
-	bool ok = text != NULL && procs != NULL;
+	int v1 = 0, v1_other = 0;
+	bool v2 = false,
+	     ok = text != NULL && procs != NULL && id != NULL &&
+	    kz_pool_id_ok(id);
 
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
-	if (!ok || read_text(p, text, TEXT_MAX) <= 0) {
+	if (!ok || pid <= 0 || read_text(p, text, TEXT_MAX) <= 0) {
 		ok = false;
 		goto out;
 	}
+	snprintf(sub, sizeof(sub), "%s/agent", id);
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save)) {
 		if ((ctl = strchr(line, ':')) == NULL ||
@@ -152,26 +285,31 @@ cgroup_only_agent(pid_t pid)
 		}
 		*rel++ = '\0';
 		ctl++;
+		if (*ctl == '\0') {
+			/* The v2 line ("0::<rel>"). */
+			if (ends_in(rel, sub)) {
+				v2 = true;
+				ok = ok && v2_clean(rel, pid, procs);
+			}
+			continue;
+		}
 		if (strcmp(ctl, "memory") != 0 && strcmp(ctl, "pids") != 0)
 			continue;
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s/cgroup.procs",
-		    ctl, rel);
-		if (read_text(path, procs, TEXT_MAX) < 0 ||
-		    !kz_evidence_procs_only(procs, pid))
-			ok = false;
-		snprintf(path, sizeof(path),
-		    "/sys/fs/cgroup/%s%s/run/cgroup.procs", ctl, rel);
-		if (read_text(path, procs, TEXT_MAX) < 0) {
-			if (errno != ENOENT)
-				ok = false;
-		} else if (procs[0] != '\0')
-			ok = false;
-		checked++;
+		if (!ends_in(rel, id)) {
+			v1_other++;
+			continue;
+		}
+		ok = ok && v1_clean(ctl, rel, pid, procs);
+		v1++;
 	}
+	/* v1 and v2 both, or neither, or v1 for one controller only: not a
+	 * layout kz-sandbox makes. */
+	if (v2 ? v1 > 0 : v1 == 0 || v1_other > 0)
+		ok = false;
 out:
 	free(text);
 	free(procs);
-	return ok && checked > 0;
+	return ok;
 }
 
 /*
@@ -347,7 +485,7 @@ kz_evidence_collect(const char *workers_dir, const char *id,
 	if (ok)
 		gen_of(wipe, gen, glen);
 	cJSON_AddBoolToObject(ev, "cgroup_only_agent",
-	    pid > 0 && cgroup_only_agent(pid));
+	    pid > 0 && kz_evidence_cgroup(pid, id));
 	cJSON_AddBoolToObject(ev, "projection_empty",
 	    kz_pool_wpath(workers_dir, id, "projection", proj, sizeof(proj)) ==
 	            0 &&

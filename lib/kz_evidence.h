@@ -33,6 +33,9 @@ void kz_evidence_collect(const char *workers_dir, const char *id,
 /* The names of the checks that failed, as a JSON array (NULL: no memory);
  * buf gets them comma-separated. */
 cJSON *kz_evidence_missing(const cJSON *ev, char *buf, size_t len);
+/* Whether the agent pid of worker id sits alone in its own cgroups and its
+ * run cgroup holds no process (v1 or v2, by where it sits). */
+bool kz_evidence_cgroup(pid_t pid, const char *id);
 /* Whether a cgroup.procs text holds exactly pid. */
 bool kz_evidence_procs_only(const char *text, pid_t pid);
 /* Empties a host directory without following symlinks; true when it then

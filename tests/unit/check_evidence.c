@@ -1,13 +1,19 @@
 /* lib/evidence.c (kz-reset and kz-lease's resets): cgroup.procs text, the
  * projection wipe (never following a symlink out of it), the list of
- * missing evidence and the audit record of an outcome. */
+ * missing evidence and the audit record of an outcome, and the host-side
+ * cgroup check against real v1 and v2 cgroups (root). */
 #include <check.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "kz_evidence.h"
 #include "kz_json.h"
@@ -194,6 +200,190 @@ START_TEST(test_silent_worker)
 }
 END_TEST
 
+/* ---- the host-side cgroup check, on real cgroups ---- */
+
+/* A child that waits to be killed. */
+static pid_t
+idler(void)
+{
+	pid_t p = fork();
+
+	ck_assert(p >= 0);
+	if (p == 0) {
+		for (;;)
+			pause();
+	}
+	return p;
+}
+
+static void
+reap(pid_t p)
+{
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+
+/* Writes pid into dir/file; false when the kernel refused it. */
+static bool
+put(const char *dir, const char *file, pid_t pid)
+{
+	char p[PATH_MAX], v[32];
+	int fd, n;
+	bool ok;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = (int)strlen(v);
+	ok = write(fd, v, (size_t)n) == n;
+	close(fd);
+	return ok;
+}
+
+static bool
+is_cgroup2(const char *dir)
+{
+	struct statfs sf;
+
+	return statfs(dir, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* v2: the agent alone in <id>/agent, nothing in <id> or anywhere under
+ * <id>/run.  Here the hybrid host's cgroup2 mount offers no controller,
+ * which this check needs none of. */
+START_TEST(test_cgroup_v2)
+{
+	const char *roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+	char top[256], w[320], leaf[400], run[400], deep[480], rootprocs[256],
+	    sess[400], init[400];
+	const char *root = NULL, *id = "wev2test";
+	pid_t a, b;
+
+	for (size_t i = 0; i < 2 && root == NULL; i++)
+		if (is_cgroup2(roots[i]))
+			root = roots[i];
+	if (root == NULL || geteuid() != 0) {
+		fprintf(stderr,
+		    "# skip test_cgroup_v2: no cgroup2 or not root\n");
+		return;
+	}
+	snprintf(top, sizeof(top), "%s/kzt-ev-%d", root, (int)getpid());
+	snprintf(w, sizeof(w), "%s/%s", top, id);
+	snprintf(leaf, sizeof(leaf), "%s/agent", w);
+	snprintf(run, sizeof(run), "%s/run", w);
+	snprintf(deep, sizeof(deep), "%s/run/deep", w);
+	snprintf(sess, sizeof(sess), "%s/browser-1", w);
+	snprintf(init, sizeof(init), "%s/init", w);
+	snprintf(rootprocs, sizeof(rootprocs), "%s", root);
+	ck_assert(mkdir(top, 0755) == 0);
+	ck_assert(mkdir(w, 0755) == 0);
+	ck_assert(mkdir(leaf, 0755) == 0);
+	ck_assert(mkdir(run, 0755) == 0);
+	ck_assert(mkdir(deep, 0755) == 0);
+	ck_assert(mkdir(sess, 0755) == 0);
+	ck_assert(mkdir(init, 0755) == 0);
+	a = idler();
+	b = idler();
+	ck_assert(put(leaf, "cgroup.procs", a));
+	ck_assert(kz_evidence_cgroup(a, id));
+	/* Another worker's id, or a process that is not the agent. */
+	ck_assert(!kz_evidence_cgroup(a, "wother"));
+	ck_assert(!kz_evidence_cgroup(b, id));
+	/* A process left in run, in a cgroup beneath it, beside the agent,
+	 * or in <id> itself. */
+	ck_assert(put(run, "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(deep, "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(leaf, "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(w, "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	/* In a browser session's cgroup, or any other child but init. */
+	ck_assert(put(sess, "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	/* The next tenant's init is expected. */
+	ck_assert(put(init, "cgroup.procs", b));
+	ck_assert(kz_evidence_cgroup(a, id));
+	/* Gone from the tree: clean again. */
+	ck_assert(put(rootprocs, "cgroup.procs", b));
+	ck_assert(kz_evidence_cgroup(a, id));
+	/* Without a run cgroup, nothing is proven. */
+	ck_assert(rmdir(deep) == 0 && rmdir(run) == 0);
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(mkdir(run, 0755) == 0 && mkdir(deep, 0755) == 0);
+	/* An agent that is not in a leaf named agent. */
+	ck_assert(put(w, "cgroup.procs", a));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(rootprocs, "cgroup.procs", a));
+	reap(a);
+	reap(b);
+	ck_assert(rmdir(deep) == 0 && rmdir(run) == 0 && rmdir(leaf) == 0 &&
+	    rmdir(sess) == 0 && rmdir(init) == 0 && rmdir(w) == 0 &&
+	    rmdir(top) == 0);
+}
+END_TEST
+
+/* v1: the agent alone in <id> of the memory and pids hierarchies, their
+ * run children empty; a worker in one of them only is no layout
+ * kz-sandbox makes. */
+START_TEST(test_cgroup_v1)
+{
+	static const char *const ctl[] = {"memory", "pids"};
+	char top[2][128], w[2][192], run[2][256], sess[2][256], base[2][64];
+	const char *id = "wev1test";
+	pid_t a, b;
+
+	snprintf(base[0], sizeof(base[0]), "/sys/fs/cgroup/memory");
+	if (geteuid() != 0 ||
+	    access("/sys/fs/cgroup/memory/tasks", F_OK) != 0 ||
+	    access("/sys/fs/cgroup/pids/tasks", F_OK) != 0) {
+		fprintf(stderr,
+		    "# skip test_cgroup_v1: no v1 memory and pids\n");
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(base[i], sizeof(base[i]), "/sys/fs/cgroup/%s", ctl[i]);
+		snprintf(top[i], sizeof(top[i]), "%s/kzt-ev-%d", base[i],
+		    (int)getpid());
+		snprintf(w[i], sizeof(w[i]), "%s/%s", top[i], id);
+		snprintf(run[i], sizeof(run[i]), "%s/run", w[i]);
+		snprintf(sess[i], sizeof(sess[i]), "%s/browser-1", w[i]);
+		ck_assert(mkdir(top[i], 0755) == 0);
+		ck_assert(mkdir(w[i], 0755) == 0);
+		ck_assert(mkdir(run[i], 0755) == 0);
+		ck_assert(mkdir(sess[i], 0755) == 0);
+	}
+	a = idler();
+	b = idler();
+	ck_assert(put(w[0], "cgroup.procs", a));
+	/* In memory only. */
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(w[1], "cgroup.procs", a));
+	ck_assert(kz_evidence_cgroup(a, id));
+	ck_assert(!kz_evidence_cgroup(a, "wother"));
+	ck_assert(put(run[1], "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(base[1], "cgroup.procs", b));
+	ck_assert(put(w[0], "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(base[0], "cgroup.procs", b));
+	ck_assert(kz_evidence_cgroup(a, id));
+	ck_assert(put(sess[0], "cgroup.procs", b));
+	ck_assert(!kz_evidence_cgroup(a, id));
+	ck_assert(put(base[0], "cgroup.procs", b));
+	ck_assert(kz_evidence_cgroup(a, id));
+	for (int i = 0; i < 2; i++)
+		ck_assert(put(base[i], "cgroup.procs", a));
+	reap(a);
+	reap(b);
+	for (int i = 0; i < 2; i++)
+		ck_assert(rmdir(run[i]) == 0 && rmdir(sess[i]) == 0 &&
+		    rmdir(w[i]) == 0 && rmdir(top[i]) == 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -208,6 +398,8 @@ main(void)
 	tcase_add_test(tc, test_record);
 	tcase_add_test(tc, test_decision);
 	tcase_add_test(tc, test_silent_worker);
+	tcase_add_test(tc, test_cgroup_v2);
+	tcase_add_test(tc, test_cgroup_v1);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
