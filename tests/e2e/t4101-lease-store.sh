@@ -6,25 +6,12 @@
 # and a store that comes back without its data gets a new epoch, under
 # which every old worker is retired and replaced.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 plan 30
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
-# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
-export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+standin_env
 export LEASE_CAPACITY=2 LEASE_TTL_MS=8000 LEASE_STORE_TIMEOUT_MS=300
 export LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=3000
-S=$T/kz-lease.sock
-bg kz-lease serve 2>"$T/lease.log"
-LPID=$LASTPID
-wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 200); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
-field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
+standin_serve
 
 t "two workers become warm" wait_for warm 2
 rc_is 0 "lease succeeds" kz-lease lease --socket "$S" --actor alice --conversation c1

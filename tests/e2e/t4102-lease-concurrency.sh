@@ -6,17 +6,10 @@
 # ~10, every release followed by kz-lease's real in-process reset): set
 # CYCLES=20000 to run it.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 plan 5
 CYCLES=${CYCLES:-1000}
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
-# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
-export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+standin_env
 export LEASE_CAPACITY=8 LEASE_MEMBER_LIMIT=64 LEASE_RECONCILE_MS=1000
 bg kz-lease serve --socket "$T/a.sock" 2>"$T/a.log"
 bg kz-lease serve --socket "$T/b.sock" 2>"$T/b.log"

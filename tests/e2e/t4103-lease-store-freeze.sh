@@ -5,23 +5,13 @@
 # lease whose reply was lost in the freeze is never given to two owners:
 # it expires and its worker is retired and replaced.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 plan 14
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+standin_env
 on_exit "kill -CONT $STORE_PID 2>/dev/null"
-# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
-export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
 export LEASE_CAPACITY=2 LEASE_TTL_MS=4000 LEASE_STORE_TIMEOUT_MS=300
 export LEASE_RECONCILE_MS=300
-S=$T/kz-lease.sock
-bg kz-lease serve --socket "$S" 2>"$T/lease.log"
-wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+standin_serve
 t "two workers warm" wait_for warm 2
 
 kill -STOP "$STORE_PID"

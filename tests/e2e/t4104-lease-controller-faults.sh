@@ -6,22 +6,13 @@
 # more than its capacity, and a good create afterwards fills it.  Faults
 # of the controller itself are t4106's.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 plan 11
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
+standin_env
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/bad-worker.sh
 export LEASE_CAPACITY=1 LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=2500
-S=$T/kz-lease.sock
 echo hang >"$T/worker-mode"
-bg kz-lease serve --socket "$S" 2>"$T/lease.log"
-wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+standin_serve
 # Samples the pool every 0.1 s (directories only: kz-ctl-local keeps a failed
 # worker's log as workers/last-failed.log): the worker directories listed both before
 # and after a status call existed throughout it, so that status must count

@@ -6,6 +6,7 @@
 # refused at the door with the closed reason (admission_closed, exit 3)
 # and counted as refused.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 skip() { echo "1..0 # SKIP $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "needs root (the client runs under another uid)"
 command -v setpriv >/dev/null || skip "no setpriv (util-linux)"
@@ -21,18 +22,9 @@ PATH=$T/bin:$PATH
 setpriv --reuid $P --regid $P --clear-groups test -x "$T/bin/kz-lease" ||
 	{ echo "Bail out! $T/bin is not executable by other users"; exit 1; }
 plan 19
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
-# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
-export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+standin_env
 export LEASE_CAPACITY=1 LEASE_TTL_MS=60000 LEASE_RECONCILE_MS=300
 export KZ_PEER_UIDS=$P
-S=$T/kz-lease.sock
 # The socket is 0660 root:root; its group is the peer's primary gid, so
 # that the peer policy, not the file mode, is what is tested.
 start() {
@@ -41,8 +33,6 @@ start() {
 	wait_sock "$S" && chgrp $P "$S"
 }
 as_peer() { setpriv --reuid $P --regid $P --clear-groups "$@"; }
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 200); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
 
 start
 t "the pool becomes warm" wait_for warm 1

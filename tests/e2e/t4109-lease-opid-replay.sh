@@ -5,24 +5,12 @@
 # and a lease id is a keyed hash that does not give its op id away.  A
 # pool of one worker, so that the next owner gets the same worker.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 plan 28
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-on_exit "for f in $T/workers/*/pid; do [ -f \"\$f\" ] && kill \"\$(cat \"\$f\")\"; done 2>/dev/null"
-# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
-export KZ_FIELD_KEY_FILE=$T/field.key
-export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+standin_env
 export LEASE_CAPACITY=1 LEASE_TTL_MS=60000 LEASE_STORE_TIMEOUT_MS=300
 export LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=3000
-S=$T/kz-lease.sock
-bg kz-lease serve 2>"$T/lease.log"
-wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 200); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+standin_serve
 # call JSON: the daemon's reply, whether it granted or refused.
 call() { kz-msg "$S" "$1" 2>/dev/null; }
 # get FIELD: that field of the reply on stdin, empty when absent.

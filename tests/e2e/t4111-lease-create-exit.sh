@@ -7,21 +7,13 @@
 # never holds more than its capacity, and once workers can start the pool
 # fills.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 plan 7
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
+standin_env
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/bad-worker.sh
 export LEASE_CAPACITY=1 LEASE_RECONCILE_MS=300 LEASE_CREATE_TIMEOUT_MS=60000
-S=$T/kz-lease.sock
 echo die >"$T/worker-mode"
-bg kz-lease serve --socket "$S" 2>"$T/lease.log"
-wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+standin_serve
 ( while :; do
 	kz-lease status --socket "$S" 2>/dev/null | grep -o '"total":[0-9]*' | cut -d: -f2 >>"$T/totals"
 	sleep 0.1

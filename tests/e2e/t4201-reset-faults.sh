@@ -3,23 +3,11 @@
 # whose agent does not answer is retired (missing evidence named) and
 # replaced, never published warm.
 . "$(dirname "$0")/lib.sh"
+. "$TOP/tests/unit/kz-lease/standin.sh"
 plan 7
-start_store
-head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
-# Audit is not what this file tests: the explicit opt-out (kaizen.conf(5)).
-export KZ_AUDIT=off
-export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
-export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
+standin_env
 export LEASE_CAPACITY=1 LEASE_RECONCILE_MS=300 RESET_IO_TIMEOUT_MS=500
-S=$T/kz-lease.sock
-bg kz-lease serve 2>"$T/lease.log"
-wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 200); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
-field() { python3 -c "import json,sys; print(json.load(open('$1'))['$2'])"; }
+standin_serve
 t "one warm worker" wait_for warm 1
 kz-lease lease --socket "$S" --actor a --conversation c >"$T/l" 2>&1
 W=$(field "$T/l" worker) K=$(field "$T/l" token)
