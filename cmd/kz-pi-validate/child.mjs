@@ -13,6 +13,15 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
+// What the report is written with, taken before anything else loads: the
+// JavaScript intrinsics (JSON, Array, Map...) are frozen by the parent
+// (node --frozen-intrinsics), but Node's own module objects are not, and
+// authored code could replace fs.writeSync or process.exit to rewrite the
+// report, nonce and all, on its way out.
+const { writeSync, closeSync } = fs;
+const exit = process.exit.bind(process);
+const reallyExit = process.reallyExit.bind(process);
+
 const nonceFd = Number(process.env.KZ_PI_NONCE_FD);
 const resultFd = Number(process.env.KZ_PI_RESULT_FD);
 if (!(nonceFd === 3 && resultFd === 4)) {
@@ -32,10 +41,15 @@ delete process.env.KZ_PI_RESULT_FD;
 
 function send(observation) {
 	const text = JSON.stringify({ nonce, observation });
-	fs.writeSync(out, text);
-	fs.closeSync(out);
-	// Authored code may keep the event loop alive; the child is done.
-	process.exit(0);
+	writeSync(out, text);
+	closeSync(out);
+	// Authored code may keep the event loop alive, or hook the exit
+	// path: the child is done either way.
+	try {
+		exit(0);
+	} finally {
+		reallyExit(0);
+	}
 }
 
 const names = (m) => (m instanceof Map ? [...m.keys()].map(String) : []);

@@ -31,7 +31,7 @@ usage(FILE *f)
 	    "           --contract-digest HEX --out RECEIPT.json\n"
 	    "       kz-pi-validate [--config FILE] verify-receipt --receipt R "
 	    "--files DIR\n"
-	    "           --contract-digest HEX\n"
+	    "           --profile PROFILE.json --contract-digest HEX\n"
 	    "       kz-pi-validate --help | --version\n"
 	    "The working directory is the workspace the validator works in.\n"
 	    "Exit: 0 pass/current, 1 refused/failed/stale, 2 bad input, "
@@ -223,7 +223,7 @@ main(int argc, char **argv)
 		optind++;
 	}
 	if (optind != argc || files == NULL || dig == NULL ||
-	    (verify ? (rcpt == NULL || prof || out) :
+	    (verify ? (rcpt == NULL || prof == NULL || out) :
 	              (prof == NULL || out == NULL || rcpt))) {
 		usage(stderr);
 		return KZ_EXIT_USAGE;
@@ -231,7 +231,7 @@ main(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	if ((rc = load_conf(cfg, &c, &kc)) != 0)
 		goto out;
-	rc = verify ? pv_verify(&c, rcpt, files, dig) :
+	rc = verify ? pv_verify(&c, rcpt, files, prof, dig) :
 	              pv_validate(&c, prof, files, dig, out);
 out:
 	kz_conf_free(kc);

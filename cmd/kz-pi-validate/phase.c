@@ -339,17 +339,30 @@ load_result(struct pv_job *j, const struct pv_outcome *o)
 int
 pv_phase_load(struct pv_job *j, const char *dir)
 {
-	char *spec = NULL, *argv[4];
+	char *spec = NULL, *argv[10], wr[PATH_MAX + 64];
 	struct pv_outcome o;
 	struct pv_run r;
 	int rc;
 
 	if (spec_json(j, dir, &spec) != 0)
 		return KZ_EXIT_INTERNAL;
+	/* The loader child's report leaves through what authored code runs
+	 * beside: its JavaScript intrinsics are frozen, and Node's
+	 * permission model withholds what would reach beneath them (internal
+	 * bindings, the inspector, native addons, child processes, workers)
+	 * and every write but its home and the result channel. */
+	snprintf(wr, sizeof(wr), "--allow-fs-write=%s/*",
+	    sandboxed(j) ? "/tmp" : j->run);
 	argv[0] = (char *)j->c->node;
-	argv[1] = (char *)j->c->child_js;
-	argv[2] = spec;
-	argv[3] = NULL;
+	argv[1] = "--frozen-intrinsics";
+	argv[2] = "--experimental-permission";
+	argv[3] = "--allow-fs-read=*";
+	argv[4] = wr;
+	argv[5] = "--allow-fs-write=/proc/self/fd/*";
+	argv[6] = "--disable-warning=ExperimentalWarning";
+	argv[7] = (char *)j->c->child_js;
+	argv[8] = spec;
+	argv[9] = NULL;
 	run_init(j, &r, dir, argv, true);
 	r.loader = j->c->child_js;
 	r.deps = j->prof.lock != NULL ? PV_DEPS_STRICT : PV_DEPS_NONE;

@@ -35,6 +35,7 @@ struct pv_profile {
 	const char *tests[PV_MAX_RES];
 	size_t nskills, nprompts, nthemes, nexts, ntests;
 	const char *lock; /* NULL: no dependencies to install */
+	char sha256[PV_DIGEST_HEX + 1]; /* of the profile file's bytes */
 };
 
 /* The authored artifact: sorted relative paths of its regular files. */
@@ -48,6 +49,9 @@ struct pv_tree {
 /* pkg.c */
 KZ_WUR int pv_profile_load(const char *file, int64_t deadline_max,
     struct pv_profile *p, char *why, size_t wlen);
+/* SHA-256 (hex) of a profile file's bytes, as pv_profile_load records it. */
+KZ_WUR int pv_profile_digest(const char *file, char hex[PV_DIGEST_HEX + 1],
+    char *why, size_t wlen);
 void pv_profile_release(struct pv_profile *p);
 KZ_WUR int pv_workspace_check(char *cwd, size_t len, char *why, size_t wlen);
 /* skip_modules: leave out a top-level node_modules (reinstalled deps). */
@@ -162,7 +166,7 @@ bool pv_hex64(const char *s);
 int pv_validate(const struct pv_conf *c, const char *profile, const char *files,
     const char *contract, const char *out);
 int pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
-    const char *contract);
+    const char *profile, const char *contract);
 
 /* runtime.c */
 int pv_runtime(struct pv_job *j);
@@ -177,7 +181,8 @@ KZ_WUR int pv_receipt_sign(cJSON *body, const char *keyfile, char **out,
     char *why, size_t wlen);
 /* 0 current pass; KZ_EDENIED stale or not a pass (why says which). */
 KZ_WUR int pv_receipt_verify(const char *text, size_t len, const char *keyfile,
-    const char *artifact, const char *contract, char *why, size_t wlen);
+    const char *artifact, const char *profile, const char *contract, char *why,
+    size_t wlen);
 bool pv_event_supported(const char *name);
 
 #endif

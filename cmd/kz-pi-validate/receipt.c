@@ -126,9 +126,10 @@ check_sig(const cJSON *doc, const cJSON *body, const char *keyfile, char *why,
 
 int
 pv_receipt_verify(const char *text, size_t len, const char *keyfile,
-    const char *artifact, const char *contract, char *why, size_t wlen)
+    const char *artifact, const char *profile, const char *contract, char *why,
+    size_t wlen)
 {
-	const char *a, *c, *res;
+	const char *a, *c, *p, *res;
 	cJSON *doc = NULL, *body;
 	int r;
 
@@ -146,6 +147,7 @@ pv_receipt_verify(const char *text, size_t len, const char *keyfile,
 	        0 ||
 	    (r = kz_json_str(body, "contract_digest", 64, &c, why, wlen)) !=
 	        0 ||
+	    (r = kz_json_str(body, "profile_sha256", 64, &p, why, wlen)) != 0 ||
 	    (r = kz_json_str(body, "result", 8, &res, why, wlen)) != 0)
 		goto out;
 	if (strcmp(a, artifact) != 0) {
@@ -153,6 +155,11 @@ pv_receipt_verify(const char *text, size_t len, const char *keyfile,
 		r = KZ_EDENIED;
 	} else if (strcmp(c, contract) != 0) {
 		kz_why(why, wlen, "stale: the contract changed");
+		r = KZ_EDENIED;
+	} else if (strcmp(p, profile) != 0) {
+		kz_why(why, wlen,
+		    "stale: validated under another profile (kind, entry "
+		    "points, tests or resources)");
 		r = KZ_EDENIED;
 	} else if (strcmp(res, "pass") != 0) {
 		kz_why(why, wlen, "current, but the validation did not pass");

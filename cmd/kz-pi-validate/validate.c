@@ -33,11 +33,50 @@ pv_hex64(const char *s)
 	return true;
 }
 
+/*
+ * The caller's files are read once, into a snapshot only the validator
+ * may read or write (run/src, 0700): the artifact digest is the
+ * snapshot's, and every later phase (the static read, the test copy, the
+ * loader copy) is made from it, never from the caller's directory again,
+ * so a tree that changes while it is validated cannot get a receipt for
+ * bytes other than the ones validated.
+ */
+static int
+snapshot(struct pv_job *j, int livefd)
+{
+	char src[sizeof(j->run) + 8];
+	struct pv_tree live;
+	int r;
+
+	if (pv_tree_scan(livefd, false, &live, j->why, sizeof(j->why)) != 0)
+		return KZ_EXIT_REFUSED;
+	snprintf(j->run, sizeof(j->run), "%s/pv.XXXXXX", j->cwd);
+	if (mkdtemp(j->run) == NULL || chmod(j->run, 0755) != 0) {
+		j->run[0] = '\0';
+		pv_tree_release(&live);
+		kz_why(j->why, sizeof(j->why), "cannot make the run directory");
+		return KZ_EXIT_INTERNAL;
+	}
+	snprintf(src, sizeof(src), "%s/src", j->run);
+	r = pv_materialize(livefd, &live, AT_FDCWD, src, geteuid(), j->why,
+	    sizeof(j->why));
+	pv_tree_release(&live);
+	if (r != 0)
+		return KZ_EXIT_REFUSED;
+	if (chmod(src, 0700) != 0 ||
+	    (j->filesfd = open(src,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		kz_why(j->why, sizeof(j->why), "cannot open the snapshot");
+		return KZ_EXIT_INTERNAL;
+	}
+	return 0;
+}
+
 static int
 job_open(struct pv_job *j, const char *profile, const char *files,
     const char *contract)
 {
-	int r;
+	int livefd, r;
 
 	if (!pv_hex64(contract)) {
 		kz_why(j->why, sizeof(j->why),
@@ -51,18 +90,23 @@ job_open(struct pv_job *j, const char *profile, const char *files,
 	        sizeof(j->why)) != 0)
 		return KZ_EXIT_USAGE;
 	j->deadline = kz_now_ms() + j->prof.deadline_ms;
-	if ((j->filesfd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
-	    0) {
+	if ((livefd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		kz_why(j->why, sizeof(j->why),
 		    "cannot open the files directory");
 		return KZ_EXIT_USAGE;
 	}
-	/* Resources first: nothing is read before every one resolves. */
+	/* Resources first: nothing is copied before every one resolves. */
+	r = pv_resources_check(livefd, &j->prof, j->why, sizeof(j->why)) != 0 ?
+	    KZ_EXIT_REFUSED :
+	    snapshot(j, livefd);
+	close(livefd);
+	if (r != 0)
+		return r;
+	/* The snapshot is what is validated: its resources and digest. */
 	if (pv_resources_check(j->filesfd, &j->prof, j->why, sizeof(j->why)) !=
-	    0)
-		return KZ_EXIT_REFUSED;
-	if (pv_tree_scan(j->filesfd, false, &j->tree, j->why, sizeof(j->why)) !=
-	    0)
+	        0 ||
+	    pv_tree_scan(j->filesfd, false, &j->tree, j->why, sizeof(j->why)) !=
+	        0)
 		return KZ_EXIT_REFUSED;
 	for (size_t i = 0; i < j->tree.n; i++)
 		if (strncmp(j->tree.paths[i], "node_modules/", 13) == 0) {
@@ -86,6 +130,7 @@ job_body(struct pv_job *j, const char *contract)
 	cJSON_AddStringToObject(j->body, "kind",
 	    j->prof.kind == PV_SKILL ? "skill" : "extension");
 	cJSON_AddStringToObject(j->body, "artifact_sha256", j->tree.digest);
+	cJSON_AddStringToObject(j->body, "profile_sha256", j->prof.sha256);
 	cJSON_AddStringToObject(j->body, "contract_digest", contract);
 	cJSON_AddNumberToObject(j->body, "files", (double)j->tree.n);
 	cJSON_AddNumberToObject(j->body, "bytes", (double)j->tree.total);
@@ -136,11 +181,6 @@ job_run(struct pv_job *j)
 	        sizeof(j->why)) != 0) {
 		pv_reason(&j->v, "static resource: ", j->why);
 		return 0;
-	}
-	snprintf(j->run, sizeof(j->run), "%s/pv.XXXXXX", j->cwd);
-	if (mkdtemp(j->run) == NULL || chmod(j->run, 0755) != 0) {
-		j->run[0] = '\0';
-		return KZ_EXIT_INTERNAL;
 	}
 	snprintf(home, sizeof(home), "%s/home", j->run);
 	if (mkdir(home, 0700) != 0 || chown(home, j->c->uid, j->c->uid) != 0)

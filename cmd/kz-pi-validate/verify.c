@@ -1,5 +1,6 @@
 /*
- * verify-receipt: is a receipt current for these files and this contract?
+ * verify-receipt: is a receipt current for these files, this profile and
+ * this contract?
  * 0 current pass, 1 stale, failed or forged, 2 bad input, 3 no key.
  */
 #include <fcntl.h>
@@ -14,9 +15,9 @@
 
 int
 pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
-    const char *contract)
+    const char *profile, const char *contract)
 {
-	char why[256] = "", *text = NULL;
+	char why[256] = "", *text = NULL, prof[PV_DIGEST_HEX + 1];
 	struct pv_tree t;
 	struct stat st;
 	int fd, rfd, r, rc;
@@ -24,6 +25,10 @@ pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
 	memset(&t, 0, sizeof(t));
 	if (!pv_hex64(contract)) {
 		fprintf(stderr, "kz-pi-validate: bad contract digest\n");
+		return KZ_EXIT_USAGE;
+	}
+	if (pv_profile_digest(profile, prof, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-pi-validate: profile: %s\n", why);
 		return KZ_EXIT_USAGE;
 	}
 	if ((fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
@@ -47,7 +52,7 @@ pv_verify(const struct pv_conf *c, const char *receipt, const char *files,
 		goto out;
 	}
 	r = pv_receipt_verify(text, (size_t)st.st_size, c->keyfile, t.digest,
-	    contract, why, sizeof(why));
+	    prof, contract, why, sizeof(why));
 	rc = r == 0                      ? KZ_EXIT_OK :
 	    r == KZ_EKEY || r == KZ_ESYS ? KZ_EXIT_UNAVAIL :
 	    r == KZ_EJSON || r == KZ_EMISSING || r == KZ_ETYPE ?

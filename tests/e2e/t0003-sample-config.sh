@@ -28,7 +28,8 @@ load() {
 	kz-run) kz-run --config "$c" --actor a --conversation c -- true ;;
 	kz-sandbox) kz-sandbox run --config "$c" -- true ;;
 	kz-pi-validate) kz-pi-validate --config "$c" verify-receipt \
-		--receipt "$T/none.json" --files "$T" --contract-digest "$DIGEST" ;;
+		--receipt "$T/none.json" --files "$T" --profile "$T/none.json" \
+		--contract-digest "$DIGEST" ;;
 	kz-browser) kz-browser serve --config "$c" --check ;;
 	kz-pkgrun) kz-pkgrun serve --config "$c" --check ;;
 	kz-pkgbroker) kz-pkgbroker check --config "$c" ;;

@@ -22,7 +22,7 @@ is "$(field ext-ok r.surface.extensions[0].tools)" '["word_count"]' "registered 
 is "$(field ext-ok r.surface.extensions[0].commands)" '["wc"]' "registered command observed"
 is "$(field ext-ok r.surface.extensions[0].hooks)" '["tool_call"]' "registered hook observed"
 rc_is 0 "its receipt is current" kz-pi-validate verify-receipt \
-	--receipt "$T/ext-ok.receipt" --files "$T/ext-ok" --contract-digest "$C1"
+	--receipt "$T/ext-ok.receipt" --files "$T/ext-ok" --profile "$FIX/ext-ok/profile.json" --contract-digest "$C1"
 is "$(ls "$WS")" "" "the workspace is left empty"
 
 fixture ext-tests-fail
