@@ -3,8 +3,10 @@
  * run takes seconds, so each invoke runs on a thread of its own and its
  * reply is handed back to the event loop through a pipe: one slow tool
  * never stalls another peer.  At most PR_INFLIGHT_MAX invocations run at
- * once; the next is answered busy.  Invocations run on the pool's warm
- * single-use workers while one is ready (warm.c), else on a one-shot.
+ * once, and at most PR_INFLIGHT_ACTOR of one actor, so one member's slow
+ * tools cannot take every place; the next is answered busy.  Invocations run on
+ * the pool's warm single-use workers while one is ready (warm.c), else on a
+ * one-shot.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,9 +30,11 @@
 #include "banned.h"
 
 #define PR_INFLIGHT_MAX 16
+#define PR_INFLIGHT_ACTOR 4
 
 struct job {
 	struct kz_req *req;
+	int place; /* in st.actor */
 	const struct pr_conf *c;
 	struct pr_pool *pool;
 	struct pr_inv iv;
@@ -40,9 +44,26 @@ struct job {
 static struct {
 	int pipe[2];
 	int inflight;
+	/* The actor of each invocation in flight ("" a free place). */
+	char actor[PR_INFLIGHT_MAX][PR_IDENT_MAX + 1];
 	unsigned long ok, refused;
 	struct pr_pool *pool;
-} st = {{-1, -1}, 0, 0, 0, NULL};
+} st = {{-1, -1}, 0, {{0}}, 0, 0, NULL};
+
+/* How many invocations of actor are in flight; *free a free place. */
+static int
+actor_inflight(const char *actor, int *free_at)
+{
+	int n = 0;
+
+	*free_at = -1;
+	for (int i = 0; i < PR_INFLIGHT_MAX; i++)
+		if (st.actor[i][0] == '\0')
+			*free_at = *free_at < 0 ? i : *free_at;
+		else if (strcmp(st.actor[i], actor) == 0)
+			n++;
+	return n;
+}
 
 static const char *const invoke_fields[] = {"package", "tool", "actor",
     "conversation", "room", "workspace", "files", "args", "grant", NULL};
@@ -159,6 +180,7 @@ on_done(evutil_socket_t fd, short ev, void *arg)
 		if (jb->res.worker != NULL)
 			pr_pool_release(jb->pool, jb->res.worker);
 		pr_result_release(&jb->res);
+		st.actor[jb->place][0] = '\0';
 		free(jb);
 		st.inflight--;
 	}
@@ -188,6 +210,14 @@ op_invoke(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_BAD_REQUEST, why);
 		return;
 	}
+	if (actor_inflight(jb->iv.actor, &jb->place) >= PR_INFLIGHT_ACTOR ||
+	    jb->place < 0) {
+		free(jb);
+		st.refused++;
+		kz_req_err(req, KZ_WE_BUSY,
+		    "too many invocations of this actor at once");
+		return;
+	}
 	/* Concurrent invocations run under different ids of the range
 	 * while it has one free (the pool gives them out); past that a
 	 * one-shot shares. */
@@ -200,6 +230,8 @@ op_invoke(struct kz_req *req, void *arg)
 		return;
 	}
 	pthread_attr_destroy(&at);
+	snprintf(st.actor[jb->place], sizeof(st.actor[jb->place]), "%s",
+	    jb->iv.actor);
 	st.inflight++;
 }
 

@@ -3,11 +3,12 @@
 # wire (result, exit status, class; stderr only in a private chat), the
 # policy holds the same (absent tool, shell in a shared room, hostile
 # member path), unknown fields and bad frames are refused, a peer not in
-# KZ_PEER_UIDS is refused, and a slow tool does not stall another peer.
+# KZ_PEER_UIDS is refused, a slow tool does not stall another peer, and
+# one actor's slow tools take at most four of the sixteen places.
 # This is the daemon's one-shot path (PKGRUN_WARM=0), whose ids come
 # lowest first; t6206 runs the same ops on warm workers.
 . "$(dirname "$0")/lib.sh"
-plan 19
+plan 22
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 export PKGRUN_WARM=0
 S=$T/kz-pkgrun.sock
@@ -57,6 +58,18 @@ wait "$SLOW"
 like "$(cat "$T/slow")" "slow 2100200000" "the slow tool's answer arrives too, from the range's first id"
 r=$(msg '{'"$base"',"tool":"shell","args":["id -u"]}')
 is "$(printf '%s' "$r" | get '["result"]')" "2100200000" "... which is free again once it is done"
+
+# One actor holds at most four places at once: its fifth is busy, and
+# another actor is still answered.
+HELD=
+for i in 1 2 3 4; do ( msg '{'"$base"',"tool":"shell","args":["sleep 4"]}' >"$T/held$i" ) & HELD="$HELD $!"; done
+for i in $(seq 1 100); do [ "$(msg '{"op":"status"}' | get '["inflight"]')" = 4 ] && break; sleep 0.1; done
+is "$(msg '{"op":"status"}' | get '["inflight"]')" 4 "four slow invocations of one actor run"
+like "$(msg '{'"$base"',"tool":"echo","args":["fifth"]}')" '"error":"busy"' \
+	"a fifth of the same actor at once is busy"
+r=$(msg '{"op":"invoke","package":"'"$H"'","actor":"bob","conversation":"c2","tool":"echo","args":["bob"]}')
+is "$(printf '%s' "$r" | get '["result"]')" "echo: bob" "another actor is answered meanwhile"
+wait $HELD
 
 # Peers: only the configured uids may call.
 kill "$LASTPID" 2>/dev/null; sleep 0.3
