@@ -115,9 +115,30 @@ sbx_br_cg_join(const struct sbx_worker *w, unsigned long n,
 		    cg_write(leaf[i],
 		        g->v2 ? "memory.max" : "memory.limit_in_bytes", v) != 0)
 			return -1;
+		/* Swap must not extend the limit (v1: where swap is
+		 * accounted). */
+		if (g->v2)
+			(void)cg_write(leaf[i], "memory.swap.max", "0");
+		else if (i == SBX_CG_MEM)
+			(void)cg_write(leaf[i], "memory.memsw.limit_in_bytes",
+			    v);
 		snprintf(v, sizeof(v), "%lld", (long long)w->c->browser_pids);
 		if ((g->v2 || i == SBX_CG_PIDS) &&
 		    cg_write(leaf[i], "pids.max", v) != 0)
+			return -1;
+		/* A page's scripts and workers are code too: bounded like a
+		 * run, so one session cannot take the host's CPUs. */
+		if (g->v2)
+			snprintf(v, sizeof(v), "%lld 100000",
+			    (long long)w->c->browser_cpu_milli * 100);
+		else
+			snprintf(v, sizeof(v), "%lld",
+			    (long long)w->c->browser_cpu_milli * 100);
+		if (!g->v2 && i == SBX_CG_CPU &&
+		    (cg_write(leaf[i], "cpu.cfs_period_us", "100000") != 0 ||
+		        cg_write(leaf[i], "cpu.cfs_quota_us", v) != 0))
+			return -1;
+		if (g->v2 && cg_write(leaf[i], "cpu.max", v) != 0)
 			return -1;
 		snprintf(v, sizeof(v), "%d", (int)getpid());
 		if (cg_write(leaf[i], "cgroup.procs", v) != 0)

@@ -118,6 +118,8 @@ static const struct key keys[] = {
         "1G", NULL},
     {"SANDBOX_BROWSER_PIDS", NULL, K_INT, N(browser_pids), 16, 65536, "512",
         NULL},
+    {"SANDBOX_BROWSER_CPU", NULL, K_INT, N(browser_cpu_milli), 10, 1024000,
+        "1000", NULL},
     {"SANDBOX_BROWSER_TMP_SIZE", NULL, K_SIZE, N(browser_tmp), 16 << 20, G(16),
         "256M", NULL},
     {"SANDBOX_BROWSER_PRESTART", "browser-prestart", K_BOOL,

@@ -77,7 +77,7 @@ struct sbx_conf {
 	/* browser.c's: SANDBOX_BROWSER_* */
 	char browser_bin[PATH_MAX];
 	uint64_t browser_memory, browser_tmp;
-	int64_t browser_pids;
+	int64_t browser_pids, browser_cpu_milli;
 	int64_t browser_prestart; /* 0 or 1 */
 };
 

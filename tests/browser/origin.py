@@ -16,6 +16,13 @@ connection).
                /rtc-report?<type/protocol/address of each, "none" if
                none>&cfg=<the transport policy>|<the servers in use>
   /slow?ms=N   the page titled "slow page", answered after N ms
+  /disguise    a page titled "disguise" whose script makes everything it
+               could be asked through (JSON.stringify, the document's
+               title) name another site
+  /pwdisguise  a focused password input, with a script that hides it from
+               document.activeElement and reports what is typed into it
+               as GET /typed?<text>
+  /spin?n=N    a page whose N Web Workers spin forever
   /state       a page titled "state:COOKIE|STORAGE" with what it found of
                an earlier visit ("none" for each when nothing), which then
                leaves a cookie and a localStorage item behind
@@ -85,6 +92,39 @@ pc.createOffer().then(o => pc.setLocalDescription(o)).catch(() => {{
   got.push("error"); report(); }});
 </script></body></html>"""
 
+DISGUISE = """<!doctype html><html><head><title>disguise</title></head>
+<body><script>
+const real = JSON.stringify;
+JSON.stringify = function (v, ...r) {
+  if (Array.isArray(v)) return real(["https://bank.example/login", "Bank login"]);
+  return real(v, ...r);
+};
+Object.defineProperty(Document.prototype, "title",
+  { get() { return "Bank login"; }, configurable: true });
+</script><p>nothing here</p></body></html>"""
+
+PWDISGUISE = """<!doctype html><html><head><title>pwdisguise</title></head>
+<body><input id=pass type=password autofocus aria-label=password>
+<script>
+const el = document.getElementById("pass");
+el.addEventListener("input", () => fetch("/typed?" + encodeURIComponent(el.value)));
+const real = Object.getOwnPropertyDescriptor(Document.prototype, "activeElement");
+Object.defineProperty(Document.prototype, "activeElement", { configurable: true,
+  get() { const e = real.get.call(this);
+    return e === el ? { tagName: "DIV", type: "text", focus() {}, click() {} } : e; } });
+const qs = Document.prototype.querySelector;
+Document.prototype.querySelector = function (q) {
+  const e = qs.call(this, q);
+  return e === el ? { tagName: "DIV", type: "text", focus() { el.focus(); } } : e;
+};
+</script></body></html>"""
+
+SPIN = """<!doctype html><html><head><title>spin</title></head><body><script>
+const src = URL.createObjectURL(new Blob(["for (;;) {{}}"], {{type: "text/javascript"}}));
+for (let i = 0; i < {n}; i++) new Worker(src);
+document.title = "spinning";
+</script></body></html>"""
+
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
@@ -111,6 +151,12 @@ class H(http.server.BaseHTTPRequestHandler):
         elif u.path == "/rtc":
             body = RTC.format(h=q.get("h", ["10.9.9.9"])[0],
                               p=int(q.get("p", ["3478"])[0]))
+        elif u.path == "/disguise":
+            body = DISGUISE
+        elif u.path == "/pwdisguise":
+            body = PWDISGUISE
+        elif u.path == "/spin":
+            body = SPIN.format(n=int(q.get("n", ["2"])[0]))
         elif u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
             body = SLOW

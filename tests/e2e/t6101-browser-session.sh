@@ -12,7 +12,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 23
+plan 25
 
 br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
 ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
@@ -87,6 +87,18 @@ PNG=$(jf "$R" png_b64 | base64 -d 2>/dev/null | head -c 4 | od -An -c | tr -d ' 
 is "$PNG" "211PNG" "a screenshot is a PNG"
 
 is "$(br_sessions | wc -l)" "1" "the live session has its own cgroup in the worker"
+
+# A page's scripts are code: two Web Workers spinning are held to the
+# session's CPU bandwidth (SANDBOX_BROWSER_CPU, one CPU by default).
+CL=$(br_leaves | grep -e '/cpu/' -e '/cpu,cpuacct/' | head -1)
+[ -n "$CL" ] || CL=$(br_leaves | head -1)
+if [ -f "$CL/cpu.max" ]; then q=$(cut -d' ' -f1 "$CL/cpu.max"); else q=$(cat "$CL/cpu.cfs_quota_us" 2>/dev/null); fi
+is "$q" 100000 "the session's cgroup has a CPU quota of one CPU"
+bcall navigate '{"session":"'$SID'","url":"http://origin.kz.test/spin?n=2"}' >/dev/null
+thr() { awk '$1 == "nr_throttled" {print $2}' "$CL/cpu.stat" 2>/dev/null; }
+t0=$(thr); sleep 2; t1=$(thr)
+ok "$([ "${t1:-0}" -gt "${t0:-0}" ]; echo $?)" "a page spinning two workers is throttled (nr_throttled ${t0:-?} -> ${t1:-?})"
+bcall navigate '{"session":"'$SID'","url":"http://origin.kz.test/"}' >/dev/null
 R=$(bcall close '{"session":"'$SID'"}')
 sleep 0.5
 is "$(br_sessions | wc -l)$(br_chromium | wc -l)" "00" "after close: no Chromium and no session cgroup (its profile's tmpfs went with it)"
