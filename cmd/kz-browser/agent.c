@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sodium.h>
 
@@ -36,23 +37,71 @@ refuse(struct kzb_out *o, const char *code, const char *why)
 	return KZ_EDENIED;
 }
 
-/* A JavaScript expression's string value on the page ("" if none). */
+/*
+ * A world of the page's main frame that shares its document and nothing
+ * of its scripts: the page can redefine anything in its own world
+ * (document.activeElement, an element's type, JSON, querySelector), never
+ * in this one.  Made anew for each look (a navigation ends it).
+ */
+static int
+isolated_world(const struct kzb_conf *c, struct kzb_session *s, int64_t *ctx)
+{
+	cJSON *p, *r = NULL;
+	const cJSON *id;
+	char why[160];
+	int e;
+
+	if ((e = kzb_cdp_call(&s->cdp, "Page.getFrameTree", NULL, true,
+	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
+		return e;
+	id = kz_json_get(kz_json_get(kz_json_get(r, "frameTree"), "frame"),
+	    "id");
+	if (!cJSON_IsString(id) || (p = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(r);
+		return KZ_EPROTO;
+	}
+	cJSON_AddStringToObject(p, "frameId", id->valuestring);
+	cJSON_AddStringToObject(p, "worldName", "kz-agent");
+	cJSON_Delete(r);
+	r = NULL;
+	if ((e = kzb_cdp_call(&s->cdp, "Page.createIsolatedWorld", p, true,
+	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
+		return e;
+	e = kz_json_int(r, "executionContextId", 1, INT32_MAX, ctx, NULL, 0) ==
+	        0 ?
+	    0 :
+	    KZ_EPROTO;
+	cJSON_Delete(r);
+	return e;
+}
+
+/* A JavaScript expression's string value on the page ("" if none),
+ * evaluated in a world of its own (isolated_world). */
 static int
 eval_str(const struct kzb_conf *c, struct kzb_session *s, const char *expr,
     char *out, size_t len, struct kzb_out *o)
 {
-	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	cJSON *p, *r = NULL;
 	const cJSON *v;
 	char why[160];
+	int64_t ctx = 0;
 	int e;
 
 	out[0] = '\0';
-	cJSON_AddStringToObject(p, "expression", expr);
-	cJSON_AddBoolToObject(p, "returnByValue", true);
-	if ((e = kzb_cdp_call(&s->cdp, "Runtime.evaluate", p, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
+	if ((e = isolated_world(c, s, &ctx)) == 0 &&
+	    (p = cJSON_CreateObject()) != NULL) {
+		cJSON_AddStringToObject(p, "expression", expr);
+		cJSON_AddNumberToObject(p, "contextId", (double)ctx);
+		cJSON_AddBoolToObject(p, "returnByValue", true);
+		e = kzb_cdp_call(&s->cdp, "Runtime.evaluate", p, true,
+		    c->nav_timeout_ms, &r, why, sizeof(why));
+	} else if (e == 0)
+		e = KZ_ENOMEM;
+	if (e != 0)
 		return refuse(o, KZ_WE_UNAVAILABLE,
 		    e == KZ_ETIMEDOUT ? "the browser did not answer in time" :
+		        e == KZ_EPROTO ?
+		                        "the browser gave no world to look in" :
 		                        "the browser stopped; the session is "
 		                        "closed");
 	v = kz_json_get(kz_json_get(r, "result"), "value");
@@ -223,9 +272,9 @@ static struct kzb_confirm *
 find(struct kzb_session *s, const char *id)
 {
 	for (int i = 0; i < KZB_CONFIRM_MAX; i++)
-		if (s->confirms[i].id[0] != '\0' &&
-		    sodium_memcmp(s->confirms[i].id, id, KZB_SID_HEX) == 0 &&
+		if (s->confirms[i].id[0] != '\0' && id != NULL &&
 		    strlen(id) == KZB_SID_HEX &&
+		    sodium_memcmp(s->confirms[i].id, id, KZB_SID_HEX) == 0 &&
 		    s->confirms[i].expires >= kz_now_ms())
 			return &s->confirms[i];
 	return NULL;

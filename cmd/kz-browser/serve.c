@@ -101,7 +101,7 @@ live(const struct kzb_daemon *d)
 {
 	int64_t n = 0;
 
-	for (int64_t i = 0; i < d->c->sessions_max; i++)
+	for (int64_t i = 0; d->s != NULL && i < d->c->sessions_max; i++)
 		n += d->s[i] != NULL;
 	return n;
 }
@@ -356,8 +356,8 @@ out:
 		kz_srv_free(srv);
 		kzb_async_free(d.async);
 		free(d.s);
+		if (d.base != NULL)
+			event_base_free(d.base);
 	}
-	if (d.base != NULL && live(&d) == 0)
-		event_base_free(d.base);
 	return rc;
 }

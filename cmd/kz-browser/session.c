@@ -374,27 +374,24 @@ kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
 static cJSON *
 page_info(const struct kzb_conf *c, struct kzb_session *s)
 {
-	cJSON *p = cJSON_CreateObject(), *r = NULL,
-	      *info = cJSON_CreateObject();
-	const cJSON *v;
+	cJSON *r = NULL, *info = cJSON_CreateObject();
+	const cJSON *e, *url, *title;
 	char why[64];
+	int64_t cur;
 
-	cJSON_AddStringToObject(p, "expression",
-	    "JSON.stringify([location.href, document.title])");
-	cJSON_AddBoolToObject(p, "returnByValue", true);
-	if (kzb_cdp_call(&s->cdp, "Runtime.evaluate", p, true,
-	        c->nav_timeout_ms, &r, why, sizeof(why)) == 0 &&
-	    (v = kz_json_get(kz_json_get(r, "result"), "value")) != NULL &&
-	    cJSON_IsString(v)) {
-		cJSON *a = cJSON_Parse(v->valuestring);
-
-		if (cJSON_GetArraySize(a) == 2) {
-			cJSON_AddItemToObject(info, "url",
-			    cJSON_Duplicate(cJSON_GetArrayItem(a, 0), 1));
-			cJSON_AddItemToObject(info, "title",
-			    cJSON_Duplicate(cJSON_GetArrayItem(a, 1), 1));
-		}
-		cJSON_Delete(a);
+	/* The browser's own record of the current entry, not the page's
+	 * word: a script in the page can replace anything it evaluates
+	 * (JSON.stringify, the location getter) and name another site. */
+	if (kzb_cdp_call(&s->cdp, "Page.getNavigationHistory",
+	        cJSON_CreateObject(), true, c->nav_timeout_ms, &r, why,
+	        sizeof(why)) == 0 &&
+	    kz_json_int(r, "currentIndex", 0, 1 << 20, &cur, NULL, 0) == 0 &&
+	    (e = cJSON_GetArrayItem(kz_json_get(r, "entries"), (int)cur)) !=
+	        NULL &&
+	    cJSON_IsString(url = kz_json_get(e, "url")) &&
+	    cJSON_IsString(title = kz_json_get(e, "title"))) {
+		cJSON_AddStringToObject(info, "url", url->valuestring);
+		cJSON_AddStringToObject(info, "title", title->valuestring);
 	}
 	cJSON_Delete(r);
 	return info;

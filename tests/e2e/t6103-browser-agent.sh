@@ -2,7 +2,8 @@
 # The agent's authority is smaller than the member's: its read is an
 # accessibility tree wrapped as untrusted content; an act without a
 # confirmation, with one for a different action, spent, on another origin
-# or on a password field is refused; a confirmed act on the session's
+# or on a password field (even one the page hides from its own scripts) is
+# refused; a page cannot disguise its address; a confirmed act on the session's
 # origin works and is on record; viewers get PNG frames on their own
 # connections; private text closes every other viewer's connection and
 # refuses the agent's read and act until it ends.
@@ -11,7 +12,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 25
+plan 30
 
 br_start 163 || { echo "Bail out! the stack did not start"; exit 1; }
 O='http://origin.kz.test'
@@ -86,6 +87,20 @@ is "$(jf "$R" ok)" "true" "the member's input reaches the page"
 R=$(bcall agent-read "{$S}")
 is "$(jf "$R" reason)" "the agent does not read or type into a password field" \
 	"with a password field focused, the agent's read is refused"
+
+# A page that rewrites what its own scripts read: the address and title
+# in a reply are the browser's record, and the agent's look at focus and
+# field types is made in a world of its own.
+R=$(bcall navigate "{$S,\"url\":\"$O/disguise\"}")
+is "$(jf "$R" page url)" "$O/disguise" "a page cannot change the address the member is told"
+is "$(jf "$R" page title)" "disguise" "... nor the title"
+bcall navigate "{$S,\"url\":\"$O/pwdisguise\"}" >/dev/null
+R=$(act '{"kind":"type","selector":"#pass","text":"hunter2"}')
+is "$(jf "$R" reason)" "the agent does not read or type into a password field" \
+	"a password field the page hides from its scripts is still refused, even confirmed"
+is "$(jf "$(bcall agent-read "{$S}")" reason)" "the agent does not read or type into a password field" \
+	"... and so is the agent's read"
+tnot "nothing was typed into it" grep -q '^/typed' "$T/origin.log"
 R=$(bcall input "{$S,\"events\":[{\"type\":\"click\",\"x\":700,\"y\":500}]}")
 A=$(kz-audit query --kind browser_action --dir "$T/audit" 2>/dev/null)
 is "$(printf '%s\n' "$A" | grep -c '"outcome":"approved"')" "2" "the two approved actions are on record"
