@@ -339,7 +339,7 @@ load_result(struct pv_job *j, const struct pv_outcome *o)
 int
 pv_phase_load(struct pv_job *j, const char *dir)
 {
-	char *spec = NULL, *argv[10], wr[PATH_MAX + 64];
+	char *spec = NULL, *argv[13], wr[PATH_MAX + 64], rd[3][PATH_MAX + 64];
 	struct pv_outcome o;
 	struct pv_run r;
 	int rc;
@@ -353,16 +353,23 @@ pv_phase_load(struct pv_job *j, const char *dir)
 	 * and every write but its home and the result channel. */
 	snprintf(wr, sizeof(wr), "--allow-fs-write=%s/*",
 	    sandboxed(j) ? "/tmp" : j->run);
+	snprintf(rd[0], sizeof(rd[0]), "--allow-fs-read=%s/*", j->c->modules);
+	snprintf(rd[1], sizeof(rd[1]), "--allow-fs-read=%s", j->c->child_js);
+	snprintf(rd[2], sizeof(rd[2]), "--allow-fs-read=%s/*",
+	    sandboxed(j) ? PV_SANDBOX_PKG : j->run);
 	argv[0] = (char *)j->c->node;
 	argv[1] = "--frozen-intrinsics";
 	argv[2] = "--experimental-permission";
-	argv[3] = "--allow-fs-read=*";
-	argv[4] = wr;
-	argv[5] = "--allow-fs-write=/proc/self/fd/*";
-	argv[6] = "--disable-warning=ExperimentalWarning";
-	argv[7] = (char *)j->c->child_js;
-	argv[8] = spec;
-	argv[9] = NULL;
+	argv[3] = rd[0];
+	argv[4] = rd[1];
+	argv[5] = rd[2];
+	argv[6] = "--allow-fs-read=/tmp/*";
+	argv[7] = wr;
+	argv[8] = "--allow-fs-write=/proc/self/fd/*";
+	argv[9] = "--disable-warning=ExperimentalWarning";
+	argv[10] = (char *)j->c->child_js;
+	argv[11] = spec;
+	argv[12] = NULL;
 	run_init(j, &r, dir, argv, true);
 	r.loader = j->c->child_js;
 	r.deps = j->prof.lock != NULL ? PV_DEPS_STRICT : PV_DEPS_NONE;

@@ -65,8 +65,8 @@ fixture ext-withheld
 pv ext-withheld
 is "$RC" 0 "an extension probing beneath the loader still loads"
 is "$(field ext-withheld r.surface.extensions[0].tools)" \
-	'["binding_err_access_denied","addon_err_dlopen_disabled","child_err_access_denied","worker_err_access_denied","write_err_access_denied"]' \
-	"... and met no internal binding, native addon, child process, worker or write outside its home"
+	'["binding_err_access_denied","addon_err_dlopen_disabled","child_err_access_denied","worker_err_access_denied","write_err_access_denied","memory_err_access_denied"]' \
+	"... and met no internal binding, native addon, child process, worker, write outside its home or its own memory"
 fixture ext-claim-unavailable
 pv ext-claim-unavailable
 is "$RC" 1 "authored code cannot make its failure an unavailable loader (exit 1, not 3)"
