@@ -188,6 +188,18 @@ free_slot(struct kzb_daemon *d)
 	return NULL;
 }
 
+/* Sessions one actor holds: at most a quarter of BROWSER_SESSIONS_MAX
+ * (at least one), so one member cannot take every place. */
+static bool
+actor_full(const struct kzb_daemon *d, const char *actor)
+{
+	int64_t n = 0, cap = d->c->sessions_max / 4;
+
+	for (int64_t i = 0; i < d->c->sessions_max; i++)
+		n += d->s[i] != NULL && strcmp(d->s[i]->actor, actor) == 0;
+	return n >= (cap > 0 ? cap : 1);
+}
+
 static void
 op_open(struct kz_req *req, void *arg)
 {
@@ -213,6 +225,11 @@ op_open(struct kz_req *req, void *arg)
 		kz_req_err(req, KZ_WE_BUSY,
 		    "as many browser sessions are open as this deployment "
 		    "allows");
+		return;
+	}
+	if (actor_full(d, actor)) {
+		kz_req_err(req, KZ_WE_BUSY,
+		    "this member holds as many browser sessions as one may");
 		return;
 	}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {

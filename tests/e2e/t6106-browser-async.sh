@@ -4,19 +4,24 @@
 # navigation is still waiting, B navigates and takes a screenshot, B's
 # viewer receives frames and the daemon answers status.  A member's close
 # of A during another slow load ends it at once, the pending navigation
-# answered "the session was closed".
+# answered "the session was closed".  One actor holds at most a quarter
+# of the daemon's sessions.
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 10
+plan 11
 
-BR_WORKERS=2 br_start 166 || { echo "Bail out! the stack did not start"; exit 1; }
+# BROWSER_SESSIONS_MAX=4: one session per actor.
+BR_WORKERS=2 br_start 166 BROWSER_SESSIONS_MAX=4 || { echo "Bail out! the stack did not start"; exit 1; }
 O='http://origin.kz.test'
 A=$(jf "$(bcall open '{"actor":"ann","conversation":"a1","url":"'$O'/"}')" session)
 B=$(jf "$(bcall open '{"actor":"ben","conversation":"b1","url":"'$O'/"}')" session)
 [ -n "$A" ] && [ -n "$B" ]; ok $? "two sessions are open, each on its own worker"
+is "$(jf "$(bcall open '{"actor":"ann","conversation":"a2","url":"'$O'/"}')" reason)" \
+	"this member holds as many browser sessions as one may" \
+	"one actor holds at most a quarter of BROWSER_SESSIONS_MAX"
 
 "$BPY" "$TOP/tests/browser/viewer.py" "$T/kz-browser.sock.view" "$B" viewer "$T/viewer.out" 30 &
 VPID=$!; on_exit "kill $VPID 2>/dev/null"
