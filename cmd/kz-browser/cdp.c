@@ -104,6 +104,16 @@ note_event(struct kzb_cdp *c, const cJSON *m)
 	if (c->inject != NULL &&
 	    strcmp(meth->valuestring, "Target.attachedToTarget") == 0)
 		attached(c, kz_json_get(m, "params"));
+	/* A page's alert, confirm, prompt or beforeunload dialog would hold
+	 * every later call on it (a screenshot, a viewer's frame) until the
+	 * call's timeout: each is dismissed as it opens. */
+	if (strcmp(meth->valuestring, "Page.javascriptDialogOpening") == 0 &&
+	    cJSON_IsString(from)) {
+		cJSON *p = cJSON_CreateObject();
+
+		cJSON_AddBoolToObject(p, "accept", false);
+		send_to(c, from->valuestring, "Page.handleJavaScriptDialog", p);
+	}
 	/* Only the session's own page and the browser count: a popup's or
 	 * a frame's events are not the page's. */
 	if (cJSON_IsString(from) && c->target_sid[0] != '\0' &&

@@ -23,6 +23,8 @@ connection).
                document.activeElement and reports what is typed into it
                as GET /typed?<text>
   /spin?n=N    a page whose N Web Workers spin forever
+  /alert       a page that opens an alert as it loads, then is titled
+               "after alert"
   /state       a page titled "state:COOKIE|STORAGE" with what it found of
                an earlier visit ("none" for each when nothing), which then
                leaves a cookie and a localStorage item behind
@@ -125,6 +127,9 @@ for (let i = 0; i < {n}; i++) new Worker(src);
 document.title = "spinning";
 </script></body></html>"""
 
+ALERT = """<!doctype html><html><head><title>alert</title></head><body>
+<script>alert("kz"); document.title = "after alert";</script></body></html>"""
+
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
@@ -155,6 +160,8 @@ class H(http.server.BaseHTTPRequestHandler):
             body = DISGUISE
         elif u.path == "/pwdisguise":
             body = PWDISGUISE
+        elif u.path == "/alert":
+            body = ALERT
         elif u.path == "/spin":
             body = SPIN.format(n=int(q.get("n", ["2"])[0]))
         elif u.path == "/slow":

@@ -12,7 +12,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 25
+plan 27
 
 br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
 ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
@@ -99,6 +99,14 @@ thr() { awk '$1 == "nr_throttled" {print $2}' "$CL/cpu.stat" 2>/dev/null; }
 t0=$(thr); sleep 2; t1=$(thr)
 ok "$([ "${t1:-0}" -gt "${t0:-0}" ]; echo $?)" "a page spinning two workers is throttled (nr_throttled ${t0:-?} -> ${t1:-?})"
 bcall navigate '{"session":"'$SID'","url":"http://origin.kz.test/"}' >/dev/null
+
+# A page's dialog does not hold the session: it is dismissed as it opens.
+R=$(bcall navigate '{"session":"'$SID'","url":"http://origin.kz.test/alert"}')
+t0=$EPOCHREALTIME
+R2=$(bcall screenshot '{"session":"'$SID'"}')
+ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+is "$(jf "$R" page title)" "after alert" "a page's alert is dismissed as it opens"
+ok "$([ -n "$(jf "$R2" png_b64)" ] && [ "$ms" -lt 4000 ]; echo $?)" "... and a screenshot is not held by it (${ms} ms)"
 R=$(bcall close '{"session":"'$SID'"}')
 sleep 0.5
 is "$(br_sessions | wc -l)$(br_chromium | wc -l)" "00" "after close: no Chromium and no session cgroup (its profile's tmpfs went with it)"
