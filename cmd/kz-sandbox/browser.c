@@ -609,10 +609,14 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 		    "the browser's bridge could not start");
 	}
 	if (pid == 0) {
-		close(rp[0]);
-		if (pre_ctl >= 0)
-			close(pre_ctl);
-		bridge_main(w, rp[1], path, grant, webrtc, serial, -1);
+		/* As the pre-started bridge: none of the agent's descriptors
+		 * (its listening socket, the peer's connection) but the
+		 * pipe that says it is ready, so a retired worker's endpoint
+		 * is not held open by its bridge. */
+		if (rp[1] != 3 && dup3(rp[1], 3, O_CLOEXEC) < 0)
+			_exit(126);
+		(void)close_range(4, ~0u, 0);
+		bridge_main(w, 3, path, grant, webrtc, serial, -1);
 	}
 	sodium_memzero(grant, strlen(grant));
 	free(grant);

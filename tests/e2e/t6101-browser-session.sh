@@ -12,7 +12,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 27
+plan 28
 
 br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
 ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
@@ -87,6 +87,9 @@ PNG=$(jf "$R" png_b64 | base64 -d 2>/dev/null | head -c 4 | od -An -c | tr -d ' 
 is "$PNG" "211PNG" "a screenshot is a PNG"
 
 is "$(br_sessions | wc -l)" "1" "the live session has its own cgroup in the worker"
+# Only the agent holds the worker's listening socket: not its bridge.
+is "$(ss -xlpH 2>/dev/null | grep -F " $(wsock) " | grep -o 'pid=[0-9]*' | sort -u | wc -l)" 1 \
+	"the worker's endpoint is held by its agent alone, not by the session's bridge"
 
 # A page's scripts are code: two Web Workers spinning are held to the
 # session's CPU bandwidth (SANDBOX_BROWSER_CPU, one CPU by default).
