@@ -359,14 +359,22 @@ pv_phase_load(struct pv_job *j, const char *dir)
 	    sandboxed(j) ? PV_SANDBOX_PKG : j->run);
 	argv[0] = (char *)j->c->node;
 	argv[1] = "--frozen-intrinsics";
-	argv[2] = "--experimental-permission";
+	/* The flag's name since Node 22.13; 20 knows only the first. */
+	argv[2] = j->node_major > 22 ||
+	        (j->node_major == 22 && j->node_minor >= 13) ?
+	    "--permission" :
+	    "--experimental-permission";
 	argv[3] = rd[0];
 	argv[4] = rd[1];
 	argv[5] = rd[2];
 	argv[6] = "--allow-fs-read=/tmp/*";
 	argv[7] = wr;
 	argv[8] = "--allow-fs-write=/proc/self/fd/*";
-	argv[9] = "--disable-warning=ExperimentalWarning";
+	/* The experimental features' warnings would only crowd the
+	 * diagnostics; before Node 20.11 all warnings go. */
+	argv[9] = j->node_major > 20 || j->node_minor >= 11 ?
+	    "--disable-warning=ExperimentalWarning" :
+	    "--no-warnings";
 	argv[10] = (char *)j->c->child_js;
 	argv[11] = spec;
 	argv[12] = NULL;

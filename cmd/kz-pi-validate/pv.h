@@ -157,6 +157,7 @@ struct pv_job {
 	struct pv_tree tree;
 	int filesfd;
 	char cwd[3000], run[3200];
+	long node_major, node_minor; /* what node --version said */
 	int64_t deadline;
 	cJSON *body;
 	struct pv_verdict v;

@@ -31,15 +31,25 @@ num(const char **p, long *out)
 	return 0;
 }
 
+static int
+node_version(const char *v, long *maj, long *min)
+{
+	long patch;
+	const char *p = v;
+
+	if (p == NULL || *p++ != 'v' || num(&p, maj) != 0 || *p++ != '.' ||
+	    num(&p, min) != 0 || *p++ != '.' || num(&p, &patch) != 0 ||
+	    (*p != '\0' && *p != '-'))
+		return KZ_EINVAL;
+	return 0;
+}
+
 int
 pv_node_version_ok(const char *v, bool *ok)
 {
-	long maj, min, patch;
-	const char *p = v;
+	long maj, min;
 
-	if (p == NULL || *p++ != 'v' || num(&p, &maj) != 0 || *p++ != '.' ||
-	    num(&p, &min) != 0 || *p++ != '.' || num(&p, &patch) != 0 ||
-	    (*p != '\0' && *p != '-'))
+	if (node_version(v, &maj, &min) != 0)
 		return KZ_EINVAL;
 	*ok = maj > PV_NODE_MIN_MAJOR ||
 	    (maj == PV_NODE_MIN_MAJOR && min >= PV_NODE_MIN_MINOR);
@@ -111,7 +121,8 @@ node_check(struct pv_job *j, char *nodev, size_t len)
 		kz_why(j->why, sizeof(j->why), "node is not available");
 		return KZ_EXIT_UNAVAIL;
 	}
-	if (pv_node_version_ok(nodev, &ok) != 0 || !ok) {
+	if (pv_node_version_ok(nodev, &ok) != 0 || !ok ||
+	    node_version(nodev, &j->node_major, &j->node_minor) != 0) {
 		kz_why(j->why, sizeof(j->why),
 		    "node %.32s is too old: the "
 		    "pinned Pi loader needs Node %d.%d or later",
