@@ -476,29 +476,66 @@ ctl_gone(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 	return 1;
 }
 
+/*
+ * Every process that is this worker by its command line, found in /proc:
+ * the pid file is not proof (a worker whose start failed half-way may
+ * never have written it).  -1 when /proc cannot be read: then nobody can
+ * tell whether the worker runs.
+ */
+static int
+worker_pids(const char *id, pid_t *out, int max)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int64_t v;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL && n < max)
+		if (kz_parse_int(de->d_name, 1, 1 << 22, &v) == 0 &&
+		    is_worker((pid_t)v, id))
+			out[n++] = (pid_t)v;
+	closedir(d);
+	return n;
+}
+
+/* Signals every process of the worker, then waits up to 2 s for them to
+ * go; the number still there (-1: /proc unreadable). */
+static int
+stop_worker(const char *id, int sig)
+{
+	pid_t p[64];
+	int n = worker_pids(id, p, 64);
+
+	for (int i = 0; i < n; i++)
+		(void)kill(p[i], sig);
+	for (int t = 0; t < 40 && n > 0; t++) {
+		usleep(50000);
+		n = worker_pids(id, p, 64);
+	}
+	return n;
+}
+
 int
 ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 {
 	char dir[PATH_MAX];
-	pid_t pid;
-	int i;
+	int n;
 
 	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0)
 		return KZ_EINVAL;
-	if ((pid = read_pid(dir)) > 0 && is_worker(pid, id)) {
-		kill(pid, SIGTERM);
-		for (i = 0; i < 40 && is_worker(pid, id); i++)
-			usleep(50000);
-		if (is_worker(pid, id))
-			kill(pid, SIGKILL);
-		for (i = 0; i < 40 && is_worker(pid, id); i++)
-			usleep(50000);
-		if (is_worker(pid, id)) {
-			kz_why(why, wlen, "worker did not stop");
-			return KZ_ESTATE;
-		}
-		rm_cgroups(id);
+	/* Absent only once no process of it is left, whatever its pid
+	 * file says (or does not). */
+	if ((n = stop_worker(id, SIGTERM)) > 0)
+		n = stop_worker(id, SIGKILL);
+	if (n != 0) {
+		kz_why(why, wlen,
+		    n < 0 ? "cannot tell whether the worker runs" :
+		            "worker did not stop");
+		return n < 0 ? KZ_EUNAVAIL : KZ_ESTATE;
 	}
+	rm_cgroups(id);
 	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
 	    errno != ENOENT) {
 		kz_why(why, wlen, "worker directory could not be removed");
@@ -521,11 +558,26 @@ ctl_list(const struct ctl_conf *c, struct ctl_inv *inv, char *why, size_t wlen)
 		return KZ_EUNAVAIL;
 	}
 	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+
+		/* A worker is a directory of ours (not a log, not another
+		 * daemon's file in a misconfigured workers dir). */
 		if (de->d_name[0] == '.' || !kz_pool_id_ok(de->d_name) ||
-		    strlen(de->d_name) >= sizeof(inv->id[0]))
+		    strlen(de->d_name) >= sizeof(inv->id[0]) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) !=
+		        0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 			continue;
-		if (inv->n == CTL_INV_MAX)
-			break;
+		/* More than fit: a cut list would leave workers uncounted
+		 * and their host ids given out twice. */
+		if (inv->n == CTL_INV_MAX) {
+			closedir(d);
+			inv->n = 0;
+			kz_why(why, wlen,
+			    "more than %d workers: the inventory does not fit",
+			    CTL_INV_MAX);
+			return KZ_EUNAVAIL;
+		}
 		memcpy(inv->id[inv->n++], de->d_name, strlen(de->d_name) + 1);
 	}
 	closedir(d);

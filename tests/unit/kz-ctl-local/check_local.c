@@ -3,7 +3,8 @@
  * directory, gives it an id of its own and starts the worker with the
  * runtime asked for in SANDBOX_RUNTIME; a refused create (unknown runtime,
  * bad id, no id left) leaves nothing behind; the inventory is the set of
- * worker directories; delete stops the worker and confirms its absence.
+ * worker directories, whole or refused; delete stops the worker, found by
+ * its command line whatever its pid file says, and confirms its absence.
  * The worker is a shell script standing in for kz-sandbox.
  */
 #include <check.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kz_conf.h"
 #include "kz_io.h"
 #include "ctl.h"
 #include "banned.h"
@@ -135,6 +137,58 @@ START_TEST(test_refusals_leave_nothing)
 }
 END_TEST
 
+/* A worker whose pid file is gone (a start that failed half-way) is still
+ * found and stopped before its absence is confirmed. */
+START_TEST(test_delete_without_pid_file)
+{
+	char ep[PATH_MAX], why[256], s[4096], p[PATH_MAX + 64], buf[32];
+	int64_t pid;
+
+	ck_assert_int_eq(ctl_create(&conf, "wa", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	seen("wa", s, sizeof(s));
+	snprintf(p, sizeof(p), "%s/wa/pid", conf.workers_dir);
+	for (int i = 0; i < 100 && kz_read_small(p, buf, sizeof(buf)) <= 0; i++)
+		usleep(20000);
+	ck_assert_int_gt(kz_read_small(p, buf, sizeof(buf)), 0);
+	buf[strcspn(buf, "\n")] = '\0';
+	ck_assert_int_eq(kz_parse_int(buf, 2, 1 << 22, &pid), 0);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(ctl_delete(&conf, "wa", why, sizeof(why)), 0);
+	/* Gone, or a zombie for whoever reaps it: no command line. */
+	snprintf(p, sizeof(p), "/proc/%lld/cmdline", (long long)pid);
+	ck_assert_int_le(kz_read_small(p, s, sizeof(s)), 0);
+}
+END_TEST
+
+/* The inventory is directories of ours; one that does not fit whole is
+ * refused, never cut. */
+START_TEST(test_inventory_whole)
+{
+	static struct ctl_inv inv;
+	char p[PATH_MAX + 64], why[256];
+	int fd;
+
+	ck_assert_int_eq(mkdir(conf.workers_dir, 0755), 0);
+	snprintf(p, sizeof(p), "%s/wlog", conf.workers_dir);
+	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT, 0644), 0);
+	close(fd);
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, 0);
+	for (int i = 0; i <= CTL_INV_MAX; i++) {
+		snprintf(p, sizeof(p), "%s/w%04d", conf.workers_dir, i);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+	}
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), KZ_EUNAVAIL);
+	ck_assert_ptr_nonnull(strstr(why, "does not fit"));
+	snprintf(p, sizeof(p), "%s/w0000", conf.workers_dir);
+	ck_assert_int_eq(rmdir(p), 0);
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, CTL_INV_MAX);
+}
+END_TEST
+
 START_TEST(test_runtime_names)
 {
 	ck_assert(ctl_runtime_ok("native"));
@@ -158,6 +212,8 @@ main(void)
 	tcase_add_test(tc, test_create_list_delete);
 	tcase_add_test(tc, test_refusals_leave_nothing);
 	tcase_add_test(tc, test_runtime_names);
+	tcase_add_test(tc, test_delete_without_pid_file);
+	tcase_add_test(tc, test_inventory_whole);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
