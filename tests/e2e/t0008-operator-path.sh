@@ -4,12 +4,14 @@
 # needs; the pool's workers reach kz-egress, and a pool without egress
 # refuses --egress instead of recording a grant that does nothing; a worker
 # that cannot start makes start fail naming the step, and its log is kept;
-# stop counts an exited-but-unreaped daemon as stopped; make demo leaves
+# stop counts an exited-but-unreaped daemon as stopped; kz-egress is not
+# told where the field key is; the run dir is the caller's own and its
+# export line is safe to eval whatever its path; make demo leaves
 # nothing behind when it works and keeps what it points at when it fails.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=108
-plan 35
+plan 42
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -28,7 +30,7 @@ export SANDBOX_EGRESS_MODE=private_networks
 export SANDBOX_EGRESS_PRIVATE_CIDRS=10.213.$N.0/30 SANDBOX_EGRESS_RESOLVER=$EG_DNS
 out=$(kz-supervise start --run-dir "$R" 2>"$T/start.err"); rc=$?
 is "$rc" 0 "start succeeds"
-is "$out" "export KZ_RUN_DIR=$R" "start prints the one export line, and only it, on stdout"
+is "$out" "export KZ_RUN_DIR='$R'" "start prints the one export line, and only it, on stdout"
 like "$(cat "$T/start.err")" "kz-lease running pid [0-9]+ socket $R/kz-lease.sock" \
 	"the status goes to stderr"
 # At once: start returned only once a worker was warm and admission open.
@@ -52,9 +54,12 @@ o=$(KZ_RUN_DIR=$R kz-run --actor alice \
 	--conversation op -- /bin/bash -c "$GET" 2>&1); rc=$?
 is "$rc" 9 "without --egress the same code has no proxy"
 
-m=$(kz-supervise status --prometheus --run-dir "$R")
+EP=$(cat "$R/kz-egress.pid")
+tnot "kz-egress is not told where the field key is" grep -qz '^KZ_FIELD_KEY_FILE=' "/proc/$EP/environ"
+m=$(KZ_AUDIT_SOCKET=$T/elsewhere.sock kz-supervise status --prometheus --run-dir "$R")
 like "$m" 'kz_up\{daemon="kz-egress"\} 1' "status --prometheus reaches kz-egress on the status socket start gave it"
 like "$m" 'kz_egress_allowed_total [1-9]' "and counts the run's allowed request"
+like "$m" 'kz_up\{daemon="kz-audit"\} 1' "the run dir given wins over a socket the environment names"
 kz-supervise stop --run-dir "$R" >"$T/stop.out" 2>&1
 
 # ---- a stack without kz-egress: no egress path for the pool
@@ -121,6 +126,20 @@ like "$out" 'stopped kz-audit pid [0-9]+' "stop says what it stopped"
 unlike "$out" 'SIGKILL' "an exited, unreaped daemon is counted stopped, not killed again"
 [ "$ms" -lt 4000 ]; ok $? "without waiting out the kill timeout (${ms} ms)"
 kill "$ADOPTER" 2>/dev/null; wait "$ADOPTER" 2>/dev/null
+
+# ---- the run dir: the caller's own, and any path is safe to eval
+R5="$T/run\$(touch\${IFS}$T/PWNED)"
+on_exit "kz-supervise stop --run-dir '$R5' >/dev/null 2>&1"
+out=$(kz-supervise start --run-dir "$R5" 2>/dev/null)
+eval "$out"
+is "$KZ_RUN_DIR" "$R5" "the export line gives any run dir back as it is"
+tnot "and runs nothing when eval'd" test -e "$T/PWNED"
+kz-supervise stop --run-dir "$R5" >/dev/null 2>&1
+mkdir -m 0777 "$T/shared"
+rc_is 2 "a run dir others may write is refused" kz-supervise status --run-dir "$T/shared"
+like "$(cat "$T/.out")" "writable by others" "... saying so"
+mkdir "$T/theirs"; chown 4343 "$T/theirs"
+rc_is 2 "so is one another user owns" kz-supervise stop --run-dir "$T/theirs"
 
 # ---- make demo
 o=$(sh "$TOP/tests/demo.sh" 2>&1); rc=$?
