@@ -182,9 +182,9 @@ sample(struct mx *m, const struct col *c, const char *daemon, const char *lval,
 		lb[n++] = lval;
 	}
 	r = mx_add(m, c->metric, c->type, c->help, lb, x);
-	/* A value the format cannot carry (a counter below 0) is left out,
-	 * not the whole scrape. */
-	return r == KZ_EINVAL ? 0 : r;
+	/* A sample the format cannot carry (a counter below 0, a label value
+	 * a daemon made too long) is left out, not the whole scrape. */
+	return r == KZ_EINVAL || r == KZ_ENOSPC ? 0 : r;
 }
 
 static const cJSON one_true = {.type = cJSON_True};

@@ -66,6 +66,13 @@ static const struct {
             "kz_browser_sessions_total{outcome=\"opened\"} 5",
             "kz_browser_sessions_total{outcome=\"reaped\"} 1"},
         NULL},
+    /* A label value too long for the format is left out, the rest
+     * kept (the key below is 600 bytes). */
+    {"kz-audit",
+        "{\"acked\":3,\"refused_by_reason\":{\"length\":1,\"LONG\":2}}",
+        {"kz_audit_appends_total 3",
+            "kz_audit_refusals_total{reason=\"length\"} 1"},
+        "LONG"},
     /* A counter gone negative is left out, the rest kept. */
     {"kz-egress", "{\"allowed\":-1,\"bad_requests\":2}",
         {"kz_egress_bad_requests_total 2"}, "kz_egress_allowed_total"},
@@ -74,13 +81,25 @@ static const struct {
 START_TEST(test_collect)
 {
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *st = cases[i].status ? cJSON_Parse(cases[i].status) :
-		                              NULL;
+		cJSON *st = NULL;
 		struct mx *m;
 		char *t, line[256];
 		size_t n;
 		int r;
 
+		if (cases[i].status != NULL) {
+			/* LONG: a key of 600 bytes. */
+			char *q, *text = malloc(strlen(cases[i].status) + 600);
+
+			ck_assert_ptr_nonnull(text);
+			strcpy(text, cases[i].status);
+			if ((q = strstr(text, "LONG")) != NULL) {
+				memmove(q + 600, q + 4, strlen(q + 4) + 1);
+				memset(q, 'x', 600);
+			}
+			st = cJSON_Parse(text);
+			free(text);
+		}
 		ck_assert_int_eq(mx_new(&m), 0);
 		r = mx_collect(m, cases[i].daemon, st);
 		ck_assert_msg(r == 0, "case %zu", i);
@@ -94,6 +113,7 @@ START_TEST(test_collect)
 		ck_assert_msg(cases[i].never == NULL ||
 		        strstr(t, cases[i].never) == NULL,
 		    "case %zu", i);
+		ck_assert_msg(strstr(t, "xxxxxxxxxx") == NULL, "case %zu", i);
 		free(t);
 		cJSON_Delete(st);
 		mx_free(m);
