@@ -7,6 +7,7 @@
  */
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,45 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max, bool *timed)
 	                                                  KZ_EXIT_USAGE;
 }
 
+/*
+ * Whether a code point would act on a terminal or reorder what it shows
+ * rather than be shown: DEL and the C1 controls (U+0080-U+009F, a CSI
+ * among them), and the invisible format and bidirectional controls.
+ */
+static bool
+acts(uint32_t cp)
+{
+	return cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c ||
+	    (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+/* A reply printed as JSON that means the same and that a terminal only
+ * shows: each such character inside a string as its \\u escape (cJSON
+ * escapes only those below U+0020). */
+static void
+print_inert(const char *s)
+{
+	size_t len = strlen(s), i = 0;
+	uint32_t cp;
+	int n;
+
+	while (i < len) {
+		n = kz_utf8_next(s + i, len - i, &cp);
+		if (n <= 0) {
+			fputs("\\ufffd", stdout);
+			i++;
+		} else if (acts(cp)) {
+			printf("\\u%04x", (unsigned)cp);
+			i += (size_t)n;
+		} else {
+			fwrite(s + i, 1, (size_t)n, stdout);
+			i += (size_t)n;
+		}
+	}
+	putchar('\n');
+}
+
 int
 main(int argc, char **argv)
 {
@@ -185,7 +225,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if ((out = kz_json_print(reply)) != NULL) {
-		printf("%s\n", out);
+		print_inert(out);
 		free(out);
 	}
 	/*
