@@ -186,9 +186,18 @@ write_pid(const char *dir, pid_t pid)
 static int
 make_dirs(const struct ctl_conf *c, const char *dir, const char *proj)
 {
+	struct stat st;
+
 	if (mkdir(c->workers_dir, 0750) == 0 &&
 	    chmod(c->workers_dir, 0750) != 0)
 		return -1;
+	/* Ours alone: in a directory others may write, what the controller
+	 * creates (as root, under kz-lease) could be their symlink. */
+	if (lstat(c->workers_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		errno = EPERM;
+		return -1;
+	}
 	if (mkdir(dir, 0750) != 0)
 		return -1;
 	if (chmod(dir, 0750) != 0 || mkdir(proj, 0700) != 0 ||
@@ -327,7 +336,10 @@ ctl_create(const struct ctl_conf *c, const char *id, const char *runtime,
 		return KZ_EDENIED;
 	}
 	if (make_dirs(c, dir, proj) != 0) {
-		kz_why(why, wlen, "cannot make the worker directory");
+		kz_why(why, wlen,
+		    errno == EPERM ? "the workers directory is not ours alone "
+		                     "(owner, or writable by others)" :
+		                     "cannot make the worker directory");
 		return KZ_EDENIED;
 	}
 	if (claim_id(c, id, dir, &hid) != 0) {

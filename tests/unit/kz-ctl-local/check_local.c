@@ -189,6 +189,24 @@ START_TEST(test_inventory_whole)
 }
 END_TEST
 
+/* A workers directory others may write is refused: nothing is made in
+ * it. */
+START_TEST(test_workers_dir_ours)
+{
+	static struct ctl_inv inv;
+	char ep[PATH_MAX], why[256];
+
+	ck_assert_int_eq(mkdir(conf.workers_dir, 0777), 0);
+	ck_assert_int_eq(chmod(conf.workers_dir, 0777), 0);
+	ck_assert_int_eq(ctl_create(&conf, "wa", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_ptr_nonnull(strstr(why, "not ours alone"));
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, 0);
+}
+END_TEST
+
 START_TEST(test_runtime_names)
 {
 	ck_assert(ctl_runtime_ok("native"));
@@ -214,6 +232,7 @@ main(void)
 	tcase_add_test(tc, test_runtime_names);
 	tcase_add_test(tc, test_delete_without_pid_file);
 	tcase_add_test(tc, test_inventory_whole);
+	tcase_add_test(tc, test_workers_dir_ours);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
