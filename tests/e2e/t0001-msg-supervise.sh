@@ -3,7 +3,7 @@
 # and stops only what it started; kz-msg's exit codes, and a hostile
 # reply printed inert.
 . "$(dirname "$0")/lib.sh"
-plan 22
+plan 25
 RUN=$T/run
 on_exit "kz-supervise stop --run-dir $RUN >/dev/null 2>&1"
 
@@ -65,4 +65,18 @@ is "$rc" 3 "a daemon that fails to start fails the start (exit 3)"
 unlike "$st" 'running' "and stops the rest: nothing is left half up"
 [ -S "$RUN/store.sock" ] && pgrep -f "unixsocket $RUN/store.sock" >/dev/null
 is "$?" 1 "no store process is left"
+
+# A daemon installed as a link to a versioned file is the one started:
+# start waits for it, status and stop know it.
+VB=$T/vbin; mkdir -p "$VB"
+cp "$BIN/kz-audit" "$VB/kz-audit-0.1.0"; ln -s kz-audit-0.1.0 "$VB/kz-audit"
+ln -s "$BIN/kz-msg" "$VB/kz-msg"
+R2=$T/run2
+on_exit "KZ_BIN=$VB kz-supervise stop --run-dir $R2 >/dev/null 2>&1"
+rc_is 0 "start with kz-audit linked to a versioned file" \
+	env KZ_BIN="$VB" "$BIN/kz-supervise" start --run-dir "$R2"
+like "$(KZ_BIN=$VB "$BIN/kz-supervise" status --run-dir "$R2")" 'kz-audit running pid [0-9]+' \
+	"status knows it"
+like "$(KZ_BIN=$VB "$BIN/kz-supervise" stop --run-dir "$R2")" 'stopped kz-audit pid [0-9]+' \
+	"and stop stops it"
 done_testing
