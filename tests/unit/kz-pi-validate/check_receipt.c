@@ -1,6 +1,7 @@
 /*
  * kz-pi-validate receipt.c: the signed canonical body, staleness after a
- * file or contract change, forged and re-keyed receipts, supported events.
+ * file, profile or contract change, forged and re-keyed receipts,
+ * supported events.
  */
 #include <check.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 static char key1[64], key2[64];
 #define H16(c) c c c c c c c c c c c c c c c c
 static const char *A = H16("1111"), *B = H16("2222"), *C = H16("3333");
+/* The profile's digest. */
+static const char *P = H16("4444");
 
 static void
 setup(void)
@@ -42,6 +45,7 @@ signed_receipt(const char *artifact, const char *contract, const char *result)
 	cJSON_AddNumberToObject(b, "v", 1);
 	cJSON_AddNumberToObject(b, "files", 3);
 	cJSON_AddStringToObject(b, "artifact_sha256", artifact);
+	cJSON_AddStringToObject(b, "profile_sha256", P);
 	cJSON_AddStringToObject(b, "contract_digest", contract);
 	cJSON_AddStringToObject(b, "note", "caf\xc3\xa9 \"quoted\"\n");
 	cJSON_AddStringToObject(b, "result", result);
@@ -54,7 +58,7 @@ static int
 verify(const char *text, const char *key, const char *a, const char *c,
     char *why, size_t wlen)
 {
-	return pv_receipt_verify(text, strlen(text), key, a, c, why, wlen);
+	return pv_receipt_verify(text, strlen(text), key, a, P, c, why, wlen);
 }
 
 START_TEST(test_current_and_stale)
@@ -66,6 +70,10 @@ START_TEST(test_current_and_stale)
 	ck_assert_ptr_nonnull(strstr(why, "files changed"));
 	ck_assert_int_eq(verify(t, key1, A, B, why, sizeof(why)), KZ_EDENIED);
 	ck_assert_ptr_nonnull(strstr(why, "contract changed"));
+	ck_assert_int_eq(pv_receipt_verify(t, strlen(t), key1, A, B, C, why,
+	                     sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_ptr_nonnull(strstr(why, "another profile"));
 	free(t);
 	t = signed_receipt(A, C, "fail");
 	ck_assert_int_eq(verify(t, key1, A, C, why, sizeof(why)), KZ_EDENIED);
@@ -138,7 +146,7 @@ START_TEST(test_malformed)
 	char why[128];
 
 	ck_assert_int_ne(pv_receipt_verify(malformed[_i], strlen(malformed[_i]),
-	                     key1, A, C, why, sizeof(why)),
+	                     key1, A, P, C, why, sizeof(why)),
 	    0);
 }
 END_TEST
