@@ -41,6 +41,14 @@ kz_utf8_next(const char *s, size_t len, uint32_t *cp)
 }
 
 bool
+kz_cp_acts(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
+	    cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069);
+}
+
+bool
 kz_utf8_valid(const char *s, size_t len)
 {
 	uint32_t cp;

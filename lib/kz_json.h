@@ -25,6 +25,14 @@ bool kz_utf8_valid(const char *s, size_t len);
  * rules; -1 when the len bytes are only the start of one that more bytes
  * could complete (a sequence cut by the end of a buffer). */
 int kz_utf8_next(const char *s, size_t len, uint32_t *cp);
+/*
+ * Whether a code point is one a terminal acts on rather than shows: C0 and
+ * C1 controls and DEL (U+009B is CSI, an escape sequence in one
+ * character), the line and paragraph separators, and the bidirectional
+ * formatting characters (U+061C, U+200E-U+200F, U+202A-U+202E,
+ * U+2066-U+2069), which reorder what a reader sees.
+ */
+bool kz_cp_acts(uint32_t cp);
 
 /* Parses exactly len bytes as one JSON value; *out set only on success. */
 KZ_WUR int kz_json_parse(const char *buf, size_t len, cJSON **out, char *why,

@@ -217,23 +217,9 @@ is_host_char(unsigned char c)
 	    (c >= '0' && c <= '9') || strchr(".-_:[]", c) != NULL;
 }
 
-/*
- * Characters a terminal acts on rather than shows, refused in every string
- * of an event so that query can print records as they are: C0 and C1 controls
- * and DEL (U+009B is CSI, an escape sequence in one character), the line
- * and paragraph separators, and the bidirectional formatting characters
- * (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which reorder
- * what a reader sees.
- */
-static bool
-unsafe_cp(uint32_t cp)
-{
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
-	    cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
-	    (cp >= 0x2066 && cp <= 0x2069);
-}
-
-/* Also true for a sequence that is not well formed (the JSON parser has
+/* Whether s holds a character a terminal acts on (kz_cp_acts), refused in
+ * every string of an event so that query can print records as they are.
+ * Also true for a sequence that is not well formed (the JSON parser has
  * refused those already). */
 static bool
 has_ctrl(const char *s)
@@ -244,7 +230,7 @@ has_ctrl(const char *s)
 
 	for (size_t i = 0; i < len; i += (size_t)n)
 		if ((n = kz_utf8_next(s + i, len - i, &cp)) <= 0 ||
-		    unsafe_cp(cp))
+		    kz_cp_acts(cp))
 			return true;
 	return false;
 }

@@ -136,22 +136,9 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max, bool *timed)
 	                                                  KZ_EXIT_USAGE;
 }
 
-/*
- * Whether a code point would act on a terminal or reorder what it shows
- * rather than be shown: DEL and the C1 controls (U+0080-U+009F, a CSI
- * among them), and the invisible format and bidirectional controls.
- */
-static bool
-acts(uint32_t cp)
-{
-	return cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c ||
-	    (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
-	    (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
-}
-
 /* A reply printed as JSON that means the same and that a terminal only
- * shows: each such character inside a string as its \\u escape (cJSON
- * escapes only those below U+0020). */
+ * shows: each character kz_cp_acts names, inside a string, as its \\u
+ * escape (cJSON escapes only those below U+0020). */
 static void
 print_inert(const char *s)
 {
@@ -164,7 +151,7 @@ print_inert(const char *s)
 		if (n <= 0) {
 			fputs("\\ufffd", stdout);
 			i++;
-		} else if (acts(cp)) {
+		} else if (kz_cp_acts(cp)) {
 			printf("\\u%04x", (unsigned)cp);
 			i += (size_t)n;
 		} else {
