@@ -63,9 +63,6 @@ commit_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
 		kz_log(KZ_LOG_WARN, "create.commit", err, why, NULL);
 }
 
-static void held_retired(struct lease_daemon *d, int err, cJSON *res,
-    const char *why, void *arg);
-
 /* The last worker that could not start, for status and kz-supervise. */
 static void
 worker_failed(struct lease_daemon *d, const char *w, const char *why)
@@ -73,27 +70,42 @@ worker_failed(struct lease_daemon *d, const char *w, const char *why)
 	snprintf(d->last_fail, sizeof(d->last_fail), "worker %s: %s", w, why);
 }
 
-/*
- * A worker the controller saw exit before it was ready: what is left of it
- * is deleted now, not after LEASE_CREATE_TIMEOUT_MS, so that its place in
- * the capacity comes back at once.  It is retired under its create token
- * (no one can have leased it) and forgotten when the delete confirms it
- * absent, as every other worker is; should the retire fail, the create
- * stays counted until reconcile, as before.
- */
+/* The store retired the worker (or would not): it is deleted through the
+ * controller, under the retire token when there is one, so that its
+ * record goes once the delete confirms it absent. */
 static void
-gave_up(struct lease_daemon *d, const struct job *j)
+retired(struct lease_daemon *d, int err, cJSON *res, const char *why, void *arg)
 {
-	char op[KZ_OPID_HEX + 1], *w;
-	const char *av[4] = {op, j->worker, j->token, "create_failed"};
-	size_t n = strlen(j->worker) + 1;
+	char *w = arg;
+	const char *t = NULL;
 
-	if ((w = malloc(n)) == NULL)
-		return;
-	memcpy(w, j->worker, n);
+	(void)why;
+	if (err != 0 || kz_pool_errcode(res) != NULL ||
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) != 0)
+		t = NULL;
+	chore_delete(d, w, t, NULL, NULL);
+	free(w);
+}
+
+/* Retires worker w under its token tok (the store records why), then
+ * deletes it; -1 when the store could not be asked. */
+static int
+retire_delete(struct lease_daemon *d, const char *w, const char *tok,
+    const char *why)
+{
+	char op[KZ_OPID_HEX + 1], *c;
+	const char *av[4] = {op, w, tok, why};
+	size_t n = strlen(w) + 1;
+
+	if ((c = malloc(n)) == NULL)
+		return -1;
+	memcpy(c, w, n);
 	kz_store_opid(op);
-	if (pool_async(d, KZ_POOL_RETIRE, 4, av, held_retired, w) != 0)
-		free(w);
+	if (pool_async(d, KZ_POOL_RETIRE, 4, av, retired, c) != 0) {
+		free(c);
+		return -1;
+	}
+	return 0;
 }
 
 static void
@@ -118,7 +130,12 @@ create_poll(struct lease_daemon *d, struct job *j)
 		    NULL);
 		worker_failed(d, j->worker, why);
 		d->creates--;
-		gave_up(d, j);
+		/* What is left of it is deleted now, not after
+		 * LEASE_CREATE_TIMEOUT_MS, so that its place in the capacity
+		 * comes back at once: retired under its create token (no one
+		 * can have leased it).  Should the store not answer, the
+		 * create stays counted until reconcile. */
+		(void)retire_delete(d, j->worker, j->token, "create_failed");
 		job_free(d, j);
 	} else if (kz_now_ms() > j->deadline) {
 		/* Outcome unknown: it stays counted as creating until
@@ -292,39 +309,21 @@ reconcile_done(struct lease_daemon *d, int err, cJSON *res, const char *why,
  * then deleted; its record goes once the deletion is confirmed.
  */
 static void
-held_retired(struct lease_daemon *d, int err, cJSON *res, const char *why,
-    void *arg)
-{
-	char *w = arg;
-	const char *t = NULL;
-
-	(void)why;
-	if (err != 0 || kz_pool_errcode(res) != NULL ||
-	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) != 0)
-		t = NULL;
-	chore_delete(d, w, t, NULL, NULL);
-	free(w);
-}
-
-static void
 held_got(struct lease_daemon *d, int err, cJSON *res, const char *why,
     void *arg)
 {
-	char *w = arg, op[KZ_OPID_HEX + 1];
-	const char *st, *t, *av[4] = {op, w, NULL, "inventory"};
+	char *w = arg;
+	const char *st, *t;
 
 	(void)why;
-	if (err == 0 && kz_pool_errcode(res) == NULL &&
-	    kz_json_str(res, "state", 32, &st, NULL, 0) == 0 &&
-	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) == 0 &&
-	    strcmp(st, "retiring") != 0 && strcmp(st, "deleting") != 0) {
-		av[2] = t;
-		kz_store_opid(op);
-		if (pool_async(d, KZ_POOL_RETIRE, 4, av, held_retired, w) == 0)
-			return;
-	}
-	/* Not in the store, or already on its way out: the delete alone. */
-	chore_delete(d, w, NULL, NULL, NULL);
+	if (err != 0 || kz_pool_errcode(res) != NULL ||
+	    kz_json_str(res, "state", 32, &st, NULL, 0) != 0 ||
+	    kz_json_str(res, "token", KZ_POOL_TOKEN_MAX, &t, NULL, 0) != 0 ||
+	    strcmp(st, "retiring") == 0 || strcmp(st, "deleting") == 0 ||
+	    retire_delete(d, w, t, "inventory") != 0)
+		/* Not in the store, or already on its way out: the delete
+		 * alone. */
+		chore_delete(d, w, NULL, NULL, NULL);
 	free(w);
 }
 
