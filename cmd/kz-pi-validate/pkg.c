@@ -126,8 +126,8 @@ profile_fields_load(struct pv_profile *p, char *why, size_t wlen)
 	return 0;
 }
 
-static void
-sha256_hex(const char *buf, size_t len, char hex[PV_DIGEST_HEX + 1])
+void
+pv_sha256_hex(const char *buf, size_t len, char hex[PV_DIGEST_HEX + 1])
 {
 	unsigned char d[crypto_hash_sha256_BYTES];
 
@@ -145,7 +145,7 @@ pv_profile_digest(const char *file, char hex[PV_DIGEST_HEX + 1], char *why,
 
 	if ((r = read_small(file, PV_MAX_PROFILE, &buf, &len, why, wlen)) != 0)
 		return r;
-	sha256_hex(buf, len, hex);
+	pv_sha256_hex(buf, len, hex);
 	free(buf);
 	return 0;
 }
@@ -161,7 +161,7 @@ pv_profile_load(const char *file, int64_t deadline_max, struct pv_profile *p,
 	memset(p, 0, sizeof(*p));
 	if ((r = read_small(file, PV_MAX_PROFILE, &buf, &len, why, wlen)) != 0)
 		return r;
-	sha256_hex(buf, len, p->sha256);
+	pv_sha256_hex(buf, len, p->sha256);
 	r = kz_json_parse_object(buf, len, &p->root, why, wlen);
 	free(buf);
 	if (r != 0)

@@ -49,6 +49,8 @@ struct pv_tree {
 /* pkg.c */
 KZ_WUR int pv_profile_load(const char *file, int64_t deadline_max,
     struct pv_profile *p, char *why, size_t wlen);
+/* SHA-256 of len bytes, as lowercase hex. */
+void pv_sha256_hex(const char *buf, size_t len, char hex[PV_DIGEST_HEX + 1]);
 /* SHA-256 (hex) of a profile file's bytes, as pv_profile_load records it. */
 KZ_WUR int pv_profile_digest(const char *file, char hex[PV_DIGEST_HEX + 1],
     char *why, size_t wlen);

@@ -10,10 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <sodium.h>
 
 #include "kz_json.h"
-#include "kz_key.h"
 #include "kz_path.h"
 #include "pv.h"
 #include "banned.h"
@@ -179,7 +177,6 @@ static int
 read_res(int rootfd, const char *rel, char **buf, char hex[65], char *why,
     size_t wlen)
 {
-	unsigned char d[crypto_hash_sha256_BYTES];
 	struct stat st;
 	int fd, r;
 	ssize_t n;
@@ -196,8 +193,7 @@ read_res(int rootfd, const char *rel, char **buf, char hex[65], char *why,
 	n = read(fd, *buf, (size_t)st.st_size);
 	close(fd);
 	(*buf)[n > 0 ? n : 0] = '\0';
-	crypto_hash_sha256(d, (unsigned char *)*buf, n > 0 ? (size_t)n : 0);
-	kz_hex(d, sizeof(d), hex);
+	pv_sha256_hex(*buf, n > 0 ? (size_t)n : 0, hex);
 	return 0;
 }
 
