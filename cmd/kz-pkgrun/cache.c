@@ -33,7 +33,9 @@ pr_hash_hex_ok(const char *s)
 static struct pr_tree_opts
 opts(const struct pr_conf *c, bool sealed)
 {
-	struct pr_tree_opts o = {c->entries_max, c->package_max, sealed};
+	/* A sealed source is a cache entry: the copy is a projection's. */
+	struct pr_tree_opts o = {c->entries_max, c->package_max, sealed,
+	    sealed ? c->free_min : 0};
 
 	return o;
 }
@@ -279,9 +281,12 @@ pr_cache_stage(const struct pr_conf *c, int entryfd, const char *hex,
 	r = pr_tree_hash(pfd, manifest, mlen, dstfd, &o, got, why, wlen);
 	close(pfd);
 	/* Whatever else the walk met, the entry is not what was admitted;
-	 * only a failure to write the copy is the host's own. */
+	 * only a failure to write the copy, or no room to write it, is the
+	 * host's own. */
 	if (r != 0)
-		return r == KZ_ESYS || r == KZ_ENOMEM ? r : KZ_ECRYPTO;
+		return r == KZ_ESYS || r == KZ_ENOMEM || r == KZ_EUNAVAIL ?
+		    r :
+		    KZ_ECRYPTO;
 	if (!kz_ct_equal(want, got, sizeof(want))) {
 		kz_why(why, wlen, "the cache entry does not match its hash");
 		return KZ_ECRYPTO;

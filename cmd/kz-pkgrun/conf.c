@@ -39,6 +39,7 @@ static const char *const known[] = {
     "PKGRUN_PACKAGE_MAX",
     "PKGRUN_ENTRIES_MAX",
     "PKGRUN_WARM",
+    "PKGRUN_STAGING_FREE_MIN",
     NULL,
 };
 
@@ -112,6 +113,8 @@ numbers(struct pr_conf *c, const struct kz_conf *k, char *why, size_t wlen)
 	         &c->entries_max, why, wlen)) != 0 ||
 	    (e = kz_conf_int(k, "PKGRUN_WARM", 2, 0, PR_WARM_MAX, &c->warm, why,
 	         wlen)) != 0 ||
+	    (e = kz_conf_size(k, "PKGRUN_STAGING_FREE_MIN", 64 << 20,
+	         1ULL << 40, &c->free_min, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", 1 << 20, 64 << 20,
 	         &c->frame_max, why, wlen)) != 0 ||
 	    (e = kz_conf_int(k, "KZ_IO_TIMEOUT_MS", 5000, 10, 600000,

@@ -35,19 +35,35 @@ set_result(struct pr_result *res, enum kz_exit code, const char *wire,
 		snprintf(res->why, sizeof(res->why), "%s", why);
 }
 
-/* Copies member file rel from wsfd into filesfd. */
+/* Copies member file rel from wsfd into filesfd, its room taken first. */
 static int
-copy_member(int wsfd, int filesfd, const char *rel, uint64_t *left, char *why,
-    size_t wlen)
+copy_member(const struct pr_conf *c, int wsfd, int filesfd, const char *rel,
+    uint64_t *left, char *why, size_t wlen)
 {
+	struct pr_space sp = {0, 0};
 	const char *base;
 	char buf[65536];
 	int in = -1, out = -1, pfd = -1, r;
+	struct stat st;
 	ssize_t n;
 
 	if ((r = kz_path_open(wsfd, rel, strlen(rel), KZ_PATH_FILE, &in, NULL,
 	         0)) != 0)
 		return r;
+	if (fstat(in, &st) != 0) {
+		r = KZ_ESYS;
+		goto out;
+	}
+	/* The file's pages, and its directories' inodes at most. */
+	if ((uint64_t)st.st_size > *left) {
+		kz_why(why, wlen, "member files exceed the size limit");
+		r = KZ_ETOOBIG;
+		goto out;
+	}
+	if ((r = pr_space_take(filesfd, c->free_min,
+	         pr_space_file((uint64_t)st.st_size), KZ_PATH_DEPTH_MAX, &sp,
+	         why, wlen)) != 0)
+		goto out;
 	if ((r = kz_path_mkparent(filesfd, rel, 0755, (uid_t)-1, (gid_t)-1,
 	         &pfd, &base, NULL)) != 0)
 		goto out;
@@ -71,6 +87,7 @@ copy_member(int wsfd, int filesfd, const char *rel, uint64_t *left, char *why,
 	}
 	r = n < 0 ? KZ_ESYS : 0;
 out:
+	pr_space_give(&sp);
 	if (in >= 0)
 		close(in);
 	if (out >= 0)
@@ -115,7 +132,7 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 		    r == KZ_EPATH_NOENT ? "the actor has no workspace here" :
 		                          kz_strerror(r));
 	for (int i = 0; r == 0 && i < iv->nfiles; i++)
-		if ((r = copy_member(wsfd, filesfd, iv->files[i], &left, why,
+		if ((r = copy_member(c, wsfd, filesfd, iv->files[i], &left, why,
 		         sizeof(why))) != 0)
 			snprintf(res->why, sizeof(res->why), "file %d: %s",
 			    i + 1,
@@ -124,6 +141,8 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 			                         kz_strerror(r));
 	if (r == KZ_ESYS)
 		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, NULL);
+	else if (r == KZ_EUNAVAIL)
+		set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
 	else if (r == KZ_EINVAL)
 		set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
 	else if (r != 0)
@@ -486,10 +505,15 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 	}
 	if ((r = pr_cache_stage(c, efd, iv->package, man, mlen, pkgfd, res->why,
 	         sizeof(res->why))) != 0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
-		    r == KZ_ECRYPTO ? "the cached package does not match its "
-		                      "hash: it does not run" :
-		                      "cannot copy the package");
+		if (r == KZ_EUNAVAIL)
+			/* No room for it now: another time there may be. */
+			set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
+		else
+			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			    r == KZ_ECRYPTO ?
+			        "the cached package does not match its "
+			        "hash: it does not run" :
+			        "cannot copy the package");
 		if (pending_wait(pend) == 0)
 			(void)pr_audit(c, iv, res, "failed", "verify");
 		goto out;

@@ -54,7 +54,22 @@ struct pr_conf {
 	uint64_t memory, result_max, files_max, package_max, frame_max;
 	int64_t entries_max;
 	int64_t warm; /* PKGRUN_WARM: warm workers serve keeps, 0: none */
+	uint64_t free_min; /* PKGRUN_STAGING_FREE_MIN */
 };
+
+/* space.c: room in the state directory for a copy, taken before it is
+ * written (KZ_EUNAVAIL with why when the filesystem would be left with less
+ * than free_min bytes, or fewer than PR_SPACE_INODES_MIN inodes; free_min 0:
+ * no check) and given back once it is written (or failed). */
+#define PR_SPACE_PAGE 4096
+#define PR_SPACE_INODES_MIN 1024
+struct pr_space {
+	uint64_t bytes, inodes;
+};
+uint64_t pr_space_file(uint64_t size);
+KZ_WUR int pr_space_take(int dirfd, uint64_t free_min, uint64_t bytes,
+    uint64_t inodes, struct pr_space *sp, char *why, size_t wlen);
+void pr_space_give(struct pr_space *sp);
 
 /* conf.c */
 KZ_WUR int pr_conf_load(struct pr_conf *c, const char *path, const char *self,
@@ -72,6 +87,7 @@ struct pr_tree_opts {
 	int64_t entries_max;
 	uint64_t bytes_max;
 	bool sealed;
+	uint64_t free_min; /* a copy takes its room first (pr_space_take) */
 };
 KZ_WUR int pr_tree_hash(int srcfd, const char *manifest, size_t mlen, int dstfd,
     const struct pr_tree_opts *o, unsigned char hash[PR_HASH_BYTES], char *why,

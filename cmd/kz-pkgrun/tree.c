@@ -321,7 +321,21 @@ pr_tree_hash(int srcfd, const char *manifest, size_t mlen, int dstfd,
 	    (r = walk(srcfd, "", &l, why, wlen)) != 0)
 		goto out;
 	qsort(l.e, l.n, sizeof(l.e[0]), cmp_entry);
-	r = hash_list(&l, srcfd, manifest, mlen, dstfd, hash, why, wlen);
+	if (dstfd >= 0) {
+		struct pr_space sp;
+		uint64_t bytes = 0;
+
+		for (size_t i = 0; i < l.n; i++)
+			bytes += pr_space_file(l.e[i].size);
+		if ((r = pr_space_take(dstfd, o->free_min, bytes, l.n, &sp, why,
+		         wlen)) != 0)
+			goto out;
+		r = hash_list(&l, srcfd, manifest, mlen, dstfd, hash, why,
+		    wlen);
+		pr_space_give(&sp);
+	} else
+		r = hash_list(&l, srcfd, manifest, mlen, dstfd, hash, why,
+		    wlen);
 out:
 	list_release(&l);
 	return r;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <sodium.h>
 
@@ -18,7 +19,7 @@
 
 static char dir[64];
 static int dfd = -1;
-static const struct pr_tree_opts opts = {1000, 1 << 20, false};
+static const struct pr_tree_opts opts = {1000, 1 << 20, false, 0};
 
 static void
 setup(void)
@@ -131,7 +132,8 @@ END_TEST
 
 START_TEST(test_limits)
 {
-	struct pr_tree_opts few = {1, 1 << 20, false}, small = {100, 3, false};
+	struct pr_tree_opts few = {1, 1 << 20, false, 0},
+	                    small = {100, 3, false, 0};
 	unsigned char h[PR_HASH_BYTES];
 
 	put("a", "1234", 0644);
@@ -142,7 +144,7 @@ END_TEST
 
 START_TEST(test_copy_sealed)
 {
-	struct pr_tree_opts sealed = {1000, 1 << 20, true};
+	struct pr_tree_opts sealed = {1000, 1 << 20, true, 0};
 	unsigned char a[PR_HASH_BYTES], b[PR_HASH_BYTES];
 	struct stat st;
 	int cfd;
@@ -173,6 +175,60 @@ START_TEST(test_copy_sealed)
 }
 END_TEST
 
+/* Room is taken before a copy is written, and counted while it is held:
+ * two copies at once cannot each see the same free space. */
+START_TEST(test_space)
+{
+	struct pr_tree_opts room = {1000, 1 << 20, false, 0};
+	struct pr_space a, b;
+	unsigned char h[PR_HASH_BYTES];
+	struct statvfs v;
+	uint64_t avail, min = 1 << 20;
+	char why[256] = "";
+	int cfd;
+
+	ck_assert_int_eq(fstatvfs(dfd, &v), 0);
+	avail = (uint64_t)v.f_bavail * v.f_frsize;
+	ck_assert_uint_gt(avail, 64u << 20);
+	/* All but 8 MiB of the room beyond min, held: 16 MiB more does not
+	 * fit, 1 MiB does; once given back 16 MiB fits again. */
+	ck_assert_int_eq(pr_space_take(dfd, min, avail - min - (8u << 20), 1,
+	                     &a, why, sizeof(why)),
+	    0);
+	ck_assert_int_eq(pr_space_take(dfd, min, 16u << 20, 1, &b, why,
+	                     sizeof(why)),
+	    KZ_EUNAVAIL);
+	ck_assert_ptr_nonnull(strstr(why, "PKGRUN_STAGING_FREE_MIN"));
+	ck_assert_int_eq(pr_space_take(dfd, min, 1u << 20, 1, &b, why,
+	                     sizeof(why)),
+	    0);
+	pr_space_give(&b);
+	pr_space_give(&a);
+	ck_assert_int_eq(pr_space_take(dfd, min, 16u << 20, 1, &b, why,
+	                     sizeof(why)),
+	    0);
+	pr_space_give(&b);
+	/* A whole page a file; 0 checks nothing. */
+	ck_assert_uint_eq(pr_space_file(1), PR_SPACE_PAGE);
+	ck_assert_uint_eq(pr_space_file(PR_SPACE_PAGE + 1), 2 * PR_SPACE_PAGE);
+	ck_assert_int_eq(pr_space_take(dfd, 0, UINT64_MAX, 1, &b, why,
+	                     sizeof(why)),
+	    0);
+	pr_space_give(&b);
+	/* A copy of the tree takes its room: with all of it kept, none. */
+	put("data", "bytes", 0644);
+	ck_assert_int_eq(mkdirat(dfd, "copy", 0755), 0);
+	cfd = openat(dfd, "copy", O_RDONLY | O_DIRECTORY);
+	room.free_min = avail + (1u << 30);
+	ck_assert_int_eq(hash("{}", cfd, h, &room), KZ_EUNAVAIL);
+	ck_assert_int_eq(faccessat(cfd, "data", F_OK, 0), -1);
+	room.free_min = min;
+	ck_assert_int_eq(hash("{}", cfd, h, &room), 0);
+	ck_assert_int_eq(faccessat(cfd, "data", F_OK, 0), 0);
+	close(cfd);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -186,6 +242,7 @@ main(void)
 	tcase_add_test(tc, test_hostile_entries);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_copy_sealed);
+	tcase_add_test(tc, test_space);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
