@@ -31,6 +31,17 @@ unlike() { if printf '%s' "$1" | grep -Eq -- "$2"; then ok 1 "$3"; diag "matched
 bg() { "$@" & _pids="$_pids $!"; LASTPID=$!; }
 # on_exit CMD: runs CMD (a string) at cleanup, last registered first.
 on_exit() { _cleanups="$1;$_cleanups"; }
+# stopped PID [SECONDS]: until PID has exited (a zombie counts as exited),
+# 5 s at most; false if it still runs.
+stopped() {
+	local s i=0 max=$(( ${2:-5} * 20 ))
+	while read -r s 2>/dev/null <"/proc/$1/stat"; do
+		s=${s##*) }; [ "${s%% *}" = Z ] && return 0
+		[ $i -ge $max ] && return 1
+		sleep 0.05; i=$((i + 1))
+	done
+	return 0
+}
 wait_sock() { # wait_sock PATH [SECONDS]
 	local i=0 max=$(( ${2:-10} * 20 ))
 	while [ ! -S "$1" ] && [ $i -lt $max ]; do sleep 0.05; i=$((i + 1)); done

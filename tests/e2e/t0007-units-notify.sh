@@ -90,7 +90,9 @@ SID=e2e-notify-$$
 NOTIFY_SOCKET=$T/sandbox.notify bg kz-sandbox serve --id "$SID" --socket "$T/w.sock" \
 	--pid-file "$T/w.pid" 2>"$T/sandbox.log"
 SPID=$LASTPID
-on_exit "kill $SPID 2>/dev/null"
+# Stopped, not killed: it removes its cgroups as it stops, which a SIGKILL
+# at cleanup (busy machine) would leave behind.
+on_exit "kill $SPID 2>/dev/null; stopped $SPID; rmdir /sys/fs/cgroup/*/kz-sandbox/$SID/*/ /sys/fs/cgroup/*/kz-sandbox/$SID 2>/dev/null"
 t "kz-sandbox serve sends READY=1" got sandbox 'READY=1'
 is "$(from sandbox 'READY=1')" "$SPID" "... from its own pid"
 t "... with its socket listening" test -S "$T/w.sock"
