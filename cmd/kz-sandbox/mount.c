@@ -234,13 +234,14 @@ stage(const struct sbx_mnt *m, const struct sbx_conf *c, char *root,
 {
 	const char *const places[] = {"proc", "sys", "dev", "run", "tmp",
 	    SBX_WS + 1, c->projection[0] ? SBX_PROJ + 1 : NULL, NULL};
-	const char *const dirs[] = {"root", "projection", "empty"};
+	const char *const dirs[] = {"root", "empty", "projection"};
 	char p[SBX_PBUF];
 
 	if (mount("tmpfs", m->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	        "size=16k,nr_inodes=8,mode=0755") < 0)
 		return fail(why, wlen, "tmpfs", "stage");
-	for (int i = 0; i < (c->projection[0] ? 3 : 1); i++) {
+	/* empty is the second layer of every overlay in the view (view.c). */
+	for (int i = 0; i < (c->projection[0] ? 3 : 2); i++) {
 		snprintf(p, sizeof(p), "%s/%s", m->stage, dirs[i]);
 		if (mkdir(p, 0755) < 0)
 			return fail(why, wlen, "mkdir", dirs[i]);
