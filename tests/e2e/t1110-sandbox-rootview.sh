@@ -137,16 +137,17 @@ is "$($C "$W/sock" run '{"argv":["/bin/sh","-c","cat /projection/one 2>/dev/null
 unlike "$($C "$W/sock" run '{"argv":["/bin/cat","/proc/self/mountinfo"]}' | b64)" "$T|$ID" \
 	"... and mountinfo still names no host path"
 # What another sandbox or the host opens in the shared system directories
-# is not heard by an inotify watch in this one: each worker sees /usr, the
-# /etc directories and the extra binds through overlays of its own and
-# copies of the /etc files, never the host's inodes.  The watcher hears
+# or writes to /dev/null is not heard by an inotify watch in this one: each
+# worker sees /usr, the /etc directories and the extra binds through
+# overlays of its own, copies of the /etc files and device nodes of its
+# own, never the host's inodes.  The watcher hears
 # its own open (so the watches work) and nothing else.
 cat >"$T/ino.py" <<'EOF'
 import ctypes, os, select, struct, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.inotify_init1(0)
 for p in sys.argv[1:]:
-    if libc.inotify_add_watch(fd, p.encode(), 0x1 | 0x20 | 0x10) < 0:
+    if libc.inotify_add_watch(fd, p.encode(), 0x1 | 0x2 | 0x20 | 0x10) < 0:
         print("nowatch", p)
 print("watching", flush=True)
 seen, end, own = set(), time.time() + 4, False
@@ -165,16 +166,16 @@ print("heard", " ".join(sorted(seen)) or "nothing")
 EOF
 cp "$T/ino.py" "$W/projection/ino.py"
 $C "$W/sock" wipe >/dev/null
-$C "$W/sock" run '{"argv":["/usr/bin/python3","/projection/ino.py","/usr/bin","/etc/ld.so.cache","/etc/ssl/certs"]}' \
+$C "$W/sock" run '{"argv":["/usr/bin/python3","/projection/ino.py","/usr/bin","/etc/ld.so.cache","/etc/ssl/certs","/dev/null"]}' \
 	| b64 >"$T/ino.out" &
 INO=$!
 for i in $(seq 100); do grep -q watching "$T/ino.out" 2>/dev/null && break; sleep 0.05; done
 sleep 0.5
 /usr/bin/factor 7 >/dev/null; cat /etc/ld.so.cache >/dev/null; ls /etc/ssl/certs >/dev/null
-sbx -- /bin/sh -c '/usr/bin/expr 1 + 1; cat /etc/ld.so.cache; ls /etc/ssl/certs' >/dev/null 2>&1
+sbx -- /bin/sh -c '/usr/bin/expr 1 + 1 >/dev/null; cat /etc/ld.so.cache >/dev/null; ls /etc/ssl/certs' >/dev/null 2>&1
 wait "$INO"
 is "$(cat "$T/ino.out")" "$(printf 'watching\nheard tac')" \
-	"a watch in one sandbox hears its own open, and nothing the host or another sandbox opens in /usr/bin, /etc/ld.so.cache or /etc/ssl/certs"
+	"a watch in one sandbox hears its own open, and nothing the host or another sandbox opens in /usr/bin, /etc/ld.so.cache or /etc/ssl/certs or writes to /dev/null"
 $C "$W/sock" shutdown >/dev/null
 for i in $(seq 40); do [ -S "$W/sock" ] || break; sleep 0.05; done
 is "$(grep -c -F "$T" /proc/self/mountinfo)" 0 "no mount is left on the host"
