@@ -25,14 +25,20 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 
 #include "sbx.h"
 #include "banned.h"
 
-static const char *const devs[] = {"null", "zero", "full", "random", "urandom",
-    "tty", NULL};
+/* The character devices of /dev, by the numbers Linux gives them for
+ * good (the kernel's admin-guide/devices.txt). */
+static const struct {
+	const char *name;
+	unsigned major, minor;
+} devs[] = {{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8},
+    {"urandom", 1, 9}, {"tty", 5, 0}};
 
 static int
 fail(char *why, size_t wlen, const char *step, const char *what)
@@ -58,25 +64,24 @@ setattr(const char *path, unsigned flags, uint64_t set, char *why, size_t wlen)
 static int
 mkdev(const char *root, char *why, size_t wlen)
 {
-	char p[SBX_PBUF], src[64];
+	char p[SBX_PBUF];
 	static const char *const links[][2] = {{"ptmx", "pts/ptmx"},
 	    {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
 	    {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}};
-	int fd;
 
 	snprintf(p, sizeof(p), "%s/dev", root);
 	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC,
 	        "size=64k,mode=0755") < 0)
 		return fail(why, wlen, "tmpfs", "/dev");
-	for (int i = 0; devs[i] != NULL; i++) {
-		snprintf(p, sizeof(p), "%s/dev/%s", root, devs[i]);
-		snprintf(src, sizeof(src), "/dev/%s", devs[i]);
-		if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-		         0666)) < 0)
-			return fail(why, wlen, "create", src);
-		close(fd);
-		if (mount(src, p, NULL, MS_BIND, NULL) < 0)
-			return fail(why, wlen, "bind", src);
+	/* Nodes of the view's own, not binds of the host's: an inotify
+	 * watch on the host's inode hears every process of the host that
+	 * reads or writes the device. */
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/dev/%s", root, devs[i].name);
+		if (mknod(p, S_IFCHR | 0666,
+		        makedev(devs[i].major, devs[i].minor)) < 0 ||
+		    chmod(p, 0666) < 0)
+			return fail(why, wlen, "mknod", devs[i].name);
 	}
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
 		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][0]);
@@ -234,13 +239,14 @@ stage(const struct sbx_mnt *m, const struct sbx_conf *c, char *root,
 {
 	const char *const places[] = {"proc", "sys", "dev", "run", "tmp",
 	    SBX_WS + 1, c->projection[0] ? SBX_PROJ + 1 : NULL, NULL};
-	const char *const dirs[] = {"root", "projection", "empty"};
+	const char *const dirs[] = {"root", "empty", "projection"};
 	char p[SBX_PBUF];
 
 	if (mount("tmpfs", m->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	        "size=16k,nr_inodes=8,mode=0755") < 0)
 		return fail(why, wlen, "tmpfs", "stage");
-	for (int i = 0; i < (c->projection[0] ? 3 : 1); i++) {
+	/* empty is the second layer of every overlay in the view (view.c). */
+	for (int i = 0; i < (c->projection[0] ? 3 : 2); i++) {
 		snprintf(p, sizeof(p), "%s/%s", m->stage, dirs[i]);
 		if (mkdir(p, 0755) < 0)
 			return fail(why, wlen, "mkdir", dirs[i]);

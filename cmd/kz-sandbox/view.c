@@ -7,8 +7,11 @@
  * worker refuses to start naming the path: a system directory that is not
  * one, a link out of the view, an extra directory that is missing, crosses
  * a symlink or holds the run or state directory, a mask that names anything
- * but a directory of the view.  Nothing is ever created in a bound host
- * directory: the view's own directories live on its tmpfs.
+ * but a directory of the view.  Nothing is ever created in a host
+ * directory: the view's own directories live on its tmpfs.  A host
+ * directory is shown through an overlay of the worker's own and a host
+ * file of /etc as a copy, so that the code never holds the host's inode
+ * (ro_layer).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -59,6 +62,9 @@ static const struct {
     {"mime.types", S_IFREG},
 };
 
+/* The most of one host file that /etc takes a copy of. */
+#define ETC_COPY_MAX (256 * 1024)
+
 /* Where a forbidden directory's canonical path is kept while building. */
 enum { F_RUN, F_STATE, F_KAIZEN, F_N };
 static const char *const fnames[F_N] = {"the run directory",
@@ -68,6 +74,7 @@ struct fill {
 	const struct sbx_conf *c;
 	const char *root; /* the view's root, under the stage */
 	int viewfd; /* the view's root tmpfs */
+	int emptyfd; /* the stage's empty directory (mount.c) */
 	const char *forbid[F_N]; /* canonical, or "" */
 	char *owned[F_N + 1]; /* what canon() allocated */
 	int nowned;
@@ -132,6 +139,28 @@ bind_fd(int src, int dstfd, const char *dst, bool rec)
 	        (dstfd >= 0 ? MOVE_MOUNT_T_EMPTY_PATH : 0));
 	close(t);
 	return r;
+}
+
+/*
+ * Shows the host directory open at src (O_PATH) read-only at dst (a path,
+ * or a descriptor's magic link) through an overlay of its own rather than
+ * a bind.  A bind is the host's very inode, and an inotify watch on it
+ * hears every open and read of it, by the host and by every other
+ * worker's code (which binaries and libraries they start, and when); a
+ * watch on an overlay's inode hears only what goes through that overlay,
+ * which is this worker's.  The layers are named by descriptor, so the
+ * code's mountinfo names no host path.  A mount below the host directory
+ * is not shown: an overlay does not cross into it.
+ */
+static int
+ro_layer(const struct fill *f, int src, const char *dst)
+{
+	char opt[64];
+
+	snprintf(opt, sizeof(opt), "lowerdir=/proc/self/fd/%d:/proc/self/fd/%d",
+	    src, f->emptyfd);
+	return mount("overlay", dst, "overlay",
+	    MS_RDONLY | MS_NOSUID | MS_NODEV, opt);
 }
 
 /* Why an errno of open_exact keeps a path out of the view. */
@@ -351,7 +380,7 @@ overlap(struct fill *f, const char *what, const char *path)
 	return 0;
 }
 
-/* Binds the host directory open at fd onto name, made in the view. */
+/* Shows the host directory open at fd at name, made in the view. */
 static int
 bind_dir(struct fill *f, int fd, const char *name, const char *what)
 {
@@ -360,7 +389,7 @@ bind_dir(struct fill *f, int fd, const char *name, const char *what)
 	snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
 	if (mkdir(dst, 0755) < 0)
 		return sys(f, "mkdir", name);
-	return bind_fd(fd, -1, dst, true) < 0 ? sys(f, "bind", what) : 0;
+	return ro_layer(f, fd, dst) < 0 ? sys(f, "overlay", what) : 0;
 }
 
 /* One entry of the allowlist: a directory, a link inside it, or absent. */
@@ -412,36 +441,61 @@ write_at(int dirfd, const char *name, const char *text, size_t n)
 	return w == (ssize_t)n ? 0 : -1;
 }
 
-/* One host file of /etc, bound where the host has it as the type named. */
+/* Copies the host file open at src (O_PATH, ETC_COPY_MAX at most) to a
+ * new file rel below etc. */
+static int
+copy_at(int src, int etc, const char *rel)
+{
+	char self[32], buf[16384];
+	ssize_t n = 0;
+	off_t done = 0;
+	int in, out;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", src);
+	if ((in = open(self, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if ((out = openat(etc, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	         0644)) < 0) {
+		close(in);
+		return -1;
+	}
+	while (done <= ETC_COPY_MAX && (n = read(in, buf, sizeof(buf))) > 0 &&
+	    write(out, buf, (size_t)n) == n)
+		done += n;
+	close(in);
+	return close(out) < 0 || n != 0 || done > ETC_COPY_MAX ? -1 : 0;
+}
+
+/*
+ * One host file of /etc, where the host has it as the type named: a
+ * directory as an overlay of its own, a file copied.  Neither is the
+ * host's inode, which an inotify watch would hear every host process and
+ * every other worker open (the loader opens ld.so.cache at every start of
+ * a dynamic program); see ro_layer.
+ */
 static int
 etc_bind(struct fill *f, int host, int etc, const char *rel, mode_t type)
 {
 	const char *slash = strrchr(rel, '/');
-	char dir[64];
+	char dir[64], dst[SBX_PBUF];
 	struct stat st;
-	int src, dst = -1, r = 0;
+	int src, r = 0;
 
 	if ((src = open_exact(host, rel, RESOLVE_BENEATH)) < 0)
 		return 0;
 	if (fstat(src, &st) < 0 || (st.st_mode & S_IFMT) != type)
 		goto out;
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0, rel);
+	snprintf(dst, sizeof(dst), "%s/etc/%s", f->root, rel);
 	if (slash != NULL && mkdirat(etc, dir, 0755) < 0 && errno != EEXIST)
 		r = -1;
-	else if (type == S_IFDIR)
-		r = mkdirat(etc, rel, 0755);
-	else if ((r = openat(etc, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	              0644)) >= 0)
-		r = close(r);
-	if (r == 0 &&
-	    ((dst = open_exact(etc, rel, 0)) < 0 ||
-	        bind_fd(src, dst, NULL, false) < 0))
-		r = -1;
+	else if (type == S_IFREG)
+		r = copy_at(src, etc, rel);
+	else if ((r = mkdirat(etc, rel, 0755)) == 0)
+		r = ro_layer(f, src, dst);
 out:
-	if (dst >= 0)
-		close(dst);
 	close(src);
-	return r < 0 ? sys(f, "bind /etc", rel) : 0;
+	return r < 0 ? sys(f, "copy /etc", rel) : 0;
 }
 
 static const char *const etc_files[] = {"passwd", "group", "hosts", "hostname",
@@ -462,7 +516,7 @@ etc(struct fill *f)
 	snprintf(p, sizeof(p), "%s/etc", f->root);
 	if (mkdir(p, 0755) < 0 ||
 	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	        "size=256k,nr_inodes=64,mode=0755") < 0)
+	        "size=1m,nr_inodes=64,mode=0755") < 0)
 		return sys(f, "tmpfs", "/etc");
 	if ((etcfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (host = open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
@@ -632,9 +686,13 @@ extra_one(struct fill *f, const char *path)
 	if (fstat(src, &st) < 0 || !S_ISDIR(st.st_mode))
 		r = refuse(f, "extra bind", path, "not a directory");
 	else if ((r = overlap(f, "extra bind", path)) == 0 &&
-	    (r = mountpoint(f, path, &dst)) == 0 &&
-	    bind_fd(src, dst, NULL, true) < 0)
-		r = sys(f, "extra bind", path);
+	    (r = mountpoint(f, path, &dst)) == 0) {
+		char at[32];
+
+		snprintf(at, sizeof(at), "/proc/self/fd/%d", dst);
+		if (ro_layer(f, src, at) < 0)
+			r = sys(f, "extra bind", path);
+	}
 	if (dst >= 0)
 		close(dst);
 	close(src);
@@ -725,6 +783,7 @@ sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
 	struct fill f = {.c = c,
 	    .root = root,
 	    .viewfd = -1,
+	    .emptyfd = -1,
 	    .why = why,
 	    .wlen = wlen};
 	char item[PATH_MAX];
@@ -734,7 +793,9 @@ sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
 	forbidden(&f);
 	if (c->projection[0] != '\0' && (r = projection(&f)) != 0)
 		goto out;
-	if ((f.viewfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	if ((f.viewfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (f.emptyfd = openat(f.viewfd, "../empty",
+	         O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		r = sys(&f, "open", "view");
 		goto out;
 	}
@@ -746,6 +807,8 @@ sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
 	for (p = c->masks; r == 0 && sbx_view_next(&p, item, sizeof(item));)
 		r = mask_one(&f, item);
 out:
+	if (f.emptyfd >= 0)
+		close(f.emptyfd);
 	if (f.viewfd >= 0)
 		close(f.viewfd);
 	for (int i = 0; i < f.nowned; i++)

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
-plan 48
+plan 49
 
 TD=/kz-e2e-$$
 mkdir -p "$TD/pub/sub" "$TD/run" /home/kz-e2e-$$
@@ -136,6 +136,46 @@ is "$($C "$W/sock" run '{"argv":["/bin/sh","-c","cat /projection/one 2>/dev/null
 	"lease-two-$$" "after the wipe nothing the last lease looked up survives: its file is gone, the new one shows"
 unlike "$($C "$W/sock" run '{"argv":["/bin/cat","/proc/self/mountinfo"]}' | b64)" "$T|$ID" \
 	"... and mountinfo still names no host path"
+# What another sandbox or the host opens in the shared system directories
+# or writes to /dev/null is not heard by an inotify watch in this one: each
+# worker sees /usr, the /etc directories and the extra binds through
+# overlays of its own, copies of the /etc files and device nodes of its
+# own, never the host's inodes.  The watcher hears
+# its own open (so the watches work) and nothing else.
+cat >"$T/ino.py" <<'EOF'
+import ctypes, os, select, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+for p in sys.argv[1:]:
+    if libc.inotify_add_watch(fd, p.encode(), 0x1 | 0x2 | 0x20 | 0x10) < 0:
+        print("nowatch", p)
+print("watching", flush=True)
+seen, end, own = set(), time.time() + 4, False
+while time.time() < end or not own:
+    if not own and time.time() >= end:
+        open("/usr/bin/tac", "rb").close()
+        own, end = True, time.time() + 0.5
+    if not select.select([fd], [], [], 0.2)[0]:
+        continue
+    b, i = os.read(fd, 65536), 0
+    while i < len(b):
+        _, _, _, n = struct.unpack_from("iIII", b, i)
+        seen.add(b[i + 16:i + 16 + n].rstrip(b"\0").decode() or "-")
+        i += 16 + n
+print("heard", " ".join(sorted(seen)) or "nothing")
+EOF
+cp "$T/ino.py" "$W/projection/ino.py"
+$C "$W/sock" wipe >/dev/null
+$C "$W/sock" run '{"argv":["/usr/bin/python3","/projection/ino.py","/usr/bin","/etc/ld.so.cache","/etc/ssl/certs","/dev/null"]}' \
+	| b64 >"$T/ino.out" &
+INO=$!
+for i in $(seq 100); do grep -q watching "$T/ino.out" 2>/dev/null && break; sleep 0.05; done
+sleep 0.5
+/usr/bin/factor 7 >/dev/null; cat /etc/ld.so.cache >/dev/null; ls /etc/ssl/certs >/dev/null
+sbx -- /bin/sh -c '/usr/bin/expr 1 + 1 >/dev/null; cat /etc/ld.so.cache >/dev/null; ls /etc/ssl/certs' >/dev/null 2>&1
+wait "$INO"
+is "$(cat "$T/ino.out")" "$(printf 'watching\nheard tac')" \
+	"a watch in one sandbox hears its own open, and nothing the host or another sandbox opens in /usr/bin, /etc/ld.so.cache or /etc/ssl/certs or writes to /dev/null"
 $C "$W/sock" shutdown >/dev/null
 for i in $(seq 40); do [ -S "$W/sock" ] || break; sleep 0.05; done
 is "$(grep -c -F "$T" /proc/self/mountinfo)" 0 "no mount is left on the host"
