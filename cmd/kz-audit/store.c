@@ -554,8 +554,8 @@ pend_add(struct aud_store *s, const char *line, size_t len)
 }
 
 int
-aud_store_add(struct aud_store *s, const char *kind, const cJSON *event,
-    uint64_t *seq, char *why, size_t wlen)
+aud_store_add(struct aud_store *s, const char *kind, uid_t uid,
+    const cJSON *event, uint64_t *seq, char *why, size_t wlen)
 {
 	struct aud_chain save = s->chain, next;
 	char *line = NULL;
@@ -566,8 +566,8 @@ aud_store_add(struct aud_store *s, const char *kind, const cJSON *event,
 		kz_why(why, wlen, "the audit log is not writable");
 		return KZ_ESTATE;
 	}
-	if ((r = aud_record_format(&s->chain, kind, event, aud_now_ms(), &line,
-	         &len)) != 0) {
+	if ((r = aud_record_format(&s->chain, kind, uid, event, aud_now_ms(),
+	         &line, &len)) != 0) {
 		kz_why(why, wlen, "the event cannot be formatted (%s)",
 		    kz_strerror(r));
 		return r;
