@@ -446,10 +446,23 @@ op_status(struct kz_req *req, void *arg)
 	kz_req_ok(req, o);
 }
 
+/* A sink that can no longer write answers no ping: the clients that ping
+ * before they act (kz-run, kz-reset) then act on nothing they could not
+ * record, rather than learn it from the first record. */
 static void
 op_ping(struct kz_req *req, void *arg)
 {
-	kz_req_ok(req, NULL);
+	struct daemon *d = arg;
+	bool failed;
+
+	pthread_mutex_lock(&d->mu);
+	failed = d->st.failed;
+	pthread_mutex_unlock(&d->mu);
+	if (failed)
+		kz_req_err(req, KZ_WE_UNAVAILABLE,
+		    "the audit log cannot be written");
+	else
+		kz_req_ok(req, NULL);
 }
 
 static const char *const append_fields[] = {"kind", "event", "records", NULL};

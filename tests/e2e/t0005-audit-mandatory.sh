@@ -2,15 +2,16 @@
 # Audit is part of the boundary, and every client finds the deployment
 # from KZ_RUN_DIR alone (kaizen.conf(5), DEFAULTS): kz-run, kz-lease,
 # kz-audit query/verify, kz-egress status and kz-project with only
-# KZ_RUN_DIR exported; kz-run with no reachable audit sink, or one that
-# does not acknowledge, runs nothing and exits 3 with one line naming the
-# sink; KZ_AUDIT = off is said on every run and records nothing; a client
+# KZ_RUN_DIR exported; kz-run with no reachable audit sink, one that
+# does not acknowledge, or one that can no longer write (it answers no
+# ping) runs nothing and exits 3 with one line naming the sink;
+# KZ_AUDIT = off is said on every run and records nothing; a client
 # that cannot reach something names the path it tried; the systemd layout
 # (RUN/NAME/NAME.sock) is found by the same rule; kz-audit query --kind
 # with an unknown kind is a usage error.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
-plan 49
+plan 55
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
 start_stack 1
 t "a real worker becomes warm" wait_for warm 1
@@ -90,6 +91,24 @@ is "$(cat "$T/e7")" "kz-run: audit sink $T/mute.sock unreachable (the sink refus
 is "$(cat "$T/o7")" "" "and no output: the code did not start"
 is "$(only kz-lease status | sed -n 's/.*"releases":\([0-9]*\).*/\1/p')" "$((r0 + 1))" "the lease it was granted was given back"
 t "and the worker is warm again" wait_for warm 1
+
+# A real sink that can no longer write (its log file was moved away under
+# it) answers no ping: kz-run gets nothing leased past it and kz-reset
+# resets nothing, instead of learning it from the first record.
+bg env KZ_AUDIT_DIR="$T/ro-audit" kz-audit serve --socket "$T/ro.sock" 2>"$T/ro.err"
+RO_PID=$LASTPID
+t "a second sink on its own directory" wait_sock "$T/ro.sock"
+kz-msg "$T/ro.sock" '{"op":"append","kind":"lease","event":{"worker_id":"w0"}}' >/dev/null
+mv "$T/ro-audit/audit-000001.jsonl" "$T/ro-audit/moved.jsonl"
+kz-msg "$T/ro.sock" '{"op":"append","kind":"lease","event":{"worker_id":"w0"}}' >/dev/null
+t "the worker is warm" wait_for warm 1
+only KZ_AUDIT_SOCKET="$T/ro.sock" kz-run --actor alice --conversation c1 -- sh -c 'echo ran >>notes.txt; echo ran' >"$T/o8" 2>"$T/e8"
+is "$?" 3 "kz-run with a sink that cannot write exits 3"
+is "$(cat "$T/e8")" "kz-run: audit sink $T/ro.sock unreachable (the sink refused a ping: the audit log cannot be written); nothing was dispatched" \
+	"before anything ran, with one line naming the sink"
+rc_is 3 "kz-reset with a sink that cannot write exits 3" only KZ_AUDIT_SOCKET="$T/ro.sock" kz-reset --worker w1 --token 1
+like "$(cat "$T/.out")" "audit sink $T/ro.sock unreachable.*nothing was reset" "and resets nothing"
+kill "$RO_PID"; wait "$RO_PID" 2>/dev/null
 
 # The explicit opt-out: said on every run, nothing recorded.
 bg kz-audit serve --socket "$T/kz-audit.sock" 2>>"$T/audit.log"

@@ -3,10 +3,11 @@
 # is renamed, removed, replaced, truncated or appended to by someone else,
 # or the log directory is moved away, under a running sink, the next
 # append is not acknowledged (unavailable), nothing more is written, and
-# status says the log is not writable.  Before, the sink went on writing
+# status says the log is not writable, and pings are answered
+# unavailable.  Before, the sink went on writing
 # to the unlinked or renamed file and answered every append with a seq.
 . "$(dirname "$0")/lib.sh"
-plan 26
+plan 32
 head -c 32 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 unset KZ_SOCKET KZ_CONFIG KZ_RUN_DIR
 export KZ_FIELD_KEY_FILE=$T/key
@@ -25,6 +26,8 @@ case_() {
 	like "$out" '"ok":false,"error":"unavailable"' "$name: the next append is not acknowledged"
 	like "$(kz-msg "$S" '{"op":"status"}')" '"writable":false' "$name: status says the log is not writable"
 	like "$(cat "$T/$name.err")" '"event":"audit.write"' "$name: the reason is logged"
+	like "$(kz-msg "$S" '{"op":"ping"}')" '"ok":false,"error":"unavailable"' \
+	    "$name: and it answers no ping (kz-run and kz-reset ask before they act)"
 	kill "$PID"; wait "$PID" 2>/dev/null; rm -f "$S"
 }
 case_ renamed 'mv "$F" "$D/old.jsonl"'
