@@ -1,13 +1,13 @@
 #!/bin/bash
 # A seq means the record is in the log: when the log file the sink writes
 # is renamed, removed, replaced, truncated or appended to by someone else,
-# or the log directory is moved away, under a running sink, the next
-# append is not acknowledged (unavailable), nothing more is written, and
-# status says the log is not writable, and pings are answered
-# unavailable.  Before, the sink went on writing
-# to the unlinked or renamed file and answered every append with a seq.
+# or the log directory is moved away or its lock removed, under a running
+# sink, the next append is not acknowledged (unavailable), nothing more is
+# written, status says the log is not writable, and pings are answered
+# unavailable.  Before, the sink went on writing to the unlinked or
+# renamed file and answered every append with a seq.
 . "$(dirname "$0")/lib.sh"
-plan 32
+plan 37
 head -c 32 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 unset KZ_SOCKET KZ_CONFIG KZ_RUN_DIR
 export KZ_FIELD_KEY_FILE=$T/key
@@ -37,5 +37,7 @@ case_ replaced 'cp "$F" "$F.new" && mv "$F.new" "$F"'
 case_ truncated ': >"$F"'
 case_ appended 'echo "{}" >>"$F"'
 case_ dirmoved 'mv "$D" "$D.old" && mkdir "$D"'
+# A removed lock would let a second sink take the directory beside it.
+case_ unlocked 'rm "$D/.lock"'
 is "$(grep -c . "$T/dirmoved.old/audit-000001.jsonl")" 1 "dirmoved: nothing more went into the moved directory"
 done_testing
