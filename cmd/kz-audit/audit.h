@@ -228,6 +228,7 @@ struct aud_query {
 	const char *kind;
 	const char *actor_hash;
 	const char *conversation_hash;
+	int64_t uid; /* the writer's; -1 when unset */
 	int64_t since_ms, until_ms; /* INT64_MIN/MAX when unset */
 };
 int aud_query(const struct aud_query *q, char **files, size_t n, FILE *out,

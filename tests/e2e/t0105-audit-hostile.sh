@@ -7,9 +7,10 @@
 # of hanging; an identifier hash must be one; integers are stored as
 # their digits; terminal controls and bidi overrides are refused; the
 # file size is capped at what startup reads; every record carries the
-# uid of the process that wrote it, as the sink saw it, never as claimed.
+# uid of the process that wrote it, as the sink saw it, never as claimed,
+# and query --uid finds them.
 . "$(dirname "$0")/lib.sh"
-plan 48
+plan 51
 head -c 32 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 unset KZ_SOCKET KZ_CONFIG KZ_RUN_DIR KZ_AUDIT_MAX_FILE_BYTES
 export KZ_FIELD_KEY_FILE=$T/key KZ_AUDIT_DIR=$T/log
@@ -160,4 +161,7 @@ like "$(grep w-other "$f")" '"uid":65534,"kind":"dispatch"' "the record of uid 6
 like "$(grep w-root "$f")" '"uid":0,"kind":"dispatch"' "the record of root says uid 0"
 echo '{"kind":"lease","event":{"worker_id":"w","uid":0}}' | kz-audit append 2>/dev/null
 is "$?" 2 "an event cannot claim a uid"
+is "$(kz-audit query --uid 65534 | grep -c .)" 1 "query --uid finds what one uid wrote"
+like "$(kz-audit query --uid 65534)" '"worker_id":"w-other"' "and only that"
+rc_is 2 "query --uid with a name is a usage error" kz-audit query --uid nobody
 done_testing
