@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kz_conf.h"
+#include "kz_io.h"
 #include "kz_sock.h"
 #include "banned.h"
 
@@ -59,35 +60,40 @@ kz_sock_connect(const char *path, int timeout_ms, int *out_fd, char *why,
     size_t wlen)
 {
 	struct sockaddr_un sa;
-	int fd, r;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX :
+	                                    kz_now_ms() + timeout_ms;
+	int fd, r, e, pause_ms = 1;
 
 	if ((r = fill_addr(path, &sa, why, wlen)) != 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return KZ_ESYS;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
+	/*
+	 * A Unix socket's connect never goes on in the background: EAGAIN
+	 * means the listener's backlog is full and nothing was connected
+	 * (polling the socket then says writable, and the first write
+	 * fails).  So a full backlog, a daemon that is only busy, is tried
+	 * again until the deadline.
+	 */
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int64_t left = deadline - kz_now_ms();
 
-		if (e == EAGAIN || e == EINPROGRESS) {
-			/* A full backlog: wait for room, bounded. */
-			struct pollfd p = {.fd = fd, .events = POLLOUT};
-			int err = 0;
-			socklen_t sl = sizeof(err);
-
-			if (poll(&p, 1, timeout_ms) == 1 &&
-			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) ==
-			        0 &&
-			    err == 0)
-				goto done;
-			e = err ? err : ETIMEDOUT;
+		e = errno;
+		if (e == EINTR)
+			continue;
+		if (e != EAGAIN || left <= 0) {
+			close(fd);
+			kz_why(why, wlen, "cannot connect to socket: %s",
+			    e == EAGAIN ? "its backlog stayed full" :
+			                  strerror(e));
+			errno = e;
+			return KZ_EUNAVAIL;
 		}
-		close(fd);
-		errno = e;
-		kz_why(why, wlen, "cannot connect to socket: %s", strerror(e));
-		return KZ_EUNAVAIL;
+		(void)poll(NULL, 0, pause_ms < left ? pause_ms : (int)left);
+		if (pause_ms < 16)
+			pause_ms *= 2;
 	}
-done:
 	*out_fd = fd;
 	return 0;
 }
@@ -108,6 +114,14 @@ clear_stale(const char *path, char *why, size_t wlen)
 	if (kz_sock_connect(path, 200, &fd, NULL, 0) == 0) {
 		close(fd);
 		kz_why(why, wlen, "another process is listening on the socket");
+		return KZ_EEXIST;
+	}
+	/* A socket whose backlog stayed full belongs to a daemon that is
+	 * busy, not gone. */
+	if (errno == EAGAIN) {
+		kz_why(why, wlen,
+		    "another process is listening on the socket (its backlog "
+		    "is full)");
 		return KZ_EEXIST;
 	}
 	if (unlink(path) < 0 && errno != ENOENT)

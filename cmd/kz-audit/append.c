@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kz_audit.h"
 #include "kz_json.h"
@@ -90,7 +91,7 @@ add_line(struct aud_store *st, const struct kz_key *idkey, cJSON *line,
 		return KZ_EXIT_USAGE;
 	}
 	if (r == 0)
-		r = aud_store_add(st, kind, clean, &seq, why, wlen);
+		r = aud_store_add(st, kind, geteuid(), clean, &seq, why, wlen);
 	cJSON_Delete(clean);
 	return r == 0       ? KZ_EXIT_OK :
 	    r == KZ_ETOOBIG ? KZ_EXIT_USAGE :

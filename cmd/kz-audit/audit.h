@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <cJSON.h>
 
 #include "kz_err.h"
@@ -81,17 +82,19 @@ struct aud_chain {
 };
 
 /*
- * Formats the next record (seq + 1, ts_ms, kind, event) as one line ending
- * in '\n' into a malloc'd buffer, and advances the chain.  Every number of
+ * Formats the next record (seq + 1, ts_ms, the writer's uid, kind, event)
+ * as one line ending in '\n' into a malloc'd buffer, and advances the
+ * chain.  Every number of
  * event is written as its decimal digits; KZ_EINVAL for one that is not an
  * integer within AUD_INT_MAX.
  */
-KZ_WUR int aud_record_format(struct aud_chain *c, const char *kind,
+KZ_WUR int aud_record_format(struct aud_chain *c, const char *kind, uid_t uid,
     const cJSON *event, int64_t ts_ms, char **line, size_t *len);
 
 struct aud_rec {
 	uint64_t seq;
 	int64_t ts_ms;
+	int64_t uid; /* the writer's uid; -1 in a record written without it */
 	unsigned char prev[AUD_MAC_BYTES];
 	unsigned char mac[AUD_MAC_BYTES];
 	cJSON *json; /* the parsed record, owned; may be NULL */
@@ -175,8 +178,9 @@ void aud_store_free(struct aud_store *s);
 KZ_WUR int aud_scan(const struct kz_key *key, const char *name, const char *buf,
     size_t len, size_t *valid, size_t *cutline, struct aud_chain *c, bool *any,
     char *why, size_t wlen);
-/* Formats a record into the pending batch; rotates when the file is full. */
-KZ_WUR int aud_store_add(struct aud_store *s, const char *kind,
+/* Formats a record of the writer uid into the pending batch; rotates when
+ * the file is full. */
+KZ_WUR int aud_store_add(struct aud_store *s, const char *kind, uid_t uid,
     const cJSON *event, uint64_t *seq, char *why, size_t wlen);
 /* Writes the pending batch and fdatasyncs it: one fsync for the batch. */
 KZ_WUR int aud_store_commit(struct aud_store *s, char *why, size_t wlen);
@@ -224,6 +228,7 @@ struct aud_query {
 	const char *kind;
 	const char *actor_hash;
 	const char *conversation_hash;
+	int64_t uid; /* the writer's; -1 when unset */
 	int64_t since_ms, until_ms; /* INT64_MIN/MAX when unset */
 };
 int aud_query(const struct aud_query *q, char **files, size_t n, FILE *out,

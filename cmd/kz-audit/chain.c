@@ -1,6 +1,10 @@
 /*
  * One record per line:
- *   {"seq":N,"ts":"...","kind":"...","event":{...},"prev":"<hex>","mac":"<hex>"}
+ *   {"seq":N,"ts":"...","uid":U,"kind":"...","event":{...},"prev":"<hex>",
+ *    "mac":"<hex>"}
+ * uid is the writer's: the peer's uid (SO_PEERCRED) for an append over the
+ * socket, never a value the event claims.  Records written before it was
+ * stamped have none.
  * The MAC is keyed BLAKE2b-256 (the AUDIT subkey) over a domain tag and the
  * exact bytes of the line up to ',"mac":"'.  Those bytes include prev, the
  * previous record's MAC, so a deleted, reordered or edited record breaks
@@ -183,8 +187,8 @@ event_print(const cJSON *event, char **out)
 }
 
 int
-aud_record_format(struct aud_chain *c, const char *kind, const cJSON *event,
-    int64_t ts_ms, char **line, size_t *len)
+aud_record_format(struct aud_chain *c, const char *kind, uid_t uid,
+    const cJSON *event, int64_t ts_ms, char **line, size_t *len)
 {
 	char ts[32], prev[AUD_MAC_HEX + 1], mhex[AUD_MAC_HEX + 1];
 	unsigned char mac[AUD_MAC_BYTES];
@@ -208,9 +212,10 @@ aud_record_format(struct aud_chain *c, const char *kind, const cJSON *event,
 	aud_ts_format(ts_ms, ts);
 	kz_hex(c->mac, AUD_MAC_BYTES, prev);
 	w = snprintf(buf, cap,
-	    "{\"seq\":%llu,\"ts\":\"%s\",\"kind\":\"%s\",\"event\":%s,"
-	    "\"prev\":\"%s\"",
-	    (unsigned long long)c->seq + 1, ts, kind, ev, prev);
+	    "{\"seq\":%llu,\"ts\":\"%s\",\"uid\":%lu,\"kind\":\"%s\","
+	    "\"event\":%s,\"prev\":\"%s\"",
+	    (unsigned long long)c->seq + 1, ts, (unsigned long)uid, kind, ev,
+	    prev);
 	if (w < 0 || (size_t)w + MAC_SUFFIX_LEN + 2 > cap) {
 		r = KZ_EINTERNAL;
 		goto out;
@@ -240,13 +245,16 @@ aud_rec_release(struct aud_rec *r)
 static int
 parse_fields(const cJSON *j, struct aud_rec *out, char *why, size_t wlen)
 {
-	static const char *const keys[] = {"seq", "ts", "kind", "event", "prev",
-	    "mac", NULL};
+	static const char *const keys[] = {"seq", "ts", "uid", "kind", "event",
+	    "prev", "mac", NULL};
 	const char *ts, *kind, *prev, *mac;
-	int64_t seq;
+	int64_t seq, uid = -1;
 	int r;
 
 	if ((r = kz_json_only(j, keys, why, wlen)) != 0 ||
+	    (kz_json_get(j, "uid") != NULL &&
+	        (r = kz_json_int(j, "uid", 0, UINT32_MAX, &uid, why, wlen)) !=
+	            0) ||
 	    (r = kz_json_int(j, "seq", 1, INT64_MAX, &seq, why, wlen)) != 0 ||
 	    (r = kz_json_str(j, "ts", 31, &ts, why, wlen)) != 0 ||
 	    (r = kz_json_str(j, "kind", AUD_KIND_MAX, &kind, why, wlen)) != 0 ||
@@ -268,6 +276,7 @@ parse_fields(const cJSON *j, struct aud_rec *out, char *why, size_t wlen)
 		return KZ_EINVAL;
 	}
 	out->seq = (uint64_t)seq;
+	out->uid = uid;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kz_conf.h"
 #include "kz_log.h"
 #include "audit.h"
 #include "banned.h"
@@ -22,6 +23,7 @@ enum {
 	O_UNTIL,
 	O_ACTOR,
 	O_CONV,
+	O_UID,
 	O_ANCHOR,
 	O_CHECK
 };
@@ -36,6 +38,7 @@ static const struct option lopts[] = {{"config", required_argument, NULL,
     {"until", required_argument, NULL, O_UNTIL},
     {"actor-hash", required_argument, NULL, O_ACTOR},
     {"conversation-hash", required_argument, NULL, O_CONV},
+    {"uid", required_argument, NULL, O_UID},
     {"anchor", no_argument, NULL, O_ANCHOR},
     {"check", no_argument, NULL, O_CHECK}, {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
@@ -60,6 +63,7 @@ usage(FILE *f)
 	    "TIME]\n"
 	    "                      [--actor-hash HEX] [--conversation-hash HEX]"
 	    "\n"
+	    "                      [--uid UID]\n"
 	    "                      [--config FILE] [--dir DIR | FILE...]\n"
 	    "       kz-audit --help | --version\n"
 	    "TIME is YYYY-MM-DDTHH:MM:SS[.mmm]Z or seconds since the epoch.\n"
@@ -75,6 +79,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	o->q.since_ms = INT64_MIN;
 	o->q.until_ms = INT64_MAX;
+	o->q.uid = -1;
 	o->config = getenv("KZ_CONFIG");
 	while ((c = getopt_long(argc, argv, "hVn", lopts, NULL)) != -1) {
 		switch (c) {
@@ -105,6 +110,15 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_CONV:
 			o->q.conversation_hash = optarg;
+			break;
+		case O_UID:
+			if (kz_parse_int(optarg, 0, UINT32_MAX, &o->q.uid) !=
+			    0) {
+				fprintf(stderr,
+				    "kz-audit: bad uid '%.32s' (a number)\n",
+				    optarg);
+				return KZ_EXIT_USAGE;
+			}
 			break;
 		case O_ANCHOR:
 			o->anchor = true;

@@ -27,6 +27,8 @@ matches(const struct aud_query *q, const struct aud_rec *rec)
 		return false;
 	if (q->kind != NULL && !str_is(rec->json, "kind", q->kind))
 		return false;
+	if (q->uid >= 0 && rec->uid != q->uid)
+		return false;
 	if (q->actor_hash != NULL && !str_is(ev, "actor_hash", q->actor_hash))
 		return false;
 	if (q->conversation_hash != NULL &&

@@ -32,6 +32,7 @@
 
 struct rec {
 	char kind[AUD_KIND_MAX + 1];
+	uid_t uid; /* the peer's (SO_PEERCRED), stamped into the record */
 	cJSON *event;
 	uint64_t seq;
 	int err;
@@ -139,7 +140,8 @@ writer(void *arg)
 		STAILQ_FOREACH(j, &batch, link)
 		for (size_t i = 0; i < j->n; i++, n++)
 			j->r[i].err = aud_store_add(d->store, j->r[i].kind,
-			    j->r[i].event, &j->r[i].seq, why, sizeof(why));
+			    j->r[i].uid, j->r[i].event, &j->r[i].seq, why,
+			    sizeof(why));
 		if ((cr = aud_store_commit(d->store, why, sizeof(why))) != 0) {
 			kz_log(KZ_LOG_ERROR, "audit.write", cr, why, NULL);
 			STAILQ_FOREACH(j, &batch, link)
@@ -279,6 +281,7 @@ check_rec(struct daemon *d, struct kz_req *req, const cJSON *k, const cJSON *ev,
 		return e;
 	}
 	memcpy(r->kind, k->valuestring, strlen(k->valuestring) + 1);
+	r->uid = kz_req_peer(req)->uid;
 	return 0;
 }
 
@@ -443,10 +446,23 @@ op_status(struct kz_req *req, void *arg)
 	kz_req_ok(req, o);
 }
 
+/* A sink that can no longer write answers no ping: the clients that ping
+ * before they act (kz-run, kz-reset) then act on nothing they could not
+ * record, rather than learn it from the first record. */
 static void
 op_ping(struct kz_req *req, void *arg)
 {
-	kz_req_ok(req, NULL);
+	struct daemon *d = arg;
+	bool failed;
+
+	pthread_mutex_lock(&d->mu);
+	failed = d->st.failed;
+	pthread_mutex_unlock(&d->mu);
+	if (failed)
+		kz_req_err(req, KZ_WE_UNAVAILABLE,
+		    "the audit log cannot be written");
+	else
+		kz_req_ok(req, NULL);
 }
 
 static const char *const append_fields[] = {"kind", "event", "records", NULL};

@@ -26,6 +26,7 @@
 static int write_all(int fd, const char *p, size_t len);
 
 struct aud_store {
+	char *dir; /* as opened, to see that it still names dirfd */
 	int dirfd, lockfd, fd;
 	unsigned idx;
 	uint64_t size; /* committed bytes of the current file */
@@ -375,6 +376,10 @@ aud_store_open(const char *dir, uint64_t max_file, const struct kz_key *key,
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return KZ_ENOMEM;
 	s->dirfd = s->lockfd = s->fd = -1;
+	if ((s->dir = strdup(dir)) == NULL) {
+		free(s);
+		return KZ_ENOMEM;
+	}
 	s->max_file = max_file < AUD_MAX_FILE_MIN ? AUD_MAX_FILE_MIN :
 	    max_file > AUD_MAX_FILE_MAX           ? AUD_MAX_FILE_MAX :
 	                                            max_file;
@@ -405,20 +410,75 @@ aud_store_free(struct aud_store *s)
 	kz_key_wipe(&s->chain.key);
 	kz_key_wipe(&s->committed.key);
 	free(s->pend);
+	free(s->dir);
 	free(s);
 }
 
+/*
+ * Nothing more is written: after a failed write or fsync the state of the
+ * file is unknown (and a later fsync may falsely succeed), so what the
+ * batch wrote is cut (cut).  A file that is no longer the log's (see
+ * check_place) is left as it is.
+ */
 static void
-store_fail(struct aud_store *s)
+store_fail(struct aud_store *s, bool cut)
 {
-	/* Nothing more is written: after a failed write or fsync the state
-	 * of the file is unknown (and a later fsync may falsely succeed). */
-	if (ftruncate(s->fd, (off_t)s->size) < 0) {
+	if (cut && ftruncate(s->fd, (off_t)s->size) < 0) {
 		/* The restart recovery cuts or refuses what is left. */
 	}
 	s->st.failed = true;
 	s->chain = s->committed;
 	s->plen = s->pn = 0;
+}
+
+static bool
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/*
+ * Whether the sink still writes the log: the file it holds is the one the
+ * directory names, linked, of exactly the size the sink wrote (size), and
+ * the directory and its lock are the ones it opened and locked.  A record
+ * written to a file renamed, removed or replaced under the sink is not in
+ * the log, and one appended after a truncation or another writer's bytes
+ * breaks the chain: checked before each write and again after its sync,
+ * so that no such record is acknowledged.
+ */
+static int
+check_place(const struct aud_store *s, uint64_t size, char *why, size_t wlen)
+{
+	struct stat f, n, d, dn, l, ln;
+	char name[64];
+
+	aud_file_name(s->idx, name, sizeof(name));
+	if (fstat(s->fd, &f) < 0 || f.st_nlink == 0 ||
+	    fstatat(s->dirfd, name, &n, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !same_file(&f, &n)) {
+		kz_why(why, wlen,
+		    "log file %s was moved, removed or replaced under the "
+		    "sink",
+		    name);
+		return KZ_ESTATE;
+	}
+	if ((uint64_t)f.st_size != size) {
+		kz_why(why, wlen,
+		    "log file %s is %lld bytes, not the %llu the sink wrote: "
+		    "truncated or written by another process",
+		    name, (long long)f.st_size, (unsigned long long)size);
+		return KZ_ESTATE;
+	}
+	if (fstat(s->dirfd, &d) < 0 || stat(s->dir, &dn) < 0 ||
+	    !same_file(&d, &dn) || fstat(s->lockfd, &l) < 0 ||
+	    fstatat(s->dirfd, ".lock", &ln, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !same_file(&l, &ln)) {
+		kz_why(why, wlen,
+		    "the log directory or its lock was moved, removed or "
+		    "replaced under the sink");
+		return KZ_ESTATE;
+	}
+	return 0;
 }
 
 /* A plain write loop: the log is a file, not a socket. */
@@ -441,17 +501,27 @@ write_all(int fd, const char *p, size_t len)
 int
 aud_store_commit(struct aud_store *s, char *why, size_t wlen)
 {
+	int r;
+
 	if (s->st.failed) {
 		kz_why(why, wlen, "the audit log is not writable");
 		return KZ_ESTATE;
 	}
 	if (s->plen == 0)
 		return 0;
+	if ((r = check_place(s, s->size, why, wlen)) != 0) {
+		store_fail(s, false);
+		return r;
+	}
 	if (write_all(s->fd, s->pend, s->plen) != 0 || fdatasync(s->fd) < 0) {
 		kz_why(why, wlen, "writing the audit log failed: %s",
 		    strerror(errno));
-		store_fail(s);
+		store_fail(s, true);
 		return KZ_ESYS;
+	}
+	if ((r = check_place(s, s->size + s->plen, why, wlen)) != 0) {
+		store_fail(s, false);
+		return r;
 	}
 	s->size += s->plen;
 	s->st.records += s->pn;
@@ -484,8 +554,8 @@ pend_add(struct aud_store *s, const char *line, size_t len)
 }
 
 int
-aud_store_add(struct aud_store *s, const char *kind, const cJSON *event,
-    uint64_t *seq, char *why, size_t wlen)
+aud_store_add(struct aud_store *s, const char *kind, uid_t uid,
+    const cJSON *event, uint64_t *seq, char *why, size_t wlen)
 {
 	struct aud_chain save = s->chain, next;
 	char *line = NULL;
@@ -496,8 +566,8 @@ aud_store_add(struct aud_store *s, const char *kind, const cJSON *event,
 		kz_why(why, wlen, "the audit log is not writable");
 		return KZ_ESTATE;
 	}
-	if ((r = aud_record_format(&s->chain, kind, event, aud_now_ms(), &line,
-	         &len)) != 0) {
+	if ((r = aud_record_format(&s->chain, kind, uid, event, aud_now_ms(),
+	         &line, &len)) != 0) {
 		kz_why(why, wlen, "the event cannot be formatted (%s)",
 		    kz_strerror(r));
 		return r;
@@ -508,8 +578,8 @@ aud_store_add(struct aud_store *s, const char *kind, const cJSON *event,
 	if (s->size + s->plen + len > s->max_file && s->size + s->plen > 0) {
 		if ((r = aud_store_commit(s, why, wlen)) != 0 ||
 		    (r = open_file(s, s->idx + 1, true, why, wlen)) != 0) {
-			if (r != KZ_ESTATE && !s->st.failed)
-				store_fail(s);
+			if (!s->st.failed)
+				store_fail(s, true);
 			goto out;
 		}
 		s->st.rotations++;

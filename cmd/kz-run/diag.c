@@ -220,6 +220,8 @@ run_json(const struct run_ctx *x, int rc)
 	cJSON_AddNumberToObject(j, "v", 1);
 	cJSON_AddStringToObject(j, "rid", x->rid);
 	cJSON_AddNumberToObject(j, "exit", rc);
+	cJSON_AddStringToObject(j, "audit",
+	    x->res->audit != NULL ? x->res->audit : "incomplete");
 	model(x, j);
 	members(x, j, rc);
 	outputs(x, j);

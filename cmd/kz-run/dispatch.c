@@ -466,8 +466,11 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 	kz_log_set_rid(x.rid);
 	run_manifest_empty(x.manifest);
 	x.aq = run_aq_new();
-	if ((rc = audit_ready(c, &ping)) != 0)
+	res.audit = c->audit_sock[0] == '\0' ? "off" : "complete";
+	if ((rc = audit_ready(c, &ping)) != 0) {
+		res.audit = "incomplete";
 		goto out;
+	}
 	/* Before anything is admitted or leased: a run that asks for more
 	 * than its capability allows is refused whole. */
 	if (run_cap_check(o, why, sizeof(why)) != 0) {
@@ -505,6 +508,7 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 			(void)run_lease_drop(&x, &l);
 		run_aq_free(x.aq);
 		x.aq = NULL;
+		res.audit = "incomplete";
 		rc = KZ_EXIT_UNAVAIL;
 		goto quiet;
 	}
@@ -550,6 +554,8 @@ out:
 		    "kz-run: the audit sink %s did not "
 		    "acknowledge every record of this run\n",
 		    c->audit_sock);
+		/* The code's own exit status is kept; --json says it. */
+		res.audit = "incomplete";
 		if (rc == 0)
 			rc = KZ_EXIT_UNAVAIL;
 	}

@@ -153,6 +153,9 @@ struct run_result {
 	bool compressed[2];
 	/* A refusal before or around the run: its one line. */
 	char refusal[200];
+	/* "complete": the sink acknowledged every record of the run;
+	 * "incomplete": it did not (or could not be reached); "off". */
+	const char *audit;
 };
 void run_result_release(struct run_result *r);
 

@@ -6,9 +6,11 @@
 # and query refuse a FIFO or a symbolic link in the log directory instead
 # of hanging; an identifier hash must be one; integers are stored as
 # their digits; terminal controls and bidi overrides are refused; the
-# file size is capped at what startup reads.
+# file size is capped at what startup reads; every record carries the
+# uid of the process that wrote it, as the sink saw it, never as claimed,
+# and query --uid finds them.
 . "$(dirname "$0")/lib.sh"
-plan 42
+plan 51
 head -c 32 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 unset KZ_SOCKET KZ_CONFIG KZ_RUN_DIR KZ_AUDIT_MAX_FILE_BYTES
 export KZ_FIELD_KEY_FILE=$T/key KZ_AUDIT_DIR=$T/log
@@ -137,4 +139,29 @@ out=$(KZ_AUDIT_MAX_FILE_BYTES=2G kz-audit serve -n 2>&1); rc=$?
 is "$rc" 2 "KZ_AUDIT_MAX_FILE_BYTES over 1G is a config error"
 like "$out" 'KZ_AUDIT_MAX_FILE_BYTES.*1073741824' "naming the key and the maximum"
 rc_is 0 "1G is accepted" env KZ_AUDIT_MAX_FILE_BYTES=1G kz-audit serve -n
+
+# 7. Who wrote a record: any allowed peer may append any kind (the daemons
+# share the group), so the sink stamps the peer's uid (SO_PEERCRED) into
+# each record, under the MAC; an event cannot name one.
+rm -rf "$T/log"
+echo '{"kind":"lease","event":{"worker_id":"direct"}}' | kz-audit append
+like "$(cat "$f")" '"uid":0,"kind":"lease","event":\{"worker_id":"direct"' \
+    "a direct append carries the writer's uid"
+chmod 711 "$T"
+KZ_PEER_UIDS=65534 kz-audit serve --socket "$S" 2>"$T/serve7.err" & spid=$!
+wait_sock "$S"
+chmod 666 "$S"
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups kz-msg "$S" \
+    '{"op":"append","kind":"dispatch","event":{"worker_id":"w-other","outcome":"started"}}')
+like "$out" '"ok":true' "an allowed peer of another uid appends"
+like "$(kz-msg "$S" '{"op":"append","kind":"dispatch","event":{"worker_id":"w-root"}}')" '"ok":true' \
+    "and so does root"
+kill "$spid"; wait "$spid" 2>/dev/null
+like "$(grep w-other "$f")" '"uid":65534,"kind":"dispatch"' "the record of uid 65534 says so"
+like "$(grep w-root "$f")" '"uid":0,"kind":"dispatch"' "the record of root says uid 0"
+echo '{"kind":"lease","event":{"worker_id":"w","uid":0}}' | kz-audit append 2>/dev/null
+is "$?" 2 "an event cannot claim a uid"
+is "$(kz-audit query --uid 65534 | grep -c .)" 1 "query --uid finds what one uid wrote"
+like "$(kz-audit query --uid 65534)" '"worker_id":"w-other"' "and only that"
+rc_is 2 "query --uid with a name is a usage error" kz-audit query --uid nobody
 done_testing

@@ -6,9 +6,11 @@
  * refused client sees: kz_frame_call returns the daemon's one refusal
  * even when the daemon closed before the request was written.  And that
  * listening sets the socket's mode without touching the process umask,
- * which other threads create files under.
+ * which other threads create files under.  And a full backlog: waited
+ * out, never taken for a connection or for a stale socket.
  */
 #include <check.h>
+#include <errno.h>
 #include <grp.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,6 +155,74 @@ START_TEST(test_call_reads_refusal_after_broken_pipe)
 }
 END_TEST
 
+/* Connects until the listener's backlog (1) is full; those fds, -1 ended. */
+static void
+fill_backlog(int *held, int max)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = 0, fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	while (n < max - 1) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ck_assert(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			close(fd);
+			break;
+		}
+		held[n++] = fd;
+	}
+	ck_assert(n > 0 && n < max - 1);
+	held[n] = -1;
+}
+
+static void *
+accept_later(void *arg)
+{
+	int lfd = *(int *)arg, fd;
+
+	poll(NULL, 0, 300);
+	/* Room in the backlog: the waiting client gets in behind these. */
+	for (int i = 0; i < 8 && (fd = accept(lfd, NULL, NULL)) >= 0; i++)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * A Unix socket's full backlog (a daemon busy under a flood) is EAGAIN
+ * from connect, with nothing connected.  The client waits for room until
+ * its timeout instead of going on with an unconnected socket (whose
+ * first write fails, ENOTCONN: a dispatch record lost to a busy sink),
+ * and a second daemon does not take a busy daemon's socket for stale.
+ */
+START_TEST(test_connect_waits_out_a_full_backlog)
+{
+	struct sockaddr_un peer;
+	socklen_t pl = sizeof(peer);
+	int held[64], lfd, lfd2, fd = -1, r;
+	pthread_t th;
+	char why[128] = "";
+
+	ck_assert_int_eq(kz_sock_listen(path, 1, &lfd, NULL, 0), 0);
+	fill_backlog(held, 64);
+	r = kz_sock_connect(path, 200, &fd, why, sizeof(why));
+	ck_assert_int_eq(r, KZ_EUNAVAIL);
+	ck_assert_ptr_nonnull(strstr(why, "backlog"));
+	ck_assert_int_eq(kz_sock_listen(path, 1, &lfd2, why, sizeof(why)),
+	    KZ_EEXIST);
+	ck_assert(access(path, F_OK) == 0);
+	ck_assert(pthread_create(&th, NULL, accept_later, &lfd) == 0);
+	ck_assert_int_eq(kz_sock_connect(path, 5000, &fd, why, sizeof(why)), 0);
+	ck_assert(getpeername(fd, (struct sockaddr *)&peer, &pl) == 0);
+	ck_assert(pthread_join(th, NULL) == 0);
+	close(fd);
+	for (int i = 0; held[i] >= 0; i++)
+		close(held[i]);
+	close(lfd);
+}
+END_TEST
+
 /* Creates files under the umask until told to stop; how many got a mode
  * other than the umask's. */
 static volatile int stop_files;
@@ -245,6 +316,7 @@ main(void)
 	    sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_call_reads_refusal_after_broken_pipe);
 	tcase_add_test(tc, test_listen_keeps_umask);
+	tcase_add_test(tc, test_connect_waits_out_a_full_backlog);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

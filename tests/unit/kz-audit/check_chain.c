@@ -31,8 +31,8 @@ rec(const char *ev, size_t *len)
 	char *line = NULL;
 
 	ck_assert_ptr_nonnull(e);
-	ck_assert_int_eq(aud_record_format(&chain, "lease", e, 1700000000123LL,
-	                     &line, len),
+	ck_assert_int_eq(aud_record_format(&chain, "lease", 1234, e,
+	                     1700000000123LL, &line, len),
 	    0);
 	cJSON_Delete(e);
 	ck_assert_int_eq(line[*len - 1], '\n');
@@ -56,6 +56,10 @@ START_TEST(test_roundtrip)
 	    0);
 	ck_assert_uint_eq(r.seq, 1);
 	ck_assert_int_eq(r.ts_ms, 1700000000123LL);
+	/* The writer's uid, stamped by the sink, under the MAC. */
+	ck_assert_int_eq(r.uid, 1234);
+	ck_assert_ptr_nonnull(
+	    strstr(l1, "Z\",\"uid\":1234,\"kind\":\"lease\","));
 	ck_assert(memcmp(r.prev, zero, AUD_MAC_BYTES) == 0);
 	ck_assert(memcmp(r.mac, mac1, AUD_MAC_BYTES) == 0);
 	ck_assert_str_eq(kz_json_get(kz_json_get(r.json, "event"), "worker_id")
@@ -70,6 +74,34 @@ START_TEST(test_roundtrip)
 	ck_assert(memcmp(r.mac, chain.mac, AUD_MAC_BYTES) == 0);
 	free(l1);
 	free(l2);
+}
+END_TEST
+
+#define Z64 "0000000000000000000000000000000000000000000000000000000000000000"
+
+/* A record written before the uid was stamped has none (-1); a uid that
+ * is not a uid is not a record. */
+START_TEST(test_uid_form)
+{
+	static const char *const pre = "{\"seq\":1,\"ts\":\"2026-11-30T12:00:"
+	                               "00.000Z\",";
+	static const char
+	    *const post = "\"kind\":\"lease\",\"event\":{},\"prev\":\"" Z64
+	                  "\",\"mac\":\"" Z64 "\"}";
+	static const char *const uids[] = {"", "\"uid\":-1,", "\"uid\":\"0\",",
+	    "\"uid\":4294967296,", "\"uid\":1.5,"};
+	struct aud_rec r;
+	char line[512], why[160];
+
+	for (size_t i = 0; i < sizeof(uids) / sizeof(uids[0]); i++) {
+		snprintf(line, sizeof(line), "%s%s%s", pre, uids[i], post);
+		ck_assert_int_eq(aud_record_parse(line, strlen(line), &r, why,
+		                     sizeof(why)) == 0,
+		    i == 0);
+		if (i == 0)
+			ck_assert_int_eq(r.uid, -1);
+		aud_rec_release(&r);
+	}
 }
 END_TEST
 
@@ -198,8 +230,8 @@ START_TEST(test_int_refused)
 		cJSON *e = cJSON_Parse(bad[i]);
 
 		ck_assert_ptr_nonnull(e);
-		ck_assert_int_eq(aud_record_format(&chain, "lease", e, 1, &line,
-		                     &n),
+		ck_assert_int_eq(aud_record_format(&chain, "lease", 0, e, 1,
+		                     &line, &n),
 		    KZ_EINVAL);
 		ck_assert_ptr_null(line);
 		ck_assert_uint_eq(chain.seq, 0);
@@ -306,6 +338,7 @@ main(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_uid_form);
 	tcase_add_test(tc, test_every_byte);
 	tcase_add_test(tc, test_wrong_key_and_truncation);
 	tcase_add_test(tc, test_form);

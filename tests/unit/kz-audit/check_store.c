@@ -41,7 +41,7 @@ add_n(struct aud_store *s, int n, uint64_t *last)
 	char why[200];
 
 	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(aud_store_add(s, "lease", ev, last, why,
+		ck_assert_int_eq(aud_store_add(s, "lease", 0, ev, last, why,
 		                     sizeof(why)),
 		    0);
 	ck_assert_int_eq(aud_store_commit(s, why, sizeof(why)), 0);
