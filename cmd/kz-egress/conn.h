@@ -75,6 +75,11 @@ struct proxy {
 	struct eg_dns *dns;
 	struct evconnlistener *ls[8];
 	size_t nls;
+	/* accept(2) failing (descriptors exhausted): the listeners pause
+	 * until accept_resume fires; accept_logged is when that was last
+	 * logged (proxy.c). */
+	struct event *accept_resume;
+	time_t accept_logged;
 	/* Looks for a request head in a connection's input (proxy.c's, set
 	 * by the worker): how conn.c and pump.c hand the next request back
 	 * without calling into proxy.c. */

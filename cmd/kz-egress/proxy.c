@@ -357,6 +357,49 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 }
 
 /*
+ * accept(2) failed, descriptors exhausted say: the connection stays in the
+ * backlog, and a level-triggered listener would be woken for it again at
+ * once, a CPU spun and a line logged each turn for as long as the shortage
+ * lasts.  The worker's listeners pause for EG_ACCEPT_PAUSE_MS instead (the
+ * connections it serves go on), and the shortage is logged at most once in
+ * EG_ACCEPT_LOG_SECONDS.
+ */
+#define EG_ACCEPT_PAUSE_MS 100
+#define EG_ACCEPT_LOG_SECONDS 10
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct proxy *px = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+	struct timeval tv = {0, EG_ACCEPT_PAUSE_MS * 1000};
+	time_t now = time(NULL);
+
+	for (size_t i = 0; i < px->nls; i++)
+		evconnlistener_disable(px->ls[i]);
+	evtimer_add(px->accept_resume, &tv);
+	if (px->accept_logged != 0 &&
+	    now - px->accept_logged < EG_ACCEPT_LOG_SECONDS)
+		return;
+	px->accept_logged = now;
+	kz_log(KZ_LOG_WARN, "egress.accept", KZ_ESYS,
+	    "cannot accept a connection; accepting paused", "cause",
+	    err == EMFILE     ? "process descriptor limit" :
+	        err == ENFILE ? "system descriptor limit" :
+	                        "accept failed",
+	    NULL);
+}
+
+static void
+on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	for (size_t i = 0; i < px->nls; i++)
+		evconnlistener_enable(px->ls[i]);
+}
+
+/*
  * Each worker thread runs its own event loop, resolver and listeners: TCP
  * listeners share a port through SO_REUSEPORT, Unix listeners share one
  * socket.  A connection lives and dies on the thread that accepted it;
@@ -390,6 +433,7 @@ listen_one(struct proxy *px, const struct eg_listen *l, int ufd)
 		    "cannot listen on a configured address", NULL);
 		return KZ_ESYS;
 	}
+	evconnlistener_set_error_cb(px->ls[px->nls], on_accept_error);
 	px->nls++;
 	return 0;
 }
@@ -406,7 +450,9 @@ worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
 	px->nconns = nconns;
 	px->max_conns = (size_t)p->max_conns;
 	if ((px->base = event_base_new()) == NULL ||
-	    eg_reload_worker_init(px) != 0)
+	    eg_reload_worker_init(px) != 0 ||
+	    (px->accept_resume = evtimer_new(px->base, on_accept_resume, px)) ==
+	        NULL)
 		return KZ_ENOMEM;
 	if ((r = eg_dns_new(px->base, p->resolver, &px->dns, why,
 	         sizeof(why))) != 0) {
@@ -425,6 +471,8 @@ worker_release(struct proxy *px)
 	for (size_t i = 0; i < px->nls; i++)
 		evconnlistener_free(px->ls[i]);
 	eg_dns_free(px->dns);
+	if (px->accept_resume != NULL)
+		event_free(px->accept_resume);
 	eg_reload_worker_release(px);
 	if (px->base != NULL)
 		event_base_free(px->base);
