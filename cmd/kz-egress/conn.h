@@ -120,6 +120,8 @@ struct conn {
 	int64_t g_exp;
 	unsigned g_caps;
 	char run[65];
+	/* The run this connection counts against (runs.c); "" for none. */
+	char held[65];
 	/* the exchange in flight */
 	bool is_connect, is_head, cli_close, up_close, expect100;
 	bool req_done, resp_done, resp_head_done;
@@ -158,6 +160,19 @@ void conn_arm_expiry(struct conn *c);
  * lines: what the request head (proxy.c) and the response head (pump.c)
  * forward. */
 void conn_add_fields(struct evbuffer *o, const struct eg_head *hd);
+
+/* ---- runs.c: connections per run, across worker threads ---- */
+
+/* A run's share is at least this many connections (all of them when the
+ * bound is lower), else a quarter of the bound. */
+#define EG_RUN_SHARE_MIN 16
+
+/* The connections one run may hold under a process bound of max_conns. */
+size_t eg_run_share(size_t max_conns);
+/* Counts one more connection against run; false (nothing counted) when
+ * it already holds share. */
+bool eg_run_hold(const char *run, size_t share);
+void eg_run_release(const char *run);
 
 /* ---- pump.c ---- */
 struct sio *conn_client_new(struct conn *c, int fd);

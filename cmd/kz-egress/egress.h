@@ -67,6 +67,7 @@
 	X(GRANT_NOT_YET_VALID, "grant_not_yet_valid", 403)                     \
 	X(GRANT_EXPIRED, "grant_expired", 403)                                 \
 	X(GRANT_LIFETIME, "grant_lifetime", 403)                               \
+	X(RUN_CONNECTIONS, "run_connections", 403)                             \
 	X(BAD_REQUEST_LINE, "bad_request_line", 400)                           \
 	X(BAD_VERSION, "bad_version", 400)                                     \
 	X(BAD_STATUS_LINE, "bad_status_line", 502)                             \

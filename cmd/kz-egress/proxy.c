@@ -137,6 +137,26 @@ check_grant(struct conn *c, const struct eg_head *hd)
 	return EG_R_NONE;
 }
 
+/*
+ * Counts c against the run its grant names, unless it already counts
+ * against that run (a kept-alive client): EG_R_RUN_CONNECTIONS when the
+ * run already holds its share of the proxy's connections.
+ */
+static enum eg_reason
+hold_run(struct conn *c)
+{
+	if (strcmp(c->held, c->run) == 0)
+		return EG_R_NONE;
+	if (c->held[0] != '\0') {
+		eg_run_release(c->held);
+		c->held[0] = '\0';
+	}
+	if (!eg_run_hold(c->run, eg_run_share(c->px->max_conns)))
+		return EG_R_RUN_CONNECTIONS;
+	snprintf(c->held, sizeof(c->held), "%s", c->run);
+	return EG_R_NONE;
+}
+
 /* ---- the request head ---- */
 
 static void
@@ -288,7 +308,8 @@ handle_head(struct conn *c, size_t hlen)
 	if ((r = check_grant(c, &hd)) != EG_R_NONE ||
 	    (r = eg_dest_init(&c->dest, host, port, c->is_connect,
 	         c->g_caps)) != EG_R_NONE ||
-	    (r = eg_policy_check_dest(c->p, &c->dest)) != EG_R_NONE) {
+	    (r = eg_policy_check_dest(c->p, &c->dest)) != EG_R_NONE ||
+	    (r = hold_run(c)) != EG_R_NONE) {
 		reject(c, r);
 		return;
 	}

@@ -11,11 +11,12 @@
 # (a low RLIMIT_NOFILE, tunnels holding them all) with connections waiting
 # in its backlog pauses accepting instead of spinning on accept(2): it
 # burns no CPU, logs the shortage once, and serves again once descriptors
-# are freed.
+# are freed.  One run holds at most a quarter of the connections (at least
+# 16): its next is refused as run_connections while other runs are served.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=106
-plan 17
+plan 22
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -220,4 +221,38 @@ is "$(grep -c '"event":"egress.accept"' "$T/fd.log")" 1 "the shortage is logged 
 is "$(grep -vc '^{' "$T/fd.log")" 0 "and nothing else floods its stderr"
 t "descriptors freed, it serves again" test "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
 	-x "http://127.0.0.1:$FD_PORT" -U "run:$G" http://origin.kz.test/)" = 200
+# ---- one run's share of the connections ----
+RUN_PORT=$(eg_free_port)
+sed -e "s/^SANDBOX_EGRESS_LISTEN = .*/SANDBOX_EGRESS_LISTEN = 127.0.0.1:$RUN_PORT/" \
+	-e 's/^SANDBOX_EGRESS_MAX_CONNECTIONS = .*/SANDBOX_EGRESS_MAX_CONNECTIONS = 80/' \
+	-e 's/^SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS = .*/SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS = 5/' \
+	-e 's/^SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS = .*/SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS = 30/' \
+	"$T/eg.conf" >"$T/run.conf"
+bg kz-egress serve --config "$T/run.conf" 2>"$T/run.log"
+i=0; while ! bash -c "echo >/dev/tcp/127.0.0.1/$RUN_PORT" 2>/dev/null; do
+	i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05; done
+G2=$(kz-egress grant --field-key "$EG_KEY" --run run-106-other)
+cat >"$T/share.py" <<'EOF'
+import socket, sys, time
+port, ga, gb = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def tunnel(g):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(("CONNECT origin.kz.test:80 HTTP/1.1\r\nHost: x\r\n"
+               "Proxy-Authorization: Bearer %s\r\n\r\n" % g).encode())
+    s.settimeout(3)
+    return s, s.recv(100).split(b"\r\n")[0].split(b" ")[1].decode()
+held = [tunnel(ga) for _ in range(20)]
+print("".join("y" if r == "200" else "(%s)" % r for _, r in held), end=" ")
+print(tunnel(ga)[1], tunnel(gb)[1], end=" ")
+held[0][0].close()
+time.sleep(0.5)
+print(tunnel(ga)[1])
+EOF
+R=$("$EG_PY" "$T/share.py" "$RUN_PORT" "$G" "$G2")
+like "$R" '^y{20} ' "one run holds 20 tunnels, a quarter of 80 connections ($R)"
+like "$R" '^y+ 403 ' "its 21st is refused"
+like "$R" '^y+ 403 200 ' "while another run is still served"
+like "$R" ' 200$' "and one of its own closed, the run is served again"
+like "$(grep '"event":"egress.refuse"' "$T/run.log")" '"reason":"run_connections"' \
+	"the refusal is logged as run_connections"
 done_testing
