@@ -288,10 +288,13 @@ handle_head(struct conn *c, size_t hlen)
 	enum eg_reason r;
 
 	evtimer_del(c->timer);
-	/* A new request is admitted under the policy in force now. */
+	/* A new request is admitted under the policy in force now, its
+	 * grant verified again under that policy's key and lifetime: what
+	 * the previous one verified (a key since rotated) proves nothing. */
 	if (c->p != c->px->p) {
 		eg_policy_free(c->p);
 		c->p = eg_policy_ref(c->px->p);
+		c->g_ok = false;
 	}
 	memset(&c->dest, 0, sizeof(c->dest));
 	if ((r = eg_http_parse(buf, hlen, true, &hd)) != EG_R_NONE ||
