@@ -247,6 +247,14 @@ on_verdict(const struct eg_verdict *v, void *arg)
 		refuse(c, v->reason);
 		return;
 	}
+	/* The host's addresses were read at start; one it gained since (an
+	 * interface brought up, a rotated IPv6 temporary address) is the
+	 * host's all the same: the kernel's route says, and a route that
+	 * cannot be asked refuses too. */
+	if (eg_addr_is_local(&v->pinned) != 0) {
+		refuse(c, EG_R_OWN_ADDRESS);
+		return;
+	}
 	eg_count_allowed();
 	conn_connect_up(c, &v->pinned);
 }
