@@ -41,6 +41,7 @@ struct sio {
 	struct event *rev, *wev;
 	bool reading; /* the owner wants input */
 	bool connecting;
+	bool eof; /* the peer shut its side: nothing more to read, ever */
 	bool has_rto;
 	struct timeval rto; /* read (and connect) timeout */
 	sio_data_fn readcb, writecb; /* input arrived; output drained */
@@ -124,6 +125,9 @@ struct conn {
 	char held[65];
 	/* the exchange in flight */
 	bool is_connect, is_head, cli_close, up_close, expect100;
+	/* The client shut its writing side (pump.c): its request is all
+	 * there is, answered and then the connection closed. */
+	bool cli_eof;
 	bool req_done, resp_done, resp_head_done;
 	unsigned interim; /* 1xx heads passed on in this exchange */
 	enum body_mode req_mode, resp_mode;

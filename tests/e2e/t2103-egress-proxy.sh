@@ -5,12 +5,13 @@
 # a kept-alive connection never carries a request for another destination
 # on the first one's upstream; smuggling ambiguities, oversized heads and
 # slow heads refused; the host's own addresses refused, one it gains after
-# the start included; the refusal record (log and audit event) without
+# the start included; a client that shuts its writing side after its
+# request still gets the answer; the refusal record (log and audit event) without
 # path, query, userinfo or grant.  The only origin is in this test's netns.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=103
-plan 49
+plan 53
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -125,6 +126,20 @@ like "$(grep '"reason":"own_address"' "$T/egress.log" | tail -1)" "\"host\":\"$N
 	"as own_address"
 kill "$LASTPID"
 ip addr del "$NEWADDR/32" dev "$EG_VH"
+
+# A client that shuts its writing side once its request is sent (nc -N):
+# the request is followed through and answered, then the connection closed;
+# a body the shutdown cut short is a 502.
+shut() { printf "$1" "$G" | "$EG_PY" "$TOP/tests/egress/raw.py" "127.0.0.1:$EG_PORT" 3 shut | tr '\r\n' '  '; }
+like "$(shut 'GET http://origin.kz.test/shut HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\n\r\n')" \
+	'^HTTP/1.1 200 .*origin origin.kz.test /shut *$' "half-closed after a GET: answered, then closed"
+like "$(shut 'POST http://origin.kz.test/p HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\nContent-Length: 5\r\n\r\nhello')" \
+	"^HTTP/1.1 200 .*got 5 $(printf hello | sha256sum | cut -d' ' -f1) *\$" "half-closed after a POST's body: answered"
+like "$(shut 'CONNECT origin.kz.test:80 HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\n\r\nGET /t HTTP/1.1\r\nHost: origin.kz.test\r\n\r\n')" \
+	'^HTTP/1.1 200 Connection established .*origin origin.kz.test /t *$' \
+	"half-closed after a CONNECT and its first bytes: the tunnel carries them and the answer"
+like "$(shut 'POST http://origin.kz.test/p HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\nContent-Length: 10\r\n\r\nhello')" \
+	'^HTTP/1.1 502 ' "half-closed with the body cut short: 502"
 
 # A bad grant on a connection that carried a good one is no run's: its
 # refusal is not recorded under the earlier grant's run.
