@@ -176,10 +176,24 @@ port, grant, go = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 s = socket.create_connection(("127.0.0.1", port))
 s.settimeout(5)
 def get(path):
+    """One whole response (head and Content-Length body): its status."""
     s.sendall(("GET http://origin.kz.test%s HTTP/1.1\r\nHost: origin.kz.test\r\n"
                "Proxy-Authorization: Bearer %s\r\n\r\n" % (path, grant)).encode())
-    r = s.recv(4096)
-    return r.split(b" ")[1].decode() if r else "closed"
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        b = s.recv(4096)
+        if not b:
+            return "closed"
+        buf += b
+    head, body = buf.split(b"\r\n\r\n", 1)
+    n = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+         if l.lower().startswith(b"content-length:")][0]
+    while len(body) < n:
+        b = s.recv(4096)
+        if not b:
+            break
+        body += b
+    return head.split(b" ")[1].decode()
 print(get("/keep1"), flush=True)
 while not os.path.exists(go):
     time.sleep(0.05)
