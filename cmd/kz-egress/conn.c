@@ -130,6 +130,8 @@ conn_free(struct conn *c)
 		event_free(c->expiry);
 	if (c->tun != NULL)
 		c->tun_free(c->tun);
+	if (c->held[0] != '\0')
+		eg_run_release(c->held);
 	eg_policy_free(c->p);
 	atomic_fetch_sub(c->px->nconns, 1);
 	free(c);

@@ -41,6 +41,7 @@ struct sio {
 	struct event *rev, *wev;
 	bool reading; /* the owner wants input */
 	bool connecting;
+	bool eof; /* the peer shut its side: nothing more to read, ever */
 	bool has_rto;
 	struct timeval rto; /* read (and connect) timeout */
 	sio_data_fn readcb, writecb; /* input arrived; output drained */
@@ -75,6 +76,11 @@ struct proxy {
 	struct eg_dns *dns;
 	struct evconnlistener *ls[8];
 	size_t nls;
+	/* accept(2) failing (descriptors exhausted): the listeners pause
+	 * until accept_resume fires; accept_logged is when that was last
+	 * logged (proxy.c). */
+	struct event *accept_resume;
+	time_t accept_logged;
 	/* Looks for a request head in a connection's input (proxy.c's, set
 	 * by the worker): how conn.c and pump.c hand the next request back
 	 * without calling into proxy.c. */
@@ -115,8 +121,13 @@ struct conn {
 	int64_t g_exp;
 	unsigned g_caps;
 	char run[65];
+	/* The run this connection counts against (runs.c); "" for none. */
+	char held[65];
 	/* the exchange in flight */
 	bool is_connect, is_head, cli_close, up_close, expect100;
+	/* The client shut its writing side (pump.c): its request is all
+	 * there is, answered and then the connection closed. */
+	bool cli_eof;
 	bool req_done, resp_done, resp_head_done;
 	unsigned interim; /* 1xx heads passed on in this exchange */
 	enum body_mode req_mode, resp_mode;
@@ -153,6 +164,19 @@ void conn_arm_expiry(struct conn *c);
  * lines: what the request head (proxy.c) and the response head (pump.c)
  * forward. */
 void conn_add_fields(struct evbuffer *o, const struct eg_head *hd);
+
+/* ---- runs.c: connections per run, across worker threads ---- */
+
+/* A run's share is at least this many connections (all of them when the
+ * bound is lower), else a quarter of the bound. */
+#define EG_RUN_SHARE_MIN 16
+
+/* The connections one run may hold under a process bound of max_conns. */
+size_t eg_run_share(size_t max_conns);
+/* Counts one more connection against run; false (nothing counted) when
+ * it already holds share. */
+bool eg_run_hold(const char *run, size_t share);
+void eg_run_release(const char *run);
 
 /* ---- pump.c ---- */
 struct sio *conn_client_new(struct conn *c, int fd);

@@ -67,6 +67,7 @@
 	X(GRANT_NOT_YET_VALID, "grant_not_yet_valid", 403)                     \
 	X(GRANT_EXPIRED, "grant_expired", 403)                                 \
 	X(GRANT_LIFETIME, "grant_lifetime", 403)                               \
+	X(RUN_CONNECTIONS, "run_connections", 403)                             \
 	X(BAD_REQUEST_LINE, "bad_request_line", 400)                           \
 	X(BAD_VERSION, "bad_version", 400)                                     \
 	X(BAD_STATUS_LINE, "bad_status_line", 502)                             \
@@ -261,6 +262,13 @@ enum eg_reason eg_dest_init(struct eg_dest *d, const char *host, uint16_t port,
 /* The checks before resolution: EG_R_NONE when allowed, else the reason. */
 enum eg_reason eg_policy_check_dest(const struct eg_policy *p,
     const struct eg_dest *d);
+/*
+ * Whether the kernel would deliver a connection to a on this host: the
+ * route it takes now is of type local (an address of one of the host's
+ * interfaces, the ones it gained since the start included).  1 when local,
+ * 0 when not, KZ_ESYS when the kernel cannot be asked (netlink).
+ */
+int eg_addr_is_local(const struct eg_addr *a);
 /* The check of one (resolved or literal) address: EG_R_NONE or the
  * reason. */
 enum eg_reason eg_policy_check_addr(const struct eg_policy *p,

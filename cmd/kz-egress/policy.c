@@ -6,12 +6,15 @@
  */
 #include <ifaddrs.h>
 #include <limits.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cJSON.h>
 
@@ -210,8 +213,10 @@ sa_addr(const struct sockaddr *sa, struct eg_addr *a)
  * Every address of the host's interfaces is the proxy's own too, whatever
  * it listens on: a service on the host's public address (or on all of
  * them) is the deployment's, not the Internet's.  Taken when the policy
- * is loaded (at start and at every reload); a host with more addresses
- * than the proxy can hold is isolated, never partly known.
+ * is loaded at start (a reload keeps the list of the start); a host with
+ * more addresses than the proxy can hold is isolated, never partly known.
+ * An address the host gains later is caught at connect by
+ * eg_addr_is_local.
  */
 static void
 add_local(struct eg_policy *p)
@@ -235,6 +240,63 @@ add_local(struct eg_policy *p)
 		p->own[p->nown++] = a;
 	}
 	freeifaddrs(ifa);
+}
+
+int
+eg_addr_is_local(const struct eg_addr *a)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rt;
+		struct rtattr ra;
+		unsigned char dst[16];
+	} req;
+	union {
+		struct nlmsghdr nh;
+		char buf[4096];
+	} rep;
+	struct sockaddr_storage ss;
+	const unsigned char *dst;
+	size_t dlen;
+	ssize_t n;
+	int fd, r = KZ_ESYS;
+
+	/* The address connected to: an IPv4-mapped one as IPv4. */
+	if (eg_addr_sockaddr(a, 0, &ss) == sizeof(struct sockaddr_in)) {
+		dst = (unsigned char *)&((struct sockaddr_in *)&ss)->sin_addr;
+		dlen = 4;
+	} else {
+		dst = (unsigned char *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+		dlen = 16;
+	}
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(req.rt)) + RTA_LENGTH(dlen);
+	req.nh.nlmsg_type = RTM_GETROUTE;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.rt.rtm_family = ss.ss_family;
+	req.rt.rtm_dst_len = (unsigned char)(dlen * 8);
+	req.ra.rta_type = RTA_DST;
+	req.ra.rta_len = RTA_LENGTH(dlen);
+	memcpy(req.dst, dst, dlen);
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) <
+	    0)
+		return KZ_ESYS;
+	/* The kernel answers a route lookup before send returns. */
+	if (send(fd, &req, req.nh.nlmsg_len, 0) == (ssize_t)req.nh.nlmsg_len &&
+	    (n = recv(fd, &rep, sizeof(rep), MSG_DONTWAIT)) >=
+	        (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+		if (rep.nh.nlmsg_type == NLMSG_ERROR)
+			/* No route at all: nowhere, so not here either. */
+			r = ((struct nlmsgerr *)NLMSG_DATA(&rep.nh))->error !=
+			        0 ?
+			    0 :
+			    KZ_ESYS;
+		else if (rep.nh.nlmsg_type == RTM_NEWROUTE)
+			r = ((struct rtmsg *)NLMSG_DATA(&rep.nh))->rtm_type ==
+			    RTN_LOCAL;
+	}
+	close(fd);
+	return r;
 }
 
 static void

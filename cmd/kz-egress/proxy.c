@@ -137,6 +137,26 @@ check_grant(struct conn *c, const struct eg_head *hd)
 	return EG_R_NONE;
 }
 
+/*
+ * Counts c against the run its grant names, unless it already counts
+ * against that run (a kept-alive client): EG_R_RUN_CONNECTIONS when the
+ * run already holds its share of the proxy's connections.
+ */
+static enum eg_reason
+hold_run(struct conn *c)
+{
+	if (strcmp(c->held, c->run) == 0)
+		return EG_R_NONE;
+	if (c->held[0] != '\0') {
+		eg_run_release(c->held);
+		c->held[0] = '\0';
+	}
+	if (!eg_run_hold(c->run, eg_run_share(c->px->max_conns)))
+		return EG_R_RUN_CONNECTIONS;
+	snprintf(c->held, sizeof(c->held), "%s", c->run);
+	return EG_R_NONE;
+}
+
 /* ---- the request head ---- */
 
 static void
@@ -227,6 +247,14 @@ on_verdict(const struct eg_verdict *v, void *arg)
 		refuse(c, v->reason);
 		return;
 	}
+	/* The host's addresses were read at start; one it gained since (an
+	 * interface brought up, a rotated IPv6 temporary address) is the
+	 * host's all the same: the kernel's route says, and a route that
+	 * cannot be asked refuses too. */
+	if (eg_addr_is_local(&v->pinned) != 0) {
+		refuse(c, EG_R_OWN_ADDRESS);
+		return;
+	}
 	eg_count_allowed();
 	conn_connect_up(c, &v->pinned);
 }
@@ -268,10 +296,13 @@ handle_head(struct conn *c, size_t hlen)
 	enum eg_reason r;
 
 	evtimer_del(c->timer);
-	/* A new request is admitted under the policy in force now. */
+	/* A new request is admitted under the policy in force now, its
+	 * grant verified again under that policy's key and lifetime: what
+	 * the previous one verified (a key since rotated) proves nothing. */
 	if (c->p != c->px->p) {
 		eg_policy_free(c->p);
 		c->p = eg_policy_ref(c->px->p);
+		c->g_ok = false;
 	}
 	memset(&c->dest, 0, sizeof(c->dest));
 	if ((r = eg_http_parse(buf, hlen, true, &hd)) != EG_R_NONE ||
@@ -288,7 +319,8 @@ handle_head(struct conn *c, size_t hlen)
 	if ((r = check_grant(c, &hd)) != EG_R_NONE ||
 	    (r = eg_dest_init(&c->dest, host, port, c->is_connect,
 	         c->g_caps)) != EG_R_NONE ||
-	    (r = eg_policy_check_dest(c->p, &c->dest)) != EG_R_NONE) {
+	    (r = eg_policy_check_dest(c->p, &c->dest)) != EG_R_NONE ||
+	    (r = hold_run(c)) != EG_R_NONE) {
 		reject(c, r);
 		return;
 	}
@@ -357,6 +389,49 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 }
 
 /*
+ * accept(2) failed, descriptors exhausted say: the connection stays in the
+ * backlog, and a level-triggered listener would be woken for it again at
+ * once, a CPU spun and a line logged each turn for as long as the shortage
+ * lasts.  The worker's listeners pause for EG_ACCEPT_PAUSE_MS instead (the
+ * connections it serves go on), and the shortage is logged at most once in
+ * EG_ACCEPT_LOG_SECONDS.
+ */
+#define EG_ACCEPT_PAUSE_MS 100
+#define EG_ACCEPT_LOG_SECONDS 10
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct proxy *px = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+	struct timeval tv = {0, EG_ACCEPT_PAUSE_MS * 1000};
+	time_t now = time(NULL);
+
+	for (size_t i = 0; i < px->nls; i++)
+		evconnlistener_disable(px->ls[i]);
+	evtimer_add(px->accept_resume, &tv);
+	if (px->accept_logged != 0 &&
+	    now - px->accept_logged < EG_ACCEPT_LOG_SECONDS)
+		return;
+	px->accept_logged = now;
+	kz_log(KZ_LOG_WARN, "egress.accept", KZ_ESYS,
+	    "cannot accept a connection; accepting paused", "cause",
+	    err == EMFILE     ? "process descriptor limit" :
+	        err == ENFILE ? "system descriptor limit" :
+	                        "accept failed",
+	    NULL);
+}
+
+static void
+on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	for (size_t i = 0; i < px->nls; i++)
+		evconnlistener_enable(px->ls[i]);
+}
+
+/*
  * Each worker thread runs its own event loop, resolver and listeners: TCP
  * listeners share a port through SO_REUSEPORT, Unix listeners share one
  * socket.  A connection lives and dies on the thread that accepted it;
@@ -390,6 +465,7 @@ listen_one(struct proxy *px, const struct eg_listen *l, int ufd)
 		    "cannot listen on a configured address", NULL);
 		return KZ_ESYS;
 	}
+	evconnlistener_set_error_cb(px->ls[px->nls], on_accept_error);
 	px->nls++;
 	return 0;
 }
@@ -406,7 +482,9 @@ worker_init(struct proxy *px, struct eg_policy *p, const int *ufd,
 	px->nconns = nconns;
 	px->max_conns = (size_t)p->max_conns;
 	if ((px->base = event_base_new()) == NULL ||
-	    eg_reload_worker_init(px) != 0)
+	    eg_reload_worker_init(px) != 0 ||
+	    (px->accept_resume = evtimer_new(px->base, on_accept_resume, px)) ==
+	        NULL)
 		return KZ_ENOMEM;
 	if ((r = eg_dns_new(px->base, p->resolver, &px->dns, why,
 	         sizeof(why))) != 0) {
@@ -425,6 +503,8 @@ worker_release(struct proxy *px)
 	for (size_t i = 0; i < px->nls; i++)
 		evconnlistener_free(px->ls[i]);
 	eg_dns_free(px->dns);
+	if (px->accept_resume != NULL)
+		event_free(px->accept_resume);
 	eg_reload_worker_release(px);
 	if (px->base != NULL)
 		event_base_free(px->base);

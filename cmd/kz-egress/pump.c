@@ -128,6 +128,9 @@ pump_req(struct conn *c)
 	if (done) {
 		c->req_done = true;
 		exchange_check(c);
+	} else if (c->cli_eof && evbuffer_get_length(c->cli->in) == 0) {
+		/* The client shut its side before its body was through. */
+		bad_gateway(c);
 	}
 }
 
@@ -319,12 +322,29 @@ on_write(struct sio *b, void *arg)
 		resp_head(c);
 }
 
+/*
+ * The client's end: an error, or end of input.  A client that shuts its
+ * writing side after a whole request (shutdown(SHUT_WR), as nc -N or a
+ * one-shot script does) still gets its answer: once the request head is
+ * taken, the request is followed through (its body, a CONNECT's tunnel,
+ * which passes the shutdown on) and the connection closed after the
+ * response.  Waiting for a head, or with a body that can never be
+ * complete, it ends at once.
+ */
 static void
 cli_event(struct sio *b, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	conn_free(c);
+	if (!(what & SIO_EOF) || c->st == ST_HEAD || c->st == ST_CLOSING ||
+	    c->cli_eof) {
+		conn_free(c);
+		return;
+	}
+	c->cli_eof = true;
+	c->cli_close = true;
+	if (c->st == ST_EXCHANGE && !c->req_done)
+		pump_req(c);
 }
 
 static void

@@ -26,7 +26,7 @@
 static void
 update_read(struct sio *s)
 {
-	bool want = s->reading && !s->connecting && s->fd >= 0 &&
+	bool want = s->reading && !s->connecting && !s->eof && s->fd >= 0 &&
 	    evbuffer_get_length(s->in) < SIO_HIGH;
 	bool on = event_pending(s->rev, EV_READ, NULL) != 0;
 
@@ -79,6 +79,7 @@ on_readable(evutil_socket_t fd, short what, void *arg)
 	if (n <= 0) {
 		event_del(s->rev);
 		s->reading = false;
+		s->eof = n == 0;
 		s->eventcb(s, n == 0 ? SIO_EOF : SIO_ERROR, s->arg);
 		return;
 	}

@@ -2,10 +2,12 @@
 # kz-egress one-shot subcommands: version and help, the scope in force
 # (`status`, text and JSON) and how unusable settings resolve to isolated,
 # grant keys, TURN credentials, and a daemon started on an unreadable config
-# that refuses everything.
+# that refuses everything.  Under the address families its systemd unit
+# allows (RestrictAddressFamilies=, emulated with a seccomp filter), the
+# proxy can still read its host's addresses (netlink) and is not isolated.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
-plan 41
+plan 43
 for k in $(env | grep -o '^SANDBOX_EGRESS_[A-Z_]*'); do unset "$k"; done
 unset KZ_CONFIG KZ_SOCKET
 
@@ -27,6 +29,14 @@ EOF
 good >"$T/good.conf"
 S=$(kz-egress status --config "$T/good.conf")
 like "$S" '^mode in force: public_internet' "defaults: public_internet in force"
+UNIT=$TOP/etc/systemd/kz-egress.service
+AF=$(sed -n 's/^RestrictAddressFamilies=//p' "$UNIT" | tr ' ' ',')
+cc -o "$T/restrict_af" "$TOP/tests/egress/restrict_af.c" -lseccomp
+like "$("$T/restrict_af" AF_UNIX,AF_INET,AF_INET6 kz-egress status --config "$T/good.conf")" \
+	'isolated because: the host.s own addresses cannot be read' \
+	"without netlink the host's addresses cannot be read: isolated (the filter bites)"
+like "$("$T/restrict_af" "$AF" kz-egress status --config "$T/good.conf")" \
+	'^mode in force: public_internet' "under the unit's address families ($AF): not isolated"
 like "$S" 'ports: 80 443' "defaults: ports 80 and 443"
 like "$S" 'denied in every mode:.*loopback.*link_local.*metadata.*multicast.*broadcast.*reserved.*control_plane.*own_address' \
 	"status names the classes denied in every mode"

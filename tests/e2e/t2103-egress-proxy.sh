@@ -4,12 +4,14 @@
 # CONNECT, bodies (Content-Length and chunked); every grant failure refused;
 # a kept-alive connection never carries a request for another destination
 # on the first one's upstream; smuggling ambiguities, oversized heads and
-# slow heads refused; the refusal record (log and audit event) without
+# slow heads refused; the host's own addresses refused, one it gains after
+# the start included; a client that shuts its writing side after its
+# request still gets the answer; the refusal record (log and audit event) without
 # path, query, userinfo or grant.  The only origin is in this test's netns.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=103
-plan 46
+plan 53
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -28,7 +30,7 @@ wait_sock "$T/audit.sock" 10
 EG_PORT=$(eg_free_port)
 cat >"$T/eg.conf" <<EOF
 SANDBOX_EGRESS_MODE = private_networks
-SANDBOX_EGRESS_PRIVATE_CIDRS = 10.213.$N.0/30
+SANDBOX_EGRESS_PRIVATE_CIDRS = 10.213.$N.0/30, 10.213.$N.5/32
 SANDBOX_EGRESS_RESOLVER = $EG_DNS
 SANDBOX_EGRESS_PUBLIC_KEY_FILE = $EG_PK
 SANDBOX_EGRESS_LISTEN = 127.0.0.1:$EG_PORT, unix:$T/eg.sock
@@ -111,6 +113,33 @@ is "$(code -x "$P" -H "Proxy-Authorization: Bearer $G" "http://$HOSTSIDE/")" 403
 	"the host's own address (inside the allowed range) is refused"
 like "$(grep '"reason":"own_address"' "$T/egress.log" | tail -1)" "\"host\":\"$HOSTSIDE\"" \
 	"as own_address"
+# So is one the host gains after the start, inside the allowed list too: a
+# service on the host itself listens there (10.213.N.5 on the host side).
+NEWADDR=${EG_ORIGIN%.2}.5
+ip addr add "$NEWADDR/32" dev "$EG_VH"
+bg "$EG_PY" "$EGDIR/origin.py" "$NEWADDR" 80
+i=0; while ! bash -c "echo >/dev/tcp/$NEWADDR/80" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+t "a service listens on the address the host gained" bash -c "echo >/dev/tcp/$NEWADDR/80"
+is "$(code -x "$P" -H "Proxy-Authorization: Bearer $G" "http://$NEWADDR/")" 403 \
+	"an address the host gained after the proxy started is refused"
+like "$(grep '"reason":"own_address"' "$T/egress.log" | tail -1)" "\"host\":\"$NEWADDR\"" \
+	"as own_address"
+kill "$LASTPID"
+ip addr del "$NEWADDR/32" dev "$EG_VH"
+
+# A client that shuts its writing side once its request is sent (nc -N):
+# the request is followed through and answered, then the connection closed;
+# a body the shutdown cut short is a 502.
+shut() { printf "$1" "$G" | "$EG_PY" "$TOP/tests/egress/raw.py" "127.0.0.1:$EG_PORT" 3 shut | tr '\r\n' '  '; }
+like "$(shut 'GET http://origin.kz.test/shut HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\n\r\n')" \
+	'^HTTP/1.1 200 .*origin origin.kz.test /shut *$' "half-closed after a GET: answered, then closed"
+like "$(shut 'POST http://origin.kz.test/p HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\nContent-Length: 5\r\n\r\nhello')" \
+	"^HTTP/1.1 200 .*got 5 $(printf hello | sha256sum | cut -d' ' -f1) *\$" "half-closed after a POST's body: answered"
+like "$(shut 'CONNECT origin.kz.test:80 HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\n\r\nGET /t HTTP/1.1\r\nHost: origin.kz.test\r\n\r\n')" \
+	'^HTTP/1.1 200 Connection established .*origin origin.kz.test /t *$' \
+	"half-closed after a CONNECT and its first bytes: the tunnel carries them and the answer"
+like "$(shut 'POST http://origin.kz.test/p HTTP/1.1\r\nProxy-Authorization: Bearer %s\r\nContent-Length: 10\r\n\r\nhello')" \
+	'^HTTP/1.1 502 ' "half-closed with the body cut short: 502"
 
 # A bad grant on a connection that carried a good one is no run's: its
 # refusal is not recorded under the earlier grant's run.

@@ -7,11 +7,16 @@
 # off at the header timeout; connections beyond SANDBOX_EGRESS_MAX_CONNECTIONS
 # are closed at once, counted across all worker threads; a client that does
 # not read a large response holds the daemon to its per-direction bound,
-# and every byte still arrives once it reads.
+# and every byte still arrives once it reads.  A daemon out of descriptors
+# (a low RLIMIT_NOFILE, tunnels holding them all) with connections waiting
+# in its backlog pauses accepting instead of spinning on accept(2): it
+# burns no CPU, logs the shortage once, and serves again once descriptors
+# are freed.  One run holds at most a quarter of the connections (at least
+# 16): its next is refused as run_connections while other runs are served.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=106
-plan 13
+plan 22
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -173,4 +178,81 @@ t "a client that does not read a 64 MiB response costs the daemon < 6 MiB (grew 
 is "$got" 67108864 "and every byte arrives once it reads"
 t "the daemon is still serving" test "$(code http://origin.kz.test/)" = 200
 unlike "$(cat "$T/egress.log")" '"level":"(error|fatal)"' "no errors logged"
+
+# ---- descriptors exhausted ----
+FD_PORT=$(eg_free_port)
+sed -e "s/^SANDBOX_EGRESS_LISTEN = .*/SANDBOX_EGRESS_LISTEN = 127.0.0.1:$FD_PORT/" \
+	-e 's/^SANDBOX_EGRESS_MAX_CONNECTIONS = .*/SANDBOX_EGRESS_MAX_CONNECTIONS = 1000/' \
+	-e 's/^SANDBOX_EGRESS_THREADS = .*/SANDBOX_EGRESS_THREADS = 1/' \
+	-e 's/^SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS = .*/SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS = 30/' \
+	"$T/eg.conf" >"$T/fd.conf"
+bg prlimit --nofile=32:32 kz-egress serve --config "$T/fd.conf" 2>"$T/fd.log"
+FD_PID=$LASTPID
+i=0; while ! bash -c "echo >/dev/tcp/127.0.0.1/$FD_PORT" 2>/dev/null; do
+	i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05; done
+cat >"$T/fd.py" <<'EOF'
+import socket, sys, time
+port, grant, pid = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def ticks():
+    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+held = []
+for _ in range(30):  # tunnels until the descriptors run out
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(("CONNECT origin.kz.test:80 HTTP/1.1\r\nHost: x\r\n"
+               "Proxy-Authorization: Bearer %s\r\n\r\n" % grant).encode())
+    s.settimeout(3)
+    try:
+        s.recv(100)
+    except OSError:
+        pass
+    held.append(s)
+waiting = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+t0 = ticks()
+time.sleep(2)
+print(ticks() - t0)
+for s in held + waiting:
+    s.close()
+time.sleep(0.5)
+EOF
+R=$("$EG_PY" "$T/fd.py" "$FD_PORT" "$G" "$FD_PID")
+t "out of descriptors with a backlog, the daemon does not spin ($R ticks in 2 s)" test "${R:-999}" -lt 40
+is "$(grep -c '"event":"egress.accept"' "$T/fd.log")" 1 "the shortage is logged once"
+is "$(grep -vc '^{' "$T/fd.log")" 0 "and nothing else floods its stderr"
+t "descriptors freed, it serves again" test "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
+	-x "http://127.0.0.1:$FD_PORT" -U "run:$G" http://origin.kz.test/)" = 200
+# ---- one run's share of the connections ----
+RUN_PORT=$(eg_free_port)
+sed -e "s/^SANDBOX_EGRESS_LISTEN = .*/SANDBOX_EGRESS_LISTEN = 127.0.0.1:$RUN_PORT/" \
+	-e 's/^SANDBOX_EGRESS_MAX_CONNECTIONS = .*/SANDBOX_EGRESS_MAX_CONNECTIONS = 80/' \
+	-e 's/^SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS = .*/SANDBOX_EGRESS_CONNECT_TIMEOUT_SECONDS = 5/' \
+	-e 's/^SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS = .*/SANDBOX_EGRESS_IDLE_TIMEOUT_SECONDS = 30/' \
+	"$T/eg.conf" >"$T/run.conf"
+bg kz-egress serve --config "$T/run.conf" 2>"$T/run.log"
+i=0; while ! bash -c "echo >/dev/tcp/127.0.0.1/$RUN_PORT" 2>/dev/null; do
+	i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05; done
+G2=$(kz-egress grant --field-key "$EG_KEY" --run run-106-other)
+cat >"$T/share.py" <<'EOF'
+import socket, sys, time
+port, ga, gb = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def tunnel(g):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(("CONNECT origin.kz.test:80 HTTP/1.1\r\nHost: x\r\n"
+               "Proxy-Authorization: Bearer %s\r\n\r\n" % g).encode())
+    s.settimeout(3)
+    return s, s.recv(100).split(b"\r\n")[0].split(b" ")[1].decode()
+held = [tunnel(ga) for _ in range(20)]
+print("".join("y" if r == "200" else "(%s)" % r for _, r in held), end=" ")
+print(tunnel(ga)[1], tunnel(gb)[1], end=" ")
+held[0][0].close()
+time.sleep(0.5)
+print(tunnel(ga)[1])
+EOF
+R=$("$EG_PY" "$T/share.py" "$RUN_PORT" "$G" "$G2")
+like "$R" '^y{20} ' "one run holds 20 tunnels, a quarter of 80 connections ($R)"
+like "$R" '^y+ 403 ' "its 21st is refused"
+like "$R" '^y+ 403 200 ' "while another run is still served"
+like "$R" ' 200$' "and one of its own closed, the run is served again"
+like "$(grep '"event":"egress.refuse"' "$T/run.log")" '"reason":"run_connections"' \
+	"the refusal is logged as run_connections"
 done_testing

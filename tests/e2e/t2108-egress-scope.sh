@@ -3,14 +3,15 @@
 # its status socket (and says so), or computes from the config without one
 # (and says that), and exits 1 when the scope is isolation.  SIGHUP reloads
 # the config: the next connection gets the new scope, a tunnel admitted
-# before stays up, a broken file reloads as isolation (never the old scope
+# before stays up, the next request on a kept-alive connection has its
+# grant verified again under the new public key (a rotated key revokes it), a broken file reloads as isolation (never the old scope
 # or the open default), the reload is logged and audited.  A proxy
 # restarted without its public key file reports isolation.  The only
 # origin is in this test's netns.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=108
-plan 41
+plan 45
 for k in $(env | grep -o '^SANDBOX_EGRESS_[A-Z_]*'); do unset "$k"; done
 unset KZ_CONFIG KZ_SOCKET KZ_RUN_DIR
 
@@ -162,6 +163,54 @@ like "$J" '"reloads":3,"generation":3,.*"source":"running_daemon"' \
 	"... the daemon's answer: three reloads, the policy of the third"
 like "$(grep egress_reload "$T/audit.jsonl" | tail -1)" '"ok": false.*"reason": "config cannot be used' \
 	"the broken reload is audited with its reason"
+
+# The grant key is rotated: a kept-alive connection's next request is
+# verified again under the new public key, not waved through because its
+# grant verified under the old one.
+open_conf | put_conf
+kill -HUP "$EG_PID"
+t "reloaded open" reloaded 4
+cat >"$T/keep.py" <<'EOF'
+import os, socket, sys, time
+port, grant, go = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(5)
+def get(path):
+    """One whole response (head and Content-Length body): its status."""
+    s.sendall(("GET http://origin.kz.test%s HTTP/1.1\r\nHost: origin.kz.test\r\n"
+               "Proxy-Authorization: Bearer %s\r\n\r\n" % (path, grant)).encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        b = s.recv(4096)
+        if not b:
+            return "closed"
+        buf += b
+    head, body = buf.split(b"\r\n\r\n", 1)
+    n = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+         if l.lower().startswith(b"content-length:")][0]
+    while len(body) < n:
+        b = s.recv(4096)
+        if not b:
+            break
+        body += b
+    return head.split(b" ")[1].decode()
+print(get("/keep1"), flush=True)
+while not os.path.exists(go):
+    time.sleep(0.05)
+print(get("/keep2"), flush=True)
+EOF
+coproc KP { "$EG_PY" "$T/keep.py" "$EG_PORT" "$G" "$T/go2"; }
+read -r first <&"${KP[0]}"
+is "$first" 200 "a kept-alive connection's first request, under the grant key in force"
+cp "$EG_PK" "$EG_PK.old"
+head -c 32 /dev/urandom >"$T/field2.key" && chmod 600 "$T/field2.key"
+kz-egress pubkey --field-key "$T/field2.key" >"$EG_PK"
+kill -HUP "$EG_PID"
+t "reloaded with a rotated grant key" reloaded 5
+touch "$T/go2"
+read -r second <&"${KP[0]}"
+is "$second" 403 "its next request, same grant, after the key was rotated: refused"
+mv "$EG_PK.old" "$EG_PK"
 
 # The public key file disappears and the proxy restarts: isolation.
 open_conf | put_conf

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Sends stdin as raw bytes to a proxy and prints what comes back.
 
-usage: raw.py 127.0.0.1:PORT | unix:PATH   [TIMEOUT]
-Reads until the peer closes or TIMEOUT seconds (default 3) pass quietly.
+usage: raw.py 127.0.0.1:PORT | unix:PATH   [TIMEOUT [shut]]
+Reads until the peer closes or TIMEOUT seconds (default 3) pass quietly;
+with "shut", shuts its writing side once stdin is sent (as nc -N does).
 The escape "\\r\\n" in stdin is not interpreted: callers use printf."""
 import socket
 import sys
@@ -17,6 +18,8 @@ else:
     s = socket.create_connection((host, int(port)))
 s.settimeout(timeout)
 s.sendall(sys.stdin.buffer.read())
+if len(sys.argv) > 3 and sys.argv[3] == "shut":
+    s.shutdown(socket.SHUT_WR)
 out = b""
 try:
     while True:
