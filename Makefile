@@ -47,7 +47,7 @@ DEPS_TEST  = $(STORE_PKG) clang clang-format libclang-rt-14-dev mandoc iproute2 
 	util-linux libcap2-bin tar python3-prometheus-client runsc python3-yaml \
 	python3-pip python3-setuptools python3-wheel chromium fonts-dejavu-core \
 	redis-sentinel openssl coturn
-DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy redis-tools
+DEPS_BENCH = bubblewrap hyperfine wrk nginx-light squid tinyproxy haproxy redis-tools
 
 # The version every binary's -V prints.
 VERSION = 0.1.0

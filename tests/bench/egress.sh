@@ -10,7 +10,13 @@
 # are the median of the rounds' ratios (the ratio of the medians beside
 # it).  (f) memory per idle tunnel with 5,000 open tunnels.  The machine
 # may be shared: the load average and the host's steal time are printed.
-# Needs root, wrk, nginx-light, squid, tinyproxy, curl, python3.
+# Beside them, two reference points for what a proxy in the path costs on
+# this machine, in the same rounds: haproxy as a bare TCP relay to the
+# origin (it parses nothing and checks nothing) and as an HTTP reverse
+# proxy (it parses, and keeps connections to the origin alive, but
+# resolves no name and judges no destination); and the relay's bulk
+# throughput (spliced) beside direct transfers of its own.
+# Needs root, wrk, nginx-light, squid, tinyproxy, haproxy, curl, python3.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$TOP/bin:$PATH
@@ -35,7 +41,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$TOP/tests/egress/lib.sh"
 
-for b in wrk nginx squid tinyproxy curl python3; do
+for b in wrk nginx squid tinyproxy haproxy curl python3; do
 	command -v "$b" >/dev/null || { echo "bench: $b missing (make deps-bench)"; exit 3; }
 done
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -114,6 +120,34 @@ LogFile "$T/tinyproxy.log"
 Allow 127.0.0.1
 EOF
 bg tinyproxy -d -c "$T/tinyproxy.conf"
+# The reference points: haproxy relaying bytes to the origin without
+# reading them (mode tcp, spliced both ways through 1 MiB pipes), and as an
+# HTTP reverse proxy; as many threads as kz-egress has by default (the
+# CPUs).
+RL=$(eg_free_port) HP=$(eg_free_port)
+cat >"$T/haproxy.cfg" <<EOF
+global
+	maxconn 4096
+	nbthread $(nproc)
+	tune.pipesize 1048576
+defaults
+	timeout connect 5s
+	timeout client 300s
+	timeout server 300s
+	timeout http-keep-alive 300s
+listen relay
+	mode tcp
+	bind 127.0.0.1:$RL
+	option splice-request
+	option splice-response
+	server origin $O:80
+listen reverse
+	mode http
+	bind 127.0.0.1:$HP
+	http-reuse always
+	server origin $O:80
+EOF
+bg haproxy -db -f "$T/haproxy.cfg" 2>"$T/haproxy.log"
 
 cat >"$T/zone.json" <<EOF
 {"bench.kz.test": {"A": ["$O"]}}
@@ -136,6 +170,7 @@ GRANT=$(kz-egress grant --field-key "$EG_KEY" --run bench)
 KZ_LOG_LEVEL=warn bg kz-egress serve --config "$T/egress.conf" 2>"$T/egress.log"
 KPID=$LASTPID
 wait_tcp 127.0.0.1 "$SQ"; wait_tcp 127.0.0.1 "$TP"; wait_tcp 127.0.0.1 "$EP"
+wait_tcp 127.0.0.1 "$RL"; wait_tcp 127.0.0.1 "$HP"
 
 # CPU of a process and its children (threads included), in clock ticks.
 ticks() {
@@ -183,6 +218,7 @@ run_wrk() { # run_wrk NAME PID URL [SCRIPT]: one round; PID's CPU is counted
 NGINX=$(cat "$T/nginx/nginx.pid")
 SQPID=$(pgrep -f "squid -N -f $T/squid.conf" | head -1)
 TPPID=$(pgrep -f "tinyproxy -d -c $T/tinyproxy.conf" | head -1)
+HAPID=$(pgrep -f "haproxy -db -f $T/haproxy.cfg" | head -1)
 echo "# wrk -t$THREADS -c$CONNS -d$DUR, $ROUNDS rounds, targets interleaved; origin nginx-light in netns $EG_NS"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 ST0=$(steal)
@@ -191,16 +227,18 @@ for i in $(seq "$ROUNDS"); do
 	run_wrk squid "$SQPID" "http://127.0.0.1:$SQ" -s "$T/sq.lua"
 	run_wrk tinyproxy "$TPPID" "http://127.0.0.1:$TP" -s "$T/sq.lua"
 	run_wrk kz-egress "$KPID" "http://127.0.0.1:$EP" -s "$T/kz.lua"
+	run_wrk relay "$HAPID" "http://127.0.0.1:$RL/" -H "Host: $O"
+	run_wrk haproxy "$HAPID" "http://127.0.0.1:$HP/" -H "Host: $O"
 done
 echo "# load average after:  $(cut -d' ' -f1-3 /proc/loadavg); CPU time stolen by the host during the rounds: $(steal_since "$ST0")"
 printf '%-12s %12s %10s %10s %12s  %s\n' target "req/s(med)" p50 p99 "cpu us/req" "rounds req/s"
-for n in direct squid tinyproxy kz-egress; do
+for n in direct squid tinyproxy kz-egress relay haproxy; do
 	RPS[$n]=$(tr ' ' '\n' <<<"${RUNS[$n]}" | grep . | median)
 	m=$(tr ' ' '\n' <<<"${RUNS[$n]}" | grep . | awk -v m="${RPS[$n]}" '{ d = $1 - m; d = d < 0 ? -d : d; if (NR == 1 || d < b) { b = d; r = $1 } } END { print r }')
 	c=$(tr ' ' '\n' <<<"${CPU[$n]:-}" | grep . | median)
 	printf '%-12s %12s %10s %10s %12s  %s\n' "$n" "${RPS[$n]}" "${P50[$n:$m]:-}" "${P99[$n:$m]:-}" "$c" "${RUNS[$n]# }"
 done
-echo "# cpu us/req: CPU time of the serving process and its children per request (direct: nginx)"
+echo "# cpu us/req: CPU time of the serving process and its children per request (direct: nginx); relay: haproxy mode tcp, haproxy: mode http, both to the origin"
 # Each round ran the four targets back to back: the median of the
 # rounds' ratios is the figure least moved by load that comes and goes
 # (as for the bulk ratio below); the ratio of the medians is beside it.
@@ -214,6 +252,9 @@ for r in "d/a direct 0.5" "d/b squid 2.5" "d/c tinyproxy"; do
 		"$1" "$2" $((10 - ${#2})) '' "$(rratio kz-egress "$2")" "$(ratio "${RPS[kz-egress]}" "${RPS[$2]}")" \
 		"${3:+; target >= $3}"
 done
+# The same ratios for the reference points.
+printf 'reference: haproxy tcp relay/direct %s, relay/squid %s; haproxy http/direct %s, haproxy http/squid %s  (median of the rounds'"'"' ratios)\n' \
+	"$(rratio relay direct)" "$(rratio relay squid)" "$(rratio haproxy direct)" "$(rratio haproxy squid)"
 
 fi
 
@@ -225,11 +266,13 @@ bulk() { curl -s -o /dev/null -w '%{speed_download}' "$@"; }
 # near 2 CPU-seconds per second is bounded by the CPUs, not by one process.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 declare -A BUSY NGX
-xfer() { # xfer direct|tunnel: one 1 GiB transfer into XV; its CPU is added up
+xfer() { # xfer direct|tunnel|relay: one 1 GiB transfer into XV; its CPU is added up
 	local k=$1 b0 n0 v
 	b0=$(busy) n0=$(ticks "$NGINX")
 	if [ "$k" = direct ]; then
 		v=$(bulk "http://$O/bulk")
+	elif [ "$k" = relay ]; then
+		v=$(bulk -H "Host: $O" "http://127.0.0.1:$RL/bulk")
 	else
 		v=$(bulk -p -x "http://run:$GRANT@127.0.0.1:$EP" "http://bench.kz.test/bulk")
 	fi
@@ -261,6 +304,13 @@ for i in $(seq "$BULK_ROUNDS"); do
 	fi
 done
 c1=$(ticks "$KPID")
+# The relay's rounds after kz-egress's (its CPU above is kz-egress's
+# alone), each beside a direct transfer of its own.
+RLL="" RD=""
+for i in $(seq "$BULK_ROUNDS"); do
+	xfer relay; RLL="$RLL $XV"
+	xfer direct; RD="$RD $XV"
+done
 D1=$(tr ' ' '\n' <<<"$DL" | grep . | median)
 D2=$(tr ' ' '\n' <<<"$TL" | grep . | median)
 mib() { awk -v v="$1" 'BEGIN { printf "%.0f MiB/s", v / 1048576 }'; }
@@ -279,6 +329,9 @@ echo "# CPU per GiB, direct: machine $(pergib "${BUSY[direct]}"), nginx $(pergib
 PR=$(paste <(tr ' ' '\n' <<<"$DL" | grep .) <(tr ' ' '\n' <<<"$TL" | grep .) |
 	awk '$1 > 0 { print $2 / $1 }' | median)
 echo "ratio tunnel/direct:   $(awk -v r="$PR" 'BEGIN { printf "%.2f", r }')  (median of the rounds' ratios; of the medians $(ratio "$D2" "$D1"); target >= 0.8)"
+RR=$(paste <(tr ' ' '\n' <<<"$RD" | grep .) <(tr ' ' '\n' <<<"$RLL" | grep .) |
+	awk '$1 > 0 { print $2 / $1 }' | median)
+echo "reference: haproxy tcp relay (spliced) $(mib "$(tr ' ' '\n' <<<"$RLL" | grep . | median)") (rounds: $(mibs "$RLL")MiB/s); relay/direct $(awk -v r="$RR" 'BEGIN { printf "%.2f", r }') (median of its rounds' ratios)"
 
 fi
 
