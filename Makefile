@@ -21,8 +21,8 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -levent_pthreads -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 # Libraries one binary alone links (and its unit suites): kz-egress's
-# HMAC-SHA1 for TURN credentials is nettle's.
-kz-egress_LIBS := $(shell pkg-config --libs nettle 2>/dev/null)
+# HMAC-SHA1 for TURN credentials is nettle's, its route lookups libmnl's.
+kz-egress_LIBS := $(shell pkg-config --libs nettle libmnl 2>/dev/null)
 # kz-pkgbroker's https upstreams: libevent's bufferevent_openssl and OpenSSL.
 kz-pkgbroker_LIBS := $(shell pkg-config --libs libevent_openssl openssl 2>/dev/null)
 # kz-sandbox's interface for WebRTC sessions (netif.c): libmnl's netlink

@@ -4,9 +4,9 @@
  * value that cannot be read or parsed, and any prerequisite that is missing,
  * leaves the mode in force at isolated, with the reason kept for status.
  */
+#include <errno.h>
 #include <ifaddrs.h>
 #include <limits.h>
-#include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cJSON.h>
+#include <libmnl/libmnl.h>
 
 #include "egress.h"
 #include "kz_json.h"
@@ -242,60 +243,61 @@ add_local(struct eg_policy *p)
 	freeifaddrs(ifa);
 }
 
+/* The route's type, from the kernel's answer (mnl_cb_run). */
+static int
+route_type(const struct nlmsghdr *h, void *arg)
+{
+	if (mnl_nlmsg_get_payload_len(h) < sizeof(struct rtmsg))
+		return MNL_CB_ERROR;
+	*(int *)
+	    arg = ((const struct rtmsg *)mnl_nlmsg_get_payload(h))->rtm_type;
+	return MNL_CB_OK;
+}
+
 int
 eg_addr_is_local(const struct eg_addr *a)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct rtmsg rt;
-		struct rtattr ra;
-		unsigned char dst[16];
-	} req;
-	union {
-		struct nlmsghdr nh;
-		char buf[4096];
-	} rep;
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
 	struct sockaddr_storage ss;
-	const unsigned char *dst;
-	size_t dlen;
+	struct mnl_socket *nl;
+	struct rtmsg *rt;
+	unsigned int seq = 1;
+	int type = -1, r = KZ_ESYS;
 	ssize_t n;
-	int fd, r = KZ_ESYS;
 
+	h->nlmsg_type = RTM_GETROUTE;
+	h->nlmsg_flags = NLM_F_REQUEST;
+	h->nlmsg_seq = seq;
+	rt = mnl_nlmsg_put_extra_header(h, sizeof(*rt));
 	/* The address connected to: an IPv4-mapped one as IPv4. */
 	if (eg_addr_sockaddr(a, 0, &ss) == sizeof(struct sockaddr_in)) {
-		dst = (unsigned char *)&((struct sockaddr_in *)&ss)->sin_addr;
-		dlen = 4;
+		rt->rtm_family = AF_INET;
+		rt->rtm_dst_len = 32;
+		mnl_attr_put(h, RTA_DST, 4,
+		    &((struct sockaddr_in *)&ss)->sin_addr);
 	} else {
-		dst = (unsigned char *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
-		dlen = 16;
+		rt->rtm_family = AF_INET6;
+		rt->rtm_dst_len = 128;
+		mnl_attr_put(h, RTA_DST, 16,
+		    &((struct sockaddr_in6 *)&ss)->sin6_addr);
 	}
-	memset(&req, 0, sizeof(req));
-	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(req.rt)) + RTA_LENGTH(dlen);
-	req.nh.nlmsg_type = RTM_GETROUTE;
-	req.nh.nlmsg_flags = NLM_F_REQUEST;
-	req.rt.rtm_family = ss.ss_family;
-	req.rt.rtm_dst_len = (unsigned char)(dlen * 8);
-	req.ra.rta_type = RTA_DST;
-	req.ra.rta_len = RTA_LENGTH(dlen);
-	memcpy(req.dst, dst, dlen);
-	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) <
-	    0)
+	/* Non-blocking: the kernel answers a route lookup before the send
+	 * returns, and one that has not is no answer (refused). */
+	if ((nl = mnl_socket_open2(NETLINK_ROUTE,
+	         SOCK_CLOEXEC | SOCK_NONBLOCK)) == NULL)
 		return KZ_ESYS;
-	/* The kernel answers a route lookup before send returns. */
-	if (send(fd, &req, req.nh.nlmsg_len, 0) == (ssize_t)req.nh.nlmsg_len &&
-	    (n = recv(fd, &rep, sizeof(rep), MSG_DONTWAIT)) >=
-	        (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
-		if (rep.nh.nlmsg_type == NLMSG_ERROR)
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0 &&
+	    mnl_socket_sendto(nl, h, h->nlmsg_len) == (ssize_t)h->nlmsg_len &&
+	    (n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
+		if (mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl),
+		        route_type, &type) >= 0)
+			r = type == RTN_LOCAL;
+		else if (errno == ENETUNREACH || errno == EHOSTUNREACH)
 			/* No route at all: nowhere, so not here either. */
-			r = ((struct nlmsgerr *)NLMSG_DATA(&rep.nh))->error !=
-			        0 ?
-			    0 :
-			    KZ_ESYS;
-		else if (rep.nh.nlmsg_type == RTM_NEWROUTE)
-			r = ((struct rtmsg *)NLMSG_DATA(&rep.nh))->rtm_type ==
-			    RTN_LOCAL;
+			r = 0;
 	}
-	close(fd);
+	mnl_socket_close(nl);
 	return r;
 }
 

@@ -35,7 +35,8 @@ cflags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefine
 	$(pkg-config --cflags libcjson libsodium libcares)"
 # nettle: the HMAC-SHA1 of grant.c's TURN credentials.
 # c-ares and libevent: dns.c's resolver (the harness calls only its judge).
-libs=$(pkg-config --libs libcjson libsodium nettle libcares libevent)
+# libmnl: policy.c's route lookup.
+libs=$(pkg-config --libs libcjson libsodium nettle libcares libevent libmnl)
 cd "$top"
 for t in $want; do
 	printf '%s\n' "$targets" | grep -q "^$t: " ||
