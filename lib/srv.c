@@ -10,6 +10,7 @@
 #include "kz_frame.h"
 #include "kz_io.h"
 #include "kz_json.h"
+#include "kz_log.h"
 #include "kz_srv.h"
 #include "banned.h"
 
@@ -22,6 +23,12 @@
  * write event is armed only when the socket could not take a reply at once.
  */
 #define READ_CHUNK 16384
+/* The most bytes of requests all connections together hold before they
+ * are taken, in frames of the largest size: a peer that opens many
+ * connections and leaves a large frame unfinished on each (the I/O
+ * timeout ends each, not their number) would otherwise hold a frame's
+ * worth of the daemon's memory per connection. */
+#define IN_FRAMES 8
 
 enum conn_state { C_READING, C_BUSY, C_CLOSING };
 
@@ -51,6 +58,8 @@ struct kz_srv {
 	struct kz_srv_conf c;
 	char *path;
 	struct kz_srv_stats st;
+	size_t in_bytes; /* what every connection's input holds */
+	int64_t busy_logged_ms; /* when the bound was last said in the log */
 	LIST_HEAD(, conn) conns;
 };
 
@@ -76,8 +85,10 @@ conn_free(struct conn *cn)
 		event_free(cn->wev);
 	if (cn->kick)
 		event_free(cn->kick);
-	if (cn->in)
+	if (cn->in) {
+		cn->srv->in_bytes -= evbuffer_get_length(cn->in);
 		evbuffer_free(cn->in);
+	}
 	if (cn->out)
 		evbuffer_free(cn->out);
 	close(cn->fd);
@@ -192,15 +203,22 @@ conn_send(struct conn *cn, cJSON *reply)
 	flush_out(cn);
 }
 
+/* One error reply, then the connection is closed. */
 static void
-conn_fail(struct conn *cn, const char *code, const char *reason)
+conn_end(struct conn *cn, const char *code, const char *reason)
 {
-	cn->srv->st.bad_frames++;
 	conn_send(cn, kz_reply_err(NULL, code, reason));
 	cn->state = C_CLOSING;
 	arm_read(cn);
 	if (evbuffer_get_length(cn->out) == 0)
 		event_active(cn->kick, EV_TIMEOUT, 0);
+}
+
+static void
+conn_fail(struct conn *cn, const char *code, const char *reason)
+{
+	cn->srv->st.bad_frames++;
+	conn_end(cn, code, reason);
 }
 
 static const struct kz_op *
@@ -341,6 +359,7 @@ take_frame(struct conn *cn, cJSON **out, char *why, size_t wlen)
 	        KZ_FRAME_HDR,
 	    n, out, why, wlen);
 	evbuffer_drain(cn->in, KZ_FRAME_HDR + n);
+	cn->srv->in_bytes -= KZ_FRAME_HDR + n;
 	cn->frame_t0 = 0; /* the next frame's time starts when it does */
 	return r == 0 ? 1 : r;
 }
@@ -403,6 +422,38 @@ kick_cb(evutil_socket_t fd, short ev, void *arg)
 		conn_free(cn);
 }
 
+/* The bound was met: said in the log at most once every ten seconds (a
+ * peer that keeps meeting it does not flood the log). */
+static void
+busy_note(struct kz_srv *s)
+{
+	int64_t now = kz_now_ms();
+
+	if (now - s->busy_logged_ms < 10000)
+		return;
+	s->busy_logged_ms = now;
+	kz_log(KZ_LOG_WARN, "srv.busy", KZ_EUNAVAIL,
+	    "connections hold as many unfinished requests as the server "
+	    "takes: the next one is refused busy",
+	    NULL);
+}
+
+/* Whether the input begins with a whole frame (or a bad header, which
+ * take_frame refuses on its own). */
+static bool
+whole_frame(struct conn *cn)
+{
+	unsigned char hdr[KZ_FRAME_HDR];
+	size_t have = evbuffer_get_length(cn->in);
+	uint32_t n;
+
+	if (have < KZ_FRAME_HDR)
+		return false;
+	evbuffer_copyout(cn->in, hdr, sizeof(hdr));
+	return kz_frame_hdr(hdr, cn->srv->c.frame_max, &n) != 0 ||
+	    have >= KZ_FRAME_HDR + (size_t)n;
+}
+
 static void
 read_cb(evutil_socket_t fd, short ev, void *arg)
 {
@@ -427,6 +478,19 @@ read_cb(evutil_socket_t fd, short ev, void *arg)
 	if (n > 0) {
 		v.iov_len = (size_t)n;
 		evbuffer_commit_space(cn->in, &v, 1);
+		cn->srv->in_bytes += (size_t)n;
+		/* Over the bound, a connection whose input is no whole frame
+		 * yet is told busy and closed: its bytes are given back, and
+		 * whole frames (every small request) are still taken. */
+		if (cn->srv->in_bytes > IN_FRAMES * cn->srv->c.frame_max &&
+		    !whole_frame(cn)) {
+			busy_note(cn->srv);
+			conn_end(cn, KZ_WE_BUSY,
+			    "the server holds as many unfinished requests as "
+			    "it "
+			    "takes");
+			return;
+		}
 	} else if (n == 0)
 		cn->eof = true;
 	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {

@@ -397,6 +397,55 @@ START_TEST(test_pipelined_flood_is_bounded_and_served_in_order)
 }
 END_TEST
 
+/* A peer with many connections, each holding an unfinished large frame,
+ * holds no more of the server's memory than eight frames of the largest
+ * size: past that, a connection that is not a whole frame is told busy and
+ * closed; small requests are still answered, and once the unfinished ones
+ * time out a large frame is taken again. */
+START_TEST(test_unfinished_frames_are_bounded)
+{
+	static char part[4 + 3500], big[4 + 4000];
+	int fds[12], fd, busy = 0;
+	struct pollfd p;
+	size_t n;
+	cJSON *r;
+
+	part[2] = (char)(4000 >> 8), part[3] = (char)(4000 & 0xff);
+	memset(part + 4, ' ', sizeof(part) - 4);
+	for (int i = 0; i < 12; i++) {
+		fds[i] = dial();
+		ck_assert_int_eq(kz_write_full(fds[i], part, sizeof(part), -1),
+		    0);
+	}
+	/* 12 x 3504 bytes against 8 x 4096: three are refused. */
+	for (int i = 0; i < 12; i++) {
+		p = (struct pollfd){.fd = fds[i], .events = POLLIN};
+		if (poll(&p, 1, 100) == 1 && (r = call_raw(fds[i], NULL, 0))) {
+			busy += strcmp(err_of(r), "busy") == 0;
+			cJSON_Delete(r);
+		}
+	}
+	ck_assert_int_eq(busy, 3);
+	fd = dial();
+	r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"s\"}");
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	close(fd);
+	for (int i = 0; i < 12; i++)
+		close(fds[i]);
+	usleep(500000);
+	n = (size_t)snprintf(big + 4, sizeof(big) - 4,
+	    "{\"v\":1,\"op\":\"echo\",\"id\":\"b\",\"msg\":\"%*s\"}", 3950, "");
+	big[2] = (char)(n >> 8), big[3] = (char)(n & 0xff);
+	fd = dial();
+	r = call_raw(fd, big, 4 + n);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_peer_credentials_checked)
 {
 	pid_t pid;
@@ -542,6 +591,7 @@ main(void)
 	tcase_add_test(tc, test_deferred_and_pipelined);
 	tcase_add_test(tc, test_half_closed_peer_gets_every_reply);
 	tcase_add_test(tc, test_pipelined_flood_is_bounded_and_served_in_order);
+	tcase_add_test(tc, test_unfinished_frames_are_bounded);
 	tcase_add_test(tc, test_peer_credentials_checked);
 	tcase_add_test(tc, test_listen_refuses_live_socket);
 	tcase_add_test(tc, test_flags_checked_before_the_handler);
