@@ -49,7 +49,7 @@ cleanup() {
 	set +e
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	sleep 0.5
-	for f in "$T"/*/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+	for f in "$T"/*/workers/*/pid; do p=$(cat "$f" 2>/dev/null) && kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	sleep 0.5
 	[ -n "${BG:-}" ] && [ -d "$BG" ] && { xargs -r kill -9 <"$BG/cgroup.procs"; sleep 0.2; rmdir "$BG"; } 2>/dev/null

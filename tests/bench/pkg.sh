@@ -36,7 +36,7 @@ cleanup() {
 	set +e
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	sleep 0.5
-	for f in "$T"/workers/*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+	for f in "$T"/workers/*/pid; do p=$(cat "$f" 2>/dev/null) && kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	sleep 0.5
 	rmdir /sys/fs/cgroup/kz-pkgrun 2>/dev/null
