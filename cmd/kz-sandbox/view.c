@@ -119,24 +119,20 @@ open_exact(int dirfd, const char *path, unsigned long long resolve)
 }
 
 /*
- * Binds what src is open on (O_PATH) onto dstfd, or onto dst when dstfd is
- * -1: what was checked is what is bound.  open_tree and move_mount take
- * the descriptors themselves; a /proc/self/fd path would cost the init a
- * walk through its own fresh /proc entries.
+ * Binds the file src is open on (O_PATH) onto dst: what was checked is
+ * what is bound.  open_tree and move_mount take the descriptor itself; a
+ * /proc/self/fd path would cost the init a walk through its own fresh
+ * /proc entries.
  */
 static int
-bind_fd(int src, int dstfd, const char *dst, bool rec)
+bind_fd(int src, const char *dst)
 {
 	int t, r;
 
 	if ((t = open_tree(src, "",
-	         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-	             (rec ? AT_RECURSIVE : 0))) < 0)
+	         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0)
 		return -1;
-	r = move_mount(t, "", dstfd >= 0 ? dstfd : AT_FDCWD,
-	    dstfd >= 0 ? "" : dst,
-	    MOVE_MOUNT_F_EMPTY_PATH |
-	        (dstfd >= 0 ? MOVE_MOUNT_T_EMPTY_PATH : 0));
+	r = move_mount(t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
 	close(t);
 	return r;
 }
@@ -586,7 +582,7 @@ image_entry(struct fill *f, int img, const char *name)
 	else if ((r = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 	              0644)) >= 0) {
 		close(r);
-		r = bind_fd(fd, -1, dst, false) < 0 ? sys(f, "bind", name) : 0;
+		r = bind_fd(fd, dst) < 0 ? sys(f, "bind", name) : 0;
 	} else
 		r = sys(f, "create", name);
 	close(fd);
