@@ -335,18 +335,29 @@ check_request(struct conn *cn, cJSON *j)
 	return op;
 }
 
+/* The length of the frame at the front of the input in *n: 0, 1 while
+ * fewer bytes than a header are in, or kz_frame_hdr's error. */
+static int
+front_frame(struct conn *cn, uint32_t *n)
+{
+	unsigned char hdr[KZ_FRAME_HDR];
+
+	if (evbuffer_get_length(cn->in) < KZ_FRAME_HDR)
+		return 1;
+	evbuffer_copyout(cn->in, hdr, sizeof(hdr));
+	return kz_frame_hdr(hdr, cn->srv->c.frame_max, n);
+}
+
 /* Takes one whole frame off the input, if there is one: 1, 0 or error. */
 static int
 take_frame(struct conn *cn, cJSON **out, char *why, size_t wlen)
 {
-	unsigned char hdr[KZ_FRAME_HDR];
 	uint32_t n;
 	int r;
 
-	if (evbuffer_get_length(cn->in) < KZ_FRAME_HDR)
+	if ((r = front_frame(cn, &n)) == 1)
 		return 0;
-	evbuffer_copyout(cn->in, hdr, sizeof(hdr));
-	if ((r = kz_frame_hdr(hdr, cn->srv->c.frame_max, &n)) != 0) {
+	if (r != 0) {
 		kz_why(why, wlen, "%s",
 		    r == KZ_ETOOBIG ? "frame longer than the limit" :
 		                      "zero-length frame");
@@ -443,15 +454,11 @@ busy_note(struct kz_srv *s)
 static bool
 whole_frame(struct conn *cn)
 {
-	unsigned char hdr[KZ_FRAME_HDR];
-	size_t have = evbuffer_get_length(cn->in);
 	uint32_t n;
+	int r = front_frame(cn, &n);
 
-	if (have < KZ_FRAME_HDR)
-		return false;
-	evbuffer_copyout(cn->in, hdr, sizeof(hdr));
-	return kz_frame_hdr(hdr, cn->srv->c.frame_max, &n) != 0 ||
-	    have >= KZ_FRAME_HDR + (size_t)n;
+	return r < 0 ||
+	    (r == 0 && evbuffer_get_length(cn->in) >= KZ_FRAME_HDR + (size_t)n);
 }
 
 static void
