@@ -307,8 +307,10 @@ pr_tree_hash(int srcfd, const char *manifest, size_t mlen, int dstfd,
     const struct pr_tree_opts *o, unsigned char hash[PR_HASH_BYTES], char *why,
     size_t wlen)
 {
+	struct pr_space sp = {0, 0};
 	struct list l;
 	struct stat st;
+	uint64_t bytes = 0;
 	int r;
 
 	memset(&l, 0, sizeof(l));
@@ -321,21 +323,15 @@ pr_tree_hash(int srcfd, const char *manifest, size_t mlen, int dstfd,
 	    (r = walk(srcfd, "", &l, why, wlen)) != 0)
 		goto out;
 	qsort(l.e, l.n, sizeof(l.e[0]), cmp_entry);
-	if (dstfd >= 0) {
-		struct pr_space sp;
-		uint64_t bytes = 0;
-
-		for (size_t i = 0; i < l.n; i++)
-			bytes += pr_space_file(l.e[i].size);
-		if ((r = pr_space_take(dstfd, o->free_min, bytes, l.n, &sp, why,
-		         wlen)) != 0)
-			goto out;
-		r = hash_list(&l, srcfd, manifest, mlen, dstfd, hash, why,
-		    wlen);
-		pr_space_give(&sp);
-	} else
-		r = hash_list(&l, srcfd, manifest, mlen, dstfd, hash, why,
-		    wlen);
+	/* A copy takes its room first. */
+	for (size_t i = 0; i < l.n; i++)
+		bytes += pr_space_file(l.e[i].size);
+	if (dstfd >= 0 &&
+	    (r = pr_space_take(dstfd, o->free_min, bytes, l.n, &sp, why,
+	         wlen)) != 0)
+		goto out;
+	r = hash_list(&l, srcfd, manifest, mlen, dstfd, hash, why, wlen);
+	pr_space_give(&sp);
 out:
 	list_release(&l);
 	return r;
