@@ -133,6 +133,10 @@ ALERT = """<!doctype html><html><head><title>alert</title></head><body>
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
+# The pages served as they are, by path.
+STATIC = {"/login": LOGIN, "/secret": SECRET, "/state": STATE,
+          "/disguise": DISGUISE, "/pwdisguise": PWDISGUISE, "/alert": ALERT}
+
 
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
@@ -145,23 +149,13 @@ class H(http.server.BaseHTTPRequestHandler):
             f.write(self.path + "\n")
         u = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(u.query)
-        if u.path == "/probe":
+        if u.path in STATIC:
+            body = STATIC[u.path]
+        elif u.path == "/probe":
             body = PROBE.format(p=int(q.get("p", ["1"])[0]))
-        elif u.path == "/login":
-            body = LOGIN
-        elif u.path == "/secret":
-            body = SECRET
-        elif u.path == "/state":
-            body = STATE
         elif u.path == "/rtc":
             body = RTC.format(h=q.get("h", ["10.9.9.9"])[0],
                               p=int(q.get("p", ["3478"])[0]))
-        elif u.path == "/disguise":
-            body = DISGUISE
-        elif u.path == "/pwdisguise":
-            body = PWDISGUISE
-        elif u.path == "/alert":
-            body = ALERT
         elif u.path == "/spin":
             body = SPIN.format(n=int(q.get("n", ["2"])[0]))
         elif u.path == "/slow":
