@@ -62,8 +62,8 @@ static const struct {
     {"mime.types", S_IFREG},
 };
 
-/* The most of one host file that /etc takes a copy of. */
-#define ETC_COPY_MAX (256 * 1024)
+/* The most of one host or image file that the view takes a copy of. */
+#define COPY_MAX (256 * 1024)
 
 /* Where a forbidden directory's canonical path is kept while building. */
 enum { F_RUN, F_STATE, F_KAIZEN, F_N };
@@ -116,25 +116,6 @@ open_exact(int dirfd, const char *path, unsigned long long resolve)
 	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | resolve};
 
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
-/*
- * Binds the file src is open on (O_PATH) onto dst: what was checked is
- * what is bound.  open_tree and move_mount take the descriptor itself; a
- * /proc/self/fd path would cost the init a walk through its own fresh
- * /proc entries.
- */
-static int
-bind_fd(int src, const char *dst)
-{
-	int t, r;
-
-	if ((t = open_tree(src, "",
-	         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0)
-		return -1;
-	r = move_mount(t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
-	close(t);
-	return r;
 }
 
 /*
@@ -437,10 +418,10 @@ write_at(int dirfd, const char *name, const char *text, size_t n)
 	return w == (ssize_t)n ? 0 : -1;
 }
 
-/* Copies the host file open at src (O_PATH, ETC_COPY_MAX at most) to a
- * new file rel below etc. */
+/* Copies the file open at src (O_PATH, COPY_MAX at most) to a new file
+ * rel below dir, with mode. */
 static int
-copy_at(int src, int etc, const char *rel)
+copy_at(int src, int dir, const char *rel, mode_t mode)
 {
 	char self[32], buf[16384];
 	ssize_t n = 0;
@@ -450,16 +431,19 @@ copy_at(int src, int etc, const char *rel)
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", src);
 	if ((in = open(self, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	if ((out = openat(etc, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	         0644)) < 0) {
+	if ((out = openat(dir, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	         mode)) < 0) {
 		close(in);
 		return -1;
 	}
-	while (done <= ETC_COPY_MAX && (n = read(in, buf, sizeof(buf))) > 0 &&
+	while (done <= COPY_MAX && (n = read(in, buf, sizeof(buf))) > 0 &&
 	    write(out, buf, (size_t)n) == n)
 		done += n;
 	close(in);
-	return close(out) < 0 || n != 0 || done > ETC_COPY_MAX ? -1 : 0;
+	/* The mode asked for, whatever the umask took of it. */
+	if (fchmod(out, mode) < 0)
+		n = -1;
+	return close(out) < 0 || n != 0 || done > COPY_MAX ? -1 : 0;
 }
 
 /*
@@ -486,7 +470,7 @@ etc_bind(struct fill *f, int host, int etc, const char *rel, mode_t type)
 	if (slash != NULL && mkdirat(etc, dir, 0755) < 0 && errno != EEXIST)
 		r = -1;
 	else if (type == S_IFREG)
-		r = copy_at(src, etc, rel);
+		r = copy_at(src, etc, rel, 0644);
 	else if ((r = mkdirat(etc, rel, 0755)) == 0)
 		r = ro_layer(f, src, dst);
 out:
@@ -553,7 +537,12 @@ allowlist(struct fill *f)
 	return r != 0 ? r : etc(f);
 }
 
-/* One top-level entry of an image: bound as it is, links recreated. */
+/*
+ * One top-level entry of an image: a directory through an overlay of its
+ * own, a file copied (both for the reason ro_layer gives: the image is
+ * shared by every worker, and a watch on its inode would hear them all),
+ * links recreated.
+ */
 static int
 image_entry(struct fill *f, int img, const char *name)
 {
@@ -575,16 +564,18 @@ image_entry(struct fill *f, int img, const char *name)
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return refuse(f, "root", name,
 		    "neither a directory, a file nor a symlink");
+	if (S_ISREG(st.st_mode) && st.st_size > COPY_MAX)
+		return refuse(f, "root", name,
+		    "a top-level file over 256 KiB (the view copies "
+		    "those; keep it in a directory)");
 	if ((fd = open_exact(img, name, RESOLVE_BENEATH)) < 0)
 		return sys(f, "open", name);
 	if (S_ISDIR(st.st_mode))
 		r = bind_dir(f, fd, name, name);
-	else if ((r = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	              0644)) >= 0) {
-		close(r);
-		r = bind_fd(fd, dst) < 0 ? sys(f, "bind", name) : 0;
-	} else
-		r = sys(f, "create", name);
+	else
+		r = copy_at(fd, f->viewfd, name, st.st_mode & 0777) < 0 ?
+		    sys(f, "copy", name) :
+		    0;
 	close(fd);
 	return r;
 }

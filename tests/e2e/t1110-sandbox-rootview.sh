@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
-plan 49
+plan 53
 
 TD=/kz-e2e-$$
 mkdir -p "$TD/pub/sub" "$TD/run" /home/kz-e2e-$$
@@ -209,6 +209,50 @@ imghost" "an image root is exposed whole, its own /etc included"
 	rc_is 3 "a mask through the image's top-level link refuses to start" \
 		sbx --root "$IMG" --mask /home -- /bin/show /
 	like "$(cat "$T/.out")" "mask /home: crosses a symlink" "... naming the path"
+else
+	for i in 1 2 3 4; do ok 0 "# SKIP cannot build a static helper"; done
+fi
+# The image is every worker's: a watch on one of its top-level files, like
+# one on its directories, hears only this sandbox's opens, not the host's
+# or another sandbox's.  Such a file is the view's own copy, and one too
+# big to copy refuses to start.
+cat >"$T/ino.c" <<'EOF'
+#include <poll.h>
+#include <stdio.h>
+#include <sys/inotify.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	char b[4096]; int fd = inotify_init1(0), n = 0; time_t end = time(0) + 3;
+	for (int i = 1; i < argc; i++)
+		if (inotify_add_watch(fd, argv[i], IN_ACCESS | IN_OPEN) < 0) printf("nowatch %s\n", argv[i]);
+	printf("watching\n"); fflush(stdout);
+	while (time(0) < end) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, 200) > 0 && read(fd, b, sizeof(b)) > 0) n++;
+	}
+	printf("heard %d\n", n);
+	return 0;
+}
+EOF
+if cc -static -O1 -o "$IMG/bin/ino" "$T/ino.c" 2>/dev/null; then
+	echo "top-$$" >"$IMG/topfile"
+	chmod a+rx "$IMG/bin/ino"
+	r=$(out --root "$IMG" -- /bin/show /topfile)
+	is "$r" "top-$$" "an image's top-level file is shown"
+	out --root "$IMG" -- /bin/ino /topfile /data >"$T/ino2.out" &
+	INO=$!
+	for i in $(seq 100); do grep -q watching "$T/ino2.out" 2>/dev/null && break; sleep 0.05; done
+	for i in 1 2 3; do cat "$IMG/topfile" "$IMG/data/x" >/dev/null; sleep 0.2; done
+	sbx --root "$IMG" -- /bin/show /topfile /data/x >/dev/null 2>&1
+	wait "$INO"
+	is "$(cat "$T/ino2.out")" "$(printf 'watching\nheard 0')" \
+		"a watch on an image's top-level file or directory hears nothing the host or another sandbox opens"
+	truncate -s 300K "$IMG/big"
+	rc_is 3 "an image's top-level file too big to copy refuses to start" \
+		sbx --root "$IMG" -- /bin/show /
+	like "$(cat "$T/.out")" "root big: a top-level file over 256 KiB" "... naming it"
+	rm -f "$IMG/big"
 else
 	for i in 1 2 3 4; do ok 0 "# SKIP cannot build a static helper"; done
 fi
