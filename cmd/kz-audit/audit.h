@@ -47,6 +47,7 @@ enum aud_refusal {
 	AUD_R_CHARSET, /* character outside the field's alphabet */
 	AUD_R_RANGE, /* number out of range or not an integer */
 	AUD_R_CONFLICT, /* a raw id and its hash both given */
+	AUD_R_INVISIBLE, /* zero-width, tag or other invisible character */
 	AUD_R_COUNT_
 };
 
