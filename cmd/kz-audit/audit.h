@@ -47,6 +47,7 @@ enum aud_refusal {
 	AUD_R_CHARSET, /* character outside the field's alphabet */
 	AUD_R_RANGE, /* number out of range or not an integer */
 	AUD_R_CONFLICT, /* a raw id and its hash both given */
+	AUD_R_INVISIBLE, /* zero-width, tag or other invisible character */
 	AUD_R_COUNT_
 };
 
@@ -193,6 +194,30 @@ void aud_file_name(unsigned idx, char *out, size_t len);
 KZ_WUR int aud_dir_files(const char *dir, char ***paths, size_t *n, char *why,
     size_t wlen);
 void aud_paths_free(char **paths, size_t n);
+
+/* ---- quota.c: the writer's queue and each peer uid's share of it. ---- */
+
+/* Records queued for the writer, all peers together. */
+#define AUD_QUEUE_MAX 4096
+/* The most one peer uid may hold of them: a quarter, so that no single
+ * client can keep the others' records out. */
+#define AUD_UID_SHARE (AUD_QUEUE_MAX / 4)
+
+enum aud_quota_res { AUD_Q_OK, AUD_Q_SHARE, AUD_Q_FULL };
+
+struct aud_quota {
+	size_t queued;
+	size_t nuids;
+	struct {
+		uid_t uid;
+		size_t held;
+	} by_uid[AUD_QUEUE_MAX];
+};
+
+void aud_quota_clear(struct aud_quota *q);
+KZ_WUR enum aud_quota_res aud_quota_admit(struct aud_quota *q, uid_t uid,
+    size_t n);
+size_t aud_quota_held(const struct aud_quota *q, uid_t uid);
 
 /* ---- cfg.c: configuration. ---- */
 

@@ -7,6 +7,11 @@
  * flight wait in the queue and share the next one (group commit), and the
  * loop never blocks on the disk, so one slow fsync does not stall reads,
  * status or refusals.
+ *
+ * The queue is bounded (AUD_QUEUE_MAX records) and each peer uid may hold
+ * at most its share of it (quota.c): a client flooding appends is told
+ * busy once it holds its share, and the other daemons' records still go
+ * in.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,7 +33,8 @@
 #include "banned.h"
 
 #define SLOTS_MAX 160
-#define QUEUE_MAX 4096
+/* A busy refusal is said in the log at most this often. */
+#define BUSY_LOG_MS 10000
 
 struct rec {
 	char kind[AUD_KIND_MAX + 1];
@@ -58,7 +64,7 @@ struct daemon {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct jobq in, done; /* under mu */
-	size_t queued; /* under mu */
+	struct aud_quota quota; /* what in holds, by uid; under mu */
 	bool stop; /* under mu */
 	struct aud_store_stats st; /* copy, under mu */
 	uint64_t max_batch; /* under mu */
@@ -66,6 +72,8 @@ struct daemon {
 	struct event *done_ev, *sigterm, *sigint;
 	/* Loop thread only. */
 	uint64_t acked, errors, refused, by_reason[AUD_R_COUNT_];
+	uint64_t busy;
+	int64_t busy_logged_ms;
 	uint64_t by_field[SLOTS_MAX];
 };
 
@@ -135,7 +143,7 @@ writer(void *arg)
 			break;
 		STAILQ_INIT(&batch);
 		STAILQ_CONCAT(&batch, &d->in);
-		d->queued = 0;
+		aud_quota_clear(&d->quota);
 		pthread_mutex_unlock(&d->mu);
 		STAILQ_FOREACH(j, &batch, link)
 		for (size_t i = 0; i < j->n; i++, n++)
@@ -350,30 +358,58 @@ job_new(struct daemon *d, struct kz_req *req)
 	return job;
 }
 
+/* An append the queue or the peer's share has no room for: answered busy,
+ * counted, and said in the log at most once every BUSY_LOG_MS, naming
+ * the uid (a flooding peer does not flood the log too). */
+static void
+refuse_busy(struct daemon *d, struct kz_req *req, uid_t uid,
+    enum aud_quota_res q)
+{
+	int64_t now = aud_now_ms();
+	char u[24];
+
+	d->busy++;
+	if (now - d->busy_logged_ms >= BUSY_LOG_MS) {
+		d->busy_logged_ms = now;
+		snprintf(u, sizeof(u), "%lu", (unsigned long)uid);
+		kz_log(KZ_LOG_WARN, "audit.busy", KZ_EUNAVAIL,
+		    q == AUD_Q_SHARE ? "a peer uid holds its share of the "
+		                       "queue: its next appends are busy" :
+		                       "the queue is full: appends are busy",
+		    "uid", u, NULL);
+	}
+	kz_req_err(req, KZ_WE_BUSY,
+	    q == AUD_Q_SHARE ? "this peer has its share of appends in flight" :
+	                       "too many appends in flight");
+}
+
 /* Queued whole, under one lock: the writer takes all of a batch or none. */
 static void
 op_append(struct kz_req *req, void *arg)
 {
 	struct daemon *d = arg;
+	uid_t uid = kz_req_peer(req)->uid;
+	enum aud_quota_res q = AUD_Q_OK;
 	struct job *job;
-	bool failed, full;
+	bool failed;
 
 	if ((job = job_new(d, req)) == NULL)
 		return;
 	pthread_mutex_lock(&d->mu);
 	failed = d->st.failed;
-	full = d->queued + job->n > QUEUE_MAX;
-	if (!failed && !full) {
+	if (!failed &&
+	    (q = aud_quota_admit(&d->quota, uid, job->n)) == AUD_Q_OK) {
 		STAILQ_INSERT_TAIL(&d->in, job, link);
-		d->queued += job->n;
 		pthread_cond_signal(&d->cv);
 	}
 	pthread_mutex_unlock(&d->mu);
-	if (failed || full) {
+	if (failed) {
 		job_free(job);
-		kz_req_err(req, failed ? KZ_WE_UNAVAILABLE : KZ_WE_BUSY,
-		    failed ? "the audit log cannot be written" :
-		             "too many appends in flight");
+		kz_req_err(req, KZ_WE_UNAVAILABLE,
+		    "the audit log cannot be written");
+	} else if (q != AUD_Q_OK) {
+		job_free(job);
+		refuse_busy(d, req, uid, q);
 	}
 }
 
@@ -423,7 +459,7 @@ op_status(struct kz_req *req, void *arg)
 	aud_file_name(st.file_idx, file, sizeof(file));
 	if (o == NULL || add_num(o, "acked", d->acked) ||
 	    add_num(o, "append_errors", d->errors) ||
-	    add_num(o, "records", st.records) ||
+	    add_num(o, "busy", d->busy) || add_num(o, "records", st.records) ||
 	    add_num(o, "last_seq", st.last_seq) ||
 	    add_num(o, "batches", st.batches) ||
 	    add_num(o, "fsyncs", st.fsyncs) || add_num(o, "max_batch", maxb) ||

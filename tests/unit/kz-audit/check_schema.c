@@ -119,6 +119,69 @@ static const struct bad bads[] = {
     {"lease", "{\"reason\":\"a\\u061cSECRET\"}", AUD_R_MULTILINE, "reason"},
     {"pkg_refusal", "{\"package\":\"a\\u202eSECRET\"}", AUD_R_MULTILINE,
         "package"},
+    /* The rest of the bidi controls, and in a raw id (hashed, never
+     * stored, but read by whoever looks it up). */
+    {"lease", "{\"reason\":\"a\\u202bSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u202cSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u202dSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u2067SECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u2068SECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"reason\":\"a\\u200eSECRET\"}", AUD_R_MULTILINE, "reason"},
+    {"lease", "{\"member\":\"a\\u202eSECRET\"}", AUD_R_MULTILINE, "member"},
+    {"lease", "{\"actor\":\"a\\u0085SECRET\"}", AUD_R_MULTILINE, "actor"},
+    /* Characters a reader is shown as nothing: "al<ZWSP>ice" reads as
+     * "alice".  Zero-width characters and the word joiner, BOM, soft
+     * hyphen, Mongolian vowel separator, variation selectors, tag
+     * characters (U+E0041 TAG A, U+E007F CANCEL TAG, as surrogate
+     * pairs), and the other default-ignorable characters. */
+    {"lease", "{\"reason\":\"a\\u200bSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u200cSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u200dSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u2060SECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u2063SECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\ufeffSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"\\ufeffSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u00adSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u180eSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u180bSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\ufe00SECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\ufe0fSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u034fSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u3164SECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u115fSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\u206aSECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\ufff9SECRET\"}", AUD_R_INVISIBLE, "reason"},
+    {"lease", "{\"reason\":\"a\\udb40\\udc41SECRET\"}", AUD_R_INVISIBLE,
+        "reason"},
+    {"lease", "{\"reason\":\"a\\udb40\\udc01SECRET\"}", AUD_R_INVISIBLE,
+        "reason"},
+    {"lease", "{\"reason\":\"a\\udb40\\udc7fSECRET\"}", AUD_R_INVISIBLE,
+        "reason"},
+    {"lease", "{\"reason\":\"a\\udb40\\udd00SECRET\"}", AUD_R_INVISIBLE,
+        "reason"},
+    {"lease", "{\"reason\":\"a\\ud834\\udd73SECRET\"}", AUD_R_INVISIBLE,
+        "reason"},
+    {"pkg_refusal", "{\"package\":\"left\\u200bSECRET\"}", AUD_R_INVISIBLE,
+        "package"},
+    {"pkg_refusal", "{\"package\":\"left\\u00adSECRET\"}", AUD_R_INVISIBLE,
+        "package"},
+    /* A raw id with one would hash to an id nobody searching by the name
+     * as read would find. */
+    {"lease", "{\"member\":\"al\\u200bSECRET\"}", AUD_R_INVISIBLE, "member"},
+    {"lease", "{\"actor\":\"al\\udb40\\udc41SECRET\"}", AUD_R_INVISIBLE,
+        "actor"},
+    {"lease", "{\"session\":\"s\\ufe0fSECRET\"}", AUD_R_INVISIBLE, "session"},
+    {"dispatch", "{\"conversation\":\"c\\u2060SECRET\"}", AUD_R_INVISIBLE,
+        "conversation"},
+    /* Token, hash and host fields are ASCII (their alphabet refused these
+     * before): the invisible character is named first. */
+    {"egress_refusal", "{\"host\":\"a\\u200bSECRET.example\"}", AUD_R_INVISIBLE,
+        "host"},
+    {"browser_open", "{\"host\":\"SECRET\\u00ad.example\"}", AUD_R_INVISIBLE,
+        "host"},
+    {"lease", "{\"worker_id\":\"w\\ufeffSECRET\"}", AUD_R_INVISIBLE,
+        "worker_id"},
+    {"reset", "{\"missing\":[\"x\\u200dSECRET\"]}", AUD_R_INVISIBLE, "missing"},
     {"lease", "{\"audience_version\":-3}", AUD_R_RANGE, "audience_version"},
     /* An output record names no file, path or content. */
     {"output", "{\"name\":\"SECRET.txt\"}", AUD_R_FIELD, "(unknown)"},
@@ -225,7 +288,12 @@ START_TEST(test_accept_hash_and_text)
 	        "{\"package_hash\":\"0123456789abcdef0123456789abcdef"
 	        "0123456789abcdef0123456789abcdef\"}"},
 	    {"lease", "{\"reason\":\"caf\\u00e9 \\u2014 \\u00a0ok\"}"},
-	    {"lease", "{\"reason\":\"a \\ud83d\\ude00 b\\u200dc \\u2030\"}"},
+	    {"lease", "{\"reason\":\"a \\ud83d\\ude00 b \\u2030\"}"},
+	    /* Visible characters next to the invisible ranges. */
+	    {"lease",
+	        "{\"reason\":\"\\u00ac\\u00ae \\u200a\\u2010 \\u2070 "
+	        "\\ufdff\\ufe10 \\ufffd \\u3163\\u3165 \\u180a\\u1810\"}"},
+	    {"lease", "{\"member\":\"caf\\u00e9-\\u65e5\\u672c\"}"},
 	};
 	struct aud_refusal_info ri;
 
