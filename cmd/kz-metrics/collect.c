@@ -41,6 +41,8 @@ static const struct col cols[] = {
         "Records appended and on disk (acknowledged)."},
     {"kz-audit", "append_errors", "kz_audit_append_errors_total", C, NULL, NULL,
         "Appends that failed to reach the disk."},
+    {"kz-audit", "busy", "kz_audit_busy_total", C, NULL, NULL,
+        "Appends answered busy: the queue, or the peer's share of it, full."},
     {"kz-audit", "refused_by_reason", "kz_audit_refusals_total", C, "reason",
         NULL, "Appends refused by the schema, by reason."},
     {"kz-audit", "last_seq", "kz_audit_last_seq", G, NULL, NULL,

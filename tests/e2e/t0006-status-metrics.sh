@@ -12,7 +12,7 @@ PY=/usr/bin/python3
 if ! $PY -c 'import prometheus_client' 2>/dev/null; then
 	echo "1..0 # SKIP python3-prometheus-client is not installed (make deps)"; exit 0
 fi
-plan 38
+plan 39
 # The runner's parent cgroup (the runner makes it; its sandboxes' are
 # below), once they are gone.
 on_exit "for c in /sys/fs/cgroup/kz-pkgrun /sys/fs/cgroup/*/kz-pkgrun; do rmdir \$c 2>/dev/null; done"
@@ -108,6 +108,7 @@ for d in kz-audit kz-lease kz-project kz-egress kz-pkgrun kz-browser; do
 done
 is "$(m "$T/m1" 'kz_pkgrun_warm_target{}')" 1.0 "kz-pkgrun's warm target"
 is "$(m "$T/m1" 'kz_browser_enabled{}')" 0.0 "browser sessions off"
+is "$(m "$T/m1" 'kz_audit_busy_total{}')" 0.0 "no append was answered busy"
 is "$(m "$T/m1" 'kz_lease_workers{state=warm}')" 1.0 "the pool's warm workers"
 
 # Move the counters: a run, an egress refusal, an egress pass.
