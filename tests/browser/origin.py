@@ -28,6 +28,22 @@ connection).
   /state       a page titled "state:COOKIE|STORAGE" with what it found of
                an earlier visit ("none" for each when nothing), which then
                leaves a cookie and a localStorage item behind
+  /pwrace      a text input #note and a password input #pw; the page
+               moves the focus onto #pw on a 0 ms interval, from a timer
+               set in #note's focus handler and synchronously in #note's
+               keydown, keypress, beforeinput, input and blur handlers
+  /pwhidden    password fields in other forms (type=text inputs the page
+               turns into password fields in their beforeinput (#flip)
+               or input (#flip2) handler, autocomplete current-password
+               (#ac) and new-password (#nw), -webkit-text-security (#dots),
+               a password input in an open shadow root (#host) and one in
+               a same-origin frame that takes the focus whenever the frame
+               does (#frame)), and two plain text fields, one
+               in the page (#plain), one in a shadow root (#texthost)
+  /framesecret a focused same-origin frame whose focused element is a
+               password input
+               The /pw* pages report each field's value when it changes
+               as GET /v/ID?VALUE (on a 50 ms interval).
 
 usage: origin.py ADDR PORT LOG
 """
@@ -130,12 +146,67 @@ document.title = "spinning";
 ALERT = """<!doctype html><html><head><title>alert</title></head><body>
 <script>alert("kz"); document.title = "after alert";</script></body></html>"""
 
+# Reports each field's value when it changes, as GET /v/ID?VALUE.
+REPORT = """<script>
+const seen = {};
+setInterval(() => { for (const [id, el] of Object.entries(window.fields))
+  if (el.value !== seen[id]) { seen[id] = el.value;
+    fetch("/v/" + id + "?" + encodeURIComponent(el.value)); } }, 50);
+</script>"""
+
+PWRACE = """<!doctype html><html><head><title>pwrace</title></head><body>
+<input id=note type=text aria-label=note>
+<input id=pw type=password aria-label=password>
+<script>
+const note = document.getElementById("note"), pw = document.getElementById("pw");
+window.fields = {note, pw};
+const flip = () => pw.focus();
+setInterval(flip, 0);
+note.addEventListener("focus", () => setTimeout(flip, 0));
+for (const t of ["keydown", "keypress", "beforeinput", "input", "blur"])
+  note.addEventListener(t, flip);
+</script>""" + REPORT + """</body></html>"""
+
+PWHIDDEN = """<!doctype html><html><head><title>pwhidden</title></head><body>
+<input id=flip type=text aria-label=flip>
+<input id=flip2 type=text aria-label=flip2>
+<input id=ac type=text autocomplete="username current-password" aria-label=ac>
+<input id=nw type=text autocomplete=new-password aria-label=nw>
+<input id=dots type=text style="-webkit-text-security: disc" aria-label=dots>
+<div id=host></div><div id=texthost></div>
+<iframe id=frame srcdoc="<input id=p type=password>
+<script>const p = document.getElementById('p'); p.focus();
+addEventListener('focus', () => p.focus());</script>"></iframe>
+<input id=plain type=text aria-label=plain>
+<script>
+const $ = (id) => document.getElementById(id);
+const shadow = (host, type) => {
+  const r = $(host).attachShadow({mode: "open", delegatesFocus: true});
+  r.innerHTML = "<input type=" + type + ">";
+  return r.firstChild;
+};
+window.fields = {flip: $("flip"), flip2: $("flip2"), ac: $("ac"), nw: $("nw"),
+  dots: $("dots"), plain: $("plain"), host: shadow("host", "password"),
+  texthost: shadow("texthost", "text")};
+$("flip").addEventListener("beforeinput", (e) => { e.target.type = "password"; });
+$("flip2").addEventListener("input", (e) => { e.target.type = "password"; });
+$("frame").addEventListener("load", () => {
+  window.fields.frame = $("frame").contentDocument.getElementById("p"); });
+</script>""" + REPORT + """</body></html>"""
+
+FRAMESECRET = """<!doctype html><html><head><title>framesecret</title></head>
+<body><iframe id=frame srcdoc="<input id=p type=password aria-label=password>
+<script>document.getElementById('p').focus()</script>"></iframe>
+</body></html>"""
+
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
 # The pages served as they are, by path.
 STATIC = {"/login": LOGIN, "/secret": SECRET, "/state": STATE,
-          "/disguise": DISGUISE, "/pwdisguise": PWDISGUISE, "/alert": ALERT}
+          "/disguise": DISGUISE, "/pwdisguise": PWDISGUISE, "/alert": ALERT,
+          "/pwrace": PWRACE, "/pwhidden": PWHIDDEN,
+          "/framesecret": FRAMESECRET}
 
 
 class H(http.server.BaseHTTPRequestHandler):
