@@ -48,6 +48,45 @@ kz_cp_acts(uint32_t cp)
 	    (cp >= 0x2066 && cp <= 0x2069);
 }
 
+/* Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt)
+ * less what kz_cp_acts names, and the interlinear annotation controls;
+ * the name of each class is what a refusal says. */
+static const struct {
+	uint32_t lo, hi;
+	const char *what;
+} invisible[] = {
+    {0x00ad, 0x00ad, "soft hyphen"},
+    {0x034f, 0x034f, "combining grapheme joiner"},
+    {0x115f, 0x1160, "Hangul filler"},
+    {0x17b4, 0x17b5, "Khmer inherent vowel"},
+    {0x180b, 0x180d, "variation selector"},
+    {0x180e, 0x180e, "Mongolian vowel separator"},
+    {0x180f, 0x180f, "variation selector"},
+    {0x200b, 0x200d, "zero-width character"},
+    {0x2060, 0x2065, "word joiner or invisible operator"},
+    {0x206a, 0x206f, "deprecated formatting character"},
+    {0x3164, 0x3164, "Hangul filler"},
+    {0xfe00, 0xfe0f, "variation selector"},
+    {0xfeff, 0xfeff, "zero-width no-break space"},
+    {0xffa0, 0xffa0, "Hangul filler"},
+    {0xfff0, 0xfffb, "interlinear annotation or reserved character"},
+    {0x1bca0, 0x1bca3, "shorthand format control"},
+    {0x1d173, 0x1d17a, "musical formatting character"},
+    {0xe0000, 0xe007f, "tag character"},
+    {0xe0080, 0xe00ff, "reserved ignorable character"},
+    {0xe0100, 0xe01ef, "variation selector"},
+    {0xe01f0, 0xe0fff, "reserved ignorable character"},
+};
+
+const char *
+kz_cp_invisible(uint32_t cp)
+{
+	for (size_t i = 0; i < sizeof(invisible) / sizeof(invisible[0]); i++)
+		if (cp >= invisible[i].lo && cp <= invisible[i].hi)
+			return invisible[i].what;
+	return NULL;
+}
+
 bool
 kz_utf8_valid(const char *s, size_t len)
 {

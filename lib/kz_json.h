@@ -33,6 +33,13 @@ int kz_utf8_next(const char *s, size_t len, uint32_t *cp);
  * U+2066-U+2069), which reorder what a reader sees.
  */
 bool kz_cp_acts(uint32_t cp);
+/*
+ * The class of a code point a reader is shown as nothing, or that changes
+ * how the characters around it look, without a terminal acting on it
+ * ("zero-width character", "tag character", ...), or NULL: in a value
+ * shown to an operator it makes two values that read the same differ.
+ */
+const char *kz_cp_invisible(uint32_t cp);
 
 /* Parses exactly len bytes as one JSON value; *out set only on success. */
 KZ_WUR int kz_json_parse(const char *buf, size_t len, cJSON **out, char *why,

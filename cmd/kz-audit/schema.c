@@ -218,59 +218,14 @@ is_host_char(unsigned char c)
 }
 
 /*
- * Characters a reader is shown as nothing, or that change how the
- * characters around them look, without a terminal acting on them: the
- * Default_Ignorable_Code_Point set of Unicode (DerivedCoreProperties.txt)
- * less what kz_cp_acts already names, and the interlinear annotation
- * controls.  In a stored string they make two values that read the same
- * differ ("al<U+200B>ice"), or one read as another; and a raw id holding
- * one hashes to an identifier an operator searching by the name as read
- * would never find.  The name of each class is what a refusal says.
- */
-static const struct {
-	uint32_t lo, hi;
-	const char *what;
-} invisible[] = {
-    {0x00ad, 0x00ad, "soft hyphen"},
-    {0x034f, 0x034f, "combining grapheme joiner"},
-    {0x115f, 0x1160, "Hangul filler"},
-    {0x17b4, 0x17b5, "Khmer inherent vowel"},
-    {0x180b, 0x180d, "variation selector"},
-    {0x180e, 0x180e, "Mongolian vowel separator"},
-    {0x180f, 0x180f, "variation selector"},
-    {0x200b, 0x200d, "zero-width character"},
-    {0x2060, 0x2065, "word joiner or invisible operator"},
-    {0x206a, 0x206f, "deprecated formatting character"},
-    {0x3164, 0x3164, "Hangul filler"},
-    {0xfe00, 0xfe0f, "variation selector"},
-    {0xfeff, 0xfeff, "zero-width no-break space"},
-    {0xffa0, 0xffa0, "Hangul filler"},
-    {0xfff0, 0xfffb, "interlinear annotation or reserved character"},
-    {0x1bca0, 0x1bca3, "shorthand format control"},
-    {0x1d173, 0x1d17a, "musical formatting character"},
-    {0xe0000, 0xe007f, "tag character"},
-    {0xe0080, 0xe00ff, "reserved ignorable character"},
-    {0xe0100, 0xe01ef, "variation selector"},
-    {0xe01f0, 0xe0fff, "reserved ignorable character"},
-};
-
-/* The class of an invisible character, or NULL. */
-static const char *
-invisible_class(uint32_t cp)
-{
-	for (size_t i = 0; i < sizeof(invisible) / sizeof(invisible[0]); i++)
-		if (cp >= invisible[i].lo && cp <= invisible[i].hi)
-			return invisible[i].what;
-	return NULL;
-}
-
-/*
  * Whether s holds a character a terminal acts on (kz_cp_acts): 1, also
  * for a sequence that is not well formed (the JSON parser has refused
- * those already); or one a reader is not shown (invisible_class): 2, its
+ * those already); or one a reader is not shown (kz_cp_invisible): 2, its
  * class in *what.  Both are refused in every string of an event, so that
  * query can print records as they are and an operator reads what is
- * stored.
+ * stored: an invisible character makes two values that read the same
+ * differ ("al<U+200B>ice"), and a raw id holding one hashes to an
+ * identifier nobody searching by the name as read would find.
  */
 static int
 bad_char(const char *s, const char **what)
@@ -283,7 +238,7 @@ bad_char(const char *s, const char **what)
 		if ((n = kz_utf8_next(s + i, len - i, &cp)) <= 0 ||
 		    kz_cp_acts(cp))
 			return 1;
-		if ((*what = invisible_class(cp)) != NULL)
+		if ((*what = kz_cp_invisible(cp)) != NULL)
 			return 2;
 	}
 	return 0;

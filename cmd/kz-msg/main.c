@@ -136,9 +136,10 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max, bool *timed)
 	                                                  KZ_EXIT_USAGE;
 }
 
-/* A reply printed as JSON that means the same and that a terminal only
- * shows: each character kz_cp_acts names, inside a string, as its \\u
- * escape (cJSON escapes only those below U+0020). */
+/* A reply printed as JSON that means the same and that a terminal shows
+ * as it is: each character kz_cp_acts or kz_cp_invisible names, inside a
+ * string, as its \\u escape (cJSON escapes only those below U+0020); one
+ * past U+FFFF as its UTF-16 pair, as JSON spells it. */
 static void
 print_inert(const char *s)
 {
@@ -151,8 +152,13 @@ print_inert(const char *s)
 		if (n <= 0) {
 			fputs("\\ufffd", stdout);
 			i++;
-		} else if (kz_cp_acts(cp)) {
-			printf("\\u%04x", (unsigned)cp);
+		} else if (kz_cp_acts(cp) || kz_cp_invisible(cp) != NULL) {
+			if (cp > 0xffff)
+				printf("\\u%04x\\u%04x",
+				    0xd800 + ((cp - 0x10000) >> 10),
+				    0xdc00 + ((cp - 0x10000) & 0x3ff));
+			else
+				printf("\\u%04x", (unsigned)cp);
 			i += (size_t)n;
 		} else {
 			fwrite(s + i, 1, (size_t)n, stdout);

@@ -29,7 +29,8 @@ echo '{"op":"status"}' | kz-msg "$RUN/kz-audit.sock" >/dev/null
 is "$?" 0 "kz-msg reads the request from stdin"
 
 # A reply holding what a terminal would act on (a C1 CSI, a bidi override,
-# DEL) is printed as escapes that mean the same.
+# DEL) or shows as nothing (a zero-width space, a tag character) is printed
+# as escapes that mean the same.
 python3 - "$T/hostile.sock" <<'PY' &
 import json, socket, struct, sys
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)
@@ -37,14 +38,14 @@ c, _ = s.accept()
 n = struct.unpack(">I", c.recv(4, socket.MSG_WAITALL))[0]
 req = json.loads(c.recv(n, socket.MSG_WAITALL))
 b = json.dumps({"v": 1, "id": req.get("id"), "ok": True,
-                "reason": "\u009b31m\u202egnp.exe\u007f"}, ensure_ascii=False).encode()
+                "reason": "\u009b31m\u202egnp.exe\u007f a\u200bdmin\U000e0041"}, ensure_ascii=False).encode()
 c.sendall(struct.pack(">I", len(b)) + b)
 PY
 wait_sock "$T/hostile.sock"
 out=$(kz-msg "$T/hostile.sock" '{"op":"status"}')
-is "$(printf '%s' "$out" | LC_ALL=C grep -c -P '\xc2\x9b|\xe2\x80\xae|\x7f')" 0 \
-	"kz-msg prints no control a terminal would act on"
-is "$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["reason"] == "\u009b31m\u202egnp.exe\u007f")')" True \
+is "$(printf '%s' "$out" | LC_ALL=C grep -c -P '\xc2\x9b|\xe2\x80\xae|\x7f|\xe2\x80\x8b|\xf3\xa0\x81\x81')" 0 \
+	"kz-msg prints no control a terminal would act on, and no invisible character"
+is "$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["reason"] == "\u009b31m\u202egnp.exe\u007f a\u200bdmin\U000e0041")')" True \
 	"... and its output still parses to the reply"
 
 # A pid file that names someone else's process is not ours to kill.
