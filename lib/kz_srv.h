@@ -107,6 +107,9 @@ void kz_req_err(struct kz_req *req, const char *code, const char *reason);
 struct kz_srv_stats {
 	unsigned long conns, open_conns, requests, bad_frames, peer_refused;
 	unsigned long evicted; /* idle connections closed at the limit */
+	/* connections refused busy: their peer uid held its share, all but a
+	 * quarter of max_conns, each in use */
+	unsigned long share_refused;
 };
 void kz_srv_stats(const struct kz_srv *s, struct kz_srv_stats *out);
 

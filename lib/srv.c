@@ -60,6 +60,7 @@ struct kz_srv {
 	struct kz_srv_stats st;
 	size_t in_bytes; /* what every connection's input holds */
 	int64_t busy_logged_ms; /* when the bound was last said in the log */
+	int64_t share_logged_ms; /* when a peer's share was */
 	LIST_HEAD(, conn) conns;
 };
 
@@ -577,18 +578,19 @@ kz_req_err(struct kz_req *req, const char *code, const char *reason)
 /*
  * At the connection limit, the longest-held idle connection (no request
  * in it, nothing to write) makes room for a new one: a peer holding idle
- * connections open cannot lock every other client out.  False when every
- * connection is in use.
+ * connections open cannot lock every other client out.  With uid, only
+ * one of that uid's.  False when every such connection is in use.
  */
 static bool
-evict_idle(struct kz_srv *s)
+evict_idle(struct kz_srv *s, const uid_t *uid)
 {
 	struct conn *cn, *old = NULL;
 
 	LIST_FOREACH(cn, &s->conns, link)
 	if (cn->state == C_READING && cn->pending == NULL &&
 	    evbuffer_get_length(cn->in) == 0 &&
-	    evbuffer_get_length(cn->out) == 0)
+	    evbuffer_get_length(cn->out) == 0 &&
+	    (uid == NULL || cn->peer.uid == *uid))
 		old = cn; /* the list is newest first */
 	if (old == NULL)
 		return false;
@@ -597,21 +599,79 @@ evict_idle(struct kz_srv *s)
 	return true;
 }
 
+/*
+ * Whether a new connection of uid would take it past its share of the
+ * connection limit (all but a quarter of it), after one of its own idle
+ * connections made room if it had one: a peer that keeps its connections
+ * busy (a request in each, or a frame it drips) can hold at most that
+ * share, and every other peer, an operator among them, still gets in.
+ */
+static bool
+over_share(struct kz_srv *s, uid_t uid)
+{
+	size_t share = s->c.max_conns - s->c.max_conns / 4, held = 0;
+	struct conn *cn;
+
+	if (s->st.open_conns < share)
+		return false;
+	LIST_FOREACH(cn, &s->conns, link)
+	held += cn->peer.uid == uid;
+	return held >= share && !evict_idle(s, &uid);
+}
+
+static void
+log_share(struct kz_srv *s, uid_t uid)
+{
+	int64_t now = kz_now_ms();
+	char u[24];
+
+	s->st.share_refused++;
+	if (now - s->share_logged_ms < 10000)
+		return;
+	s->share_logged_ms = now;
+	snprintf(u, sizeof(u), "%lu", (unsigned long)uid);
+	kz_log(KZ_LOG_WARN, "srv.share", KZ_EUNAVAIL,
+	    "a peer uid holds its share of the connections: its next ones "
+	    "are refused busy",
+	    "uid", u, NULL);
+}
+
+/*
+ * A new connection: refused at once (with one reply, then closed) when
+ * its peer is not allowed or holds its share of the connections; closed
+ * unanswered when the server is at its limit.  The peer is read first,
+ * so that a peer past its share never makes another's idle connection
+ * give way.
+ */
 static void
 accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
 {
 	struct kz_srv *s = arg;
+	struct kz_peer peer = {0};
+	const char *code = NULL, *reason = NULL;
 	struct conn *cn;
 
 	s->st.conns++;
-	if ((s->st.open_conns >= s->c.max_conns && !evict_idle(s)) ||
+	if (kz_peer_check(fd, &s->c.peers, &peer) != 0) {
+		s->st.peer_refused++;
+		code = KZ_WE_UNAUTHORIZED_PEER;
+		reason = "peer credentials are not allowed";
+	} else if (over_share(s, peer.uid)) {
+		log_share(s, peer.uid);
+		code = KZ_WE_BUSY;
+		reason = "this peer holds its share of the server's "
+		         "connections";
+	}
+	if ((s->st.open_conns >= s->c.max_conns &&
+	        (code != NULL || !evict_idle(s, NULL))) ||
 	    (cn = calloc(1, sizeof(*cn))) == NULL) {
 		close(fd);
 		return;
 	}
 	cn->srv = s;
 	cn->fd = fd;
+	cn->peer = peer;
 	LIST_INSERT_HEAD(&s->conns, cn, link);
 	s->st.open_conns++;
 	cn->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, read_cb, cn);
@@ -623,11 +683,8 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 		conn_free(cn);
 		return;
 	}
-	if (kz_peer_check(fd, &s->c.peers, &cn->peer) != 0) {
-		s->st.peer_refused++;
-		conn_send(cn,
-		    kz_reply_err(NULL, KZ_WE_UNAUTHORIZED_PEER,
-		        "peer credentials are not allowed"));
+	if (code != NULL) {
+		conn_send(cn, kz_reply_err(NULL, code, reason));
 		cn->state = C_CLOSING;
 		event_active(cn->kick, EV_TIMEOUT, 0);
 		return;

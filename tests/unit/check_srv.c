@@ -51,10 +51,19 @@ op_defer(struct kz_req *req, void *arg)
 	event_base_once(base, -1, EV_TIMEOUT, later, req, &tv);
 }
 
+static void
+op_hold(struct kz_req *req, void *arg)
+{
+	struct timeval tv = {1, 0};
+
+	event_base_once(base, -1, EV_TIMEOUT, later, req, &tv);
+}
+
 static const char *const echo_fields[] = {"msg", NULL};
 static const struct kz_op ops[] = {
     {"echo", op_echo, echo_fields, 0},
     {"defer", op_defer, NULL, 0},
+    {"hold", op_hold, NULL, 0},
     {"gated", op_echo, echo_fields, KZ_OP_ADMIT},
     {"drain", op_echo, echo_fields, KZ_OP_OPERATOR},
     {"both", op_echo, echo_fields, KZ_OP_ADMIT | KZ_OP_OPERATOR},
@@ -101,6 +110,9 @@ setup(void)
 	c.io_timeout_ms = 300;
 	c.idle_timeout_ms = 2000;
 	c.max_conns = 16;
+	/* One more uid than root: the share test's other peer. */
+	c.peers.uids[0] = 65533;
+	c.peers.nuids = 1;
 	c.ops = ops;
 	c.admit = admit;
 	admission_open = true;
@@ -446,6 +458,68 @@ START_TEST(test_unfinished_frames_are_bounded)
 }
 END_TEST
 
+/* A connection from uid 65533 (allowed); its echo's answer. */
+static bool
+other_uid_served(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		cJSON *r;
+		int fd;
+
+		if (setgid(65533) != 0 || setuid(65533) != 0)
+			_exit(10);
+		if (kz_sock_connect(path, 1000, &fd, NULL, 0) != 0)
+			_exit(11);
+		r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"o\"}");
+		_exit(r && cJSON_IsTrue(kz_json_get(r, "ok")) ? 0 : 12);
+	}
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 0;
+}
+
+START_TEST(test_busy_peer_held_to_its_share)
+{
+	static const char hold[] = "{\"v\":1,\"op\":\"hold\",\"id\":\"h\"}";
+	char buf[64];
+	int fds[12], fd;
+	size_t n = 0;
+	cJSON *r;
+
+	chmod(path, 0666);
+	/* 12 of 16 in use, each with a request in it: root's share. */
+	frame_add(buf, &n, hold);
+	for (int i = 0; i < 12; i++) {
+		fds[i] = dial();
+		ck_assert_int_eq(kz_write_full(fds[i], buf, n, -1), 0);
+	}
+	usleep(100000);
+	fd = dial();
+	r = call_raw(fd, NULL, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(err_of(r), "busy");
+	ck_assert(closed(fd));
+	cJSON_Delete(r);
+	close(fd);
+	/* Another peer still gets in, past the busy one's share. */
+	ck_assert(other_uid_served());
+	/* Once root's requests are answered, its connections are idle:
+	 * the next makes room by closing its own oldest. */
+	for (int i = 0; i < 12; i++)
+		cJSON_Delete(call_raw(fds[i], NULL, 0));
+	fd = dial();
+	r = call(fd, "{\"v\":1,\"op\":\"echo\",\"id\":\"n\"}");
+	ck_assert(cJSON_IsTrue(kz_json_get(r, "ok")));
+	cJSON_Delete(r);
+	ck_assert(closed(fds[0]));
+	close(fd);
+	for (int i = 0; i < 12; i++)
+		close(fds[i]);
+}
+END_TEST
+
 START_TEST(test_peer_credentials_checked)
 {
 	pid_t pid;
@@ -593,6 +667,7 @@ main(void)
 	tcase_add_test(tc, test_pipelined_flood_is_bounded_and_served_in_order);
 	tcase_add_test(tc, test_unfinished_frames_are_bounded);
 	tcase_add_test(tc, test_peer_credentials_checked);
+	tcase_add_test(tc, test_busy_peer_held_to_its_share);
 	tcase_add_test(tc, test_listen_refuses_live_socket);
 	tcase_add_test(tc, test_flags_checked_before_the_handler);
 	tcase_add_loop_test(tc, test_op_standing_table, 0,
