@@ -132,6 +132,8 @@ conn_free(struct conn *c)
 		c->tun_free(c->tun);
 	if (c->held[0] != '\0')
 		eg_run_release(c->held);
+	if (c->peer[0] != '\0')
+		eg_ungranted_release(c->peer);
 	eg_policy_free(c->p);
 	atomic_fetch_sub(c->px->nconns, 1);
 	free(c);

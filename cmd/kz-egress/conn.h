@@ -28,6 +28,10 @@
  * ends the exchange: an origin cannot keep one open with them forever. */
 #define EG_INTERIM_MAX 8
 
+/* A key of a tally of connections (runs.c): a run's identifier hash, or a
+ * peer (peers.c). */
+#define EG_TALLY_KEY_MAX 65
+
 enum { SIO_EOF = 1, SIO_ERROR = 2, SIO_TIMEOUT = 4, SIO_CONNECTED = 8 };
 
 struct sio;
@@ -123,6 +127,9 @@ struct conn {
 	char run[65];
 	/* The run this connection counts against (runs.c); "" for none. */
 	char held[65];
+	/* The peer it counts against until a grant admits a request on it
+	 * (peers.c); "" once one has, or when it never counted. */
+	char peer[EG_TALLY_KEY_MAX];
 	/* the exchange in flight */
 	bool is_connect, is_head, cli_close, up_close, expect100;
 	/* The client shut its writing side (pump.c): its request is all
@@ -165,7 +172,30 @@ void conn_arm_expiry(struct conn *c);
  * forward. */
 void conn_add_fields(struct evbuffer *o, const struct eg_head *hd);
 
-/* ---- runs.c: connections per run, across worker threads ---- */
+/* ---- runs.c: connections counted by key, across worker threads ---- */
+
+#define EG_TALLY_BUCKETS 256
+
+struct eg_tally_key;
+/* Connections held per key and in all, under one mutex: a tally is
+ * made with its mutex initialized and the rest zero (nothing held). */
+struct eg_tally {
+	pthread_mutex_t mu;
+	size_t total;
+	struct eg_tally_key *b[EG_TALLY_BUCKETS];
+};
+enum eg_tally_res {
+	EG_TALLY_OK, /* counted */
+	EG_TALLY_KEY, /* the key already holds per_key */
+	EG_TALLY_ALL, /* the tally already holds all */
+	EG_TALLY_NOMEM,
+};
+
+/* Counts one more connection against key, unless key already holds
+ * per_key or the whole tally all (nothing counted then). */
+enum eg_tally_res eg_tally_hold(struct eg_tally *t, const char *key,
+    size_t per_key, size_t all);
+void eg_tally_release(struct eg_tally *t, const char *key);
 
 /* A run's share is at least this many connections (all of them when the
  * bound is lower), else a quarter of the bound. */
@@ -177,6 +207,34 @@ size_t eg_run_share(size_t max_conns);
  * it already holds share. */
 bool eg_run_hold(const char *run, size_t share);
 void eg_run_release(const char *run);
+
+/* ---- peers.c: connections that have not yet shown a grant ---- */
+
+/* A peer's share of the ungranted connections is at least this many (all
+ * of them when the bound is lower), else an eighth of the bound; all
+ * ungranted connections together hold at most half of it. */
+#define EG_UNGRANTED_PEER_MIN 16
+/* The refusals past either share are logged at most once in this many
+ * seconds, with how many there were. */
+#define EG_UNGRANTED_LOG_SECONDS 10
+
+size_t eg_ungranted_per_peer(size_t max_conns);
+size_t eg_ungranted_all(size_t max_conns);
+/*
+ * The peer of an accepted connection, as a tally key: "uid:N" for a Unix
+ * socket (SO_PEERCRED on fd), the source address for TCP, all of
+ * 127.0.0.0/8 one peer and IPv6 by its /64 (an address a client can pick
+ * in its own range is no separate peer).  A Unix peer whose credentials
+ * cannot be read is "uid:unknown", one peer for all of them.
+ */
+void eg_peer_key(int fd, const struct sockaddr *sa, char *out, size_t len);
+/* Counts an accepted connection against its peer until it shows a grant
+ * (eg_ungranted_release); anything but EG_TALLY_OK counts nothing. */
+enum eg_tally_res eg_ungranted_hold(const char *peer, size_t max_conns);
+void eg_ungranted_release(const char *peer);
+/* Answers fd 503 (one line, best effort: nothing waits for it), counts
+ * the refusal and logs it, rate-limited. */
+void eg_ungranted_refuse(int fd, const char *peer, enum eg_tally_res why);
 
 /* ---- pump.c ---- */
 struct sio *conn_client_new(struct conn *c, int fd);

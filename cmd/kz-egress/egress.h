@@ -68,6 +68,7 @@
 	X(GRANT_EXPIRED, "grant_expired", 403)                                 \
 	X(GRANT_LIFETIME, "grant_lifetime", 403)                               \
 	X(RUN_CONNECTIONS, "run_connections", 403)                             \
+	X(UNGRANTED_CONNECTIONS, "ungranted_connections", 503)                 \
 	X(BAD_REQUEST_LINE, "bad_request_line", 400)                           \
 	X(BAD_VERSION, "bad_version", 400)                                     \
 	X(BAD_STATUS_LINE, "bad_status_line", 502)                             \
@@ -94,7 +95,8 @@ enum eg_reason {
 
 /* The reason's string; NULL for EG_R_NONE. */
 const char *eg_reason_str(enum eg_reason r);
-/* The HTTP status a client is answered with for r (400, 403 or 502). */
+/* The HTTP status a client is answered with for r (400, 403, 502, or
+ * 503 for a connection refused at accept, peers.c). */
 int eg_reason_status(enum eg_reason r);
 
 /* ---- addr.c ---- */

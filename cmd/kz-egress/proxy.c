@@ -154,6 +154,12 @@ hold_run(struct conn *c)
 	if (!eg_run_hold(c->run, eg_run_share(c->px->max_conns)))
 		return EG_R_RUN_CONNECTIONS;
 	snprintf(c->held, sizeof(c->held), "%s", c->run);
+	/* A grant has admitted a request: the connection is the run's now,
+	 * no longer its peer's (peers.c). */
+	if (c->peer[0] != '\0') {
+		eg_ungranted_release(c->peer);
+		c->peer[0] = '\0';
+	}
 	return EG_R_NONE;
 }
 
@@ -370,12 +376,24 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 {
 	struct proxy *px = arg;
 	struct conn *c;
+	enum eg_tally_res held;
+	char peer[EG_TALLY_KEY_MAX];
 	int one = 1;
 
 	if ((c = conn_new(px)) == NULL) {
 		close(fd);
 		return;
 	}
+	/* Until a grant admits a request on it, the connection counts
+	 * against its peer's share of the ungranted ones (peers.c). */
+	eg_peer_key(fd, sa, peer, sizeof(peer));
+	if ((held = eg_ungranted_hold(peer, px->max_conns)) != EG_TALLY_OK) {
+		eg_ungranted_refuse(fd, peer, held);
+		close(fd);
+		conn_free(c);
+		return;
+	}
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	if (sa->sa_family != AF_UNIX)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));

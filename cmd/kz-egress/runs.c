@@ -1,12 +1,14 @@
 /*
- * Connections per run.  SANDBOX_EGRESS_MAX_CONNECTIONS bounds the whole
- * process; without a share per run, one tenant could hold every one of
- * them (tunnels kept busy until their grant expires) and every other run
- * would be closed at accept.  A connection counts against the run of the
- * grant that admitted its latest request, from that admission until it
- * closes or a request under another run's grant is admitted on it.  The
- * count is the process's, across worker threads: a table of runs under
- * one mutex, touched once per admission and once per close.
+ * Connections counted by key, across worker threads.
+ * SANDBOX_EGRESS_MAX_CONNECTIONS bounds the whole process; without a share
+ * per run, one tenant could hold every one of them (tunnels kept busy
+ * until their grant expires) and every other run would be closed at
+ * accept.  A connection counts against the run of the grant that admitted
+ * its latest request, from that admission until it closes or a request
+ * under another run's grant is admitted on it.  The same tally, keyed by
+ * peer, bounds the connections that have not yet shown a grant (peers.c).
+ * Each tally is the process's: a table of keys under one mutex, touched
+ * once per admission and once per close.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -16,29 +18,76 @@
 #include "conn.h"
 #include "banned.h"
 
-#define RUN_BUCKETS 256
-
-struct run_count {
-	struct run_count *next;
+struct eg_tally_key {
+	struct eg_tally_key *next;
 	size_t n;
-	char run[65];
+	char key[EG_TALLY_KEY_MAX];
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct run_count *buckets[RUN_BUCKETS];
+static struct eg_tally runs = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static struct run_count **
-slot(const char *run)
+static struct eg_tally_key **
+slot(struct eg_tally *t, const char *key)
 {
 	uint32_t h = 2166136261u; /* FNV-1a */
-	struct run_count **pp;
+	struct eg_tally_key **pp;
 
-	for (const char *s = run; *s != '\0'; s++)
+	for (const char *s = key; *s != '\0'; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
-	for (pp = &buckets[h % RUN_BUCKETS]; *pp != NULL; pp = &(*pp)->next)
-		if (strcmp((*pp)->run, run) == 0)
+	for (pp = &t->b[h % EG_TALLY_BUCKETS]; *pp != NULL; pp = &(*pp)->next)
+		if (strcmp((*pp)->key, key) == 0)
 			break;
 	return pp;
+}
+
+enum eg_tally_res
+eg_tally_hold(struct eg_tally *t, const char *key, size_t per_key, size_t all)
+{
+	struct eg_tally_key **pp, *k;
+	enum eg_tally_res res = EG_TALLY_ALL;
+
+	pthread_mutex_lock(&t->mu);
+	pp = slot(t, key);
+	if (t->total >= all)
+		goto out;
+	res = EG_TALLY_NOMEM;
+	if ((k = *pp) == NULL && (k = calloc(1, sizeof(*k))) != NULL) {
+		snprintf(k->key, sizeof(k->key), "%s", key);
+		*pp = k;
+	}
+	if (k == NULL)
+		goto out;
+	if (k->n < per_key) {
+		k->n++;
+		t->total++;
+		res = EG_TALLY_OK;
+	} else {
+		res = EG_TALLY_KEY;
+		if (k->n == 0) {
+			*pp = k->next;
+			free(k);
+		}
+	}
+out:
+	pthread_mutex_unlock(&t->mu);
+	return res;
+}
+
+void
+eg_tally_release(struct eg_tally *t, const char *key)
+{
+	struct eg_tally_key **pp, *k;
+
+	pthread_mutex_lock(&t->mu);
+	pp = slot(t, key);
+	if ((k = *pp) != NULL) {
+		t->total--;
+		if (--k->n == 0) {
+			*pp = k->next;
+			free(k);
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
 }
 
 size_t
@@ -53,36 +102,11 @@ eg_run_share(size_t max_conns)
 bool
 eg_run_hold(const char *run, size_t share)
 {
-	struct run_count **pp, *r;
-	bool ok = false;
-
-	pthread_mutex_lock(&mu);
-	pp = slot(run);
-	if ((r = *pp) == NULL && (r = calloc(1, sizeof(*r))) != NULL) {
-		snprintf(r->run, sizeof(r->run), "%s", run);
-		*pp = r;
-	}
-	if (r != NULL && r->n < share) {
-		r->n++;
-		ok = true;
-	} else if (r != NULL && r->n == 0) {
-		*pp = r->next;
-		free(r);
-	}
-	pthread_mutex_unlock(&mu);
-	return ok;
+	return eg_tally_hold(&runs, run, share, SIZE_MAX) == EG_TALLY_OK;
 }
 
 void
 eg_run_release(const char *run)
 {
-	struct run_count **pp, *r;
-
-	pthread_mutex_lock(&mu);
-	pp = slot(run);
-	if ((r = *pp) != NULL && --r->n == 0) {
-		*pp = r->next;
-		free(r);
-	}
-	pthread_mutex_unlock(&mu);
+	eg_tally_release(&runs, run);
 }

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Connections that have not shown a grant (slowloris): a client that opens
+# connection after connection and sends half a request head each time
+# could fill SANDBOX_EGRESS_MAX_CONNECTIONS before showing any grant, and
+# no run got through.  A peer (a uid on the Unix socket, by SO_PEERCRED;
+# a source address on TCP, all of 127.0.0.0/8 one peer) holds at most an
+# eighth of the bound (at least 16) without a grant, and all ungranted
+# connections together at most half of it: past either a connection gets
+# a 503 and is closed, logged at most once in 10 s.  Under two floods, one
+# over TCP and one from another uid on the Unix socket, a run's granted
+# request still succeeds; each flooder is held to its 16; five uids
+# flooding together are held to 64 (half of 128).  The head deadline is
+# total: a client trickling a byte at a time is cut off at it.
+. "$(dirname "$0")/lib.sh"
+. "$TOP/tests/egress/lib.sh"
+N=110
+plan 10
+
+eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
+eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
+cat >"$T/zone.json" <<EOF
+{"origin.kz.test": {"A": ["$EG_ORIGIN"]}}
+EOF
+eg_dnsd "$T/zone.json" || { echo "Bail out! dnsd did not start"; exit 1; }
+eg_keys
+EG_PORT=$(eg_free_port)
+S=$T/eg.sock
+cat >"$T/eg.conf" <<EOF
+SANDBOX_EGRESS_MODE = private_networks
+SANDBOX_EGRESS_PRIVATE_CIDRS = 10.213.$N.0/30
+SANDBOX_EGRESS_RESOLVER = $EG_DNS
+SANDBOX_EGRESS_PUBLIC_KEY_FILE = $EG_PK
+SANDBOX_EGRESS_LISTEN = unix:$S,127.0.0.1:$EG_PORT
+SANDBOX_EGRESS_MAX_CONNECTIONS = 128
+SANDBOX_EGRESS_THREADS = 2
+SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS = 30
+EOF
+eg_serve "$T/eg.conf" 2>"$T/egress.log" || { echo "Bail out! kz-egress did not start"; exit 1; }
+# Other uids may reach the proxy's Unix socket (as kz-browser's or an
+# operator's would).
+chmod 0666 "$S"
+G=$(kz-egress grant --field-key "$EG_KEY" --run run-110)
+
+# flood.py unix PATH|tcp PORT N OUT: opens N connections one after
+# another, each sending half a request head, writes OUT.ready, waits for
+# OUT.go, then writes to OUT how many are still open and how many got a
+# 503.
+cat >"$T/flood.py" <<'EOF'
+import os, socket, sys, time
+kind, where, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+held = []
+for _ in range(n):
+    if kind == "unix":
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(where)
+    else:
+        s = socket.create_connection(("127.0.0.1", int(where)))
+    try:
+        s.sendall(b"GET http://origin.kz.test/ HTTP/1.1\r\nHost: origin")
+    except OSError:
+        pass
+    held.append(s)
+time.sleep(1)
+open(out + ".ready", "w").close()
+for _ in range(1200):
+    if os.path.exists(out + ".go"):
+        break
+    time.sleep(0.05)
+open_, refused = 0, 0
+for s in held:
+    s.settimeout(0.05)
+    try:
+        b = s.recv(100)
+        refused += b.startswith(b"HTTP/1.1 503")
+    except socket.timeout:
+        open_ += 1
+    except OSError:
+        pass
+with open(out + ".tmp", "w") as f:
+    f.write("%d %d\n" % (open_, refused))
+os.rename(out + ".tmp", out)
+EOF
+# flood [as UID] KIND WHERE N NAME: starts a flood in the background (as
+# UID) and waits until it is in place; collect NAME: its result.
+flood() {
+	local pre=()
+	if [ "$1" = as ]; then
+		pre=(setpriv --reuid="$2" --regid="$NOBODY" --clear-groups); shift 2
+	fi
+	bg "${pre[@]}" "$EG_PY" "$T/flood.py" "$1" "$2" "$3" "$T/fl/$4"
+	local i=0
+	while [ ! -e "$T/fl/$4.ready" ]; do
+		i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.05
+	done
+}
+collect() {
+	touch "$T/fl/$1.go"
+	local i=0
+	while [ ! -e "$T/fl/$1" ]; do
+		i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.05
+	done
+	cat "$T/fl/$1" 2>/dev/null || echo "none none"
+}
+mkdir -m 0777 "$T/fl"
+# req.py PATH GRANT: one granted request over the Unix socket, as a run's
+# relay sends it; prints the status, or "closed".
+cat >"$T/req.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+try:
+    s.sendall(("GET http://origin.kz.test/run HTTP/1.1\r\nHost: origin.kz.test\r\n"
+               "Proxy-Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
+               % sys.argv[2]).encode())
+    b = s.recv(100)
+except OSError:
+    b = b""
+print(b.split(b" ")[1].decode() if b.startswith(b"HTTP/1.1 ") else "closed")
+EOF
+chmod 0644 "$T/flood.py" "$T/req.py"
+NOBODY=$(id -u nobody)
+
+flood tcp "$EG_PORT" 70 tcp || { echo "Bail out! the TCP flood did not start"; exit 1; }
+flood as "$NOBODY" unix "$S" 70 unix || { echo "Bail out! the Unix flood did not start"; exit 1; }
+is "$("$EG_PY" "$T/req.py" "$S" "$G")" 200 \
+	"under two slowloris floods (140 half heads, bound 128) a run's granted request succeeds"
+TR=$(collect tcp)
+UR=$(collect unix)
+is "${TR% *}" 16 "the TCP flooder (127.0.0.1) holds 16 connections, an eighth of 128 ($TR)"
+is "${UR% *}" 16 "the flooding uid on the Unix socket holds 16 ($UR)"
+# (Over TCP a 503 written as the client's half head arrives may be lost
+# to the reset the close sends; a Unix socket keeps it.)
+t "the Unix connections past the cap got a 503 ($UR)" test "${UR#* }" -ge 50
+is "$(grep -c '"event":"egress.ungranted"' "$T/egress.log")" 1 \
+	"the refusals are logged once, not once each"
+like "$(grep '"event":"egress.ungranted"' "$T/egress.log")" '"bound":"peer"' \
+	"the log line names the per-peer bound"
+sleep 0.5
+
+# Five uids flooding together: all ungranted connections are held to 64.
+for i in 1 2 3 4 5; do
+	flood as $((NOBODY - i)) unix "$S" 20 u$i || { echo "Bail out! flood $i did not start"; exit 1; }
+done
+SUM=0
+for i in 1 2 3 4 5; do
+	R=$(collect u$i)
+	SUM=$((SUM + ${R% *}))
+done
+is "$SUM" 64 "five flooding uids together hold 64 ungranted connections, half of 128"
+sleep 0.5	# the flooders' sockets closed
+is "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "http://127.0.0.1:$EG_PORT" \
+	-U "run:$G" http://origin.kz.test/)" 200 "the floods gone, TCP clients are served again"
+
+# ---- the head deadline is total, not per byte ----
+TPORT=$(eg_free_port)
+sed -e "s|^SANDBOX_EGRESS_LISTEN = .*|SANDBOX_EGRESS_LISTEN = 127.0.0.1:$TPORT|" \
+	-e 's/^SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS = .*/SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS = 2/' \
+	"$T/eg.conf" >"$T/trickle.conf"
+bg kz-egress serve --config "$T/trickle.conf" 2>"$T/trickle.log"
+i=0; while ! bash -c "echo >/dev/tcp/127.0.0.1/$TPORT" 2>/dev/null; do
+	i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05; done
+R=$("$EG_PY" - "$TPORT" <<'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+t = time.time()
+head = b"GET http://origin.kz.test/ HTTP/1.1\r\nHost: origin.kz.test\r\nX-Pad: " + b"a" * 200
+try:
+    for ch in head:
+        s.sendall(bytes([ch]))
+        time.sleep(0.2)
+except OSError:
+    pass
+print("%.1f" % (time.time() - t))
+EOF
+)
+t "a client trickling a byte every 0.2 s is cut off at the 2 s head deadline (took $R s)" \
+	awk -v v="$R" 'BEGIN { exit !(v >= 1.8 && v <= 5) }'
+unlike "$(cat "$T/egress.log")" '"level":"(error|fatal)"' "no errors logged"
+done_testing

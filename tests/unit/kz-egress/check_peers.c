@@ -1,0 +1,150 @@
+/* Connections counted by key (runs.c) and the peers of connections not yet
+ * granted (peers.c): a key is held to its share and the tally to its
+ * total, releases give the room back; the shares follow the bound; a
+ * peer's key is its uid on a Unix socket and its source address on TCP,
+ * all of 127.0.0.0/8 one peer, IPv6 by /64, IPv4-mapped as IPv4. */
+#include <check.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "banned.h"
+
+START_TEST(test_tally_bounds)
+{
+	struct eg_tally t = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	char k[16];
+
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(eg_tally_hold(&t, "a", 3, 5), EG_TALLY_OK);
+	ck_assert_int_eq(eg_tally_hold(&t, "a", 3, 5), EG_TALLY_KEY);
+	ck_assert_int_eq(eg_tally_hold(&t, "b", 3, 5), EG_TALLY_OK);
+	ck_assert_int_eq(eg_tally_hold(&t, "c", 3, 5), EG_TALLY_OK);
+	/* Five in all: a new key is refused by the total. */
+	ck_assert_int_eq(eg_tally_hold(&t, "d", 3, 5), EG_TALLY_ALL);
+	ck_assert_uint_eq(t.total, 5);
+	eg_tally_release(&t, "a");
+	ck_assert_int_eq(eg_tally_hold(&t, "d", 3, 5), EG_TALLY_OK);
+	eg_tally_release(&t, "a");
+	eg_tally_release(&t, "a");
+	eg_tally_release(&t, "b");
+	eg_tally_release(&t, "c");
+	eg_tally_release(&t, "d");
+	ck_assert_uint_eq(t.total, 0);
+	/* Releasing what is not held changes nothing. */
+	eg_tally_release(&t, "nobody");
+	ck_assert_uint_eq(t.total, 0);
+	/* Many keys sharing buckets. */
+	for (int i = 0; i < 1000; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		ck_assert_int_eq(eg_tally_hold(&t, k, 1, 2000), EG_TALLY_OK);
+		ck_assert_int_eq(eg_tally_hold(&t, k, 1, 2000), EG_TALLY_KEY);
+	}
+	for (int i = 0; i < 1000; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		eg_tally_release(&t, k);
+	}
+	ck_assert_uint_eq(t.total, 0);
+	for (size_t i = 0; i < EG_TALLY_BUCKETS; i++)
+		ck_assert_ptr_null(t.b[i]);
+}
+END_TEST
+
+START_TEST(test_shares)
+{
+	static const struct {
+		size_t max, peer, all;
+	} v[] = {{8192, 1024, 4096}, {128, 16, 64}, {64, 16, 32}, {20, 16, 16},
+	    {6, 6, 6}, {1, 1, 1}};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		ck_assert_uint_eq(eg_ungranted_per_peer(v[i].max), v[i].peer);
+		ck_assert_uint_eq(eg_ungranted_all(v[i].max), v[i].all);
+	}
+	/* A peer flooding at the default bound keeps half for grants. */
+	for (int i = 0; i < 16; i++)
+		ck_assert_int_eq(eg_ungranted_hold("uid:1", 64), EG_TALLY_OK);
+	ck_assert_int_eq(eg_ungranted_hold("uid:1", 64), EG_TALLY_KEY);
+	ck_assert_int_eq(eg_ungranted_hold("uid:2", 64), EG_TALLY_OK);
+	eg_ungranted_release("uid:2");
+	for (int i = 0; i < 16; i++)
+		eg_ungranted_release("uid:1");
+}
+END_TEST
+
+static const char *
+key4(const char *a)
+{
+	static char out[EG_TALLY_KEY_MAX];
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+
+	ck_assert_int_eq(inet_pton(AF_INET, a, &sin.sin_addr), 1);
+	eg_peer_key(-1, (struct sockaddr *)&sin, out, sizeof(out));
+	return out;
+}
+
+static const char *
+key6(const char *a)
+{
+	static char out[EG_TALLY_KEY_MAX];
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6};
+
+	ck_assert_int_eq(inet_pton(AF_INET6, a, &sin6.sin6_addr), 1);
+	eg_peer_key(-1, (struct sockaddr *)&sin6, out, sizeof(out));
+	return out;
+}
+
+START_TEST(test_peer_keys)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	char out[EG_TALLY_KEY_MAX], want[32];
+	int sv[2];
+
+	ck_assert_str_eq(key4("10.1.2.3"), "ip:10.1.2.3");
+	ck_assert_str_eq(key4("127.0.0.1"), "ip:127.0.0.0/8");
+	ck_assert_str_eq(key4("127.9.8.7"), "ip:127.0.0.0/8");
+	ck_assert_str_eq(key6("::ffff:127.3.3.3"), "ip:127.0.0.0/8");
+	ck_assert_str_eq(key6("::ffff:10.1.2.3"), "ip:10.1.2.3");
+	ck_assert_str_eq(key6("::1"), "ip6:::1");
+	ck_assert_str_eq(key6("2001:db8:1:2:aaaa:bbbb:cccc:dddd"),
+	    "ip6:2001:db8:1:2::/64");
+	ck_assert_str_eq(key6("2001:db8:1:2::9"), "ip6:2001:db8:1:2::/64");
+	ck_assert_str_eq(key6("2001:db8:1:3::9"), "ip6:2001:db8:1:3::/64");
+	ck_assert_str_eq(key6("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+	    "ip6:ffff:ffff:ffff:ffff::/64");
+	/* A Unix peer is its uid. */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	eg_peer_key(sv[0], (struct sockaddr *)&sun, out, sizeof(out));
+	snprintf(want, sizeof(want), "uid:%u", (unsigned)getuid());
+	ck_assert_str_eq(out, want);
+	close(sv[0]);
+	close(sv[1]);
+	/* Credentials that cannot be read: one peer for all of them. */
+	eg_peer_key(-1, (struct sockaddr *)&sun, out, sizeof(out));
+	ck_assert_str_eq(out, "uid:unknown");
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("egress_peers");
+	TCase *tc = tcase_create("peers");
+	SRunner *sr;
+	int nf;
+
+	tcase_add_test(tc, test_tally_bounds);
+	tcase_add_test(tc, test_shares);
+	tcase_add_test(tc, test_peer_keys);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? 0 : 1;
+}
