@@ -22,13 +22,13 @@ static const char
     usage[] = "usage: kz-pkgbroker serve [--config FILE]\n"
               "       kz-pkgbroker check [--config FILE]\n"
               "       kz-pkgbroker pubkey --field-key FILE\n"
-              "       kz-pkgbroker token --field-key FILE --run ID [--ttl S]"
-              " [--config FILE]\n"
+              "       kz-pkgbroker token --field-key FILE --run ID [--uid UID]"
+              " [--ttl S] [--config FILE]\n"
               "       kz-pkgbroker --help | --version\n";
 
 struct opts {
 	const char *config, *field_key, *run;
-	int64_t ttl;
+	int64_t ttl, uid;
 	int argc;
 	char **argv;
 };
@@ -50,11 +50,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 	    {"field-key", required_argument, NULL, 'k'},
 	    {"run", required_argument, NULL, 'r'},
 	    {"ttl", required_argument, NULL, 't'},
+	    {"uid", required_argument, NULL, 'u'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
 	memset(o, 0, sizeof(*o));
+	o->uid = PB_UID_NONE;
 	o->config = getenv("KZ_CONFIG");
 	o->field_key = getenv("KZ_FIELD_KEY_FILE");
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -71,6 +73,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 't':
 			if (kz_parse_int(optarg, 1, 14400, &o->ttl) != 0)
 				return bad_usage("--ttl: expected seconds");
+			break;
+		case 'u':
+			if (kz_parse_int(optarg, 0, PB_UID_MAX, &o->uid) != 0)
+				return bad_usage("--uid: expected a uid");
 			break;
 		default:
 			return bad_usage(NULL);
@@ -193,7 +199,8 @@ cmd_token(const struct opts *o)
 		fprintf(stderr, "kz-pkgbroker: %s\n", why);
 		return KZ_EXIT_USAGE;
 	}
-	r = pb_token_mint(sk, rh, (int64_t)time(NULL), ttl, t, sizeof(t));
+	r = pb_token_mint(sk, rh, o->uid, (int64_t)time(NULL), ttl, t,
+	    sizeof(t));
 	sodium_memzero(sk, sizeof(sk));
 	if (r != 0)
 		return KZ_EXIT_INTERNAL;

@@ -82,7 +82,14 @@ KZ_WUR int pb_token_keypair(const char *field_key_file, unsigned char pk[32],
 	X(FORGED, "token_forged", "the token's signature does not verify")     \
 	X(NOT_YET, "token_not_yet_valid", "the token is not valid yet")        \
 	X(EXPIRED, "token_expired", "the token has expired")                   \
-	X(LIFETIME, "token_lifetime", "the token's lifetime is over the limit")
+	X(LIFETIME, "token_lifetime",                                          \
+	    "the token's lifetime is over the limit")                          \
+	X(WRONG_PEER, "token_wrong_peer",                                      \
+	    "the token is another worker's: it is good only through the "      \
+	    "broker forward of the run it was minted for")                     \
+	X(UNBOUND, "token_unbound",                                            \
+	    "the token names no worker: the socket takes only a run's own "    \
+	    "token")
 
 enum pb_tok {
 #define X(n, code, text) PB_TOK_##n,
@@ -92,19 +99,34 @@ enum pb_tok {
 const char *pb_tok_code(enum pb_tok t);
 const char *pb_tok_text(enum pb_tok t);
 
+/* A token's "uid": the host uid its worker's broker forward presents on
+ * the socket (SO_PEERCRED); PB_UID_NONE when it names none. */
+#define PB_UID_NONE (-1)
+#define PB_UID_MAX 2147483646
+
 struct pb_claims {
 	char run[PB_RUN_MAX + 1]; /* the run's identifier hash */
+	int64_t uid; /* the worker's host uid, or PB_UID_NONE */
 	int64_t iat, nbf, exp;
 };
 
-/* Mints a token for run_hash valid [now, now + ttl) into out. */
+/* Mints a token for run_hash valid [now, now + ttl) into out, bound to
+ * the worker whose forward presents uid (PB_UID_NONE: to none, a token
+ * for the TCP listener alone). */
 KZ_WUR int pb_token_mint(const unsigned char sk[64], const char *run_hash,
-    int64_t now, int64_t ttl, char *out, size_t len);
+    int64_t uid, int64_t now, int64_t ttl, char *out, size_t len);
 enum pb_tok pb_token_verify(const unsigned char pk[32], const char *tok,
     size_t len, int64_t now, int64_t max_ttl, struct pb_claims *cl);
 /* The token in an Authorization value: "Bearer T", or "Basic" with T as
  * the password.  PB_TOK_MISSING or PB_TOK_MALFORMED when there is none. */
 enum pb_tok pb_token_from_auth(const char *v, char *out, size_t len);
+/*
+ * Whether a current token may be used by who presents it: on the Unix
+ * socket (peer_uid the peer's SO_PEERCRED uid) only a token bound to that
+ * uid; on the TCP listener (peer_uid < 0: no credentials) only a token
+ * bound to none.  PB_TOK_OK, PB_TOK_WRONG_PEER or PB_TOK_UNBOUND.
+ */
+enum pb_tok pb_token_peer(const struct pb_claims *cl, int64_t peer_uid);
 
 /* ---- route.c ---- */
 enum pb_kind {

@@ -3,7 +3,8 @@
  * Each request is checked in a fixed order before anything is fetched:
  * HTTP/1.1 and GET, the peer (on the Unix socket), the Host, the path (the
  * closed set of route.c), the registry being configured, and a current
- * run token.  A refusal answers once with a one-line reason in the status
+ * run token presented by the worker it was minted for (the socket peer's
+ * uid, token.c).  A refusal answers once with a one-line reason in the status
  * line and the body, and is audited with the host and the package name,
  * never the token, the path or the query.
  */
@@ -135,10 +136,11 @@ refuse(struct pb_srv *s, struct evhttp_request *req, const struct pb_ctx *x,
 	pb_reply_refusal(req, status, code, text);
 }
 
-/* The Unix socket's peer must be one the configuration admits; a TCP
- * listener has no peer credentials and relies on the token alone. */
+/* The Unix socket's peer must be one the configuration admits, and its
+ * uid is kept for the token's binding; a TCP listener has no peer
+ * credentials (x->peer_uid -1) and relies on the token alone. */
 static bool
-peer_ok(struct pb_srv *s, struct evhttp_request *req)
+peer_ok(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 {
 	struct evhttp_connection *ec = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(ec);
@@ -159,7 +161,10 @@ peer_ok(struct pb_srv *s, struct evhttp_request *req)
 		    sizeof(one));
 		return true;
 	}
-	return kz_peer_check(fd, &s->c->peers, &p) == 0;
+	if (kz_peer_check(fd, &s->c->peers, &p) != 0)
+		return false;
+	x->peer_uid = (int64_t)p.uid;
+	return true;
 }
 
 static enum pb_tok
@@ -179,9 +184,12 @@ check_token(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 	t = pb_token_verify(s->c->pk, tok, strlen(tok), (int64_t)time(NULL),
 	    s->c->token_ttl_max, &cl);
 	sodium_memzero(tok, sizeof(tok));
-	if (t == PB_TOK_OK)
-		snprintf(x->run, sizeof(x->run), "%s", cl.run);
-	return t;
+	if (t != PB_TOK_OK)
+		return t;
+	/* A genuine token from the wrong worker is audited under the run
+	 * it was minted for: that run's token is out. */
+	snprintf(x->run, sizeof(x->run), "%s", cl.run);
+	return pb_token_peer(&cl, x->peer_uid);
 }
 
 /* The checks before the path: HTTP/1.1, GET, the peer, the Host. */
@@ -198,7 +206,7 @@ admit(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 		refuse(s, req, x, 405, "method_refused", "only GET is served");
 		return false;
 	}
-	if (!peer_ok(s, req)) {
+	if (!peer_ok(s, req, x)) {
 		refuse(s, req, x, 403, "peer_refused",
 		    "this peer may not use the broker");
 		return false;
@@ -253,6 +261,7 @@ on_request(struct evhttp_request *req, void *arg)
 
 	memset(&x, 0, sizeof(x));
 	x.id = ++s->nreq;
+	x.peer_uid = -1;
 	x.host = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Host");
 	if (!admit(s, req, &x) || !route(s, req, &x))

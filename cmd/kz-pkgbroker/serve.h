@@ -26,6 +26,7 @@ struct pb_ctx {
 	struct pb_route rt;
 	const struct pb_upstream *up;
 	char run[PB_RUN_MAX + 1]; /* the token's run hash */
+	int64_t peer_uid; /* the socket peer's uid; -1 on the TCP listener */
 };
 
 /* What one upstream connection's handshake showed (tls.c). */

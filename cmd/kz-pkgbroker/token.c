@@ -3,7 +3,11 @@
  * are, from the PKGTOKEN subkey of the field key; the broker holds only the
  * public half, so a compromised broker cannot mint a token.  The body names
  * the run (its identifier hash) and a lifetime of minutes; "aud" keeps a
- * token from ever being read as anything else.
+ * token from ever being read as anything else.  "uid" binds it to the
+ * worker the run was leased: the host uid that worker's broker forward
+ * presents on the broker's socket, which the code inside cannot change.
+ * A token that leaks out of its run is then refused from any other
+ * worker's forward.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,17 +56,20 @@ pb_token_keypair(const char *field_key_file, unsigned char pk[32],
 }
 
 int
-pb_token_mint(const unsigned char sk[64], const char *run_hash, int64_t now,
-    int64_t ttl, char *out, size_t len)
+pb_token_mint(const unsigned char sk[64], const char *run_hash, int64_t uid,
+    int64_t now, int64_t ttl, char *out, size_t len)
 {
 	cJSON *o;
 	int r = KZ_ENOMEM;
 
 	if (run_hash == NULL || *run_hash == '\0' ||
-	    strlen(run_hash) > PB_RUN_MAX || ttl <= 0)
+	    strlen(run_hash) > PB_RUN_MAX || ttl <= 0 ||
+	    (uid != PB_UID_NONE && (uid < 0 || uid > PB_UID_MAX)))
 		return KZ_EINVAL;
 	if ((o = kz_signed_body_new(run_hash, now, ttl)) != NULL &&
-	    cJSON_AddStringToObject(o, "aud", AUD) != NULL)
+	    cJSON_AddStringToObject(o, "aud", AUD) != NULL &&
+	    (uid == PB_UID_NONE ||
+	        cJSON_AddNumberToObject(o, "uid", (double)uid) != NULL))
 		r = kz_signed_make(sk, o, out, len);
 	cJSON_Delete(o);
 	return r;
@@ -72,11 +79,14 @@ pb_token_mint(const unsigned char sk[64], const char *run_hash, int64_t now,
 static enum pb_tok
 parse_claims(const cJSON *o, struct pb_claims *cl)
 {
-	static const char *const fields[] = {"v", "aud", "run", "iat", "nbf",
-	    "exp", NULL};
+	static const char *const fields[] = {"v", "aud", "run", "uid", "iat",
+	    "nbf", "exp", NULL};
 	const char *run, *aud;
 	char why[128];
 
+	if (kz_json_int_opt(o, "uid", 0, PB_UID_MAX, PB_UID_NONE, &cl->uid, why,
+	        sizeof(why)) != 0)
+		return PB_TOK_MALFORMED;
 	if (kz_json_only(o, fields, why, sizeof(why)) != 0 ||
 	    kz_json_str(o, "aud", 32, &aud, why, sizeof(why)) != 0 ||
 	    kz_json_str(o, "run", PB_RUN_MAX, &run, why, sizeof(why)) != 0 ||
@@ -106,6 +116,7 @@ pb_token_verify(const unsigned char pk[32], const char *tok, size_t len,
 	cJSON *o;
 
 	memset(cl, 0, sizeof(*cl));
+	cl->uid = PB_UID_NONE;
 	if (len == 0)
 		return PB_TOK_MISSING;
 	if ((sr = kz_signed_open(pk, tok, len, PB_TOKEN_MAX, &o, &t)) !=
@@ -115,12 +126,25 @@ pb_token_verify(const unsigned char pk[32], const char *tok, size_t len,
 	cJSON_Delete(o);
 	if (r != PB_TOK_OK) {
 		memset(cl, 0, sizeof(*cl));
+		cl->uid = PB_UID_NONE;
 		return r;
 	}
 	cl->iat = t.iat;
 	cl->nbf = t.nbf;
 	cl->exp = t.exp;
 	return from_signed[kz_signed_current(&t, now, max_ttl)];
+}
+
+enum pb_tok
+pb_token_peer(const struct pb_claims *cl, int64_t peer_uid)
+{
+	/* The TCP listener cannot tell who presents: a token bound to a
+	 * worker is good only where its uid can be checked. */
+	if (peer_uid < 0)
+		return cl->uid == PB_UID_NONE ? PB_TOK_OK : PB_TOK_WRONG_PEER;
+	if (cl->uid == PB_UID_NONE)
+		return PB_TOK_UNBOUND;
+	return cl->uid == peer_uid ? PB_TOK_OK : PB_TOK_WRONG_PEER;
 }
 
 static enum pb_tok

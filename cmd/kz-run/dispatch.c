@@ -96,15 +96,45 @@ egress_grant(const struct run_ctx *x, char *grant, size_t glen)
 	return mint(av, grant, glen);
 }
 
-/* The run's package-broker token: bound to the run, and living as long
- * as the run may (kz-pkgbroker clamps it to its PKGBROKER_TOKEN_TTL_MAX). */
+/* The uid the leased worker's broker forward presents on the broker's
+ * socket, as the worker says in its health answer; a worker that does
+ * not say gets no token, and the run does not run. */
 static int
-broker_token(const struct run_ctx *x, char *tok, size_t len)
+broker_uid(const struct run_ctx *x, struct run_lease *l, int64_t *uid)
 {
-	char ttl[24];
-	const char *const av[] = {x->c->pkgbroker_bin, "token", "--field-key",
-	    x->c->key_file, "--run", x->rid, "--ttl", ttl, NULL};
+	cJSON *req = run_request("health", x->rid), *rep = NULL;
+	char why[160] = "";
+	int e = KZ_ENOMEM;
 
+	if (req != NULL &&
+	    (e = run_worker_call(x, l, req, x->c->io_timeout_ms, NULL, &rep,
+	         why, sizeof(why))) == 0)
+		e = cJSON_IsTrue(kz_json_get(rep, "ok")) ?
+		    kz_json_int(rep, "broker_uid", 0, 2147483646, uid, why,
+		        sizeof(why)) :
+		    KZ_EUNAVAIL;
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	return e;
+}
+
+/* The run's package-broker token: bound to the run and to the worker it
+ * was leased (the uid its forward presents, kz-pkgbroker(8)), and living
+ * as long as the run may (kz-pkgbroker clamps it to its
+ * PKGBROKER_TOKEN_TTL_MAX). */
+static int
+broker_token(const struct run_ctx *x, struct run_lease *l, char *tok,
+    size_t len)
+{
+	char ttl[24], uid[24];
+	const char *const av[] = {x->c->pkgbroker_bin, "token", "--field-key",
+	    x->c->key_file, "--run", x->rid, "--uid", uid, "--ttl", ttl, NULL};
+	int64_t u;
+	int e;
+
+	if ((e = broker_uid(x, l, &u)) != 0)
+		return e;
+	snprintf(uid, sizeof(uid), "%lld", (long long)u);
 	snprintf(ttl, sizeof(ttl), "%lld",
 	    (long long)(x->c->timeout_ms / 1000 + 60));
 	return mint(av, tok, len);
@@ -533,7 +563,7 @@ run_dispatch(const struct run_conf *c, const struct run_opts *o)
 		run_denied(&x, "isolation_denial", "egress", KZ_WE_UNAVAILABLE,
 		    "the leased worker has no egress path");
 		rc = KZ_EXIT_UNAVAIL;
-	} else if (l.broker && broker_token(&x, tok, sizeof(tok)) != 0) {
+	} else if (l.broker && broker_token(&x, &l, tok, sizeof(tok)) != 0) {
 		/* The pool has a package broker: every run gets its own
 		 * token, or does not run. */
 		fprintf(stderr,

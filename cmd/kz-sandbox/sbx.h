@@ -308,6 +308,10 @@ pid_t sbx_relay_start(int lfd, const char *egress_sock, const char *grant);
 /* forward.c: the run's broker forward; 0 when none is configured, -1
  * with why when it cannot listen, else its pid for sbx_forward_stop. */
 pid_t sbx_forward_start(const struct sbx_conf *c, char *why, size_t wlen);
+/* The host uid the code runs as (the user namespace's host uid when it
+ * has one), which the forward presents to the broker: "broker_uid" of
+ * health, what kz-run binds the run's token to. */
+uid_t sbx_host_uid(const struct sbx_conf *c);
 void sbx_forward_stop(pid_t pid);
 
 /* run.c */

@@ -304,6 +304,11 @@ op_health(struct sbx_worker *w, const cJSON *req)
 	cJSON_AddStringToObject(o, "cgroup",
 	    sbx_cg_relpath(w->c, cg, sizeof(cg)));
 	cJSON_AddBoolToObject(o, "userns", w->c->userns != 0);
+	/* The uid the broker forward presents: kz-run binds the run's
+	 * package-broker token to it (forward.c). */
+	if (w->c->broker_sock[0] != '\0')
+		cJSON_AddNumberToObject(o, "broker_uid",
+		    (double)sbx_host_uid(w->c));
 	cJSON_AddStringToObject(o, "browser_prestart",
 	    sbx_browser_prestart_state(w));
 	/* A clean wipe's evidence is collected once this answer is out

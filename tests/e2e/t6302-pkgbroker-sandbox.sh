@@ -28,7 +28,9 @@ wait_sock "$T/w.sock" 10 || { echo "Bail out! kz-sandbox did not start"; exit 1;
 bg "$SB" serve --id "e2e-nopkg-$$" --socket "$T/w0.sock" --timeout 90
 wait_sock "$T/w0.sock" 10 || { echo "Bail out! kz-sandbox did not start"; exit 1; }
 diag "setup took ${SECONDS}s"
-TOK=$(kz-pkgbroker token --field-key "$PB_KEY" --run sandbox-run --ttl 300)
+# The worker's forward presents the uid its code runs as (kz-sandbox's
+# default): the token is bound to it.
+TOK=$(kz-pkgbroker token --field-key "$PB_KEY" --run sandbox-run --uid 2100000000 --ttl 300)
 
 # run SOCK CODE: the code's stdout and stderr (the worker's own env: HOME
 # is the workspace, no network but the forward).

@@ -49,7 +49,7 @@ kz-run -q --actor alice --conversation c1 -- sh -c "$TOKSH" >"$T/o2" 2>&1
 TOK2=$(cat "$T/o2")
 t "each run gets a token of its own" test -n "$TOK1" -a -n "$TOK2" -a "$TOK1" != "$TOK2"
 R=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOK1" "$PB_URL/kz-leaf")
-is "$R" 200 "the run's token opens the broker's registry paths"
+is "$R" 403 "the run's token, bound to its worker, is refused on the TCP listener"
 like "$(audit_q --kind dispatch | tail -1)" '"packages":"broker"' "the dispatch record says the run had the broker"
 unlike "$(cat "$T"/audit/* "$T/e1" "$T/lease.log" "$T/pb.log")" "${TOK1:0:40}" \
 	"the token is in no audit record, log or kz-run output"

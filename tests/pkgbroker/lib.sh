@@ -232,6 +232,9 @@ PKGBROKER_PYPI_UPSTREAM = ${PB_PY_URL:-}
 PKGBROKER_PUBLIC_KEY_FILE = $T/pb.pub
 PKGBROKER_FILE_MAX = $PB_CEILING
 KZ_AUDIT_SOCKET = ${PB_AUDIT_SOCK:-$T/kz-audit.sock}
+# The workers' broker forwards connect with the worker's uid and this
+# test's group (kz-pkgbroker(8), KZ_PEER_GIDS).
+KZ_PEER_GIDS = $(id -g)
 CONF
 	[ -z "${1:-}" ] || printf '%s\n' "$1" >>"$T/pb.conf"
 	bg kz-pkgbroker serve --config "$T/pb.conf" 2>>"$T/pb.log"

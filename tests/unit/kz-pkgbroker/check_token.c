@@ -36,7 +36,8 @@ static void
 mint(const unsigned char *key, const char *r, int64_t at, int64_t ttl,
     char *out)
 {
-	ck_assert_int_eq(pb_token_mint(key, r, at, ttl, out, PB_TOKEN_MAX + 1),
+	ck_assert_int_eq(pb_token_mint(key, r, PB_UID_NONE, at, ttl, out,
+	                     PB_TOKEN_MAX + 1),
 	    0);
 }
 
@@ -63,8 +64,16 @@ START_TEST(test_times)
 	ck_assert_int_eq(verify(t, now - 3600), PB_TOK_NOT_YET);
 	mint(sk, run, now, 3600, t);
 	ck_assert_int_eq(verify(t, now + 1), PB_TOK_LIFETIME);
-	ck_assert_int_ne(pb_token_mint(sk, run, now, 0, t, sizeof(t)), 0);
-	ck_assert_int_ne(pb_token_mint(sk, "", now, 10, t, sizeof(t)), 0);
+	ck_assert_int_ne(pb_token_mint(sk, run, PB_UID_NONE, now, 0, t,
+	                     sizeof(t)),
+	    0);
+	ck_assert_int_ne(pb_token_mint(sk, "", PB_UID_NONE, now, 10, t,
+	                     sizeof(t)),
+	    0);
+	ck_assert_int_ne(pb_token_mint(sk, run, -2, now, 10, t, sizeof(t)), 0);
+	ck_assert_int_ne(pb_token_mint(sk, run, PB_UID_MAX + 1LL, now, 10, t,
+	                     sizeof(t)),
+	    0);
 }
 END_TEST
 
@@ -92,6 +101,66 @@ START_TEST(test_forged)
 		t[i] = c;
 	}
 	ck_assert_int_eq(verify(t, now), PB_TOK_OK);
+}
+END_TEST
+
+/* A token bound to a worker's uid: good only from a socket peer with that
+ * uid; never from another uid, root included, nor over TCP (no peer
+ * credentials).  An unbound token is good only over TCP.  A "uid" that
+ * is not a uid, or one spliced onto another token's signature, is not a
+ * token. */
+START_TEST(test_bound)
+{
+	static const struct {
+		int64_t tok, peer;
+		enum pb_tok want;
+	} cases[] = {
+	    {2100000001, 2100000001, PB_TOK_OK},
+	    {2100000001, 2100000002, PB_TOK_WRONG_PEER},
+	    {2100000001, 0, PB_TOK_WRONG_PEER},
+	    {0, 2100000001, PB_TOK_WRONG_PEER},
+	    {2100000001, -1, PB_TOK_WRONG_PEER},
+	    {PB_UID_NONE, -1, PB_TOK_OK},
+	    {PB_UID_NONE, 0, PB_TOK_UNBOUND},
+	    {PB_UID_NONE, 2100000001, PB_TOK_UNBOUND},
+	};
+	char t[PB_TOKEN_MAX + 1], u[PB_TOKEN_MAX + 1], s[2 * PB_TOKEN_MAX];
+	static const char *const bad[] = {"-1", "1.5", "\"1\"", "null",
+	    "2147483647", NULL};
+	struct pb_claims cl;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(pb_token_mint(sk, run, cases[i].tok, now, 300,
+		                     t, sizeof(t)),
+		    0);
+		ck_assert_int_eq(pb_token_verify(pk, t, strlen(t), now, 900,
+		                     &cl),
+		    PB_TOK_OK);
+		ck_assert_int_eq(cl.uid, cases[i].tok);
+		ck_assert_msg(pb_token_peer(&cl, cases[i].peer) ==
+		        cases[i].want,
+		    "case %zu", i);
+	}
+	/* The binding is signed: an unbound body under a bound signature. */
+	ck_assert_int_eq(pb_token_mint(sk, run, 7, now, 300, t, sizeof(t)), 0);
+	ck_assert_int_eq(pb_token_mint(sk, run, PB_UID_NONE, now, 300, u,
+	                     sizeof(u)),
+	    0);
+	snprintf(s, sizeof(s), "%.*s%s", (int)(strchr(u, '.') - u), u,
+	    strchr(t, '.'));
+	ck_assert_int_eq(verify(s, now), PB_TOK_FORGED);
+	for (int i = 0; bad[i] != NULL; i++) {
+		cJSON *o = kz_signed_body_new(run, now, 300);
+
+		ck_assert_ptr_nonnull(o);
+		cJSON_AddStringToObject(o, "aud", "kz-pkgbroker");
+		cJSON_AddRawToObject(o, "uid", bad[i]);
+		ck_assert_int_eq(kz_signed_make(sk, o, t, sizeof(t)), 0);
+		cJSON_Delete(o);
+		ck_assert_msg(pb_token_verify(pk, t, strlen(t), now, 900,
+		                  &cl) == PB_TOK_MALFORMED,
+		    "uid %s", bad[i]);
+	}
 }
 END_TEST
 
@@ -178,6 +247,7 @@ main(void)
 	tcase_add_test(tc, test_good);
 	tcase_add_test(tc, test_times);
 	tcase_add_test(tc, test_forged);
+	tcase_add_test(tc, test_bound);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_not_a_token);
 	tcase_add_test(tc, test_auth_header);
