@@ -25,6 +25,7 @@ static const char *const known[] = {
     "LEASE_EGRESS_SOCKET",
     "LEASE_BROKER_SOCKET",
     "LEASE_WORKER_IDS",
+    "LEASE_FILES_SHARE",
     NULL,
 };
 
@@ -59,6 +60,8 @@ ctl_conf_load(struct ctl_conf *c, const char *self, char *why, size_t wlen)
 	}
 	if ((e = kz_conf_ids(k, "LEASE_WORKER_IDS", KZ_WORKER_IDS_DEFAULT,
 	         &c->ids_first, &c->ids_last, why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "LEASE_FILES_SHARE", 50, 0, 100,
+	         &c->files_share, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||
 	    (e = kz_srv_peers_load(k, &c->peers, &operators, why, wlen)) != 0)

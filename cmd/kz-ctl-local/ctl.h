@@ -30,6 +30,7 @@ struct ctl_conf {
 	char broker_sock[108];
 	struct kz_peer_policy peers;
 	int64_t ids_first, ids_last; /* LEASE_WORKER_IDS */
+	int64_t files_share; /* LEASE_FILES_SHARE: percent; 0: no guard */
 	uint64_t frame_max;
 };
 
@@ -41,6 +42,33 @@ struct ctl_inv {
 	char id[CTL_INV_MAX][65];
 	size_t n;
 };
+
+/* A worker's command line (local.c), with the buffers it points into. */
+#define ARGS_MAX 32
+struct ctl_argv {
+	char sock[PATH_MAX], state[PATH_MAX], proj[PATH_MAX];
+	char extra[1024], ids[24];
+	char *av[ARGS_MAX + 24];
+};
+int ctl_worker_argv(const struct ctl_conf *c, const char *sub, const char *id,
+    int64_t hid, struct ctl_argv *a);
+/* The worker's environment (allocated; freed with ctl_worker_env_free). */
+char **ctl_worker_env(const struct ctl_conf *c, const char *runtime);
+void ctl_worker_env_free(char **env);
+
+/* host.c: what a worker holds of the host. */
+/* Runs kz-sandbox's sub with the worker's settings; its first line of
+ * output in out; its exit status, or -1 when it could not be run. */
+int ctl_sandbox(const struct ctl_conf *c, const char *sub, const char *id,
+    int64_t hid, const char *runtime, char *out, size_t olen);
+/* Kills every process of host uid hid; 0 once none is left, KZ_ESTATE
+ * when some would not die, KZ_EUNAVAIL when /proc cannot tell. */
+KZ_WUR int ctl_uid_kill(int64_t hid, char *why, size_t wlen);
+/* Whether the workers of dir (their WORKERS/<w>/files records, each
+ * unknown one counted as files) and a new one holding files stay within
+ * LEASE_FILES_SHARE of fs.file-max: 0, or KZ_EDENIED with why. */
+KZ_WUR int ctl_files_fit(const struct ctl_conf *c, const char *self,
+    uint64_t files, char *why, size_t wlen);
 
 /* Whether runtime is one kz-sandbox knows (SANDBOX_RUNTIME). */
 bool ctl_runtime_ok(const char *runtime);

@@ -26,8 +26,6 @@
 #include "ctl.h"
 #include "banned.h"
 
-#define ARGS_MAX 32
-
 static int
 split_args(char *s, char **av, int max)
 {
@@ -65,8 +63,8 @@ env_replaced(const char *e)
 	    strncmp(e, "SANDBOX_RUNTIME=", 16) == 0;
 }
 
-static char **
-worker_env(const struct ctl_conf *c, const char *runtime)
+char **
+ctl_worker_env(const struct ctl_conf *c, const char *runtime)
 {
 	extern char **environ;
 	size_t n = 0, k = 0, rl = strlen(runtime) + 17;
@@ -92,8 +90,8 @@ worker_env(const struct ctl_conf *c, const char *runtime)
 	return env;
 }
 
-static void
-worker_env_free(char **env)
+void
+ctl_worker_env_free(char **env)
 {
 	size_t n = 0;
 
@@ -105,50 +103,71 @@ worker_env_free(char **env)
 	free(env);
 }
 
+/*
+ * The worker's command line for kz-sandbox's subcommand sub (serve, reap,
+ * files): the same settings whichever, so that reap and files see the
+ * configuration the worker runs with.  -1 when a path does not fit.
+ */
+int
+ctl_worker_argv(const struct ctl_conf *c, const char *sub, const char *id,
+    int64_t hid, struct ctl_argv *a)
+{
+	int n = 0;
+
+	if (kz_pool_wpath(c->workers_dir, id, "sock", a->sock,
+	        sizeof(a->sock)) ||
+	    kz_pool_wpath(c->workers_dir, id, "state", a->state,
+	        sizeof(a->state)) ||
+	    kz_pool_wpath(c->workers_dir, id, "projection", a->proj,
+	        sizeof(a->proj)))
+		return -1;
+	snprintf(a->extra, sizeof(a->extra), "%s", c->worker_args);
+	a->av[n++] = (char *)c->worker_bin;
+	a->av[n++] = (char *)sub;
+	a->av[n++] = "--id";
+	a->av[n++] = (char *)id;
+	a->av[n++] = "--socket";
+	a->av[n++] = a->sock;
+	a->av[n++] = "--state-dir";
+	a->av[n++] = a->state;
+	/* kz-run fills the projection from the host; the code sees it
+	 * read-only at /projection, outside its workspace. */
+	a->av[n++] = "--projection";
+	a->av[n++] = a->proj;
+	if (c->egress_sock[0] != '\0') {
+		a->av[n++] = "--egress-socket";
+		a->av[n++] = (char *)c->egress_sock;
+	}
+	if (c->broker_sock[0] != '\0') {
+		a->av[n++] = "--broker-socket";
+		a->av[n++] = (char *)c->broker_sock;
+	}
+	n += split_args(a->extra, a->av + n, ARGS_MAX);
+	/* Last, so that LEASE_WORKER_ARGS cannot give two workers one id:
+	 * the code runs as the worker's own uid and gid, in a user
+	 * namespace or not.  (A worker that never got an id never ran.) */
+	if (hid > 0) {
+		snprintf(a->ids, sizeof(a->ids), "%lld", (long long)hid);
+		a->av[n++] = "--uid", a->av[n++] = a->ids;
+		a->av[n++] = "--gid", a->av[n++] = a->ids;
+		a->av[n++] = "--userns-host-uid", a->av[n++] = a->ids;
+		a->av[n++] = "--userns-host-gid", a->av[n++] = a->ids;
+	}
+	a->av[n] = NULL;
+	return 0;
+}
+
 /* The grandchild: a session of its own, so kz-lease can come and go. */
 static void
 exec_worker(const struct ctl_conf *c, const char *id, int64_t hid, char **env)
 {
-	char sock[PATH_MAX], state[PATH_MAX], log[PATH_MAX], extra[1024];
-	char proj[PATH_MAX], ids[24];
-	char *av[ARGS_MAX + 24];
-	int n = 0, fd;
+	static struct ctl_argv a;
+	char log[PATH_MAX];
+	int fd;
 
-	if (kz_pool_wpath(c->workers_dir, id, "sock", sock, sizeof(sock)) ||
-	    kz_pool_wpath(c->workers_dir, id, "state", state, sizeof(state)) ||
-	    kz_pool_wpath(c->workers_dir, id, "log", log, sizeof(log)) ||
-	    kz_pool_wpath(c->workers_dir, id, "projection", proj, sizeof(proj)))
+	if (kz_pool_wpath(c->workers_dir, id, "log", log, sizeof(log)) ||
+	    ctl_worker_argv(c, "serve", id, hid, &a) != 0)
 		_exit(127);
-	snprintf(extra, sizeof(extra), "%s", c->worker_args);
-	av[n++] = (char *)c->worker_bin;
-	av[n++] = "serve";
-	av[n++] = "--id";
-	av[n++] = (char *)id;
-	av[n++] = "--socket";
-	av[n++] = sock;
-	av[n++] = "--state-dir";
-	av[n++] = state;
-	/* kz-run fills the projection from the host; the code sees it
-	 * read-only at /projection, outside its workspace. */
-	av[n++] = "--projection";
-	av[n++] = proj;
-	if (c->egress_sock[0] != '\0') {
-		av[n++] = "--egress-socket";
-		av[n++] = (char *)c->egress_sock;
-	}
-	if (c->broker_sock[0] != '\0') {
-		av[n++] = "--broker-socket";
-		av[n++] = (char *)c->broker_sock;
-	}
-	n += split_args(extra, av + n, ARGS_MAX);
-	/* Last, so that LEASE_WORKER_ARGS cannot give two workers one id:
-	 * the code runs as the worker's own uid and gid, in a user
-	 * namespace or not. */
-	snprintf(ids, sizeof(ids), "%lld", (long long)hid);
-	av[n++] = "--uid", av[n++] = ids, av[n++] = "--gid", av[n++] = ids;
-	av[n++] = "--userns-host-uid", av[n++] = ids;
-	av[n++] = "--userns-host-gid", av[n++] = ids;
-	av[n] = NULL;
 	if ((fd = open("/dev/null", O_RDWR)) >= 0) {
 		dup2(fd, 0);
 		dup2(fd, 1);
@@ -156,7 +175,7 @@ exec_worker(const struct ctl_conf *c, const char *id, int64_t hid, char **env)
 	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) >=
 	    0)
 		dup2(fd, 2);
-	execve(av[0], av, env);
+	execve(a.av[0], a.av, env);
 	_exit(127);
 }
 
@@ -258,9 +277,26 @@ cmp_id(const void *a, const void *b)
  * one step for every kz-lease of this host; a worker's id is free again
  * once its directory is gone.
  */
+/* Records the worker's bound on open files in dir/files. */
+static int
+write_files(const char *dir, uint64_t files)
+{
+	char p[PATH_MAX + 16], buf[32];
+	int fd, n;
+
+	snprintf(p, sizeof(p), "%s/files", dir);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	         0640)) < 0)
+		return KZ_ESYS;
+	n = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)files);
+	n = write(fd, buf, (size_t)n) == n ? 0 : KZ_ESYS;
+	close(fd);
+	return n;
+}
+
 static int
 claim_id(const struct ctl_conf *c, const char *id, const char *dir,
-    int64_t *out)
+    uint64_t files, int64_t *out, char *why, size_t wlen)
 {
 	static int64_t held[CTL_INV_MAX];
 	static struct ctl_inv inv;
@@ -283,8 +319,21 @@ claim_id(const struct ctl_conf *c, const char *id, const char *dir,
 	for (size_t i = 0; i < nh && held[i] <= want; i++)
 		if (held[i] == want)
 			want++;
-	if (want > c->ids_last)
+	if (want > c->ids_last) {
+		kz_why(why, wlen, "no free worker id in LEASE_WORKER_IDS");
 		goto out;
+	}
+	/* Under the same lock: two creates cannot both fit in the room
+	 * that fits one. */
+	if (files > 0 &&
+	    ((r = ctl_files_fit(c, id, files, why, wlen)) != 0 ||
+	        (r = write_files(dir, files)) != 0)) {
+		if (r != KZ_EDENIED)
+			kz_why(why, wlen, "cannot record the worker's files");
+		r = KZ_EDENIED;
+		goto out;
+	}
+	r = KZ_EUNAVAIL;
 	snprintf(p, sizeof(p), "%s/ids", dir);
 	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)want);
 	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
@@ -308,6 +357,10 @@ ctl_runtime_ok(const char *runtime)
 static int
 undo(const char *dir, const char *proj, int ids)
 {
+	char p[PATH_MAX + 8];
+
+	snprintf(p, sizeof(p), "%s/files", dir);
+	(void)unlink(p);
 	if (ids)
 		(void)unlink_ids(dir);
 	rmdir(proj);
@@ -315,11 +368,29 @@ undo(const char *dir, const char *proj, int ids)
 	return KZ_EDENIED;
 }
 
+/*
+ * The open files one run of this worker can hold, as kz-sandbox computes
+ * it from the settings the worker will be started with (LEASE_WORKER_ARGS
+ * and the environment over its file); 0 when it cannot tell.
+ */
+static uint64_t
+worker_files(const struct ctl_conf *c, const char *id, const char *runtime)
+{
+	char out[64];
+	int64_t v;
+
+	if (ctl_sandbox(c, "files", id, 0, runtime, out, sizeof(out)) != 0 ||
+	    kz_parse_int(out, 1, INT64_MAX, &v) != 0)
+		return 0;
+	return (uint64_t)v;
+}
+
 int
 ctl_create(const struct ctl_conf *c, const char *id, const char *runtime,
     char *endpoint, size_t elen, char *why, size_t wlen)
 {
 	int64_t hid = 0;
+	uint64_t files = 0;
 	char dir[PATH_MAX], proj[PATH_MAX], **env;
 	pid_t mid, w;
 	int st;
@@ -342,13 +413,20 @@ ctl_create(const struct ctl_conf *c, const char *id, const char *runtime,
 		                     "cannot make the worker directory");
 		return KZ_EDENIED;
 	}
-	if (claim_id(c, id, dir, &hid) != 0) {
-		kz_why(why, wlen, "no free worker id in LEASE_WORKER_IDS");
+	if (c->files_share > 0 && (files = worker_files(c, id, runtime)) == 0) {
+		kz_why(why, wlen,
+		    "cannot learn the worker's bound on open files "
+		    "(kz-sandbox files)");
 		return undo(dir, proj, 0);
 	}
-	if ((env = worker_env(c, runtime)) == NULL || (mid = fork()) < 0) {
+	if (claim_id(c, id, dir, files, &hid, why, wlen) != 0) {
+		if (*why == '\0')
+			kz_why(why, wlen, "worker inventory unreadable");
+		return undo(dir, proj, 0);
+	}
+	if ((env = ctl_worker_env(c, runtime)) == NULL || (mid = fork()) < 0) {
 		if (env != NULL)
-			worker_env_free(env);
+			ctl_worker_env_free(env);
 		kz_why(why, wlen, "fork failed");
 		return undo(dir, proj, 1);
 	}
@@ -360,7 +438,7 @@ ctl_create(const struct ctl_conf *c, const char *id, const char *runtime,
 			exec_worker(c, id, hid, env);
 		_exit(write_pid(dir, w) == 0 ? 0 : 1);
 	}
-	worker_env_free(env);
+	ctl_worker_env_free(env);
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
@@ -403,29 +481,6 @@ rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 	return (flag == FTW_DP ? rmdir(p) : unlink(p)) == 0 || errno == ENOENT ?
 	    0 :
 	    -1;
-}
-
-/*
- * A worker that had to be killed never removed its cgroups (kz-sandbox(8):
- * <parent>/<id>, with init and run below it, in each v1 hierarchy).  They
- * are empty once it is gone; rmdir refuses any that is not, and a cgroup
- * left that way is what the next reconcile will see.
- */
-static void
-rm_cgroups(const char *id)
-{
-	static const char *const ctrl[] = {"memory", "pids", "cpu", "freezer",
-	    "blkio", NULL};
-	static const char *const sub[] = {"/run", "/init", "", NULL};
-	char p[PATH_MAX];
-
-	for (int i = 0; ctrl[i] != NULL; i++)
-		for (int k = 0; sub[k] != NULL; k++) {
-			snprintf(p, sizeof(p),
-			    "/sys/fs/cgroup/%s/kz-sandbox/%s%s", ctrl[i], id,
-			    sub[k]);
-			(void)rmdir(p);
-		}
 }
 
 /*
@@ -529,11 +584,39 @@ stop_worker(const char *id, int sig)
 	return n;
 }
 
+/*
+ * A worker that had to be killed never ran its own teardown: what it
+ * left in the cgroups (and whatever of the code still runs there) is
+ * found with its own settings, which may name any cgroup root and parent
+ * and either version (kz-sandbox reap), and every process of its host
+ * uid is killed.  Its id, free again once the directory is gone, must
+ * find nothing of it.
+ */
+static int
+reap(const struct ctl_conf *c, const char *id, const char *dir, char *why,
+    size_t wlen)
+{
+	int64_t hid = read_num(dir, "ids", 1, INT64_MAX);
+	char out[8];
+	int r;
+
+	if (access(dir, F_OK) != 0 && errno == ENOENT)
+		return 0;
+	if ((r = ctl_sandbox(c, "reap", id, hid, "native", out, sizeof(out))) !=
+	    0) {
+		kz_why(why, wlen,
+		    r < 0 ? "cannot run kz-sandbox reap" :
+		            "the worker's cgroups could not be emptied");
+		return KZ_ESTATE;
+	}
+	return hid > 0 ? ctl_uid_kill(hid, why, wlen) : 0;
+}
+
 int
 ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 {
 	char dir[PATH_MAX];
-	int n;
+	int n, e;
 
 	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0)
 		return KZ_EINVAL;
@@ -547,7 +630,8 @@ ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 		            "worker did not stop");
 		return n < 0 ? KZ_EUNAVAIL : KZ_ESTATE;
 	}
-	rm_cgroups(id);
+	if ((e = reap(c, id, dir, why, wlen)) != 0)
+		return e;
 	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
 	    errno != ENOENT) {
 		kz_why(why, wlen, "worker directory could not be removed");

@@ -34,6 +34,8 @@ usage(FILE *fp)
 	    "       kz-sandbox serve --id ID [--socket PATH] [--pid-file "
 	    "FILE]\n"
 	    "           [--config FILE] [options]\n"
+	    "       kz-sandbox reap --id ID [--config FILE] [options]\n"
+	    "       kz-sandbox files [--config FILE] [options]\n"
 	    "       kz-sandbox classify FILE...\n"
 	    "       kz-sandbox seccomp\n"
 	    "       kz-sandbox --help | --version\n"
@@ -320,6 +322,31 @@ cmd_serve(struct sbx_conf *c, struct opts *o)
 	return code;
 }
 
+/*
+ * reap: the cgroups of worker ID, which was killed before its own
+ * teardown, emptied and removed with the configuration it was started
+ * with (kz-ctl-local's delete).
+ */
+static int
+cmd_reap(struct sbx_conf *c)
+{
+	char why[256];
+
+	if (c->id[0] == '\0')
+		return die(KZ_EXIT_USAGE, "reap needs --id");
+	if (sbx_reap(c, why, sizeof(why)) != 0)
+		return die(KZ_EXIT_UNAVAIL, "reap %s: %s", c->id, why);
+	return KZ_EXIT_OK;
+}
+
+/* files: the bound on the open files of one run (kz-ctl-local's create). */
+static int
+cmd_files(const struct sbx_conf *c)
+{
+	printf("%llu\n", (unsigned long long)sbx_files_bound(c));
+	return fflush(stdout) == 0 ? KZ_EXIT_OK : KZ_EXIT_INTERNAL;
+}
+
 static int
 cmd_classify(int argc, char **argv)
 {
@@ -424,15 +451,20 @@ main(int argc, char **argv)
 	if (sodium_init() < 0)
 		return die(KZ_EXIT_INTERNAL, "libsodium init failed");
 	sbx_conf_defaults(&c);
-	if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "serve") != 0) {
+	if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "serve") != 0 &&
+	    strcmp(argv[1], "reap") != 0 && strcmp(argv[1], "files") != 0) {
 		usage(stderr);
 		return KZ_EXIT_USAGE;
 	}
 	if ((r = parse(argc, argv, &c, &o)) != 0)
 		return r;
+	if (strcmp(argv[1], "files") == 0)
+		return cmd_files(&c);
 	if (geteuid() != 0)
 		return die(KZ_EXIT_UNAVAIL,
 		    "isolation setup failed: namespaces and cgroups need root");
+	if (strcmp(argv[1], "reap") == 0)
+		return cmd_reap(&c);
 	return strcmp(argv[1], "run") == 0 ? cmd_run(&c, &o) :
 	                                     cmd_serve(&c, &o);
 }

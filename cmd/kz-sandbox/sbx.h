@@ -94,6 +94,16 @@ KZ_WUR int sbx_conf_opt(struct sbx_conf *c, const char *opt, const char *val,
 KZ_WUR int sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen);
 /* The option table, for --help. */
 void sbx_conf_usage(void *fp);
+
+/* reap.c: what the memory cgroup charges at least for an open file (a
+ * struct file) and for a mapping (a vm_area_struct): the slab objects of
+ * Linux 6.x on x86-64, 192 bytes and up. */
+#define SBX_FILE_BYTES 192
+#define SBX_VMA_BYTES 192
+/* Kills what is left in worker c->id's cgroups and removes them. */
+KZ_WUR int sbx_reap(const struct sbx_conf *c, char *why, size_t wlen);
+/* The open files one run under c can hold at most. */
+uint64_t sbx_files_bound(const struct sbx_conf *c);
 KZ_WUR bool sbx_id_valid(const char *id);
 
 /* cgroup.c: the worker's cgroup (the agent) and its run child (the code);

@@ -37,12 +37,14 @@ setup(void)
 	conf.ids_first = 2100000001;
 	conf.ids_last = 2100000002;
 	conf.frame_max = 1 << 20;
-	/* serve --id ID --socket WORKERS/ID/sock ...: it records its
+	/* reap and files (kz-sandbox's) answer at once; serve --id ID
+	 * --socket WORKERS/ID/sock ...: it records its
 	 * runtime and its ids beside its socket, then waits. */
 	snprintf(p, sizeof(p), "%s", conf.worker_bin);
 	ck_assert_ptr_nonnull(f = fopen(p, "w"));
 	fprintf(f,
-	    "#!/bin/sh\nd=$(dirname \"$5\")\n"
+	    "#!/bin/sh\ncase $1 in reap) exit 0;; files) echo 1000; exit 0;; "
+	    "esac\nd=$(dirname \"$5\")\n"
 	    "echo \"$SANDBOX_RUNTIME $*\" >\"$d/seen.tmp\"\n"
 	    "mv \"$d/seen.tmp\" \"$d/seen\"\n"
 	    "while :; do sleep 0.2; done\n");
