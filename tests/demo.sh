@@ -11,6 +11,9 @@ BIN=$TOP/bin
 RUN=$(mktemp -d /tmp/kz-demo.XXXXXX)
 chmod 0755 "$RUN"
 export KZ_RUN_DIR=$RUN
+# This host's fs.file-max may be the kernel's default, which a pool of
+# default-size workers passes half of (kz-ctl-local(8), LEASE_FILES_SHARE).
+export LEASE_FILES_SHARE=${LEASE_FILES_SHARE:-0}
 # A demo that worked leaves nothing; one that failed keeps the run dir, and
 # says so, for the logs it points at.
 stop() {

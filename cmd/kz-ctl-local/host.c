@@ -198,7 +198,8 @@ ctl_files_fit(const struct ctl_conf *c, const char *self, uint64_t files,
 	if (sum > cap) {
 		kz_why(why, wlen,
 		    "the workers could hold %llu open files, more than "
-		    "LEASE_FILES_SHARE %lld%% of fs.file-max (%lld)",
+		    "LEASE_FILES_SHARE %lld%% of fs.file-max (%lld): raise "
+		    "fs.file-max or lower SANDBOX_MEMORY",
 		    (unsigned long long)sum, (long long)c->files_share,
 		    (long long)max);
 		return KZ_EDENIED;

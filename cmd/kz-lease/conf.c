@@ -44,6 +44,7 @@ static const char *const known[] = {
     "LEASE_BROKER_SOCKET",
     "LEASE_STOP_WORKERS",
     "LEASE_WORKER_IDS",
+    "LEASE_FILES_SHARE",
     "KZ_AUDIT",
     /* The controller (kz-controller(7)). */
     "LEASE_CONTROLLER_TIMEOUT_MS",
@@ -259,6 +260,8 @@ lease_conf_load(struct lease_conf *c, const char *path, const char *self,
 	    (e = load_ints(c, k, why, wlen)) != 0 ||
 	    (e = kz_conf_ids(k, "LEASE_WORKER_IDS", KZ_WORKER_IDS_DEFAULT,
 	         &c->ids_first, &c->ids_last, why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "LEASE_FILES_SHARE", 50, 0, 100,
+	         &c->files_share, why, wlen)) != 0 ||
 	    (e = load_host(k, why, wlen)) != 0 ||
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", KZ_FRAME_MAX_DEFAULT,
 	         KZ_FRAME_MAX_LIMIT, &c->frame_max, why, wlen)) != 0 ||

@@ -91,7 +91,7 @@ known_del(const char *id)
 static const char *const forwarded[] = {"KZ_RUN_DIR", "KZ_FRAME_MAX",
     "KZ_PEER_UIDS", "KZ_PEER_GIDS", "LEASE_WORKERS_DIR", "LEASE_WORKER_BIN",
     "LEASE_WORKER_ARGS", "LEASE_EGRESS_SOCKET", "LEASE_BROKER_SOCKET",
-    "LEASE_WORKER_IDS", NULL};
+    "LEASE_WORKER_IDS", "LEASE_FILES_SHARE", NULL};
 
 static bool
 is_forwarded(const char *e)
@@ -154,6 +154,7 @@ env_build(const struct lease_conf *c)
 	v[nv++] = var("LEASE_BROKER_SOCKET", "%s", c->broker_sock);
 	v[nv++] = var("LEASE_WORKER_IDS", "%lld-%lld", (long long)c->ids_first,
 	    (long long)c->ids_last);
+	v[nv++] = var("LEASE_FILES_SHARE", "%lld", (long long)c->files_share);
 	for (int i = 0; i < nv; i++)
 		if (v[i] == NULL) {
 			for (int j = 0; j < nv; j++)

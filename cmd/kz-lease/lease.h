@@ -50,6 +50,7 @@ struct lease_conf {
 	int64_t reconcile_ms, create_timeout_ms, reset_grace_ms;
 	int64_t reset_io_timeout_ms, reset_threads;
 	int64_t ids_first, ids_last; /* LEASE_WORKER_IDS */
+	int64_t files_share; /* LEASE_FILES_SHARE, for kz-ctl-local */
 	bool stop_workers;
 };
 

@@ -46,6 +46,9 @@ trap cleanup EXIT
 srv=$(command -v valkey-server || command -v redis-server)
 head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
 export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$T/store.sock KZ_FIELD_KEY_FILE=$T/field.key
+# This host's fs.file-max may be the kernel's default, which a pool of
+# default-size workers passes half of (kz-ctl-local(8), LEASE_FILES_SHARE).
+export LEASE_FILES_SHARE=${LEASE_FILES_SHARE:-0}
 export KZ_AUDIT_SOCKET=$T/kz-audit.sock KZ_LEASE_SOCKET=$T/kz-lease.sock
 export PKGRUN_CACHE=$T/pkgcache PKGRUN_STATE_DIR=$T/pkgstate RUN_SNAPSHOT=no
 "$srv" --port 0 --unixsocket "$KZ_STORE_SOCKET" --unixsocketperm 600 --dir "$T" \
