@@ -89,7 +89,10 @@ KZ_WUR int pb_token_keypair(const char *field_key_file, unsigned char pk[32],
 	    "broker forward of the run it was minted for")                     \
 	X(UNBOUND, "token_unbound",                                            \
 	    "the token names no worker: the socket takes only a run's own "    \
-	    "token")
+	    "token")                                                           \
+	X(OTHER_RUN, "token_other_run",                                        \
+	    "the token is another run's: it is good only through the broker "  \
+	    "forward of the run it was minted for")
 
 enum pb_tok {
 #define X(n, code, text) PB_TOK_##n,
@@ -127,6 +130,13 @@ enum pb_tok pb_token_from_auth(const char *v, char *out, size_t len);
  * bound to none.  PB_TOK_OK, PB_TOK_WRONG_PEER or PB_TOK_UNBOUND.
  */
 enum pb_tok pb_token_peer(const struct pb_claims *cl, int64_t peer_uid);
+/*
+ * Whether a current token may be used on a socket connection bound to
+ * conn_run (the run of the token its first request, the bind, carried):
+ * only a token of that run.  NULL or "" (no run) admits no token.
+ * PB_TOK_OK or PB_TOK_OTHER_RUN.
+ */
+enum pb_tok pb_token_run(const struct pb_claims *cl, const char *conn_run);
 
 /* ---- route.c ---- */
 enum pb_kind {

@@ -147,6 +147,17 @@ pb_token_peer(const struct pb_claims *cl, int64_t peer_uid)
 	return cl->uid == peer_uid ? PB_TOK_OK : PB_TOK_WRONG_PEER;
 }
 
+enum pb_tok
+pb_token_run(const struct pb_claims *cl, const char *conn_run)
+{
+	/* The next tenant of a worker has its uid: only the run its
+	 * forward bound the connection to tells a leaked token from the
+	 * run's own. */
+	if (conn_run == NULL || *conn_run == '\0' || cl->run[0] == '\0')
+		return PB_TOK_OTHER_RUN;
+	return strcmp(cl->run, conn_run) == 0 ? PB_TOK_OK : PB_TOK_OTHER_RUN;
+}
+
 static enum pb_tok
 copy_token(const char *s, size_t n, char *out, size_t len)
 {
