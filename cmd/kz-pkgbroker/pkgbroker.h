@@ -4,7 +4,8 @@
  * closed set of paths served), rewrite.c (npm package documents cut down
  * to what npm reads, pointing back at the broker), pyindex.c and render.c
  * (PEP 503 pages read for their anchors, written afresh as HTML or PEP
- * 691 JSON), serve.c (the HTTP server, its checks and refusals), fetch.c
+ * 691 JSON), serve.c (the HTTP server, its checks and refusals), conn.c
+ * (the run each connection on the socket is bound to), fetch.c
  * (upstream fetches, streaming under the ceiling), tls.c (the upstreams'
  * TLS: trust anchors, name checks, the reasons of a failed handshake).
  */
@@ -25,6 +26,9 @@
 #define PB_PATH_MAX 1024
 #define PB_URL_MAX 2048
 #define PB_HOST_MAX 253
+/* A broker forward's first request on each connection (serve.c); never
+ * a registry path (route.c refuses it: no package name holds a "/"). */
+#define PB_BIND_PATH "/-/kz/bind"
 
 /* ---- conf.c ---- */
 struct pb_upstream {

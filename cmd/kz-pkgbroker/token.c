@@ -7,7 +7,9 @@
  * worker the run was leased: the host uid that worker's broker forward
  * presents on the broker's socket, which the code inside cannot change.
  * A token that leaks out of its run is then refused from any other
- * worker's forward.
+ * worker's forward; and, since each connection on the socket is first
+ * bound to its run (serve.c), from the forward of any later run of the
+ * same worker too.
  */
 #include <stdio.h>
 #include <stdlib.h>
