@@ -92,7 +92,7 @@ take_client(struct fetch *f)
 	struct evhttp_request *r = f->creq;
 
 	if (f->ccon != NULL)
-		evhttp_connection_set_closecb(f->ccon, NULL, NULL);
+		pb_conn_closecb(f->s, f->ccon, NULL, NULL);
 	f->creq = NULL;
 	f->ccon = NULL;
 	return r;
@@ -486,7 +486,7 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	if (!is_file(x->rt.kind))
 		evhttp_connection_set_max_body_size(f->ucon,
 		    (ev_ssize_t)s->c->doc_max);
-	evhttp_connection_set_closecb(f->ccon, client_closed, f);
+	pb_conn_closecb(s, f->ccon, client_closed, f);
 	if (evhttp_make_request(f->ucon, u, EVHTTP_REQ_GET, path) != 0) {
 		/* evhttp_make_request frees u on failure. */
 		fail(f, 502, "upstream_unavailable",

@@ -4,7 +4,8 @@
  * closed set of paths served), rewrite.c (npm package documents cut down
  * to what npm reads, pointing back at the broker), pyindex.c and render.c
  * (PEP 503 pages read for their anchors, written afresh as HTML or PEP
- * 691 JSON), serve.c (the HTTP server, its checks and refusals), fetch.c
+ * 691 JSON), serve.c (the HTTP server, its checks and refusals), conn.c
+ * (the run each connection on the socket is bound to), fetch.c
  * (upstream fetches, streaming under the ceiling), tls.c (the upstreams'
  * TLS: trust anchors, name checks, the reasons of a failed handshake).
  */
@@ -25,6 +26,9 @@
 #define PB_PATH_MAX 1024
 #define PB_URL_MAX 2048
 #define PB_HOST_MAX 253
+/* A broker forward's first request on each connection (serve.c); never
+ * a registry path (route.c refuses it: no package name holds a "/"). */
+#define PB_BIND_PATH "/-/kz/bind"
 
 /* ---- conf.c ---- */
 struct pb_upstream {
@@ -89,7 +93,10 @@ KZ_WUR int pb_token_keypair(const char *field_key_file, unsigned char pk[32],
 	    "broker forward of the run it was minted for")                     \
 	X(UNBOUND, "token_unbound",                                            \
 	    "the token names no worker: the socket takes only a run's own "    \
-	    "token")
+	    "token")                                                           \
+	X(OTHER_RUN, "token_other_run",                                        \
+	    "the token is another run's: it is good only through the broker "  \
+	    "forward of the run it was minted for")
 
 enum pb_tok {
 #define X(n, code, text) PB_TOK_##n,
@@ -127,6 +134,13 @@ enum pb_tok pb_token_from_auth(const char *v, char *out, size_t len);
  * bound to none.  PB_TOK_OK, PB_TOK_WRONG_PEER or PB_TOK_UNBOUND.
  */
 enum pb_tok pb_token_peer(const struct pb_claims *cl, int64_t peer_uid);
+/*
+ * Whether a current token may be used on a socket connection bound to
+ * conn_run (the run of the token its first request, the bind, carried):
+ * only a token of that run.  NULL or "" (no run) admits no token.
+ * PB_TOK_OK or PB_TOK_OTHER_RUN.
+ */
+enum pb_tok pb_token_run(const struct pb_claims *cl, const char *conn_run);
 
 /* ---- route.c ---- */
 enum pb_kind {

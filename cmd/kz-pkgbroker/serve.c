@@ -1,12 +1,21 @@
 /*
  * The broker's HTTP server (libevent's evhttp: no HTTP is parsed here).
  * Each request is checked in a fixed order before anything is fetched:
- * HTTP/1.1 and GET, the peer (on the Unix socket), the Host, the path (the
- * closed set of route.c), the registry being configured, and a current
- * run token presented by the worker it was minted for (the socket peer's
- * uid, token.c).  A refusal answers once with a one-line reason in the status
- * line and the body, and is audited with the host and the package name,
- * never the token, the path or the query.
+ * HTTP/1.1 and GET, the peer (on the Unix socket), the binding of a socket
+ * connection to its run, the Host, the path (the closed set of route.c),
+ * the registry being configured, and a current run token presented by the
+ * worker it was minted for (the socket peer's uid, token.c) through the
+ * forward of its own run.  A refusal answers once with a one-line reason
+ * in the status line and the body, and is audited with the host and the
+ * package name, never the token, the path or the query.
+ *
+ * A connection on the socket is a worker's broker forward: its first
+ * request, sent by the forward before a byte of the code's, is a bind
+ * (GET PB_BIND_PATH with the run's token), which binds the connection to
+ * that token's run (conn.c); every later request on it must carry a token
+ * of that run.  The next tenant of the worker has the same uid but not
+ * the previous run's forward, so a token it finds is refused
+ * (token_other_run).  The TCP listener has no bind.
  */
 #include <errno.h>
 #include <signal.h>
@@ -167,8 +176,11 @@ peer_ok(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 	return true;
 }
 
+/* The request's token; on a socket connection (but for its bind) it
+ * must be of the run the connection is bound to, x->bound. */
 static enum pb_tok
-check_token(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
+check_token(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x,
+    bool binding)
 {
 	const char *auth = evhttp_find_header(evhttp_request_get_input_headers(
 	                                          req),
@@ -186,13 +198,76 @@ check_token(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 	sodium_memzero(tok, sizeof(tok));
 	if (t != PB_TOK_OK)
 		return t;
-	/* A genuine token from the wrong worker is audited under the run
-	 * it was minted for: that run's token is out. */
+	/* A genuine token from the wrong worker, or through another run's
+	 * forward, is audited under the run it was minted for: that run's
+	 * token is out. */
 	snprintf(x->run, sizeof(x->run), "%s", cl.run);
-	return pb_token_peer(&cl, x->peer_uid);
+	if ((t = pb_token_peer(&cl, x->peer_uid)) != PB_TOK_OK ||
+	    x->peer_uid < 0 || binding)
+		return t;
+	return pb_token_run(&cl, x->bound);
 }
 
-/* The checks before the path: HTTP/1.1, GET, the peer, the Host. */
+/* GET PB_BIND_PATH, no query: the forward's first request. */
+static bool
+is_bind(struct evhttp_request *req)
+{
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+	const char *path = u == NULL ? NULL : evhttp_uri_get_path(u);
+
+	return path != NULL && strcmp(path, PB_BIND_PATH) == 0 &&
+	    evhttp_uri_get_query(u) == NULL && evhttp_uri_get_host(u) == NULL;
+}
+
+/*
+ * A socket connection's binding: its first request must be the bind, and
+ * only its first.  True when req goes on to be served (x->bound set);
+ * false when it was answered here: a refusal (which closes the
+ * connection) or the bind's success, which the forward reads and never
+ * passes on to the code.
+ */
+static bool
+bind_step(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
+{
+	struct evhttp_connection *ec = evhttp_request_get_connection(req);
+	const char *run = pb_conn_run(s, ec);
+	bool bind = is_bind(req);
+	enum pb_tok t;
+
+	if (run != NULL && !bind) {
+		snprintf(x->bound, sizeof(x->bound), "%s", run);
+		return true;
+	}
+	if (run != NULL) {
+		snprintf(x->run, sizeof(x->run), "%s", run);
+		refuse(s, req, x, 403, "bind_again",
+		    "the connection is bound to its run already");
+		return false;
+	}
+	if (!bind) {
+		refuse(s, req, x, 403, "bind_missing",
+		    "the connection was not bound to a run first: the socket "
+		    "serves only a run's broker forward");
+		return false;
+	}
+	if ((t = check_token(s, req, x, true)) != PB_TOK_OK) {
+		refuse(s, req, x, t == PB_TOK_MISSING ? 401 : 403,
+		    pb_tok_code(t), pb_tok_text(t));
+		return false;
+	}
+	if (pb_conn_bind(s, ec, x->run) != 0) {
+		refuse(s, req, x, 500, "internal",
+		    "cannot bind the connection");
+		return false;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Length", "0");
+	evhttp_send_reply(req, 200, "Bound", NULL);
+	return false;
+}
+
+/* The checks before the path: HTTP/1.1, GET, the peer, the socket
+ * connection's binding, the Host. */
 static bool
 admit(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 {
@@ -211,6 +286,8 @@ admit(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 		    "this peer may not use the broker");
 		return false;
 	}
+	if (x->peer_uid >= 0 && !bind_step(s, req, x))
+		return false;
 	if (!pb_host_allowed(s->c->hosts, x->host)) {
 		refuse(s, req, x, 403, "host_refused",
 		    "that host is not the broker's (PKGBROKER_HOSTS)");
@@ -266,7 +343,7 @@ on_request(struct evhttp_request *req, void *arg)
 	    "Host");
 	if (!admit(s, req, &x) || !route(s, req, &x))
 		return;
-	if ((t = check_token(s, req, &x)) != PB_TOK_OK) {
+	if ((t = check_token(s, req, &x, false)) != PB_TOK_OK) {
 		refuse(s, req, &x, t == PB_TOK_MISSING ? 401 : 403,
 		    pb_tok_code(t), pb_tok_text(t));
 		return;
@@ -327,6 +404,7 @@ srv_init(struct pb_srv *s, const struct pb_conf *c, char *why, size_t wlen)
 	evhttp_set_max_body_size(s->http, 4096);
 	evhttp_set_timeout(s->http, (int)c->upstream_timeout_s * 2);
 	evhttp_set_gencb(s->http, on_request, s);
+	evhttp_set_bevcb(s->http, pb_conn_bev, s);
 	return 0;
 }
 
@@ -335,6 +413,7 @@ srv_release(struct pb_srv *s)
 {
 	if (s->http != NULL)
 		evhttp_free(s->http);
+	pb_conn_release(s);
 	if (s->dns != NULL)
 		evdns_base_free(s->dns, 0);
 	if (s->base != NULL)

@@ -9,6 +9,7 @@
 
 #include "pkgbroker.h"
 
+struct pb_conn;
 struct pb_srv {
 	const struct pb_conf *c;
 	struct event_base *base;
@@ -16,6 +17,8 @@ struct pb_srv {
 	struct evhttp *http;
 	SSL_CTX *tls; /* the upstreams' client context */
 	uint64_t nreq;
+	struct pb_conn *conns; /* the socket's bound connections (conn.c) */
+	size_t nconns;
 };
 
 /* One request as checked so far (on the stack of on_request; fetch.c
@@ -27,6 +30,9 @@ struct pb_ctx {
 	const struct pb_upstream *up;
 	char run[PB_RUN_MAX + 1]; /* the token's run hash */
 	int64_t peer_uid; /* the socket peer's uid; -1 on the TCP listener */
+	/* The run the socket connection is bound to; "" on the TCP
+	 * listener. */
+	char bound[PB_RUN_MAX + 1];
 };
 
 /* What one upstream connection's handshake showed (tls.c). */
@@ -54,6 +60,22 @@ void pb_audit_refusal(struct pb_srv *s, const struct pb_ctx *x,
 /* Answers req with status and the one-line reason. */
 void pb_reply_refusal(struct evhttp_request *req, int status, const char *code,
     const char *text);
+/*
+ * conn.c: the run each socket connection is bound to.  pb_conn_bev is
+ * evhttp's bevcb (arg the pb_srv).  pb_conn_bind binds ec to run (once;
+ * KZ_EINVAL when it is bound already) and takes ec's close callback;
+ * pb_conn_run is the run ec is bound to, NULL when none.  Whoever else
+ * wants ec's close callback sets it with pb_conn_closecb.
+ */
+typedef void (*pb_closecb)(struct evhttp_connection *, void *);
+struct bufferevent *pb_conn_bev(struct event_base *base, void *arg);
+KZ_WUR int pb_conn_bind(struct pb_srv *s, struct evhttp_connection *ec,
+    const char *run);
+const char *pb_conn_run(struct pb_srv *s, struct evhttp_connection *ec);
+void pb_conn_closecb(struct pb_srv *s, struct evhttp_connection *ec,
+    pb_closecb cb, void *arg);
+/* Drops every binding (the server is going away). */
+void pb_conn_release(struct pb_srv *s);
 /* Fetches the routed document or file from the upstream for req. */
 void pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
     const struct pb_ctx *x);

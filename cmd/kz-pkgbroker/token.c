@@ -7,7 +7,9 @@
  * worker the run was leased: the host uid that worker's broker forward
  * presents on the broker's socket, which the code inside cannot change.
  * A token that leaks out of its run is then refused from any other
- * worker's forward.
+ * worker's forward; and, since each connection on the socket is first
+ * bound to its run (serve.c), from the forward of any later run of the
+ * same worker too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +147,17 @@ pb_token_peer(const struct pb_claims *cl, int64_t peer_uid)
 	if (cl->uid == PB_UID_NONE)
 		return PB_TOK_UNBOUND;
 	return cl->uid == peer_uid ? PB_TOK_OK : PB_TOK_WRONG_PEER;
+}
+
+enum pb_tok
+pb_token_run(const struct pb_claims *cl, const char *conn_run)
+{
+	/* The next tenant of a worker has its uid: only the run its
+	 * forward bound the connection to tells a leaked token from the
+	 * run's own. */
+	if (conn_run == NULL || *conn_run == '\0' || cl->run[0] == '\0')
+		return PB_TOK_OTHER_RUN;
+	return strcmp(cl->run, conn_run) == 0 ? PB_TOK_OK : PB_TOK_OTHER_RUN;
 }
 
 static enum pb_tok

@@ -252,6 +252,8 @@ cmd_run(struct sbx_conf *c, struct opts *o)
 		if (sbx_env_broker(&rq.env, (int)c->broker_port, tok, rq.npmrc,
 		        why, sizeof(why)) != 0)
 			return die(KZ_EXIT_USAGE, "%s", why);
+		snprintf(rq.broker_token, sizeof(rq.broker_token), "%s", tok);
+		sodium_memzero(tok, sizeof(tok));
 	}
 	if (sbx_env_finish(&rq.env,
 	        c->egress_sock[0] && grant[0] ? (int)c->relay_port : 0, why,

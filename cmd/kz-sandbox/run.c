@@ -365,7 +365,9 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 		setup_fail(rs, "init", "the worker's init is gone");
 		return 0;
 	}
-	if ((fwd = sbx_forward_start(w->c, fwhy, sizeof(fwhy))) < 0) {
+	fwd = sbx_forward_start(w->c, rq->broker_token, fwhy, sizeof(fwhy));
+	explicit_bzero(rq->broker_token, sizeof(rq->broker_token));
+	if (fwd < 0) {
 		setup_fail(rs, "broker forward", fwhy);
 		return 0;
 	}

@@ -315,9 +315,12 @@ KZ_WUR int sbx_webrtc_if(char *why, size_t wlen);
 /* Forks the relay for one run; returns its pid (the caller kills it). */
 pid_t sbx_relay_start(int lfd, const char *egress_sock, const char *grant);
 
-/* forward.c: the run's broker forward; 0 when none is configured, -1
- * with why when it cannot listen, else its pid for sbx_forward_stop. */
-pid_t sbx_forward_start(const struct sbx_conf *c, char *why, size_t wlen);
+/* forward.c: the run's broker forward, binding each of its connections
+ * to the run with the run's token; 0 when none is configured or the run
+ * has no token, -1 with why when it cannot listen, else its pid for
+ * sbx_forward_stop. */
+pid_t sbx_forward_start(const struct sbx_conf *c, const char *token, char *why,
+    size_t wlen);
 /* The host uid the code runs as (the user namespace's host uid when it
  * has one), which the forward presents to the broker: "broker_uid" of
  * health, what kz-run binds the run's token to. */
@@ -374,6 +377,10 @@ struct sbx_req {
 	uint64_t out_max[2];
 	char *grant; /* wiped after the relay has it */
 	char npmrc[SBX_NPMRC_MAX]; /* SBX_NPMRC's content; "": none */
+	/* The run's broker token, which its forward binds each connection
+	 * to the run with (forward.c); "": the run has none, and no
+	 * forward.  Wiped once the forward has it. */
+	char broker_token[SBX_BROKER_TOKEN_MAX + 1];
 	int pass_fd[SBX_PASS_MAX]; /* one-shot: the caller's descriptors
 	                            * the code gets at the same numbers */
 	int npass;

@@ -182,6 +182,7 @@ parse_run(struct sbx_worker *w, const cJSON *j, struct sbx_req *rq,
 	    (r = sbx_env_broker(&rq->env, (int)c->broker_port, tok, rq->npmrc,
 	         why, wlen)) != 0)
 		return r;
+	snprintf(rq->broker_token, sizeof(rq->broker_token), "%s", tok);
 	return sbx_env_finish(&rq->env,
 	    w->c->egress_sock[0] && *grant ? (int)c->relay_port : 0, why, wlen);
 }
@@ -279,6 +280,7 @@ op_run(struct sbx_worker *w, const cJSON *req)
 	    rs.limit, NULL);
 	reply = run_reply(w, req, &rs);
 out:
+	explicit_bzero(rq.broker_token, sizeof(rq.broker_token));
 	if (rq.grant != NULL)
 		explicit_bzero(rq.grant, strlen(rq.grant));
 	free(rq.argv);

@@ -5,7 +5,8 @@
 # and _authToken, pip's --index-url with the token as password).  The
 # registry servers on the host's loopback are unreachable from the sandbox
 # except through the broker; without a token, or off the registry paths,
-# the broker refuses; a worker without a broker socket has no forward.
+# the broker refuses; a worker without a broker socket, or a run without a
+# token, has no forward.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/pkgbroker/lib.sh"
 SB=$BIN/kz-sandbox
@@ -15,7 +16,7 @@ fi
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null; then
 	echo "1..0 # SKIP verdaccio or npm is not installed (make deps)"; exit 0
 fi
-plan 9
+plan 10
 PB_BIG=0
 
 pb_keys
@@ -33,10 +34,11 @@ diag "setup took ${SECONDS}s"
 TOK=$(kz-pkgbroker token --field-key "$PB_KEY" --run sandbox-run --uid 2100000000 --ttl 300)
 
 # run SOCK CODE: the code's stdout and stderr (the worker's own env: HOME
-# is the workspace, no network but the forward).
+# is the workspace, no network but the forward).  The request carries the
+# run's token, as kz-run's does: the forward names the run by it.
 run() {
 	local req
-	req=$("$PB_PY" -c 'import json,sys; print(json.dumps({"argv":["/bin/bash","-c",sys.argv[1]],"timeout_ms":80000}))' "$2")
+	req=$("$PB_PY" -c 'import json,sys; print(json.dumps({"argv":["/bin/bash","-c",sys.argv[1]],"timeout_ms":80000,"broker_token":sys.argv[2]}))' "$2" "${3-$TOK}")
 	"$PB_PY" "$TOP/tests/sandbox/client.py" "$1" run "$req" |
 		"$PB_PY" -c 'import json,sys,base64; d=json.load(sys.stdin); print(base64.b64decode(d.get("stdout_b64","")).decode(errors="replace")+base64.b64decode(d.get("stderr_b64","")).decode(errors="replace"))'
 }
@@ -65,6 +67,8 @@ like "$R" '^HTTP/1.1 403 .*host_refused' "... another Host: refused"
 like "$(pb_refusals | grep '"token_missing"')" '"registry":"npm".*"package":"kz-top".*"host":"127.0.0.1"' \
 	"the in-sandbox refusal is audited with host and package"
 unlike "$(cat "$T"/audit/* "$T/pb.log")" "${TOK:0:40}" "and the token is in no record or log"
-R=$(run "$T/w0.sock" "(exec 3<>/dev/tcp/127.0.0.1/4873) 2>/dev/null && echo open || echo closed")
+R=$(run "$T/w0.sock" "(exec 3<>/dev/tcp/127.0.0.1/4873) 2>/dev/null && echo open || echo closed" "")
 is "$R" "closed" "a worker without a broker socket has no forward"
+R=$(run "$T/w.sock" "(exec 3<>/dev/tcp/127.0.0.1/4873) 2>/dev/null && echo open || echo closed" "")
+is "$R" "closed" "a run without a token has no forward (it has no run to bind to)"
 done_testing

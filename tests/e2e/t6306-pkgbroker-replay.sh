@@ -6,15 +6,15 @@
 # pip and by hand: each is refused, 403 token_wrong_peer, and audited
 # under the run whose token leaked, while B's own token works.  A's token
 # is refused on the TCP listener too (no peer credentials to check there);
-# a token bound to no worker (the older form) is refused on the socket and
-# taken only on the TCP listener.
+# a token bound to no worker (the older form) is refused on the socket
+# (as a bind, and unbound) and taken only on the TCP listener.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
 . "$TOP/tests/pkgbroker/lib.sh"
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null; then
 	echo "1..0 # SKIP verdaccio or npm is not installed (make deps)"; exit 0
 fi
-plan 15
+plan 16
 PB_BIG=0
 PB_KEY=$T/field.key
 kz-pkgbroker pubkey --field-key "$PB_KEY" >"$T/pb.pub"
@@ -83,10 +83,14 @@ status() { curl -s -o /dev/null -w '%{http_code} ' "$@"; curl -s "$@" | head -c 
 like "$(status -H "Authorization: Bearer $TOKA" "$PB_URL/kz-leaf")" '^403 .*token_wrong_peer' \
 	"run A's token is refused on the TCP listener"
 # A token bound to no worker (the older form): refused on the socket,
-# taken on the TCP listener alone.
+# where it cannot bind a connection (token_unbound), and a request that is
+# not a bind is refused before its token is read (t6307); taken on the
+# TCP listener alone.
 OLD=$(kz-pkgbroker token --field-key "$PB_KEY" --run old-form --ttl 300)
+like "$(status --unix-socket "$PB_SOCK" -H "Authorization: Bearer $OLD" http://127.0.0.1/-/kz/bind)" \
+	'^403 .*token_unbound' "an unbound token cannot bind a connection on the socket (token_unbound)"
 like "$(status --unix-socket "$PB_SOCK" -H "Authorization: Bearer $OLD" http://127.0.0.1/kz-leaf)" \
-	'^403 .*token_unbound' "an unbound token is refused on the socket (token_unbound)"
+	'^403 .*bind_missing' "... nor be used on the socket without a bind (bind_missing)"
 like "$(status -H "Authorization: Bearer $OLD" "$PB_URL/kz-leaf")" '^200 ' \
 	"an unbound token is taken on the TCP listener (its documented use)"
 done_testing

@@ -36,7 +36,8 @@ static const struct good goods[] = {
         "/packages/ab/kzalpha-1.0.tar.gz"},
 };
 
-/* Every one of these must be refused. */
+/* Every one of these must be refused (PB_BIND_PATH too: a broker
+ * forward's bind is never a registry request). */
 static const char *const bads[] = {"", "kz-top", "/", "//kz-top", "/-/whoami",
     "/-/v1/search", "/-/npm/v1/security/audits", "/-/user/org.couchdb.user:x",
     "/kz-top/1.0.0", "/kz-top/latest", "/.hidden", "/_private", "/..", "/.",
@@ -48,7 +49,8 @@ static const char *const bads[] = {"", "kz-top", "/", "//kz-top", "/-/whoami",
     "/files/./b.whl", "/files//b.whl", "/files/b.exe", "/files/README",
     "/files/a/b.whl/", "/files/a%2e%2e/b.whl", "/files/a b.whl",
     "/files/../etc/shadow.whl", "/pyfiles/", "/pyfiles/../x.whl",
-    "/pyfiles/a/b.exe", "/pyfiles//b.whl", NULL};
+    "/pyfiles/a/b.exe", "/pyfiles//b.whl", PB_BIND_PATH, "/-/kz/bind/x.tgz",
+    NULL};
 
 START_TEST(test_good)
 {

@@ -164,6 +164,30 @@ START_TEST(test_bound)
 }
 END_TEST
 
+/* A socket connection takes only the token of the run it was bound
+ * to: another run's (the previous tenant's, on the same worker and
+ * uid) is refused, and so is every token where none is bound. */
+START_TEST(test_run)
+{
+	char t[PB_TOKEN_MAX + 1];
+	struct pb_claims cl, none;
+
+	ck_assert_int_eq(pb_token_mint(sk, run, 7, now, 300, t, sizeof(t)), 0);
+	ck_assert_int_eq(pb_token_verify(pk, t, strlen(t), now, 900, &cl),
+	    PB_TOK_OK);
+	ck_assert_int_eq(pb_token_run(&cl, run), PB_TOK_OK);
+	ck_assert_int_eq(pb_token_run(&cl, "0123456789abcdef0123456789abcdee"),
+	    PB_TOK_OTHER_RUN);
+	ck_assert_int_eq(pb_token_run(&cl, "0123456789abcdef"),
+	    PB_TOK_OTHER_RUN);
+	ck_assert_int_eq(pb_token_run(&cl, NULL), PB_TOK_OTHER_RUN);
+	ck_assert_int_eq(pb_token_run(&cl, ""), PB_TOK_OTHER_RUN);
+	memset(&none, 0, sizeof(none));
+	ck_assert_int_eq(pb_token_run(&none, ""), PB_TOK_OTHER_RUN);
+	ck_assert_str_eq(pb_tok_code(PB_TOK_OTHER_RUN), "token_other_run");
+}
+END_TEST
+
 static const char *const malformed[] = {"x", ".", "a.b.c", "abc.", ".abc",
     "!!!.???", "eyJ2IjoxfQ", "eyJ2IjoxfQ.", "a b.c", NULL};
 
@@ -248,6 +272,7 @@ main(void)
 	tcase_add_test(tc, test_times);
 	tcase_add_test(tc, test_forged);
 	tcase_add_test(tc, test_bound);
+	tcase_add_test(tc, test_run);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_not_a_token);
 	tcase_add_test(tc, test_auth_header);
