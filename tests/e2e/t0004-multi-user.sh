@@ -116,7 +116,10 @@ t "the store serves on its unit's socket" wait_sock "$STORE"
 start kz-audit 2>"$T/audit.log"
 AUD=$RUN/kz-audit/kz-audit.sock
 t "kz-audit serves as its unit's user" wait_sock "$AUD"
-start kz-lease LEASE_CAPACITY=1 LEASE_RECONCILE_MS=500 2>"$T/lease.log"
+# LEASE_FILES_SHARE: the environment is cleared, and this host's
+# fs.file-max may be too small for even one default worker (lib.sh).
+start kz-lease LEASE_CAPACITY=1 LEASE_RECONCILE_MS=500 \
+	LEASE_FILES_SHARE=$LEASE_FILES_SHARE 2>"$T/lease.log"
 LEASE_PID=$LASTPID
 LS=$RUN/kz-lease.sock
 t "kz-lease serves as root in group kaizen" wait_sock "$LS"
