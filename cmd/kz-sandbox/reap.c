@@ -102,6 +102,17 @@ count_walk(const char *dir, int depth, int *n)
 	return 0;
 }
 
+/* Adds p to dirs when it fits whole: a path cut short would name another
+ * cgroup. */
+static void
+keep(char dirs[][PATH_MAX], int *n, const char *p)
+{
+	size_t l = strlen(p);
+
+	if (l < PATH_MAX)
+		memcpy(dirs[(*n)++], p, l + 1);
+}
+
 /* The worker's cgroup in each place it may be: v2 first, then each v1
  * hierarchy (cpu possibly as cpu,cpuacct).  Returns how many. */
 static int
@@ -114,9 +125,11 @@ places(const struct sbx_conf *c, char dirs[][PATH_MAX], int max)
 	int n = 0;
 
 	snprintf(p, sizeof(p), "%s/cgroup.controllers", c->cg_root);
-	if (stat(p, &st) == 0)
-		snprintf(dirs[n++], PATH_MAX, "%s/%s/%s", c->cg_root,
-		    c->cg_parent, c->id);
+	if (stat(p, &st) == 0) {
+		snprintf(p, sizeof(p), "%s/%s/%s", c->cg_root, c->cg_parent,
+		    c->id);
+		keep(dirs, &n, p);
+	}
 	for (int i = 0; h[i] != NULL && n < max; i++) {
 		/* cpu and cpu,cpuacct are often one mount, two names. */
 		if (strcmp(h[i], "cpu,cpuacct") == 0) {
@@ -126,8 +139,7 @@ places(const struct sbx_conf *c, char dirs[][PATH_MAX], int max)
 		}
 		snprintf(p, sizeof(p), "%s/%s/%s/%s", c->cg_root, h[i],
 		    c->cg_parent, c->id);
-		if ((size_t)strlen(p) < PATH_MAX)
-			snprintf(dirs[n++], PATH_MAX, "%s", p);
+		keep(dirs, &n, p);
 	}
 	return n;
 }
