@@ -27,9 +27,10 @@
 #define REAP_DEPTH 8
 #define REAP_WAIT_MS 5000
 
-/* Calls fn on dir and every cgroup below it, deepest first. */
+/* Calls fn(dir, arg) on dir and every cgroup below it, deepest first;
+ * -1 when any call, or the walk itself, failed. */
 static int
-walk(const char *dir, int depth, int (*fn)(const char *))
+walk(const char *dir, int depth, int (*fn)(const char *, void *), void *arg)
 {
 	struct dirent *de;
 	DIR *d;
@@ -49,57 +50,36 @@ walk(const char *dir, int depth, int (*fn)(const char *))
 			r = -1;
 			continue;
 		}
-		r |= walk(p, depth + 1, fn);
+		r |= walk(p, depth + 1, fn, arg);
 	}
 	closedir(d);
-	return fn(dir) | r;
+	return fn(dir, arg) | r;
 }
 
 static int
-kill_procs(const char *dir)
+kill_procs(const char *dir, void *arg)
 {
+	(void)arg;
 	return sbx_cg_each_pid(dir, sbx_cg_kill9) < 0 && errno != ENOENT ? -1 :
 	                                                                   0;
 }
 
+/* Adds the processes in dir to *(int *)arg (one for a cgroup that cannot
+ * be read, so that it is never taken for empty). */
 static int
-count_procs(const char *dir)
+count_procs(const char *dir, void *arg)
 {
 	int n = sbx_cg_each_pid(dir, NULL);
 
-	return n < 0 ? (errno == ENOENT ? 0 : 1) : n;
-}
-
-static int
-rm_dir(const char *dir)
-{
-	return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-static int
-count_walk(const char *dir, int depth, int *n)
-{
-	struct dirent *de;
-	DIR *d;
-
-	if (depth > REAP_DEPTH)
-		return -1;
-	if ((d = opendir(dir)) == NULL)
-		return errno == ENOENT ? 0 : -1;
-	while ((de = readdir(d)) != NULL) {
-		char p[PATH_MAX];
-
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		if (count_walk(p, depth + 1, n) != 0) {
-			closedir(d);
-			return -1;
-		}
-	}
-	closedir(d);
-	*n += count_procs(dir);
+	*(int *)arg += n < 0 ? (errno == ENOENT ? 0 : 1) : n;
 	return 0;
+}
+
+static int
+rm_dir(const char *dir, void *arg)
+{
+	(void)arg;
+	return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
 }
 
 /* Adds p to dirs when it fits whole: a path cut short would name another
@@ -158,7 +138,7 @@ kill_all(const struct sbx_conf *c, char dirs[][PATH_MAX], int n)
 		(void)sbx_cg_wfile(dirs[i], "cgroup.kill", "1");
 	(void)sbx_cg_wfile(frz, "freezer.state", "FROZEN");
 	for (int i = 0; i < n; i++)
-		(void)walk(dirs[i], 0, kill_procs);
+		(void)walk(dirs[i], 0, kill_procs, NULL);
 	(void)sbx_cg_wfile(frz, "freezer.state", "THAWED");
 }
 
@@ -172,7 +152,7 @@ sbx_reap(const struct sbx_conf *c, char *why, size_t wlen)
 	for (;;) {
 		left = 0;
 		for (int i = 0; i < n; i++)
-			if (count_walk(dirs[i], 0, &left) != 0) {
+			if (walk(dirs[i], 0, count_procs, &left) != 0) {
 				kz_why(why, wlen,
 				    "cannot read the worker's "
 				    "cgroups");
@@ -189,7 +169,7 @@ sbx_reap(const struct sbx_conf *c, char *why, size_t wlen)
 		return KZ_ESTATE;
 	}
 	for (int i = 0; i < n; i++)
-		if (walk(dirs[i], 0, rm_dir) != 0) {
+		if (walk(dirs[i], 0, rm_dir, NULL) != 0) {
 			kz_why(why, wlen,
 			    "a cgroup of the worker could not be removed");
 			return KZ_ESTATE;
