@@ -119,14 +119,19 @@ def ask(path, tok):
     except OSError:
         return "closed"
     h = b""
-    while not h.endswith(b"\r\n\r\n"):
-        c = f.read(1)
-        if not c:
-            return "closed"
-        h += c
-    for l in h.split(b"\r\n"):
-        if l.lower().startswith(b"content-length:"):
-            f.read(int(l.split(b":")[1]))
+    # A broker that closed with this request unread resets the
+    # connection (ECONNRESET): closed, as an end of file is.
+    try:
+        while not h.endswith(b"\r\n\r\n"):
+            c = f.read(1)
+            if not c:
+                return "closed"
+            h += c
+        for l in h.split(b"\r\n"):
+            if l.lower().startswith(b"content-length:"):
+                f.read(int(l.split(b":")[1]))
+    except OSError:
+        return "closed"
     return h.split(b"\r\n")[0].decode()
 out = []
 if bind != "-":
