@@ -11,8 +11,19 @@
  * (sbx_gv_spec).  The view stays where the init built it (the init does
  * not pivot: the code sees only what the spec names), and the runsc state
  * and bundle live on a tmpfs of the init's own mount namespace, gone with
- * the init at the next reset.  Each run is a sandbox of its own: the end
- * of a run kills the run cgroup, and the gVisor kernel with it.
+ * the init at the next reset.
+ *
+ * The sandbox's first process is the loader, this binary in serve mode
+ * (gvisor_exec.c): it takes each run's job (argv, env, cwd and the run's
+ * descriptors, passed into gVisor over the control socket that is its
+ * standard input), starts the code, and at the end of the run kills
+ * whatever the code left, inside gVisor, before it answers.  A served
+ * worker keeps its sandbox for the lease, as it keeps one run init:
+ * booted at the lease's first run, it serves every later run of the
+ * lease.  A run the agent stops (wall clock, output, pids) kills the run
+ * cgroup, the sandbox with it, and the next run boots another; the reset
+ * kills the init and the run cgroup: no sandbox outlives its lease.  A
+ * one-shot run is a sandbox of its own, gone with the run's teardown.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -68,7 +80,8 @@ sbx_gv_binary(const struct sbx_conf *c, char *why, size_t wlen)
  * The loader (pid 1, gVisor's root) gets what it needs to become the
  * sandbox uid and gid and empty every set, as the native code process
  * does (sbx_caps_drop): CAP_SETUID, CAP_SETGID and CAP_SETPCAP, and
- * nothing inheritable or ambient.  The code itself has none.
+ * nothing inheritable or ambient, and CAP_KILL, to end what a run left
+ * (processes of another uid).  The code itself has none.
  */
 static bool
 add_caps(cJSON *proc)
@@ -76,14 +89,14 @@ add_caps(cJSON *proc)
 	static const char *const sets[] = {"bounding", "effective", "permitted",
 	    "inheritable", "ambient", NULL};
 	static const char *const need[] = {"CAP_SETUID", "CAP_SETGID",
-	    "CAP_SETPCAP"};
+	    "CAP_SETPCAP", "CAP_KILL"};
 	cJSON *caps = cJSON_AddObjectToObject(proc, "capabilities"), *a, *s;
+	size_t nneed = sizeof(need) / sizeof(need[0]);
 
 	for (int i = 0; caps != NULL && sets[i] != NULL; i++) {
 		if ((a = cJSON_AddArrayToObject(caps, sets[i])) == NULL)
 			return false;
-		for (size_t k = 0; i < 3 && k < sizeof(need) / sizeof(need[0]);
-		     k++)
+		for (size_t k = 0; i < 3 && k < nneed; k++)
 			if ((s = cJSON_CreateString(need[k])) == NULL ||
 			    !cJSON_AddItemToArray(a, s))
 				return false;
@@ -125,43 +138,38 @@ add_strings(cJSON *o, const char *name, char *const *v)
 	return a != NULL;
 }
 
-/* The code's argv behind the filter loader (sbx_gv_filtered_exec). */
+/* The serving loader (sbx_gv_serve) and the ids it starts the code as. */
 static bool
-add_args(cJSON *p, const struct sbx_conf *c, char *const *argv)
+add_args(cJSON *p, const struct sbx_conf *c)
 {
 	cJSON *a = cJSON_AddArrayToObject(p, "args"), *s;
 	char uid[24], gid[24];
-	const char *const pre[] = {SBX_GV_LOADER, "gvisor-exec", uid, gid, "--",
+	const char *const args[] = {SBX_GV_LOADER, "gvisor-serve", uid, gid,
 	    NULL};
 
 	snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
 	snprintf(gid, sizeof(gid), "%lld", (long long)c->gid);
-
-	for (int i = 0; a != NULL && pre[i] != NULL; i++)
-		if ((s = cJSON_CreateString(pre[i])) == NULL ||
-		    !cJSON_AddItemToArray(a, s))
-			return false;
-	for (int i = 0; a != NULL && argv[i] != NULL; i++)
-		if ((s = cJSON_CreateString(argv[i])) == NULL ||
+	for (int i = 0; a != NULL && args[i] != NULL; i++)
+		if ((s = cJSON_CreateString(args[i])) == NULL ||
 		    !cJSON_AddItemToArray(a, s))
 			return false;
 	return a != NULL;
 }
 
+/* The loader's process: its environment is a PATH only (each job brings
+ * its own), its directory the workspace. */
 static cJSON *
-process(const struct sbx_conf *c, const struct sbx_job *j)
+process(const struct sbx_conf *c)
 {
+	static char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	cJSON *p = cJSON_CreateObject(), *u;
-	char cwd[PATH_MAX];
 
-	snprintf(cwd, sizeof(cwd), "%s%s%s", SBX_WS, j->cwd[0] ? "/" : "",
-	    j->cwd);
 	if (p == NULL || cJSON_AddFalseToObject(p, "terminal") == NULL ||
 	    (u = cJSON_AddObjectToObject(p, "user")) == NULL ||
 	    cJSON_AddNumberToObject(u, "uid", 0) == NULL ||
-	    cJSON_AddNumberToObject(u, "gid", 0) == NULL ||
-	    !add_args(p, c, j->argv) || !add_strings(p, "env", j->env) ||
-	    cJSON_AddStringToObject(p, "cwd", cwd) == NULL || !add_caps(p) ||
+	    cJSON_AddNumberToObject(u, "gid", 0) == NULL || !add_args(p, c) ||
+	    !add_strings(p, "env", env) ||
+	    cJSON_AddStringToObject(p, "cwd", SBX_WS) == NULL || !add_caps(p) ||
 	    cJSON_AddTrueToObject(p, "noNewPrivileges") == NULL ||
 	    !add_rlimits(p, c)) {
 		cJSON_Delete(p);
@@ -200,9 +208,13 @@ add_mount(cJSON *a, const char *dst, const char *type, const char *src,
  * empty directory; runsc would otherwise add its own sysfs), and the three
  * writable places are the view's own size-bounded tmpfs instances, bound
  * read-write, so the reset checks the very directories the code wrote to.
+ * The projection is a mount of its own, read-only: gVisor revalidates
+ * what it caches of a mount other than the root (runsc's default
+ * --file-access-mounts=shared), so a sandbox kept for the lease sees what
+ * the host projects while it runs, as the native code does.
  */
 static cJSON *
-mounts(const char *rootfs, const char *filter)
+mounts(const struct sbx_conf *c, const char *rootfs, const char *filter)
 {
 	static const char *const rw[] = {SBX_WS, "/tmp", "/dev/shm", NULL};
 	cJSON *a = cJSON_CreateArray();
@@ -221,6 +233,11 @@ mounts(const char *rootfs, const char *filter)
 	for (int i = 0; ok && rw[i] != NULL; i++) {
 		snprintf(src, sizeof(src), "%s%s", rootfs, rw[i]);
 		ok = add_mount(a, rw[i], "bind", src, "rbind,rw,nosuid,nodev");
+	}
+	if (ok && c->projection[0] != '\0') {
+		snprintf(src, sizeof(src), "%s%s", rootfs, SBX_PROJ);
+		ok = add_mount(a, SBX_PROJ, "bind", src,
+		    "rbind,ro,nosuid,nodev");
 	}
 	if (!ok) {
 		cJSON_Delete(a);
@@ -255,11 +272,10 @@ bad:
 }
 
 cJSON *
-sbx_gv_spec(const struct sbx_conf *c, const char *rootfs, const char *filter,
-    const struct sbx_job *j)
+sbx_gv_spec(const struct sbx_conf *c, const char *rootfs, const char *filter)
 {
-	cJSON *s = cJSON_CreateObject(), *r, *p = process(c, j),
-	      *m = mounts(rootfs, filter), *l = linux_part(c);
+	cJSON *s = cJSON_CreateObject(), *r, *p = process(c),
+	      *m = mounts(c, rootfs, filter), *l = linux_part(c);
 
 	if (s == NULL || p == NULL || m == NULL || l == NULL)
 		goto bad;
@@ -333,8 +349,8 @@ cwd_ok(const struct sbx_worker *w, const char *cwd)
 	return fd >= 0;
 }
 
-/* runsc's command line for the current job (the code process executes
- * it; it shares the init's memory until then). */
+/* runsc's command line for the sandbox (the code process executes it; it
+ * shares the init's memory until then). */
 static char gv_arg[8][SBX_PBUF];
 static char *gv_argv[16];
 static unsigned long gv_runs;
@@ -350,7 +366,6 @@ gv_cmdline(const struct sbx_conf *c)
 	    c->egress_sock[0] ? "host" : "none");
 	snprintf(gv_arg[2], SBX_PBUF, "--platform=%s", c->gv_platform);
 	(void)!sbx_gv_dir(c, "bundle", gv_arg[3], SBX_PBUF);
-	(void)!sbx_gv_dir(c, "bundle/pid", gv_arg[4], SBX_PBUF);
 	snprintf(gv_arg[5], SBX_PBUF, "kz-%lu", ++gv_runs);
 	gv_argv[n++] = (char *)c->runsc;
 	gv_argv[n++] = gv_arg[0];
@@ -362,8 +377,6 @@ gv_cmdline(const struct sbx_conf *c)
 	gv_argv[n++] = "run";
 	gv_argv[n++] = "--bundle";
 	gv_argv[n++] = gv_arg[3];
-	gv_argv[n++] = "--pid-file";
-	gv_argv[n++] = gv_arg[4];
 	gv_argv[n++] = gv_arg[5];
 	gv_argv[n] = NULL;
 }
@@ -395,40 +408,26 @@ write_filter(const struct sbx_worker *w, char *why, size_t wlen)
 	return 0;
 }
 
-int
-sbx_gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step,
-    size_t slen, char *why, size_t wlen)
+/* The bundle: the filter, the spec and runsc's command line. */
+static int
+write_bundle(struct sbx_worker *w, char *why, size_t wlen)
 {
 	char root[SBX_PBUF], p[SBX_PBUF], *text = NULL;
 	cJSON *spec = NULL;
-	int fd = -1, r = KZ_ESYS;
+	int fd = -1, r;
 
-	snprintf(step, slen, "gvisor");
-	if (j->npass > 0) {
-		kz_why(why, wlen,
-		    "gvisor: passed descriptors cannot reach the code under "
-		    "runsc");
-		return KZ_EUNAVAIL;
-	}
-	if (!cwd_ok(w, j->cwd)) {
-		snprintf(step, slen, "cwd");
-		kz_why(why, wlen,
-		    "the working directory does not exist in the workspace");
-		return KZ_ENOENT;
-	}
 	snprintf(root, sizeof(root), "%s/root", w->mnt.stage);
 	gv_cmdline(w->c);
 	if ((r = write_filter(w, why, wlen)) != 0)
 		return r;
 	r = KZ_ESYS;
 	(void)!sbx_gv_dir(w->c, "bundle/filter", p, sizeof(p));
-	if ((spec = sbx_gv_spec(w->c, root, p, j)) == NULL ||
+	if ((spec = sbx_gv_spec(w->c, root, p)) == NULL ||
 	    (text = cJSON_PrintUnformatted(spec)) == NULL) {
 		kz_why(why, wlen, "gvisor: cannot make the OCI spec");
 		r = KZ_ENOMEM;
 		goto out;
 	}
-	(void)unlink(gv_arg[4]);
 	if (sbx_gv_dir(w->c, "bundle/config.json", p, sizeof(p)) != 0 ||
 	    (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) <
 	        0 ||
@@ -446,6 +445,19 @@ out:
 	return r;
 }
 
+int
+sbx_gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step,
+    size_t slen, char *why, size_t wlen)
+{
+	snprintf(step, slen, "cwd");
+	if (!cwd_ok(w, j->cwd)) {
+		kz_why(why, wlen,
+		    "the working directory does not exist in the workspace");
+		return KZ_ENOENT;
+	}
+	return 0;
+}
+
 void
 sbx_gv_exec(const struct sbx_worker *w, int rep)
 {
@@ -458,10 +470,166 @@ sbx_gv_exec(const struct sbx_worker *w, int rep)
 	_exit(127);
 }
 
+/* The served worker's sandbox: runsc's pid, the init's end of the
+ * control socket, whether the loader said it is ready, and runsc's own
+ * output (a file on the state tmpfs). */
+static struct {
+	pid_t pid;
+	int ctl;
+	bool ready;
+	char log[SBX_PBUF];
+} gv = {0, -1, false, ""};
+
+bool
+sbx_gv_live(void)
+{
+	return gv.pid > 0;
+}
+
+int
+sbx_gv_pid(void)
+{
+	return (int)gv.pid;
+}
+
 bool
 sbx_gv_started(void)
 {
-	return access(gv_arg[4], F_OK) == 0;
+	return gv.ready;
+}
+
+int
+sbx_gv_boot(struct sbx_worker *w, int *sfd, int *logfd, char *why, size_t wlen)
+{
+	int sv[2], big = 4 << 20, r;
+
+	if ((r = write_bundle(w, why, wlen)) != 0)
+		return r;
+	if (gv.log[0] == '\0' &&
+	    sbx_gv_dir(w->c, "runsc.log", gv.log, sizeof(gv.log)) != 0) {
+		kz_why(why, wlen, "gvisor: the state path is too long");
+		return KZ_ETOOBIG;
+	}
+	if ((*logfd = open(gv.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	         0600)) < 0) {
+		kz_why(why, wlen, "gvisor: cannot open runsc's log: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		kz_why(why, wlen, "gvisor: socketpair: %s", strerror(errno));
+		close(*logfd);
+		return KZ_ESYS;
+	}
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	gv.ctl = sv[0], gv.ready = false;
+	*sfd = sv[1];
+	return 0;
+}
+
+void
+sbx_gv_booted(pid_t pid)
+{
+	gv.pid = pid;
+	if (pid <= 0 && gv.ctl >= 0) {
+		close(gv.ctl);
+		gv.ctl = -1;
+	}
+}
+
+/* The job message as the agent sent it, and its descriptors. */
+int
+sbx_gv_send(const struct sbx_job *j, const char *msg, size_t len)
+{
+	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
+	size_t nfd = (size_t)(ZFDS + j->npass);
+	struct iovec iov = {(void *)msg, len};
+	struct msghdr mh = {.msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = cb,
+	    .msg_controllen = sizeof(cb)};
+	struct cmsghdr *c;
+
+	memset(cb, 0, sizeof(cb));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+	memcpy(CMSG_DATA(c), j->fd, sizeof(int) * nfd);
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
+	return gv.ctl >= 0 &&
+	        sendmsg(gv.ctl, &mh, MSG_NOSIGNAL) == (ssize_t)len ?
+	    0 :
+	    KZ_ESYS;
+}
+
+int
+sbx_gv_ctl(void)
+{
+	return gv.ctl;
+}
+
+bool
+sbx_gv_take(int sock)
+{
+	struct report r;
+	ssize_t n = read(gv.ctl, &r, sizeof(r));
+
+	if (n <= 0) {
+		/* The sandbox is going: runsc's reaping reports the run. */
+		close(gv.ctl);
+		gv.ctl = -1;
+		return false;
+	}
+	if (n != (ssize_t)sizeof(r))
+		return false;
+	if (r.kind == REP_READY) {
+		gv.ready = true;
+		return false;
+	}
+	if (r.kind != REP_DONE)
+		return false;
+	r.step[0] = r.why[0] = '\0';
+	(void)!write(sock, &r, sizeof(r));
+	return true;
+}
+
+bool
+sbx_gv_reaped(pid_t pid)
+{
+	if (pid <= 0 || pid != gv.pid)
+		return false;
+	gv.pid = 0;
+	if (gv.ctl >= 0)
+		close(gv.ctl);
+	gv.ctl = -1;
+	return true;
+}
+
+void
+sbx_gv_log_tail(char *buf, size_t len)
+{
+	char b[4096], *e, *l;
+	ssize_t n = -1;
+	int fd;
+
+	buf[0] = '\0';
+	if (gv.log[0] == '\0' || (fd = open(gv.log, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (lseek(fd, 0, SEEK_END) > (off_t)sizeof(b) - 1)
+		(void)lseek(fd, -(off_t)sizeof(b) + 1, SEEK_END);
+	else
+		(void)lseek(fd, 0, SEEK_SET);
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	b[n] = '\0';
+	while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r'))
+		b[--n] = '\0';
+	l = (e = strrchr(b, '\n')) != NULL ? e + 1 : b;
+	snprintf(buf, len, "%s", l);
 }
 
 /*

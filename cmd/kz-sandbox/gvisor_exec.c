@@ -1,41 +1,45 @@
 /*
  * Under gvisor, inside the sandbox: this binary is the container's first
- * process (gvisor.c, mount.c's SBX_GV_LOADER), gVisor's pid 1.  It starts
- * the code as the sandbox uid and gid, with every capability set empty and
- * kz-sandbox's own system call filter loaded, and ends the run with it.
+ * process (gvisor.c, mount.c's SBX_GV_LOADER), gVisor's pid 1, the
+ * loader.  It takes each run's job from the run init, starts the code as
+ * the sandbox uid and gid, with every capability set empty and
+ * kz-sandbox's own system call filter loaded, ends the run with the
+ * code's main process and answers its status.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
-#include <cap-ng.h>
 
 #include "kz_conf.h"
 #include "sbx.h"
 #include "banned.h"
 
+extern char **environ;
+
 /*
  * sbx_caps_drop's work, in the terms gVisor's kernel has (it refuses the
  * securebits sbx_caps_drop locks; no_new_privs, which runsc sets, keeps a
- * set-user-ID file from giving anything back): the bounding and ambient
- * sets emptied, no supplementary group, the sandbox ids, which leaves
- * the permitted and effective sets empty; then checked, not trusted.
+ * set-user-ID file from giving anything back), in two steps: the bounding
+ * and ambient sets emptied (the loader does it once, for every run it
+ * starts), then, in the code process, no supplementary group and the
+ * sandbox ids, which leaves the permitted and effective sets empty; each
+ * checked, not trusted.
  */
 static int
-gv_drop(uid_t uid, gid_t gid, char *why, size_t wlen)
+gv_bound(char *why, size_t wlen)
 {
-	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct d[2];
-	uid_t ru, eu, su;
-
 	for (int c = 0; c <= CAP_LAST_CAP; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL) {
 			kz_why(why, wlen, "capabilities: bounding set: %s",
@@ -43,6 +47,24 @@ gv_drop(uid_t uid, gid_t gid, char *why, size_t wlen)
 			return KZ_ESYS;
 		}
 	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	for (int c = 0; c <= CAP_LAST_CAP; c++)
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 ||
+		    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) ==
+		        1) {
+			kz_why(why, wlen,
+			    "capabilities: a set is not empty after the drop");
+			return KZ_EDENIED;
+		}
+	return 0;
+}
+
+static int
+gv_ids(uid_t uid, gid_t gid, char *why, size_t wlen)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	uid_t ru, eu, su;
+
 	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid(uid, uid, uid) < 0) {
 		kz_why(why, wlen, "capabilities: change id: %s",
@@ -56,95 +78,21 @@ gv_drop(uid_t uid, gid_t gid, char *why, size_t wlen)
 	for (int i = 0; i < 2; i++)
 		if (d[i].effective || d[i].permitted || d[i].inheritable)
 			goto bad;
-	for (int c = 0; c <= CAP_LAST_CAP; c++)
-		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 ||
-		    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1)
-			goto bad;
 	return 0;
 bad:
 	kz_why(why, wlen, "capabilities: a set is not empty after the drop");
 	return KZ_EDENIED;
 }
 
-/* The code: the sandbox uid and gid, no capability in any set (checked
- * with the kernel, here gVisor's), the filter, then the command. */
-static void gv_code(const struct sock_fprog *prog, uid_t uid, gid_t gid,
-    char **argv) __attribute__((noreturn));
-
-static void
-gv_code(const struct sock_fprog *prog, uid_t uid, gid_t gid, char **argv)
+/* The filter the agent holds (libseccomp cannot set up inside gVisor),
+ * as the bundle bound it here; false when it cannot be read whole. */
+static bool
+read_filter(struct sock_fprog *prog)
 {
-	char why[192];
-
-	if (gv_drop(uid, gid, why, sizeof(why)) != 0) {
-		fprintf(stderr, "kz-sandbox: %s\n", why);
-		_exit(127);
-	}
-	if (sbx_seccomp_load(prog) != 0) {
-		fprintf(stderr,
-		    "kz-sandbox: seccomp: cannot load the filter under "
-		    "gvisor: %s\n",
-		    strerror(errno));
-		_exit(127);
-	}
-	execvp(argv[0], argv);
-	fprintf(stderr, "kz-sandbox: cannot execute %s: %s\n", argv[0],
-	    strerror(errno));
-	_exit(127);
-}
-
-/*
- * Pid 1 of the sandbox, as the native run init is: gVisor's root, not
- * the code's uid, so its /proc entries are not the code's to read; it
- * gives up its capabilities once the code is started, reaps every
- * orphan and ends with the code's status, which runsc passes on.
- */
-static int
-gv_init(const struct sock_fprog *prog, uid_t uid, gid_t gid, char **argv)
-{
-	pid_t pid, p;
-	int st, code = 127;
-
-	if ((pid = fork()) < 0) {
-		fprintf(stderr, "kz-sandbox: fork: %s\n", strerror(errno));
-		return 127;
-	}
-	if (pid == 0)
-		gv_code(prog, uid, gid, argv);
-	capng_clear(CAPNG_SELECT_BOTH);
-	(void)!capng_apply(CAPNG_SELECT_BOTH);
-	(void)signal(SIGINT, SIG_IGN);
-	(void)signal(SIGTERM, SIG_IGN);
-	(void)signal(SIGHUP, SIG_IGN);
-	(void)!sbx_seccomp_load(prog);
-	/* The run ends with the code's main process, as under native: the
-	 * init's exit ends gVisor's container, and whatever the code left
-	 * running goes with it. */
-	while ((p = waitpid(-1, &st, 0)) >= 0 || errno == EINTR)
-		if (p == pid) {
-			code = WIFEXITED(st) ? WEXITSTATUS(st) :
-			                       128 + WTERMSIG(st);
-			break;
-		}
-	return code;
-}
-
-int
-sbx_gv_filtered_exec(const char *uid, const char *gid, char **argv)
-{
-	int64_t u, g;
 	static struct sock_filter f[BPF_MAXINSNS + 1];
-	struct sock_fprog prog;
 	ssize_t n = -1;
 	int fd;
 
-	if (kz_parse_int(uid, 1, 2147483646, &u) != 0 ||
-	    kz_parse_int(gid, 1, 2147483646, &g) != 0) {
-		fprintf(stderr, "kz-sandbox: gvisor-exec: bad uid or gid\n");
-		return KZ_EXIT_USAGE;
-	}
-	/* The filter the agent holds (libseccomp cannot set up inside
-	 * gVisor), as the bundle bound it here. */
 	if ((fd = open(SBX_GV_FILTER, O_RDONLY | O_CLOEXEC)) >= 0) {
 		n = read(fd, f, sizeof(f));
 		close(fd);
@@ -153,9 +101,235 @@ sbx_gv_filtered_exec(const char *uid, const char *gid, char **argv)
 	    n / (ssize_t)sizeof(f[0]) > BPF_MAXINSNS) {
 		fprintf(stderr,
 		    "kz-sandbox: seccomp: no filter under gvisor\n");
+		return false;
+	}
+	prog->len = (unsigned short)(n / (ssize_t)sizeof(f[0]));
+	prog->filter = f;
+	return true;
+}
+
+static bool
+parse_ids(const char *uid, const char *gid, uid_t *u, gid_t *g)
+{
+	int64_t a, b;
+
+	if (kz_parse_int(uid, 1, 2147483646, &a) != 0 ||
+	    kz_parse_int(gid, 1, 2147483646, &b) != 0) {
+		fprintf(stderr, "kz-sandbox: gvisor: bad uid or gid\n");
+		return false;
+	}
+	*u = (uid_t)a, *g = (gid_t)b;
+	return true;
+}
+
+#define JOB_FAIL(step, why)                                                    \
+	do {                                                                   \
+		sbx_msg_report(rep, REP_FAIL, 0, step, why);                   \
+		_exit(127);                                                    \
+	} while (0)
+
+/*
+ * The job's descriptors where the code gets them: stdio on 0-2, each
+ * passed descriptor at its number.  Everything arrived close-on-exec
+ * (the loader's own descriptors too): each is first moved above the
+ * highest target, so no placement clobbers one not yet placed, and
+ * placing clears the flag; the report pipe stays close-on-exec.
+ */
+static int
+job_fds(struct sbx_job *j, int *rep)
+{
+	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], base = 3;
+
+	for (int i = 0; i < j->npass; i++)
+		if (j->target[i] >= base)
+			base = j->target[i] + 1;
+	for (int i = 0; i < n; i++)
+		if ((hi[i] = fcntl(j->fd[i], F_DUPFD_CLOEXEC, base)) < 0)
+			return -1;
+	for (int i = 0; i < 3; i++)
+		if (dup2(hi[i], i) < 0)
+			return -1;
+	for (int i = 0; i < j->npass; i++)
+		if (dup2(hi[ZFDS + i], j->target[i]) < 0)
+			return -1;
+	*rep = hi[3];
+	return 0;
+}
+
+/*
+ * One run's code, started by the loader: the job's descriptors in place
+ * (job_fds), its own session,
+ * the sandbox ids (the bounding set is already empty), the working
+ * directory, the filter, then the command with the job's environment.
+ * The steps that fail are named as the native code process names them.
+ */
+static void job_code(const struct sock_fprog *prog, uid_t uid, gid_t gid,
+    struct sbx_job *j) __attribute__((noreturn));
+
+static void
+job_code(const struct sock_fprog *prog, uid_t uid, gid_t gid, struct sbx_job *j)
+{
+	char why[192], cwd[PATH_MAX];
+	sigset_t none;
+	int rep = j->fd[3];
+
+	(void)signal(SIGPIPE, SIG_DFL);
+	(void)signal(SIGINT, SIG_DFL);
+	(void)signal(SIGTERM, SIG_DFL);
+	(void)signal(SIGHUP, SIG_DFL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	if (job_fds(j, &rep) != 0)
+		JOB_FAIL("stdio", strerror(errno));
+	(void)setsid();
+	if (gv_ids(uid, gid, why, sizeof(why)) != 0)
+		JOB_FAIL("capabilities", why);
+	snprintf(cwd, sizeof(cwd), "%s/%s", SBX_WS, j->cwd);
+	if (chdir(cwd) < 0)
+		JOB_FAIL("cwd",
+		    "the working directory does not exist in the workspace");
+	if (sbx_seccomp_load(prog) != 0)
+		JOB_FAIL("seccomp", "seccomp: cannot load the filter");
+	environ = j->env;
+	execvp(j->argv[0], j->argv);
+	dprintf(2, "kz-sandbox: cannot execute %s: %s\n", j->argv[0],
+	    strerror(errno));
+	_exit(127);
+}
+
+/*
+ * The code process runs on a stack of its own in the loader's memory
+ * (clone with CLONE_VM | CLONE_VFORK, as the native init starts it): on
+ * gVisor's ptrace platform a fork copies the address space into a new
+ * stub process, which costs more than the code's exec itself.  The loader
+ * is suspended until the exec or the exit; the child changes none of its
+ * memory but environ, restored here.
+ */
+#define JOB_STACK (256 * 1024)
+
+struct job_arg {
+	const struct sock_fprog *prog;
+	uid_t uid;
+	gid_t gid;
+	struct sbx_job *j;
+};
+
+static int
+job_main(void *arg)
+{
+	struct job_arg *a = arg;
+
+	job_code(a->prog, a->uid, a->gid, a->j);
+	return 127;
+}
+
+static pid_t
+job_spawn(const struct sock_fprog *prog, uid_t uid, gid_t gid,
+    struct sbx_job *j)
+{
+	static char *stack;
+	struct job_arg a = {prog, uid, gid, j};
+	char **saved = environ;
+	pid_t pid;
+
+	if (stack == NULL) {
+		char *s = mmap(NULL, JOB_STACK + 4096, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+		if (s == MAP_FAILED || mprotect(s, 4096, PROT_NONE) < 0)
+			return -1;
+		stack = s + 4096 + JOB_STACK;
+	}
+	pid = clone(job_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	environ = saved;
+	return pid;
+}
+
+/*
+ * One run: the code started, waited for (orphans reaped meanwhile), then
+ * everything it left killed and reaped, inside gVisor, before the answer:
+ * the run ends with its main process, as under native, and the next run
+ * of the lease finds none of this one's processes.
+ */
+static void
+serve_job(const struct sock_fprog *prog, uid_t uid, gid_t gid,
+    struct sbx_job *j, int ctl)
+{
+	struct report r;
+	struct rusage ru;
+	pid_t pid, p;
+	int st = 127 << 8;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = REP_DONE;
+	pid = job_spawn(prog, uid, gid, j);
+	if (pid < 0)
+		sbx_msg_report(j->fd[3], REP_FAIL, 0, "fork", strerror(errno));
+	for (int i = 0; i < ZFDS + j->npass; i++)
+		close(j->fd[i]);
+	while (pid > 0 && ((p = wait4(-1, &st, 0, &ru)) >= 0 || errno == EINTR))
+		if (p == pid) {
+			r.cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 +
+			    ru.ru_utime.tv_usec / 1000 +
+			    ru.ru_stime.tv_sec * 1000 +
+			    ru.ru_stime.tv_usec / 1000;
+			break;
+		}
+	r.status = st;
+	/* Until no process is left to signal (a zombie still is); bounded,
+	 * should a kernel answer kill(-1) with success and nothing to reap. */
+	for (int k = 0; k < 64 && kill(-1, SIGKILL) == 0; k++)
+		while ((p = waitpid(-1, NULL, 0)) > 0 || errno == EINTR)
+			r.leftovers += p > 0;
+	(void)!write(ctl, &r, sizeof(r));
+}
+
+int
+sbx_gv_serve(const char *uid, const char *gid)
+{
+	static char buf[ZMSG_MAX];
+	struct sock_fprog prog;
+	char why[192];
+	uid_t u;
+	gid_t g;
+	int ctl, null, r;
+
+	if (!parse_ids(uid, gid, &u, &g))
+		return KZ_EXIT_USAGE;
+	if (!read_filter(&prog))
+		return 127;
+	if (gv_bound(why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-sandbox: %s\n", why);
 		return 127;
 	}
-	prog.len = (unsigned short)(n / (ssize_t)sizeof(f[0]));
-	prog.filter = f;
-	return gv_init(&prog, (uid_t)u, (gid_t)g, argv);
+	/*
+	 * The control socket away from 0-2, which stay taken (so a job's
+	 * descriptors never arrive there) by /dev/null: runsc's log, the
+	 * loader's output until now, is not left where the code could reach
+	 * it through /proc/1/fd (gVisor lets it list them).
+	 */
+	if ((ctl = fcntl(0, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	    (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "kz-sandbox: gvisor: serve: %s\n",
+		    strerror(errno));
+		return 127;
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(null, i) < 0)
+			return 127;
+	close(null);
+	(void)signal(SIGINT, SIG_IGN);
+	(void)signal(SIGTERM, SIG_IGN);
+	(void)signal(SIGHUP, SIG_IGN);
+	(void)signal(SIGPIPE, SIG_IGN);
+	sbx_msg_report(ctl, REP_READY, 0, NULL, NULL);
+	for (;;) {
+		struct sbx_job j;
+
+		/* The init gone, the sandbox ends with its first process. */
+		if ((r = sbx_msg_take(ctl, buf, sizeof(buf), &j)) == -2)
+			return 0;
+		if (r == 0)
+			serve_job(&prog, u, g, &j, ctl);
+	}
 }

@@ -235,10 +235,16 @@ reap(const struct sbx_worker *w, int sock, pid_t *cur)
 {
 	struct rusage ru;
 	struct report r;
+	char tail[160];
 	pid_t p;
 	int st;
 
 	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		bool started = sbx_gv_started();
+
+		/* A served worker's sandbox is gone (the run cgroup killed):
+		 * the next run boots another. */
+		(void)sbx_gv_reaped(p);
 		if (p != *cur)
 			continue;
 		memset(&r, 0, sizeof(r));
@@ -249,13 +255,15 @@ reap(const struct sbx_worker *w, int sock, pid_t *cur)
 		    ru.ru_stime.tv_usec / 1000;
 		/* runsc ended before it made the container: the code never
 		 * ran, and its status is runsc's, not the code's. */
-		if (sbx_gvisor(w->c) && !sbx_gv_started()) {
+		if (sbx_gvisor(w->c) && !started) {
+			sbx_gv_log_tail(tail, sizeof(tail));
 			snprintf(r.step, sizeof(r.step), "gvisor");
 			snprintf(r.why, sizeof(r.why),
 			    "gvisor: runsc ended (%s %d) before the code "
-			    "started",
+			    "started%s%.100s",
 			    WIFEXITED(st) ? "exit" : "signal",
-			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+			    tail[0] ? ": " : "", tail);
 		}
 		(void)!write(sock, &r, sizeof(r));
 		*cur = 0;
@@ -357,6 +365,51 @@ gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock)
 	return true;
 }
 
+/*
+ * A run under gvisor: the job goes to the sandbox (a served worker's is
+ * kept for the lease), booted first if there is none (runsc executed by a
+ * code process, its standard input the sandbox's control socket and its
+ * output runsc's log).  Returns what the init waits for (runsc's pid),
+ * or 0 when the run was refused, reported.
+ */
+static pid_t
+gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg, char *stack,
+    int sock)
+{
+	char why[192];
+	int sfd = -1, logfd = -1;
+	pid_t pid;
+
+	if (!sbx_gv_live()) {
+		struct sbx_job bj;
+
+		memset(&bj, 0, sizeof(bj));
+		if (sbx_gv_boot(w, &sfd, &logfd, why, sizeof(why)) != 0)
+			goto fail;
+		bj.fd[0] = sfd, bj.fd[1] = bj.fd[2] = logfd;
+		bj.fd[3] = j->fd[3];
+		pid = spawn(w, &bj, stack);
+		close(sfd), close(logfd);
+		if (pid < 0) {
+			snprintf(why, sizeof(why), "fork: %s", strerror(errno));
+			sbx_gv_booted(0);
+			goto fail;
+		}
+		sbx_gv_booted(pid);
+	}
+	if (sbx_gv_send(j, msg,
+	        (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) != 0) {
+		snprintf(why, sizeof(why),
+		    "gvisor: cannot hand the run to the sandbox");
+		goto fail;
+	}
+	return (pid_t)sbx_gv_pid();
+fail:
+	sbx_msg_report(j->fd[3], REP_FAIL, 0, "gvisor", why);
+	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
+	return 0;
+}
+
 /* The run namespace's init (pid 1 there): never returns. */
 static void
 zygote(struct sbx_worker *w, int sock)
@@ -442,12 +495,18 @@ zygote(struct sbx_worker *w, int sock)
 	(void)setpriority(PRIO_PROCESS, 0, 0);
 	sbx_msg_report(sock, REP_READY, 0, NULL, NULL);
 	for (;;) {
-		struct pollfd p[2] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+		struct pollfd p[3] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0},
+		    {sbx_gv_ctl(), POLLIN, 0}};
 		struct signalfd_siginfo si;
 		struct sbx_job j;
 
-		if (poll(p, 2, -1) < 0)
+		if (poll(p, 3, -1) < 0)
 			continue;
+		/* The sandbox's answer first: a run it ended is reported with
+		 * the code's status, even if runsc is reaped in the same turn.
+		 */
+		if (p[2].revents && sbx_gv_take(sock))
+			cur = 0;
 		if (p[1].revents) {
 			(void)!read(sfd, &si, sizeof(si));
 			reap(w, sock, &cur);
@@ -462,6 +521,12 @@ zygote(struct sbx_worker *w, int sock)
 			continue;
 		if (sbx_gvisor(w->c) && gv_refused(w, &j, sock))
 			continue;
+		if (sbx_gvisor(w->c)) {
+			cur = gv_run(w, &j, buf, stack, sock);
+			for (int i = 0; i < ZFDS + j.npass; i++)
+				close(j.fd[i]);
+			continue;
+		}
 		if ((cur = spawn(w, &j, stack)) < 0) {
 			sbx_msg_report(j.fd[3], REP_FAIL, 0, "fork",
 			    strerror(errno));

@@ -170,6 +170,7 @@ got_report(struct sbx_res *rs, const struct report *r)
 		rs->code = rs->exited ? WEXITSTATUS(r->status) : -1;
 		rs->sig = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
 		rs->cpu_ms = r->cpu_ms;
+		rs->leftovers = r->leftovers;
 	}
 }
 
@@ -210,9 +211,15 @@ supervise(struct sbx_worker *w, struct loop *l, int rep,
 		/* The code is gone: its leftovers go with it, then the
 		 * output drains to EOF (bounded). */
 		if (!alive && ended == 0) {
-			l->rs->leftovers = sbx_cg_count_run(&w->cg);
-			if (l->rs->leftovers != 0)
-				(void)sbx_cg_kill_run(&w->cg);
+			/* Under gvisor the run cgroup holds the sandbox, and
+			 * only that (a served worker keeps it for the lease):
+			 * its loader has killed what the code left, inside
+			 * gVisor, and counted it. */
+			if (!sbx_gvisor(w->c)) {
+				l->rs->leftovers = sbx_cg_count_run(&w->cg);
+				if (l->rs->leftovers != 0)
+					(void)sbx_cg_kill_run(&w->cg);
+			}
 			ended = now;
 		}
 		if (!alive && now > ended + 2000)

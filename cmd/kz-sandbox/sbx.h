@@ -456,6 +456,7 @@ struct report {
 	int kind;
 	int status;
 	int64_t cpu_ms;
+	int leftovers; /* under gvisor, served: processes killed inside */
 	char step[64];
 	char why[192];
 };
@@ -519,20 +520,42 @@ KZ_WUR int sbx_gv_dir(const struct sbx_conf *c, const char *leaf, char *buf,
     size_t len);
 /* SANDBOX_RUNSC is an executable regular file; why names it. */
 KZ_WUR int sbx_gv_binary(const struct sbx_conf *c, char *why, size_t wlen);
-/* The OCI runtime spec of one job on the view at rootfs: the one place
- * the policy is turned into runsc's terms. */
+/* The OCI runtime spec of the sandbox on the view at rootfs: the one
+ * place the policy is turned into runsc's terms. */
 cJSON *sbx_gv_spec(const struct sbx_conf *c, const char *rootfs,
-    const char *filter, const struct sbx_job *j);
+    const char *filter);
 /* In the run init, instead of entering the view: the state tmpfs. */
 KZ_WUR int sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen);
-/* In the run init, per job: the spec written, runsc's command line made;
- * step and why name what refused it. */
+/* In the run init, per job: checked (its working directory); step and
+ * why name what refused it. */
 KZ_WUR int sbx_gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step,
     size_t slen, char *why, size_t wlen);
 /* In the code process: executes runsc (never returns). */
 void sbx_gv_exec(const struct sbx_worker *w, int rep) __attribute__((noreturn));
-/* After the job: whether runsc got as far as creating the container. */
+/* After the job: whether the sandbox's loader said it is ready. */
 KZ_WUR bool sbx_gv_started(void);
+/*
+ * The sandbox (gvisor.c), a served worker's kept for the lease: booted at
+ * the first run, it serves every later run, and dies with the run cgroup
+ * (a run stopped, the reset, a one-shot run's end).  In the run init:
+ * sbx_gv_boot writes its spec and makes its control socket (*sfd, the
+ * sandbox's end, for the code process that executes runsc); sbx_gv_booted
+ * records runsc's pid; sbx_gv_send hands a job to it; sbx_gv_ctl is the
+ * descriptor to poll (-1: none), sbx_gv_take forwards its report to the
+ * agent (true when the run is over), and sbx_gv_reaped forgets a sandbox
+ * whose runsc was reaped (true if pid was it).
+ */
+KZ_WUR bool sbx_gv_live(void);
+int sbx_gv_pid(void);
+KZ_WUR int sbx_gv_boot(struct sbx_worker *w, int *sfd, int *logfd, char *why,
+    size_t wlen);
+void sbx_gv_booted(pid_t pid);
+KZ_WUR int sbx_gv_send(const struct sbx_job *j, const char *msg, size_t len);
+int sbx_gv_ctl(void);
+KZ_WUR bool sbx_gv_take(int sock);
+bool sbx_gv_reaped(pid_t pid);
+/* Its last line of runsc's own output, for a report. */
+void sbx_gv_log_tail(char *buf, size_t len);
 /* At a served worker's start: /bin/true through runsc, or refusal. */
 KZ_WUR int sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen);
 
@@ -542,10 +565,11 @@ KZ_WUR int sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen);
 #define SBX_GV_PIDS 128
 /* The run cgroup's pids.max. */
 int64_t sbx_cg_pids(const struct sbx_conf *c);
-/* Under gvisor, inside the sandbox (the loader, gVisor's pid 1): starts
- * argv as uid and gid, without capabilities, under kz-sandbox's own
- * filter (gVisor's kernel enforces it). */
-int sbx_gv_filtered_exec(const char *uid, const char *gid, char **argv);
+/* Under gvisor, inside the sandbox: the loader, gVisor's pid 1, takes
+ * each run's job on descriptor 0, starts its code as uid and gid, without
+ * capabilities, under kz-sandbox's own filter (gVisor's kernel enforces
+ * it), and answers the run's status there. */
+int sbx_gv_serve(const char *uid, const char *gid);
 #define SBX_GV_LOADER "/.kz-sandbox"
 #define SBX_GV_FILTER "/.kz-filter" /* the filter's BPF, read-only */
 

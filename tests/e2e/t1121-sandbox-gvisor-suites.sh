@@ -1,15 +1,15 @@
 #!/bin/bash
 # The escape suite, the reset-leftovers suite, the main job end to end,
-# workspace snapshots (a save, then a restore after a wipe) and the egress
-# relay in front of a real kz-egress, run again with SANDBOX_RUNTIME=gvisor
-# (every kz-sandbox they start, one-shot or a kz-lease worker, reads it from
-# the environment), their TAP renumbered into one plan.  t4201 is not here:
-# its workers are a stand-in, not kz-sandbox.  Nor is Pi validation:
-# kz-pi-validate starts kz-sandbox with an environment of its own, and hands
-# the loader its nonce and result descriptors, which runsc 20221219 cannot
-# pass into a sandbox (it has no option for extra descriptors), so under
-# gvisor such a run is refused at the gvisor step.  GVISOR_SUITES picks
-# others.
+# workspace snapshots (a save, then a restore after a wipe), the egress
+# relay in front of a real kz-egress, and Pi extension validation, run
+# again with SANDBOX_RUNTIME=gvisor (every kz-sandbox they start, one-shot
+# or a kz-lease worker, reads it from the environment; kz-pi-validate
+# starts kz-sandbox with an environment of its own, and reads its settings
+# from KZ_PI_SANDBOX_CONFIG, here a file that names gvisor), their TAP
+# renumbered into one plan.  Pi validation hands the loader its nonce and
+# result descriptors, which reach it inside gVisor with the job.  t4201 is
+# not here: its workers are a stand-in, not kz-sandbox.  GVISOR_SUITES
+# picks others.
 #
 # Three checks of t1102 read what Debian 12's runsc (20221219) does not show:
 # the NoNewPrivs line of /proc/self/status, and nosuid and nodev in
@@ -23,16 +23,21 @@
 # and stat do not, gVisor refusing statx with AT_NO_AUTOMOUNT).
 . "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/runsc ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
-SUITES=${GVISOR_SUITES:-t1102-sandbox-escape t4202-reset-leftovers t4301-run-sandbox t1105-sandbox-snapshot t2104-egress-sandbox}
+SUITES=${GVISOR_SUITES:-t1102-sandbox-escape t4202-reset-leftovers t4301-run-sandbox t1105-sandbox-snapshot t2104-egress-sandbox t3102-pi-extension}
+printf 'SANDBOX_RUNTIME = gvisor\n' >"$T/pi-sandbox.conf"
+# That file, as kz-pi-validate hands it over (--config), selects gVisor.
+is "$(SANDBOX_STATE_DIR=$T/st "$BIN/kz-sandbox" run --config "$T/pi-sandbox.conf" -- /bin/uname -r 2>&1)" \
+	"4.4.0" "KZ_PI_SANDBOX_CONFIG's file runs the code under gVisor"
+k=1
 declare -A TODO=(
 	["no capability in any set, no_new_privs set"]="gVisor 20221219 has no NoNewPrivs line in /proc/self/status"
 	["setuid bit is ignored on the projection (nosuid)"]="gVisor 20221219 shows no nosuid in /proc/mounts"
 	["the workspace is noexec-free but nodev and nosuid"]="gVisor 20221219 shows no nosuid,nodev in /proc/mounts"
-	["the run's init is hidden (hidepid)"]="gVisor 20221219 makes /proc/PID/environ and maps mode 0444 whatever the owner (pid 1 is root there) or its dumpable flag; what pid 1 holds is the code's own environment"
+	["the run's init is hidden (hidepid)"]="gVisor 20221219 makes /proc/PID/environ and maps mode 0444 whatever the owner (pid 1 is root there) or its dumpable flag; what pid 1, the loader, holds is a PATH only"
 )
 # Each suite's plan is known only once it runs (t1102 counts its helper's
 # attempts): the plan goes last, as TAP allows, the sum of theirs.
-total=0 k=0
+total=0
 for s in $SUITES; do
 	diag "$s under SANDBOX_RUNTIME=gvisor"
 	start=$(date +%s) n=0 seen=0
@@ -52,7 +57,8 @@ for s in $SUITES; do
 		"1.."*) n=${line#1..} ;;
 		*) echo "$line" ;;
 		esac
-	done < <(SANDBOX_RUNTIME=gvisor bash "$TOP/tests/e2e/$s.sh" 2>&1)
+	done < <(SANDBOX_RUNTIME=gvisor KZ_PI_SANDBOX_CONFIG=$T/pi-sandbox.conf \
+		bash "$TOP/tests/e2e/$s.sh" 2>&1)
 	# A suite that stopped early leaves checks unreported: failures.
 	while [ "$seen" -lt "$n" ]; do
 		k=$((k + 1)) seen=$((seen + 1)) _n=$((_n + 1)) _fail=$((_fail + 1))

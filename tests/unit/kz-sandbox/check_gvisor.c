@@ -13,19 +13,10 @@
 #include "sbx.h"
 #include "banned.h"
 
-static struct sbx_job job;
-static char *argv_[] = {"/bin/sh", "-c", "echo hi", NULL};
-static char *env_[] = {"PATH=/usr/bin:/bin", "HOME=/workspace", NULL};
-
 static cJSON *
 spec(struct sbx_conf *c)
 {
-	memset(&job, 0, sizeof(job));
-	memcpy(job.argv, argv_, sizeof(argv_));
-	memcpy(job.env, env_, sizeof(env_));
-	job.cwd = "sub/dir";
-	return sbx_gv_spec(c, "/run/kz-sandbox/w1/root", "/st/w1.runsc/f",
-	    &job);
+	return sbx_gv_spec(c, "/run/kz-sandbox/w1/root", "/st/w1.runsc/f");
 }
 
 static const cJSON *
@@ -50,33 +41,33 @@ START_TEST(test_process)
 	c.uid = 2100000123, c.gid = 2100000456;
 	ck_assert_ptr_nonnull(s = spec(&c));
 	/* The loader starts as gVisor's root and hands the code the
-	 * sandbox ids, which it takes from its arguments. */
+	 * sandbox ids, which it takes from its arguments; each job brings
+	 * its own argv, environment and directory. */
 	ck_assert_int_eq(get(s, "process.user.uid")->valuedouble, 0);
 	ck_assert_int_eq(get(s, "process.user.gid")->valuedouble, 0);
-	ck_assert_str_eq(get(s, "process.cwd")->valuestring,
-	    "/workspace/sub/dir");
+	ck_assert_str_eq(get(s, "process.cwd")->valuestring, "/workspace");
 	ck_assert(cJSON_IsTrue(get(s, "process.noNewPrivileges")));
 	ck_assert(cJSON_IsFalse(get(s, "process.terminal")));
-	/* The code runs behind the filter loader. */
-	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.args")), 8);
+	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.args")), 4);
 	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 0)
 	                     ->valuestring,
 	    SBX_GV_LOADER);
 	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 1)
 	                     ->valuestring,
-	    "gvisor-exec");
+	    "gvisor-serve");
 	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 2)
 	                     ->valuestring,
 	    "2100000123");
 	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 3)
 	                     ->valuestring,
 	    "2100000456");
-	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.args"), 7)
+	/* No worker secret in the loader's environment: a PATH only. */
+	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.env")), 1);
+	ck_assert_str_eq(cJSON_GetArrayItem(get(s, "process.env"), 0)
 	                     ->valuestring,
-	    "echo hi");
-	ck_assert_int_eq(cJSON_GetArraySize(get(s, "process.env")), 2);
-	/* The loader's sets hold only what the drop to the sandbox ids
-	 * needs; nothing is inheritable or ambient. */
+	    "PATH=/usr/sbin:/usr/bin:/sbin:/bin");
+	/* The loader's sets hold only what the drop to the sandbox ids and
+	 * the end of a run need; nothing is inheritable or ambient. */
 	caps = get(s, "process.capabilities");
 	ck_assert_int_eq(cJSON_GetArraySize(caps), 5);
 	cJSON_ArrayForEach(e, caps)
@@ -86,11 +77,12 @@ START_TEST(test_process)
 		    strcmp(e->string, "ambient") == 0;
 
 		ck_assert(cJSON_IsArray(e));
-		ck_assert_int_eq(cJSON_GetArraySize(e), none ? 0 : 3);
+		ck_assert_int_eq(cJSON_GetArraySize(e), none ? 0 : 4);
 		cJSON_ArrayForEach(n, e)
 		    ck_assert(strcmp(n->valuestring, "CAP_SETUID") == 0 ||
 		        strcmp(n->valuestring, "CAP_SETGID") == 0 ||
-		        strcmp(n->valuestring, "CAP_SETPCAP") == 0);
+		        strcmp(n->valuestring, "CAP_SETPCAP") == 0 ||
+		        strcmp(n->valuestring, "CAP_KILL") == 0);
 	}
 	cJSON_Delete(s);
 }
@@ -162,6 +154,43 @@ START_TEST(test_root_mounts)
 	}
 	ck_assert_int_eq(rw, 3);
 	ck_assert_ptr_null(get(s, "linux.cgroupsPath"));
+	cJSON_Delete(s);
+}
+END_TEST
+
+/* The projection is a mount of its own, read-only, so gVisor revalidates
+ * it (a sandbox kept for the lease sees the host's changes). */
+START_TEST(test_projection_mount)
+{
+	struct sbx_conf c;
+	const cJSON *m, *o;
+	cJSON *s;
+	int found = 0;
+
+	sbx_conf_defaults(&c);
+	ck_assert_ptr_nonnull(s = spec(&c));
+	cJSON_ArrayForEach(m, get(s, "mounts"))
+	    ck_assert_str_ne(get(m, "destination")->valuestring, SBX_PROJ);
+	cJSON_Delete(s);
+	snprintf(c.projection, sizeof(c.projection), "/srv/proj");
+	ck_assert_ptr_nonnull(s = spec(&c));
+	cJSON_ArrayForEach(m, get(s, "mounts"))
+	{
+		bool ro = false;
+
+		if (strcmp(get(m, "destination")->valuestring, SBX_PROJ) != 0)
+			continue;
+		found++;
+		ck_assert_str_eq(get(m, "source")->valuestring,
+		    "/run/kz-sandbox/w1/root" SBX_PROJ);
+		cJSON_ArrayForEach(o, get(m, "options"))
+		{
+			ck_assert_str_ne(o->valuestring, "rw");
+			ro |= strcmp(o->valuestring, "ro") == 0;
+		}
+		ck_assert(ro);
+	}
+	ck_assert_int_eq(found, 1);
 	cJSON_Delete(s);
 }
 END_TEST
@@ -282,6 +311,7 @@ main(void)
 	tcase_add_test(tc, test_process);
 	tcase_add_test(tc, test_rlimits_same);
 	tcase_add_test(tc, test_root_mounts);
+	tcase_add_test(tc, test_projection_mount);
 	tcase_add_test(tc, test_network);
 	tcase_add_loop_test(tc, test_keys, 0,
 	    sizeof(kcases) / sizeof(kcases[0]));
