@@ -13,15 +13,18 @@
 # by CPU time per run, every process of the run counted (kz-sandbox's run
 # init is not waited for by the agent, so the time hyperfine reports leaves
 # it out), where the cgroup v1 cpuacct hierarchy is mounted.
-# Under gVisor (when runsc is installed; GRUNS runs each, default 10):
+# Under gVisor (when runsc is installed; GRUNS runs each, default 10, and
+# GWRUNS warm runs, default 100):
 #  (g) runsc do /bin/true, the peer, (h) kz-sandbox run --runtime gvisor
-#  (cold), (i) a run on a warm gvisor worker, and the ratios h/g (target
-#  <= 1.2) and i/d (target <= 3.0); and what bounds them: (h) again with
-#  the run's CPU limit lifted to every CPU (runsc's own boot is charged to
-#  the run cgroup, so the tenant's quota throttles it), (j) runsc exec of
-#  /bin/true into a sandbox already running (the floor of a warm run in a
-#  sandbox kept for the lease), (k) one fork/exec of /bin/true inside a
-#  running gVisor sandbox (the floor of any warm run on the platform).
+#  (cold), (i) a run on a warm gvisor worker (the lease's sandbox is up:
+#  its loader forks and executes the code inside gVisor), and the ratios
+#  h/g (target <= 1.2) and i/d (target <= 3.0); and what bounds them: (h)
+#  and (i) again with the run's CPU limit lifted to every CPU (runsc's boot
+#  and the Sentry's work for the code are charged to the run cgroup, so the
+#  tenant's quota throttles them), (j) runsc exec of /bin/true into a
+#  sandbox already running (what a warm run would cost through runsc
+#  itself), (k) one fork/exec of /bin/true inside a running gVisor sandbox
+#  (the floor of any warm run on the platform).
 set -eu
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 SB=${KZ_SANDBOX_BIN:-$TOP/bin/kz-sandbox}
@@ -133,7 +136,7 @@ if bc != "-":
 	    (bc, cc, float(cc) / float(bc)))' "$a" "$b" "$c" "$d" "$bcpu" "$ccpu"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 
-# (g)-(i): gVisor beside (d), each run a gVisor boot of its own.
+# (g)-(i): gVisor beside (d); (g) and (h) each a gVisor boot of its own.
 RUNSC=${RUNSC:-/usr/bin/runsc}
 GRUNS=${GRUNS:-10}
 [ -x "$RUNSC" ] || { echo "runsc missing: no gVisor figures (make deps)"; exit 0; }
@@ -142,10 +145,24 @@ g=$(cd "$T" && htimes "$RUNSC --network=none --platform=ptrace do /bin/true" "$G
 	python3 -c 'import statistics as s,sys; print("%.3f" % s.median(float(x) for x in sys.stdin))')
 h=$(htimes "$SB run --runtime gvisor --state-dir $T/gst -- /bin/true" "$GRUNS" |
 	python3 -c 'import statistics as s,sys; print("%.3f" % s.median(float(x) for x in sys.stdin))')
-"$SB" serve --id "bench-g-$$" --socket "$T/g.sock" --runtime gvisor --state-dir "$T/gst" 2>/dev/null & GPID=$!
-for i in $(seq 200); do [ -S "$T/g.sock" ] && break; sleep 0.05; done
-"$T/client" "$T/g.sock" 2 >/dev/null		# warm-up
-read -r i imean < <("$T/client" "$T/g.sock" "$GRUNS")
+GWRUNS=${GWRUNS:-100}
+# gwarm ID [ARGS]: the median and mean of GWRUNS warm runs on a gvisor
+# worker started with ARGS (stopped after; in this shell, so the cleanup
+# knows its pid meanwhile).
+gwarm() {
+	local id=$1 p
+	shift
+	"$SB" serve --id "$id" --socket "$T/$id.sock" --runtime gvisor \
+		--state-dir "$T/gst" "$@" 2>/dev/null & GPID=$!
+	for p in $(seq 200); do [ -S "$T/$id.sock" ] && break; sleep 0.05; done
+	"$T/client" "$T/$id.sock" 3 >/dev/null		# warm-up, the boot
+	"$T/client" "$T/$id.sock" "$GWRUNS"
+	kill "$GPID" 2>/dev/null; wait "$GPID" 2>/dev/null; GPID=
+}
+gwarm "bg$$" >"$T/gi.txt"
+gwarm "bgn$$" --cpu "$(($(nproc) * 1000))" >"$T/gin.txt"
+read -r i imean <"$T/gi.txt"
+read -r in_ inmean <"$T/gin.txt"
 hn=$(htimes "$SB run --runtime gvisor --cpu $(($(nproc) * 1000)) --state-dir $T/gst -- /bin/true" "$GRUNS" |
 	python3 -c 'import statistics as s,sys; print("%.3f" % s.median(float(x) for x in sys.stdin))')
 # (j), (k): a sandbox left running (read-only host root, no network).
@@ -175,12 +192,13 @@ printf '(g) runsc do /bin/true (peer)    median %8.3f ms\n' "$g"
 printf '(h) kz-sandbox run gvisor (cold) median %8.3f ms\n' "$h"
 printf '    (h) with no CPU limit        median %8.3f ms\n' "$hn"
 printf '(i) gvisor serve run (warm)      median %8.3f ms (mean %.3f)\n' "$i" "$imean"
+printf '    (i) with no CPU limit        median %8.3f ms (mean %.3f)\n' "$in_" "$inmean"
 printf '(j) runsc exec into a sandbox    median %8s ms\n' "$j"
 printf '(k) fork/exec inside gVisor      median %8s ms\n' "$k"
-python3 -c 'import sys; d,g,h,hn,i=map(float,sys.argv[1:6]); j,k=sys.argv[6:]
+python3 -c 'import sys; d,g,h,hn,i,inn=map(float,sys.argv[1:7]); j,k=sys.argv[7:]
 print("h/g = %.2f (target <= 1.2); without the CPU limit %.2f" % (h/g, hn/g))
-print("i/d = %.2f (target <= 3.0)" % (i/d))
+print("i/d = %.2f (target <= 3.0); without the CPU limit %.2f" % (i/d, inn/d))
 if j != "n/a" and k != "n/a":
-    print("floors: j/d = %.2f (a sandbox kept per lease, runsc exec per run), k/d = %.2f (fork/exec inside gVisor alone)" % (float(j)/d, float(k)/d))' \
-	"$d" "$g" "$h" "$hn" "$i" "$j" "$k"
+    print("floors: j/d = %.2f (runsc exec per run), k/d = %.2f (fork/exec inside gVisor alone)" % (float(j)/d, float(k)/d))' \
+	"$d" "$g" "$h" "$hn" "$i" "$in_" "$j" "$k"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
