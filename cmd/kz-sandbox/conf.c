@@ -111,6 +111,10 @@ static const struct key keys[] = {
         "ptrace", "runsc's platform under gvisor (ptrace, kvm, systrap)"},
     {"SANDBOX_RUNSC", "runsc", K_STR, S(runsc), 0, 0, "/usr/bin/runsc",
         "the runsc executable under gvisor (an absolute path)"},
+    {"SANDBOX_GVISOR_PREBOOT", "gvisor-preboot", K_BOOL, N(gv_preboot), 0, 0,
+        "on",
+        "under gvisor, boot the next lease's sandbox once the reset is "
+        "proven (on or off)"},
     {"SANDBOX_BROWSER_BIN", "browser-bin", K_STR, S(browser_bin), 0, 0,
         "/usr/lib/chromium/chromium",
         NULL}, /* the pinned distro Chromium; never another */

@@ -608,6 +608,13 @@ sbx_gv_reaped(pid_t pid)
 }
 
 void
+sbx_gv_preboot(struct sbx_worker *w)
+{
+	if (sbx_gvisor(w->c) && w->serve && w->c->gv_preboot && !w->broken)
+		(void)!sbx_msg_boot_send(w->zsock);
+}
+
+void
 sbx_gv_log_tail(char *buf, size_t len)
 {
 	char b[4096], *e, *l;
@@ -658,6 +665,10 @@ sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen)
 		kz_why(why, wlen, "gvisor: the probe could not run");
 		return KZ_EUNAVAIL;
 	}
+	/* The probe's sandbox is the first lease's, unless none is kept
+	 * between leases. */
+	if (!w->c->gv_preboot)
+		(void)sbx_cg_kill_run(&w->cg);
 	if (rs.setup_failed)
 		kz_why(why, wlen, "gvisor: probe: %s: %s", rs.step, rs.why);
 	else if (!rs.exited || rs.code != 0) {

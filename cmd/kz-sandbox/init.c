@@ -366,37 +366,61 @@ gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock)
 }
 
 /*
+ * Boots the gVisor sandbox: runsc executed by a code process, its standard
+ * input the sandbox's control socket and its output runsc's log; rep takes
+ * a failure before runsc runs.  0, or why says what failed.
+ */
+static int
+gv_boot(struct sbx_worker *w, char *stack, int rep, char *why, size_t wlen)
+{
+	struct sbx_job bj;
+	int sfd, logfd;
+	pid_t pid;
+
+	memset(&bj, 0, sizeof(bj));
+	if (sbx_gv_boot(w, &sfd, &logfd, why, wlen) != 0)
+		return -1;
+	bj.fd[0] = sfd, bj.fd[1] = bj.fd[2] = logfd, bj.fd[3] = rep;
+	pid = spawn(w, &bj, stack);
+	close(sfd), close(logfd);
+	if (pid < 0) {
+		snprintf(why, wlen, "fork: %s", strerror(errno));
+		sbx_gv_booted(0);
+		return -1;
+	}
+	sbx_gv_booted(pid);
+	return 0;
+}
+
+/* Between runs, on the agent's request: the next lease's sandbox. */
+static void
+gv_preboot(struct sbx_worker *w, char *stack)
+{
+	char why[192];
+	int null;
+
+	if (sbx_gv_live() ||
+	    (null = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+		return;
+	/* A failure is the next run's to report: it boots again. */
+	(void)gv_boot(w, stack, null, why, sizeof(why));
+	close(null);
+}
+
+/*
  * A run under gvisor: the job goes to the sandbox (a served worker's is
- * kept for the lease), booted first if there is none (runsc executed by a
- * code process, its standard input the sandbox's control socket and its
- * output runsc's log).  Returns what the init waits for (runsc's pid),
- * or 0 when the run was refused, reported.
+ * kept for the lease), booted first if there is none.  Returns what the
+ * init waits for (runsc's pid), or 0 when the run was refused, reported.
  */
 static pid_t
 gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg, char *stack,
     int sock)
 {
 	char why[192];
-	int sfd = -1, logfd = -1;
-	pid_t pid;
 
-	if (!sbx_gv_live()) {
-		struct sbx_job bj;
-
-		memset(&bj, 0, sizeof(bj));
-		if (sbx_gv_boot(w, &sfd, &logfd, why, sizeof(why)) != 0)
-			goto fail;
-		bj.fd[0] = sfd, bj.fd[1] = bj.fd[2] = logfd;
-		bj.fd[3] = j->fd[3];
-		pid = spawn(w, &bj, stack);
-		close(sfd), close(logfd);
-		if (pid < 0) {
-			snprintf(why, sizeof(why), "fork: %s", strerror(errno));
-			sbx_gv_booted(0);
-			goto fail;
-		}
-		sbx_gv_booted(pid);
-	}
+	if (!sbx_gv_live() &&
+	    gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
+		goto fail;
 	if (sbx_gv_send(j, msg,
 	        (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) != 0) {
 		snprintf(why, sizeof(why),
@@ -517,6 +541,8 @@ zygote(struct sbx_worker *w, int sock)
 			_exit(0);
 		if (r == 1 && cur == 0)
 			sbx_check_here(&zm, sock);
+		if (r == 2 && cur == 0 && sbx_gvisor(w->c))
+			gv_preboot(w, stack);
 		if (r != 0 || cur != 0)
 			continue;
 		if (sbx_gvisor(w->c) && gv_refused(w, &j, sock))

@@ -135,6 +135,12 @@ sbx_msg_check_send(int sock)
 	return send(sock, "CHCK", 4, MSG_NOSIGNAL) == 4 ? 0 : -1;
 }
 
+int
+sbx_msg_boot_send(int sock)
+{
+	return send(sock, "BOOT", 4, MSG_NOSIGNAL) == 4 ? 0 : -1;
+}
+
 static int
 add_str(char *buf, size_t cap, size_t *len, const char *s)
 {
@@ -253,6 +259,8 @@ sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j)
 		return -2;
 	if (n == 4 && memcmp(buf, "CHCK", 4) == 0 && mh.msg_controllen == 0)
 		return 1;
+	if (n == 4 && memcmp(buf, "BOOT", 4) == 0 && mh.msg_controllen == 0)
+		return 2;
 	c = CMSG_FIRSTHDR(&mh);
 	if (c == NULL || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len < CMSG_LEN(sizeof(int) * ZFDS) ||

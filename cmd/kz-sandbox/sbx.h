@@ -79,6 +79,7 @@ struct sbx_conf {
 	uint64_t browser_memory, browser_tmp;
 	int64_t browser_pids, browser_cpu_milli;
 	int64_t browser_prestart; /* 0 or 1 */
+	int64_t gv_preboot; /* 0 or 1: boot the next lease's sandbox early */
 };
 
 /* conf.c */
@@ -491,8 +492,10 @@ KZ_WUR int sbx_msg_job_send(int sock, const struct sbx_req *rq,
     const int fds[ZFDS]);
 /* Asks the init to check what the next tenant will find (sbx_check). */
 KZ_WUR int sbx_msg_check_send(int sock);
-/* The init's next message: 0 a job (its descriptors open), 1 a check, -1
- * malformed (nothing kept open), -2 the agent is gone. */
+/* Asks the init to boot its gVisor sandbox now, if it has none. */
+KZ_WUR int sbx_msg_boot_send(int sock);
+/* The init's next message: 0 a job (its descriptors open), 1 a check, 2
+ * a boot, -1 malformed (nothing kept open), -2 the agent is gone. */
 KZ_WUR int sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j);
 /* Splits a job message's bytes into j (j->npass already set); -1. */
 KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
@@ -556,6 +559,9 @@ KZ_WUR bool sbx_gv_take(int sock);
 bool sbx_gv_reaped(pid_t pid);
 /* Its last line of runsc's own output, for a report. */
 void sbx_gv_log_tail(char *buf, size_t len);
+/* In the agent, between runs: has a served worker's init boot the next
+ * lease's sandbox (SANDBOX_GVISOR_PREBOOT). */
+void sbx_gv_preboot(struct sbx_worker *w);
 /* At a served worker's start: /bin/true through runsc, or refusal. */
 KZ_WUR int sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen);
 

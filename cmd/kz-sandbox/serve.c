@@ -510,7 +510,8 @@ wait_ms(const struct sbx_worker *w, int max)
 	return max >= 0 && left > max ? max : (int)left;
 }
 
-/* Forks the pre-started bridge when one is due; true if it was. */
+/* Forks the pre-started bridge, and boots the next lease's gVisor
+ * sandbox, when they are due; true if they were. */
 static bool
 prestart_if_due(struct sbx_worker *w)
 {
@@ -518,6 +519,7 @@ prestart_if_due(struct sbx_worker *w)
 		return false;
 	w->prestart_at = 0;
 	sbx_browser_prestart(w);
+	sbx_gv_preboot(w);
 	return true;
 }
 

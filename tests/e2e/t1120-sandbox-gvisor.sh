@@ -11,7 +11,7 @@
 SB=$BIN/kz-sandbox
 RUNSC=${RUNSC:-/usr/bin/runsc}
 [ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
-plan 45
+plan 49
 export SANDBOX_RUNTIME=gvisor SANDBOX_STATE_DIR=$T/state
 gv() { "$SB" run --timeout 30 --workspace-size 4M "$@"; }
 
@@ -133,6 +133,27 @@ t "after its sandbox was killed while idle, the next run works in a new one (pid
 out=$(call wipe 2>&1)
 like "$out" '"ok": *true' "the reset is proven clean"
 unlike "$out" ': *false' "every item of the evidence is positive"
+# sandbox N WORKER: whether (1) or not (0) a runsc of WORKER's is up within
+# N tenths of a second.
+sandbox() {
+	for _ in $(seq "$1"); do
+		pgrep -f "runsc.*$T/state/$2.runsc" >/dev/null && { echo 1; return; }
+		sleep 0.1
+	done
+	echo 0
+}
+# gone N WORKER: whether (1) or not (0) no runsc of WORKER's is left
+# within N tenths of a second.
+gone() {
+	for _ in $(seq "$1"); do
+		pgrep -f "runsc.*$T/state/$2.runsc" >/dev/null || { echo 1; return; }
+		sleep 0.1
+	done
+	echo 0
+}
+is "$(sandbox 5 gw)" 0 "the reset leaves no sandbox up while its evidence is taken"
+call health >/dev/null
+is "$(sandbox 100 gw)" 1 "once the evidence is collected (health), the next lease's sandbox is booted ahead of its first run"
 out=$(runw '["/bin/sh","-c","cat /workspace/l /tmp/l /dev/shm/l 2>/dev/null | grep -c left; for p in /proc/[0-9]*; do cat $p/cmdline; echo; done 2>/dev/null | grep -c ^sleep"]' 2>&1)
 is "$(printf '%s' "$out" | tr '\n' ' ')" "0 0" "the next tenant finds no file and no process left"
 t "the worker's runsc state directory exists while it serves" test -d "$T/state/gw.runsc"
@@ -153,8 +174,12 @@ is "$(printf '%s' "$out" | grep '^dev=')" "dev=refused" "a device node in the pr
 # The host's projection as it is now, for every run of a lease (the
 # sandbox kept for the lease does not serve a stale copy).
 mkdir "$T/proj2" && echo v1 >"$T/proj2/f"
-bg "$SB" serve --id gw3 --socket "$T/w3.sock" --projection "$T/proj2" 2>"$T/serve3.log"
+bg "$SB" serve --id gw3 --socket "$T/w3.sock" --projection "$T/proj2" \
+	--gvisor-preboot off 2>"$T/serve3.log"
 wait_sock "$T/w3.sock" 30
+# (SANDBOX_GVISOR_PREBOOT off: no sandbox is kept between leases, the
+# probe's neither.)
+is "$(gone 50 gw3)" 1 "with preboot off, the probe's sandbox is not kept"
 run3() { python3 "$TOP/tests/sandbox/client.py" "$T/w3.sock" run "{\"argv\": $1}" | python3 -c 'import json,sys,base64
 r=json.load(sys.stdin); print(base64.b64decode(r.get("stdout_b64","")).decode(), end="") if r.get("ok") else print(r)'; }
 a=$(run3 '["/bin/cat","/projection/f"]' 2>&1)
@@ -162,6 +187,9 @@ echo v2 >"$T/proj2/f"
 b=$(run3 '["/bin/sh","-c","cat /projection/f; echo $$"]' 2>&1)
 is "$a $(printf '%s' "$b" | head -n1)" "v1 v2" "a projection changed between two runs of a lease is seen as changed"
 t "(both runs in the lease's one sandbox)" test "$(printf '%s' "$b" | tail -n1)" -gt 2
+python3 "$TOP/tests/sandbox/client.py" "$T/w3.sock" wipe >/dev/null 2>&1
+python3 "$TOP/tests/sandbox/client.py" "$T/w3.sock" health >/dev/null 2>&1
+is "$(sandbox 20 gw3)" 0 "and none is booted after a reset"
 python3 "$TOP/tests/sandbox/client.py" "$T/w3.sock" shutdown >/dev/null 2>&1
 
 # runsc missing or failing: refusal naming the step; nothing runs.
