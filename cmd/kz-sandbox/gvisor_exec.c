@@ -129,36 +129,9 @@ parse_ids(const char *uid, const char *gid, uid_t *u, gid_t *g)
 	} while (0)
 
 /*
- * The job's descriptors where the code gets them: stdio on 0-2, each
- * passed descriptor at its number.  Everything arrived close-on-exec
- * (the loader's own descriptors too): each is first moved above the
- * highest target, so no placement clobbers one not yet placed, and
- * placing clears the flag; the report pipe stays close-on-exec.
- */
-static int
-job_fds(struct sbx_job *j, int *rep)
-{
-	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], base = 3;
-
-	for (int i = 0; i < j->npass; i++)
-		if (j->target[i] >= base)
-			base = j->target[i] + 1;
-	for (int i = 0; i < n; i++)
-		if ((hi[i] = fcntl(j->fd[i], F_DUPFD_CLOEXEC, base)) < 0)
-			return -1;
-	for (int i = 0; i < 3; i++)
-		if (dup2(hi[i], i) < 0)
-			return -1;
-	for (int i = 0; i < j->npass; i++)
-		if (dup2(hi[ZFDS + i], j->target[i]) < 0)
-			return -1;
-	*rep = hi[3];
-	return 0;
-}
-
-/*
  * One run's code, started by the loader: the job's descriptors in place
- * (job_fds), its own session,
+ * (sbx_place_fds: everything else arrived close-on-exec, should gVisor
+ * not close it at once), its own session,
  * the sandbox ids (the bounding set is already empty), the working
  * directory, the filter, then the command with the job's environment.
  * The steps that fail are named as the native code process names them.
@@ -179,7 +152,7 @@ job_code(const struct sock_fprog *prog, uid_t uid, gid_t gid, struct sbx_job *j)
 	(void)signal(SIGHUP, SIG_DFL);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	if (job_fds(j, &rep) != 0)
+	if (sbx_place_fds(j, &rep) != 0)
 		JOB_FAIL("stdio", strerror(errno));
 	(void)setsid();
 	if (gv_ids(uid, gid, why, sizeof(why)) != 0)

@@ -90,10 +90,10 @@ code_signals(void)
  * descriptor at its number (without close-on-exec), the report pipe high
  * and close-on-exec, and nothing else open.  Everything is first moved
  * above the highest target so no placement can clobber a descriptor not
- * yet placed.
+ * yet placed.  (Also the gVisor loader's, for the code it starts.)
  */
-static int
-place_fds(struct sbx_job *j, int *rep)
+int
+sbx_place_fds(struct sbx_job *j, int *rep)
 {
 	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], lo = 3, base = 3;
 
@@ -202,7 +202,7 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 		FAIL("namespaces", "cannot enter the user namespace");
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		FAIL("namespaces", "cgroup namespace");
-	if (place_fds(j, &rep) != 0)
+	if (sbx_place_fds(j, &rep) != 0)
 		FAIL("stdio", strerror(errno));
 	(void)setsid();
 	/* Under gvisor the rest of the boundary is runsc's to apply, from

@@ -497,6 +497,10 @@ KZ_WUR int sbx_msg_boot_send(int sock);
 /* The init's next message: 0 a job (its descriptors open), 1 a check, 2
  * a boot, -1 malformed (nothing kept open), -2 the agent is gone. */
 KZ_WUR int sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j);
+/* In the process that executes the code: j's descriptors where the code
+ * gets them (stdio on 0-2, the passed ones at their numbers, nothing else
+ * open) and *rep, the report pipe, high and close-on-exec; -1. */
+KZ_WUR int sbx_place_fds(struct sbx_job *j, int *rep);
 /* Splits a job message's bytes into j (j->npass already set); -1. */
 KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
 
