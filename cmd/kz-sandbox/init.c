@@ -319,9 +319,10 @@ code_stack(void)
 	return s + 4096 + CODE_STACK;
 }
 
-/* Starts the code of one job; returns its pid or -1. */
-static pid_t
-spawn(struct sbx_worker *w, struct sbx_job *j, char *stack)
+/* Starts the code of one job (under gvisor, runsc for the sandbox);
+ * returns its pid or -1. */
+pid_t
+sbx_init_spawn(struct sbx_worker *w, struct sbx_job *j, char *stack)
 {
 	char **saved = environ;
 	struct spawn sp = {w, j};
@@ -347,91 +348,6 @@ fail_exit(int sock)
 
 	(void)!read(sock, &b, 1);
 	_exit(1);
-}
-
-/* Under gvisor, a job runsc cannot take is refused (its descriptors
- * closed, as after a run); true then. */
-static bool
-gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock)
-{
-	char step[64], why[192];
-
-	if (sbx_gv_job(w, j, step, sizeof(step), why, sizeof(why)) == 0)
-		return false;
-	sbx_msg_report(j->fd[3], REP_FAIL, 0, step, why);
-	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
-	for (int i = 0; i < ZFDS + j->npass; i++)
-		close(j->fd[i]);
-	return true;
-}
-
-/*
- * Boots the gVisor sandbox: runsc executed by a code process, its standard
- * input the sandbox's control socket and its output runsc's log; rep takes
- * a failure before runsc runs.  0, or why says what failed.
- */
-static int
-gv_boot(struct sbx_worker *w, char *stack, int rep, char *why, size_t wlen)
-{
-	struct sbx_job bj;
-	int sfd, logfd;
-	pid_t pid;
-
-	memset(&bj, 0, sizeof(bj));
-	if (sbx_gv_boot(w, &sfd, &logfd, why, wlen) != 0)
-		return -1;
-	bj.fd[0] = sfd, bj.fd[1] = bj.fd[2] = logfd, bj.fd[3] = rep;
-	pid = spawn(w, &bj, stack);
-	close(sfd), close(logfd);
-	if (pid < 0) {
-		snprintf(why, wlen, "fork: %s", strerror(errno));
-		sbx_gv_booted(0);
-		return -1;
-	}
-	sbx_gv_booted(pid);
-	return 0;
-}
-
-/* Between runs, on the agent's request: the next lease's sandbox. */
-static void
-gv_preboot(struct sbx_worker *w, char *stack)
-{
-	char why[192];
-	int null;
-
-	if (sbx_gv_live() ||
-	    (null = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
-		return;
-	/* A failure is the next run's to report: it boots again. */
-	(void)gv_boot(w, stack, null, why, sizeof(why));
-	close(null);
-}
-
-/*
- * A run under gvisor: the job goes to the sandbox (a served worker's is
- * kept for the lease), booted first if there is none.  Returns what the
- * init waits for (runsc's pid), or 0 when the run was refused, reported.
- */
-static pid_t
-gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg, char *stack,
-    int sock)
-{
-	char why[192];
-
-	if (!sbx_gv_live() &&
-	    gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
-		goto fail;
-	if (sbx_gv_send(j, msg,
-	        (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) != 0) {
-		snprintf(why, sizeof(why),
-		    "gvisor: cannot hand the run to the sandbox");
-		goto fail;
-	}
-	return (pid_t)sbx_gv_pid();
-fail:
-	sbx_msg_report(j->fd[3], REP_FAIL, 0, "gvisor", why);
-	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
-	return 0;
 }
 
 /* The run namespace's init (pid 1 there): never returns. */
@@ -542,18 +458,18 @@ zygote(struct sbx_worker *w, int sock)
 		if (r == 1 && cur == 0)
 			sbx_check_here(&zm, sock);
 		if (r == 2 && cur == 0 && sbx_gvisor(w->c))
-			gv_preboot(w, stack);
+			sbx_gv_boot_idle(w, stack);
 		if (r != 0 || cur != 0)
 			continue;
-		if (sbx_gvisor(w->c) && gv_refused(w, &j, sock))
+		if (sbx_gvisor(w->c) && sbx_gv_refused(w, &j, sock))
 			continue;
 		if (sbx_gvisor(w->c)) {
-			cur = gv_run(w, &j, buf, stack, sock);
+			cur = sbx_gv_run(w, &j, buf, stack, sock);
 			for (int i = 0; i < ZFDS + j.npass; i++)
 				close(j.fd[i]);
 			continue;
 		}
-		if ((cur = spawn(w, &j, stack)) < 0) {
+		if ((cur = sbx_init_spawn(w, &j, stack)) < 0) {
 			sbx_msg_report(j.fd[3], REP_FAIL, 0, "fork",
 			    strerror(errno));
 			sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);

@@ -507,6 +507,9 @@ KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
 /* Clones the init, which starts building the root view at once (a served
  * worker's init copies it from the template). */
 KZ_WUR int sbx_init_start(struct sbx_worker *w, char *why, size_t wlen);
+/* In the init: starts the code of one job on stack (under gvisor, runsc
+ * for the sandbox); its pid or -1. */
+pid_t sbx_init_spawn(struct sbx_worker *w, struct sbx_job *j, char *stack);
 /* A served worker's template mount namespace (w->tmpl_fd): the root view
  * less what each lease gets fresh, built once by a short-lived child and
  * never entered by code; every lease's init runs in a copy of it. */
@@ -533,35 +536,30 @@ cJSON *sbx_gv_spec(const struct sbx_conf *c, const char *rootfs,
     const char *filter);
 /* In the run init, instead of entering the view: the state tmpfs. */
 KZ_WUR int sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen);
-/* In the run init, per job: checked (its working directory); step and
- * why name what refused it. */
-KZ_WUR int sbx_gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step,
-    size_t slen, char *why, size_t wlen);
 /* In the code process: executes runsc (never returns). */
 void sbx_gv_exec(const struct sbx_worker *w, int rep) __attribute__((noreturn));
-/* After the job: whether the sandbox's loader said it is ready. */
-KZ_WUR bool sbx_gv_started(void);
 /*
- * The sandbox (gvisor.c), a served worker's kept for the lease: booted at
- * the first run, it serves every later run, and dies with the run cgroup
- * (a run stopped, the reset, a one-shot run's end).  In the run init:
- * sbx_gv_boot writes its spec and makes its control socket (*sfd, the
- * sandbox's end, for the code process that executes runsc); sbx_gv_booted
- * records runsc's pid; sbx_gv_send hands a job to it; sbx_gv_ctl is the
- * descriptor to poll (-1: none), sbx_gv_take forwards its report to the
- * agent (true when the run is over), and sbx_gv_reaped forgets a sandbox
- * whose runsc was reaped (true if pid was it).
+ * gvisor_box.c, in the run init: the sandbox (gvisor.c), a served
+ * worker's kept for the lease, which dies with the run cgroup (a run
+ * stopped, the reset, a one-shot run's end).  sbx_gv_refused refuses a
+ * job the sandbox cannot take (reported, its descriptors closed; true
+ * then); sbx_gv_run hands a job to the sandbox, booted first if there is
+ * none, and returns what the init waits for (runsc's pid), or 0 when the
+ * run was refused, reported; sbx_gv_boot_idle boots it between runs.
+ * sbx_gv_ctl is the descriptor to poll (-1: none), sbx_gv_take forwards
+ * the loader's report to the agent (true when the run is over),
+ * sbx_gv_reaped forgets a sandbox whose runsc was reaped (true if pid
+ * was it), sbx_gv_started says whether its loader said it is ready, and
+ * sbx_gv_log_tail gives the last line runsc wrote, for a report.
  */
-KZ_WUR bool sbx_gv_live(void);
-int sbx_gv_pid(void);
-KZ_WUR int sbx_gv_boot(struct sbx_worker *w, int *sfd, int *logfd, char *why,
-    size_t wlen);
-void sbx_gv_booted(pid_t pid);
-KZ_WUR int sbx_gv_send(const struct sbx_job *j, const char *msg, size_t len);
+KZ_WUR bool sbx_gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock);
+KZ_WUR pid_t sbx_gv_run(struct sbx_worker *w, struct sbx_job *j,
+    const char *msg, char *stack, int sock);
+void sbx_gv_boot_idle(struct sbx_worker *w, char *stack);
 int sbx_gv_ctl(void);
 KZ_WUR bool sbx_gv_take(int sock);
 bool sbx_gv_reaped(pid_t pid);
-/* Its last line of runsc's own output, for a report. */
+KZ_WUR bool sbx_gv_started(void);
 void sbx_gv_log_tail(char *buf, size_t len);
 /* In the agent, between runs: has a served worker's init boot the next
  * lease's sandbox (SANDBOX_GVISOR_PREBOOT). */

@@ -1,0 +1,401 @@
+/*
+ * Under gvisor, in the run init: the sandbox it keeps (gvisor.c says what
+ * it is and how long it lives).  The init boots it by executing runsc
+ * from a code process, as a native run's code is started, with the
+ * sandbox's control socket as its standard input and runsc's log as its
+ * output; hands it each run's job; takes the loader's answers; and
+ * forgets it once runsc is reaped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+
+#include "kz_io.h"
+#include "sbx.h"
+#include "banned.h"
+
+/* The job's working directory exists in the workspace, resolved as the
+ * code would: inside the view, never through a magic link. */
+static bool
+cwd_ok(const struct sbx_worker *w, const char *cwd)
+{
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	char root[SBX_PBUF], rel[PATH_MAX + 16];
+	int dfd, fd;
+
+	snprintf(root, sizeof(root), "%s/root", w->mnt.stage);
+	snprintf(rel, sizeof(rel), "%s/%s", SBX_WS + 1, cwd);
+	if ((dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return false;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	close(dfd);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/* runsc's command line for the sandbox (the code process executes it; it
+ * shares the init's memory until then). */
+static char gv_arg[8][SBX_PBUF];
+static char *gv_argv[16];
+static unsigned long gv_runs;
+
+static void
+gv_cmdline(const struct sbx_conf *c)
+{
+	int n = 0;
+
+	memcpy(gv_arg[0], "--root=", 8);
+	(void)!sbx_gv_dir(c, "root", gv_arg[0] + 7, SBX_PBUF - 7);
+	snprintf(gv_arg[1], SBX_PBUF, "--network=%s",
+	    c->egress_sock[0] ? "host" : "none");
+	snprintf(gv_arg[2], SBX_PBUF, "--platform=%s", c->gv_platform);
+	(void)!sbx_gv_dir(c, "bundle", gv_arg[3], SBX_PBUF);
+	snprintf(gv_arg[5], SBX_PBUF, "kz-%lu", ++gv_runs);
+	gv_argv[n++] = (char *)c->runsc;
+	gv_argv[n++] = gv_arg[0];
+	gv_argv[n++] = gv_arg[1];
+	gv_argv[n++] = gv_arg[2];
+	/* The run cgroup, which the code process joins before it executes
+	 * runsc, holds and limits the whole sandbox. */
+	gv_argv[n++] = "--ignore-cgroups";
+	gv_argv[n++] = "run";
+	gv_argv[n++] = "--bundle";
+	gv_argv[n++] = gv_arg[3];
+	gv_argv[n++] = gv_arg[5];
+	gv_argv[n] = NULL;
+}
+
+/* The filter, once per init (it is the agent's, sent at the setup). */
+static int
+write_filter(const struct sbx_worker *w, char *why, size_t wlen)
+{
+	static bool done;
+	char p[SBX_PBUF];
+	int fd, r;
+
+	if (done)
+		return 0;
+	if (sbx_gv_dir(w->c, "bundle/filter", p, sizeof(p)) != 0 ||
+	    (fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0) {
+		kz_why(why, wlen, "gvisor: cannot write the filter: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	r = kz_write_full(fd, w->prog.filter,
+	    w->prog.len * sizeof(w->prog.filter[0]), -1);
+	close(fd);
+	if (r != 0) {
+		kz_why(why, wlen, "gvisor: cannot write the filter");
+		return KZ_ESYS;
+	}
+	done = true;
+	return 0;
+}
+
+/* The bundle: the filter, the spec and runsc's command line. */
+static int
+write_bundle(struct sbx_worker *w, char *why, size_t wlen)
+{
+	char root[SBX_PBUF], p[SBX_PBUF], *text = NULL;
+	cJSON *spec = NULL;
+	int fd = -1, r;
+
+	snprintf(root, sizeof(root), "%s/root", w->mnt.stage);
+	gv_cmdline(w->c);
+	if ((r = write_filter(w, why, wlen)) != 0)
+		return r;
+	r = KZ_ESYS;
+	(void)!sbx_gv_dir(w->c, "bundle/filter", p, sizeof(p));
+	if ((spec = sbx_gv_spec(w->c, root, p)) == NULL ||
+	    (text = cJSON_PrintUnformatted(spec)) == NULL) {
+		kz_why(why, wlen, "gvisor: cannot make the OCI spec");
+		r = KZ_ENOMEM;
+		goto out;
+	}
+	if (sbx_gv_dir(w->c, "bundle/config.json", p, sizeof(p)) != 0 ||
+	    (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) <
+	        0 ||
+	    kz_write_full(fd, text, strlen(text), -1) != 0) {
+		kz_why(why, wlen, "gvisor: cannot write the OCI spec: %s",
+		    strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	cJSON_Delete(spec);
+	return r;
+}
+
+static int
+gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step, size_t slen,
+    char *why, size_t wlen)
+{
+	snprintf(step, slen, "cwd");
+	if (!cwd_ok(w, j->cwd)) {
+		kz_why(why, wlen,
+		    "the working directory does not exist in the workspace");
+		return KZ_ENOENT;
+	}
+	return 0;
+}
+
+void
+sbx_gv_exec(const struct sbx_worker *w, int rep)
+{
+	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+	    NULL};
+
+	execve(w->c->runsc, gv_argv, envp);
+	sbx_msg_report(rep, REP_FAIL, 0, "gvisor",
+	    "gvisor: cannot execute runsc");
+	_exit(127);
+}
+
+/* The served worker's sandbox: runsc's pid, the init's end of the
+ * control socket, whether the loader said it is ready, and runsc's own
+ * output (a file on the state tmpfs). */
+static struct {
+	pid_t pid;
+	int ctl;
+	bool ready;
+	char log[SBX_PBUF];
+} gv = {0, -1, false, ""};
+
+static bool
+gv_live(void)
+{
+	return gv.pid > 0;
+}
+
+bool
+sbx_gv_started(void)
+{
+	return gv.ready;
+}
+
+static int
+boot_prepare(struct sbx_worker *w, int *sfd, int *logfd, char *why, size_t wlen)
+{
+	int sv[2], big = 4 << 20, r;
+
+	if ((r = write_bundle(w, why, wlen)) != 0)
+		return r;
+	if (gv.log[0] == '\0' &&
+	    sbx_gv_dir(w->c, "runsc.log", gv.log, sizeof(gv.log)) != 0) {
+		kz_why(why, wlen, "gvisor: the state path is too long");
+		return KZ_ETOOBIG;
+	}
+	if ((*logfd = open(gv.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	         0600)) < 0) {
+		kz_why(why, wlen, "gvisor: cannot open runsc's log: %s",
+		    strerror(errno));
+		return KZ_ESYS;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		kz_why(why, wlen, "gvisor: socketpair: %s", strerror(errno));
+		close(*logfd);
+		return KZ_ESYS;
+	}
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	gv.ctl = sv[0], gv.ready = false;
+	*sfd = sv[1];
+	return 0;
+}
+
+static void
+booted(pid_t pid)
+{
+	gv.pid = pid;
+	if (pid <= 0 && gv.ctl >= 0) {
+		close(gv.ctl);
+		gv.ctl = -1;
+	}
+}
+
+/* The job message as the agent sent it, and its descriptors. */
+static int
+send_job(const struct sbx_job *j, const char *msg, size_t len)
+{
+	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
+	size_t nfd = (size_t)(ZFDS + j->npass);
+	struct iovec iov = {(void *)msg, len};
+	struct msghdr mh = {.msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = cb,
+	    .msg_controllen = sizeof(cb)};
+	struct cmsghdr *c;
+
+	memset(cb, 0, sizeof(cb));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+	memcpy(CMSG_DATA(c), j->fd, sizeof(int) * nfd);
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
+	return gv.ctl >= 0 &&
+	        sendmsg(gv.ctl, &mh, MSG_NOSIGNAL) == (ssize_t)len ?
+	    0 :
+	    KZ_ESYS;
+}
+
+int
+sbx_gv_ctl(void)
+{
+	return gv.ctl;
+}
+
+bool
+sbx_gv_take(int sock)
+{
+	struct report r;
+	ssize_t n = read(gv.ctl, &r, sizeof(r));
+
+	if (n <= 0) {
+		/* The sandbox is going: runsc's reaping reports the run. */
+		close(gv.ctl);
+		gv.ctl = -1;
+		return false;
+	}
+	if (n != (ssize_t)sizeof(r))
+		return false;
+	if (r.kind == REP_READY) {
+		gv.ready = true;
+		return false;
+	}
+	if (r.kind != REP_DONE)
+		return false;
+	r.step[0] = r.why[0] = '\0';
+	(void)!write(sock, &r, sizeof(r));
+	return true;
+}
+
+bool
+sbx_gv_reaped(pid_t pid)
+{
+	if (pid <= 0 || pid != gv.pid)
+		return false;
+	gv.pid = 0;
+	if (gv.ctl >= 0)
+		close(gv.ctl);
+	gv.ctl = -1;
+	return true;
+}
+
+void
+sbx_gv_preboot(struct sbx_worker *w)
+{
+	if (sbx_gvisor(w->c) && w->serve && w->c->gv_preboot && !w->broken)
+		(void)!sbx_msg_boot_send(w->zsock);
+}
+
+void
+sbx_gv_log_tail(char *buf, size_t len)
+{
+	char b[4096], *e, *l;
+	ssize_t n = -1;
+	int fd;
+
+	buf[0] = '\0';
+	if (gv.log[0] == '\0' || (fd = open(gv.log, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (lseek(fd, 0, SEEK_END) > (off_t)sizeof(b) - 1)
+		(void)lseek(fd, -(off_t)sizeof(b) + 1, SEEK_END);
+	else
+		(void)lseek(fd, 0, SEEK_SET);
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	b[n] = '\0';
+	while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r'))
+		b[--n] = '\0';
+	l = (e = strrchr(b, '\n')) != NULL ? e + 1 : b;
+	snprintf(buf, len, "%s", l);
+}
+
+bool
+sbx_gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock)
+{
+	char step[64], why[192];
+
+	if (gv_job(w, j, step, sizeof(step), why, sizeof(why)) == 0)
+		return false;
+	sbx_msg_report(j->fd[3], REP_FAIL, 0, step, why);
+	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
+	for (int i = 0; i < ZFDS + j->npass; i++)
+		close(j->fd[i]);
+	return true;
+}
+
+/*
+ * Boots the gVisor sandbox: runsc executed by a code process, its standard
+ * input the sandbox's control socket and its output runsc's log; rep takes
+ * a failure before runsc runs.  0, or why says what failed.
+ */
+static int
+gv_boot(struct sbx_worker *w, char *stack, int rep, char *why, size_t wlen)
+{
+	struct sbx_job bj;
+	int sfd, logfd;
+	pid_t pid;
+
+	memset(&bj, 0, sizeof(bj));
+	if (boot_prepare(w, &sfd, &logfd, why, wlen) != 0)
+		return -1;
+	bj.fd[0] = sfd, bj.fd[1] = bj.fd[2] = logfd, bj.fd[3] = rep;
+	pid = sbx_init_spawn(w, &bj, stack);
+	close(sfd), close(logfd);
+	if (pid < 0) {
+		snprintf(why, wlen, "fork: %s", strerror(errno));
+		booted(0);
+		return -1;
+	}
+	booted(pid);
+	return 0;
+}
+
+void
+sbx_gv_boot_idle(struct sbx_worker *w, char *stack)
+{
+	char why[192];
+	int null;
+
+	if (gv_live() || (null = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+		return;
+	/* A failure is the next run's to report: it boots again. */
+	(void)gv_boot(w, stack, null, why, sizeof(why));
+	close(null);
+}
+
+pid_t
+sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
+    char *stack, int sock)
+{
+	char why[192];
+
+	if (!gv_live() && gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
+		goto fail;
+	if (send_job(j, msg, (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) !=
+	    0) {
+		snprintf(why, sizeof(why),
+		    "gvisor: cannot hand the run to the sandbox");
+		goto fail;
+	}
+	return gv.pid;
+fail:
+	sbx_msg_report(j->fd[3], REP_FAIL, 0, "gvisor", why);
+	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
+	return 0;
+}
