@@ -241,8 +241,15 @@ mounts(const struct sbx_conf *c, const char *rootfs, const char *filter)
 	return a;
 }
 
+bool
+sbx_gv_host_net(const struct sbx_conf *c)
+{
+	return c->egress_sock[0] != '\0' || c->broker_sock[0] != '\0';
+}
+
 /* No network namespace under --network=host: the code uses the worker's,
- * which holds the loopback and the relay on it, and nothing else. */
+ * which holds the loopback, the relay and the broker forward on it, and
+ * nothing else. */
 static cJSON *
 linux_part(const struct sbx_conf *c)
 {
@@ -253,7 +260,7 @@ linux_part(const struct sbx_conf *c)
 	if (l == NULL || (a = cJSON_AddArrayToObject(l, "namespaces")) == NULL)
 		goto bad;
 	for (int i = 0; ns[i] != NULL; i++) {
-		if (strcmp(ns[i], "network") == 0 && c->egress_sock[0] != '\0')
+		if (strcmp(ns[i], "network") == 0 && sbx_gv_host_net(c))
 			continue;
 		if ((o = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(a, o) ||

@@ -55,7 +55,7 @@ gv_cmdline(const struct sbx_conf *c)
 	memcpy(gv_arg[0], "--root=", 8);
 	(void)!sbx_gv_dir(c, "root", gv_arg[0] + 7, SBX_PBUF - 7);
 	snprintf(gv_arg[1], SBX_PBUF, "--network=%s",
-	    c->egress_sock[0] ? "host" : "none");
+	    sbx_gv_host_net(c) ? "host" : "none");
 	snprintf(gv_arg[2], SBX_PBUF, "--platform=%s", c->gv_platform);
 	(void)!sbx_gv_dir(c, "bundle", gv_arg[3], SBX_PBUF);
 	snprintf(gv_arg[5], SBX_PBUF, "kz-%lu", ++gv_runs);
@@ -379,12 +379,49 @@ sbx_gv_boot_idle(struct sbx_worker *w, char *stack)
 	close(null);
 }
 
+/*
+ * npm's configuration for the run's broker (env.c), written by the init on
+ * the view's /tmp (SBX_NPMRC is there), as the native code process writes
+ * it from inside: whatever the name was (a file or a symlink the code left
+ * there) is removed, and the file is made anew, never through a link,
+ * readable by the code and not writable by it.
+ */
+static int
+write_npmrc(const struct sbx_worker *w, const char *content)
+{
+	const char *name = strrchr(SBX_NPMRC, '/') + 1;
+	char tmp[SBX_PBUF];
+	size_t n = strlen(content);
+	int dfd, fd, r = -1;
+
+	snprintf(tmp, sizeof(tmp), "%s/root/tmp", w->mnt.stage);
+	if ((dfd = open(tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+	    0)
+		return -1;
+	if ((unlinkat(dfd, name, 0) == 0 || errno == ENOENT) &&
+	    (fd = openat(dfd, name,
+	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444)) >=
+	        0) {
+		r = kz_write_full(fd, content, n, -1) == 0 ? 0 : -1;
+		if (close(fd) < 0)
+			r = -1;
+	}
+	close(dfd);
+	return r;
+}
+
 pid_t
 sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
     char *stack, int sock)
 {
 	char why[192];
 
+	if (j->npmrc[0] != '\0' && write_npmrc(w, j->npmrc) != 0) {
+		sbx_msg_report(j->fd[3], REP_FAIL, 0, "broker",
+		    "cannot write npm's configuration for the broker");
+		sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
+		return 0;
+	}
 	if (!gv_live() && gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
 		goto fail;
 	if (send_job(j, msg, (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) !=

@@ -525,6 +525,10 @@ KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
  * <SANDBOX_STATE_DIR>/<id>.runsc (a host directory the agent makes).
  */
 KZ_WUR bool sbx_gvisor(const struct sbx_conf *c);
+/* Whether the code uses the worker's network namespace (runsc
+ * --network=host): with an egress relay or a broker forward, both on the
+ * worker's loopback, which holds nothing else. */
+KZ_WUR bool sbx_gv_host_net(const struct sbx_conf *c);
 /* <state>/<id>.runsc[/leaf]; KZ_ETOOBIG. */
 KZ_WUR int sbx_gv_dir(const struct sbx_conf *c, const char *leaf, char *buf,
     size_t len);

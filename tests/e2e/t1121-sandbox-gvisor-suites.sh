@@ -1,7 +1,8 @@
 #!/bin/bash
 # The escape suite, the reset-leftovers suite, the main job end to end,
 # workspace snapshots (a save, then a restore after a wipe), the egress
-# relay in front of a real kz-egress, and Pi extension validation, run
+# relay in front of a real kz-egress, Pi extension validation and package
+# installs through the broker (real npm and pip in the sandbox), run
 # again with SANDBOX_RUNTIME=gvisor (every kz-sandbox they start, one-shot
 # or a kz-lease worker, reads it from the environment; kz-pi-validate
 # starts kz-sandbox with an environment of its own, and reads its settings
@@ -23,7 +24,7 @@
 # and stat do not, gVisor refusing statx with AT_NO_AUTOMOUNT).
 . "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/runsc ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
-SUITES=${GVISOR_SUITES:-t1102-sandbox-escape t4202-reset-leftovers t4301-run-sandbox t1105-sandbox-snapshot t2104-egress-sandbox t3102-pi-extension}
+SUITES=${GVISOR_SUITES:-t1102-sandbox-escape t4202-reset-leftovers t4301-run-sandbox t1105-sandbox-snapshot t2104-egress-sandbox t3102-pi-extension t6302-pkgbroker-sandbox}
 printf 'SANDBOX_RUNTIME = gvisor\n' >"$T/pi-sandbox.conf"
 # That file, as kz-pi-validate hands it over (--config), selects gVisor.
 is "$(SANDBOX_STATE_DIR=$T/st "$BIN/kz-sandbox" run --config "$T/pi-sandbox.conf" -- /bin/uname -r 2>&1)" \

@@ -207,7 +207,7 @@ has_netns(const cJSON *s)
 }
 
 /* No egress: a network namespace of gVisor's own (loopback only); with
- * the relay, the worker's, where the relay listens. */
+ * the relay or the broker forward, the worker's, where they listen. */
 START_TEST(test_network)
 {
 	struct sbx_conf c;
@@ -220,6 +220,15 @@ START_TEST(test_network)
 	snprintf(c.egress_sock, sizeof(c.egress_sock), "/run/kz/egress.sock");
 	ck_assert_ptr_nonnull(s = spec(&c));
 	ck_assert(!has_netns(s));
+	ck_assert(sbx_gv_host_net(&c));
+	cJSON_Delete(s);
+	/* The broker forward listens there too. */
+	c.egress_sock[0] = '\0';
+	ck_assert(!sbx_gv_host_net(&c));
+	snprintf(c.broker_sock, sizeof(c.broker_sock), "/run/kz/broker.sock");
+	ck_assert_ptr_nonnull(s = spec(&c));
+	ck_assert(!has_netns(s));
+	ck_assert(sbx_gv_host_net(&c));
 	cJSON_Delete(s);
 }
 END_TEST
