@@ -86,12 +86,12 @@ add_caps(cJSON *proc)
 	static const char *const need[] = {"CAP_SETUID", "CAP_SETGID",
 	    "CAP_SETPCAP", "CAP_KILL"};
 	cJSON *caps = cJSON_AddObjectToObject(proc, "capabilities"), *a, *s;
-	size_t nneed = sizeof(need) / sizeof(need[0]);
 
 	for (int i = 0; caps != NULL && sets[i] != NULL; i++) {
 		if ((a = cJSON_AddArrayToObject(caps, sets[i])) == NULL)
 			return false;
-		for (size_t k = 0; i < 3 && k < nneed; k++)
+		for (size_t k = 0; i < 3 && k < sizeof(need) / sizeof(need[0]);
+		     k++)
 			if ((s = cJSON_CreateString(need[k])) == NULL ||
 			    !cJSON_AddItemToArray(a, s))
 				return false;
@@ -137,18 +137,12 @@ add_strings(cJSON *o, const char *name, char *const *v)
 static bool
 add_args(cJSON *p, const struct sbx_conf *c)
 {
-	cJSON *a = cJSON_AddArrayToObject(p, "args"), *s;
 	char uid[24], gid[24];
-	const char *const args[] = {SBX_GV_LOADER, "gvisor-serve", uid, gid,
-	    NULL};
+	char *const args[] = {SBX_GV_LOADER, "gvisor-serve", uid, gid, NULL};
 
 	snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
 	snprintf(gid, sizeof(gid), "%lld", (long long)c->gid);
-	for (int i = 0; a != NULL && args[i] != NULL; i++)
-		if ((s = cJSON_CreateString(args[i])) == NULL ||
-		    !cJSON_AddItemToArray(a, s))
-			return false;
-	return a != NULL;
+	return add_strings(p, "args", args);
 }
 
 /* The loader's process: its environment is a PATH only (each job brings
@@ -156,7 +150,7 @@ add_args(cJSON *p, const struct sbx_conf *c)
 static cJSON *
 process(const struct sbx_conf *c)
 {
-	static char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+	static char *const env[] = {SBX_GV_PATH, NULL};
 	cJSON *p = cJSON_CreateObject(), *u;
 
 	if (p == NULL || cJSON_AddFalseToObject(p, "terminal") == NULL ||

@@ -41,9 +41,10 @@ cwd_ok(const struct sbx_worker *w, const char *cwd)
 	return fd >= 0;
 }
 
-/* runsc's command line for the sandbox (the code process executes it; it
- * shares the init's memory until then). */
-static char gv_arg[8][SBX_PBUF];
+/* runsc's command line for the next boot, a container id of its own each
+ * (the code process executes it; it shares the init's memory until
+ * then). */
+static char gv_arg[5][SBX_PBUF];
 static char *gv_argv[16];
 static unsigned long gv_runs;
 
@@ -58,7 +59,7 @@ gv_cmdline(const struct sbx_conf *c)
 	    sbx_gv_host_net(c) ? "host" : "none");
 	snprintf(gv_arg[2], SBX_PBUF, "--platform=%s", c->gv_platform);
 	(void)!sbx_gv_dir(c, "bundle", gv_arg[3], SBX_PBUF);
-	snprintf(gv_arg[5], SBX_PBUF, "kz-%lu", ++gv_runs);
+	snprintf(gv_arg[4], SBX_PBUF, "kz-%lu", ++gv_runs);
 	gv_argv[n++] = (char *)c->runsc;
 	gv_argv[n++] = gv_arg[0];
 	gv_argv[n++] = gv_arg[1];
@@ -69,51 +70,36 @@ gv_cmdline(const struct sbx_conf *c)
 	gv_argv[n++] = "run";
 	gv_argv[n++] = "--bundle";
 	gv_argv[n++] = gv_arg[3];
-	gv_argv[n++] = gv_arg[5];
+	gv_argv[n++] = gv_arg[4];
 	gv_argv[n] = NULL;
 }
 
-/* The filter, once per init (it is the agent's, sent at the setup). */
+/*
+ * The bundle, once per init (the configuration does not change): the
+ * filter, which is the agent's, sent at the setup, and the spec.
+ */
 static int
-write_filter(const struct sbx_worker *w, char *why, size_t wlen)
+write_bundle(struct sbx_worker *w, char *why, size_t wlen)
 {
 	static bool done;
-	char p[SBX_PBUF];
-	int fd, r;
+	char root[SBX_PBUF], p[SBX_PBUF], *text = NULL;
+	cJSON *spec = NULL;
+	int fd = -1, r = KZ_ESYS;
 
 	if (done)
 		return 0;
 	if (sbx_gv_dir(w->c, "bundle/filter", p, sizeof(p)) != 0 ||
-	    (fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0) {
+	    (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444)) <
+	        0 ||
+	    kz_write_full(fd, w->prog.filter,
+	        w->prog.len * sizeof(w->prog.filter[0]), -1) != 0) {
 		kz_why(why, wlen, "gvisor: cannot write the filter: %s",
 		    strerror(errno));
-		return KZ_ESYS;
+		goto out;
 	}
-	r = kz_write_full(fd, w->prog.filter,
-	    w->prog.len * sizeof(w->prog.filter[0]), -1);
 	close(fd);
-	if (r != 0) {
-		kz_why(why, wlen, "gvisor: cannot write the filter");
-		return KZ_ESYS;
-	}
-	done = true;
-	return 0;
-}
-
-/* The bundle: the filter, the spec and runsc's command line. */
-static int
-write_bundle(struct sbx_worker *w, char *why, size_t wlen)
-{
-	char root[SBX_PBUF], p[SBX_PBUF], *text = NULL;
-	cJSON *spec = NULL;
-	int fd = -1, r;
-
+	fd = -1;
 	snprintf(root, sizeof(root), "%s/root", w->mnt.stage);
-	gv_cmdline(w->c);
-	if ((r = write_filter(w, why, wlen)) != 0)
-		return r;
-	r = KZ_ESYS;
-	(void)!sbx_gv_dir(w->c, "bundle/filter", p, sizeof(p));
 	if ((spec = sbx_gv_spec(w->c, root, p)) == NULL ||
 	    (text = cJSON_PrintUnformatted(spec)) == NULL) {
 		kz_why(why, wlen, "gvisor: cannot make the OCI spec");
@@ -128,6 +114,7 @@ write_bundle(struct sbx_worker *w, char *why, size_t wlen)
 		    strerror(errno));
 		goto out;
 	}
+	done = true;
 	r = 0;
 out:
 	if (fd >= 0)
@@ -137,24 +124,10 @@ out:
 	return r;
 }
 
-static int
-gv_job(struct sbx_worker *w, const struct sbx_job *j, char *step, size_t slen,
-    char *why, size_t wlen)
-{
-	snprintf(step, slen, "cwd");
-	if (!cwd_ok(w, j->cwd)) {
-		kz_why(why, wlen,
-		    "the working directory does not exist in the workspace");
-		return KZ_ENOENT;
-	}
-	return 0;
-}
-
 void
 sbx_gv_exec(const struct sbx_worker *w, int rep)
 {
-	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-	    NULL};
+	static char *const envp[] = {SBX_GV_PATH, NULL};
 
 	execve(w->c->runsc, gv_argv, envp);
 	sbx_msg_report(rep, REP_FAIL, 0, "gvisor",
@@ -191,6 +164,7 @@ boot_prepare(struct sbx_worker *w, int *sfd, int *logfd, char *why, size_t wlen)
 
 	if ((r = write_bundle(w, why, wlen)) != 0)
 		return r;
+	gv_cmdline(w->c);
 	if (gv.log[0] == '\0' &&
 	    sbx_gv_dir(w->c, "runsc.log", gv.log, sizeof(gv.log)) != 0) {
 		kz_why(why, wlen, "gvisor: the state path is too long");
@@ -212,16 +186,6 @@ boot_prepare(struct sbx_worker *w, int *sfd, int *logfd, char *why, size_t wlen)
 	gv.ctl = sv[0], gv.ready = false;
 	*sfd = sv[1];
 	return 0;
-}
-
-static void
-booted(pid_t pid)
-{
-	gv.pid = pid;
-	if (pid <= 0 && gv.ctl >= 0) {
-		close(gv.ctl);
-		gv.ctl = -1;
-	}
 }
 
 /* The job message as the agent sent it, and its descriptors. */
@@ -325,20 +289,6 @@ sbx_gv_log_tail(char *buf, size_t len)
 	snprintf(buf, len, "%s", l);
 }
 
-bool
-sbx_gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock)
-{
-	char step[64], why[192];
-
-	if (gv_job(w, j, step, sizeof(step), why, sizeof(why)) == 0)
-		return false;
-	sbx_msg_report(j->fd[3], REP_FAIL, 0, step, why);
-	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
-	for (int i = 0; i < ZFDS + j->npass; i++)
-		close(j->fd[i]);
-	return true;
-}
-
 /*
  * Boots the gVisor sandbox: runsc executed by a code process, its standard
  * input the sandbox's control socket and its output runsc's log; rep takes
@@ -359,10 +309,11 @@ gv_boot(struct sbx_worker *w, char *stack, int rep, char *why, size_t wlen)
 	close(sfd), close(logfd);
 	if (pid < 0) {
 		snprintf(why, wlen, "fork: %s", strerror(errno));
-		booted(0);
+		close(gv.ctl);
+		gv.ctl = -1;
 		return -1;
 	}
-	booted(pid);
+	gv.pid = pid;
 	return 0;
 }
 
@@ -410,29 +361,32 @@ write_npmrc(const struct sbx_worker *w, const char *content)
 	return r;
 }
 
+/* A run the sandbox does not take: reported at its step, 0. */
+static pid_t
+refuse(const struct sbx_job *j, int sock, const char *step, const char *why)
+{
+	sbx_msg_report(j->fd[3], REP_FAIL, 0, step, why);
+	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
+	return 0;
+}
+
 pid_t
 sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
     char *stack, int sock)
 {
 	char why[192];
 
-	if (j->npmrc[0] != '\0' && write_npmrc(w, j->npmrc) != 0) {
-		sbx_msg_report(j->fd[3], REP_FAIL, 0, "broker",
+	if (!cwd_ok(w, j->cwd))
+		return refuse(j, sock, "cwd",
+		    "the working directory does not exist in the workspace");
+	if (j->npmrc[0] != '\0' && write_npmrc(w, j->npmrc) != 0)
+		return refuse(j, sock, "broker",
 		    "cannot write npm's configuration for the broker");
-		sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
-		return 0;
-	}
 	if (!gv_live() && gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
-		goto fail;
+		return refuse(j, sock, "gvisor", why);
 	if (send_job(j, msg, (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) !=
-	    0) {
-		snprintf(why, sizeof(why),
+	    0)
+		return refuse(j, sock, "gvisor",
 		    "gvisor: cannot hand the run to the sandbox");
-		goto fail;
-	}
 	return gv.pid;
-fail:
-	sbx_msg_report(j->fd[3], REP_FAIL, 0, "gvisor", why);
-	sbx_msg_report(sock, REP_DONE, 127 << 8, NULL, NULL);
-	return 0;
 }

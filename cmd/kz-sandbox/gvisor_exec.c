@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -172,14 +171,13 @@ job_code(const struct sock_fprog *prog, uid_t uid, gid_t gid, struct sbx_job *j)
 
 /*
  * The code process runs on a stack of its own in the loader's memory
- * (clone with CLONE_VM | CLONE_VFORK, as the native init starts it): on
+ * (sbx_code_stack; clone with CLONE_VM | CLONE_VFORK, as the native init
+ * starts it): on
  * gVisor's ptrace platform a fork copies the address space into a new
  * stub process, which costs more than the code's exec itself.  The loader
  * is suspended until the exec or the exit; the child changes none of its
  * memory but environ, restored here.
  */
-#define JOB_STACK (256 * 1024)
-
 struct job_arg {
 	const struct sock_fprog *prog;
 	uid_t uid;
@@ -205,14 +203,8 @@ job_spawn(const struct sock_fprog *prog, uid_t uid, gid_t gid,
 	char **saved = environ;
 	pid_t pid;
 
-	if (stack == NULL) {
-		char *s = mmap(NULL, JOB_STACK + 4096, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-
-		if (s == MAP_FAILED || mprotect(s, 4096, PROT_NONE) < 0)
-			return -1;
-		stack = s + 4096 + JOB_STACK;
-	}
+	if (stack == NULL && (stack = sbx_code_stack()) == NULL)
+		return -1;
 	pid = clone(job_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	environ = saved;
 	return pid;
@@ -242,10 +234,7 @@ serve_job(const struct sock_fprog *prog, uid_t uid, gid_t gid,
 		close(j->fd[i]);
 	while (pid > 0 && ((p = wait4(-1, &st, 0, &ru)) >= 0 || errno == EINTR))
 		if (p == pid) {
-			r.cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 +
-			    ru.ru_utime.tv_usec / 1000 +
-			    ru.ru_stime.tv_sec * 1000 +
-			    ru.ru_stime.tv_usec / 1000;
+			r.cpu_ms = sbx_cpu_ms(&ru);
 			break;
 		}
 	r.status = st;

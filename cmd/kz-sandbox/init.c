@@ -250,9 +250,7 @@ reap(const struct sbx_worker *w, int sock, pid_t *cur)
 		memset(&r, 0, sizeof(r));
 		r.kind = REP_DONE;
 		r.status = st;
-		r.cpu_ms = (int64_t)ru.ru_utime.tv_sec * 1000 +
-		    ru.ru_utime.tv_usec / 1000 + ru.ru_stime.tv_sec * 1000 +
-		    ru.ru_stime.tv_usec / 1000;
+		r.cpu_ms = sbx_cpu_ms(&ru);
 		/* runsc ended before it made the container: the code never
 		 * ran, and its status is runsc's, not the code's. */
 		if (sbx_gvisor(w->c) && !started) {
@@ -307,9 +305,10 @@ take_setup(struct sbx_worker *w, int sock, char *buf, size_t cap)
 }
 
 /* A stack for the code process between clone and exec, with a guard
- * page below it; allocated once and reused by every run. */
-static char *
-code_stack(void)
+ * page below it; allocated once and reused by every run (also the gVisor
+ * loader's, for the code it starts). */
+char *
+sbx_code_stack(void)
 {
 	char *s = mmap(NULL, CODE_STACK + 4096, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -399,7 +398,7 @@ zygote(struct sbx_worker *w, int sock)
 		sbx_msg_report(sock, REP_FAIL, 0, "namespaces", why);
 		fail_exit(sock);
 	}
-	if ((stack = code_stack()) == NULL) {
+	if ((stack = sbx_code_stack()) == NULL) {
 		sbx_msg_report(sock, REP_FAIL, 0, "init",
 		    "cannot map the code stack");
 		fail_exit(sock);
@@ -460,8 +459,6 @@ zygote(struct sbx_worker *w, int sock)
 		if (r == 2 && cur == 0 && sbx_gvisor(w->c))
 			sbx_gv_boot_idle(w, stack);
 		if (r != 0 || cur != 0)
-			continue;
-		if (sbx_gvisor(w->c) && sbx_gv_refused(w, &j, sock))
 			continue;
 		if (sbx_gvisor(w->c)) {
 			cur = sbx_gv_run(w, &j, buf, stack, sock);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,14 @@
 /* The highest descriptor number a passed descriptor may take in the
  * code. */
 #define HIGH_FD 1100
+
+int64_t
+sbx_cpu_ms(const struct rusage *ru)
+{
+	return (int64_t)ru->ru_utime.tv_sec * 1000 +
+	    ru->ru_utime.tv_usec / 1000 + ru->ru_stime.tv_sec * 1000 +
+	    ru->ru_stime.tv_usec / 1000;
+}
 
 void
 sbx_msg_report(int fd, int kind, int status, const char *step, const char *why)
@@ -129,16 +138,23 @@ sbx_msg_setup_take(int sock, char *buf, size_t cap, int fds[SBX_SETUP_FDS],
 	return 0;
 }
 
+/* A request of one four-letter word, no descriptor. */
+static int
+word_send(int sock, const char word[4])
+{
+	return send(sock, word, 4, MSG_NOSIGNAL) == 4 ? 0 : -1;
+}
+
 int
 sbx_msg_check_send(int sock)
 {
-	return send(sock, "CHCK", 4, MSG_NOSIGNAL) == 4 ? 0 : -1;
+	return word_send(sock, "CHCK");
 }
 
 int
 sbx_msg_boot_send(int sock)
 {
-	return send(sock, "BOOT", 4, MSG_NOSIGNAL) == 4 ? 0 : -1;
+	return word_send(sock, "BOOT");
 }
 
 static int

@@ -476,6 +476,9 @@ struct sbx_job {
  * file per hierarchy. */
 #define SBX_SETUP_FDS (1 + SBX_CG_N)
 
+/* A report's cpu_ms: the user and system time of a reaped process. */
+struct rusage;
+int64_t sbx_cpu_ms(const struct rusage *ru);
 /* A report to the agent (or, from a code process, to its report pipe). */
 void sbx_msg_report(int fd, int kind, int status, const char *step,
     const char *why);
@@ -510,6 +513,9 @@ KZ_WUR int sbx_init_start(struct sbx_worker *w, char *why, size_t wlen);
 /* In the init: starts the code of one job on stack (under gvisor, runsc
  * for the sandbox); its pid or -1. */
 pid_t sbx_init_spawn(struct sbx_worker *w, struct sbx_job *j, char *stack);
+/* A stack for a code process started with CLONE_VM, guard page below;
+ * NULL when it cannot be mapped. */
+char *sbx_code_stack(void);
 /* A served worker's template mount namespace (w->tmpl_fd): the root view
  * less what each lease gets fresh, built once by a short-lived child and
  * never entered by code; every lease's init runs in a copy of it. */
@@ -545,18 +551,18 @@ void sbx_gv_exec(const struct sbx_worker *w, int rep) __attribute__((noreturn));
 /*
  * gvisor_box.c, in the run init: the sandbox (gvisor.c), a served
  * worker's kept for the lease, which dies with the run cgroup (a run
- * stopped, the reset, a one-shot run's end).  sbx_gv_refused refuses a
- * job the sandbox cannot take (reported, its descriptors closed; true
- * then); sbx_gv_run hands a job to the sandbox, booted first if there is
- * none, and returns what the init waits for (runsc's pid), or 0 when the
- * run was refused, reported; sbx_gv_boot_idle boots it between runs.
+ * stopped, the reset, a one-shot run's end).  sbx_gv_run checks a job
+ * (its working directory), writes its npm configuration, and hands it to
+ * the sandbox, booted first if there is none; it returns what the init
+ * waits for (runsc's pid), or 0 when the run was refused, reported at its
+ * step (the caller closes the job's descriptors either way);
+ * sbx_gv_boot_idle boots the sandbox between runs.
  * sbx_gv_ctl is the descriptor to poll (-1: none), sbx_gv_take forwards
  * the loader's report to the agent (true when the run is over),
  * sbx_gv_reaped forgets a sandbox whose runsc was reaped (true if pid
  * was it), sbx_gv_started says whether its loader said it is ready, and
  * sbx_gv_log_tail gives the last line runsc wrote, for a report.
  */
-KZ_WUR bool sbx_gv_refused(struct sbx_worker *w, struct sbx_job *j, int sock);
 KZ_WUR pid_t sbx_gv_run(struct sbx_worker *w, struct sbx_job *j,
     const char *msg, char *stack, int sock);
 void sbx_gv_boot_idle(struct sbx_worker *w, char *stack);
@@ -583,6 +589,9 @@ int64_t sbx_cg_pids(const struct sbx_conf *c);
  * it), and answers the run's status there. */
 int sbx_gv_serve(const char *uid, const char *gid);
 #define SBX_GV_LOADER "/.kz-sandbox"
+/* The whole environment of runsc and of the loader (each job brings
+ * its own). */
+#define SBX_GV_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 #define SBX_GV_FILTER "/.kz-filter" /* the filter's BPF, read-only */
 
 /* rlimit.c's limits, for the OCI spec too. */

@@ -133,24 +133,19 @@ t "after its sandbox was killed while idle, the next run works in a new one (pid
 out=$(call wipe 2>&1)
 like "$out" '"ok": *true' "the reset is proven clean"
 unlike "$out" ': *false' "every item of the evidence is positive"
-# sandbox N WORKER: whether (1) or not (0) a runsc of WORKER's is up within
-# N tenths of a second.
-sandbox() {
-	for _ in $(seq "$1"); do
-		pgrep -f "runsc.*$T/state/$2.runsc" >/dev/null && { echo 1; return; }
+# runsc_is up|gone N WORKER: whether (1) or not (0) a runsc of WORKER's is
+# up (or none is left) within N tenths of a second.
+runsc_is() {
+	local want=$1 r
+	for _ in $(seq "$2"); do
+		pgrep -f "runsc.*$T/state/$3.runsc" >/dev/null && r=up || r=gone
+		[ "$r" = "$want" ] && { echo 1; return; }
 		sleep 0.1
 	done
 	echo 0
 }
-# gone N WORKER: whether (1) or not (0) no runsc of WORKER's is left
-# within N tenths of a second.
-gone() {
-	for _ in $(seq "$1"); do
-		pgrep -f "runsc.*$T/state/$2.runsc" >/dev/null || { echo 1; return; }
-		sleep 0.1
-	done
-	echo 0
-}
+sandbox() { runsc_is up "$@"; }
+gone() { runsc_is gone "$@"; }
 is "$(sandbox 5 gw)" 0 "the reset leaves no sandbox up while its evidence is taken"
 call health >/dev/null
 is "$(sandbox 100 gw)" 1 "once the evidence is collected (health), the next lease's sandbox is booted ahead of its first run"
