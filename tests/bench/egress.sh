@@ -265,8 +265,8 @@ bulk() { curl -s -o /dev/null -w '%{speed_download}' "$@"; }
 # with curl, kz-egress and nginx on two cores, a transfer that keeps it
 # near 2 CPU-seconds per second is bounded by the CPUs, not by one process.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-declare -A BUSY NGX
-xfer() { # xfer direct|tunnel|relay: one 1 GiB transfer into XV; its CPU is added up
+declare -A BUSY NGX XN
+xfer() { # xfer direct|tunnel|relay: one 1 GiB transfer into XV; its CPU and count are added up
 	local k=$1 b0 n0 v
 	b0=$(busy) n0=$(ticks "$NGINX")
 	if [ "$k" = direct ]; then
@@ -278,6 +278,7 @@ xfer() { # xfer direct|tunnel|relay: one 1 GiB transfer into XV; its CPU is adde
 	fi
 	BUSY[$k]=$((${BUSY[$k]:-0} + $(busy) - b0))
 	NGX[$k]=$((${NGX[$k]:-0} + $(ticks "$NGINX") - n0))
+	XN[$k]=$((${XN[$k]:-0} + 1))
 	XV=$v
 }
 NGINX=$(cat "$T/nginx/nginx.pid")
@@ -319,9 +320,11 @@ echo "# bulk: 1 GiB per transfer, $BULK_ROUNDS rounds each, load average $(cut -
 echo "bulk direct:           $(mib "$D1") (median; rounds: $(mibs "$DL")MiB/s)"
 echo "bulk CONNECT tunnel:   $(mib "$D2") (median; rounds: $(mibs "$TL")MiB/s)"
 echo "kz-egress CPU per GiB tunnelled: $(awk -v c=$((c1 - c0)) -v hz="$HZ" -v n="$BULK_ROUNDS" 'BEGIN { printf "%.0f ms", c / hz * 1000 / n }')"
-pergib() { awk -v c="$1" -v hz="$HZ" -v n="$BULK_ROUNDS" 'BEGIN { printf "%.0f ms", c / hz * 1000 / n }'; }
-echo "# CPU per GiB, direct: machine $(pergib "${BUSY[direct]}"), nginx $(pergib "${NGX[direct]}");" \
-	"tunnel: machine $(pergib "${BUSY[tunnel]}"), nginx $(pergib "${NGX[tunnel]}"), kz-egress as above" \
+# pergib KIND TICKS: per transfer of that kind (the direct ones ran beside
+# the tunnel's rounds and beside the relay's: twice as many as the others).
+pergib() { awk -v c="$2" -v hz="$HZ" -v n="${XN[$1]}" 'BEGIN { printf "%.0f ms", c / hz * 1000 / n }'; }
+echo "# CPU per GiB, direct: machine $(pergib direct "${BUSY[direct]}"), nginx $(pergib direct "${NGX[direct]}");" \
+	"tunnel: machine $(pergib tunnel "${BUSY[tunnel]}"), nginx $(pergib tunnel "${NGX[tunnel]}"), kz-egress as above" \
 	"(curl and the kernel's loopback work are the rest of the machine's)"
 [ "${BULK_PIN:-0}" = 1 ] && echo "# pinned: curl on CPU 0, nginx and kz-egress on CPU 1, for both"
 # Each round's pair ran back to back, so its ratio saw one load: the
