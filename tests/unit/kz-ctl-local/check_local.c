@@ -34,6 +34,7 @@ setup(void)
 	memset(&conf, 0, sizeof(conf));
 	snprintf(conf.workers_dir, sizeof(conf.workers_dir), "%s/workers", top);
 	snprintf(conf.worker_bin, sizeof(conf.worker_bin), "%s/worker.sh", top);
+	snprintf(conf.host_dir, sizeof(conf.host_dir), "%s/host", top);
 	conf.ids_first = 2100000001;
 	conf.ids_last = 2100000002;
 	conf.frame_max = 1 << 20;
