@@ -26,6 +26,7 @@ static const char *const known[] = {
     "LEASE_BROKER_SOCKET",
     "LEASE_WORKER_IDS",
     "LEASE_FILES_SHARE",
+    "LEASE_HOST_DIR",
     NULL,
 };
 
@@ -54,7 +55,16 @@ ctl_conf_load(struct ctl_conf *c, const char *self, char *why, size_t wlen)
 	    sizeof(c->egress_sock), why, wlen);
 	e |= kz_conf_copy(k, "LEASE_BROKER_SOCKET", NULL, "", c->broker_sock,
 	    sizeof(c->broker_sock), why, wlen);
+	/* The host's, not the deployment's: every deployment of the host
+	 * must name the same one (host.c), so kz-lease's file has no say. */
+	e |= kz_conf_copy(k, "LEASE_HOST_DIR", NULL, CTL_HOST_DIR, c->host_dir,
+	    sizeof(c->host_dir), why, wlen);
 	if (e != 0) {
+		e = KZ_ECONF;
+		goto out;
+	}
+	if (c->host_dir[0] != '/') {
+		kz_why(why, wlen, "LEASE_HOST_DIR: not an absolute path");
 		e = KZ_ECONF;
 		goto out;
 	}

@@ -21,9 +21,13 @@
 /* A failed start's log, kept in the workers directory (ctl_gone). */
 #define CTL_FAILED_LOG "last-failed.log"
 
+/* The host's record of worker uids, whatever the deployment (host.c). */
+#define CTL_HOST_DIR "/run/kz-host"
+
 /* The settings kz-lease hands every controller in the environment. */
 struct ctl_conf {
 	char workers_dir[PATH_MAX];
+	char host_dir[PATH_MAX]; /* LEASE_HOST_DIR */
 	char worker_bin[PATH_MAX];
 	char worker_args[1024];
 	char egress_sock[108];
@@ -61,14 +65,31 @@ void ctl_worker_env_free(char **env);
  * output in out; its exit status, or -1 when it could not be run. */
 int ctl_sandbox(const struct ctl_conf *c, const char *sub, const char *id,
     int64_t hid, const char *runtime, char *out, size_t olen);
-/* Kills every process of host uid hid; 0 once none is left, KZ_ESTATE
- * when some would not die, KZ_EUNAVAIL when /proc cannot tell. */
-KZ_WUR int ctl_uid_kill(int64_t hid, char *why, size_t wlen);
-/* Whether the workers of dir (their WORKERS/<w>/files records, each
- * unknown one counted as files) and a new one holding files stay within
- * LEASE_FILES_SHARE of fs.file-max: 0, or KZ_EDENIED with why. */
-KZ_WUR int ctl_files_fit(const struct ctl_conf *c, const char *self,
-    uint64_t files, char *why, size_t wlen);
+/*
+ * The host's record of worker uids (LEASE_HOST_DIR), shared by every
+ * deployment of the host.  ctl_host_lock takes its lock (an fd to close,
+ * or a negative kz_err with why); ctl_host_claim and ctl_host_release are
+ * called under it.
+ */
+KZ_WUR int ctl_host_lock(const struct ctl_conf *c, char *why, size_t wlen);
+/*
+ * Claims for worker id the lowest uid of LEASE_WORKER_IDS that is not in
+ * held (the ids of this workers directory), not claimed by a live worker
+ * of any deployment and not run as by any process, once the workers of
+ * the host and the new one, holding files (0: no guard), stay within
+ * LEASE_FILES_SHARE of fs.file-max.  0 with *out; KZ_EDENIED with why.
+ */
+KZ_WUR int ctl_host_claim(const struct ctl_conf *c, const char *id,
+    const int64_t *held, size_t nh, uint64_t files, int64_t *out, char *why,
+    size_t wlen);
+/* Drops worker id's claim on uid, if it is still its own. */
+void ctl_host_release(const struct ctl_conf *c, const char *id, int64_t uid);
+/* Kills every process of host uid hid, worker id's; 0 once none is left,
+ * KZ_EDENIED when the host's record gives the uid to another live worker
+ * (nothing is killed), KZ_ESTATE when some would not die, KZ_EUNAVAIL
+ * when /proc cannot tell. */
+KZ_WUR int ctl_uid_kill(const struct ctl_conf *c, const char *id, int64_t hid,
+    char *why, size_t wlen);
 
 /* Whether runtime is one kz-sandbox knows (SANDBOX_RUNTIME). */
 bool ctl_runtime_ok(const char *runtime);

@@ -262,21 +262,6 @@ unlink_ids(const char *dir)
 	return unlink(p);
 }
 
-static int
-cmp_id(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/*
- * Gives the new worker dir (WORKERS/<id>) the lowest id of
- * LEASE_WORKER_IDS no other worker directory holds, recorded in its "ids"
- * file.  A lock on the workers directory makes the choice and the record
- * one step for every kz-lease of this host; a worker's id is free again
- * once its directory is gone.
- */
 /* Records the worker's bound on open files in dir/files. */
 static int
 write_files(const char *dir, uint64_t files)
@@ -294,6 +279,15 @@ write_files(const char *dir, uint64_t files)
 	return n;
 }
 
+/*
+ * Gives the new worker dir (WORKERS/<id>) the lowest id of
+ * LEASE_WORKER_IDS that no other worker directory holds, no worker of the
+ * host's other deployments is given and no process runs as, recorded in
+ * its "ids" file and claimed in the host's record (host.c).  A lock on
+ * the workers directory, then the host's, makes the choice and the
+ * records one step for every controller of this host; a worker's id is
+ * free again once its directory is gone.
+ */
 static int
 claim_id(const struct ctl_conf *c, const char *id, const char *dir,
     uint64_t files, int64_t *out, char *why, size_t wlen)
@@ -301,9 +295,9 @@ claim_id(const struct ctl_conf *c, const char *id, const char *dir,
 	static int64_t held[CTL_INV_MAX];
 	static struct ctl_inv inv;
 	char p[PATH_MAX + 16], buf[24];
-	int64_t want = c->ids_first;
+	int64_t want = 0;
 	size_t nh = 0;
-	int lfd, fd, r = KZ_EUNAVAIL, n;
+	int lfd, hfd = -1, fd, r = KZ_EUNAVAIL, n;
 
 	snprintf(p, sizeof(p), "%s/.ids.lock", c->workers_dir);
 	if ((lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) <
@@ -315,24 +309,18 @@ claim_id(const struct ctl_conf *c, const char *id, const char *dir,
 		if (strcmp(inv.id[i], id) != 0 &&
 		    (held[nh] = held_id(c, inv.id[i])) > 0)
 			nh++;
-	qsort(held, nh, sizeof(held[0]), cmp_id);
-	for (size_t i = 0; i < nh && held[i] <= want; i++)
-		if (held[i] == want)
-			want++;
-	if (want > c->ids_last) {
-		kz_why(why, wlen, "no free worker id in LEASE_WORKER_IDS");
-		goto out;
-	}
-	/* Under the same lock: two creates cannot both fit in the room
+	/* Under the same locks: two creates cannot both fit in the room
 	 * that fits one. */
-	if (files > 0 &&
-	    ((r = ctl_files_fit(c, id, files, why, wlen)) != 0 ||
-	        (r = write_files(dir, files)) != 0)) {
-		if (r != KZ_EDENIED)
-			kz_why(why, wlen, "cannot record the worker's files");
+	if ((r = hfd = ctl_host_lock(c, why, wlen)) < 0 ||
+	    (r = ctl_host_claim(c, id, held, nh, files, &want, why, wlen)) != 0)
+		goto out;
+	if (files > 0 && write_files(dir, files) != 0) {
+		kz_why(why, wlen, "cannot record the worker's files");
 		r = KZ_EDENIED;
 		goto out;
 	}
+	/* Until this is written the claim is stale: a failure here leaves
+	 * the uid free. */
 	r = KZ_EUNAVAIL;
 	snprintf(p, sizeof(p), "%s/ids", dir);
 	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)want);
@@ -343,6 +331,8 @@ claim_id(const struct ctl_conf *c, const char *id, const char *dir,
 	close(fd);
 	*out = want;
 out:
+	if (hfd >= 0)
+		close(hfd);
 	close(lfd);
 	return r;
 }
@@ -593,10 +583,9 @@ stop_worker(const char *id, int sig)
  * find nothing of it.
  */
 static int
-reap(const struct ctl_conf *c, const char *id, const char *dir, char *why,
-    size_t wlen)
+reap(const struct ctl_conf *c, const char *id, const char *dir, int64_t hid,
+    char *why, size_t wlen)
 {
-	int64_t hid = read_num(dir, "ids", 1, INT64_MAX);
 	char out[8];
 	int r;
 
@@ -609,17 +598,19 @@ reap(const struct ctl_conf *c, const char *id, const char *dir, char *why,
 		            "the worker's cgroups could not be emptied");
 		return KZ_ESTATE;
 	}
-	return hid > 0 ? ctl_uid_kill(hid, why, wlen) : 0;
+	return hid > 0 ? ctl_uid_kill(c, id, hid, why, wlen) : 0;
 }
 
 int
 ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 {
 	char dir[PATH_MAX];
+	int64_t hid;
 	int n, e;
 
 	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0)
 		return KZ_EINVAL;
+	hid = read_num(dir, "ids", 1, INT64_MAX);
 	/* Absent only once no process of it is left, whatever its pid
 	 * file says (or does not). */
 	if ((n = stop_worker(id, SIGTERM)) > 0)
@@ -630,14 +621,19 @@ ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 		            "worker did not stop");
 		return n < 0 ? KZ_EUNAVAIL : KZ_ESTATE;
 	}
-	if ((e = reap(c, id, dir, why, wlen)) != 0)
+	if ((e = reap(c, id, dir, hid, why, wlen)) != 0)
 		return e;
 	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
 	    errno != ENOENT) {
 		kz_why(why, wlen, "worker directory could not be removed");
 		return KZ_ESYS;
 	}
-	return access(dir, F_OK) == 0 ? KZ_ESTATE : 0;
+	if (access(dir, F_OK) == 0)
+		return KZ_ESTATE;
+	/* Gone: the host's record may give its uid out again. */
+	if (hid > 0)
+		ctl_host_release(c, id, hid);
+	return 0;
 }
 
 int

@@ -34,6 +34,7 @@ setup(void)
 	memset(&conf, 0, sizeof(conf));
 	snprintf(conf.workers_dir, sizeof(conf.workers_dir), "%s/workers", top);
 	snprintf(conf.worker_bin, sizeof(conf.worker_bin), "%s/worker.sh", top);
+	snprintf(conf.host_dir, sizeof(conf.host_dir), "%s/host", top);
 	conf.ids_first = 2100000001;
 	conf.ids_last = 2100000002;
 	conf.frame_max = 1 << 20;
@@ -209,6 +210,47 @@ START_TEST(test_workers_dir_ours)
 }
 END_TEST
 
+/* Two workers directories (two deployments) of one host record: the
+ * second's worker gets the other id, a third has none left, and a delete
+ * whose directory names the other's id kills nothing. */
+START_TEST(test_two_workers_dirs)
+{
+	static struct ctl_conf other;
+	char ep[PATH_MAX], why[256], s[4096], p[PATH_MAX + 64];
+	FILE *f;
+
+	other = conf;
+	snprintf(other.workers_dir, sizeof(other.workers_dir), "%s/other", top);
+	ck_assert_int_eq(ctl_create(&conf, "wa", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	ck_assert_int_eq(ctl_create(&other, "wa", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	seen("wa", s, sizeof(s));
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100000001"));
+	snprintf(p, sizeof(p), "%s/wa/ids", other.workers_dir);
+	ck_assert_int_gt(kz_read_small(p, s, sizeof(s)), 0);
+	ck_assert_str_eq(s, "2100000002\n");
+	ck_assert_int_eq(ctl_create(&other, "wb", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_ptr_nonnull(strstr(why, "no free worker id"));
+	ck_assert_ptr_nonnull(f = fopen(p, "w"));
+	fprintf(f, "2100000001\n");
+	fclose(f);
+	ck_assert_int_eq(ctl_delete(&other, "wa", why, sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_msg(strstr(why, "uid 2100000001 is another worker's") != NULL,
+	    "%s", why);
+	ck_assert_ptr_nonnull(f = fopen(p, "w"));
+	fprintf(f, "2100000002\n");
+	fclose(f);
+	ck_assert_int_eq(ctl_delete(&other, "wa", why, sizeof(why)), 0);
+	ck_assert_int_eq(ctl_delete(&conf, "wa", why, sizeof(why)), 0);
+}
+END_TEST
+
 START_TEST(test_runtime_names)
 {
 	ck_assert(ctl_runtime_ok("native"));
@@ -235,6 +277,7 @@ main(void)
 	tcase_add_test(tc, test_delete_without_pid_file);
 	tcase_add_test(tc, test_inventory_whole);
 	tcase_add_test(tc, test_workers_dir_ours);
+	tcase_add_test(tc, test_two_workers_dirs);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
