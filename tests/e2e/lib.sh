@@ -12,6 +12,9 @@ export PATH=$BIN:$PATH
 export LEASE_FILES_SHARE=0
 T=$(mktemp -d /tmp/kz-e2e.XXXXXX)
 chmod 0755 "$T"
+# Each test its own host record of worker uids (kz-ctl-local(8)), not the
+# host's /run/kz-host: what one test leaves there is no other test's.
+export LEASE_HOST_DIR=$T/host
 _n=0 _fail=0 _pids="" _cleanups=""
 
 plan() { echo "1..$1"; }

@@ -17,9 +17,6 @@ HID=$((2100800001 + ($$ % 5000) * 8))
 export KZ_RUN_DIR=$T LEASE_WORKERS_DIR=$T/workers LEASE_WORKER_IDS=$HID-$((HID + 7))
 export LEASE_WORKER_ARGS="--cgroup-parent $PARENT --memory 64M --state-dir $T/st"
 export LEASE_FILES_SHARE=50
-# The host's record of uids (and of the workers its file table is
-# shared with): this test's own, so that no other run counts.
-export LEASE_HOST_DIR=$T/host
 on_exit "pkill -9 -U $HID; sleep 0.2; for d in \$(find /sys/fs/cgroup/*/$PARENT /sys/fs/cgroup/unified/$PARENT -depth -type d 2>/dev/null); do rmdir \$d; done"
 call() {
 	$PY -c '
