@@ -211,15 +211,18 @@ void eg_run_release(const char *run);
 /* ---- peers.c: connections that have not yet shown a grant ---- */
 
 /* A peer's share of the ungranted connections is at least this many (all
- * of them when the bound is lower), else an eighth of the bound; all
- * ungranted connections together hold at most half of it. */
+ * of them when the bound is lower), else an eighth of the bound; the Unix
+ * socket's peers together hold at most half of it, the TCP peers together
+ * at most a quarter (each pool at least one peer's share). */
 #define EG_UNGRANTED_PEER_MIN 16
 /* The refusals past either share are logged at most once in this many
- * seconds, with how many there were. */
+ * seconds, with how many there were; so are peers refused at accept. */
 #define EG_UNGRANTED_LOG_SECONDS 10
+#define EG_PEER_LOG_SECONDS 10
 
 size_t eg_ungranted_per_peer(size_t max_conns);
-size_t eg_ungranted_all(size_t max_conns);
+/* The pool of the Unix socket's peers (unix_peer) or of the TCP peers. */
+size_t eg_ungranted_pool(size_t max_conns, bool unix_peer);
 /*
  * The peer of an accepted connection, as a tally key: "uid:N" for a Unix
  * socket (SO_PEERCRED on fd), the source address for TCP, all of
@@ -228,13 +231,22 @@ size_t eg_ungranted_all(size_t max_conns);
  * cannot be read is "uid:unknown", one peer for all of them.
  */
 void eg_peer_key(int fd, const struct sockaddr *sa, char *out, size_t len);
-/* Counts an accepted connection against its peer until it shows a grant
+/* Counts an accepted connection against its peer, in its peer's pool
+ * (a "uid:" key's is the Unix one), until it shows a grant
  * (eg_ungranted_release); anything but EG_TALLY_OK counts nothing. */
 enum eg_tally_res eg_ungranted_hold(const char *peer, size_t max_conns);
 void eg_ungranted_release(const char *peer);
 /* Answers fd 503 (one line, best effort: nothing waits for it), counts
  * the refusal and logs it, rate-limited. */
 void eg_ungranted_refuse(int fd, const char *peer, enum eg_tally_res why);
+/*
+ * Whether the peer of fd, just accepted on a listener whose address
+ * family sa says, may be served: any TCP peer; a Unix peer only when
+ * kz_peer_check admits it under pol.  A refused peer is counted
+ * (peer_refused) and logged, rate-limited; the caller closes fd.
+ */
+bool eg_peer_admit(int fd, const struct sockaddr *sa,
+    const struct kz_peer_policy *pol);
 
 /* ---- pump.c ---- */
 struct sio *conn_client_new(struct conn *c, int fd);

@@ -69,6 +69,7 @@
 	X(GRANT_LIFETIME, "grant_lifetime", 403)                               \
 	X(RUN_CONNECTIONS, "run_connections", 403)                             \
 	X(UNGRANTED_CONNECTIONS, "ungranted_connections", 503)                 \
+	X(PEER_REFUSED, "peer_refused", 0)                                     \
 	X(BAD_REQUEST_LINE, "bad_request_line", 400)                           \
 	X(BAD_VERSION, "bad_version", 400)                                     \
 	X(BAD_STATUS_LINE, "bad_status_line", 502)                             \
@@ -96,7 +97,8 @@ enum eg_reason {
 /* The reason's string; NULL for EG_R_NONE. */
 const char *eg_reason_str(enum eg_reason r);
 /* The HTTP status a client is answered with for r (400, 403, 502, or
- * 503 for a connection refused at accept, peers.c). */
+ * 503 for a connection refused at accept, peers.c); 0 for none: a Unix
+ * peer that is not allowed is closed unanswered (peers.c). */
 int eg_reason_status(enum eg_reason r);
 
 /* ---- addr.c ---- */
@@ -212,9 +214,10 @@ struct eg_policy {
 	char resolver[80];
 	char audit_sock[108];
 	char status_sock[108]; /* "" when none */
-	/* Who may ask the status socket (KZ_PEER_UIDS/GIDS); when they
-	 * cannot be parsed, peers_err and peers_why say so and the status
-	 * socket, not the policy, refuses to start. */
+	/* Who may connect to the proxy's Unix sockets and ask the status
+	 * socket (KZ_PEER_UIDS/GIDS), fixed at start (reload.c); when they
+	 * cannot be parsed, peers_err and peers_why say so and serve, not
+	 * the policy, refuses to start (proxy.c, stats.c). */
 	struct kz_peer_policy peers;
 	int peers_err;
 	char peers_why[200];

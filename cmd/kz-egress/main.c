@@ -155,6 +155,10 @@ cmd_serve(const struct opts *o)
 	}
 	r = eg_proxy_run(p, reload_policy, (void *)o);
 	eg_policy_free(p);
+	/* Peer lists that cannot be parsed are bad config, not a missing
+	 * dependency. */
+	if (r == KZ_ECONF)
+		return KZ_EXIT_USAGE;
 	return r == 0 ? KZ_EXIT_OK : KZ_EXIT_UNAVAIL;
 }
 

@@ -380,6 +380,13 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	char peer[EG_TALLY_KEY_MAX];
 	int one = 1;
 
+	/* On a Unix socket the mode is not the boundary: credentials are
+	 * checked before anything is allocated or read (peers.c).  The
+	 * peer policy is the one the process started with (reload.c). */
+	if (!eg_peer_admit(fd, sa, &px->p->peers)) {
+		close(fd);
+		return;
+	}
 	if ((c = conn_new(px)) == NULL) {
 		close(fd);
 		return;
@@ -568,8 +575,16 @@ open_unix(struct eg_policy *p, int *ufd)
 {
 	char why[160];
 
-	for (size_t i = 0; i < p->nlisten; i++) {
+	for (size_t i = 0; i < p->nlisten; i++)
 		ufd[i] = -1;
+	for (size_t i = 0; i < p->nlisten; i++) {
+		/* Peers that cannot be parsed would admit root and the
+		 * proxy's own uid only: said, and no socket opened. */
+		if (p->listen[i].is_unix && p->peers_err != 0) {
+			kz_log(KZ_LOG_ERROR, "egress.config", KZ_ECONF,
+			    p->peers_why, NULL);
+			return KZ_ECONF;
+		}
 		if (p->listen[i].is_unix &&
 		    kz_sock_listen(p->listen[i].path, 4096, &ufd[i], why,
 		        sizeof(why)) != 0) {

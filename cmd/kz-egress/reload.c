@@ -12,9 +12,9 @@
  * worker swaps its own pointer on its own thread, so the hot path takes
  * no lock.  A configuration that cannot be read or parsed loads as
  * isolated (eg_policy_load never fails open), never as the old policy or
- * the open default.  What the running process cannot change (listeners,
- * threads, connection bound, resolver, status socket, audit sink) is kept
- * from the start and said in the log.
+ * the open default.  What the running process cannot change (listeners
+ * and the peers they admit, threads, connection bound, resolver, status
+ * socket, audit sink) is kept from the start and said in the log.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -100,7 +100,9 @@ keep_fixed(struct eg_policy *np, const struct eg_policy *old)
 	    np->threads != old->threads || np->max_conns != old->max_conns ||
 	    strcmp(np->resolver, old->resolver) != 0 ||
 	    strcmp(np->status_sock, old->status_sock) != 0 ||
-	    strcmp(np->audit_sock, old->audit_sock) != 0;
+	    strcmp(np->audit_sock, old->audit_sock) != 0 ||
+	    memcmp(&np->peers, &old->peers, sizeof(np->peers)) != 0 ||
+	    np->peers_err != old->peers_err;
 
 	memcpy(np->listen, old->listen, sizeof(np->listen));
 	np->nlisten = old->nlisten;
@@ -111,6 +113,12 @@ keep_fixed(struct eg_policy *np, const struct eg_policy *old)
 	memcpy(np->resolver, old->resolver, sizeof(np->resolver));
 	memcpy(np->status_sock, old->status_sock, sizeof(np->status_sock));
 	memcpy(np->audit_sock, old->audit_sock, sizeof(np->audit_sock));
+	/* The peers the sockets admit are the status socket's from the
+	 * start, so the proxy's sockets keep them too: one list, and none
+	 * that a reload could leave unparsed. */
+	np->peers = old->peers;
+	np->peers_err = old->peers_err;
+	memcpy(np->peers_why, old->peers_why, sizeof(np->peers_why));
 	return changed;
 }
 
@@ -124,11 +132,10 @@ record(const struct eg_policy *np, bool fixed)
 
 	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)np->gen);
 	kz_log(iso || fixed ? KZ_LOG_WARN : KZ_LOG_INFO, "egress.reload", 0,
-	    fixed ?
-	        "configuration reloaded; listeners, threads, connection "
-	        "bound, resolver, status socket and audit sink change only at "
-	        "restart" :
-	        "configuration reloaded",
+	    fixed ? "configuration reloaded; listeners, peers, threads, "
+	            "connection bound, resolver, status socket and audit sink "
+	            "change only at restart" :
+	            "configuration reloaded",
 	    "mode", eg_mode_name(np->mode), "generation", gen, "restart_needed",
 	    fixed ? "yes" : "no", "isolated_because",
 	    iso ? np->isolated_why : NULL, NULL);

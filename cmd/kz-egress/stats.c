@@ -18,7 +18,8 @@
 #include "kz_srv.h"
 #include "banned.h"
 
-#define REASONS_MAX 32
+/* Room for every reason: none is ever counted only in the total. */
+#define REASONS_MAX EG_R_COUNT_
 
 static atomic_ulong allowed, bad_requests, refused, reloads;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

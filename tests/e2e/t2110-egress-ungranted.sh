@@ -9,12 +9,14 @@
 # a 503 and is closed, logged at most once in 10 s.  Under two floods, one
 # over TCP and one from another uid on the Unix socket, a run's granted
 # request still succeeds; each flooder is held to its 16; five uids
-# flooding together are held to 64 (half of 128).  The head deadline is
-# total: a client trickling a byte at a time is cut off at it.
+# flooding together are held to 64 (half of 128).  The flooding uids are
+# allowed peers (KZ_PEER_UIDS): one that is not is closed unanswered,
+# whatever the socket's mode.  The head deadline is total: a client
+# trickling a byte at a time is cut off at it.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=110
-plan 10
+plan 12
 
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
@@ -25,6 +27,7 @@ eg_dnsd "$T/zone.json" || { echo "Bail out! dnsd did not start"; exit 1; }
 eg_keys
 EG_PORT=$(eg_free_port)
 S=$T/eg.sock
+NOBODY=$(id -u nobody)
 cat >"$T/eg.conf" <<EOF
 SANDBOX_EGRESS_MODE = private_networks
 SANDBOX_EGRESS_PRIVATE_CIDRS = 10.213.$N.0/30
@@ -34,10 +37,11 @@ SANDBOX_EGRESS_LISTEN = unix:$S,127.0.0.1:$EG_PORT
 SANDBOX_EGRESS_MAX_CONNECTIONS = 128
 SANDBOX_EGRESS_THREADS = 2
 SANDBOX_EGRESS_HEADER_TIMEOUT_SECONDS = 30
+KZ_PEER_UIDS = $NOBODY,$((NOBODY - 1)),$((NOBODY - 2)),$((NOBODY - 3)),$((NOBODY - 4)),$((NOBODY - 5))
 EOF
 eg_serve "$T/eg.conf" 2>"$T/egress.log" || { echo "Bail out! kz-egress did not start"; exit 1; }
-# Other uids may reach the proxy's Unix socket (as kz-browser's or an
-# operator's would).
+# Other uids may reach the proxy's Unix socket file (as an operator's
+# would): the peer check, not the mode, says which are served.
 chmod 0666 "$S"
 G=$(kz-egress grant --field-key "$EG_KEY" --run run-110)
 
@@ -119,7 +123,6 @@ except OSError:
 print(b.split(b" ")[1].decode() if b.startswith(b"HTTP/1.1 ") else "closed")
 EOF
 chmod 0644 "$T/flood.py" "$T/req.py"
-NOBODY=$(id -u nobody)
 
 flood tcp "$EG_PORT" 70 tcp || { echo "Bail out! the TCP flood did not start"; exit 1; }
 flood as "$NOBODY" unix "$S" 70 unix || { echo "Bail out! the Unix flood did not start"; exit 1; }
@@ -149,6 +152,12 @@ for i in 1 2 3 4 5; do
 done
 is "$SUM" 64 "five flooding uids together hold 64 ungranted connections, half of 128"
 sleep 0.5	# the flooders' sockets closed
+# A uid not in KZ_PEER_UIDS, with a valid grant: closed unanswered.
+is "$(setpriv --reuid=$((NOBODY - 6)) --regid="$NOBODY" --clear-groups \
+	"$EG_PY" "$T/req.py" "$S" "$G")" closed \
+	"a uid that is not an allowed peer is closed unanswered, grant or not"
+like "$(grep '"event":"egress.peer_refused"' "$T/egress.log")" "\"uid\":\"$((NOBODY - 6))\"" \
+	"the refused peer is logged with its uid"
 is "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "http://127.0.0.1:$EG_PORT" \
 	-U "run:$G" http://origin.kz.test/)" 200 "the floods gone, TCP clients are served again"
 
