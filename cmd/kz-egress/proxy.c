@@ -613,8 +613,12 @@ eg_proxy_run(struct eg_policy *p, eg_load_fn load, void *arg)
 	memset(w, 0, sizeof(w));
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
-	if (evthread_use_pthreads() != 0 || (r = open_unix(p, ufd)) != 0)
+	if ((r = open_unix(p, ufd)) != 0)
 		goto out;
+	if (evthread_use_pthreads() != 0) {
+		r = KZ_ESYS;
+		goto out;
+	}
 	for (a.n = 0; a.n < n; a.n++)
 		if ((r = worker_init(&w[a.n], p, ufd, &nconns)) != 0) {
 			a.n++;
