@@ -1,14 +1,17 @@
 /*
  * kz-audit's internal interfaces: the closed event schema, the keyed MAC
  * chain over JSON Lines records, the log directory with rotation and
- * crash recovery, and the one-shot subcommands.
+ * crash recovery, the daemon's state shared by serve.c and ops.c, and the
+ * one-shot subcommands.
  */
 #ifndef KZ_AUDIT_INT_H
 #define KZ_AUDIT_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 #include <cJSON.h>
 
@@ -16,6 +19,7 @@
 #include "kz_exit.h"
 #include "kz_key.h"
 #include "kz_sock.h"
+#include "kz_srv.h"
 
 #define AUD_MAC_BYTES 32
 #define AUD_MAC_HEX (AUD_MAC_BYTES * 2)
@@ -218,6 +222,57 @@ void aud_quota_clear(struct aud_quota *q);
 KZ_WUR enum aud_quota_res aud_quota_admit(struct aud_quota *q, uid_t uid,
     size_t n);
 size_t aud_quota_held(const struct aud_quota *q, uid_t uid);
+
+/* ---- serve.c, ops.c: the daemon and the ops its loop serves. ---- */
+
+/* Refusal counters by field: the schema's names, then extra_slots. */
+#define SLOTS_MAX 160
+
+struct rec {
+	char kind[AUD_KIND_MAX + 1];
+	uid_t uid; /* the peer's (SO_PEERCRED), stamped into the record */
+	cJSON *event;
+	uint64_t seq;
+	int err;
+};
+
+/* One append: one record, or a batch of them queued together (so one
+ * fsync makes them all durable) and answered together. */
+struct job {
+	STAILQ_ENTRY(job) link;
+	struct kz_req *req;
+	bool batch; /* the request named "records": the reply has seqs */
+	size_t n;
+	struct rec r[];
+};
+STAILQ_HEAD(jobq, job);
+
+struct daemon {
+	struct event_base *base;
+	struct kz_srv *srv;
+	struct aud_store *store;
+	struct kz_key idkey;
+	pthread_t thr;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct jobq in, done; /* under mu */
+	struct aud_quota quota; /* what in holds, by uid; under mu */
+	bool stop; /* under mu */
+	struct aud_store_stats st; /* copy, under mu */
+	uint64_t max_batch; /* under mu */
+	int efd;
+	struct event *done_ev, *sigterm, *sigint;
+	/* Loop thread only. */
+	uint64_t acked, errors, refused, by_reason[AUD_R_COUNT_];
+	uint64_t busy;
+	int64_t busy_logged_ms;
+	uint64_t by_field[SLOTS_MAX];
+};
+
+/* ops.c: the op table (its handlers take the daemon as arg), and a job's
+ * release (NULL-safe), which the loop calls once the job is answered. */
+extern const struct kz_op aud_ops[];
+void aud_job_free(struct job *j);
 
 /* ---- cfg.c: configuration. ---- */
 

@@ -29,6 +29,9 @@
 /* A broker forward's first request on each connection (serve.c); never
  * a registry path (route.c refuses it: no package name holds a "/"). */
 #define PB_BIND_PATH "/-/kz/bind"
+/* The Host a bind may carry besides PKGBROKER_HOSTS: the broker's own
+ * name, which the forward sends (kz-sandbox's forward.c). */
+#define PB_BIND_HOST "kz-pkgbroker"
 
 /* ---- conf.c ---- */
 struct pb_upstream {

@@ -1,8 +1,8 @@
 /*
  * The broker's HTTP server (libevent's evhttp: no HTTP is parsed here).
  * Each request is checked in a fixed order before anything is fetched:
- * HTTP/1.1 and GET, the peer (on the Unix socket), the binding of a socket
- * connection to its run, the Host, the path (the closed set of route.c),
+ * HTTP/1.1 and GET, the peer (on the Unix socket), the Host, the binding
+ * of a socket connection to its run, the path (the closed set of route.c),
  * the registry being configured, and a current run token presented by the
  * worker it was minted for (the socket peer's uid, token.c) through the
  * forward of its own run.  A refusal answers once with a one-line reason
@@ -15,7 +15,10 @@
  * that token's run (conn.c); every later request on it must carry a token
  * of that run.  The next tenant of the worker has the same uid but not
  * the previous run's forward, so a token it finds is refused
- * (token_other_run).  The TCP listener has no bind.
+ * (token_other_run).  The TCP listener has no bind.  The bind's Host is
+ * checked as every request's is, before the bind is looked at: one with
+ * no Host, or a Host that names neither the broker (PB_BIND_HOST, which
+ * the forward sends) nor PKGBROKER_HOSTS, binds nothing.
  */
 #include <errno.h>
 #include <signal.h>
@@ -266,8 +269,23 @@ bind_step(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 	return false;
 }
 
-/* The checks before the path: HTTP/1.1, GET, the peer, the socket
- * connection's binding, the Host. */
+/*
+ * The Host, checked for every request before anything is done under it,
+ * the bind included.  A bind on the socket may also name the broker
+ * itself, PB_BIND_HOST, as the forward's does; a request that is not a
+ * bind may not.
+ */
+static bool
+host_ok(struct pb_srv *s, struct evhttp_request *req, const struct pb_ctx *x)
+{
+	if (pb_host_allowed(s->c->hosts, x->host))
+		return true;
+	return x->peer_uid >= 0 && is_bind(req) &&
+	    pb_host_allowed(PB_BIND_HOST, x->host);
+}
+
+/* The checks before the path: HTTP/1.1, GET, the peer, the Host, the
+ * socket connection's binding. */
 static bool
 admit(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 {
@@ -286,13 +304,13 @@ admit(struct pb_srv *s, struct evhttp_request *req, struct pb_ctx *x)
 		    "this peer may not use the broker");
 		return false;
 	}
-	if (x->peer_uid >= 0 && !bind_step(s, req, x))
-		return false;
-	if (!pb_host_allowed(s->c->hosts, x->host)) {
+	if (!host_ok(s, req, x)) {
 		refuse(s, req, x, 403, "host_refused",
 		    "that host is not the broker's (PKGBROKER_HOSTS)");
 		return false;
 	}
+	if (x->peer_uid >= 0 && !bind_step(s, req, x))
+		return false;
 	return true;
 }
 

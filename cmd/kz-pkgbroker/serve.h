@@ -17,8 +17,10 @@ struct pb_srv {
 	struct evhttp *http;
 	SSL_CTX *tls; /* the upstreams' client context */
 	uint64_t nreq;
-	struct pb_conn *conns; /* the socket's bound connections (conn.c) */
-	size_t nconns;
+	/* The socket's bound connections, a hash table of nbuckets chains
+	 * on their bufferevent (conn.c), nconns in all. */
+	struct pb_conn **conns;
+	size_t nbuckets, nconns;
 };
 
 /* One request as checked so far (on the stack of on_request; fetch.c
@@ -76,6 +78,8 @@ void pb_conn_closecb(struct pb_srv *s, struct evhttp_connection *ec,
     pb_closecb cb, void *arg);
 /* Drops every binding (the server is going away). */
 void pb_conn_release(struct pb_srv *s);
+/* The bindings held: one for each bound connection still open. */
+size_t pb_conn_count(const struct pb_srv *s);
 /* Fetches the routed document or file from the upstream for req. */
 void pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
     const struct pb_ctx *x);

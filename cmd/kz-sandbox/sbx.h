@@ -1,6 +1,6 @@
 /*
  * kz-sandbox internals: one module per kernel concern (conf, cgroup, ns,
- * mount, view, seccomp, caps, rlimit, env, relay, run, msg, serve;
+ * mount, view, seccomp, caps, rlimit, env, relay, run, msg, serve, ops;
  * classification is libkz's).  Module functions return 0 or a negative
  * kz_err and fill (why, wlen) with a line that names the failed step; they
  * never print or exit.
@@ -623,7 +623,20 @@ KZ_WUR int sbx_br_loopback_up(void);
 __attribute__((noreturn)) void sbx_br_stub(const struct sbx_worker *w,
     bool webrtc, int mntns, int in, int out);
 
+/* ops.c: ops run, health, status and wipe (serve.c's op table). */
+cJSON *sbx_op_run(struct sbx_worker *w, const cJSON *req);
+cJSON *sbx_op_health(struct sbx_worker *w, const cJSON *req);
+cJSON *sbx_op_status(struct sbx_worker *w, const cJSON *req);
+cJSON *sbx_op_wipe(struct sbx_worker *w, const cJSON *req);
+
 /* serve.c: serves until shutdown or SIGTERM; returns the exit status. */
 enum kz_exit sbx_serve(struct sbx_worker *w, int lfd, const char *pid_file);
+/* What the worker has served in its life, which status reports: serve.c
+ * counts connections, requests and refusals, ops.c runs and wipes. */
+struct sbx_stats {
+	unsigned long conns, requests, runs, wipes, wipes_unclean, bad_frames,
+	    peer_refused;
+};
+extern struct sbx_stats sbx_stats;
 
 #endif
