@@ -59,6 +59,10 @@ int ctl_worker_argv(const struct ctl_conf *c, const char *sub, const char *id,
 /* The worker's environment (allocated; freed with ctl_worker_env_free). */
 char **ctl_worker_env(const struct ctl_conf *c, const char *runtime);
 void ctl_worker_env_free(char **env);
+/* The number in dir/leaf, one line, within [min, max]; -1 when none
+ * (local.c). */
+int64_t ctl_read_num(const char *dir, const char *leaf, int64_t min,
+    int64_t max);
 
 /* host.c: what a worker holds of the host. */
 /* Runs kz-sandbox's sub with the worker's settings; its first line of

@@ -82,7 +82,7 @@ struct proxy {
 	size_t nls;
 	/* accept(2) failing (descriptors exhausted): the listeners pause
 	 * until accept_resume fires; accept_logged is when that was last
-	 * logged (proxy.c). */
+	 * logged (serve.c). */
 	struct event *accept_resume;
 	time_t accept_logged;
 	/* Looks for a request head in a connection's input (proxy.c's, set
@@ -247,6 +247,11 @@ void eg_ungranted_refuse(int fd, const char *peer, enum eg_tally_res why);
  */
 bool eg_peer_admit(int fd, const struct sockaddr *sa,
     const struct kz_peer_policy *pol);
+
+/* ---- proxy.c ---- */
+/* Looks for a complete head in the client's input (state ST_HEAD) and
+ * judges it: the worker's on_head (serve.c). */
+void eg_process_input(struct conn *c);
 
 /* ---- pump.c ---- */
 struct sio *conn_client_new(struct conn *c, int fd);

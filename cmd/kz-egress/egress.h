@@ -2,7 +2,8 @@
  * kz-egress internals: the strict address parser and classifier (addr.c),
  * the administrator's policy (policy.c), signed grants (grant.c),
  * asynchronous pinned resolution (dns.c), HTTP/1.1 framing (http.c) and
- * the proxy itself (proxy.c).
+ * the proxy itself (proxy.c: request heads and their judgement; serve.c:
+ * listeners, workers and the run loop).
  */
 #ifndef EGRESS_H
 #define EGRESS_H
@@ -217,7 +218,7 @@ struct eg_policy {
 	/* Who may connect to the proxy's Unix sockets and ask the status
 	 * socket (KZ_PEER_UIDS/GIDS), fixed at start (reload.c); when they
 	 * cannot be parsed, peers_err and peers_why say so and serve, not
-	 * the policy, refuses to start (proxy.c, stats.c). */
+	 * the policy, refuses to start (serve.c, stats.c). */
 	struct kz_peer_policy peers;
 	int peers_err;
 	char peers_why[200];
@@ -453,7 +454,7 @@ struct eg_chunk {
  */
 long eg_chunk_feed(struct eg_chunk *c, const char *p, size_t n, bool *done);
 
-/* ---- proxy.c ---- */
+/* ---- serve.c ---- */
 
 /* Loads the configuration again, as main did (for SIGHUP); never fails
  * open: a file that cannot be used gives an isolated policy. */
