@@ -45,96 +45,19 @@ eg_serve "$T/eg.conf" 2>"$T/egress.log" || { echo "Bail out! kz-egress did not s
 chmod 0666 "$S"
 G=$(kz-egress grant --field-key "$EG_KEY" --run run-110)
 
-# flood.py unix PATH|tcp PORT N OUT: opens N connections one after
-# another, each sending half a request head, writes OUT.ready, waits for
-# OUT.go, then writes to OUT how many are still open and how many got a
-# 503.
-cat >"$T/flood.py" <<'EOF'
-import os, socket, sys, time
-kind, where, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-held = []
-for _ in range(n):
-    if kind == "unix":
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(where)
-    else:
-        s = socket.create_connection(("127.0.0.1", int(where)))
-    try:
-        s.sendall(b"GET http://origin.kz.test/ HTTP/1.1\r\nHost: origin")
-    except OSError:
-        pass
-    held.append(s)
-time.sleep(1)
-open(out + ".ready", "w").close()
-for _ in range(1200):
-    if os.path.exists(out + ".go"):
-        break
-    time.sleep(0.05)
-open_, refused = 0, 0
-for s in held:
-    s.settimeout(0.05)
-    try:
-        b = s.recv(100)
-        refused += b.startswith(b"HTTP/1.1 503")
-    except socket.timeout:
-        open_ += 1
-    except OSError:
-        pass
-with open(out + ".tmp", "w") as f:
-    f.write("%d %d\n" % (open_, refused))
-os.rename(out + ".tmp", out)
-EOF
-# flood [as UID] KIND WHERE N NAME: starts a flood in the background (as
-# UID) and waits until it is in place; collect NAME: its result.
-flood() {
-	local pre=()
-	if [ "$1" = as ]; then
-		pre=(setpriv --reuid="$2" --regid="$NOBODY" --clear-groups); shift 2
-	fi
-	bg "${pre[@]}" "$EG_PY" "$T/flood.py" "$1" "$2" "$3" "$T/fl/$4"
-	local i=0
-	while [ ! -e "$T/fl/$4.ready" ]; do
-		i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.05
-	done
-}
-collect() {
-	touch "$T/fl/$1.go"
-	local i=0
-	while [ ! -e "$T/fl/$1" ]; do
-		i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.05
-	done
-	cat "$T/fl/$1" 2>/dev/null || echo "none none"
-}
-mkdir -m 0777 "$T/fl"
-# req.py PATH GRANT: one granted request over the Unix socket, as a run's
-# relay sends it; prints the status, or "closed".
-cat >"$T/req.py" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-try:
-    s.sendall(("GET http://origin.kz.test/run HTTP/1.1\r\nHost: origin.kz.test\r\n"
-               "Proxy-Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
-               % sys.argv[2]).encode())
-    b = s.recv(100)
-except OSError:
-    b = b""
-print(b.split(b" ")[1].decode() if b.startswith(b"HTTP/1.1 ") else "closed")
-EOF
-chmod 0644 "$T/flood.py" "$T/req.py"
+eg_flood_tools
 
-flood tcp "$EG_PORT" 70 tcp || { echo "Bail out! the TCP flood did not start"; exit 1; }
-flood as "$NOBODY" unix "$S" 70 unix || { echo "Bail out! the Unix flood did not start"; exit 1; }
-is "$("$EG_PY" "$T/req.py" "$S" "$G")" 200 \
+eg_flood tcp "$EG_PY" "$EG_FLOOD" tcp 127.0.0.1 "$EG_PORT" 70 || { echo "Bail out! the TCP flood did not start"; exit 1; }
+eg_flood unix setpriv --reuid="$NOBODY" --regid="$NOBODY" --clear-groups "$EG_PY" "$EG_FLOOD" unix "$S" 70 || { echo "Bail out! the Unix flood did not start"; exit 1; }
+is "$("$EG_PY" "$EG_REQ" "$S" "$G")" 200 \
 	"under two slowloris floods (140 half heads, bound 128) a run's granted request succeeds"
-TR=$(collect tcp)
-UR=$(collect unix)
-is "${TR% *}" 16 "the TCP flooder (127.0.0.1) holds 16 connections, an eighth of 128 ($TR)"
-is "${UR% *}" 16 "the flooding uid on the Unix socket holds 16 ($UR)"
+TR=$(eg_collect tcp)
+UR=$(eg_collect unix)
+is "${TR%% *}" 16 "the TCP flooder (127.0.0.1) holds 16 connections, an eighth of 128 ($TR)"
+is "${UR%% *}" 16 "the flooding uid on the Unix socket holds 16 ($UR)"
 # (Over TCP a 503 written as the client's half head arrives may be lost
 # to the reset the close sends; a Unix socket keeps it.)
-t "the Unix connections past the cap got a 503 ($UR)" test "${UR#* }" -ge 50
+t "the Unix connections past the cap got a 503 ($UR)" test "${UR##* }" -ge 50
 is "$(grep -c '"event":"egress.ungranted"' "$T/egress.log")" 1 \
 	"the refusals are logged once, not once each"
 like "$(grep '"event":"egress.ungranted"' "$T/egress.log")" '"bound":"peer"' \
@@ -143,18 +66,18 @@ sleep 0.5
 
 # Five uids flooding together: all ungranted connections are held to 64.
 for i in 1 2 3 4 5; do
-	flood as $((NOBODY - i)) unix "$S" 20 u$i || { echo "Bail out! flood $i did not start"; exit 1; }
+	eg_flood u$i setpriv --reuid=$((NOBODY - i)) --regid="$NOBODY" --clear-groups "$EG_PY" "$EG_FLOOD" unix "$S" 20 || { echo "Bail out! flood $i did not start"; exit 1; }
 done
 SUM=0
 for i in 1 2 3 4 5; do
-	R=$(collect u$i)
-	SUM=$((SUM + ${R% *}))
+	R=$(eg_collect u$i)
+	SUM=$((SUM + ${R%% *}))
 done
 is "$SUM" 64 "five flooding uids together hold 64 ungranted connections, half of 128"
 sleep 0.5	# the flooders' sockets closed
 # A uid not in KZ_PEER_UIDS, with a valid grant: closed unanswered.
 is "$(setpriv --reuid=$((NOBODY - 6)) --regid="$NOBODY" --clear-groups \
-	"$EG_PY" "$T/req.py" "$S" "$G")" closed \
+	"$EG_PY" "$EG_REQ" "$S" "$G")" closed \
 	"a uid that is not an allowed peer is closed unanswered, grant or not"
 like "$(grep '"event":"egress.peer_refused"' "$T/egress.log")" "\"uid\":\"$((NOBODY - 6))\"" \
 	"the refused peer is logged with its uid"

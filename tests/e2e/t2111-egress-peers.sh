@@ -67,86 +67,7 @@ wait_sock "$ST" 10 || { echo "Bail out! no status socket"; exit 1; }
 chmod 0666 "$S"
 G=$(kz-egress grant --field-key "$EG_KEY" --run run-111)
 
-# req.py PATH GRANT: one granted request over the Unix socket, as a run's
-# relay sends it; prints the status, or "closed" for no answer.
-cat >"$T/req.py" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-try:
-    s.sendall(("GET http://origin.kz.test/run HTTP/1.1\r\nHost: origin.kz.test\r\n"
-               "Proxy-Authorization: Bearer %s\r\nConnection: close\r\n\r\n"
-               % sys.argv[2]).encode())
-    b = s.recv(100)
-except OSError:
-    b = b""
-print(b.split(b" ")[1].decode() if b.startswith(b"HTTP/1.1 ") else "closed")
-EOF
-# flood.py unix PATH N OUT | tcp SRC HOST PORT N OUT: opens N connections
-# one after another (over TCP from address SRC), each sending half a
-# request head, writes OUT.ready, waits for OUT.go, then writes to OUT
-# how many are still open and how many got an answer of any kind.
-cat >"$T/flood.py" <<'EOF'
-import os, socket, sys, time
-a = sys.argv[1:]
-n, out = int(a[-2]), a[-1]
-held = []
-for _ in range(n):
-    try:
-        if a[0] == "unix":
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(a[1])
-        else:
-            s = socket.socket()
-            s.bind((a[1], 0))
-            s.connect((a[2], int(a[3])))
-        s.sendall(b"GET http://origin.kz.test/ HTTP/1.1\r\nHost: origin")
-    except OSError:
-        pass
-    held.append(s)
-time.sleep(1)
-open(out + ".ready", "w").close()
-for _ in range(1200):
-    if os.path.exists(out + ".go"):
-        break
-    time.sleep(0.05)
-open_, answered = 0, 0
-for s in held:
-    s.settimeout(0.05)
-    try:
-        answered += len(s.recv(100)) > 0
-    except socket.timeout:
-        open_ += 1
-    except OSError:
-        pass
-with open(out + ".tmp", "w") as f:
-    f.write("%d %d\n" % (open_, answered))
-os.rename(out + ".tmp", out)
-EOF
-chmod 0644 "$T/flood.py" "$T/req.py"
-mkdir -m 0777 "$T/fl"
-# flood NAME CMD...: starts a flood in the background and waits until it
-# is in place; collect NAME: its result ("open answered").
-flood() {
-	local name=$1
-	shift
-	bg "$@" "$T/fl/$name"
-	local i=0
-	while [ ! -e "$T/fl/$name.ready" ]; do
-		i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.05
-	done
-}
-collect() {
-	touch "$T/fl/$1.go"
-	local i=0
-	while [ ! -e "$T/fl/$1" ]; do
-		i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.05
-	done
-	cat "$T/fl/$1" 2>/dev/null || echo "none none"
-}
-# as UID CMD...: CMD as UID, group nobody, no supplementary groups.
-as() { local u=$1; shift; setpriv --reuid="$u" --regid="$NOBODY" --clear-groups "$@"; }
+eg_flood_tools
 # reason NAME: the status op's count of refusals for NAME (0 if none).
 reason() {
 	kz-msg "$ST" '{"op":"status"}' | "$EG_PY" -c '
@@ -161,12 +82,12 @@ print(json.load(sys.stdin).get(sys.argv[1]))' "$1"
 
 # ---- (a) the Unix socket serves allowed peers only ----
 is "$(stat -c %a "$S")" 666 "the proxy socket is connectable by every uid (mode 0666)"
-is "$(as "$BAD" "$EG_PY" "$T/req.py" "$S" "$G")" closed \
+is "$(eg_as "$BAD" "$EG_PY" "$EG_REQ" "$S" "$G")" closed \
 	"a uid that is not an allowed peer gets no answer, though its grant is valid"
 is "$(reason peer_refused)" 1 "the status op counts the refusal as peer_refused"
-flood bad setpriv --reuid="$BAD" --regid="$NOBODY" --clear-groups "$EG_PY" "$T/flood.py" unix "$S" 40 ||
+eg_flood bad setpriv --reuid="$BAD" --regid="$NOBODY" --clear-groups "$EG_PY" "$EG_FLOOD" unix "$S" 40 ||
 	{ echo "Bail out! the refused uid's flood did not start"; exit 1; }
-is "$(collect bad)" "0 0" \
+is "$(eg_collect bad)" "0 0 0" \
 	"a refused uid's 40 half heads hold no connection and get no answer"
 is "$(reason peer_refused)" 41 "every refused connection is counted"
 is "$(status_field open_conns)" 0 "no connection of a refused peer is open"
@@ -174,31 +95,31 @@ is "$(grep -c '"event":"egress.peer_refused"' "$T/egress.log")" 1 \
 	"41 refusals in one window are logged once"
 like "$(grep '"event":"egress.peer_refused"' "$T/egress.log")" "\"uid\":\"$BAD\"" \
 	"the line names the refused uid"
-is "$(as "$GOOD" "$EG_PY" "$T/req.py" "$S" "$G")" 200 "an allowed uid (KZ_PEER_UIDS) is served"
+is "$(eg_as "$GOOD" "$EG_PY" "$EG_REQ" "$S" "$G")" 200 "an allowed uid (KZ_PEER_UIDS) is served"
 is "$(setpriv --reuid="$INGRP" --regid="$NOBODY" --groups="$GRP" \
-	"$EG_PY" "$T/req.py" "$S" "$G")" 200 \
+	"$EG_PY" "$EG_REQ" "$S" "$G")" 200 \
 	"a uid with an allowed group (KZ_PEER_GIDS) as a supplementary group is served"
 
 # ---- (b) TCP peers cannot take the Unix socket's pool ----
 for a in 18 19 20 21 22; do
-	flood tcp$a ip netns exec "$CNS" "$EG_PY" "$T/flood.py" tcp "10.213.$N.$a" \
+	eg_flood tcp$a ip netns exec "$CNS" "$EG_PY" "$EG_FLOOD" tcp "10.213.$N.$a" \
 		"10.213.$N.17" "$TPORT" 20 ||
 		{ echo "Bail out! the TCP flood from .$a did not start"; exit 1; }
 done
-flood unix setpriv --reuid="$GOOD" --regid="$NOBODY" --clear-groups "$EG_PY" "$T/flood.py" unix "$S" 20 ||
+eg_flood unix setpriv --reuid="$GOOD" --regid="$NOBODY" --clear-groups "$EG_PY" "$EG_FLOOD" unix "$S" 20 ||
 	{ echo "Bail out! the allowed uid's flood did not start"; exit 1; }
 # Root, as the workers' relays connect (the flooding uid holds its own
 # share).
-is "$("$EG_PY" "$T/req.py" "$S" "$G")" 200 \
+is "$("$EG_PY" "$EG_REQ" "$S" "$G")" 200 \
 	"under five TCP peers' floods, an allowed peer's granted request on the Unix socket is admitted"
-UR=$(collect unix)
+UR=$(eg_collect unix)
 SUM=0
 for a in 18 19 20 21 22; do
-	R=$(collect tcp$a)
-	SUM=$((SUM + ${R% *}))
+	R=$(eg_collect tcp$a)
+	SUM=$((SUM + ${R%% *}))
 done
 is "$SUM" 32 "the five TCP peers together hold 32 ungranted connections, a quarter of 128"
-is "${UR% *}" 16 "the allowed uid still holds its 16 ungranted connections on the Unix socket ($UR)"
+is "${UR%% *}" 16 "the allowed uid still holds its 16 ungranted connections on the Unix socket ($UR)"
 like "$(grep '"event":"egress.ungranted"' "$T/egress.log" | head -1)" '"pool":"tcp"' \
 	"the refusals at the TCP pool are logged as the TCP pool's"
 sleep 0.5	# the flooders' sockets closed
@@ -212,7 +133,7 @@ i=0; while ! grep -q '"event":"egress.reload"' "$T/egress.log"; do
 	i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05; done
 like "$(grep '"event":"egress.reload"' "$T/egress.log")" '"restart_needed":"yes"' \
 	"a reload naming other peers says they change only at restart"
-is "$(as "$BAD" "$EG_PY" "$T/req.py" "$S" "$G"):$(as "$GOOD" "$EG_PY" "$T/req.py" "$S" "$G")" closed:200 \
+is "$(eg_as "$BAD" "$EG_PY" "$EG_REQ" "$S" "$G"):$(eg_as "$GOOD" "$EG_PY" "$EG_REQ" "$S" "$G")" closed:200 \
 	"after it the peers of the start are still the ones admitted"
 unlike "$(cat "$T/egress.log")" '"level":"(error|fatal)"' "no errors logged"
 

@@ -67,3 +67,41 @@ eg_serve() {
 		i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.05
 	done
 }
+
+# The flood tools, in $T where every uid can read them (the tree may not
+# be readable by the uids the tests take): EG_FLOOD (flood.py) and
+# EG_REQ (req.py); a flood's files in $T/fl.
+eg_flood_tools() {
+	EG_FLOOD=$T/flood.py EG_REQ=$T/req.py
+	install -m 0644 "$EGDIR/flood.py" "$EG_FLOOD"
+	install -m 0644 "$EGDIR/req.py" "$EG_REQ"
+	mkdir -p -m 0777 "$T/fl"
+}
+
+# eg_flood NAME CMD...: starts CMD (flood.py's run, OUT left off) in the
+# background and waits until its connections are in place.
+eg_flood() {
+	local name=$1 i=0
+	shift
+	bg "$@" "$T/fl/$name"
+	while [ ! -e "$T/fl/$name.ready" ]; do
+		i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.05
+	done
+}
+
+# eg_collect NAME: the flood's result, "OPEN ANSWERED REFUSED".
+eg_collect() {
+	local i=0
+	touch "$T/fl/$1.go"
+	while [ ! -e "$T/fl/$1" ]; do
+		i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.05
+	done
+	cat "$T/fl/$1" 2>/dev/null || echo "none none none"
+}
+
+# eg_as UID CMD...: CMD as UID, group nobody, no supplementary groups.
+eg_as() {
+	local u=$1
+	shift
+	setpriv --reuid="$u" --regid="$(id -g nobody)" --clear-groups "$@"
+}
