@@ -102,46 +102,19 @@ like "$R" '"registry":"npm".*"package":"kz-leaf"' "... with the registry and the
 
 # On the socket itself, as the worker's uid (what its forward presents).
 # raw TOKEN-FOR-BIND TOKEN...: "-" binds nothing; then one request per
-# token; prints each status line ("closed" once the broker has closed).
+# token ("bind:TOKEN" a bind); prints each status line ("closed" once the
+# broker has closed).
 raw() {
-	"$PB_PY" - "$PB_SOCK" "$UIDA" "$@" <<'PY'
-import ctypes, os, socket, sys
-sock, uid, bind, toks = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-os.setresuid(-1, uid, -1)
-ctypes.CDLL(None).setfsuid(0)
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(20)
-s.connect(sock)
-f = s.makefile("rb")
-def ask(path, tok):
-    try:
-        s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n" % (path, tok)).encode())
-    except OSError:
-        return "closed"
-    h = b""
-    # A broker that closed with this request unread resets the
-    # connection (ECONNRESET): closed, as an end of file is.
-    try:
-        while not h.endswith(b"\r\n\r\n"):
-            c = f.read(1)
-            if not c:
-                return "closed"
-            h += c
-        for l in h.split(b"\r\n"):
-            if l.lower().startswith(b"content-length:"):
-                f.read(int(l.split(b":")[1]))
-    except OSError:
-        return "closed"
-    return h.split(b"\r\n")[0].decode()
-out = []
-if bind != "-":
-    out.append(ask("/-/kz/bind", bind))
-for t in toks:
-    out.append(ask("/-/kz/bind" if t.startswith("bind:") else "/kz-leaf", t[5:] if t.startswith("bind:") else t))
-    if out[-1] == "closed":
-        break
-print(" | ".join(out))
-PY
+	local t a=()
+	[ "$1" = - ] || a+=("/-/kz/bind|127.0.0.1|$1")
+	shift
+	for t; do
+		case $t in
+		bind:*) a+=("/-/kz/bind|127.0.0.1|${t#bind:}") ;;
+		*) a+=("/kz-leaf|127.0.0.1|$t") ;;
+		esac
+	done
+	pb_raw "$UIDA" "${a[@]}"
 }
 R=$(raw - "$TOKB" "$TOKB")
 like "$R" '^HTTP/1\.1 403 .*\(bind_missing\) \| closed$' \

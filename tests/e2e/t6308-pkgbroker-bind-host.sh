@@ -30,40 +30,9 @@ TOK=$(kz-pkgbroker token --field-key "$PB_KEY" --run bind-host-run --uid "$(id -
 # "TARGET|HOST" ("-" as HOST sends no Host header), all with the token;
 # prints each status line, "closed" once the broker has closed.
 conn() {
-	"$PB_PY" - "$PB_SOCK" "$TOK" "$@" <<'PY'
-import socket, sys
-sock, tok, reqs = sys.argv[1], sys.argv[2], sys.argv[3:]
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(20)
-s.connect(sock)
-f = s.makefile("rb")
-def ask(target, host):
-    head = "GET %s HTTP/1.1\r\n" % target
-    if host != "-":
-        head += "Host: %s\r\n" % host
-    head += "Authorization: Bearer %s\r\n\r\n" % tok
-    try:
-        s.sendall(head.encode())
-        h = b""
-        while not h.endswith(b"\r\n\r\n"):
-            c = f.read(1)
-            if not c:
-                return "closed"
-            h += c
-        for l in h.split(b"\r\n"):
-            if l.lower().startswith(b"content-length:"):
-                f.read(int(l.split(b":")[1]))
-    except OSError:
-        return "closed"
-    return h.split(b"\r\n")[0].decode()
-out = []
-for r in reqs:
-    target, host = r.split("|", 1)
-    out.append(ask(target, host))
-    if out[-1] == "closed":
-        break
-print(" | ".join(out))
-PY
+	local r a=()
+	for r; do a+=("$r|$TOK"); done
+	pb_raw - "${a[@]}"
 }
 B=/-/kz/bind
 OK='^HTTP/1\.1 200 Bound \| HTTP/1\.1 200 OK$'

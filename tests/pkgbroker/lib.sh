@@ -14,6 +14,8 @@
 #   pb_broker_start     kz-pkgbroker on $T/pb.sock and a loopback port
 #   pb_tls_certs        a throwaway CA and server certificates (openssl)
 #   pb_py_serve_tls     the PEP 503 directory over TLS (tlsserve.py)
+#   pb_raw UID REQ...   one kept-alive connection to the broker's socket
+#                       as UID, its requests' status lines (raw.py)
 # With PB_NPM_TLS=1 (pb_tls_certs first), verdaccio listens on https with
 # the certificate for 127.0.0.1 and localhost.
 PB_DIR=$TOP/tests/pkgbroker
@@ -241,3 +243,6 @@ CONF
 	PB_PID=$LASTPID
 	wait_sock "$PB_SOCK" 10
 }
+
+# pb_raw UID REQUEST...: raw.py on the broker's socket (what it says).
+pb_raw() { "$PB_PY" "$PB_DIR/raw.py" "$PB_SOCK" "$@"; }
