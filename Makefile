@@ -118,10 +118,12 @@ $(B)/cmd/kz-project/model.o: $(B)/lua/kz_lua.h $(B)/lua/kzp_lua.h
 $(B)/lib/pool.o $(B)/cmd/kz-project/model.o: CFLAGS += -I$(B)/lua
 
 # kz-sandbox's seccomp filter is a constant of the binary: libseccomp
-# compiles seccomp.c's tables at build time (the generator links that
-# module alone) and filter.c embeds the programs, so no worker start or
-# one-shot run pays the ~5 ms compile (kz-sandbox(8), Seccomp policy).
-$(B)/gen/filter-gen: cmd/kz-sandbox/gen/filter_gen.c $(B)/cmd/kz-sandbox/seccomp.o $(B)/libkz.a
+# compiles seccomp_table.c's tables at build time (the generator links
+# that module and seccomp.c alone) and filter.c embeds the programs, so no
+# worker start or one-shot run pays the ~5 ms compile (kz-sandbox(8),
+# Seccomp policy).
+$(B)/gen/filter-gen: cmd/kz-sandbox/gen/filter_gen.c $(B)/cmd/kz-sandbox/seccomp.o \
+		$(B)/cmd/kz-sandbox/seccomp_table.o $(B)/libkz.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icmd/kz-sandbox $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(B)/gen/sbx_filter.h: $(B)/gen/filter-gen

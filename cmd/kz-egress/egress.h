@@ -1,9 +1,9 @@
 /*
  * kz-egress internals: the strict address parser and classifier (addr.c),
- * the administrator's policy (policy.c), signed grants (grant.c),
- * asynchronous pinned resolution (dns.c), HTTP/1.1 framing (http.c) and
- * the proxy itself (proxy.c: request heads and their judgement; serve.c:
- * listeners, workers and the run loop).
+ * the administrator's policy (policy.c, policy_check.c), signed grants
+ * (grant.c), asynchronous pinned resolution (dns.c), HTTP/1.1 framing
+ * (http.c) and the proxy itself (proxy.c: request heads and their
+ * judgement; serve.c: listeners, workers and the run loop).
  */
 #ifndef EGRESS_H
 #define EGRESS_H
@@ -167,7 +167,7 @@ bool eg_addr_eq(const struct eg_addr *a, const struct eg_addr *b);
 socklen_t eg_addr_sockaddr(const struct eg_addr *a, uint16_t port,
     struct sockaddr_storage *ss);
 
-/* ---- policy.c ---- */
+/* ---- policy.c (loading), policy_check.c (decisions, status) ---- */
 
 enum eg_mode {
 	EG_MODE_ISOLATED,
@@ -275,6 +275,8 @@ enum eg_reason eg_policy_check_dest(const struct eg_policy *p,
  * 0 when not, KZ_ESYS when the kernel cannot be asked (netlink).
  */
 int eg_addr_is_local(const struct eg_addr *a);
+/* Whether a is one of the proxy's own addresses (p->own). */
+bool eg_policy_is_own(const struct eg_policy *p, const struct eg_addr *a);
 /* The check of one (resolved or literal) address: EG_R_NONE or the
  * reason. */
 enum eg_reason eg_policy_check_addr(const struct eg_policy *p,

@@ -1,7 +1,7 @@
 /*
  * The seccomp filter every worker and one-shot run loads: the programs
- * libseccomp compiled from seccomp.c's tables when kz-sandbox was built
- * (gen/filter_gen.c), embedded here.  The filter depends on nothing but
+ * libseccomp compiled from seccomp_table.c's tables when kz-sandbox was
+ * built (gen/filter_gen.c), embedded here.  The filter depends on nothing but
  * those tables and the architecture, so compiling it again at every start
  * (about 5 ms of CPU) bought nothing; check_seccomp proves the embedded
  * programs are what libseccomp compiles from the tables now.

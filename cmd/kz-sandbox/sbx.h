@@ -216,7 +216,8 @@ void sbx_mnt_release(struct sbx_mnt *m);
 /* Normalizes mountinfo text to the entries under prefix (for tests). */
 char *sbx_mnt_normalize(const char *mountinfo, const char *prefix);
 
-/* view.c: what the read-only root view holds (kz-sandbox(8), Mount layout). */
+/* view.c: what the read-only root view holds (kz-sandbox(8), Mount layout);
+ * view_path.c: its path grammar and the config's checks. */
 /* Fills the view's root tmpfs at root: the allowlisted system directories
  * and a synthesized /etc (SANDBOX_ROOT /) or the image, the extra
  * directories, then the masks; refuses anything not applicable exactly. */
@@ -237,6 +238,11 @@ KZ_WUR bool sbx_view_under(const char *p, const char *dir);
 KZ_WUR bool sbx_view_link_ok(const char *target);
 /* The next item of a comma-separated list, trimmed; false at its end. */
 bool sbx_view_next(const char **p, char *buf, size_t len);
+/* The allowlisted system directories and the view's own places
+ * (NULL-terminated), and whether s[0..n) is one of list's names. */
+extern const char *const sbx_view_sysdirs[];
+extern const char *const sbx_view_places[];
+bool sbx_view_in_list(const char *s, size_t n, const char *const *list);
 
 /* seccomp.c: the allowlist filter, compiled with libseccomp.  Compiling
  * fails, naming the call, when libseccomp cannot resolve a listed name on

@@ -27,7 +27,7 @@ grant: $eg/grant.c $eg/reason.c lib/key.c lib/signed.c $cf
 audit_schema: cmd/kz-audit/schema.c lib/key.c $cf
 classify: lib/classify.c lib/err.c
 path: lib/path.c lib/json.c lib/err.c
-dns_answer: $eg/dns.c $eg/policy.c $eg/addr.c $eg/http.c $eg/grant.c $eg/reason.c lib/srv.c lib/key.c lib/signed.c lib/log.c $cf
+dns_answer: $eg/dns.c $eg/policy.c $eg/policy_check.c $eg/addr.c $eg/http.c $eg/grant.c $eg/reason.c lib/srv.c lib/key.c lib/signed.c lib/log.c $cf
 "
 want=${*:-$(printf '%s\n' "$targets" | sed -n 's/^\([a-z_0-9]*\):.*/\1/p')}
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefined
@@ -35,7 +35,7 @@ cflags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefine
 	$(pkg-config --cflags libcjson libsodium libcares)"
 # nettle: the HMAC-SHA1 of grant.c's TURN credentials.
 # c-ares and libevent: dns.c's resolver (the harness calls only its judge).
-# libmnl: policy.c's route lookup.
+# libmnl: policy_check.c's route lookup.
 libs=$(pkg-config --libs libcjson libsodium nettle libcares libevent libmnl)
 cd "$top"
 for t in $want; do
