@@ -12,6 +12,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_srv.h"
+#include "srv_int.h"
 #include "banned.h"
 
 /*
@@ -21,6 +22,9 @@
  * armed while a request is being handled (the bytes of the next frames
  * are read, up to one maximal frame, but taken only after the reply); the
  * write event is armed only when the socket could not take a reply at once.
+ * This file keeps each connection's reading, framing, dispatch and
+ * replies; srv_accept.c holds accepting (the peer check, each peer's
+ * share, eviction at the limit) and the server's life.
  */
 #define READ_CHUNK 16384
 /* The most bytes of requests all connections together hold before they
@@ -30,38 +34,10 @@
  * worth of the daemon's memory per connection. */
 #define IN_FRAMES 8
 
-enum conn_state { C_READING, C_BUSY, C_CLOSING };
-
-struct conn {
-	LIST_ENTRY(conn) link;
-	struct kz_srv *srv;
-	int fd;
-	struct event *rev, *wev, *kick;
-	struct evbuffer *in, *out;
-	struct kz_peer peer;
-	enum conn_state state;
-	bool reading; /* rev is armed */
-	bool eof; /* the peer will send nothing more */
-	int64_t frame_t0; /* kz_now_ms() when the partial frame began, or 0 */
-	struct kz_req *pending;
-};
-
 struct kz_req {
 	struct conn *conn;
 	cJSON *json;
 	struct kz_peer peer;
-};
-
-struct kz_srv {
-	struct event_base *base;
-	struct evconnlistener *lev;
-	struct kz_srv_conf c;
-	char *path;
-	struct kz_srv_stats st;
-	size_t in_bytes; /* what every connection's input holds */
-	int64_t busy_logged_ms; /* when the bound was last said in the log */
-	int64_t share_logged_ms; /* when a peer's share was */
-	LIST_HEAD(, conn) conns;
 };
 
 static void conn_process(struct conn *cn);
@@ -73,8 +49,8 @@ tv_ms(struct timeval *tv, int ms)
 	tv->tv_usec = (ms % 1000) * 1000;
 }
 
-static void
-conn_free(struct conn *cn)
+void
+kz_srv_conn_free(struct conn *cn)
 {
 	if (cn->pending != NULL)
 		cn->pending->conn = NULL;
@@ -110,8 +86,8 @@ conn_abort(struct conn *cn)
  * request is handled, mid-frame what is left of the I/O timeout since the
  * frame began (a peer that drips a byte now and then gets no more time),
  * else the idle timeout. */
-static void
-arm_read(struct conn *cn)
+void
+kz_srv_arm_read(struct conn *cn)
 {
 	size_t have = evbuffer_get_length(cn->in);
 	struct timeval tv;
@@ -173,8 +149,8 @@ flush_out(struct conn *cn)
 }
 
 /* Queues reply and sends it at once when the socket takes it. */
-static void
-conn_send(struct conn *cn, cJSON *reply)
+void
+kz_srv_conn_send(struct conn *cn, cJSON *reply)
 {
 	char small[4096], *buf = NULL;
 	size_t len;
@@ -208,9 +184,9 @@ conn_send(struct conn *cn, cJSON *reply)
 static void
 conn_end(struct conn *cn, const char *code, const char *reason)
 {
-	conn_send(cn, kz_reply_err(NULL, code, reason));
+	kz_srv_conn_send(cn, kz_reply_err(NULL, code, reason));
 	cn->state = C_CLOSING;
-	arm_read(cn);
+	kz_srv_arm_read(cn);
 	if (evbuffer_get_length(cn->out) == 0)
 		event_active(cn->kick, EV_TIMEOUT, 0);
 }
@@ -332,7 +308,7 @@ check_request(struct conn *cn, cJSON *j)
 
 	if ((op = kz_op_check(&cn->srv->c, j, &cn->peer, &code, why,
 	         sizeof(why))) == NULL)
-		conn_send(cn, kz_reply_err(j, code, why));
+		kz_srv_conn_send(cn, kz_reply_err(j, code, why));
 	return op;
 }
 
@@ -364,8 +340,9 @@ take_frame(struct conn *cn, cJSON **out, char *why, size_t wlen)
 		                      "zero-length frame");
 		return r;
 	}
+	/* mid-frame: kz_srv_arm_read() sets the I/O timeout */
 	if (evbuffer_get_length(cn->in) < KZ_FRAME_HDR + (size_t)n)
-		return 0; /* mid-frame: arm_read() sets the I/O timeout */
+		return 0;
 	r = kz_frame_decode((const char *)evbuffer_pullup(cn->in,
 	                        KZ_FRAME_HDR + n) +
 	        KZ_FRAME_HDR,
@@ -416,22 +393,22 @@ conn_process(struct conn *cn)
 		/* The peer is done and every whole frame is answered. */
 		cn->state = C_CLOSING;
 		if (evbuffer_get_length(cn->out) == 0) {
-			conn_free(cn);
+			kz_srv_conn_free(cn);
 			return;
 		}
 	}
-	arm_read(cn);
+	kz_srv_arm_read(cn);
 }
 
-static void
-kick_cb(evutil_socket_t fd, short ev, void *arg)
+void
+kz_srv_kick_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct conn *cn = arg;
 
 	if (cn->state == C_READING)
 		conn_process(cn);
 	else if (cn->state == C_CLOSING && evbuffer_get_length(cn->out) == 0)
-		conn_free(cn);
+		kz_srv_conn_free(cn);
 }
 
 /* The bound was met: said in the log at most once every ten seconds (a
@@ -462,8 +439,8 @@ whole_frame(struct conn *cn)
 	    (r == 0 && evbuffer_get_length(cn->in) >= KZ_FRAME_HDR + (size_t)n);
 }
 
-static void
-read_cb(evutil_socket_t fd, short ev, void *arg)
+void
+kz_srv_read_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct conn *cn = arg;
 	size_t room = cn->srv->c.frame_max + KZ_FRAME_HDR -
@@ -472,14 +449,14 @@ read_cb(evutil_socket_t fd, short ev, void *arg)
 	ssize_t n;
 
 	if (ev & EV_TIMEOUT) {
-		conn_free(cn); /* idle, or a frame too slow to arrive */
+		kz_srv_conn_free(cn); /* idle, or a frame too slow to arrive */
 		return;
 	}
 	if (room > READ_CHUNK)
 		room = READ_CHUNK;
 	if (room == 0 ||
 	    evbuffer_reserve_space(cn->in, (ev_ssize_t)room, &v, 1) < 1) {
-		arm_read(cn);
+		kz_srv_arm_read(cn);
 		return;
 	}
 	n = read(fd, v.iov_base, v.iov_len < room ? v.iov_len : room);
@@ -502,22 +479,22 @@ read_cb(evutil_socket_t fd, short ev, void *arg)
 	} else if (n == 0)
 		cn->eof = true;
 	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-		conn_free(cn); /* reset by the peer */
+		kz_srv_conn_free(cn); /* reset by the peer */
 		return;
 	}
 	if (cn->state == C_READING)
 		conn_process(cn);
 	else if (cn->eof || n > 0)
-		arm_read(cn);
+		kz_srv_arm_read(cn);
 }
 
-static void
-write_cb(evutil_socket_t fd, short ev, void *arg)
+void
+kz_srv_write_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct conn *cn = arg;
 
 	if (ev & EV_TIMEOUT) {
-		conn_free(cn); /* the peer does not take its reply */
+		kz_srv_conn_free(cn); /* the peer does not take its reply */
 		return;
 	}
 	flush_out(cn);
@@ -543,7 +520,7 @@ kz_req_reply(struct kz_req *req, cJSON *reply)
 	if (cn != NULL) {
 		cn->pending = NULL;
 		cn->state = C_READING;
-		conn_send(cn, reply);
+		kz_srv_conn_send(cn, reply);
 		/* Process frames that arrived meanwhile from the loop, not
 		 * from inside the handler that is replying. */
 		event_active(cn->kick, EV_TIMEOUT, 0);
@@ -573,181 +550,4 @@ void
 kz_req_err(struct kz_req *req, const char *code, const char *reason)
 {
 	kz_req_reply(req, kz_reply_err(req->json, code, reason));
-}
-
-/*
- * At the connection limit, the longest-held idle connection (no request
- * in it, nothing to write) makes room for a new one: a peer holding idle
- * connections open cannot lock every other client out.  With uid, only
- * one of that uid's.  False when every such connection is in use.
- */
-static bool
-evict_idle(struct kz_srv *s, const uid_t *uid)
-{
-	struct conn *cn, *old = NULL;
-
-	LIST_FOREACH(cn, &s->conns, link)
-	if (cn->state == C_READING && cn->pending == NULL &&
-	    evbuffer_get_length(cn->in) == 0 &&
-	    evbuffer_get_length(cn->out) == 0 &&
-	    (uid == NULL || cn->peer.uid == *uid))
-		old = cn; /* the list is newest first */
-	if (old == NULL)
-		return false;
-	s->st.evicted++;
-	conn_free(old);
-	return true;
-}
-
-/*
- * Whether a new connection of uid would take it past its share of the
- * connection limit (all but a quarter of it), after one of its own idle
- * connections made room if it had one: a peer that keeps its connections
- * busy (a request in each, or a frame it drips) can hold at most that
- * share, and every other peer, an operator among them, still gets in.
- */
-static bool
-over_share(struct kz_srv *s, uid_t uid)
-{
-	size_t share = s->c.max_conns - s->c.max_conns / 4, held = 0;
-	struct conn *cn;
-
-	if (s->st.open_conns < share)
-		return false;
-	LIST_FOREACH(cn, &s->conns, link)
-	held += cn->peer.uid == uid;
-	return held >= share && !evict_idle(s, &uid);
-}
-
-static void
-log_share(struct kz_srv *s, uid_t uid)
-{
-	int64_t now = kz_now_ms();
-	char u[24];
-
-	s->st.share_refused++;
-	if (now - s->share_logged_ms < 10000)
-		return;
-	s->share_logged_ms = now;
-	snprintf(u, sizeof(u), "%lu", (unsigned long)uid);
-	kz_log(KZ_LOG_WARN, "srv.share", KZ_EUNAVAIL,
-	    "a peer uid holds its share of the connections: its next ones "
-	    "are refused busy",
-	    "uid", u, NULL);
-}
-
-/*
- * A new connection: refused at once (with one reply, then closed) when
- * its peer is not allowed or holds its share of the connections; closed
- * unanswered when the server is at its limit.  The peer is read first,
- * so that a peer past its share never makes another's idle connection
- * give way.
- */
-static void
-accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
-{
-	struct kz_srv *s = arg;
-	struct kz_peer peer = {0};
-	const char *code = NULL, *reason = NULL;
-	struct conn *cn;
-
-	s->st.conns++;
-	if (kz_peer_check(fd, &s->c.peers, &peer) != 0) {
-		s->st.peer_refused++;
-		code = KZ_WE_UNAUTHORIZED_PEER;
-		reason = "peer credentials are not allowed";
-	} else if (over_share(s, peer.uid)) {
-		log_share(s, peer.uid);
-		code = KZ_WE_BUSY;
-		reason = "this peer holds its share of the server's "
-		         "connections";
-	}
-	if ((s->st.open_conns >= s->c.max_conns &&
-	        (code != NULL || !evict_idle(s, NULL))) ||
-	    (cn = calloc(1, sizeof(*cn))) == NULL) {
-		close(fd);
-		return;
-	}
-	cn->srv = s;
-	cn->fd = fd;
-	cn->peer = peer;
-	LIST_INSERT_HEAD(&s->conns, cn, link);
-	s->st.open_conns++;
-	cn->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, read_cb, cn);
-	cn->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, write_cb, cn);
-	cn->kick = event_new(s->base, -1, 0, kick_cb, cn);
-	cn->in = evbuffer_new();
-	cn->out = evbuffer_new();
-	if (!cn->rev || !cn->wev || !cn->kick || !cn->in || !cn->out) {
-		conn_free(cn);
-		return;
-	}
-	if (code != NULL) {
-		conn_send(cn, kz_reply_err(NULL, code, reason));
-		cn->state = C_CLOSING;
-		event_active(cn->kick, EV_TIMEOUT, 0);
-		return;
-	}
-	arm_read(cn);
-}
-int
-kz_srv_new(struct event_base *base, const struct kz_srv_conf *c,
-    struct kz_srv **out, char *why, size_t wlen)
-{
-	struct kz_srv *s;
-	int fd, r;
-
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return KZ_ENOMEM;
-	s->base = base;
-	s->c = *c;
-	if (s->c.frame_max == 0)
-		s->c.frame_max = KZ_FRAME_MAX_DEFAULT;
-	if (s->c.io_timeout_ms <= 0)
-		s->c.io_timeout_ms = 5000;
-	if (s->c.idle_timeout_ms <= 0)
-		s->c.idle_timeout_ms = 60000;
-	if (s->c.max_conns == 0)
-		s->c.max_conns = 1024;
-	LIST_INIT(&s->conns);
-	if ((s->path = strdup(c->sock_path)) == NULL) {
-		free(s);
-		return KZ_ENOMEM;
-	}
-	if ((r = kz_sock_listen(c->sock_path, 512, &fd, why, wlen)) != 0) {
-		free(s->path);
-		free(s);
-		return r;
-	}
-	s->lev = evconnlistener_new(base, accept_cb, s,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-	if (s->lev == NULL) {
-		close(fd);
-		unlink(s->path);
-		free(s->path);
-		free(s);
-		return KZ_ENOMEM;
-	}
-	*out = s;
-	return 0;
-}
-
-void
-kz_srv_free(struct kz_srv *s)
-{
-	if (s == NULL)
-		return;
-	while (!LIST_EMPTY(&s->conns))
-		conn_free(LIST_FIRST(&s->conns));
-	evconnlistener_free(s->lev);
-	unlink(s->path);
-	free(s->path);
-	free(s);
-}
-
-void
-kz_srv_stats(const struct kz_srv *s, struct kz_srv_stats *out)
-{
-	*out = s->st;
 }

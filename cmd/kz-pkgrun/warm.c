@@ -17,6 +17,11 @@
  * wrong with a warm worker before its run op is sent sends that
  * invocation down the one-shot path, the same boundary; after the run op
  * is sent nothing is ever run again.
+ *
+ * This file keeps the pool's thread (starting, stopping and reaping
+ * workers), the id range and the sweep at serve's start; warm_take.c
+ * holds what an invocation calls: take (with the health op), release
+ * and status.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,44 +46,15 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "pkgrun.h"
+#include "warm.h"
 #include "banned.h"
 
-#define POOL_N (2 * PR_WARM_MAX + 32) /* ready, taken and retiring */
 #define START_MS 20000 /* a worker not ready by then is stopped */
 #define STOP_MS 5000 /* SIGTERM, then SIGKILL, each this long */
 #define TRACES_MS 2000 /* for a stopped worker's cgroups to empty */
-#define HEALTH_MS 1000
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 30000
 #define ARGV_MAX 64
-
-enum w_state { W_FREE, W_STARTING, W_READY, W_TAKEN, W_RETIRE, W_STOPPING };
-
-struct pr_worker {
-	enum w_state state;
-	char name[32]; /* warm-XXXXXXXXXXXX beneath the state directory */
-	char id[48]; /* pkgrun-warm-XXXXXXXXXXXX: sandbox id and cgroup */
-	char proj[PATH_MAX + 48];
-	char sock[108];
-	char pidf[PATH_MAX + 48];
-	int slot, pidfd;
-	pid_t pid;
-	int64_t ready_ms, deadline_ms;
-	bool killed;
-};
-
-struct pr_pool {
-	const struct pr_conf *c;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	pthread_t thr;
-	bool running, stopping;
-	struct pr_worker w[POOL_N];
-	bool *used; /* ids of the range in use */
-	int last_slot;
-	int64_t backoff_ms, next_try_ms;
-	unsigned long served, one_shot, fallbacks, started, start_failed;
-};
 
 static int
 pidfd_of(pid_t pid)
@@ -87,8 +63,8 @@ pidfd_of(pid_t pid)
 }
 
 /* Whether the process behind pidfd has ended, waiting up to ms. */
-static bool
-ended(int pidfd, int ms)
+bool
+pr_warm_ended(int pidfd, int ms)
 {
 	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 	int64_t end = kz_now_ms() + ms;
@@ -284,8 +260,8 @@ out:
 	return r;
 }
 
-static int
-count(const struct pr_pool *p, enum w_state a, enum w_state b)
+int
+pr_warm_count(const struct pr_pool *p, enum w_state a, enum w_state b)
 {
 	int n = 0;
 
@@ -359,7 +335,8 @@ start_failed_locked(struct pr_pool *p, struct pr_worker *w, int err,
 static bool
 step_start(struct pr_pool *p, struct pr_worker *w)
 {
-	bool ready = access(w->pidf, F_OK) == 0, dead = ended(w->pidfd, 0);
+	bool ready = access(w->pidf, F_OK) == 0,
+	     dead = pr_warm_ended(w->pidfd, 0);
 	int64_t now = kz_now_ms();
 
 	pthread_mutex_lock(&p->mu);
@@ -401,7 +378,7 @@ step_one(struct pr_pool *p, struct pr_worker *w)
 		return false;
 	if (w->deadline_ms == 0)
 		stop_begin(w);
-	if (!ended(w->pidfd, 0)) {
+	if (!pr_warm_ended(w->pidfd, 0)) {
 		if (now < w->deadline_ms)
 			return true;
 		if (!w->killed) {
@@ -431,7 +408,8 @@ refill(struct pr_pool *p)
 	int slot, r;
 
 	pthread_mutex_lock(&p->mu);
-	while (!p->stopping && count(p, W_READY, W_STARTING) < p->c->warm &&
+	while (!p->stopping &&
+	    pr_warm_count(p, W_READY, W_STARTING) < p->c->warm &&
 	    kz_now_ms() >= p->next_try_ms && (w = find(p, W_FREE)) != NULL &&
 	    (slot = slot_take_locked(p, true)) >= 0) {
 		w->state = W_STARTING, w->slot = slot;
@@ -483,7 +461,7 @@ pool_main(void *arg)
 			busy |= step_one(p, &p->w[i]);
 		busy |= refill(p);
 		pthread_mutex_lock(&p->mu);
-		if (p->stopping && count(p, W_FREE, W_FREE) == POOL_N) {
+		if (p->stopping && pr_warm_count(p, W_FREE, W_FREE) == POOL_N) {
 			pthread_mutex_unlock(&p->mu);
 			break;
 		}
@@ -553,138 +531,6 @@ pr_pool_free(struct pr_pool *p)
 	free(p);
 }
 
-/* The worker's health op: ready, and nothing run on it yet. */
-static int
-health(const struct pr_worker *w, char *why, size_t wlen)
-{
-	cJSON *req = cJSON_CreateObject(), *rep = NULL;
-	const cJSON *g;
-	const char *state;
-	int r;
-
-	if (req == NULL || !cJSON_AddNumberToObject(req, "v", 1) ||
-	    !cJSON_AddStringToObject(req, "op", "health") ||
-	    !cJSON_AddStringToObject(req, "id", "pkgrun-health")) {
-		cJSON_Delete(req);
-		return KZ_ENOMEM;
-	}
-	r = kz_frame_call(w->sock, req, HEALTH_MS, &rep, NULL, 0);
-	cJSON_Delete(req);
-	if (r == 0) {
-		state = cJSON_GetStringValue(kz_json_get(rep, "state"));
-		g = kz_json_get(rep, "generation");
-		if (!cJSON_IsTrue(kz_json_get(rep, "ok")) || state == NULL ||
-		    strcmp(state, "ready") != 0 || !cJSON_IsNumber(g) ||
-		    g->valuedouble != 0)
-			r = KZ_ESTATE;
-	}
-	cJSON_Delete(rep);
-	if (r != 0)
-		kz_why(why, wlen, "%s",
-		    r == KZ_ESTATE ?
-		        "a warm worker was not ready and unused" :
-		        "a warm worker did not answer its health op");
-	return r;
-}
-
-struct pr_worker *
-pr_pool_take(struct pr_pool *p, bool grant, char *why, size_t wlen)
-{
-	struct pr_worker *w = NULL;
-
-	if (p->c->warm == 0)
-		return NULL;
-	/* A worker without an egress socket refuses a grant: the one-shot
-	 * is the path that keeps the boundary (no network either). */
-	if (grant && p->c->egress_sock[0] == '\0') {
-		kz_why(why, wlen,
-		    "a grant, and no egress socket for warm workers");
-		return NULL;
-	}
-	pthread_mutex_lock(&p->mu);
-	for (int i = 0; i < POOL_N && !p->stopping; i++)
-		if (p->w[i].state == W_READY &&
-		    (w == NULL || p->w[i].ready_ms < w->ready_ms))
-			w = &p->w[i];
-	/* One that has just become ready, before the pool's thread saw it
-	 * (it looks every few milliseconds). */
-	for (int i = 0; i < POOL_N && !p->stopping && w == NULL; i++)
-		if (p->w[i].state == W_STARTING &&
-		    access(p->w[i].pidf, F_OK) == 0) {
-			w = &p->w[i];
-			p->started++, p->backoff_ms = 0;
-		}
-	if (w != NULL)
-		w->state = W_TAKEN;
-	pthread_mutex_unlock(&p->mu);
-	if (w == NULL) {
-		kz_why(why, wlen, "no warm worker ready");
-		return NULL;
-	}
-	if (ended(w->pidfd, 0)) {
-		kz_why(why, wlen, "a warm worker had died");
-	} else if (health(w, why, wlen) == 0)
-		return w;
-	pthread_mutex_lock(&p->mu);
-	w->state = W_RETIRE;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-const char *
-pr_worker_projection(const struct pr_worker *w)
-{
-	return w->proj;
-}
-
-void
-pr_pool_release(struct pr_pool *p, struct pr_worker *w)
-{
-	pthread_mutex_lock(&p->mu);
-	/* Unless the daemon's stop has taken it over already. */
-	if (w->state == W_TAKEN)
-		w->state = W_RETIRE;
-	p->served++;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-}
-
-void
-pr_pool_note_oneshot(struct pr_pool *p, bool fallback)
-{
-	pthread_mutex_lock(&p->mu);
-	p->one_shot++;
-	p->fallbacks += fallback;
-	pthread_mutex_unlock(&p->mu);
-}
-
-int
-pr_pool_status(struct pr_pool *p, cJSON *o)
-{
-	cJSON *w;
-	int r = 0;
-
-	pthread_mutex_lock(&p->mu);
-	if ((w = cJSON_AddObjectToObject(o, "warm")) == NULL ||
-	    !cJSON_AddNumberToObject(w, "target", (double)p->c->warm) ||
-	    !cJSON_AddNumberToObject(w, "ready", count(p, W_READY, W_READY)) ||
-	    !cJSON_AddNumberToObject(w, "starting",
-	        count(p, W_STARTING, W_STARTING)) ||
-	    !cJSON_AddNumberToObject(w, "in_use", count(p, W_TAKEN, W_TAKEN)) ||
-	    !cJSON_AddNumberToObject(w, "stopping",
-	        count(p, W_RETIRE, W_STOPPING)) ||
-	    !cJSON_AddNumberToObject(w, "served", (double)p->served) ||
-	    !cJSON_AddNumberToObject(w, "started", (double)p->started) ||
-	    !cJSON_AddNumberToObject(w, "start_failed",
-	        (double)p->start_failed) ||
-	    !cJSON_AddNumberToObject(o, "one_shot", (double)p->one_shot) ||
-	    !cJSON_AddNumberToObject(o, "fallbacks", (double)p->fallbacks))
-		r = KZ_ENOMEM;
-	pthread_mutex_unlock(&p->mu);
-	return r;
-}
-
 /* Whether pid is the kz-sandbox of sandbox id (not a recycled pid). */
 static bool
 is_worker(pid_t pid, const char *id)
@@ -742,10 +588,4 @@ pr_pool_sweep(const struct pr_conf *c)
 		    "removed a warm worker a previous daemon left", NULL);
 	}
 	closedir(d);
-}
-
-const char *
-pr_worker_sock(const struct pr_worker *w)
-{
-	return w->sock;
 }

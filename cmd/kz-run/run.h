@@ -284,4 +284,23 @@ void run_json(const struct run_ctx *x, int rc);
 /* dispatch.c: the whole job; returns the exit code. */
 int run_dispatch(const struct run_conf *c, const struct run_opts *o);
 
+/* What the run step did, for the closing line and what follows it. */
+struct exec {
+	const char *grant;
+	const char *broker_token; /* the run's own, for the worker */
+	int rc;
+	int64_t ms;
+	bool sent; /* the command reached the worker */
+	bool ran; /* and it answered: rc and ms are the code's */
+	bool recorded; /* the dispatch record went out at the grant */
+	bool report; /* the steps on the worker ended: a closing line */
+	int ticket; /* its run_audit ticket */
+};
+/* exec.c: the run step.  Dispatch record, the run, its outputs and the
+ * result record; returns the exit code. */
+int run_exec(const struct run_ctx *x, struct run_lease *l, struct exec *ex);
+/* The dispatch record, sent: its run_audit ticket. */
+int run_dispatch_started(const struct run_ctx *x, const struct run_lease *l,
+    const struct exec *ex);
+
 #endif
