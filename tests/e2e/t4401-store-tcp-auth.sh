@@ -19,8 +19,8 @@ for i in $(seq 50); do redis-cli -p "$PORT" ping 2>/dev/null | grep -q NOAUTH &&
 printf '%s\n' "$PW" >"$T/store.pass"; chmod 600 "$T/store.pass"
 printf 'not-%s\n' "$PW" >"$T/wrong.pass"; chmod 600 "$T/wrong.pass"
 head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+. "$TOP/tests/unit/kz-lease/standin.sh"
+standin_cleanup
 export KZ_AUDIT=off KZ_RUN_DIR=$T STANDIN_CGROUP=$CG KZ_FIELD_KEY_FILE=$T/field.key
 export KZ_PROJECT_BLOB_DIR=$T/blobs
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
@@ -29,8 +29,6 @@ export KZ_STORE_SOCKET=tcp:127.0.0.1:$PORT KZ_STORE_USER=kz KZ_STORE_PASSWORD_FI
 S=$T/kz-lease.sock
 bg kz-lease serve --socket "$S" 2>"$T/lease.log"
 wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
 t "kz-lease over TCP with ACL auth: two workers warm" wait_for warm 2
 kz-lease lease --socket "$S" --actor a --conversation c >"$T/l1" 2>&1
 ok $? "a lease over TCP is granted"

@@ -17,8 +17,8 @@ plan 20
 . "$TOP/tests/store/ha.sh"
 t "store: a primary, two replicas and three sentinels in namespaces" ha_up
 head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+. "$TOP/tests/unit/kz-lease/standin.sh"
+standin_cleanup
 on_exit "kill -CONT \$(cat $T/stopped 2>/dev/null) 2>/dev/null"
 CAP=3
 export KZ_AUDIT=off STANDIN_CGROUP=$CG KZ_FIELD_KEY_FILE=$T/field.key

@@ -16,8 +16,8 @@ for p in $B $((B + 1)) $((B + 2)); do [ "$p" != "$OWN" ] && [ "$p" != "$OTHER" ]
 diag "slot $SLOT on $OWN; kz-lease pointed at $OTHER; migration to $DST"
 
 head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+. "$TOP/tests/unit/kz-lease/standin.sh"
+standin_cleanup
 export KZ_AUDIT=off KZ_RUN_DIR=$T STANDIN_CGROUP=$CG KZ_FIELD_KEY_FILE=$T/field.key
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
 export LEASE_CAPACITY=2 LEASE_STORE_TIMEOUT_MS=500 LEASE_RECONCILE_MS=300
@@ -25,8 +25,6 @@ export KZ_STORE_SOCKET=tcp:127.0.0.1:$OTHER
 S=$T/kz-lease.sock
 bg kz-lease serve --socket "$S" 2>"$T/lease.log"
 wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
 cycle() { # lease and release once
 	kz-lease lease --socket "$S" --actor a --conversation c >"$T/l" 2>&1 || return 1
 	kz-lease release --socket "$S" --lease-id "$(python3 -c "import json; print(json.load(open('$T/l'))['lease_id'])")" \

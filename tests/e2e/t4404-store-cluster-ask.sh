@@ -17,8 +17,8 @@ OWN=$(owner)
 for p in $B $((B + 1)) $((B + 2)); do [ "$p" != "$OWN" ] && DST=$p; done
 
 head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-CG=kzt-$$
-on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+. "$TOP/tests/unit/kz-lease/standin.sh"
+standin_cleanup
 export KZ_AUDIT=off KZ_RUN_DIR=$T STANDIN_CGROUP=$CG KZ_FIELD_KEY_FILE=$T/field.key
 export LEASE_WORKER_BIN=$TOP/tests/unit/kz-lease/standin-worker.py
 # A call that waits out the half-moved window (five batches, 0.3 s apart:
@@ -29,8 +29,6 @@ export KZ_STORE_SOCKET=tcp:127.0.0.1:$OWN
 S=$T/kz-lease.sock
 bg kz-lease serve --socket "$S" 2>"$T/lease.log"
 wait_sock "$S"
-st() { kz-lease status --socket "$S" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-wait_for() { local i; for i in $(seq 1 ${3:-100}); do [ "$(st "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
 t "three workers warm on the cluster" wait_for warm 3
 now() { date +%s.%N; }
 export LOAD_STOP=$T/stop

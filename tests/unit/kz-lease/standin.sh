@@ -6,15 +6,24 @@
 #   standin_env        the store, a field key, the stand-ins' cgroup parent
 #                      and the environment; every stand-in and cgroup is
 #                      removed at exit.  Set LEASE_* after it.
+#   standin_cleanup    that removal alone (CG, the cgroup parent), for a
+#                      test with a store of its own
 #   standin_serve ...  kz-lease serve on $S (more arguments passed on), its
 #                      log $T/lease.log, its pid in LPID
 #   st FIELD; wait_for FIELD VALUE [TRIES of 0.1 s]; field FILE KEY
+# standin_cleanup: the stand-ins' cgroup parent in CG; at exit every
+# stand-in of this test is killed (they outlive kz-lease: a controller
+# starts them on their own) and then its cgroups are removed.
+standin_cleanup() {
+	CG=kzt-$$
+	on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
+	on_exit "pkill -f -- '--socket $T/' 2>/dev/null"
+}
+
 standin_env() {
 	start_store
 	head -c 32 /dev/urandom >"$T/field.key"; chmod 600 "$T/field.key"
-	CG=kzt-$$
-	on_exit "for c in memory pids; do rmdir /sys/fs/cgroup/\$c/$CG/* /sys/fs/cgroup/\$c/$CG 2>/dev/null; done"
-	on_exit "pkill -f -- '--socket $T/workers/' 2>/dev/null"
+	standin_cleanup
 	export KZ_AUDIT=off
 	export KZ_RUN_DIR=$T KZ_STORE_SOCKET=$STORE_SOCK STANDIN_CGROUP=$CG
 	export KZ_FIELD_KEY_FILE=$T/field.key
