@@ -385,8 +385,16 @@ sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
 	if (!gv_live() && gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
 		return refuse(j, sock, "gvisor", why);
 	if (send_job(j, msg, (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) !=
-	    0)
-		return refuse(j, sock, "gvisor",
-		    "gvisor: cannot hand the run to the sandbox");
+	    0) {
+		/* A runsc that failed at once is gone before the job: what it
+		 * said is in its log. */
+		char tail[120];
+
+		sbx_gv_log_tail(tail, sizeof(tail));
+		snprintf(why, sizeof(why),
+		    "gvisor: cannot hand the run to the sandbox%s%s",
+		    tail[0] ? ": " : "", tail);
+		return refuse(j, sock, "gvisor", why);
+	}
 	return gv.pid;
 }
