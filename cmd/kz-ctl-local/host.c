@@ -67,15 +67,38 @@ ctl_sandbox(const struct ctl_conf *c, const char *sub, const char *id,
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Whether /proc/<pid>/status shows a live process with uid in any of
- * its four user ids. */
-static bool
-runs_as(const char *pid, int64_t uid)
+int
+ctl_proc_pids(bool (*match)(pid_t, const void *), const void *arg, pid_t *out,
+    int max)
 {
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int64_t v;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while (n < max && (de = readdir(d)) != NULL)
+		if (kz_parse_int(de->d_name, 1, INT32_MAX, &v) == 0 &&
+		    match((pid_t)v, arg)) {
+			if (out != NULL)
+				out[n] = (pid_t)v;
+			n++;
+		}
+	closedir(d);
+	return n;
+}
+
+/* Whether /proc/<pid>/status shows a live process with uid (an int64_t
+ * at uidp) in any of its four user ids. */
+static bool
+runs_as(pid_t pid, const void *uidp)
+{
+	int64_t uid = *(const int64_t *)uidp;
 	char p[64], buf[2048], *l;
 	unsigned long long u[4];
 
-	snprintf(p, sizeof(p), "/proc/%s/status", pid);
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
 	if (kz_read_small(p, buf, sizeof(buf)) <= 0)
 		return false;
 	if ((l = strstr(buf, "\nState:\t")) != NULL && l[8] == 'Z')
@@ -94,19 +117,7 @@ runs_as(const char *pid, int64_t uid)
 static int
 uid_count(int64_t uid)
 {
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-	int64_t v;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-		if (kz_parse_int(de->d_name, 1, INT32_MAX, &v) == 0 &&
-		    runs_as(de->d_name, uid))
-			n++;
-	closedir(d);
-	return n;
+	return ctl_proc_pids(runs_as, &uid, NULL, INT_MAX);
 }
 
 /*

@@ -114,6 +114,13 @@ ctl_gone(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 	return 1;
 }
 
+/* is_worker, as ctl_proc_pids calls it. */
+static bool
+is_worker_at(pid_t pid, const void *id)
+{
+	return is_worker(pid, id);
+}
+
 /*
  * Every process that is this worker by its command line, found in /proc:
  * the pid file is not proof (a worker whose start failed half-way may
@@ -123,19 +130,7 @@ ctl_gone(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 static int
 worker_pids(const char *id, pid_t *out, int max)
 {
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-	int64_t v;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL && n < max)
-		if (kz_parse_int(de->d_name, 1, 1 << 22, &v) == 0 &&
-		    is_worker((pid_t)v, id))
-			out[n++] = (pid_t)v;
-	closedir(d);
-	return n;
+	return ctl_proc_pids(is_worker_at, id, out, max);
 }
 
 /* Signals every process of the worker, then waits up to 2 s for them to

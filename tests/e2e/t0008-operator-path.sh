@@ -13,12 +13,7 @@
 N=108
 plan 42
 
-eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
-eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
-cat >"$T/zone.json" <<EOF
-{"origin.kz.test": {"A": ["$EG_ORIGIN"]}}
-EOF
-eg_dnsd "$T/zone.json" || { echo "Bail out! dnsd did not start"; exit 1; }
+eg_site $N
 
 # audit ACTION KIND: the records of KIND in run dir $1's audit log.
 audit() { kz-audit query --dir "$1/audit" --kind "$2" 2>/dev/null; }

@@ -15,12 +15,7 @@ plan 45
 for k in $(env | grep -o '^SANDBOX_EGRESS_[A-Z_]*'); do unset "$k"; done
 unset KZ_CONFIG KZ_SOCKET KZ_RUN_DIR
 
-eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
-eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
-cat >"$T/zone.json" <<EOF
-{"origin.kz.test": {"A": ["$EG_ORIGIN"]}}
-EOF
-eg_dnsd "$T/zone.json" || { echo "Bail out! dnsd did not start"; exit 1; }
+eg_site $N
 eg_keys
 
 # A stand-in audit sink: acknowledges every append and keeps the events.

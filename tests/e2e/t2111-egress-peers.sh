@@ -20,12 +20,7 @@ N=111
 plan 19
 
 command -v setpriv >/dev/null || { echo "1..0 # SKIP no setpriv"; exit 0; }
-eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
-eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
-cat >"$T/zone.json" <<EOF
-{"origin.kz.test": {"A": ["$EG_ORIGIN"]}}
-EOF
-eg_dnsd "$T/zone.json" || { echo "Bail out! dnsd did not start"; exit 1; }
+eg_site $N
 eg_keys
 
 # The TCP clients' namespace: 10.213.N.16/28, the host side .17 (where
@@ -113,12 +108,8 @@ eg_flood unix setpriv --reuid="$GOOD" --regid="$NOBODY" --clear-groups "$EG_PY" 
 is "$("$EG_PY" "$EG_REQ" "$S" "$G")" 200 \
 	"under five TCP peers' floods, an allowed peer's granted request on the Unix socket is admitted"
 UR=$(eg_collect unix)
-SUM=0
-for a in 18 19 20 21 22; do
-	R=$(eg_collect tcp$a)
-	SUM=$((SUM + ${R%% *}))
-done
-is "$SUM" 32 "the five TCP peers together hold 32 ungranted connections, a quarter of 128"
+eg_held tcp{18..22}
+is "$EG_HELD" 32 "the five TCP peers together hold 32 ungranted connections, a quarter of 128"
 is "${UR%% *}" 16 "the allowed uid still holds its 16 ungranted connections on the Unix socket ($UR)"
 like "$(grep '"event":"egress.ungranted"' "$T/egress.log" | head -1)" '"pool":"tcp"' \
 	"the refusals at the TCP pool are logged as the TCP pool's"

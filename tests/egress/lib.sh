@@ -45,6 +45,23 @@ eg_dnsd() {
 	EG_DNS=127.0.0.1:$(cat "$T/dns.port")
 }
 
+# eg_site N: what most egress tests open with: eg_netns N, the origin on
+# port 80 in it, and the test DNS server (EG_DNS) with $T/zone.json, in
+# which origin.kz.test is EG_ORIGIN.  A part that does not start bails
+# the test out (TAP "Bail out!", exit 1).
+eg_site() {
+	eg_netns "$1" || eg_bail "cannot create a network namespace"
+	eg_origin 80 || eg_bail "origin did not start"
+	printf '{"origin.kz.test": {"A": ["%s"]}}\n' "$EG_ORIGIN" >"$T/zone.json"
+	eg_dnsd "$T/zone.json" || eg_bail "dnsd did not start"
+}
+
+# eg_bail WHY: ends the test as TAP's "Bail out! WHY".
+eg_bail() {
+	echo "Bail out! $*"
+	exit 1
+}
+
 # eg_keys: a field key in $T and its grant public key; sets EG_KEY, EG_PK.
 eg_keys() {
 	EG_KEY=$T/field.key EG_PK=$T/grant.pub
@@ -97,6 +114,17 @@ eg_collect() {
 		i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.05
 	done
 	cat "$T/fl/$1" 2>/dev/null || echo "none none none"
+}
+
+# eg_held NAME...: the floods' results (eg_collect), one after another;
+# sets EG_HELD, the connections they held together (their OPENs summed).
+eg_held() {
+	local name r
+	EG_HELD=0
+	for name in "$@"; do
+		r=$(eg_collect "$name")
+		EG_HELD=$((EG_HELD + ${r%% *}))
+	done
 }
 
 # eg_as UID CMD...: CMD as UID, group nobody, no supplementary groups.
