@@ -35,8 +35,8 @@ setup(void)
 	snprintf(conf.workers_dir, sizeof(conf.workers_dir), "%s/workers", top);
 	snprintf(conf.worker_bin, sizeof(conf.worker_bin), "%s/worker.sh", top);
 	snprintf(conf.host_dir, sizeof(conf.host_dir), "%s/host", top);
-	conf.ids_first = 2100000001;
-	conf.ids_last = 2100000002;
+	conf.ids_first = 2100200001;
+	conf.ids_last = 2100200002;
 	conf.frame_max = 1 << 20;
 	/* reap and files (kz-sandbox's) answer at once; serve --id ID
 	 * --socket WORKERS/ID/sock ...: it records its
@@ -87,14 +87,14 @@ START_TEST(test_create_list_delete)
 	ck_assert_str_eq(ep, want);
 	seen("wa", s, sizeof(s));
 	ck_assert_msg(strncmp(s, "gvisor serve --id wa ", 21) == 0, "%s", s);
-	ck_assert_ptr_nonnull(strstr(s, "--uid 2100000001 --gid 2100000001"));
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100200001 --gid 2100200001"));
 	ck_assert_int_eq(ctl_create(&conf, "wb", "native", ep, sizeof(ep), why,
 	                     sizeof(why)),
 	    0);
 	seen("wb", s, sizeof(s));
 	ck_assert_msg(strncmp(s, "native ", 7) == 0, "%s", s);
 	/* Each worker its own host id. */
-	ck_assert_ptr_nonnull(strstr(s, "--uid 2100000002"));
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100200002"));
 	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
 	ck_assert_int_eq((int)inv.n, 2);
 	ck_assert_int_eq(ctl_gone(&conf, "wa", why, sizeof(why)), 0);
@@ -228,23 +228,23 @@ START_TEST(test_two_workers_dirs)
 	                     sizeof(why)),
 	    0);
 	seen("wa", s, sizeof(s));
-	ck_assert_ptr_nonnull(strstr(s, "--uid 2100000001"));
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100200001"));
 	snprintf(p, sizeof(p), "%s/wa/ids", other.workers_dir);
 	ck_assert_int_gt(kz_read_small(p, s, sizeof(s)), 0);
-	ck_assert_str_eq(s, "2100000002\n");
+	ck_assert_str_eq(s, "2100200002\n");
 	ck_assert_int_eq(ctl_create(&other, "wb", "native", ep, sizeof(ep), why,
 	                     sizeof(why)),
 	    KZ_EDENIED);
 	ck_assert_ptr_nonnull(strstr(why, "no free worker id"));
 	ck_assert_ptr_nonnull(f = fopen(p, "w"));
-	fprintf(f, "2100000001\n");
+	fprintf(f, "2100200001\n");
 	fclose(f);
 	ck_assert_int_eq(ctl_delete(&other, "wa", why, sizeof(why)),
 	    KZ_EDENIED);
-	ck_assert_msg(strstr(why, "uid 2100000001 is another worker's") != NULL,
+	ck_assert_msg(strstr(why, "uid 2100200001 is another worker's") != NULL,
 	    "%s", why);
 	ck_assert_ptr_nonnull(f = fopen(p, "w"));
-	fprintf(f, "2100000002\n");
+	fprintf(f, "2100200002\n");
 	fclose(f);
 	ck_assert_int_eq(ctl_delete(&other, "wa", why, sizeof(why)), 0);
 	ck_assert_int_eq(ctl_delete(&conf, "wa", why, sizeof(why)), 0);
