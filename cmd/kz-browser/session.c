@@ -36,7 +36,7 @@
 #include "banned.h"
 
 void
-out_set(struct kzb_out *o, const char *code, const char *why)
+kzb_out_set(struct kzb_out *o, const char *code, const char *why)
 {
 	o->code = code;
 	snprintf(o->why, sizeof(o->why), "%s", why);
@@ -67,7 +67,7 @@ request(const char *op, const char *id)
 }
 
 const char *
-str(const cJSON *o, const char *k)
+kzb_str(const cJSON *o, const char *k)
 {
 	const cJSON *v = kz_json_get(o, k);
 
@@ -240,27 +240,28 @@ lease(const struct kzb_conf *c, struct kzb_session *s, struct kzb_out *o)
 	    sizeof(why));
 	cJSON_Delete(req);
 	if (e != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    "the lease service could not be reached");
 		return KZ_EUNAVAIL;
 	}
 	if (!cJSON_IsTrue(kz_json_get(rep, "ok"))) {
-		code = str(rep, "error");
-		out_set(o, wire(code),
+		code = kzb_str(rep, "error");
+		kzb_out_set(o, wire(code),
 		    code != NULL && strcmp(code, KZ_WE_BUSY) == 0 ?
 		        "no worker is free for a browser session now" :
 		        "the lease service refused a worker for this session");
 		cJSON_Delete(rep);
 		return KZ_EDENIED;
 	}
-	copy(s->worker, sizeof(s->worker), str(rep, "worker"));
-	copy(s->lease_id, sizeof(s->lease_id), str(rep, "lease_id"));
-	copy(s->token, sizeof(s->token), str(rep, "token"));
-	copy(s->endpoint, sizeof(s->endpoint), str(rep, "endpoint"));
+	copy(s->worker, sizeof(s->worker), kzb_str(rep, "worker"));
+	copy(s->lease_id, sizeof(s->lease_id), kzb_str(rep, "lease_id"));
+	copy(s->token, sizeof(s->token), kzb_str(rep, "token"));
+	copy(s->endpoint, sizeof(s->endpoint), kzb_str(rep, "endpoint"));
 	e = kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0);
 	cJSON_Delete(rep);
 	if (e != 0 || s->lease_id[0] == '\0' || s->endpoint[0] == '\0') {
-		out_set(o, KZ_WE_INTERNAL, "the lease service answered badly");
+		kzb_out_set(o, KZ_WE_INTERNAL,
+		    "the lease service answered badly");
 		return KZ_EPROTO;
 	}
 	s->leased = true;
@@ -289,15 +290,15 @@ bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
 	    sizeof(why));
 	cJSON_Delete(req);
 	if (e != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE, "the worker did not answer");
+		kzb_out_set(o, KZ_WE_UNAVAILABLE, "the worker did not answer");
 		return KZ_EUNAVAIL;
 	}
 	if (!cJSON_IsTrue(kz_json_get(rep, "ok")) ||
-	    (path = str(rep, "bridge")) == NULL) {
-		code = str(rep, "error");
-		reason = str(rep, "reason");
+	    (path = kzb_str(rep, "bridge")) == NULL) {
+		code = kzb_str(rep, "error");
+		reason = kzb_str(rep, "reason");
 		/* The worker's reasons name no path or address. */
-		out_set(o, wire(code),
+		kzb_out_set(o, wire(code),
 		    reason != NULL ? reason : "the worker refused the browser");
 		cJSON_Delete(rep);
 		return KZ_EDENIED;
@@ -306,7 +307,7 @@ bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
 	    sizeof(why));
 	cJSON_Delete(rep);
 	if (e != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    "the worker's browser could not be reached");
 		return KZ_EUNAVAIL;
 	}
@@ -328,13 +329,13 @@ kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
 	s->t0 = kz_now_ms();
 	if (kzb_url_origin(url, s->origin, sizeof(s->origin), host,
 	        sizeof(host), &port) != 0) {
-		out_set(o, KZ_WE_BAD_REQUEST,
+		kzb_out_set(o, KZ_WE_BAD_REQUEST,
 		    "a session opens on an http or https address without "
 		    "credentials in it");
 		return KZ_EINVAL;
 	}
 	if (admitted(c, host, port, false) != 0) {
-		out_set(o, KZ_WE_REFUSED,
+		kzb_out_set(o, KZ_WE_REFUSED,
 		    "the egress policy does not admit the opening address");
 		return KZ_EDENIED;
 	}
@@ -352,14 +353,15 @@ kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
 	 * deployment whose two halves disagree: refused, not run without. */
 	if (c->turn_host[0] != '\0' &&
 	    admitted(c, c->turn_host, c->turn_port, true) != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    "the egress policy does not admit the TURN server");
 		return KZ_EUNAVAIL;
 	}
 	if ((e = kzb_turn_script(c, s->id, &s->cdp.inject, o)) != 0)
 		return e;
 	if (grant(c, s->id, g, sizeof(g)) != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE, "no egress grant could be made");
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
+		    "no egress grant could be made");
 		return KZ_EUNAVAIL;
 	}
 	e = bridge(c, s, g, o);
@@ -368,7 +370,7 @@ kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
 		return e;
 	if ((e = kzb_cdp_page(&s->cdp, c->nav_timeout_ms, why, sizeof(why))) !=
 	    0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    e == KZ_ETIMEDOUT ? "the browser did not start in time" :
 		                        "the browser did not start");
 		return e;

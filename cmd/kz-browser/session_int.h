@@ -9,7 +9,7 @@
 
 #include "kzb.h"
 
-void out_set(struct kzb_out *o, const char *code, const char *why);
-const char *str(const cJSON *o, const char *k);
+void kzb_out_set(struct kzb_out *o, const char *code, const char *why);
+const char *kzb_str(const cJSON *o, const char *k);
 
 #endif

@@ -45,12 +45,12 @@ static void
 nav_refusal(const char *err, struct kzb_out *o)
 {
 	if (strcmp(err, "net::ERR_BLOCKED_BY_ADMINISTRATOR") == 0)
-		out_set(o, KZ_WE_REFUSED,
+		kzb_out_set(o, KZ_WE_REFUSED,
 		    "the browser's policy blocks that address");
 	else if (strcmp(err, "net::ERR_TUNNEL_CONNECTION_FAILED") == 0 ||
 	    strcmp(err, "net::ERR_PROXY_CONNECTION_FAILED") == 0 ||
 	    strcmp(err, "net::ERR_HTTP_RESPONSE_CODE_FAILURE") == 0)
-		out_set(o, KZ_WE_REFUSED,
+		kzb_out_set(o, KZ_WE_REFUSED,
 		    "the egress policy refused that destination");
 	else {
 		char why[160];
@@ -58,7 +58,7 @@ nav_refusal(const char *err, struct kzb_out *o)
 		snprintf(why, sizeof(why),
 		    "the page could not be loaded (%.60s)",
 		    strncmp(err, "net::", 5) == 0 ? err + 5 : "error");
-		out_set(o, KZ_WE_REFUSED, why);
+		kzb_out_set(o, KZ_WE_REFUSED, why);
 	}
 }
 
@@ -66,15 +66,15 @@ static void
 gone(struct kzb_session *s, int e, const char *why, struct kzb_out *o)
 {
 	if (e == KZ_EUNAVAIL)
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    s->cdp.crashed && !s->cdp.dead ?
 		        "the page crashed; the session is closed" :
 		        "the browser stopped; the session is closed");
 	else if (e == KZ_ETIMEDOUT)
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    "the browser did not answer in time");
 	else
-		out_set(o, KZ_WE_INTERNAL, why);
+		kzb_out_set(o, KZ_WE_INTERNAL, why);
 }
 
 int
@@ -92,7 +92,8 @@ kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
 	if ((e = kzb_cdp_call(&s->cdp, "Page.navigate", p, true,
 	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
 		if (e == KZ_EDENIED) {
-			out_set(o, KZ_WE_BAD_REQUEST, "that is not an address");
+			kzb_out_set(o, KZ_WE_BAD_REQUEST,
+			    "that is not an address");
 			return e;
 		}
 		gone(s, e, why, o);
@@ -106,7 +107,7 @@ kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
 		gone(s, e, why, o);
 		return e;
 	}
-	if ((err = str(r, "errorText")) != NULL && *err != '\0') {
+	if ((err = kzb_str(r, "errorText")) != NULL && *err != '\0') {
 		nav_refusal(err, o);
 		cJSON_Delete(r);
 		return KZ_EDENIED;
@@ -132,9 +133,9 @@ kzb_session_screenshot(const struct kzb_conf *c, struct kzb_session *s,
 		gone(s, e, why, o);
 		return e;
 	}
-	if ((d = str(r, "data")) == NULL || (*png = strdup(d)) == NULL) {
+	if ((d = kzb_str(r, "data")) == NULL || (*png = strdup(d)) == NULL) {
 		cJSON_Delete(r);
-		out_set(o, KZ_WE_INTERNAL, "the browser gave no picture");
+		kzb_out_set(o, KZ_WE_INTERNAL, "the browser gave no picture");
 		return KZ_EPROTO;
 	}
 	cJSON_Delete(r);
@@ -200,14 +201,14 @@ kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
 	int e;
 
 	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) > 64) {
-		out_set(o, KZ_WE_BAD_REQUEST,
+		kzb_out_set(o, KZ_WE_BAD_REQUEST,
 		    "input is a list of at most 64 events");
 		return KZ_EINVAL;
 	}
 	cJSON_ArrayForEach(ev, events)
 	{
 		if ((e = input_one(c, s, ev, why, sizeof(why))) == KZ_EINVAL) {
-			out_set(o, KZ_WE_BAD_REQUEST,
+			kzb_out_set(o, KZ_WE_BAD_REQUEST,
 			    "an input event is {type: text, text} or {type: "
 			    "click, x, y}");
 			return e;

@@ -31,7 +31,7 @@
 #include "banned.h"
 
 void
-set_result(struct pr_result *res, enum kz_exit code, const char *wire,
+pr_set_result(struct pr_result *res, enum kz_exit code, const char *wire,
     const char *why)
 {
 	res->code = code;
@@ -116,7 +116,7 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 	if (c->workspaces[0] == '\0' ||
 	    (rootfd = open(c->workspaces, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	        0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "member workspaces are not available");
 		return;
 	}
@@ -145,13 +145,13 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 			        r == KZ_EINVAL ? "listed twice" :
 			                         kz_strerror(r));
 	if (r == KZ_ESYS)
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, NULL);
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, NULL);
 	else if (r == KZ_EUNAVAIL)
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
 	else if (r == KZ_EINVAL)
-		set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+		pr_set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
 	else if (r != 0)
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
 	if (wsfd >= 0)
 		close(wsfd);
 	close(rootfd);
@@ -197,17 +197,19 @@ load_manifest(const struct pr_conf *c, const char *hex, int *efd, char **man,
 	if ((r = pr_cache_open(c, hex, efd, man, mlen, res->why,
 	         sizeof(res->why))) != 0) {
 		if (r == KZ_ENOENT || r == KZ_EDENIED)
-			set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+			pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
+			    NULL);
 		else if (r == KZ_EINVAL)
-			set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+			pr_set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST,
+			    NULL);
 		else
-			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 			    NULL);
 		return r;
 	}
 	if ((r = pr_manifest_parse(*man, *mlen, m, res->why,
 	         sizeof(res->why))) != 0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the cache entry's manifest is not valid");
 		return r;
 	}
@@ -349,7 +351,7 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 		r = stage_open(c, &st->sfd, name, sizeof(st->name), &pkgfd,
 		    &filesfd);
 	if (r != 0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "cannot make the invocation's directory");
 		goto out;
 	}
@@ -357,9 +359,9 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 	         sizeof(res->why))) != 0) {
 		if (r == KZ_EUNAVAIL)
 			/* No room for it now: another time there may be. */
-			set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
+			pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
 		else
-			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 			    r == KZ_ECRYPTO ?
 			        "the cached package does not match its "
 			        "hash: it does not run" :
@@ -378,10 +380,10 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 	/* A warm worker is made already: its run op waits for the record.
 	 * A one-shot's sandbox is made while the sink writes it. */
 	if (w == NULL)
-		run_tool(c, iv, t, staging, id, slot, w, pending_gate, pend,
+		pr_run_tool(c, iv, t, staging, id, slot, w, pending_gate, pend,
 		    res);
 	else if (pending_wait(pend) == 0)
-		run_tool(c, iv, t, staging, id, slot, w, NULL, NULL, res);
+		pr_run_tool(c, iv, t, staging, id, slot, w, NULL, NULL, res);
 out:
 	(void)pending_wait(pend);
 	if (pkgfd >= 0)
@@ -414,21 +416,21 @@ pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
 	res->exit_status = -1;
 	res->cls = "none";
 	if (pr_inv_check(iv, res->why, sizeof(res->why)) != 0) {
-		set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+		pr_set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
 		goto out;
 	}
 	if (load_manifest(c, iv->package, &efd, &man, &mlen, &m, res) != 0)
 		goto refused;
 	/* Absent and nonexistent tools get the same answer. */
 	if ((t = pr_manifest_tool(&m, iv->tool)) == NULL) {
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
 		    "no such tool in the package");
 		goto refused;
 	}
 	res->cls = pr_class_name(t->cls);
 	if (pr_tool_allowed(t, iv->room != NULL, iv->nfiles, res->why,
 	        sizeof(res->why)) != 0) {
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
 		goto refused;
 	}
 	memset(&pend, 0, sizeof(pend));
@@ -436,7 +438,7 @@ pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
 	stage_and_run(c, pool, iv, t, efd, man, mlen, &pend, &st, res);
 	if (pend.r != 0) {
 		/* Whatever staging said, nothing ran: the audit decides. */
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the audit sink is unavailable: nothing ran");
 		goto out;
 	}

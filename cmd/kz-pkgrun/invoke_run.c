@@ -94,7 +94,7 @@ write_grant(const char *path, const char *grant)
  * slot of the range (-1: one at random), which starts the tool only once
  * gate(gate_arg) returns 0. */
 void
-run_tool(const struct pr_conf *c, const struct pr_inv *iv,
+pr_run_tool(const struct pr_conf *c, const struct pr_inv *iv,
     const struct pr_tool *t, const char *staging, const char *id, int slot,
     struct pr_worker *w, int (*gate)(void *), void *gate_arg,
     struct pr_result *res)
@@ -117,7 +117,7 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 	x.gid = c->gid + slot % c->uid_count;
 	if (build_env(t, iv, envbuf, env) != 0 ||
 	    tool_argv(t, iv, cmd, sizeof(cmd), argv) != 0) {
-		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
+		pr_set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
 		    "cannot build the tool's command");
 		return;
 	}
@@ -130,7 +130,7 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 	else if (iv->grant != NULL) {
 		snprintf(gfile, sizeof(gfile), "%s.grant", staging);
 		if (write_grant(gfile, iv->grant) != 0) {
-			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 			    "cannot hand the grant to the sandbox");
 			return;
 		}
@@ -142,7 +142,7 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 			(void)unlink(gfile);
 	}
 	if (r != 0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, why);
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, why);
 		return;
 	}
 	res->exit_status = o.exit_status;
@@ -162,13 +162,13 @@ run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 	if (res->err != NULL)
 		(void)pr_result_bound(res->err, &res->errlen, c->result_max);
 	if (o.setup_failed)
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the sandbox could not be set up: nothing ran");
 	else if (res->out == NULL || (!shared && res->err == NULL))
-		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
+		pr_set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
 		    "out of memory");
 	else if (o.exit_status < 0)
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
 		    o.sig ? "the tool was killed" :
 		            "the tool was stopped at a limit");
 }
