@@ -111,7 +111,7 @@ struct kzb_confirm {
 
 #define KZB_VIEWERS_MAX 8
 
-/* session.c */
+/* session.c; navigate, screenshot and input: session_page.c */
 struct kzb_viewer;
 struct kzb_thread;
 /* OPENING: the lease is being taken; STARTING: the lease is held (the

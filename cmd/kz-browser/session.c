@@ -6,6 +6,11 @@
  * worker's (op browser), reached through its bridge.  Ending the session
  * closes the bridge (the worker kills Chromium's namespaces, and the
  * profile's tmpfs with them) and releases the lease.
+ *
+ * This file keeps the session's life: the opening address and its
+ * admission, the lease, the grant, the bridge, renewal and the end;
+ * session_page.c holds what a session does with its page: navigate,
+ * screenshot and input.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,10 +32,11 @@
 #include "kz_sock.h"
 #include "kz_wire.h"
 #include "kzb.h"
+#include "session_int.h"
 #include "banned.h"
 
-static void
-out_set(struct kzb_out *o, const char *code, const char *why)
+void
+kzb_out_set(struct kzb_out *o, const char *code, const char *why)
 {
 	o->code = code;
 	snprintf(o->why, sizeof(o->why), "%s", why);
@@ -60,8 +66,8 @@ request(const char *op, const char *id)
 	return r;
 }
 
-static const char *
-str(const cJSON *o, const char *k)
+const char *
+kzb_str(const cJSON *o, const char *k)
 {
 	const cJSON *v = kz_json_get(o, k);
 
@@ -234,27 +240,28 @@ lease(const struct kzb_conf *c, struct kzb_session *s, struct kzb_out *o)
 	    sizeof(why));
 	cJSON_Delete(req);
 	if (e != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    "the lease service could not be reached");
 		return KZ_EUNAVAIL;
 	}
 	if (!cJSON_IsTrue(kz_json_get(rep, "ok"))) {
-		code = str(rep, "error");
-		out_set(o, wire(code),
+		code = kzb_str(rep, "error");
+		kzb_out_set(o, wire(code),
 		    code != NULL && strcmp(code, KZ_WE_BUSY) == 0 ?
 		        "no worker is free for a browser session now" :
 		        "the lease service refused a worker for this session");
 		cJSON_Delete(rep);
 		return KZ_EDENIED;
 	}
-	copy(s->worker, sizeof(s->worker), str(rep, "worker"));
-	copy(s->lease_id, sizeof(s->lease_id), str(rep, "lease_id"));
-	copy(s->token, sizeof(s->token), str(rep, "token"));
-	copy(s->endpoint, sizeof(s->endpoint), str(rep, "endpoint"));
+	copy(s->worker, sizeof(s->worker), kzb_str(rep, "worker"));
+	copy(s->lease_id, sizeof(s->lease_id), kzb_str(rep, "lease_id"));
+	copy(s->token, sizeof(s->token), kzb_str(rep, "token"));
+	copy(s->endpoint, sizeof(s->endpoint), kzb_str(rep, "endpoint"));
 	e = kz_json_int(rep, "ttl_ms", 100, 86400000, &ttl, NULL, 0);
 	cJSON_Delete(rep);
 	if (e != 0 || s->lease_id[0] == '\0' || s->endpoint[0] == '\0') {
-		out_set(o, KZ_WE_INTERNAL, "the lease service answered badly");
+		kzb_out_set(o, KZ_WE_INTERNAL,
+		    "the lease service answered badly");
 		return KZ_EPROTO;
 	}
 	s->leased = true;
@@ -283,15 +290,15 @@ bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
 	    sizeof(why));
 	cJSON_Delete(req);
 	if (e != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE, "the worker did not answer");
+		kzb_out_set(o, KZ_WE_UNAVAILABLE, "the worker did not answer");
 		return KZ_EUNAVAIL;
 	}
 	if (!cJSON_IsTrue(kz_json_get(rep, "ok")) ||
-	    (path = str(rep, "bridge")) == NULL) {
-		code = str(rep, "error");
-		reason = str(rep, "reason");
+	    (path = kzb_str(rep, "bridge")) == NULL) {
+		code = kzb_str(rep, "error");
+		reason = kzb_str(rep, "reason");
 		/* The worker's reasons name no path or address. */
-		out_set(o, wire(code),
+		kzb_out_set(o, wire(code),
 		    reason != NULL ? reason : "the worker refused the browser");
 		cJSON_Delete(rep);
 		return KZ_EDENIED;
@@ -300,7 +307,7 @@ bridge(const struct kzb_conf *c, struct kzb_session *s, const char *g,
 	    sizeof(why));
 	cJSON_Delete(rep);
 	if (e != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    "the worker's browser could not be reached");
 		return KZ_EUNAVAIL;
 	}
@@ -322,13 +329,13 @@ kzb_session_open(const struct kzb_conf *c, struct kzb_session *s,
 	s->t0 = kz_now_ms();
 	if (kzb_url_origin(url, s->origin, sizeof(s->origin), host,
 	        sizeof(host), &port) != 0) {
-		out_set(o, KZ_WE_BAD_REQUEST,
+		kzb_out_set(o, KZ_WE_BAD_REQUEST,
 		    "a session opens on an http or https address without "
 		    "credentials in it");
 		return KZ_EINVAL;
 	}
 	if (admitted(c, host, port, false) != 0) {
-		out_set(o, KZ_WE_REFUSED,
+		kzb_out_set(o, KZ_WE_REFUSED,
 		    "the egress policy does not admit the opening address");
 		return KZ_EDENIED;
 	}
@@ -346,14 +353,15 @@ kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
 	 * deployment whose two halves disagree: refused, not run without. */
 	if (c->turn_host[0] != '\0' &&
 	    admitted(c, c->turn_host, c->turn_port, true) != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    "the egress policy does not admit the TURN server");
 		return KZ_EUNAVAIL;
 	}
 	if ((e = kzb_turn_script(c, s->id, &s->cdp.inject, o)) != 0)
 		return e;
 	if (grant(c, s->id, g, sizeof(g)) != 0) {
-		out_set(o, KZ_WE_UNAVAILABLE, "no egress grant could be made");
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
+		    "no egress grant could be made");
 		return KZ_EUNAVAIL;
 	}
 	e = bridge(c, s, g, o);
@@ -362,217 +370,10 @@ kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
 		return e;
 	if ((e = kzb_cdp_page(&s->cdp, c->nav_timeout_ms, why, sizeof(why))) !=
 	    0) {
-		out_set(o, KZ_WE_UNAVAILABLE,
+		kzb_out_set(o, KZ_WE_UNAVAILABLE,
 		    e == KZ_ETIMEDOUT ? "the browser did not start in time" :
 		                        "the browser did not start");
 		return e;
-	}
-	return 0;
-}
-
-/* The page's URL and title, for the reply (never its content). */
-static cJSON *
-page_info(const struct kzb_conf *c, struct kzb_session *s)
-{
-	cJSON *r = NULL, *info = cJSON_CreateObject();
-	const cJSON *e, *url, *title;
-	char why[64];
-	int64_t cur;
-
-	/* The browser's own record of the current entry, not the page's
-	 * word: a script in the page can replace anything it evaluates
-	 * (JSON.stringify, the location getter) and name another site. */
-	if (kzb_cdp_call(&s->cdp, "Page.getNavigationHistory",
-	        cJSON_CreateObject(), true, c->nav_timeout_ms, &r, why,
-	        sizeof(why)) == 0 &&
-	    kz_json_int(r, "currentIndex", 0, 1 << 20, &cur, NULL, 0) == 0 &&
-	    (e = cJSON_GetArrayItem(kz_json_get(r, "entries"), (int)cur)) !=
-	        NULL &&
-	    cJSON_IsString(url = kz_json_get(e, "url")) &&
-	    cJSON_IsString(title = kz_json_get(e, "title"))) {
-		cJSON_AddStringToObject(info, "url", url->valuestring);
-		cJSON_AddStringToObject(info, "title", title->valuestring);
-	}
-	cJSON_Delete(r);
-	return info;
-}
-
-/* A navigation's net error, as the member is told it. */
-static void
-nav_refusal(const char *err, struct kzb_out *o)
-{
-	if (strcmp(err, "net::ERR_BLOCKED_BY_ADMINISTRATOR") == 0)
-		out_set(o, KZ_WE_REFUSED,
-		    "the browser's policy blocks that address");
-	else if (strcmp(err, "net::ERR_TUNNEL_CONNECTION_FAILED") == 0 ||
-	    strcmp(err, "net::ERR_PROXY_CONNECTION_FAILED") == 0 ||
-	    strcmp(err, "net::ERR_HTTP_RESPONSE_CODE_FAILURE") == 0)
-		out_set(o, KZ_WE_REFUSED,
-		    "the egress policy refused that destination");
-	else {
-		char why[160];
-
-		snprintf(why, sizeof(why),
-		    "the page could not be loaded (%.60s)",
-		    strncmp(err, "net::", 5) == 0 ? err + 5 : "error");
-		out_set(o, KZ_WE_REFUSED, why);
-	}
-}
-
-static void
-gone(struct kzb_session *s, int e, const char *why, struct kzb_out *o)
-{
-	if (e == KZ_EUNAVAIL)
-		out_set(o, KZ_WE_UNAVAILABLE,
-		    s->cdp.crashed && !s->cdp.dead ?
-		        "the page crashed; the session is closed" :
-		        "the browser stopped; the session is closed");
-	else if (e == KZ_ETIMEDOUT)
-		out_set(o, KZ_WE_UNAVAILABLE,
-		    "the browser did not answer in time");
-	else
-		out_set(o, KZ_WE_INTERNAL, why);
-}
-
-int
-kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
-    const char *url, cJSON **page, struct kzb_out *o)
-{
-	cJSON *p = cJSON_CreateObject(), *r = NULL;
-	const char *err;
-	char why[200] = "";
-	int e;
-
-	*page = NULL;
-	kzb_cdp_forget(&s->cdp);
-	cJSON_AddStringToObject(p, "url", url);
-	if ((e = kzb_cdp_call(&s->cdp, "Page.navigate", p, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
-		if (e == KZ_EDENIED) {
-			out_set(o, KZ_WE_BAD_REQUEST, "that is not an address");
-			return e;
-		}
-		gone(s, e, why, o);
-		return e;
-	}
-	/* Serialised: the next navigation waits for this one's page, an
-	 * error page included, to stop loading. */
-	if ((e = kzb_cdp_wait(&s->cdp, "Page.frameStoppedLoading",
-	         c->nav_timeout_ms, why, sizeof(why))) != 0) {
-		cJSON_Delete(r);
-		gone(s, e, why, o);
-		return e;
-	}
-	if ((err = str(r, "errorText")) != NULL && *err != '\0') {
-		nav_refusal(err, o);
-		cJSON_Delete(r);
-		return KZ_EDENIED;
-	}
-	cJSON_Delete(r);
-	*page = page_info(c, s);
-	return 0;
-}
-
-int
-kzb_session_screenshot(const struct kzb_conf *c, struct kzb_session *s,
-    char **png, struct kzb_out *o)
-{
-	cJSON *p = cJSON_CreateObject(), *r = NULL;
-	const char *d;
-	char why[200] = "";
-	int e;
-
-	*png = NULL;
-	cJSON_AddStringToObject(p, "format", "png");
-	if ((e = kzb_cdp_call(&s->cdp, "Page.captureScreenshot", p, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
-		gone(s, e, why, o);
-		return e;
-	}
-	if ((d = str(r, "data")) == NULL || (*png = strdup(d)) == NULL) {
-		cJSON_Delete(r);
-		out_set(o, KZ_WE_INTERNAL, "the browser gave no picture");
-		return KZ_EPROTO;
-	}
-	cJSON_Delete(r);
-	return 0;
-}
-
-static int
-mouse(const struct kzb_conf *c, struct kzb_session *s, const char *type,
-    double x, double y, char *why, size_t wlen)
-{
-	cJSON *p = cJSON_CreateObject(), *r = NULL;
-	int e;
-
-	cJSON_AddStringToObject(p, "type", type);
-	cJSON_AddNumberToObject(p, "x", x);
-	cJSON_AddNumberToObject(p, "y", y);
-	cJSON_AddStringToObject(p, "button", "left");
-	cJSON_AddNumberToObject(p, "clickCount", 1);
-	e = kzb_cdp_call(&s->cdp, "Input.dispatchMouseEvent", p, true,
-	    c->nav_timeout_ms, &r, why, wlen);
-	cJSON_Delete(r);
-	return e;
-}
-
-/* One event; KZ_EINVAL when it is not one. */
-static int
-input_one(const struct kzb_conf *c, struct kzb_session *s, const cJSON *ev,
-    char *why, size_t wlen)
-{
-	const char *type = NULL, *text = NULL;
-	int64_t x, y;
-	cJSON *p, *r = NULL;
-	int e;
-
-	if (kz_json_str(ev, "type", 8, &type, NULL, 0) != 0)
-		return KZ_EINVAL;
-	if (strcmp(type, "text") == 0) {
-		if (kz_json_str(ev, "text", 1024, &text, NULL, 0) != 0)
-			return KZ_EINVAL;
-		p = cJSON_CreateObject();
-		cJSON_AddStringToObject(p, "text", text);
-		e = kzb_cdp_call(&s->cdp, "Input.insertText", p, true,
-		    c->nav_timeout_ms, &r, why, wlen);
-		cJSON_Delete(r);
-		return e;
-	}
-	if (strcmp(type, "click") != 0 ||
-	    kz_json_int(ev, "x", 0, 100000, &x, NULL, 0) != 0 ||
-	    kz_json_int(ev, "y", 0, 100000, &y, NULL, 0) != 0)
-		return KZ_EINVAL;
-	if ((e = mouse(c, s, "mousePressed", (double)x, (double)y, why,
-	         wlen)) != 0)
-		return e;
-	return mouse(c, s, "mouseReleased", (double)x, (double)y, why, wlen);
-}
-
-int
-kzb_session_input(const struct kzb_conf *c, struct kzb_session *s,
-    const cJSON *events, struct kzb_out *o)
-{
-	const cJSON *ev;
-	char why[160];
-	int e;
-
-	if (!cJSON_IsArray(events) || cJSON_GetArraySize(events) > 64) {
-		out_set(o, KZ_WE_BAD_REQUEST,
-		    "input is a list of at most 64 events");
-		return KZ_EINVAL;
-	}
-	cJSON_ArrayForEach(ev, events)
-	{
-		if ((e = input_one(c, s, ev, why, sizeof(why))) == KZ_EINVAL) {
-			out_set(o, KZ_WE_BAD_REQUEST,
-			    "an input event is {type: text, text} or {type: "
-			    "click, x, y}");
-			return e;
-		}
-		if (e != 0) {
-			gone(s, e, why, o);
-			return e;
-		}
 	}
 	return 0;
 }

@@ -6,6 +6,11 @@
  * member files, each opened beneath the workspace through a rooted path),
  * run the tool in the sandbox (a one-shot, or one of serve's warm
  * single-use workers: warm.c), and return its sanitized result.
+ *
+ * This file keeps the invocation's sequence: the checks, the policy, the
+ * audit records, the staging of the projection and the listing;
+ * invoke_run.c holds the run step: the tool's environment, command and
+ * grant, the run, and its sanitized result.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <sodium.h>
 
 #include "kz_io.h"
 #include "kz_json.h"
@@ -23,10 +27,11 @@
 #include "kz_path.h"
 #include "kz_wire.h"
 #include "pkgrun.h"
+#include "invoke_int.h"
 #include "banned.h"
 
-static void
-set_result(struct pr_result *res, enum kz_exit code, const char *wire,
+void
+pr_set_result(struct pr_result *res, enum kz_exit code, const char *wire,
     const char *why)
 {
 	res->code = code;
@@ -111,7 +116,7 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 	if (c->workspaces[0] == '\0' ||
 	    (rootfd = open(c->workspaces, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	        0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "member workspaces are not available");
 		return;
 	}
@@ -140,13 +145,13 @@ stage_members(const struct pr_conf *c, const struct pr_inv *iv, int filesfd,
 			        r == KZ_EINVAL ? "listed twice" :
 			                         kz_strerror(r));
 	if (r == KZ_ESYS)
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, NULL);
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, NULL);
 	else if (r == KZ_EUNAVAIL)
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
 	else if (r == KZ_EINVAL)
-		set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+		pr_set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
 	else if (r != 0)
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
 	if (wsfd >= 0)
 		close(wsfd);
 	close(rootfd);
@@ -182,161 +187,6 @@ stage_open(const struct pr_conf *c, int *sfd, char *name, size_t len,
 	return 0;
 }
 
-/* The tool's whole environment: these names and kz-sandbox's safe set.
- * The identity is the invocation's: the tool acts for the initiating
- * actor, in its conversation (and room), and is told so. */
-#define ENV_MAX 12
-#define ENV_LEN (PR_IDENT_MAX + 32)
-static int
-build_env(const struct pr_tool *t, const struct pr_inv *iv,
-    char env[ENV_MAX][ENV_LEN], const char **out)
-{
-	bool shared = iv->room != NULL;
-	int n = 0;
-
-	snprintf(env[n++], ENV_LEN, "KZ_PKG_DIR=%s", PR_SANDBOX_PKG);
-	snprintf(env[n++], ENV_LEN, "KZ_PKG_FILES=%s", PR_SANDBOX_FILES);
-	snprintf(env[n++], ENV_LEN, "KZ_PKG_TOOL=%s", t->name);
-	snprintf(env[n++], ENV_LEN, "KZ_PKG_CLASS=%s", pr_class_name(t->cls));
-	snprintf(env[n++], ENV_LEN, "KZ_PKG_SHARED=%d", shared ? 1 : 0);
-	snprintf(env[n++], ENV_LEN, "KZ_PKG_ACTOR=%s", iv->actor);
-	snprintf(env[n++], ENV_LEN, "KZ_PKG_CONVERSATION=%s", iv->conversation);
-	if (shared)
-		snprintf(env[n++], ENV_LEN, "KZ_PKG_ROOM=%s", iv->room);
-	snprintf(env[n++], ENV_LEN, "HOME=/workspace");
-	snprintf(env[n++], ENV_LEN, "LANG=C.UTF-8");
-	for (int i = 0; i < n; i++) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env[i], "="),
-		    env[i]);
-		/* The guard: no name of ours may ever look like a secret. */
-		if (pr_env_name_secret(name))
-			return KZ_EINTERNAL;
-		out[i] = env[i];
-	}
-	out[n] = NULL;
-	return 0;
-}
-
-static int
-tool_argv(const struct pr_tool *t, const struct pr_inv *iv, char *cmd,
-    size_t len, const char **a)
-{
-	int n = 0;
-
-	if ((size_t)snprintf(cmd, len, "%s/%s", PR_SANDBOX_PKG, t->argv[0]) >=
-	    len)
-		return KZ_ETOOBIG;
-	a[n++] = cmd;
-	for (int i = 1; i < t->argc; i++)
-		a[n++] = t->argv[i];
-	for (int i = 0; i < iv->nargs; i++)
-		a[n++] = iv->args[i];
-	a[n] = NULL;
-	return 0;
-}
-
-static int
-write_grant(const char *path, const char *grant)
-{
-	int fd = open(path,
-	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int r;
-
-	if (fd < 0)
-		return KZ_ESYS;
-	r = kz_write_full(fd, grant, strlen(grant), -1);
-	if (close(fd) != 0 || r != 0) {
-		(void)unlink(path);
-		return KZ_ESYS;
-	}
-	return 0;
-}
-
-/* Runs the tool on the taken warm worker w, or on a one-shot under id
- * slot of the range (-1: one at random), which starts the tool only once
- * gate(gate_arg) returns 0. */
-static void
-run_tool(const struct pr_conf *c, const struct pr_inv *iv,
-    const struct pr_tool *t, const char *staging, const char *id, int slot,
-    struct pr_worker *w, int (*gate)(void *), void *gate_arg,
-    struct pr_result *res)
-{
-	const char *env[ENV_MAX + 1], *argv[PR_CMD_ARGS_MAX + PR_ARGS_MAX + 2];
-	char envbuf[ENV_MAX][ENV_LEN], cmd[KZ_PATH_MAX + 32],
-	    gfile[PATH_MAX + 96] = "";
-	bool shared = iv->room != NULL;
-	struct pr_exec x = {staging, 0, 0, id, NULL, env, argv, gate, gate_arg};
-	struct pr_exec_out o;
-	char why[256] = "";
-	int r;
-
-	/* Each invocation its own id where the daemon can give one; a
-	 * one-shot takes one of the range at random.  A warm worker has
-	 * its own, given when it was started. */
-	if (slot < 0)
-		slot = (int)randombytes_uniform((uint32_t)c->uid_count);
-	x.uid = c->uid + slot % c->uid_count;
-	x.gid = c->gid + slot % c->uid_count;
-	if (build_env(t, iv, envbuf, env) != 0 ||
-	    tool_argv(t, iv, cmd, sizeof(cmd), argv) != 0) {
-		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
-		    "cannot build the tool's command");
-		return;
-	}
-	/* The grant goes beside the projection, never into it: kz-sandbox
-	 * keeps it in its relay's memory and the tool never sees it.  A
-	 * warm worker gets it in the run op, for its relay alike. */
-	if (w != NULL)
-		r = pr_worker_run(c, w, &x, iv->grant, iv->rid, &o, why,
-		    sizeof(why));
-	else if (iv->grant != NULL) {
-		snprintf(gfile, sizeof(gfile), "%s.grant", staging);
-		if (write_grant(gfile, iv->grant) != 0) {
-			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
-			    "cannot hand the grant to the sandbox");
-			return;
-		}
-		x.grant_file = gfile;
-	}
-	if (w == NULL) {
-		r = pr_exec_run(c, &x, &o, why, sizeof(why));
-		if (gfile[0] != '\0')
-			(void)unlink(gfile);
-	}
-	if (r != 0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE, why);
-		return;
-	}
-	res->exit_status = o.exit_status;
-	res->sig = o.sig;
-	res->truncated = o.truncated;
-	res->out = pr_sanitize(o.out, o.outlen, &res->outlen);
-	/* In a shared room the room sees only the tool's normal result. */
-	if (!shared)
-		res->err = pr_sanitize(o.err, o.errlen, &res->errlen);
-	free(o.out);
-	free(o.err);
-	/* Sanitizing may widen a byte to three: the bound holds on what is
-	 * returned, not only on what was read. */
-	if (res->out != NULL &&
-	    pr_result_bound(res->out, &res->outlen, c->result_max))
-		res->truncated = true;
-	if (res->err != NULL)
-		(void)pr_result_bound(res->err, &res->errlen, c->result_max);
-	if (o.setup_failed)
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
-		    "the sandbox could not be set up: nothing ran");
-	else if (res->out == NULL || (!shared && res->err == NULL))
-		set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,
-		    "out of memory");
-	else if (o.exit_status < 0)
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
-		    o.sig ? "the tool was killed" :
-		            "the tool was stopped at a limit");
-}
-
 /* The package's manifest, from an entry the caller has open. */
 static int
 load_manifest(const struct pr_conf *c, const char *hex, int *efd, char **man,
@@ -347,17 +197,19 @@ load_manifest(const struct pr_conf *c, const char *hex, int *efd, char **man,
 	if ((r = pr_cache_open(c, hex, efd, man, mlen, res->why,
 	         sizeof(res->why))) != 0) {
 		if (r == KZ_ENOENT || r == KZ_EDENIED)
-			set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+			pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
+			    NULL);
 		else if (r == KZ_EINVAL)
-			set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+			pr_set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST,
+			    NULL);
 		else
-			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 			    NULL);
 		return r;
 	}
 	if ((r = pr_manifest_parse(*man, *mlen, m, res->why,
 	         sizeof(res->why))) != 0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the cache entry's manifest is not valid");
 		return r;
 	}
@@ -499,7 +351,7 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 		r = stage_open(c, &st->sfd, name, sizeof(st->name), &pkgfd,
 		    &filesfd);
 	if (r != 0) {
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "cannot make the invocation's directory");
 		goto out;
 	}
@@ -507,9 +359,9 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 	         sizeof(res->why))) != 0) {
 		if (r == KZ_EUNAVAIL)
 			/* No room for it now: another time there may be. */
-			set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
+			pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY, NULL);
 		else
-			set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 			    r == KZ_ECRYPTO ?
 			        "the cached package does not match its "
 			        "hash: it does not run" :
@@ -528,10 +380,10 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
 	/* A warm worker is made already: its run op waits for the record.
 	 * A one-shot's sandbox is made while the sink writes it. */
 	if (w == NULL)
-		run_tool(c, iv, t, staging, id, slot, w, pending_gate, pend,
+		pr_run_tool(c, iv, t, staging, id, slot, w, pending_gate, pend,
 		    res);
 	else if (pending_wait(pend) == 0)
-		run_tool(c, iv, t, staging, id, slot, w, NULL, NULL, res);
+		pr_run_tool(c, iv, t, staging, id, slot, w, NULL, NULL, res);
 out:
 	(void)pending_wait(pend);
 	if (pkgfd >= 0)
@@ -564,21 +416,21 @@ pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
 	res->exit_status = -1;
 	res->cls = "none";
 	if (pr_inv_check(iv, res->why, sizeof(res->why)) != 0) {
-		set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
+		pr_set_result(res, KZ_EXIT_USAGE, KZ_WE_BAD_REQUEST, NULL);
 		goto out;
 	}
 	if (load_manifest(c, iv->package, &efd, &man, &mlen, &m, res) != 0)
 		goto refused;
 	/* Absent and nonexistent tools get the same answer. */
 	if ((t = pr_manifest_tool(&m, iv->tool)) == NULL) {
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED,
 		    "no such tool in the package");
 		goto refused;
 	}
 	res->cls = pr_class_name(t->cls);
 	if (pr_tool_allowed(t, iv->room != NULL, iv->nfiles, res->why,
 	        sizeof(res->why)) != 0) {
-		set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
+		pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_REFUSED, NULL);
 		goto refused;
 	}
 	memset(&pend, 0, sizeof(pend));
@@ -586,7 +438,7 @@ pr_invoke(const struct pr_conf *c, struct pr_pool *pool,
 	stage_and_run(c, pool, iv, t, efd, man, mlen, &pend, &st, res);
 	if (pend.r != 0) {
 		/* Whatever staging said, nothing ran: the audit decides. */
-		set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+		pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
 		    "the audit sink is unavailable: nothing ran");
 		goto out;
 	}

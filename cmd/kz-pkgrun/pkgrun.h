@@ -1,11 +1,11 @@
 /*
  * kz-pkgrun internals: the configuration (conf.c), the content-addressed
  * tree walk, hash and copy (tree.c), the cache (cache.c), the manifest and
- * its closed class set (manifest.c), one invocation (invoke.c, exec.c),
- * the daemon's warm single-use workers (warm.c, warm_take.c, wrun.c),
- * the audit records (audit.c), the daemon (serve.c) and its thin client
- * (client.c).  Module functions return 0 or a negative kz_err and fill
- * (why, wlen) with one line; they never print or exit.
+ * its closed class set (manifest.c), one invocation (invoke.c,
+ * invoke_run.c, exec.c), the daemon's warm single-use workers (warm.c,
+ * warm_take.c, wrun.c), the audit records (audit.c), the daemon (serve.c)
+ * and its thin client (client.c).  Module functions return 0 or a negative
+ * kz_err and fill (why, wlen) with one line; they never print or exit.
  */
 #ifndef PKGRUN_H
 #define PKGRUN_H
@@ -162,7 +162,7 @@ KZ_WUR int pr_cache_open(const struct pr_conf *c, const char *hex, int *entryfd,
 KZ_WUR int pr_cache_stage(const struct pr_conf *c, int entryfd, const char *hex,
     const char *manifest, size_t mlen, int dstfd, char *why, size_t wlen);
 
-/* invoke.c */
+/* invoke.c, invoke_run.c */
 struct pr_pool;
 struct pr_inv {
 	const char *package, *tool, *actor, *conversation, *room;

@@ -138,7 +138,7 @@ KZ_WUR int kzp_live(struct kzp *p, const char *rh, const char *mh,
     const cJSON *rids, const char *sid, cJSON **view, cJSON **stored,
     struct kzp_res *r);
 
-/* admit.c and verify.c: the policy, pure over a view (unit-tested). */
+/* admit.c, verify.c, view.c: the policy, pure over a view (unit-tested). */
 struct kzp_turn {
 	const char *mh; /* initiating member's hash */
 	const char *rh; /* room hash */

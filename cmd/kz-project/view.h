@@ -1,7 +1,7 @@
 /*
  * kz-project's views, read by the policy (admit.c) and the verification
  * (verify.c): typed accessors over one cJSON view, and the lookups and
- * predicates both sides share.
+ * predicates both sides share (view.c).
  */
 #ifndef KZP_VIEW_H
 #define KZP_VIEW_H
