@@ -313,8 +313,8 @@ gvisor_check(const struct sbx_conf *c, char *why, size_t wlen)
 		    "segments");
 		return KZ_ECONF;
 	}
-	/* gVisor has user namespaces of its own; kz-sandbox's would sit
-	 * around runsc, which must start as root. */
+	/* gVisor has user namespaces of its own, and the one around runsc
+	 * is mapped for runsc (ns.c), not for SANDBOX_USERNS_HOST_UID. */
 	if (sbx_gvisor(c) && c->userns) {
 		kz_why(why, wlen,
 		    "gvisor: SANDBOX_USERNS=on cannot be applied under "

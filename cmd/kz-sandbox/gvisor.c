@@ -241,13 +241,38 @@ sbx_gv_host_net(const struct sbx_conf *c)
 	return c->egress_sock[0] != '\0' || c->broker_sock[0] != '\0';
 }
 
+/*
+ * The gofer's user namespace, which runsc makes inside its own (ns.c,
+ * gv_map) from these maps: root is the host's (the view's owner), and the
+ * sandbox ids are runsc's nobody there, that is the host's sandbox ids, so
+ * the gofer sees and makes the code's files as the sandbox ids, as the
+ * code does.  Its capabilities hold over no other host id.
+ */
+static bool
+add_idmap(cJSON *l, const char *name, int64_t id)
+{
+	cJSON *a = cJSON_AddArrayToObject(l, name), *o;
+	const int64_t in[] = {0, id}, out[] = {0, SBX_GV_NOBODY};
+
+	for (int i = 0; a != NULL && i < 2; i++)
+		if ((o = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, o) ||
+		    cJSON_AddNumberToObject(o, "containerID", (double)in[i]) ==
+		        NULL ||
+		    cJSON_AddNumberToObject(o, "hostID", (double)out[i]) ==
+		        NULL ||
+		    cJSON_AddNumberToObject(o, "size", 1) == NULL)
+			return false;
+	return a != NULL;
+}
+
 /* No network namespace under --network=host: the code uses the worker's,
  * which holds the loopback, the relay and the broker forward on it, and
  * nothing else. */
 static cJSON *
 linux_part(const struct sbx_conf *c)
 {
-	static const char *const ns[] = {"pid", "ipc", "uts", "mount",
+	static const char *const ns[] = {"pid", "ipc", "uts", "mount", "user",
 	    "network", NULL};
 	cJSON *l = cJSON_CreateObject(), *a, *o;
 
@@ -261,12 +286,22 @@ linux_part(const struct sbx_conf *c)
 		    cJSON_AddStringToObject(o, "type", ns[i]) == NULL)
 			goto bad;
 	}
+	if (!add_idmap(l, "uidMappings", c->uid) ||
+	    !add_idmap(l, "gidMappings", c->gid))
+		goto bad;
 	return l;
 bad:
 	cJSON_Delete(l);
 	return NULL;
 }
 
+/*
+ * The root is not marked read-only in the spec: runsc would remount the
+ * view read-only, which the gofer's user namespace may not do (the view's
+ * nosuid and nodev are locked there, and that remount drops them).  The
+ * view is read-only on the host, and locked so for the gofer, so every
+ * write to it fails there.
+ */
 cJSON *
 sbx_gv_spec(const struct sbx_conf *c, const char *rootfs, const char *filter)
 {
@@ -282,7 +317,7 @@ sbx_gv_spec(const struct sbx_conf *c, const char *rootfs, const char *filter)
 	if (cJSON_AddStringToObject(s, "ociVersion", "1.0.2") == NULL ||
 	    (r = cJSON_AddObjectToObject(s, "root")) == NULL ||
 	    cJSON_AddStringToObject(r, "path", rootfs) == NULL ||
-	    cJSON_AddTrueToObject(r, "readonly") == NULL ||
+	    cJSON_AddFalseToObject(r, "readonly") == NULL ||
 	    cJSON_AddStringToObject(s, "hostname", c->hostname) == NULL)
 		goto bad;
 	return s;

@@ -67,6 +67,9 @@ gv_cmdline(const struct sbx_conf *c)
 	/* The run cgroup, which the code process joins before it executes
 	 * runsc, holds and limits the whole sandbox. */
 	gv_argv[n++] = "--ignore-cgroups";
+	/* The spec's root is not read-only (gvisor.c): no overlay may
+	 * make it writable in memory either. */
+	gv_argv[n++] = "--overlay2=none";
 	gv_argv[n++] = "run";
 	gv_argv[n++] = "--bundle";
 	gv_argv[n++] = gv_arg[3];

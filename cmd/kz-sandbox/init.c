@@ -393,7 +393,7 @@ zygote(struct sbx_worker *w, int sock)
 			fail_exit(sock);
 		}
 	}
-	if (w->c->userns &&
+	if ((w->c->userns || sbx_gvisor(w->c)) &&
 	    sbx_ns_userns_make(w->c, &w->userns_fd, why, sizeof(why)) != 0) {
 		sbx_msg_report(sock, REP_FAIL, 0, "namespaces", why);
 		fail_exit(sock);

@@ -7,7 +7,8 @@
  * the run cgroup.  Every lease gets all five anew (sbx_worker_refresh), and
  * the reset proves it with their ids.  With SANDBOX_USERNS=on the code also
  * runs in a user namespace of its own, which the init makes once and maps
- * (sbx_ns_userns_make) and each code process enters (sbx_ns_userns_enter).
+ * (sbx_ns_userns_make) and each code process enters (sbx_ns_userns_enter);
+ * under gvisor runsc starts in one made the same way, mapped for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -183,6 +184,36 @@ wproc(pid_t pid, const char *file, const char *val)
 }
 
 /*
+ * Under gvisor the namespace is runsc's, not the code's: its root is the
+ * host's (runsc and its gofer start as root, with capabilities inside
+ * only), and its nobody, which runsc 20221219 makes its sandbox process in
+ * root mode, is the sandbox uid and gid, so that process (the Sentry) runs
+ * as the worker's own host ids.  No other host id exists inside; runsc's
+ * Go runtime sets groups there, so setgroups stays allowed (over the two
+ * mapped gids only).  The spec maps the sandbox ids back for the gofer
+ * (gvisor.c).
+ */
+static int
+gv_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
+{
+	char m[64];
+
+	snprintf(m, sizeof(m), "0 0 1\n%d %lld 1\n", SBX_GV_NOBODY,
+	    (long long)c->uid);
+	if (wproc(pid, "uid_map", m) != 0)
+		goto fail;
+	snprintf(m, sizeof(m), "0 0 1\n%d %lld 1\n", SBX_GV_NOBODY,
+	    (long long)c->gid);
+	if (wproc(pid, "gid_map", m) != 0)
+		goto fail;
+	return 0;
+fail:
+	kz_why(why, wlen, "gvisor: runsc's user namespace id mapping: %s",
+	    strerror(errno));
+	return KZ_EUNAVAIL;
+}
+
+/*
  * Maps the sandbox uid and gid, and nothing else, to the unprivileged host
  * ids, with setgroups denied: inside, uid 0 does not exist and no group can
  * be added.
@@ -192,6 +223,8 @@ userns_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
 {
 	char m[64];
 
+	if (sbx_gvisor(c))
+		return gv_map(pid, c, why, wlen);
 	if (wproc(pid, "setgroups", "deny") != 0)
 		goto fail;
 	snprintf(m, sizeof(m), "%lld %lld 1\n", (long long)c->uid,
@@ -210,7 +243,8 @@ fail:
 }
 
 /*
- * The user namespace of the code (SANDBOX_USERNS=on), made once per worker:
+ * The user namespace of the code (SANDBOX_USERNS=on), or of runsc under
+ * gvisor (gv_map), made once per worker:
  * a short-lived child unshares it, the init (root of the parent namespace)
  * writes its maps and keeps a descriptor of it, and every code process
  * enters it with setns before dropping its privileges.  The pid, mount,

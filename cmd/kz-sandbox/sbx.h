@@ -165,7 +165,8 @@ KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
     size_t wlen);
 pid_t sbx_clone(unsigned long flags, int *pidfd);
 /* The code's user namespace (SANDBOX_USERNS=on), made once by the init:
- * *nsfd holds it, mapped to the sandbox uid and gid alone. */
+ * *nsfd holds it, mapped to the sandbox uid and gid alone; under gvisor,
+ * runsc's (root, and its nobody as the sandbox ids). */
 KZ_WUR int sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd, char *why,
     size_t wlen);
 /* In a code process: drops the supplementary groups, enters it; -1. */
@@ -599,6 +600,9 @@ int sbx_gv_serve(const char *uid, const char *gid);
  * its own). */
 #define SBX_GV_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 #define SBX_GV_FILTER "/.kz-filter" /* the filter's BPF, read-only */
+/* The uid and gid runsc 20221219 gives its sandbox process in root mode,
+ * which runsc's user namespace maps to the sandbox ids (ns.c). */
+#define SBX_GV_NOBODY 65534
 
 /* rlimit.c's limits, for the OCI spec too. */
 #define SBX_RLIMIT_N 6

@@ -119,8 +119,9 @@ START_TEST(test_rlimits_same)
 }
 END_TEST
 
-/* The root is the view, read-only; the writable places are the view's
- * own tmpfs instances; nothing else of the host is named. */
+/* The root is the view (read-only on the host: the spec does not mark it
+ * so, see gvisor.c); the writable places are the view's own tmpfs
+ * instances; nothing else of the host is named. */
 START_TEST(test_root_mounts)
 {
 	struct sbx_conf c;
@@ -132,7 +133,7 @@ START_TEST(test_root_mounts)
 	ck_assert_ptr_nonnull(s = spec(&c));
 	ck_assert_str_eq(get(s, "root.path")->valuestring,
 	    "/run/kz-sandbox/w1/root");
-	ck_assert(cJSON_IsTrue(get(s, "root.readonly")));
+	ck_assert(cJSON_IsFalse(get(s, "root.readonly")));
 	ck_assert_str_eq(get(s, "hostname")->valuestring, "sandbox");
 	cJSON_ArrayForEach(m, get(s, "mounts"))
 	{
@@ -233,6 +234,58 @@ START_TEST(test_network)
 }
 END_TEST
 
+/* id's entries in the spec's map name: [0, 0] and [id, runsc's nobody],
+ * one id each, and nothing else. */
+static void
+check_idmap(const cJSON *s, const char *name, int64_t id)
+{
+	const cJSON *a = get(s, name), *e;
+	const double in[] = {0, (double)id}, out[] = {0, SBX_GV_NOBODY};
+	int i = 0;
+
+	ck_assert_int_eq(cJSON_GetArraySize(a), 2);
+	cJSON_ArrayForEach(e, a)
+	{
+		ck_assert(get(e, "containerID")->valuedouble == in[i]);
+		ck_assert(get(e, "hostID")->valuedouble == out[i]);
+		ck_assert(get(e, "size")->valuedouble == 1);
+		i++;
+	}
+}
+
+/* The gofer's user namespace (and, under --network=host, the Sentry's):
+ * made by runsc inside its own, where runsc's nobody is the host's
+ * sandbox ids (ns.c), so the sandbox ids are themselves there. */
+START_TEST(test_userns_maps)
+{
+	struct sbx_conf c;
+	const cJSON *n;
+	cJSON *s;
+	int users = 0;
+
+	sbx_conf_defaults(&c);
+	c.uid = 2100000017, c.gid = 2100000019;
+	for (int net = 0; net < 2; net++) {
+		if (net)
+			snprintf(c.egress_sock, sizeof(c.egress_sock),
+			    "/run/kz/egress.sock");
+		ck_assert_ptr_nonnull(s = spec(&c));
+		users = 0;
+		cJSON_ArrayForEach(n, get(s, "linux.namespaces"))
+		{
+			if (strcmp(get(n, "type")->valuestring, "user") != 0)
+				continue;
+			ck_assert_ptr_null(get(n, "path"));
+			users++;
+		}
+		ck_assert_int_eq(users, 1);
+		check_idmap(s, "linux.uidMappings", 2100000017);
+		check_idmap(s, "linux.gidMappings", 2100000019);
+		cJSON_Delete(s);
+	}
+}
+END_TEST
+
 static const struct {
 	const char *key, *val;
 	bool ok;
@@ -322,6 +375,7 @@ main(void)
 	tcase_add_test(tc, test_root_mounts);
 	tcase_add_test(tc, test_projection_mount);
 	tcase_add_test(tc, test_network);
+	tcase_add_test(tc, test_userns_maps);
 	tcase_add_loop_test(tc, test_keys, 0,
 	    sizeof(kcases) / sizeof(kcases[0]));
 	tcase_add_test(tc, test_userns_refused);
