@@ -51,8 +51,8 @@ struct ctl_inv {
 #define ARGS_MAX 32
 struct ctl_argv {
 	char sock[PATH_MAX], state[PATH_MAX], proj[PATH_MAX];
-	char extra[1024], ids[24];
-	char *av[ARGS_MAX + 24];
+	char extra[1024], ids[24], gvids[24];
+	char *av[ARGS_MAX + 28];
 };
 int ctl_worker_argv(const struct ctl_conf *c, const char *sub, const char *id,
     int64_t hid, struct ctl_argv *a);
@@ -85,7 +85,8 @@ int ctl_proc_pids(bool (*match)(pid_t, const void *), const void *arg,
 KZ_WUR int ctl_host_lock(const struct ctl_conf *c, char *why, size_t wlen);
 /*
  * Claims for worker id the lowest uid of LEASE_WORKER_IDS that is not in
- * held (the ids of this workers directory), not claimed by a live worker
+ * held (the ids of this workers directory, nh at most 2 * CTL_INV_MAX:
+ * a gvisor worker holds two), not claimed by a live worker
  * of any deployment and not run as by any process, once the workers of
  * the host and the new one, holding files (0: no guard), stay within
  * LEASE_FILES_SHARE of fs.file-max.  0 with *out; KZ_EDENIED with why.
@@ -102,6 +103,8 @@ void ctl_host_release(const struct ctl_conf *c, const char *id, int64_t uid);
 KZ_WUR int ctl_uid_kill(const struct ctl_conf *c, const char *id, int64_t hid,
     char *why, size_t wlen);
 
+/* A gvisor worker's second host uid (WORKERS/<id>/gvids); -1 when none. */
+int64_t ctl_gvisor_id(const struct ctl_conf *c, const char *id);
 /* Whether runtime is one kz-sandbox knows (SANDBOX_RUNTIME). */
 bool ctl_runtime_ok(const char *runtime);
 /*

@@ -151,8 +151,10 @@ kill_as(int64_t uid)
  * delete of one kill the other's processes.  HOST/<uid> claims the uid
  * for its owner, the worker's directory (resolved), and records the
  * worker's bound on open files: "OWNER\nFILES\n".  A claim is live while
- * its owner's "ids" file names the uid; one whose worker directory is
- * gone is stale, and the next create removes it.  All under HOST/.lock.
+ * its owner's "ids" file names the uid, or its "gvids" file (a gvisor
+ * worker's second uid, runsc's: its FILES is 0, the worker's bound is its
+ * first uid's); one whose worker directory is gone is stale, and the next
+ * create removes it.  All under HOST/.lock.
  */
 #define CLAIMS_MAX 8192
 #define OWNER_MAX (PATH_MAX + 80)
@@ -161,6 +163,7 @@ static struct claim {
 	int64_t uid;
 	uint64_t files; /* 0: not recorded */
 	bool here; /* a worker of this workers directory */
+	bool second; /* a gvisor worker's second uid: no files of its own */
 } claims[CLAIMS_MAX];
 static size_t nclaims;
 
@@ -222,8 +225,9 @@ owner_of(const struct ctl_conf *c, const char *id, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-/* The claim on uid: 1 when live, 0 when stale (owner and files filled
- * for both), -1 when there is none (or it is not one). */
+/* The claim on uid: 1 when live as its owner's uid, 2 as its second
+ * (gvids), 0 when stale (owner and files filled for all), -1 when there
+ * is none (or it is not one). */
 static int
 claim_get(const struct ctl_conf *c, int64_t uid, char *owner, uint64_t *files)
 {
@@ -249,7 +253,10 @@ claim_get(const struct ctl_conf *c, int64_t uid, char *owner, uint64_t *files)
 	    st.st_uid != geteuid())
 		return 0;
 	snprintf(p, sizeof(p), "%s/ids", owner);
-	return num_at(p) == uid;
+	if (num_at(p) == uid)
+		return 1;
+	snprintf(p, sizeof(p), "%s/gvids", owner);
+	return num_at(p) == uid ? 2 : 0;
 }
 
 static int
@@ -309,7 +316,7 @@ own_uid(const struct ctl_conf *c, const char *id, int64_t uid, char *why,
 	if (owner_of(c, id, me, sizeof(me)) != 0) {
 		kz_why(why, wlen, "cannot resolve the workers directory");
 		r = KZ_EUNAVAIL;
-	} else if (claim_get(c, uid, owner, &files) != 1) {
+	} else if (claim_get(c, uid, owner, &files) < 1) {
 		if (claim_put(c, uid, me, 0) != 0) {
 			kz_why(why, wlen, "cannot claim uid %lld",
 			    (long long)uid);
@@ -418,6 +425,7 @@ claims_scan(const struct ctl_conf *c, char *why, size_t wlen)
 	uint64_t files;
 	int64_t uid;
 	size_t hl;
+	int live;
 	DIR *d;
 
 	nclaims = 0;
@@ -430,7 +438,7 @@ claims_scan(const struct ctl_conf *c, char *why, size_t wlen)
 	while ((de = readdir(d)) != NULL) {
 		if (kz_parse_int(de->d_name, 1, INT64_MAX, &uid) != 0)
 			continue;
-		if (claim_get(c, uid, owner, &files) != 1) {
+		if ((live = claim_get(c, uid, owner, &files)) < 1) {
 			(void)unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
@@ -445,6 +453,7 @@ claims_scan(const struct ctl_conf *c, char *why, size_t wlen)
 		}
 		claims[nclaims].uid = uid;
 		claims[nclaims].files = files;
+		claims[nclaims].second = live == 2;
 		claims[nclaims++].here = strncmp(owner, here, hl) == 0 &&
 		    strchr(owner + hl, '/') == NULL;
 	}
@@ -485,13 +494,13 @@ int
 ctl_host_claim(const struct ctl_conf *c, const char *id, const int64_t *held,
     size_t nh, uint64_t files, int64_t *out, char *why, size_t wlen)
 {
-	static int64_t taken[CTL_INV_MAX + CLAIMS_MAX];
+	static int64_t taken[2 * CTL_INV_MAX + CLAIMS_MAX];
 	char me[OWNER_MAX];
 	uint64_t others = 0;
 	int64_t u;
 	int r;
 
-	if (owner_of(c, id, me, sizeof(me)) != 0 || nh > CTL_INV_MAX) {
+	if (owner_of(c, id, me, sizeof(me)) != 0 || nh > 2 * CTL_INV_MAX) {
 		kz_why(why, wlen, "cannot resolve the workers directory");
 		return KZ_EUNAVAIL;
 	}
@@ -501,7 +510,7 @@ ctl_host_claim(const struct ctl_conf *c, const char *id, const int64_t *held,
 	for (size_t j = 0; j < nclaims; j++) {
 		taken[nh + j] = claims[j].uid;
 		/* Unrecorded: the settings of now, as for this directory's. */
-		if (!claims[j].here)
+		if (!claims[j].here && !claims[j].second)
 			others += claims[j].files > 0 ? claims[j].files : files;
 	}
 	qsort(taken, nh + nclaims, sizeof(taken[0]), cmp_uid);

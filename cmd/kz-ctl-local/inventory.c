@@ -155,12 +155,12 @@ stop_worker(const char *id, int sig)
  * left in the cgroups (and whatever of the code still runs there) is
  * found with its own settings, which may name any cgroup root and parent
  * and either version (kz-sandbox reap), and every process of its host
- * uid is killed.  Its id, free again once the directory is gone, must
- * find nothing of it.
+ * uid, and of its second (a gvisor worker's, runsc's), is killed.  Its
+ * ids, free again once the directory is gone, must find nothing of it.
  */
 static int
 reap(const struct ctl_conf *c, const char *id, const char *dir, int64_t hid,
-    char *why, size_t wlen)
+    int64_t gv, char *why, size_t wlen)
 {
 	char out[8];
 	int r;
@@ -174,19 +174,22 @@ reap(const struct ctl_conf *c, const char *id, const char *dir, int64_t hid,
 		            "the worker's cgroups could not be emptied");
 		return KZ_ESTATE;
 	}
-	return hid > 0 ? ctl_uid_kill(c, id, hid, why, wlen) : 0;
+	if (hid > 0 && (r = ctl_uid_kill(c, id, hid, why, wlen)) != 0)
+		return r;
+	return gv > 0 ? ctl_uid_kill(c, id, gv, why, wlen) : 0;
 }
 
 int
 ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 {
 	char dir[PATH_MAX];
-	int64_t hid;
+	int64_t hid, gv;
 	int n, e;
 
 	if (kz_pool_wpath(c->workers_dir, id, "", dir, sizeof(dir)) != 0)
 		return KZ_EINVAL;
 	hid = ctl_read_num(dir, "ids", 1, INT64_MAX);
+	gv = ctl_read_num(dir, "gvids", 1, INT64_MAX);
 	/* Absent only once no process of it is left, whatever its pid
 	 * file says (or does not). */
 	if ((n = stop_worker(id, SIGTERM)) > 0)
@@ -197,7 +200,7 @@ ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 		            "worker did not stop");
 		return n < 0 ? KZ_EUNAVAIL : KZ_ESTATE;
 	}
-	if ((e = reap(c, id, dir, hid, why, wlen)) != 0)
+	if ((e = reap(c, id, dir, hid, gv, why, wlen)) != 0)
 		return e;
 	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
 	    errno != ENOENT) {
@@ -209,6 +212,8 @@ ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 	/* Gone: the host's record may give its uid out again. */
 	if (hid > 0)
 		ctl_host_release(c, id, hid);
+	if (gv > 0)
+		ctl_host_release(c, id, gv);
 	return 0;
 }
 

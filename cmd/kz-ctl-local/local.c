@@ -113,6 +113,7 @@ int
 ctl_worker_argv(const struct ctl_conf *c, const char *sub, const char *id,
     int64_t hid, struct ctl_argv *a)
 {
+	int64_t gv;
 	int n = 0;
 
 	if (kz_pool_wpath(c->workers_dir, id, "sock", a->sock,
@@ -146,13 +147,20 @@ ctl_worker_argv(const struct ctl_conf *c, const char *sub, const char *id,
 	n += split_args(a->extra, a->av + n, ARGS_MAX);
 	/* Last, so that LEASE_WORKER_ARGS cannot give two workers one id:
 	 * the code runs as the worker's own uid and gid, in a user
-	 * namespace or not.  (A worker that never got an id never ran.) */
+	 * namespace or not, and a gvisor worker's runsc as its second.  (A
+	 * worker that never got an id never ran.) */
 	if (hid > 0) {
 		snprintf(a->ids, sizeof(a->ids), "%lld", (long long)hid);
 		a->av[n++] = "--uid", a->av[n++] = a->ids;
 		a->av[n++] = "--gid", a->av[n++] = a->ids;
 		a->av[n++] = "--userns-host-uid", a->av[n++] = a->ids;
 		a->av[n++] = "--userns-host-gid", a->av[n++] = a->ids;
+		if ((gv = ctl_gvisor_id(c, id)) > 0) {
+			snprintf(a->gvids, sizeof(a->gvids), "%lld",
+			    (long long)gv);
+			a->av[n++] = "--gvisor-uid", a->av[n++] = a->gvids;
+			a->av[n++] = "--gvisor-gid", a->av[n++] = a->gvids;
+		}
 	}
 	a->av[n] = NULL;
 	return 0;
@@ -243,15 +251,22 @@ ctl_read_num(const char *dir, const char *leaf, int64_t min, int64_t max)
 	return kz_parse_int(buf, min, max, &v) == 0 ? v : -1;
 }
 
-/* The id another worker holds, from WORKERS/<w>/ids; -1 when none. */
+/* The id another worker holds, from WORKERS/<w>/ids, or its second
+ * (gvids); -1 when none. */
 static int64_t
-held_id(const struct ctl_conf *c, const char *w)
+held_id(const struct ctl_conf *c, const char *w, const char *leaf)
 {
 	char dir[PATH_MAX];
 
 	if (kz_pool_wpath(c->workers_dir, w, "", dir, sizeof(dir)) != 0)
 		return -1;
-	return ctl_read_num(dir, "ids", 1, INT64_MAX);
+	return ctl_read_num(dir, leaf, 1, INT64_MAX);
+}
+
+int64_t
+ctl_gvisor_id(const struct ctl_conf *c, const char *id)
+{
+	return held_id(c, id, "gvids");
 }
 
 static int
@@ -259,8 +274,27 @@ unlink_ids(const char *dir)
 {
 	char p[PATH_MAX + 8];
 
+	snprintf(p, sizeof(p), "%s/gvids", dir);
+	(void)unlink(p);
 	snprintf(p, sizeof(p), "%s/ids", dir);
 	return unlink(p);
+}
+
+/* Writes the one number of dir/leaf, which must not exist. */
+static int
+write_id(const char *dir, const char *leaf, int64_t v)
+{
+	char p[PATH_MAX + 16], buf[24];
+	int fd, n;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, leaf);
+	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)v);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	         0640)) < 0)
+		return KZ_ESYS;
+	n = write(fd, buf, (size_t)n) == n ? 0 : KZ_ESYS;
+	close(fd);
+	return n;
 }
 
 /* Records the worker's bound on open files in dir/files. */
@@ -284,21 +318,23 @@ write_files(const char *dir, uint64_t files)
  * Gives the new worker dir (WORKERS/<id>) the lowest id of
  * LEASE_WORKER_IDS that no other worker directory holds, no worker of the
  * host's other deployments is given and no process runs as, recorded in
- * its "ids" file and claimed in the host's record (host.c).  A lock on
+ * its "ids" file and claimed in the host's record (host.c); a gvisor
+ * worker gets a second one the same way, for runsc (kz-sandbox's
+ * SANDBOX_GVISOR_UID), in its "gvids" file.  A lock on
  * the workers directory, then the host's, makes the choice and the
  * records one step for every controller of this host; a worker's id is
  * free again once its directory is gone.
  */
 static int
 claim_id(const struct ctl_conf *c, const char *id, const char *dir,
-    uint64_t files, int64_t *out, char *why, size_t wlen)
+    uint64_t files, bool gvisor, int64_t *out, char *why, size_t wlen)
 {
-	static int64_t held[CTL_INV_MAX];
+	static int64_t held[2 * CTL_INV_MAX];
 	static struct ctl_inv inv;
-	char p[PATH_MAX + 16], buf[24];
-	int64_t want = 0;
+	char p[PATH_MAX + 16];
+	int64_t want = 0, second = 0;
 	size_t nh = 0;
-	int lfd, hfd = -1, fd, r = KZ_EUNAVAIL, n;
+	int lfd, hfd = -1, r = KZ_EUNAVAIL;
 
 	snprintf(p, sizeof(p), "%s/.ids.lock", c->workers_dir);
 	if ((lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) <
@@ -307,9 +343,10 @@ claim_id(const struct ctl_conf *c, const char *id, const char *dir,
 	if (flock(lfd, LOCK_EX) != 0 || ctl_list(c, &inv, NULL, 0) != 0)
 		goto out;
 	for (size_t i = 0; i < inv.n; i++)
-		if (strcmp(inv.id[i], id) != 0 &&
-		    (held[nh] = held_id(c, inv.id[i])) > 0)
-			nh++;
+		for (int k = 0; k < 2 && strcmp(inv.id[i], id) != 0; k++)
+			if ((held[nh] = held_id(c, inv.id[i],
+			         k == 0 ? "ids" : "gvids")) > 0)
+				nh++;
 	/* Under the same locks: two creates cannot both fit in the room
 	 * that fits one. */
 	if ((r = hfd = ctl_host_lock(c, why, wlen)) < 0 ||
@@ -322,14 +359,19 @@ claim_id(const struct ctl_conf *c, const char *id, const char *dir,
 	}
 	/* Until this is written the claim is stale: a failure here leaves
 	 * the uid free. */
-	r = KZ_EUNAVAIL;
-	snprintf(p, sizeof(p), "%s/ids", dir);
-	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)want);
-	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-	         0640)) < 0)
+	if ((r = write_id(dir, "ids", want)) != 0)
 		goto out;
-	r = write(fd, buf, (size_t)n) == n ? 0 : KZ_ESYS;
-	close(fd);
+	/* The second, once the first's claim is live (so it is taken): a
+	 * failure unclaims both. */
+	if (gvisor &&
+	    ((r = ctl_host_claim(c, id, held, nh, 0, &second, why, wlen)) !=
+	            0 ||
+	        (r = write_id(dir, "gvids", second)) != 0)) {
+		(void)unlink_ids(dir);
+		if (*why == '\0')
+			kz_why(why, wlen, "cannot record the worker's uids");
+		goto out;
+	}
 	*out = want;
 out:
 	if (hfd >= 0)
@@ -410,7 +452,8 @@ ctl_create(const struct ctl_conf *c, const char *id, const char *runtime,
 		    "(kz-sandbox files)");
 		return undo(dir, proj, 0);
 	}
-	if (claim_id(c, id, dir, files, &hid, why, wlen) != 0) {
+	if (claim_id(c, id, dir, files, strcmp(runtime, "gvisor") == 0, &hid,
+	        why, wlen) != 0) {
 		if (*why == '\0')
 			kz_why(why, wlen, "worker inventory unreadable");
 		return undo(dir, proj, 0);

@@ -115,6 +115,11 @@ static const struct key keys[] = {
         "on",
         "under gvisor, boot the next lease's sandbox once the reset is "
         "proven (on or off)"},
+    {"SANDBOX_GVISOR_UID", "gvisor-uid", K_INT, N(gv_uid), 0, 2147483646, "0",
+        "under gvisor, the worker's second host uid runsc and its gofer run "
+        "as (0: root)"},
+    {"SANDBOX_GVISOR_GID", "gvisor-gid", K_INT, N(gv_gid), 0, 2147483646, "0",
+        "under gvisor, runsc's host gid (0: root)"},
     {"SANDBOX_BROWSER_BIN", "browser-bin", K_STR, S(browser_bin), 0, 0,
         "/usr/lib/chromium/chromium",
         NULL}, /* the pinned distro Chromium; never another */
@@ -288,6 +293,32 @@ is_nobody(int64_t uid, int64_t gid)
 	return gr != NULL && (int64_t)gr->gr_gid == gid;
 }
 
+/*
+ * runsc's host ids (ns.c): both or neither, never the sandbox's own (runsc's
+ * root and nobody would be one host id, and its root's capabilities the
+ * code's uid's), nor nobody's (shared with every nobody process).
+ */
+static int
+gvisor_ids_check(const struct sbx_conf *c, char *why, size_t wlen)
+{
+	if ((c->gv_uid == 0) != (c->gv_gid == 0)) {
+		kz_why(why, wlen,
+		    "SANDBOX_GVISOR_UID and SANDBOX_GVISOR_GID are set "
+		    "together");
+		return KZ_ECONF;
+	}
+	if (c->gv_uid == 0)
+		return 0;
+	if (c->gv_uid == c->uid || c->gv_gid == c->gid ||
+	    is_nobody(c->gv_uid, c->gv_gid)) {
+		kz_why(why, wlen,
+		    "SANDBOX_GVISOR_UID and SANDBOX_GVISOR_GID are neither "
+		    "the sandbox's ids nor nobody's");
+		return KZ_ECONF;
+	}
+	return 0;
+}
+
 /* The runtime keys; a runtime that cannot apply part of the policy is
  * refused here, before anything starts. */
 static int
@@ -321,7 +352,7 @@ gvisor_check(const struct sbx_conf *c, char *why, size_t wlen)
 		    "SANDBOX_RUNTIME=gvisor");
 		return KZ_ECONF;
 	}
-	return 0;
+	return gvisor_ids_check(c, why, wlen);
 }
 
 int

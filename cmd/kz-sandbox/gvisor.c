@@ -27,6 +27,7 @@
  * lease.  A one-shot run is a sandbox of its own, gone with the run's teardown.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -243,10 +244,11 @@ sbx_gv_host_net(const struct sbx_conf *c)
 
 /*
  * The gofer's user namespace, which runsc makes inside its own (ns.c,
- * gv_map) from these maps: root is the host's (the view's owner), and the
- * sandbox ids are runsc's nobody there, that is the host's sandbox ids, so
- * the gofer sees and makes the code's files as the sandbox ids, as the
- * code does.  Its capabilities hold over no other host id.
+ * gv_map) from these maps: root is runsc's (SANDBOX_GVISOR_UID, or the
+ * host's root without it), and the sandbox ids are runsc's nobody there,
+ * that is the host's sandbox ids, so the gofer sees and makes the code's
+ * files as the sandbox ids, as the code does.  Its capabilities hold over
+ * no other host id.
  */
 static bool
 add_idmap(cJSON *l, const char *name, int64_t id)
@@ -329,6 +331,97 @@ bad:
 	return NULL;
 }
 
+/* runsc's state is its own host uid's (SANDBOX_GVISOR_UID), when it is not
+ * root. */
+static int
+gv_chown(const struct sbx_conf *c, const char *p)
+{
+	if (c->gv_uid == 0)
+		return 0;
+	return chown(p, (uid_t)c->gv_uid, (gid_t)c->gv_gid);
+}
+
+/*
+ * The highest directory on the way to SANDBOX_STATE_DIR (itself included)
+ * that others may not search, in top (its length); 0 when there is none.
+ */
+static size_t
+gv_closed(const char *dir, char *top, size_t len)
+{
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (n >= len)
+		return 0;
+	memcpy(top, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (top[i] != '/' && top[i] != '\0')
+			continue;
+		top[i] = '\0';
+		if (stat(top, &st) == 0 && (st.st_mode & S_IXOTH) == 0)
+			return i;
+		top[i] = dir[i];
+	}
+	return 0;
+}
+
+/*
+ * SANDBOX_STATE_DIR is root's, 0700, and may lie below directories others
+ * may not search (kz-ctl-local's WORKERS/ID/state): runsc's uid could not
+ * reach its own state and the view below it.  In the init's mount
+ * namespace alone (the host's directories stay as they are) a tmpfs
+ * searchable by all but listable by none covers the highest such
+ * directory, holding the way down to this worker's two places, the stage
+ * and runsc's state, bound back at their paths; nothing else of what it
+ * covers is there.  The init uses nothing else below it once the view is
+ * built.
+ */
+static int
+gv_reach(const struct sbx_worker *w, char *why, size_t wlen)
+{
+	char top[SBX_PBUF], gp[SBX_PBUF], fp[64];
+	const char *place[2] = {w->mnt.stage, gp};
+	int fd[2] = {-1, -1}, r = KZ_ESYS;
+	size_t n;
+
+	if (w->c->gv_uid == 0)
+		return 0;
+	if (sbx_gv_dir(w->c, NULL, gp, sizeof(gp)) != 0)
+		return KZ_ETOOBIG;
+	if ((n = gv_closed(w->c->state_dir, top, sizeof(top))) == 0)
+		return 0;
+	if ((fd[0] = open(place[0], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (fd[1] = open(gp, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	        "size=16k,nr_inodes=64,mode=0711") < 0)
+		goto out;
+	/* The way down, then the two places. */
+	memcpy(top, w->c->state_dir, strlen(w->c->state_dir) + 1);
+	for (size_t i = n + 1; top[i - 1] != '\0'; i++) {
+		if (top[i] != '/' && top[i] != '\0')
+			continue;
+		top[i] = '\0';
+		if (mkdir(top, 0711) < 0)
+			goto out;
+		top[i] = w->c->state_dir[i];
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(fp, sizeof(fp), "/proc/self/fd/%d", fd[i]);
+		if (mkdir(place[i], 0700) < 0 ||
+		    mount(fp, place[i], NULL, MS_BIND | MS_REC, NULL) < 0)
+			goto out;
+	}
+	r = 0;
+out:
+	if (r != 0)
+		kz_why(why, wlen, "gvisor: cannot show runsc its state: %s",
+		    strerror(errno));
+	for (int i = 0; i < 2; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	return r;
+}
+
 int
 sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen)
 {
@@ -349,14 +442,16 @@ sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen)
 		    strerror(errno));
 		return KZ_ESYS;
 	}
-	if (sbx_gv_dir(w->c, "root", p, sizeof(p)) != 0 || mkdir(p, 0700) < 0 ||
+	if (gv_chown(w->c, p) != 0 ||
+	    sbx_gv_dir(w->c, "root", p, sizeof(p)) != 0 || mkdir(p, 0700) < 0 ||
+	    gv_chown(w->c, p) != 0 ||
 	    sbx_gv_dir(w->c, "bundle", p, sizeof(p)) != 0 ||
-	    mkdir(p, 0700) < 0) {
+	    mkdir(p, 0700) < 0 || gv_chown(w->c, p) != 0) {
 		kz_why(why, wlen, "gvisor: cannot make the runsc state: %s",
 		    strerror(errno));
 		return KZ_ESYS;
 	}
-	return 0;
+	return gv_reach(w, why, wlen);
 }
 
 /*

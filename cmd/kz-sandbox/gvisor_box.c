@@ -77,6 +77,16 @@ gv_cmdline(const struct sbx_conf *c)
 	gv_argv[n] = NULL;
 }
 
+/* A file of runsc's state, runsc's (SANDBOX_GVISOR_UID): it has no
+ * capability over the host root's files. */
+static int
+gv_own(const struct sbx_conf *c, int fd)
+{
+	if (c->gv_uid == 0)
+		return 0;
+	return fchown(fd, (uid_t)c->gv_uid, (gid_t)c->gv_gid);
+}
+
 /*
  * The bundle, once per init (the configuration does not change): the
  * filter, which is the agent's, sent at the setup, and the spec.
@@ -112,7 +122,8 @@ write_bundle(struct sbx_worker *w, char *why, size_t wlen)
 	if (sbx_gv_dir(w->c, "bundle/config.json", p, sizeof(p)) != 0 ||
 	    (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) <
 	        0 ||
-	    kz_write_full(fd, text, strlen(text), -1) != 0) {
+	    kz_write_full(fd, text, strlen(text), -1) != 0 ||
+	    gv_own(w->c, fd) != 0) {
 		kz_why(why, wlen, "gvisor: cannot write the OCI spec: %s",
 		    strerror(errno));
 		goto out;
@@ -132,6 +143,14 @@ sbx_gv_exec(const struct sbx_worker *w, int rep)
 {
 	static char *const envp[] = {SBX_GV_PATH, NULL};
 
+	/* Root of runsc's user namespace is SANDBOX_GVISOR_UID on the host
+	 * (ns.c): the host root this process still is becomes it. */
+	if (w->c->gv_uid != 0 &&
+	    (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)) {
+		sbx_msg_report(rep, REP_FAIL, 0, "gvisor",
+		    "gvisor: cannot become runsc's uid");
+		_exit(127);
+	}
 	execve(w->c->runsc, gv_argv, envp);
 	sbx_msg_report(rep, REP_FAIL, 0, "gvisor",
 	    "gvisor: cannot execute runsc");

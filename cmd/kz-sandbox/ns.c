@@ -185,12 +185,14 @@ wproc(pid_t pid, const char *file, const char *val)
 
 /*
  * Under gvisor the namespace is runsc's, not the code's: its root is the
- * host's (runsc and its gofer start as root, with capabilities inside
- * only), and its nobody, which runsc 20221219 makes its sandbox process in
- * root mode, is the sandbox uid and gid, so that process (the Sentry) runs
- * as the worker's own host ids.  No other host id exists inside; runsc's
- * Go runtime sets groups there, so setgroups stays allowed (over the two
- * mapped gids only).  The spec maps the sandbox ids back for the gofer
+ * worker's second host ids, SANDBOX_GVISOR_UID and GID (runsc and its
+ * gofer run as them, with capabilities inside only; the code process
+ * becomes them before it executes runsc, gvisor_box.c), or the host's root
+ * when they are 0; and its nobody, which runsc 20221219 makes its sandbox
+ * process in root mode, is the sandbox uid and gid, so that process (the
+ * Sentry) runs as the worker's own host ids.  No other host id exists inside;
+ * runsc's Go runtime sets groups there, so setgroups stays allowed (over the
+ * two mapped gids only).  The spec maps the sandbox ids back for the gofer
  * (gvisor.c).
  */
 static int
@@ -198,12 +200,12 @@ gv_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
 {
 	char m[64];
 
-	snprintf(m, sizeof(m), "0 0 1\n%d %lld 1\n", SBX_GV_NOBODY,
-	    (long long)c->uid);
+	snprintf(m, sizeof(m), "0 %lld 1\n%d %lld 1\n", (long long)c->gv_uid,
+	    SBX_GV_NOBODY, (long long)c->uid);
 	if (wproc(pid, "uid_map", m) != 0)
 		goto fail;
-	snprintf(m, sizeof(m), "0 0 1\n%d %lld 1\n", SBX_GV_NOBODY,
-	    (long long)c->gid);
+	snprintf(m, sizeof(m), "0 %lld 1\n%d %lld 1\n", (long long)c->gv_gid,
+	    SBX_GV_NOBODY, (long long)c->gid);
 	if (wproc(pid, "gid_map", m) != 0)
 		goto fail;
 	return 0;

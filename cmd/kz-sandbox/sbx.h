@@ -80,6 +80,8 @@ struct sbx_conf {
 	int64_t browser_pids, browser_cpu_milli;
 	int64_t browser_prestart; /* 0 or 1 */
 	int64_t gv_preboot; /* 0 or 1: boot the next lease's sandbox early */
+	/* runsc's host ids under gvisor (ns.c); 0: the host's root. */
+	int64_t gv_uid, gv_gid;
 };
 
 /* conf.c */
@@ -166,7 +168,8 @@ KZ_WUR int sbx_ns_enter_worker(const struct sbx_conf *c, char *why,
 pid_t sbx_clone(unsigned long flags, int *pidfd);
 /* The code's user namespace (SANDBOX_USERNS=on), made once by the init:
  * *nsfd holds it, mapped to the sandbox uid and gid alone; under gvisor,
- * runsc's (root, and its nobody as the sandbox ids). */
+ * runsc's (root as SANDBOX_GVISOR_UID/GID, and its nobody as the sandbox
+ * ids). */
 KZ_WUR int sbx_ns_userns_make(const struct sbx_conf *c, int *nsfd, char *why,
     size_t wlen);
 /* In a code process: drops the supplementary groups, enters it; -1. */

@@ -236,6 +236,11 @@ sbx_serve(struct sbx_worker *w, int lfd, const char *pidf)
 	}
 	kz_log(KZ_LOG_INFO, "sandbox.ready", 0, "worker ready", "worker",
 	    w->c->id, NULL);
+	if (sbx_gvisor(w->c) && w->c->gv_uid == 0)
+		kz_log(KZ_LOG_WARN, "sandbox.gvisor_root", 0,
+		    "runsc and its gofer run as host root: no "
+		    "SANDBOX_GVISOR_UID",
+		    "worker", w->c->id, NULL);
 	/* A new worker has had no tenant: its first lease's browser may
 	 * start now. */
 	sbx_browser_prestart(w);

@@ -80,6 +80,8 @@ START_TEST(test_create_list_delete)
 	static struct ctl_inv inv;
 	char ep[PATH_MAX], why[256], s[4096], want[PATH_MAX + 16];
 
+	/* The gvisor worker holds two. */
+	conf.ids_last = 2100200003;
 	ck_assert_int_eq(ctl_create(&conf, "wa", "gvisor", ep, sizeof(ep), why,
 	                     sizeof(why)),
 	    0);
@@ -88,13 +90,16 @@ START_TEST(test_create_list_delete)
 	seen("wa", s, sizeof(s));
 	ck_assert_msg(strncmp(s, "gvisor serve --id wa ", 21) == 0, "%s", s);
 	ck_assert_ptr_nonnull(strstr(s, "--uid 2100200001 --gid 2100200001"));
+	ck_assert_ptr_nonnull(
+	    strstr(s, "--gvisor-uid 2100200002 --gvisor-gid 2100200002"));
 	ck_assert_int_eq(ctl_create(&conf, "wb", "native", ep, sizeof(ep), why,
 	                     sizeof(why)),
 	    0);
 	seen("wb", s, sizeof(s));
 	ck_assert_msg(strncmp(s, "native ", 7) == 0, "%s", s);
-	/* Each worker its own host id. */
-	ck_assert_ptr_nonnull(strstr(s, "--uid 2100200002"));
+	/* Each worker its own host ids; a native one has no second. */
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100200003"));
+	ck_assert_ptr_null(strstr(s, "--gvisor-uid"));
 	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
 	ck_assert_int_eq((int)inv.n, 2);
 	ck_assert_int_eq(ctl_gone(&conf, "wa", why, sizeof(why)), 0);
@@ -251,6 +256,29 @@ START_TEST(test_two_workers_dirs)
 }
 END_TEST
 
+/* A gvisor worker with no second uid free is refused, and its first is
+ * free again. */
+START_TEST(test_gvisor_second_refused)
+{
+	static struct ctl_inv inv;
+	char ep[PATH_MAX], why[256], s[4096];
+
+	conf.ids_last = 2100200001;
+	ck_assert_int_eq(ctl_create(&conf, "wa", "gvisor", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    KZ_EDENIED);
+	ck_assert_msg(strstr(why, "no free worker id") != NULL, "%s", why);
+	ck_assert_int_eq(ctl_list(&conf, &inv, why, sizeof(why)), 0);
+	ck_assert_int_eq((int)inv.n, 0);
+	ck_assert_int_eq(ctl_create(&conf, "wb", "native", ep, sizeof(ep), why,
+	                     sizeof(why)),
+	    0);
+	seen("wb", s, sizeof(s));
+	ck_assert_ptr_nonnull(strstr(s, "--uid 2100200001"));
+	ck_assert_int_eq(ctl_delete(&conf, "wb", why, sizeof(why)), 0);
+}
+END_TEST
+
 START_TEST(test_runtime_names)
 {
 	ck_assert(ctl_runtime_ok("native"));
@@ -273,6 +301,7 @@ main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_create_list_delete);
 	tcase_add_test(tc, test_refusals_leave_nothing);
+	tcase_add_test(tc, test_gvisor_second_refused);
 	tcase_add_test(tc, test_runtime_names);
 	tcase_add_test(tc, test_delete_without_pid_file);
 	tcase_add_test(tc, test_inventory_whole);

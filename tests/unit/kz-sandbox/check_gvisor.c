@@ -337,6 +337,46 @@ START_TEST(test_userns_refused)
 }
 END_TEST
 
+/* runsc's second ids: both or neither, never the sandbox's or nobody's. */
+START_TEST(test_gvisor_ids)
+{
+	static const struct {
+		const char *uid, *gid;
+		int ok;
+	} v[] = {{"0", "0", 1}, {"2100000005", "2100000005", 1},
+	    {"2100000005", "0", 0}, {"0", "2100000005", 0},
+	    {"2100000000", "2100000005", 0}, {"2100000005", "2100000000", 0},
+	    {"65534", "65534", 0}};
+	struct sbx_conf c;
+	char why[256];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		sbx_conf_defaults(&c);
+		ck_assert_int_eq(sbx_conf_opt(&c, "runtime", "gvisor", why,
+		                     sizeof(why)),
+		    0);
+		ck_assert_int_eq(sbx_conf_opt(&c, "gvisor-uid", v[i].uid, why,
+		                     sizeof(why)),
+		    0);
+		ck_assert_int_eq(sbx_conf_opt(&c, "gvisor-gid", v[i].gid, why,
+		                     sizeof(why)),
+		    0);
+		why[0] = '\0';
+		/* The view's own checks may fail here, not these. */
+		if (v[i].ok)
+			ck_assert_msg(sbx_conf_check(&c, why, sizeof(why)) ==
+			            0 ||
+			        strstr(why, "SANDBOX_GVISOR") == NULL,
+			    "%s", why);
+		else
+			ck_assert_msg(sbx_conf_check(&c, why, sizeof(why)) !=
+			            0 &&
+			        strstr(why, "SANDBOX_GVISOR_UID") != NULL,
+			    "%s/%s accepted", v[i].uid, v[i].gid);
+	}
+}
+END_TEST
+
 START_TEST(test_binary)
 {
 	struct sbx_conf c;
@@ -379,6 +419,7 @@ main(void)
 	tcase_add_loop_test(tc, test_keys, 0,
 	    sizeof(kcases) / sizeof(kcases[0]));
 	tcase_add_test(tc, test_userns_refused);
+	tcase_add_test(tc, test_gvisor_ids);
 	tcase_add_test(tc, test_binary);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
