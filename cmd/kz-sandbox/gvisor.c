@@ -331,14 +331,13 @@ bad:
 	return NULL;
 }
 
-/* runsc's state is its own host uid's (SANDBOX_GVISOR_UID), when it is not
- * root. */
-static int
-gv_chown(const struct sbx_conf *c, const char *p)
+int
+sbx_gv_chown(const struct sbx_conf *c, int fd, const char *p)
 {
 	if (c->gv_uid == 0)
 		return 0;
-	return chown(p, (uid_t)c->gv_uid, (gid_t)c->gv_gid);
+	return fchownat(fd, p, (uid_t)c->gv_uid, (gid_t)c->gv_gid,
+	    p[0] == '\0' ? AT_EMPTY_PATH : 0);
 }
 
 /*
@@ -442,11 +441,11 @@ sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen)
 		    strerror(errno));
 		return KZ_ESYS;
 	}
-	if (gv_chown(w->c, p) != 0 ||
+	if (sbx_gv_chown(w->c, AT_FDCWD, p) != 0 ||
 	    sbx_gv_dir(w->c, "root", p, sizeof(p)) != 0 || mkdir(p, 0700) < 0 ||
-	    gv_chown(w->c, p) != 0 ||
+	    sbx_gv_chown(w->c, AT_FDCWD, p) != 0 ||
 	    sbx_gv_dir(w->c, "bundle", p, sizeof(p)) != 0 ||
-	    mkdir(p, 0700) < 0 || gv_chown(w->c, p) != 0) {
+	    mkdir(p, 0700) < 0 || sbx_gv_chown(w->c, AT_FDCWD, p) != 0) {
 		kz_why(why, wlen, "gvisor: cannot make the runsc state: %s",
 		    strerror(errno));
 		return KZ_ESYS;

@@ -77,16 +77,6 @@ gv_cmdline(const struct sbx_conf *c)
 	gv_argv[n] = NULL;
 }
 
-/* A file of runsc's state, runsc's (SANDBOX_GVISOR_UID): it has no
- * capability over the host root's files. */
-static int
-gv_own(const struct sbx_conf *c, int fd)
-{
-	if (c->gv_uid == 0)
-		return 0;
-	return fchown(fd, (uid_t)c->gv_uid, (gid_t)c->gv_gid);
-}
-
 /*
  * The bundle, once per init (the configuration does not change): the
  * filter, which is the agent's, sent at the setup, and the spec.
@@ -123,7 +113,7 @@ write_bundle(struct sbx_worker *w, char *why, size_t wlen)
 	    (fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) <
 	        0 ||
 	    kz_write_full(fd, text, strlen(text), -1) != 0 ||
-	    gv_own(w->c, fd) != 0) {
+	    sbx_gv_chown(w->c, fd, "") != 0) {
 		kz_why(why, wlen, "gvisor: cannot write the OCI spec: %s",
 		    strerror(errno));
 		goto out;

@@ -195,53 +195,43 @@ wproc(pid_t pid, const char *file, const char *val)
  * two mapped gids only).  The spec maps the sandbox ids back for the gofer
  * (gvisor.c).
  */
-static int
-gv_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
+static void
+gv_maps(const struct sbx_conf *c, char *um, char *gm, size_t len)
 {
-	char m[64];
-
-	snprintf(m, sizeof(m), "0 %lld 1\n%d %lld 1\n", (long long)c->gv_uid,
+	snprintf(um, len, "0 %lld 1\n%d %lld 1\n", (long long)c->gv_uid,
 	    SBX_GV_NOBODY, (long long)c->uid);
-	if (wproc(pid, "uid_map", m) != 0)
-		goto fail;
-	snprintf(m, sizeof(m), "0 %lld 1\n%d %lld 1\n", (long long)c->gv_gid,
+	snprintf(gm, len, "0 %lld 1\n%d %lld 1\n", (long long)c->gv_gid,
 	    SBX_GV_NOBODY, (long long)c->gid);
-	if (wproc(pid, "gid_map", m) != 0)
-		goto fail;
-	return 0;
-fail:
-	kz_why(why, wlen, "gvisor: runsc's user namespace id mapping: %s",
-	    strerror(errno));
-	return KZ_EUNAVAIL;
 }
 
 /*
- * Maps the sandbox uid and gid, and nothing else, to the unprivileged host
- * ids, with setgroups denied: inside, uid 0 does not exist and no group can
- * be added.
+ * Otherwise the sandbox uid and gid, and nothing else, are mapped to the
+ * unprivileged host ids, with setgroups denied: inside, uid 0 does not
+ * exist and no group can be added.
  */
 static int
 userns_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
 {
-	char m[64];
+	char um[64], gm[64];
+	bool gv = sbx_gvisor(c);
 
-	if (sbx_gvisor(c))
-		return gv_map(pid, c, why, wlen);
-	if (wproc(pid, "setgroups", "deny") != 0)
-		goto fail;
-	snprintf(m, sizeof(m), "%lld %lld 1\n", (long long)c->uid,
-	    (long long)c->userns_uid);
-	if (wproc(pid, "uid_map", m) != 0)
-		goto fail;
-	snprintf(m, sizeof(m), "%lld %lld 1\n", (long long)c->gid,
-	    (long long)c->userns_gid);
-	if (wproc(pid, "gid_map", m) != 0)
-		goto fail;
+	if (gv)
+		gv_maps(c, um, gm, sizeof(um));
+	else {
+		snprintf(um, sizeof(um), "%lld %lld 1\n", (long long)c->uid,
+		    (long long)c->userns_uid);
+		snprintf(gm, sizeof(gm), "%lld %lld 1\n", (long long)c->gid,
+		    (long long)c->userns_gid);
+	}
+	if ((!gv && wproc(pid, "setgroups", "deny") != 0) ||
+	    wproc(pid, "uid_map", um) != 0 || wproc(pid, "gid_map", gm) != 0) {
+		kz_why(why, wlen, "%s: %s",
+		    gv ? "gvisor: runsc's user namespace id mapping" :
+		         "namespaces: user namespace id mapping",
+		    strerror(errno));
+		return KZ_EUNAVAIL;
+	}
 	return 0;
-fail:
-	kz_why(why, wlen, "namespaces: user namespace id mapping: %s",
-	    strerror(errno));
-	return KZ_EUNAVAIL;
 }
 
 /*
