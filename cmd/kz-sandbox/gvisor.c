@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kz_path.h"
 #include "sbx.h"
 #include "banned.h"
 
@@ -244,7 +245,7 @@ sbx_gv_host_net(const struct sbx_conf *c)
 
 /*
  * The gofer's user namespace, which runsc makes inside its own (ns.c,
- * gv_map) from these maps: root is runsc's (SANDBOX_GVISOR_UID, or the
+ * gv_maps) from these maps: root is runsc's (SANDBOX_GVISOR_UID, or the
  * host's root without it), and the sandbox ids are runsc's nobody there,
  * that is the host's sandbox ids, so the gofer sees and makes the code's
  * files as the sandbox ids, as the code does.  Its capabilities hold over
@@ -379,8 +380,8 @@ static int
 gv_reach(const struct sbx_worker *w, char *why, size_t wlen)
 {
 	char top[SBX_PBUF], gp[SBX_PBUF], fp[64];
-	const char *place[2] = {w->mnt.stage, gp};
-	int fd[2] = {-1, -1}, r = KZ_ESYS;
+	const char *place[2] = {w->mnt.stage, gp}, *base;
+	int fd[2] = {-1, -1}, tfd = -1, pfd = -1, r = KZ_ESYS;
 	size_t n;
 
 	if (w->c->gv_uid == 0)
@@ -392,22 +393,23 @@ gv_reach(const struct sbx_worker *w, char *why, size_t wlen)
 	if ((fd[0] = open(place[0], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (fd[1] = open(gp, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	        "size=16k,nr_inodes=64,mode=0711") < 0)
+	        "size=16k,nr_inodes=64,mode=0711") < 0 ||
+	    (tfd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		goto out;
-	/* The way down, then the two places. */
-	memcpy(top, w->c->state_dir, strlen(w->c->state_dir) + 1);
-	for (size_t i = n + 1; top[i - 1] != '\0'; i++) {
-		if (top[i] != '/' && top[i] != '\0')
-			continue;
-		top[i] = '\0';
-		if (mkdir(top, 0711) < 0)
-			goto out;
-		top[i] = w->c->state_dir[i];
-	}
+	/* The way down to each place (both lie below top), then the place. */
 	for (int i = 0; i < 2; i++) {
+		if (strncmp(place[i], top, n) != 0 || place[i][n] != '/') {
+			errno = EXDEV;
+			goto out;
+		}
+		if (kz_path_mkparent(tfd, place[i] + n + 1, 0711, (uid_t)-1,
+		        (gid_t)-1, &pfd, &base, NULL) != 0 ||
+		    mkdirat(pfd, base, 0700) < 0)
+			goto out;
+		close(pfd);
+		pfd = -1;
 		snprintf(fp, sizeof(fp), "/proc/self/fd/%d", fd[i]);
-		if (mkdir(place[i], 0700) < 0 ||
-		    mount(fp, place[i], NULL, MS_BIND | MS_REC, NULL) < 0)
+		if (mount(fp, place[i], NULL, MS_BIND | MS_REC, NULL) < 0)
 			goto out;
 	}
 	r = 0;
@@ -415,6 +417,10 @@ out:
 	if (r != 0)
 		kz_why(why, wlen, "gvisor: cannot show runsc its state: %s",
 		    strerror(errno));
+	if (pfd >= 0)
+		close(pfd);
+	if (tfd >= 0)
+		close(tfd);
 	for (int i = 0; i < 2; i++)
 		if (fd[i] >= 0)
 			close(fd[i]);

@@ -236,7 +236,7 @@ userns_map(pid_t pid, const struct sbx_conf *c, char *why, size_t wlen)
 
 /*
  * The user namespace of the code (SANDBOX_USERNS=on), or of runsc under
- * gvisor (gv_map), made once per worker:
+ * gvisor (gv_maps), made once per worker:
  * a short-lived child unshares it, the init (root of the parent namespace)
  * writes its maps and keeps a descriptor of it, and every code process
  * enters it with setns before dropping its privileges.  The pid, mount,

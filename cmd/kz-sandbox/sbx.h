@@ -550,12 +550,12 @@ KZ_WUR int sbx_gv_dir(const struct sbx_conf *c, const char *leaf, char *buf,
     size_t len);
 /* SANDBOX_RUNSC is an executable regular file; why names it. */
 KZ_WUR int sbx_gv_binary(const struct sbx_conf *c, char *why, size_t wlen);
-/* The OCI runtime spec of the sandbox on the view at rootfs: the one
- * place the policy is turned into runsc's terms. */
 /* Makes a file of runsc's state (p at fd; "": fd itself) its host uid's,
  * SANDBOX_GVISOR_UID, when that is set (runsc then has no capability over
  * the host root's files); -1 with errno. */
 KZ_WUR int sbx_gv_chown(const struct sbx_conf *c, int fd, const char *p);
+/* The OCI runtime spec of the sandbox on the view at rootfs: the one
+ * place the policy is turned into runsc's terms. */
 cJSON *sbx_gv_spec(const struct sbx_conf *c, const char *rootfs,
     const char *filter);
 /* In the run init, instead of entering the view: the state tmpfs. */
