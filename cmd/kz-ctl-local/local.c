@@ -342,11 +342,14 @@ claim_id(const struct ctl_conf *c, const char *id, const char *dir,
 		return KZ_ESYS;
 	if (flock(lfd, LOCK_EX) != 0 || ctl_list(c, &inv, NULL, 0) != 0)
 		goto out;
-	for (size_t i = 0; i < inv.n; i++)
-		for (int k = 0; k < 2 && strcmp(inv.id[i], id) != 0; k++)
-			if ((held[nh] = held_id(c, inv.id[i],
-			         k == 0 ? "ids" : "gvids")) > 0)
-				nh++;
+	for (size_t i = 0; i < inv.n; i++) {
+		if (strcmp(inv.id[i], id) == 0)
+			continue;
+		if ((held[nh] = held_id(c, inv.id[i], "ids")) > 0)
+			nh++;
+		if ((held[nh] = held_id(c, inv.id[i], "gvids")) > 0)
+			nh++;
+	}
 	/* Under the same locks: two creates cannot both fit in the room
 	 * that fits one. */
 	if ((r = hfd = ctl_host_lock(c, why, wlen)) < 0 ||
