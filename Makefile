@@ -160,8 +160,9 @@ unit: $(UNIT_BIN) $(CMD_UNIT_BIN)
 	@bad=; for t in $^; do echo "== $$t"; CK_FORK=yes $$t || bad="$$bad $$t"; done; \
 	if [ -n "$$bad" ]; then echo "failed suites:$$bad"; exit 1; fi
 
+# Each test file with its wall time, so a slow one shows in the CI log.
 e2e: all
-	prove -f tests/e2e/t*.sh
+	prove -f --timer tests/e2e/t*.sh
 
 # The unit suites again, built with AddressSanitizer and UBSan in their own
 # build directory.
