@@ -9,23 +9,17 @@
 # --network=host the Sentry too), and the code's files on the host are
 # still the sandbox uid's.
 . "$(dirname "$0")/lib.sh"
-SB=$BIN/kz-sandbox
-RUNSC=${RUNSC:-/usr/bin/runsc}
-[ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
+. "$TOP/tests/e2e/gvisor-lib.sh"
 plan 14
-export SANDBOX_RUNTIME=gvisor
 UA=2100000000 UB=2100000017 UC=2100000019
 HOSTNS=$(readlink /proc/self/ns/user)
 
-# gvrun NAME UID [ARGS...]: a one-shot run of its own state directory,
-# whose code writes its three places and stays up for a while.
+# gvrun NAME UID [ARGS...]: a held run whose code writes its three places.
 gvrun() {
 	local n=$1 u=$2
 	shift 2
-	bg "$SB" run --state-dir "$T/$n" --uid "$u" --gid "$u" --timeout 60 \
-		--workspace-size 4M "$@" -- /bin/sh -c \
-		'echo x >/workspace/f; echo x >/tmp/f; echo x >/dev/shm/f; sleep 20; echo alive' \
-		>"$T/$n.out" 2>&1
+	gv_hold "$n" 'echo x >/workspace/f; echo x >/tmp/f; echo x >/dev/shm/f' \
+		--uid "$u" --gid "$u" "$@"
 }
 # proc KIND NAME: the pid of the run's runsc ("run"), gofer or Sentry
 # ("sandbox"), once its code has written its files (30 s at most).
@@ -45,14 +39,7 @@ proc() {
 		sleep 0.1
 	done
 }
-uids() { awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$1/status" 2>/dev/null; }
-
-python3 -c 'import socket,sys,time
-s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4); time.sleep(120)' \
-	"$T/egress.sock" &
-_pids="$_pids $!"
-wait_sock "$T/egress.sock" 10
-echo grant >"$T/grant"
+gv_egress
 gvrun a "$UA"
 gvrun b "$UB"
 gvrun c "$UC" --egress-socket "$T/egress.sock" --grant-file "$T/grant"
@@ -94,9 +81,7 @@ tnot "a host process running as nobody cannot kill a's Sentry" \
 tnot "a process running as another worker's uid cannot kill it either" \
 	setpriv --reuid "$UB" --regid "$UB" --clear-groups kill -KILL "$sa"
 t "a's Sentry is still there" kill -0 "$sa"
-for n in a b c; do
-	for i in $(seq 300); do grep -q alive "$T/$n.out" && break; sleep 0.1; done
-done
+for n in a b c; do gv_release $n; done
 t "a's run ends normally" grep -q '^alive' "$T/a.out"
 t "and so do b's and c's" eval 'grep -q "^alive" "$T/b.out" && grep -q "^alive" "$T/c.out"'
 done_testing

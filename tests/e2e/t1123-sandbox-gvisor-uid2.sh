@@ -9,25 +9,18 @@
 # root are nobody's inside.  The configuration refuses a second uid that
 # is the sandbox's own or nobody's.
 . "$(dirname "$0")/lib.sh"
-SB=$BIN/kz-sandbox
-RUNSC=${RUNSC:-/usr/bin/runsc}
-[ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
+. "$TOP/tests/e2e/gvisor-lib.sh"
 plan 16
-export SANDBOX_RUNTIME=gvisor
 UA=2100000020 GA=2100000021 UC=2100000022 GC=2100000023
 
-# gvrun NAME UID UID2 [ARGS...]: a one-shot run of its own state
-# directory, whose code writes its three places, reports the owners it
-# sees, and stays up for a while.
+# gvrun NAME UID UID2 [ARGS...]: a held run whose code writes its three
+# places and reports the owners it sees.
 gvrun() {
 	local n=$1 u=$2 g=$3
 	shift 3
-	bg "$SB" run --state-dir "$T/$n" --uid "$u" --gid "$u" \
-		--gvisor-uid "$g" --gvisor-gid "$g" --timeout 60 \
-		--workspace-size 4M "$@" -- /bin/sh -c \
-		'echo x >/workspace/f; echo x >/tmp/f; echo x >/dev/shm/f
-		python3 -c "import os; print(\"own\", *[os.stat(p).st_uid for p in (\"/workspace/f\", \"/etc/passwd\", \"/usr/bin\")])"
-		sleep 20; echo alive' >"$T/$n.out" 2>&1
+	gv_hold "$n" 'echo x >/workspace/f; echo x >/tmp/f; echo x >/dev/shm/f
+		python3 -c "import os; print(\"own\", *[os.stat(p).st_uid for p in (\"/workspace/f\", \"/etc/passwd\", \"/usr/bin\")])"' \
+		--uid "$u" --gid "$u" --gvisor-uid "$g" --gvisor-gid "$g" "$@"
 }
 # pids NAME: every process of the run: runsc, the gofer and the Sentry
 # (named by their --root state path), and the Sentry's children, the
@@ -42,8 +35,6 @@ pids() {
 	done
 	{ pgrep -f -- "--root=$T/$1/"; [ -n "$s" ] && pgrep -P "$s"; } | sort -un
 }
-uids() { awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$1/status" 2>/dev/null; }
-gids() { awk '/^Gid:/ {print $2, $3, $4, $5}' "/proc/$1/status" 2>/dev/null; }
 # rootless LIST: the list holds runsc, the gofer and the Sentry at least,
 # and none of its processes has uid or gid 0 in any field.
 rootless() {
@@ -59,12 +50,7 @@ rootless() {
 # the uids of the list's processes, one line each, sorted and unique
 uidset() { for p in "$@"; do uids "$p"; done | sort -u | tr '\n' ';'; }
 
-python3 -c 'import socket,sys,time
-s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4); time.sleep(120)' \
-	"$T/egress.sock" &
-_pids="$_pids $!"
-wait_sock "$T/egress.sock" 10
-echo grant >"$T/grant"
+gv_egress
 gvrun a "$UA" "$GA"
 gvrun c "$UC" "$GC" --egress-socket "$T/egress.sock" --grant-file "$T/grant"
 pa=$(pids a) pc=$(pids c)
@@ -92,9 +78,7 @@ own=$(stat -c '%u:%g' "/proc/$ra/root$T/a"/run-*/root/workspace/f \
 is "$own" "$UA:$UA " "the files a's code wrote (workspace, /tmp, /dev/shm) are SANDBOX_UID's on the host"
 like "$(grep '^own' "$T/a.out")" "^own $UA 65534 65534\$" \
 	"inside, the code owns its files; the host root's are nobody's"
-for n in a c; do
-	for i in $(seq 300); do grep -q alive "$T/$n.out" && break; sleep 0.1; done
-done
+for n in a c; do gv_release $n; done
 t "a's run ends normally" grep -q '^alive' "$T/a.out"
 t "and so does c's" grep -q '^alive' "$T/c.out"
 # The configuration: a second uid that is the sandbox's own, or nobody's,
