@@ -18,9 +18,9 @@
 
 static const char *const keys[] = {"KZ_FIELD_KEY_FILE", "KZ_PI_SANDBOX",
     "KZ_SANDBOX_BIN", "KZ_PI_SANDBOX_CONFIG", "KZ_PI_NODE", "KZ_PI_CHILD",
-    "KZ_PI_MODULES", "KZ_PI_VERSION", "KZ_PI_UID", "KZ_PI_RESULT_MAX",
-    "KZ_PI_DEADLINE_MAX_MS", "KZ_PI_NPM", "KZ_PI_NPM_CACHE", "KZ_RUN_DIR",
-    NULL};
+    "KZ_PI_MODULES", "KZ_PI_VERSION", "KZ_PI_UID", "KZ_PI_GVISOR_UID",
+    "KZ_PI_RESULT_MAX", "KZ_PI_DEADLINE_MAX_MS", "KZ_PI_NPM", "KZ_PI_NPM_CACHE",
+    "KZ_RUN_DIR", NULL};
 
 static void
 usage(FILE *f)
@@ -151,6 +151,17 @@ load_conf(const char *file, struct pv_conf *c, struct kz_conf **kc)
 	        sizeof(why)) != 0)
 		goto bad;
 	c->uid = (uid_t)v;
+	/* Under gvisor, runsc's and its gofer's host uid (kz-sandbox's
+	 * SANDBOX_GVISOR_UID): without one they would be the host's root. */
+	if (kz_conf_int(*kc, "KZ_PI_GVISOR_UID", 2099999999, 0, 2147483646, &v,
+	        why, sizeof(why)) != 0)
+		goto bad;
+	if (v != 0 && (v == c->uid || v == 65534)) {
+		kz_why(why, sizeof(why),
+		    "KZ_PI_GVISOR_UID is neither KZ_PI_UID nor nobody (65534)");
+		goto bad;
+	}
+	c->gv_uid = (uid_t)v;
 	if (kz_conf_int(*kc, "KZ_PI_RESULT_MAX", 65536, 1024, 1 << 20, &v, why,
 	        sizeof(why)) != 0)
 		goto bad;

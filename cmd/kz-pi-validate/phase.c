@@ -39,6 +39,7 @@ run_init(struct pv_job *j, struct pv_run *r, const char *cwd, char **argv,
 	r->sandbox_bin = j->c->sandbox_bin;
 	r->sandbox_conf = j->c->sandbox_conf;
 	r->uid = j->c->uid;
+	r->gv_uid = j->c->gv_uid;
 	r->cwd = cwd;
 	r->argv = argv;
 	r->home = home;

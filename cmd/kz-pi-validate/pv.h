@@ -89,6 +89,7 @@ struct pv_run {
 	const char *sandbox_bin;
 	const char *sandbox_conf; /* kz-sandbox --config, or NULL */
 	uid_t uid; /* the child's unprivileged uid, in either mode */
+	uid_t gv_uid; /* kz-sandbox --gvisor-uid and --gvisor-gid, or 0 */
 	const char *cwd; /* the tree (host path) */
 	char *const *argv; /* the command (node ...) */
 	const char *loader; /* kz-sandbox: a script argv[0] loads, or NULL */
@@ -149,7 +150,7 @@ struct pv_conf {
 	const char *modules;
 	const char *pi_version, *npm, *npm_cache;
 	enum pv_iso iso;
-	uid_t uid;
+	uid_t uid, gv_uid;
 	size_t result_max;
 	int64_t deadline_max;
 };

@@ -70,7 +70,7 @@ static const char *const deps_word[] = {"none", "try", "strict"};
 int
 pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 {
-	static char tmo[32], uid[32];
+	static char tmo[32], uid[32], gv[32];
 	int64_t left = (r->deadline_ms - kz_now_ms()) / 1000 + 1;
 	size_t n = 0;
 
@@ -90,6 +90,14 @@ pv_sandbox_argv(const struct pv_run *r, char **a, size_t max)
 	ADD(uid);
 	ADD("--gid");
 	ADD(uid);
+	if (r->gv_uid != 0) {
+		/* Read only when the sandbox runs gvisor. */
+		snprintf(gv, sizeof(gv), "%u", (unsigned)r->gv_uid);
+		ADD("--gvisor-uid");
+		ADD(gv);
+		ADD("--gvisor-gid");
+		ADD(gv);
+	}
 	ADD("--env");
 	ADD("HOME=/tmp");
 	ADD("--env");

@@ -8,7 +8,7 @@
 # receipt.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 22
+plan 24
 
 # The child script copied under the test's /tmp directory: the host has
 # it, the sandbox's view (which shows no /tmp of the host) does not.
@@ -78,4 +78,11 @@ fixture ext-tests-fail
 pv ext-tests-fail
 is "$RC" 1 "failing tests: exit 1"
 is "$(field ext-tests-fail r.result)" '"fail"' "... with a signed fail receipt"
+# runsc's uid under gvisor may not be the child's, nor nobody: a bad
+# setting is refused before anything runs.
+pv_env skill-ok KZ_PI_GVISOR_UID=2100000000
+is "$RC-$(plain skill-ok)" "2-kz-pi-validate: config: KZ_PI_GVISOR_UID is neither KZ_PI_UID nor nobody (65534)" \
+	"KZ_PI_GVISOR_UID equal to KZ_PI_UID is refused (exit 2, one line)"
+pv_env skill-ok KZ_PI_GVISOR_UID=65534
+is "$RC" 2 "so is nobody"
 done_testing

@@ -142,6 +142,7 @@ START_TEST(test_sandbox_argv)
 	ck_assert_int_lt(find(a, "--config"), 0);
 	ck_assert_str_eq(a[find(a, "--projection") + 1], "/run/pv/load");
 	ck_assert_str_eq(a[find(a, "--uid") + 1], "4242");
+	ck_assert_int_lt(find(a, "--gvisor-uid"), 0);
 	ck_assert_str_eq(a[find(a, "--timeout") + 1], "10");
 	ck_assert_int_ge(find(a, "KZ_PI_RESULT_FD=4"), 0);
 	ck_assert_str_eq(a[find(a, "--pass-fd") + 1], "3");
@@ -167,6 +168,12 @@ START_TEST(test_sandbox_argv)
 	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
 	ck_assert_str_eq(a[2], "--config");
 	ck_assert_str_eq(a[3], "/etc/kaizen/pi-sandbox.conf");
+	/* a second uid for gvisor's runsc: both its ids */
+	r.gv_uid = 4343;
+	ck_assert_int_eq(pv_sandbox_argv(&r, a, PV_SBX_ARGV_MAX), 0);
+	ck_assert_str_eq(a[find(a, "--gvisor-uid") + 1], "4343");
+	ck_assert_str_eq(a[find(a, "--gvisor-gid") + 1], "4343");
+	ck_assert_int_lt(find(a, "--gvisor-uid"), find(a, "--"));
 	/* a command that does not fit is refused, not cut */
 	ck_assert_int_eq(pv_sandbox_argv(&r, a, 20), KZ_ETOOBIG);
 }
