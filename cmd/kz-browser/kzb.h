@@ -24,6 +24,7 @@
 #define KZB_URL_MAX 2048
 #define KZB_SID_HEX 32 /* a session id: 16 random bytes */
 #define KZB_GRANT_MAX 4096
+#define KZB_REPLY_MAX (64u << 20) /* a reply frame (a screenshot) */
 
 struct kzb_conf {
 	char run_dir[PATH_MAX];
