@@ -53,6 +53,8 @@ typedef bool (*kz_admit_fn)(void *arg, char *why, size_t wlen);
 struct kz_srv_conf {
 	const char *sock_path;
 	size_t frame_max; /* 0: KZ_FRAME_MAX_DEFAULT */
+	/* Replies may be longer than requests (a picture): 0: frame_max. */
+	size_t reply_max;
 	int io_timeout_ms; /* a frame must arrive/leave within this */
 	int idle_timeout_ms; /* an idle connection is closed after this */
 	size_t max_conns; /* 0: 1024 */

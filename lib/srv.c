@@ -157,11 +157,11 @@ kz_srv_conn_send(struct conn *cn, cJSON *reply)
 	int r = KZ_ENOMEM;
 
 	if (reply != NULL &&
-	    (r = kz_frame_encode_to(reply, cn->srv->c.frame_max, small,
+	    (r = kz_frame_encode_to(reply, cn->srv->c.reply_max, small,
 	         sizeof(small), &len)) == 0)
 		evbuffer_add(cn->out, small, len);
 	else if (r == KZ_ENOSPC &&
-	    kz_frame_encode(reply, cn->srv->c.frame_max, &buf, &len) == 0) {
+	    kz_frame_encode(reply, cn->srv->c.reply_max, &buf, &len) == 0) {
 		evbuffer_add(cn->out, buf, len);
 		free(buf);
 	} else if (reply != NULL) {
@@ -170,7 +170,7 @@ kz_srv_conn_send(struct conn *cn, cJSON *reply)
 		    "reply exceeds the frame limit");
 
 		if (e &&
-		    kz_frame_encode(e, cn->srv->c.frame_max, &buf, &len) == 0) {
+		    kz_frame_encode(e, cn->srv->c.reply_max, &buf, &len) == 0) {
 			evbuffer_add(cn->out, buf, len);
 			free(buf);
 		}

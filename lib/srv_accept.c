@@ -153,6 +153,8 @@ kz_srv_new(struct event_base *base, const struct kz_srv_conf *c,
 	s->c = *c;
 	if (s->c.frame_max == 0)
 		s->c.frame_max = KZ_FRAME_MAX_DEFAULT;
+	if (s->c.reply_max == 0)
+		s->c.reply_max = s->c.frame_max;
 	if (s->c.io_timeout_ms <= 0)
 		s->c.io_timeout_ms = 5000;
 	if (s->c.idle_timeout_ms <= 0)

@@ -24,6 +24,7 @@
 #define KZB_URL_MAX 2048
 #define KZB_SID_HEX 32 /* a session id: 16 random bytes */
 #define KZB_GRANT_MAX 4096
+#define KZB_REPLY_MAX (64u << 20) /* a reply frame (a screenshot) */
 
 struct kzb_conf {
 	char run_dir[PATH_MAX];
@@ -156,6 +157,10 @@ KZ_WUR int kzb_session_start(const struct kzb_conf *c, struct kzb_session *s,
  * stopped loading; the final URL and title in *page. */
 KZ_WUR int kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
     const char *url, cJSON **page, struct kzb_out *o);
+/* Whether the member's address may go to Chromium: 0, or the refusal
+ * in o (javascript:, chrome: and about: but about:blank, a space or a
+ * control character). */
+KZ_WUR int kzb_nav_check(const char *url, struct kzb_out *o);
 KZ_WUR int kzb_session_screenshot(const struct kzb_conf *c,
     struct kzb_session *s, char **png_b64, struct kzb_out *o);
 /* The member's input, transit-only: events is [{type: text, text} |

@@ -272,6 +272,7 @@ static void
 op_navigate(struct kz_req *req, void *arg)
 {
 	struct kzb_session *s = named(arg, req);
+	struct kzb_out o;
 
 	if (s == NULL)
 		return;
@@ -279,6 +280,12 @@ op_navigate(struct kz_req *req, void *arg)
 	    strlen(cJSON_GetStringValue(
 	        kz_json_get(kz_req_json(req), "url"))) >= KZB_URL_MAX) {
 		kz_req_err(req, KZ_WE_BAD_REQUEST, "navigate needs a url");
+		return;
+	}
+	if (kzb_nav_check(cJSON_GetStringValue(
+	                      kz_json_get(kz_req_json(req), "url")),
+	        &o) != 0) {
+		kz_req_err(req, o.code, o.why);
 		return;
 	}
 	queue(s, req, navigate_run, reply_done);

@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "kz_audit.h"
+#include "kz_frame.h"
 #include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
@@ -288,7 +289,12 @@ listen_all(struct kzb_daemon *d, struct kz_srv **srv, struct kzb_view **view)
 	char why[200];
 
 	sc.sock_path = d->c->sock;
-	sc.frame_max = 64u << 20;
+	/* A request is small (the largest, 64 input events, is well under
+	 * the default); a reply may hold a screenshot.  A request frame as
+	 * large as a reply would be parsed on the loop, which would hold
+	 * every session (and its lease renewals) for as long. */
+	sc.frame_max = KZ_FRAME_MAX_DEFAULT;
+	sc.reply_max = KZB_REPLY_MAX;
 	sc.io_timeout_ms = (int)d->c->io_timeout_ms;
 	sc.idle_timeout_ms = 600000;
 	sc.peers = d->c->peers;

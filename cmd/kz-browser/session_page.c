@@ -4,6 +4,7 @@
  * member's input events, each a call on the browser's DevTools bridge
  * (cdp.c).  A browser that stops or does not answer ends the session.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,6 +61,56 @@ nav_refusal(const char *err, struct kzb_out *o)
 		    strncmp(err, "net::", 5) == 0 ? err + 5 : "error");
 		kzb_out_set(o, KZ_WE_REFUSED, why);
 	}
+}
+
+/*
+ * What the member's address may name, before Chromium sees it.  The
+ * managed policy blocks chrome://, but Chromium handles its debug
+ * addresses (chrome://crash, chrome://hang, chrome://memory-exhaust and
+ * their about: aliases) before its policy, and a javascript: address runs
+ * a script in the page rather than loading one; either would hold the
+ * session's thread until the navigation's timeout.  A space or control
+ * character is refused because Chromium drops them (even from a scheme,
+ * "java\tscript:").  Everything else is the policy's to block.
+ */
+static bool
+scheme_char(char c, bool first)
+{
+	return isalpha((unsigned char)c) ||
+	    (!first && c != '\0' && strchr("0123456789+.-", c) != NULL);
+}
+
+int
+kzb_nav_check(const char *url, struct kzb_out *o)
+{
+	char scheme[16];
+	size_t n = 0;
+
+	for (const char *q = url; *q; q++)
+		if ((unsigned char)*q <= ' ' || *q == 0x7f) {
+			kzb_out_set(o, KZ_WE_BAD_REQUEST,
+			    "that is not an address");
+			return KZ_EINVAL;
+		}
+	while (n < sizeof(scheme) - 1 && scheme_char(url[n], n == 0)) {
+		scheme[n] = (char)tolower((unsigned char)url[n]);
+		n++;
+	}
+	scheme[n] = '\0';
+	if (url[n] != ':')
+		return 0;
+	if (strcmp(scheme, "javascript") == 0) {
+		kzb_out_set(o, KZ_WE_BAD_REQUEST,
+		    "a navigation names an address, not a script");
+		return KZ_EINVAL;
+	}
+	if (strcmp(scheme, "chrome") == 0 ||
+	    (strcmp(scheme, "about") == 0 && strcmp(url + n, ":blank") != 0)) {
+		kzb_out_set(o, KZ_WE_REFUSED,
+		    "the browser's policy blocks that address");
+		return KZ_EDENIED;
+	}
+	return 0;
 }
 
 static void

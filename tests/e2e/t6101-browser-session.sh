@@ -12,7 +12,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 28
+plan 31
 
 br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
 ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
@@ -43,6 +43,20 @@ is "$(jf "$R" reason)" "the browser's policy blocks that address" \
 	"chrome://version: blocked the same way"
 R=$(bcall navigate '{"session":"'$SID'","url":"view-source:'$O'/"}')
 is "$(jf "$R" reason)" "the browser's policy blocks that address" "view-source: blocked"
+# Chromium serves its debug addresses before its policy: refused here,
+# at once, and so is a javascript: address (a script, not an address).
+t0=$EPOCHREALTIME
+R=$(bcall navigate '{"session":"'$SID'","url":"chrome://hang"}')
+R2=$(bcall navigate '{"session":"'$SID'","url":"ABOUT:crash"}')
+ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+is "$(jf "$R" reason)|$(jf "$R2" reason)" "the browser's policy blocks that address|the browser's policy blocks that address" \
+	"chrome://hang and about:crash are refused as the policy's (${ms} ms)"
+R=$(bcall navigate '{"session":"'$SID'","url":"javascript:document.title=1"}')
+R2=$(bcall navigate '{"session":"'$SID'","url":"java\tscript:document.title=1"}')
+is "$(jf "$R" error) $(jf "$R" reason)|$(jf "$R2" reason)" \
+	"bad_request a navigation names an address, not a script|that is not an address" \
+	"a javascript: address is refused, also with a tab in its scheme"
+ok "$([ "$ms" -lt 5000 ]; echo $?)" "... each at once, not after the navigation's timeout"
 R=$(bcall navigate '{"session":"'$SID'","url":"'$O'/next"}')
 is "$(jf "$R" page title)" "kz test page" "the next navigation after a blocked one succeeds"
 

@@ -11,7 +11,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 11
+plan 14
 
 # BROWSER_SESSIONS_MAX=4: one session per actor.
 BR_WORKERS=2 br_start 166 BROWSER_SESSIONS_MAX=4 || { echo "Bail out! the stack did not start"; exit 1; }
@@ -43,6 +43,34 @@ F1=$(grep -c frame "$T/viewer.out")
 kill -0 $APID 2>/dev/null; ok $? "... all of it before A's navigation was answered"
 wait $APID
 is "$(jf "$(cat "$T/a.out")" page title)" "slow page" "A's navigation then ends with its page"
+
+# A request frame is bounded to what a request holds, not to what a reply
+# (a screenshot) may: an 8 MiB one is refused before it is read, rather
+# than parsed on the loop that serves every session.
+R=$("$BPY" - "$BS" <<'EOP'
+import json, socket, struct, sys
+b = b'{"v":1,"op":"status","id":"x","a":[' + b"0," * (4 << 20) + b'0]}'
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
+try:
+    s.sendall(struct.pack(">I", len(b)) + b)
+except OSError:
+    pass
+h = s.recv(4)
+n = struct.unpack(">I", h)[0] if len(h) == 4 else 0
+m = b""
+while len(m) < n:
+    c = s.recv(n - len(m))
+    if not c:
+        break
+    m += c
+print(m.decode())
+EOP
+)
+is "$(jf "$R" error)" "frame_too_large" "an 8 MiB request frame is refused as too large, not parsed"
+is "$(jf "$(bcall status)" sessions)" 2 "... and the daemon goes on serving"
+EV=$("$BPY" -c 'import json; print(json.dumps([{"type": "text", "text": "x" * 1024}] * 64))')
+is "$(jf "$(bcall input '{"session":"'$B'","events":'"$EV"'}')" ok)" true \
+	"the largest request (64 input events of 1024 characters) is still served"
 
 # A close during a slow load is not held by it.
 bcall navigate '{"session":"'$A'","url":"'$O'/slow?ms=15000"}' >"$T/a2.out" &

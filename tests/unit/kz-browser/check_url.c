@@ -77,6 +77,51 @@ START_TEST(test_long_host)
 }
 END_TEST
 
+/* The member's navigate: what never reaches Chromium (a script, its
+ * debug addresses, characters it would drop) and what is left to the
+ * managed policy. */
+static const struct {
+	const char *url;
+	int ok;
+} navs[] = {
+    {"http://origin.kz.test/", 1},
+    {"https://h/a?b#c", 1},
+    {"about:blank", 1},
+    {"data:text/html,x", 1},
+    {"file:///etc/passwd", 1}, /* the policy's */
+    {"view-source:http://h/", 1}, /* the policy's */
+    {"h/no-scheme", 1},
+    {"javascript:alert(1)", 0},
+    {"JavaScript:alert(1)", 0},
+    {"java\tscript:alert(1)", 0},
+    {"java\nscript:alert(1)", 0},
+    {" javascript:alert(1)", 0},
+    {"\x01javascript:alert(1)", 0},
+    {"chrome://hang", 0},
+    {"CHROME://crash", 0},
+    {"chrome:crash", 0},
+    {"chrome://inducebrowsercrashforrealz/", 0},
+    {"about:crash", 0},
+    {"about:blank#x", 0},
+    {"About:hang", 0},
+    {"http://h/a b", 0},
+    {"http://h/\x7f", 0},
+};
+
+START_TEST(test_nav)
+{
+	struct kzb_out o = {0};
+	int r = kzb_nav_check(navs[_i].url, &o);
+
+	if (navs[_i].ok)
+		ck_assert_msg(r == 0, "%s was refused: %s", navs[_i].url,
+		    o.why);
+	else
+		ck_assert_msg(r != 0 && o.code != NULL && o.why[0] != '\0',
+		    "%s was let through", navs[_i].url);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -88,6 +133,7 @@ main(void)
 	tcase_add_loop_test(tc, test_origin, 0,
 	    (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_long_host);
+	tcase_add_loop_test(tc, test_nav, 0, sizeof(navs) / sizeof(navs[0]));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
