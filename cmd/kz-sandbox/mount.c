@@ -272,27 +272,66 @@ overlay(const char *dst)
 	    MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=projection:empty");
 }
 
-/* Under gvisor, this binary at SBX_GV_LOADER in the view (read-only,
- * like the rest of it): the code's first process there, which loads the
- * system call filter inside gVisor's kernel (gvisor.c). */
+/* The host file src bound read-only (as the rest of the view is) at
+ * the new file dst of the view, made with mode. */
 static int
-loader(const char *root, char *why, size_t wlen)
+bind_file(const char *root, const char *src, const char *dst, mode_t mode,
+    char *why, size_t wlen)
 {
-	char p[SBX_PBUF], self[PATH_MAX];
-	ssize_t n;
+	char p[SBX_PBUF];
 	int fd;
+
+	snprintf(p, sizeof(p), "%s%s", root, dst);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)) < 0)
+		return fail(why, wlen, "create", dst);
+	close(fd);
+	return mount(src, p, NULL, MS_BIND, NULL) < 0 ?
+	    fail(why, wlen, "bind", dst) :
+	    0;
+}
+
+/*
+ * Under gvisor, this binary at SBX_GV_LOADER in the view (read-only,
+ * like the rest of it): the code's first process there, which loads the
+ * system call filter inside gVisor's kernel (gvisor.c).  In the
+ * allowlisted view, whose /etc is the sandbox's own, the object its
+ * ld.so.preload names too (SBX_GV_COMPAT), from beside this binary; a
+ * worker without it does not start.
+ */
+static int
+loader(const struct sbx_conf *c, const char *root, char *why, size_t wlen)
+{
+	char p[SBX_PBUF], self[PATH_MAX], *slash;
+	ssize_t n;
+	int fd, r;
 
 	/* By its path: the magic link names a mount of the namespace the
 	 * binary was started in, which a bind here may not take. */
 	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
 		return fail(why, wlen, "readlink", "/proc/self/exe");
 	self[n] = '\0';
-	snprintf(p, sizeof(p), "%s%s", root, SBX_GV_LOADER);
-	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0555)) < 0)
-		return fail(why, wlen, "create", SBX_GV_LOADER);
-	close(fd);
-	if (mount(self, p, NULL, MS_BIND, NULL) < 0)
-		return fail(why, wlen, "bind", SBX_GV_LOADER);
+	if ((r = bind_file(root, self, SBX_GV_LOADER, 0555, why, wlen)) != 0)
+		return r;
+	if (strcmp(c->root, "/") == 0) {
+		slash = strrchr(self, '/');
+		if (c->gv_compat[0] != '\0')
+			snprintf(p, sizeof(p), "%s", c->gv_compat);
+		else
+			snprintf(p, sizeof(p), "%.*s/" SBX_GV_COMPAT_BESIDE,
+			    (int)(slash - self), self);
+		if (access(p, R_OK) < 0) {
+			kz_why(why, wlen,
+			    "gvisor: no kz-gvisor-compat.so %s: %s",
+			    c->gv_compat[0] != '\0' ?
+			        "at SANDBOX_GVISOR_COMPAT" :
+			        "beside the binary (" SBX_GV_COMPAT_BESIDE ")",
+			    strerror(errno));
+			return KZ_EUNAVAIL;
+		}
+		if ((r = bind_file(root, p, SBX_GV_COMPAT, 0444, why, wlen)) !=
+		    0)
+			return r;
+	}
 	/* The mount point of each run's filter (runsc binds it there). */
 	snprintf(p, sizeof(p), "%s%s", root, SBX_GV_FILTER);
 	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0)
@@ -313,7 +352,7 @@ sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 	if ((r = stage(m, c, root, sizeof(root), why, wlen)) != 0 ||
 	    (r = sbx_view_fill(c, root, why, wlen)) != 0)
 		return r;
-	if (sbx_gvisor(c) && (r = loader(root, why, wlen)) != 0)
+	if (sbx_gvisor(c) && (r = loader(c, root, why, wlen)) != 0)
 		return r;
 	snprintf(p, sizeof(p), "%s/projection", m->stage);
 	if (c->projection[0] != '\0' &&

@@ -61,6 +61,7 @@ struct sbx_conf {
 	char gv_platform[16];
 	char runsc[PATH_MAX];
 	char archiver[PATH_MAX]; /* "": beside the binary (snapshot.c) */
+	char gv_compat[PATH_MAX]; /* "": beside the binary (mount.c) */
 	char sock[108];
 	char run_dir[PATH_MAX];
 	char peer_uids[1024];
@@ -607,6 +608,11 @@ int sbx_gv_serve(const char *uid, const char *gid);
  * its own). */
 #define SBX_GV_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 #define SBX_GV_FILTER "/.kz-filter" /* the filter's BPF, read-only */
+/* The object every dynamic program in the sandbox preloads (the view's
+ * /etc/ld.so.preload names it), read-only, and where make install puts
+ * it, from the binary's directory (gvcompat/kz-gvisor-compat.c). */
+#define SBX_GV_COMPAT "/.kz-gvisor-compat.so"
+#define SBX_GV_COMPAT_BESIDE "../libexec/kaizen/kz-gvisor-compat.so"
 /* The uid and gid runsc 20221219 gives its sandbox process in root mode,
  * which runsc's user namespace maps to the sandbox ids (ns.c). */
 #define SBX_GV_NOBODY 65534

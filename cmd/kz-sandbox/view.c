@@ -339,6 +339,12 @@ etc(struct fill *f)
 		         sizeof(text))) < 0 ||
 		    write_at(etcfd, etc_files[i], text, (size_t)n) < 0)
 			r = sys(f, "write /etc", etc_files[i]);
+	/* Under gvisor, every dynamic program maps the object that puts
+	 * right what runsc gets wrong (mount.c binds it; kz-sandbox(8)). */
+	if (r == 0 && sbx_gvisor(f->c) &&
+	    write_at(etcfd, "ld.so.preload", SBX_GV_COMPAT "\n",
+	        sizeof(SBX_GV_COMPAT)) < 0)
+		r = sys(f, "write /etc", "ld.so.preload");
 	if (r == 0 &&
 	    symlinkat("../usr/lib/os-release", etcfd, "os-release") < 0)
 		r = sys(f, "symlink", "/etc/os-release");
