@@ -26,6 +26,9 @@
 #define PB_PATH_MAX 1024
 #define PB_URL_MAX 2048
 #define PB_HOST_MAX 253
+/* The most of an upstream's status line and headers read (a registry's
+ * are a few hundred bytes): an answer with more is refused. */
+#define PB_UPSTREAM_HEAD_MAX 65536
 /* A broker forward's first request on each connection (serve.c); never
  * a registry path (route.c refuses it: no package name holds a "/"). */
 #define PB_BIND_PATH "/-/kz/bind"

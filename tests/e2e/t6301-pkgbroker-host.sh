@@ -12,7 +12,7 @@
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null; then
 	echo "1..0 # SKIP verdaccio or npm is not installed (make deps)"; exit 0
 fi
-plan 35
+plan 38
 # pip sees only the index it is given (no machine-wide find-links).
 unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -77,6 +77,7 @@ PKGBROKER_FILE_MAX = $PB_CEILING
 KZ_AUDIT_SOCKET = $PB_AUDIT_SOCK
 CONF
 bg kz-pkgbroker serve --config "$T/pb2.conf" 2>>"$T/pb.log"
+PB2_PID=$LASTPID
 wait_sock "$T/pb2.sock" 10
 doc=$(curl -s -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/kz-liar")
 like "$doc" '"1.0.0"' "the hostile upstream's document is served"
@@ -88,6 +89,21 @@ ok "$([ "$rc" -ne 0 ]; echo $?)" "a file growing past the ceiling: the client se
 ok "$([ "$(stat -c %s "$T/liar.tgz" 2>/dev/null || echo 0)" -le $((1024 * 1024)) ]; echo $?)" \
 	"... and gets no more than the ceiling"
 is "$(grep -vc '^auth=-$' "$T/liar.log")" 0 "the client's Authorization never reaches the upstream"
+# What the broker holds of an upstream's answer is bounded: 32 MB of
+# header lines, a chunk declared at 256 MB, a chunk-size line of 32 MB
+# (which the broker stops reading; the client gives up first).
+bad=""
+for p in /kz-fat /kz-fat/-/kz-fat-1.0.0.tgz /kz-split/-/kz-split-1.0.0.tgz; do
+	s=$(status -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2$p")
+	case $s in *"502 the upstream's headers are malformed or over 64K (upstream_error)") ;; *) bad="$bad $p=[$s]";; esac
+done
+is "$bad" "" "an upstream's endless headers, or a length beside a chunked body: 502 upstream_error"
+curl -s -m 20 -o /dev/null -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/kz-chunk/-/kz-chunk-1.0.0.tgz"
+like "$(grep '"package":"kz-chunk"' "$T/pb.log")" '"error":"file_over_ceiling"' \
+	"a chunk declared past the ceiling is cut off as it is declared"
+curl -s -m 1 -o /dev/null -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/kz-chunkline/-/kz-chunkline-1.0.0.tgz"
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PB2_PID/status")
+ok "$([ "${hwm:-999999}" -lt 24576 ]; echo $?)" "... and none of them grew the broker past the ceiling (peak ${hwm} kB)"
 
 # ---- refusals, each with its one-line reason ----
 like "$(status "$PB_URL/kz-top")" '^HTTP/1.1 401 no token: .*\(token_missing\)$' "no token: 401 with its reason"
