@@ -46,6 +46,7 @@ struct fetch {
 	enum evhttp_request_error uerr;
 	bool uerr_set, json, started, finishing;
 	bool headed; /* the upstream's headers were read whole */
+	bool loaded; /* counted in its run's load (load_take) */
 	uint64_t sent;
 };
 
@@ -55,11 +56,57 @@ is_file(enum pb_kind k)
 	return k == PB_NPM_TARBALL || k == PB_PY_FILE;
 }
 
+static struct pb_load *
+load_find(struct pb_srv *s, const char *run)
+{
+	for (size_t i = 0; i < s->nloads; i++)
+		if (strcmp(s->loads[i].run, run) == 0)
+			return &s->loads[i];
+	return NULL;
+}
+
+/* Counts one more fetch of run: KZ_ETOOBIG when it has PB_RUN_FETCHES in
+ * flight already. */
+static int
+load_take(struct pb_srv *s, const char *run)
+{
+	struct pb_load *l = load_find(s, run);
+
+	if (l != NULL) {
+		if (l->n >= PB_RUN_FETCHES)
+			return KZ_ETOOBIG;
+		l->n++;
+		return 0;
+	}
+	if (s->nloads == s->caploads) {
+		size_t cap = s->caploads ? s->caploads * 2 : 16;
+
+		if ((l = reallocarray(s->loads, cap, sizeof(*l))) == NULL)
+			return KZ_ENOMEM;
+		s->loads = l, s->caploads = cap;
+	}
+	l = &s->loads[s->nloads++];
+	snprintf(l->run, sizeof(l->run), "%s", run);
+	l->n = 1;
+	return 0;
+}
+
+static void
+load_give(struct pb_srv *s, const char *run)
+{
+	struct pb_load *l = load_find(s, run);
+
+	if (l != NULL && --l->n == 0)
+		*l = s->loads[--s->nloads];
+}
+
 /* The connection, and its SSL object with it, may outlive f inside
  * libevent: its callbacks are detached from f first. */
 static void
 fetch_free(struct fetch *f)
 {
+	if (f->loaded)
+		load_give(f->s, f->x.run);
 	if (f->ssl != NULL)
 		SSL_set_app_data(f->ssl, NULL);
 	if (f->ucon != NULL)
@@ -485,6 +532,7 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	struct evhttp_request *u = NULL;
 	char path[PB_PATH_MAX * 2];
 	uint64_t body;
+	int r;
 
 	if (f == NULL) {
 		pb_reply_refusal(req, 500, "internal", "out of memory");
@@ -493,6 +541,17 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	f->s = s, f->x = *x, f->creq = req;
 	snprintf(f->host, sizeof(f->host), "%s", x->host);
 	f->x.host = f->host;
+	if ((r = load_take(s, x->run)) != 0) {
+		if (r == KZ_ETOOBIG)
+			fail(f, 503, "busy",
+			    "the run has " PB_RUN_FETCHES_TEXT
+			    " fetches in flight already");
+		else
+			pb_reply_refusal(req, 500, "internal", "out of memory");
+		free(f);
+		return;
+	}
+	f->loaded = true;
 	f->json = pb_py_accept(
 	              evhttp_find_header(evhttp_request_get_input_headers(req),
 	                  "Accept")) == 1;

@@ -8,7 +8,9 @@ GET /kz-split/-/kz-split-1.0.0.tgz answers a Content-Length of 5 and a
 chunked body far longer, a response forged for the client's next request
 inside it (a framing the broker must not pass on).  /kz-fat and its
 tarball answer 32 MB of header lines before a small body (headers the
-broker must not buffer without a bound).
+broker must not buffer without a bound); /kz-chunk declares a chunk of
+256 MB, /kz-chunkline sends a chunk-size line of 32 MB; /kz-slow answers
+after 8 seconds (this server answers one request at a time).
 Every request's Authorization header (or its absence) is appended to the
 file named by the second argument, so a test can see what the broker sent.
 usage: liar.py PORT HEADER-LOG
@@ -16,6 +18,7 @@ usage: liar.py PORT HEADER-LOG
 import http.server
 import json
 import sys
+import time
 
 PORT = int(sys.argv[1])
 LOG = sys.argv[2]
@@ -87,6 +90,11 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"Content-Length: %d\r\nConnection: close\r\n\r\n"
                              % len(body) + body)
             return True
+        if self.path == "/kz-slow":
+            # An upstream that takes its time (and, one request at a
+            # time, keeps every other fetch of the broker waiting).
+            time.sleep(8)
+            return False
         if self.path == "/kz-chunk/-/kz-chunk-1.0.0.tgz":
             # One chunk declared at 256 MB; 32 MB of it sent, then a pause
             # the test does not wait for.
