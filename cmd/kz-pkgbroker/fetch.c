@@ -7,7 +7,11 @@
  * sent; one that grows past it while streaming has its client connection
  * cut, so the client sees an incomplete transfer (a short Content-Length
  * body or a chunked body without its last chunk), never a whole-looking
- * short file.  The client's output is bounded by the same ceiling.
+ * short file.  The client's output is bounded by the same ceiling, and so
+ * is what is read of the upstream: libevent holds a whole chunk of a
+ * chunked body before it hands it on, so a file's body is bounded there
+ * too (a chunk declared over the ceiling is refused as it is declared),
+ * and an upstream's status line and headers by PB_UPSTREAM_HEAD_MAX.
  * An https upstream is reached over bufferevent_openssl (tls.c verifies
  * it); a TLS failure before the answer is refused with its own reason.
  * A TLS stream that ends without close_notify is an error, not an end,
@@ -41,6 +45,8 @@ struct fetch {
 	struct pb_tls tls;
 	enum evhttp_request_error uerr;
 	bool uerr_set, json, started, finishing;
+	bool headed; /* the upstream's headers were read whole */
+	bool loaded; /* counted in its run's load (load_take) */
 	uint64_t sent;
 };
 
@@ -50,11 +56,57 @@ is_file(enum pb_kind k)
 	return k == PB_NPM_TARBALL || k == PB_PY_FILE;
 }
 
+static struct pb_load *
+load_find(struct pb_srv *s, const char *run)
+{
+	for (size_t i = 0; i < s->nloads; i++)
+		if (strcmp(s->loads[i].run, run) == 0)
+			return &s->loads[i];
+	return NULL;
+}
+
+/* Counts one more fetch of run: KZ_ETOOBIG when it has PB_RUN_FETCHES in
+ * flight already. */
+static int
+load_take(struct pb_srv *s, const char *run)
+{
+	struct pb_load *l = load_find(s, run);
+
+	if (l != NULL) {
+		if (l->n >= PB_RUN_FETCHES)
+			return KZ_ETOOBIG;
+		l->n++;
+		return 0;
+	}
+	if (s->nloads == s->caploads) {
+		size_t cap = s->caploads ? s->caploads * 2 : 16;
+
+		if ((l = reallocarray(s->loads, cap, sizeof(*l))) == NULL)
+			return KZ_ENOMEM;
+		s->loads = l, s->caploads = cap;
+	}
+	l = &s->loads[s->nloads++];
+	snprintf(l->run, sizeof(l->run), "%s", run);
+	l->n = 1;
+	return 0;
+}
+
+static void
+load_give(struct pb_srv *s, const char *run)
+{
+	struct pb_load *l = load_find(s, run);
+
+	if (l != NULL && --l->n == 0)
+		*l = s->loads[--s->nloads];
+}
+
 /* The connection, and its SSL object with it, may outlive f inside
  * libevent: its callbacks are detached from f first. */
 static void
 fetch_free(struct fetch *f)
 {
+	if (f->loaded)
+		load_give(f->s, f->x.run);
 	if (f->ssl != NULL)
 		SSL_set_app_data(f->ssl, NULL);
 	if (f->ucon != NULL)
@@ -143,6 +195,15 @@ upstream_error(enum evhttp_request_error e, void *arg)
 static void
 fail_unanswered(struct fetch *f, const char *code, const char *text)
 {
+	/* libevent's answer to headers over PB_UPSTREAM_HEAD_MAX, as to
+	 * malformed ones. */
+	if (!f->headed && f->uerr_set &&
+	    (f->uerr == EVREQ_HTTP_INVALID_HEADER ||
+	        f->uerr == EVREQ_HTTP_DATA_TOO_LONG)) {
+		fail(f, 502, "upstream_error",
+		    "the upstream's headers are malformed or over 64K");
+		return;
+	}
 	if (f->ssl != NULL)
 		(void)pb_tls_failure(&f->tls, &code, &text);
 	fail(f, 502, code, text);
@@ -201,11 +262,12 @@ file_start(struct fetch *f, struct evhttp_request *ureq)
  * is then failed by libevent and freed from the loop, whether or not its
  * done callback runs. */
 static int
-file_headers(struct evhttp_request *ureq, void *arg)
+upstream_headers(struct evhttp_request *ureq, void *arg)
 {
 	struct fetch *f = arg;
 
-	if (file_start(f, ureq) == 0)
+	f->headed = true;
+	if (!is_file(f->x.rt.kind) || file_start(f, ureq) == 0)
 		return 0;
 	finish(f);
 	return -1;
@@ -242,7 +304,14 @@ file_done(struct fetch *f, struct evhttp_request *ureq)
 		return;
 	}
 	if (ureq == NULL || f->uerr_set) {
-		cut(f, "upstream_cut", "the upstream stopped mid-file");
+		/* libevent's bound on the body (pb_fetch_start): a chunk
+		 * declared, or a body grown, past the ceiling. */
+		if (f->uerr_set && f->uerr == EVREQ_HTTP_DATA_TOO_LONG)
+			cut(f, "file_over_ceiling",
+			    "the file grew past the broker's ceiling "
+			    "(PKGBROKER_FILE_MAX) and was cut off");
+		else
+			cut(f, "upstream_cut", "the upstream stopped mid-file");
 		return;
 	}
 	kz_log(KZ_LOG_INFO, "pkg.file", 0, NULL, "package", f->x.rt.name, NULL);
@@ -339,7 +408,8 @@ doc_done(struct fetch *f, struct evhttp_request *ureq)
 	if (f->creq == NULL)
 		return;
 	if (ureq == NULL || evhttp_request_get_response_code(ureq) == 0) {
-		if (f->uerr_set && f->uerr == EVREQ_HTTP_DATA_TOO_LONG)
+		if (f->headed && f->uerr_set &&
+		    f->uerr == EVREQ_HTTP_DATA_TOO_LONG)
 			fail(f, 502, "document_too_large",
 			    "the upstream document is over PKGBROKER_DOC_MAX");
 		else
@@ -415,10 +485,9 @@ upstream_request(struct fetch *f)
 	else if (!is_file(f->x.rt.kind))
 		evhttp_add_header(h, "Accept", "text/html");
 	evhttp_request_set_error_cb(u, upstream_error);
-	if (is_file(f->x.rt.kind)) {
-		evhttp_request_set_header_cb(u, file_headers);
+	evhttp_request_set_header_cb(u, upstream_headers);
+	if (is_file(f->x.rt.kind))
 		evhttp_request_set_chunked_cb(u, file_chunk);
-	}
 	return u;
 }
 
@@ -462,6 +531,8 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	struct fetch *f = calloc(1, sizeof(*f));
 	struct evhttp_request *u = NULL;
 	char path[PB_PATH_MAX * 2];
+	uint64_t body;
+	int r;
 
 	if (f == NULL) {
 		pb_reply_refusal(req, 500, "internal", "out of memory");
@@ -470,6 +541,17 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	f->s = s, f->x = *x, f->creq = req;
 	snprintf(f->host, sizeof(f->host), "%s", x->host);
 	f->x.host = f->host;
+	if ((r = load_take(s, x->run)) != 0) {
+		if (r == KZ_ETOOBIG)
+			fail(f, 503, "busy",
+			    "the run has " PB_RUN_FETCHES_TEXT
+			    " fetches in flight already");
+		else
+			pb_reply_refusal(req, 500, "internal", "out of memory");
+		free(f);
+		return;
+	}
+	f->loaded = true;
 	f->json = pb_py_accept(
 	              evhttp_find_header(evhttp_request_get_input_headers(req),
 	                  "Accept")) == 1;
@@ -483,9 +565,17 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	}
 	evhttp_connection_set_timeout(f->ucon, (int)s->c->upstream_timeout_s);
 	evhttp_connection_set_retries(f->ucon, 0);
-	if (!is_file(x->rt.kind))
-		evhttp_connection_set_max_body_size(f->ucon,
-		    (ev_ssize_t)s->c->doc_max);
+	/* What is held of the upstream's answer is bounded: its headers,
+	 * its body (libevent holds a whole chunk of a chunked body before
+	 * it hands it on: a chunk declared past the bound is refused as it
+	 * is declared), and what is read ahead of libevent's parser (a
+	 * chunk-size line that never ends), past which reading waits until
+	 * the client connection's timeout ends the fetch. */
+	body = is_file(x->rt.kind) ? s->c->file_max : s->c->doc_max;
+	evhttp_connection_set_max_headers_size(f->ucon, PB_UPSTREAM_HEAD_MAX);
+	evhttp_connection_set_max_body_size(f->ucon, (ev_ssize_t)body);
+	bufferevent_setwatermark(evhttp_connection_get_bufferevent(f->ucon),
+	    EV_READ, 0, (size_t)body + PB_UPSTREAM_HEAD_MAX);
 	pb_conn_closecb(s, f->ccon, client_closed, f);
 	if (evhttp_make_request(f->ucon, u, EVHTTP_REQ_GET, path) != 0) {
 		/* evhttp_make_request frees u on failure. */

@@ -26,6 +26,15 @@
 #define PB_PATH_MAX 1024
 #define PB_URL_MAX 2048
 #define PB_HOST_MAX 253
+/* The most of an upstream's status line and headers read (a registry's
+ * are a few hundred bytes): an answer with more is refused. */
+#define PB_UPSTREAM_HEAD_MAX 65536
+/* The fetches one run may have in flight at once (npm opens up to 15
+ * connections to a registry, pnpm 16; room for two clients at once):
+ * each may hold a document up to PKGBROKER_DOC_MAX and its parse, so
+ * more are refused busy.  PB_RUN_FETCHES_TEXT is the same number. */
+#define PB_RUN_FETCHES 32
+#define PB_RUN_FETCHES_TEXT "32"
 /* A broker forward's first request on each connection (serve.c); never
  * a registry path (route.c refuses it: no package name holds a "/"). */
 #define PB_BIND_PATH "/-/kz/bind"

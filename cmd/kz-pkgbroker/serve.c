@@ -432,6 +432,7 @@ srv_release(struct pb_srv *s)
 	if (s->http != NULL)
 		evhttp_free(s->http);
 	pb_conn_release(s);
+	free(s->loads);
 	if (s->dns != NULL)
 		evdns_base_free(s->dns, 0);
 	if (s->base != NULL)

@@ -21,6 +21,16 @@ struct pb_srv {
 	 * on their bufferevent (conn.c), nconns in all. */
 	struct pb_conn **conns;
 	size_t nbuckets, nconns;
+	/* The fetches in flight of each run that has any (fetch.c). */
+	struct pb_load *loads;
+	size_t nloads, caploads;
+};
+
+/* One run's fetches in flight: at most PB_RUN_FETCHES, so that one
+ * run's code cannot hold the broker's memory for every other run. */
+struct pb_load {
+	char run[PB_RUN_MAX + 1];
+	unsigned n;
 };
 
 /* One request as checked so far (on the stack of on_request; fetch.c

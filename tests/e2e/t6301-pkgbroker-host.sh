@@ -12,7 +12,7 @@
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null; then
 	echo "1..0 # SKIP verdaccio or npm is not installed (make deps)"; exit 0
 fi
-plan 35
+plan 39
 # pip sees only the index it is given (no machine-wide find-links).
 unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -77,6 +77,7 @@ PKGBROKER_FILE_MAX = $PB_CEILING
 KZ_AUDIT_SOCKET = $PB_AUDIT_SOCK
 CONF
 bg kz-pkgbroker serve --config "$T/pb2.conf" 2>>"$T/pb.log"
+PB2_PID=$LASTPID
 wait_sock "$T/pb2.sock" 10
 doc=$(curl -s -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/kz-liar")
 like "$doc" '"1.0.0"' "the hostile upstream's document is served"
@@ -88,6 +89,48 @@ ok "$([ "$rc" -ne 0 ]; echo $?)" "a file growing past the ceiling: the client se
 ok "$([ "$(stat -c %s "$T/liar.tgz" 2>/dev/null || echo 0)" -le $((1024 * 1024)) ]; echo $?)" \
 	"... and gets no more than the ceiling"
 is "$(grep -vc '^auth=-$' "$T/liar.log")" 0 "the client's Authorization never reaches the upstream"
+# What the broker holds of an upstream's answer is bounded: 32 MB of
+# header lines, a chunk declared at 256 MB, a chunk-size line of 32 MB
+# (which the broker stops reading; the client gives up first).
+bad=""
+for p in /kz-fat /kz-fat/-/kz-fat-1.0.0.tgz /kz-split/-/kz-split-1.0.0.tgz; do
+	s=$(status -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2$p")
+	case $s in *"502 the upstream's headers are malformed or over 64K (upstream_error)") ;; *) bad="$bad $p=[$s]";; esac
+done
+is "$bad" "" "an upstream's endless headers, or a length beside a chunked body: 502 upstream_error"
+curl -s -m 20 -o /dev/null -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/kz-chunk/-/kz-chunk-1.0.0.tgz"
+like "$(grep '"package":"kz-chunk"' "$T/pb.log")" '"error":"file_over_ceiling"' \
+	"a chunk declared past the ceiling is cut off as it is declared"
+curl -s -m 1 -o /dev/null -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/kz-chunkline/-/kz-chunkline-1.0.0.tgz"
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PB2_PID/status")
+ok "$([ "${hwm:-999999}" -lt 24576 ]; echo $?)" "... and none of them grew the broker past the ceiling (peak ${hwm} kB)"
+# One run's fetches in flight are bounded: 32 held by a slow upstream,
+# the next is refused busy at once.
+busy=$("$PB_PY" - "$P2" "$TOK" <<'PY'
+import socket, sys, time
+req = ("GET /kz-slow HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+       "Authorization: Bearer %s\r\n\r\n" % sys.argv[2]).encode()
+held = []
+for _ in range(32):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(req)
+    held.append(s)
+line = "none"
+for _ in range(20):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.settimeout(0.3)
+    s.sendall(req)
+    held.append(s)
+    try:
+        line = s.makefile("rb").readline().decode().strip()
+        break
+    except OSError:
+        pass
+print(line)
+PY
+)
+is "$busy" "HTTP/1.1 503 the run has 32 fetches in flight already (busy)" \
+	"a run's 33rd fetch in flight: 503 busy, at once"
 
 # ---- refusals, each with its one-line reason ----
 like "$(status "$PB_URL/kz-top")" '^HTTP/1.1 401 no token: .*\(token_missing\)$' "no token: 401 with its reason"

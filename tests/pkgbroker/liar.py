@@ -4,6 +4,13 @@
 GET /kz-liar answers a package document whose one tarball is served
 without a Content-Length (HTTP/1.0, close-delimited) and keeps going far
 past any ceiling, so only a ceiling enforced while streaming stops it.
+GET /kz-split/-/kz-split-1.0.0.tgz answers a Content-Length of 5 and a
+chunked body far longer, a response forged for the client's next request
+inside it (a framing the broker must not pass on).  /kz-fat and its
+tarball answer 32 MB of header lines before a small body (headers the
+broker must not buffer without a bound); /kz-chunk declares a chunk of
+256 MB, /kz-chunkline sends a chunk-size line of 32 MB; /kz-slow answers
+after 8 seconds (this server answers one request at a time).
 Every request's Authorization header (or its absence) is appended to the
 file named by the second argument, so a test can see what the broker sent.
 usage: liar.py PORT HEADER-LOG
@@ -11,6 +18,7 @@ usage: liar.py PORT HEADER-LOG
 import http.server
 import json
 import sys
+import time
 
 PORT = int(sys.argv[1])
 LOG = sys.argv[2]
@@ -26,6 +34,11 @@ class H(http.server.BaseHTTPRequestHandler):
         with open(LOG, "a") as f:
             f.write("auth=%s\n" % (self.headers.get("Authorization") or "-"))
         base = "http://127.0.0.1:%d" % PORT
+        try:
+            if self.raw():
+                return
+        except OSError:
+            return
         if self.path == "/kz-liar":
             doc = {"name": "kz-liar", "dist-tags": {"latest": "1.0.0"},
                    "readme": "UPSTREAM-README", "maintainers": [
@@ -56,6 +69,47 @@ class H(http.server.BaseHTTPRequestHandler):
             return
         self.send_response(404)
         self.end_headers()
+
+
+    def raw(self):
+        if self.path == "/kz-split/-/kz-split-1.0.0.tgz":
+            forged = b'{"name":"kz-forged"}'
+            forged = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(forged)) + forged
+            body = b"hello" + forged
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n" +
+                             b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
+            return True
+        if self.path in ("/kz-fat", "/kz-fat/-/kz-fat-1.0.0.tgz"):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            pad = b"X-Pad: " + b"a" * 1017 + b"\r\n"
+            for _ in range(32):
+                self.wfile.write(pad * 1024)
+            body = b'{"name":"kz-fat","versions":{}}'
+            self.wfile.write(b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                             % len(body) + body)
+            return True
+        if self.path == "/kz-slow":
+            # An upstream that takes its time (and, one request at a
+            # time, keeps every other fetch of the broker waiting).
+            time.sleep(8)
+            return False
+        if self.path == "/kz-chunk/-/kz-chunk-1.0.0.tgz":
+            # One chunk declared at 256 MB; 32 MB of it sent, then a pause
+            # the test does not wait for.
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                             b"\r\n10000000\r\n")
+            for _ in range(32):
+                self.wfile.write(b"\0" * (1 << 20))
+            return True
+        if self.path == "/kz-chunkline/-/kz-chunkline-1.0.0.tgz":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for _ in range(32):
+                self.wfile.write(b"0" * (1 << 20))
+            self.wfile.write(b"1\r\nx\r\n0\r\n\r\n")
+            return True
+        return False
 
 
 http.server.HTTPServer(("127.0.0.1", PORT), H).serve_forever()
