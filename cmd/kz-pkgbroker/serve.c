@@ -409,7 +409,7 @@ srv_init(struct pb_srv *s, const struct pb_conf *c, char *why, size_t wlen)
 	         EVDNS_BASE_INITIALIZE_NAMESERVERS)) == NULL ||
 	    (s->http = evhttp_new(s->base)) == NULL)
 		return KZ_ENOMEM;
-	if ((c->npm.tls || c->pypi.tls) &&
+	if ((c->npm.tls || c->pypi.tls || c->pyfiles.tls) &&
 	    (r = pb_tls_ctx_new(c->ca_file, &s->tls, why, wlen)) != 0)
 		return r;
 	/* Every method reaches on_request, so each refusal has its reason

@@ -12,7 +12,7 @@
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null || ! command -v openssl >/dev/null; then
 	echo "1..0 # SKIP verdaccio, npm or openssl is not installed (make deps)"; exit 0
 fi
-plan 23
+plan 24
 unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 export npm_config_update_notifier=false npm_config_audit=false npm_config_fund=false
@@ -77,6 +77,9 @@ broker sys "$NPM_TLS" "$PY_TLS"
 broker wrong "https://127.0.0.1:$PB_TLS_PORT_other" "https://127.0.0.1:$PB_TLS_PORT_old" "PKGBROKER_UPSTREAM_CA = $PB_CA"
 CLOSED=$(pb_port)
 broker plain "https://127.0.0.1:$PY_PLAIN_PORT" "https://127.0.0.1:$CLOSED" "PKGBROKER_UPSTREAM_CA = $PB_CA"
+# Plain http registries, and an https origin for the index's files only.
+broker mixed "http://127.0.0.1:$PY_PLAIN_PORT" "http://127.0.0.1:$PY_PLAIN_PORT" "PKGBROKER_PYPI_FILES_UPSTREAM = $PY_TLS
+PKGBROKER_UPSTREAM_CA = $PB_CA"
 
 # ---- with the test CA: the real clients install ----
 out=$(npm_in "$T/app" kz-top "$PORT_good"); rc=$?
@@ -121,6 +124,8 @@ like "$r" '^HTTP/1.1 502 the upstream did not answer in TLS \(upstream_not_tls\)
 ok "$([ "$TOOK" -lt 5 ]; echo $?)" "... at once (${TOOK}s)"
 like "$(get "$PORT_plain" /simple/kzalpha/)" '^HTTP/1.1 502 the upstream did not answer \(upstream_unavailable\)$' \
 	"a closed https port: 502, the upstream did not answer"
+is "$(get "$PORT_mixed" /pyfiles/simple/kzalpha/kzalpha-1.0-py3-none-any.whl | head -1)" "HTTP/1.1 200 OK" \
+	"an https files origin beside plain http registries is fetched over TLS"
 like "$(get "$PORT_wrong" /files/simple/kzalpha/kzalpha-1.0-py3-none-any.whl)" '^HTTP/1.1 502 .*\(upstream_tls_expired\)$' \
 	"a file behind a bad certificate: 502 with the reason, no byte of it"
 
@@ -136,7 +141,7 @@ is "$miss" "" "every TLS refusal is audited"
 like "$(printf '%s' "$R" | grep '"upstream_tls_untrusted"' | head -1)" \
 	'"registry":"npm".*"package":"kz-top".*"run_hash":"[0-9a-f]{32}"' "... with the registry, the package and the run's hash"
 like "$(get "$PORT_sys" /kz-top | head -1)" "upstream_tls_untrusted" "the broker answers the same after its refusals"
-t "... and no broker has exited" kill -0 "$PID_sys" "$PID_wrong" "$PID_plain" "$PID_good"
+t "... and no broker has exited" kill -0 "$PID_sys" "$PID_wrong" "$PID_plain" "$PID_good" "$PID_mixed"
 
 # ---- a trust file that cannot be used stops the broker at start ----
 printf 'PKGBROKER_PUBLIC_KEY_FILE = %s\nPKGBROKER_NPM_UPSTREAM = %s\nPKGBROKER_UPSTREAM_CA = %s\n' \
