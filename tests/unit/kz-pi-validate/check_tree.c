@@ -87,8 +87,8 @@ END_TEST
 /*
  * A test tree the child wrote is removed whole whatever it made: a chain
  * of directories deeper than any walk goes, a directory it closed (mode
- * 0), and a symlink to a directory outside, which is removed, never
- * followed.
+ * 0), and symlinks to a directory outside, at its top and at the
+ * bottom of the chain, which are removed, never followed.
  */
 START_TEST(test_remove_hostile)
 {
@@ -119,6 +119,8 @@ START_TEST(test_remove_hostile)
 	ck_assert_int_ge(nfd = openat(fd, "bottom", O_WRONLY | O_CREAT, 0644),
 	    0);
 	close(nfd);
+	snprintf(canary, sizeof(canary), "%s/outside", dir);
+	ck_assert_int_eq(symlinkat(canary, fd, "deeplink"), 0);
 	close(fd);
 	ck_assert_int_eq(pv_remove_tree(p), 0);
 	ck_assert_int_ne(access(p, F_OK), 0);
