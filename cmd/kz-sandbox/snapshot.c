@@ -162,10 +162,11 @@ write_file(const char *path, const unsigned char *b, size_t n)
 	return r;
 }
 
+/* Non-blocking: a FIFO at path is refused below, never waited on. */
 static int
 read_file(const char *path, size_t max, unsigned char **out, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	int r = KZ_ESYS;
 

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
-plan 29
+plan 30
 mkdir -p "$T/proj" && echo projected >"$T/proj/p"
 bg "$SB" serve --id e2e-snap-$$ --socket "$T/w.sock" --projection "$T/proj" --snapshot-max 1M
 wait_sock "$T/w.sock" 10
@@ -124,4 +124,9 @@ else
 	is "$(noarch "$T/no-archiver" ": No such file")" "3-named" "a served worker without its archiver refuses to start (exit 3), naming the path"
 	is "$(noarch "$T/evil.tar" " is not a file every uid may execute")" "3-named" "nor with an archiver nobody may execute"
 fi
+# A restore path that is not a regular file is refused, never waited on:
+# a FIFO there (nobody ever writes it) would hold the worker for good.
+mkfifo "$T/fifo.tar"
+r=$(timeout 20 $C "$T/w.sock" restore "{\"path\":\"$T/fifo.tar\"}")
+like "$r" '"error": "bad_request".*cannot read the archive' "a restore from a FIFO is refused at once"
 done_testing
