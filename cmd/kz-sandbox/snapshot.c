@@ -37,9 +37,12 @@
 #define ARCHIVER_BESIDE "../libexec/kaizen/kz-sandbox-tar"
 /* Owner 0 in the archive: a restore never sets owners, and the archive
  * then names no worker's host uid and is the same from every worker; no
- * set-id bit, which a restore never sets either (kz-sandbox-tar.c). */
+ * set-id bit, which a restore never sets either; entries in the order of
+ * their names, not the order a directory lists them in, which a restore
+ * changes (kz-sandbox-tar.c does the same). */
 static char *const tar_out[] = {"/bin/tar", "--numeric-owner", "--owner=0",
-    "--group=0", "--mode=ug-s", "-C", SBX_WS, "-cf", "-", ".", NULL};
+    "--group=0", "--mode=ug-s", "--sort=name", "-C", SBX_WS, "-cf", "-", ".",
+    NULL};
 static char *const tar_in[] = {"/bin/tar", "--no-same-owner",
     "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS, "-xf",
     "-", NULL};
