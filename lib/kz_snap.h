@@ -30,8 +30,11 @@
 /* DIR/ACTOR is made with this mode (kz-run, in DIR's group, renames in
  * it and evicts from it; the worker, root, writes the archive). */
 #define KZ_SNAP_DIR_MODE 0770
-/* A partial file (*.new) older than this was left by a save that died. */
+/* A partial file (*.new), or a run's output directory (*.out.d), older
+ * than this was left by a save or a kz-run that died. */
 #define KZ_SNAP_PARTIAL_MS (3600 * 1000)
+/* The deepest an output directory is walked when it is swept. */
+#define KZ_SNAP_OUT_DEPTH 128
 /* The most snapshots a commit or a sweep looks at. */
 #define KZ_SNAP_SCAN_MAX (1 << 20)
 
@@ -92,7 +95,8 @@ void kz_snap_drop(const char *path, const char *tmp,
     const struct kz_snap_id *base);
 
 /* Removes every snapshot of DIR unused for ttl_ms (and any left in DIR
- * itself by the older flat layout), and partial files left over. */
+ * itself by the older flat layout), and partial files and run output
+ * directories left over; *removed counts them all. */
 KZ_WUR int kz_snap_sweep(const char *dir, int64_t ttl_ms, int *removed);
 
 #endif

@@ -586,6 +586,88 @@ fail:
 
 /* ---- expiry ---- */
 
+/*
+ * Removes name beneath pfd and all in it, by descriptor: each directory
+ * is opened O_NOFOLLOW beneath its parent, so a symlink is removed, never
+ * followed.  depth bounds the walk (kz-run makes these trees no deeper
+ * than a declared path, KZ_SNAP_OUT_DEPTH).
+ */
+static int
+rm_tree(int pfd, const char *name, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 0;
+
+	if (depth > KZ_SNAP_OUT_DEPTH)
+		return -1;
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return unlinkat(pfd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0 &&
+		    rm_tree(dirfd(d), de->d_name, depth + 1) != 0)
+			r = -1;
+	closedir(d);
+	return r == 0 && unlinkat(pfd, name, AT_REMOVEDIR) != 0 ? -1 : r;
+}
+
+/* The output directories (*.out.d) of one actor's directory that a
+ * kz-run which died before removing them left, once as old as a partial
+ * file: the declared outputs it took out of a workspace are in them. */
+static void
+sweep_outdirs_of(int bfd, const char *actor, int64_t now, int *removed)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(bfd, actor,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (ends_with(de->d_name, ".out.d") &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		        0 &&
+		    S_ISDIR(st.st_mode) &&
+		    now - mtime_ms(&st) > KZ_SNAP_PARTIAL_MS &&
+		    rm_tree(dirfd(d), de->d_name, 0) == 0)
+			(*removed)++;
+	closedir(d);
+}
+
+static void
+sweep_outdirs(int bfd, int64_t now, int *removed)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(bfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.' &&
+		    fstatat(bfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode))
+			sweep_outdirs_of(bfd, de->d_name, now, removed);
+	closedir(d);
+}
+
 int
 kz_snap_sweep(const char *dir, int64_t ttl_ms, int *removed)
 {
@@ -612,6 +694,7 @@ kz_snap_sweep(const char *dir, int64_t ttl_ms, int *removed)
 	/* The truth, whatever was removed outside a commit since. */
 	if (e == 0)
 		ledger_write(fd, total);
+	sweep_outdirs(fd, now, removed);
 	free(s.e);
 	close(fd);
 	return e;

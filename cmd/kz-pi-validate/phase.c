@@ -179,8 +179,11 @@ pv_phase_tests(struct pv_job *j)
 		tests_record(j, &o);
 	pv_outcome_release(&o);
 	/* The test tree is discarded whatever the tests did to it. */
-	if (pv_remove_tree(dir) != 0 && rc == 0)
+	if (pv_remove_tree(dir) != 0 && rc == 0) {
+		kz_why(j->why, sizeof(j->why),
+		    "the test tree could not be removed");
 		rc = KZ_EXIT_INTERNAL;
+	}
 	return rc;
 }
 

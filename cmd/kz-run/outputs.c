@@ -244,7 +244,8 @@ make_outdir(const char *dir, const char *snap, bool *made)
  * The workspace archive, over the worker's socket into tar, which kz-run
  * makes (0600, O_EXCL): a file the worker wrote would be the worker's
  * user's, which kz-run, another user in a deployment, cannot read.  The
- * worker bounds the archive (SANDBOX_SNAPSHOT_MAX) and refuses over it.
+ * worker bounds the archive (SANDBOX_SNAPSHOT_MAX, and what one frame can
+ * carry in base64) and refuses over it.
  */
 static int
 fetch_archive(const struct run_ctx *x, struct run_lease *l, const char *tar,
@@ -342,8 +343,9 @@ run_outputs(const struct run_ctx *x, struct run_lease *l, const cJSON *snap)
 				        KZ_WE_REFUSED :
 				        KZ_WE_UNAVAILABLE,
 				    code && strcmp(code, KZ_WE_REFUSED) == 0 ?
-				        "the workspace is over the worker's "
-				        "snapshot bound" :
+				        "the workspace archive is over the "
+				        "worker's bound for outputs "
+				        "(SANDBOX_SNAPSHOT_MAX, at most 47M)" :
 				        "the workspace could not be read");
 		goto out;
 	}

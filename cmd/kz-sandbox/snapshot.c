@@ -6,7 +6,8 @@
  * workspace and never part of it.  A restore is the reverse run, so a
  * hostile archive can only rearrange the sandbox's own workspace.  The
  * archive travels base64 in the frame or through a host path that the
- * trusted caller names, bounded by SANDBOX_SNAPSHOT_MAX either way.
+ * trusted caller names, bounded by SANDBOX_SNAPSHOT_MAX either way, and
+ * in the frame also by what a frame can carry (B64_MAX).
  *
  * The run executes kz-sandbox-tar (cmd/kz-sandbox/tar/), a static
  * archiver, as /proc/self/fd/N: N is a descriptor of it that the worker
@@ -35,12 +36,28 @@
  * the source tree builds it at the same place. */
 #define ARCHIVER_BESIDE "../libexec/kaizen/kz-sandbox-tar"
 /* Owner 0 in the archive: a restore never sets owners, and the archive
- * then names no worker's host uid and is the same from every worker. */
+ * then names no worker's host uid and is the same from every worker; no
+ * set-id bit, which a restore never sets either; entries in the order of
+ * their names, not the order a directory lists them in, which a restore
+ * changes (kz-sandbox-tar.c does the same). */
 static char *const tar_out[] = {"/bin/tar", "--numeric-owner", "--owner=0",
-    "--group=0", "-C", SBX_WS, "-cf", "-", ".", NULL};
+    "--group=0", "--mode=ug-s", "--sort=name", "-C", SBX_WS, "-cf", "-", ".",
+    NULL};
 static char *const tar_in[] = {"/bin/tar", "--no-same-owner",
     "--no-same-permissions", "--delay-directory-restore", "-C", SBX_WS, "-xf",
     "-", NULL};
+
+/*
+ * The most an archive sent back in the reply may be: base64 makes four
+ * bytes of three, and the one frame must carry them and the reply's other
+ * fields.  A workspace whose archive is over it is refused at once, as one
+ * over SANDBOX_SNAPSHOT_MAX is; a reply too large to send would leave the
+ * caller waiting for an answer that never comes (kz-run's outputs).
+ */
+#define B64_MAX ((size_t)47 << 20)
+#define B64_MAX_TEXT "47M"
+_Static_assert(B64_MAX / 3 * 4 + 4096 < KZ_FRAME_MAX_LIMIT,
+    "an archive of B64_MAX fits a frame in base64");
 
 _Static_assert(sizeof(((struct sbx_worker *)0)->restored) ==
         crypto_generichash_BYTES,
@@ -95,9 +112,10 @@ sbx_snapshot_open(struct sbx_worker *w, char *why, size_t wlen)
 	return 0;
 }
 
+/* The archiver, saving (its stdout kept up to max) or restoring in. */
 static int
 tar_run(struct sbx_worker *w, bool save, const unsigned char *in, size_t inlen,
-    struct sbx_res *rs)
+    size_t max, struct sbx_res *rs)
 {
 	char why[128], self[32];
 	char *ar[] = {self, save ? "save" : "restore", NULL};
@@ -116,7 +134,7 @@ tar_run(struct sbx_worker *w, bool save, const unsigned char *in, size_t inlen,
 	rq.stdin_fd = -1, rq.out_fd[0] = rq.out_fd[1] = -1;
 	rq.stdin_buf = in, rq.stdin_len = inlen;
 	rq.timeout_ms = w->c->timeout_s * 1000;
-	rq.out_max[0] = w->c->snapshot_max;
+	rq.out_max[0] = max;
 	rq.out_max[1] = 4096;
 	if ((r = sbx_env_finish(&rq.env, 0, why, sizeof(why))) == 0)
 		r = sbx_run(w, &rq, rs);
@@ -147,10 +165,11 @@ write_file(const char *path, const unsigned char *b, size_t n)
 	return r;
 }
 
+/* Non-blocking: a FIFO at path is refused below, never waited on. */
 static int
 read_file(const char *path, size_t max, unsigned char **out, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	int r = KZ_ESYS;
 
@@ -178,14 +197,15 @@ out:
 	return r;
 }
 
+/* big: why an archive cut at its bound is refused. */
 static cJSON *
-failed(const cJSON *req, const struct sbx_res *rs, const char *what)
+failed(const cJSON *req, const struct sbx_res *rs, const char *what,
+    const char *big)
 {
 	if (rs->setup_failed)
 		return kz_reply_err(req, KZ_WE_ISOLATION_DENIED, rs->step);
 	if (rs->trunc[0])
-		return kz_reply_err(req, KZ_WE_REFUSED,
-		    "the workspace is larger than the snapshot bound");
+		return kz_reply_err(req, KZ_WE_REFUSED, big);
 	return kz_reply_err(req, KZ_WE_INTERNAL, what);
 }
 
@@ -196,6 +216,7 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 	const cJSON *skip = kz_json_get(req, "skip_unchanged");
 	unsigned char h[sizeof(w->restored)];
 	struct sbx_res rs;
+	size_t max = w->c->snapshot_max;
 	char why[160] = "";
 	cJSON *o = NULL;
 	bool same = false;
@@ -209,10 +230,16 @@ sbx_op_snapshot(struct sbx_worker *w, const cJSON *req)
 	if (path != NULL && !path_ok(path))
 		return kz_reply_err(req, KZ_WE_BAD_REQUEST,
 		    "path must be absolute");
-	if (tar_run(w, true, NULL, 0, &rs) != 0)
+	if (path == NULL && max > B64_MAX)
+		max = B64_MAX;
+	if (tar_run(w, true, NULL, 0, max, &rs) != 0)
 		return kz_reply_err(req, KZ_WE_INTERNAL, "snapshot failed");
 	if (rs.setup_failed || rs.trunc[0] || !rs.exited || rs.code != 0) {
-		o = failed(req, &rs, "snapshot failed");
+		o = failed(req, &rs, "snapshot failed",
+		    max < w->c->snapshot_max ?
+		        "the workspace is larger than an archive sent in the "
+		        "reply can be (" B64_MAX_TEXT ")" :
+		        "the workspace is larger than the snapshot bound");
 		goto out;
 	}
 	/* The archive this lease restored, byte for byte: the file it came
@@ -298,14 +325,15 @@ sbx_op_restore(struct sbx_worker *w, const cJSON *req)
 		    r == KZ_ETOOBIG ? "the archive is "
 		                      "larger than the snapshot bound" :
 		                      "cannot read the archive");
-	if (tar_run(w, false, ar, len, &rs) != 0) {
+	if (tar_run(w, false, ar, len, w->c->snapshot_max, &rs) != 0) {
 		free(ar);
 		return kz_reply_err(req, KZ_WE_INTERNAL, "restore failed");
 	}
 	crypto_generichash(w->restored, sizeof(w->restored), ar, len, NULL, 0);
 	free(ar);
 	if (rs.setup_failed || !rs.exited || rs.code != 0)
-		o = failed(req, &rs, "the archive did not restore");
+		o = failed(req, &rs, "the archive did not restore",
+		    "the workspace is larger than the snapshot bound");
 	else if ((o = kz_reply_ok(req)) != NULL) {
 		w->restored_ok = true;
 		cJSON_AddNumberToObject(o, "generation", (double)w->generation);

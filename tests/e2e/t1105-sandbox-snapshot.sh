@@ -5,13 +5,13 @@
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
-plan 28
+plan 30
 mkdir -p "$T/proj" && echo projected >"$T/proj/p"
 bg "$SB" serve --id e2e-snap-$$ --socket "$T/w.sock" --projection "$T/proj" --snapshot-max 1M
 wait_sock "$T/w.sock" 10
 out() { python3 -c 'import json,sys,base64; print(base64.b64decode(json.load(sys.stdin)["stdout_b64"]).decode())'; }
 
-$C "$T/w.sock" run '{"argv":["/bin/sh","-c","mkdir d; echo hello >d/f; ln -s /etc/passwd l"]}' >/dev/null
+$C "$T/w.sock" run '{"argv":["/bin/sh","-c","mkdir d; echo hello >d/f; ln -s /etc/passwd l; cp /bin/true su; chmod 6755 su; mkdir sg; chmod 2755 sg"]}' >/dev/null
 r=$($C "$T/w.sock" snapshot "{\"path\":\"$T/s.tar\"}")
 like "$r" '"ok": true' "snapshot to a host path"
 is "$(stat -c %a "$T/s.tar")" 600 "the snapshot file is 0600"
@@ -25,6 +25,9 @@ r=$($C "$T/w.sock" restore "{\"path\":\"$T/s.tar\"}")
 like "$r" '"ok": true' "restore from a host path"
 is "$($C "$T/w.sock" run '{"argv":["/bin/cat","d/f"]}' | out)" hello "restored content is back"
 unlike "$(tar --numeric-owner -tvf "$T/s.tar")" "[1-9][0-9]*/[0-9]" "the archive names no host uid (owners are 0)"
+# Owner 0 with a set-id bit would be a set-id program of root's for
+# whoever unpacks the archive on the host as root: the archive has none.
+unlike "$(tar -tvf "$T/s.tar")" "^.{3}[sS]|^.{6}[sS]" "the archive holds no set-id bit the code set"
 # A workspace that archives to exactly what this lease restored is not
 # written again; any change, or a restore that failed, is.
 r=$($C "$T/w.sock" snapshot "{\"path\":\"$T/s2.tar\",\"skip_unchanged\":true}")
@@ -121,4 +124,9 @@ else
 	is "$(noarch "$T/no-archiver" ": No such file")" "3-named" "a served worker without its archiver refuses to start (exit 3), naming the path"
 	is "$(noarch "$T/evil.tar" " is not a file every uid may execute")" "3-named" "nor with an archiver nobody may execute"
 fi
+# A restore path that is not a regular file is refused, never waited on:
+# a FIFO there (nobody ever writes it) would hold the worker for good.
+mkfifo "$T/fifo.tar"
+r=$(timeout 20 $C "$T/w.sock" restore "{\"path\":\"$T/fifo.tar\"}")
+like "$r" '"error": "bad_request".*cannot read the archive' "a restore from a FIFO is refused at once"
 done_testing

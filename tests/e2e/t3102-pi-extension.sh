@@ -7,7 +7,7 @@
 # refuses to start.  One case runs in the operator's unshare mode.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 33
+plan 34
 
 # ext-ok's extension writes /tmp/kz-pi-canary-ran: the sandbox's own /tmp.
 on_exit "rm -rf /tmp/kz-pi-canary /tmp/kz-pi-canary-ran"
@@ -48,6 +48,7 @@ is "$(field u r.surface.extensions[0].tools)" '["original_tool"]' "... which saw
 is "$(field u r.runtime.isolation)" '"unshare"' "... and the receipt names the mode"
 t "... and discarding the host test tree did not follow the symlink it left" \
 	test -f /tmp/kz-pi-canary/file
+is "$(ls -A "$WS")" "" "... and removed the tree whole, deeper than any walk"
 
 # A kz-sandbox that cannot isolate: exit 3, its reason, nothing else runs.
 fake_sandbox 3 "kz-sandbox: isolation setup failed at cgroup: e2e"

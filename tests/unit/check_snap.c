@@ -448,6 +448,49 @@ START_TEST(test_sweep)
 }
 END_TEST
 
+/* Sets DIR/REL's times age_ms ago (a directory's entries change them). */
+static void
+age(const char *rel, int64_t age_ms)
+{
+	struct timespec ts[2];
+
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[0].tv_sec -= age_ms / 1000;
+	ts[1] = ts[0];
+	ck_assert_int_eq(utimensat(AT_FDCWD, at(rel), ts, AT_SYMLINK_NOFOLLOW),
+	    0);
+}
+
+/*
+ * A run's output directory that a kz-run which died left (the declared
+ * outputs it took out of a workspace) is removed once it is an hour old,
+ * all of it, a symlink in it removed and never followed; a younger one
+ * (a run still linking) and a directory of no name of this layout stay.
+ */
+START_TEST(test_sweep_outdirs)
+{
+	int n = -1;
+
+	mkd("a1");
+	mkd("keep");
+	put("keep/canary", 3, 1000);
+	mkd("a1/k.tar.r1.out.d");
+	mkd("a1/k.tar.r1.out.d/sub");
+	put("a1/k.tar.r1.out.d/sub/out.txt", 5, 1000);
+	ck_assert_int_eq(symlink(at("keep"), at("a1/k.tar.r1.out.d/l")), 0);
+	age("a1/k.tar.r1.out.d", 2 * 3600 * 1000);
+	mkd("a1/k.tar.r2.out.d");
+	put("a1/k.tar.r2.out.d/out.txt", 5, 1000);
+	mkd("a1/other.d");
+	age("a1/other.d", 2 * 3600 * 1000);
+	ck_assert_int_eq(kz_snap_sweep(dir, 30 * DAY_MS, &n), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert(!has("a1/k.tar.r1.out.d"));
+	ck_assert(has("keep/canary"));
+	ck_assert(has("a1/k.tar.r2.out.d/out.txt") && has("a1/other.d"));
+}
+END_TEST
+
 /* The ledger (DIR/.usage) as a number; -1 when there is none. */
 static long long
 ledger(void)
@@ -587,6 +630,7 @@ main(void)
 	tcase_add_test(tc, test_commit_concurrent);
 	tcase_add_test(tc, test_commit_waits_for_lock);
 	tcase_add_test(tc, test_sweep);
+	tcase_add_test(tc, test_sweep_outdirs);
 	tcase_add_test(tc, test_ledger_tracks_commits);
 	tcase_add_test(tc, test_ledger_high_is_corrected_before_evicting);
 	tcase_add_test(tc, test_ledger_garbage_is_rebuilt);

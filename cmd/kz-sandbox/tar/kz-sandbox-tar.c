@@ -15,9 +15,10 @@
  * The archive names no owner (uid and gid 0, no user or group name): a
  * restore never sets owners, and so the archive of a workspace is the
  * same from every worker, which a save that finds the workspace as it
- * was restored relies on.  No ACLs, extended attributes or file flags;
- * sockets are left out, as GNU tar leaves them.  The walk takes each
- * directory's entries in the byte order of their names, so the archive of
+ * was restored relies on.  It holds no set-user-ID or set-group-ID bit,
+ * which a restore would not set either.  No ACLs, extended attributes or
+ * file flags; sockets are left out, as GNU tar leaves them.  The walk takes
+ * each directory's entries in the byte order of their names, so the archive of
  * a tree is the same whatever order the file system lists them in.  The
  * workspace's own directory is neither saved nor restored: its mode and times
  * are the fresh workspace's.  A restore refuses absolute names, "..", and
@@ -111,6 +112,12 @@ save_entry(struct archive *disk, struct archive *out,
 	archive_entry_set_gid(e, 0);
 	archive_entry_set_uname(e, NULL);
 	archive_entry_set_gname(e, NULL);
+	/* No set-id bit: a restore sets none, and the archive, a file on
+	 * the host, must not hold a program the code made as a set-id one
+	 * of root's for whoever unpacks it there as root (GNU tar then
+	 * keeps owners and modes). */
+	archive_entry_set_perm(e,
+	    archive_entry_perm(e) & ~(mode_t)(S_ISUID | S_ISGID));
 	archive_entry_linkify(lr, &e, &none);
 	if (archive_write_header(out, e) != ARCHIVE_OK)
 		return fail(out, f->fts_path);

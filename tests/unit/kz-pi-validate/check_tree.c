@@ -12,6 +12,7 @@
 
 #define SCRATCH_TAG "tree"
 #include "scratch.h"
+#include "kz_path.h"
 #include "banned.h"
 
 static void
@@ -83,6 +84,51 @@ START_TEST(test_materialize_nested)
 }
 END_TEST
 
+/*
+ * A test tree the child wrote is removed whole whatever it made: a chain
+ * of directories deeper than any walk goes, a directory it closed (mode
+ * 0), and symlinks to a directory outside, at its top and at the
+ * bottom of the chain, which are removed, never followed.
+ */
+START_TEST(test_remove_hostile)
+{
+	char p[256], canary[256];
+	int fd, nfd;
+
+	put("t/top.md", "top");
+	put("outside/keep", "keep");
+	/* The validator is root: a directory closed to it is not. */
+	if (geteuid() == 0) {
+		snprintf(p, sizeof(p), "%s/t/closed", dir);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+		put("t/closed/f", "f");
+		ck_assert_int_eq(chmod(p, 0), 0);
+	}
+	snprintf(p, sizeof(p), "%s/outside", dir);
+	snprintf(canary, sizeof(canary), "%s/t/link", dir);
+	ck_assert_int_eq(symlink(p, canary), 0);
+	snprintf(p, sizeof(p), "%s/t", dir);
+	ck_assert_int_ge(fd = open(p, O_RDONLY | O_DIRECTORY), 0);
+	for (int i = 0; i < 3 * 2 * KZ_PATH_DEPTH_MAX + 5; i++) {
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		ck_assert_int_ge(nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY),
+		    0);
+		close(fd);
+		fd = nfd;
+	}
+	ck_assert_int_ge(nfd = openat(fd, "bottom", O_WRONLY | O_CREAT, 0644),
+	    0);
+	close(nfd);
+	snprintf(canary, sizeof(canary), "%s/outside", dir);
+	ck_assert_int_eq(symlinkat(canary, fd, "deeplink"), 0);
+	close(fd);
+	ck_assert_int_eq(pv_remove_tree(p), 0);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/outside/keep", dir);
+	ck_assert_int_eq(access(p, F_OK), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -93,6 +139,7 @@ main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_materialize_nested);
+	tcase_add_test(tc, test_remove_hostile);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
