@@ -48,9 +48,18 @@ rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
 	(void)ftw;
-	if (flag == FTW_DP)
-		chmod(p, 0700);
 	remove(p);
+	return 0;
+}
+
+/* Top down, before removal: entries leave only a writable directory. */
+static int
+rw_dir(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_D)
+		chmod(p, 0700);
 	return 0;
 }
 
@@ -63,11 +72,18 @@ chmod_ro(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 	return chmod(p, flag == FTW_DP ? 0555 : 0444);
 }
 
+/*
+ * Removes a tree this process wrote, at any stage: a failure after it was
+ * made read-only (the rename refused: dest appeared meanwhile) finds its
+ * directories 0555, which a daemon not running as root cannot empty.  So
+ * every directory is made 0700 first, top down, then the tree is removed
+ * bottom up; nothing is left beside dest.
+ */
 static void
 rm_tree(const char *dir)
 {
-	/* Directories were created 0700 by us; make sure we can empty them. */
 	chmod(dir, 0700);
+	nftw(dir, rw_dir, 16, FTW_PHYS);
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 

@@ -35,19 +35,32 @@ int
 kzp_op_blob_put(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
     const char *mode)
 {
-	char why[KZP_WHY], sha[KZP_SHA_HEX + 1];
+	char why[KZP_WHY], sha[KZP_SHA_HEX + 1], link[40];
 	const char *file;
 	int64_t size;
-	int fd, e;
+	int pfd, fd = -1, e;
 
 	if (kz_json_str(req, "file", 4096, &file, why, sizeof(why)) != 0)
 		return kzp_bad(r, "field 'file' is required");
-	if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	/*
+	 * Opened as O_PATH first: a fifo, device or socket is never opened
+	 * for I/O (a fifo's open would block the daemon for every caller).
+	 * Only a regular file the caller owns is reopened for reading,
+	 * through that same descriptor.
+	 */
+	if ((pfd = open(file, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return kzp_bad(r, "the file cannot be opened");
-	if ((e = kzp_callers(p, fd, r)) == 0)
-		e = kzp_blob_put(p->blobdir, fd, p->b.max_file_bytes, sha,
-		    &size, r);
-	close(fd);
+	if ((e = kzp_callers(p, pfd, r)) == 0) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+		if ((fd = open(link, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0)
+			e = kzp_bad(r, "the file cannot be opened");
+		else
+			e = kzp_blob_put(p->blobdir, fd, p->b.max_file_bytes,
+			    sha, &size, r);
+	}
+	if (fd >= 0)
+		close(fd);
+	close(pfd);
 	if (e != 0)
 		return e;
 	cJSON_AddStringToObject(out, "sha256", sha);

@@ -4,7 +4,7 @@
 # selection, freshness, manifest change, fail closed): each rule has cases
 # that must pass and cases that must be refused.
 . "$(dirname "$0")/lib.sh"
-plan 58
+plan 60
 . "$(dirname "$0")/project-lib.sh"
 
 for m in alice bob carol; do q member-create --member $m; done
@@ -185,6 +185,37 @@ adm a8f --room r1 --member alice --turn t13
 q withdraw --resource o8e --member alice --room r1
 is "$(code materialize --snapshot "$T/a8f.json" --dest "$T/p8f")" manifest_changed \
 	"manifest-change rule: refused: a removed file stops the run before any file is read"
+
+# --- the bounds rule again: a delivery that fails leaves nothing ----------
+# The daemon runs as its own user, not root.  A destination that appears
+# while the tree is written (a second materialize to the same dest) makes
+# the rename fail after the tree was made read-only: the refusal must
+# still remove the whole tree, 0555 directories included.
+q room-create --room r9 --member alice
+head -c 16000000 /dev/urandom >"$T/big9"
+q resource-create --resource d9 --member alice
+q version-new --resource d9 --member alice --path big/b.bin \
+	--blob "$(kz-project blob-put --file "$T/big9" | js /dev/stdin 'd["sha256"]')"
+q link --resource d9 --member alice --room r9 --turn t0 --shared
+adm a9 --room r9 --member alice --turn t1
+mkdir "$T/pd9" && chown 65534 "$T/pd9" && chmod 755 "$T/blobs" && chmod 777 "$STORE_SOCK"
+install -o 65534 -m 600 "$T/field.key" "$T/fk9"
+# When the temporary tree appears beside dest, dest is made.
+"$PY" -c 'import ctypes,os,select,sys
+c = ctypes.CDLL(None); fd = c.inotify_init1(os.O_CLOEXEC)
+c.inotify_add_watch(fd, sys.argv[1].encode(), 0x100)
+open(sys.argv[3], "w").close()
+if select.select([fd], [], [], 30)[0]: os.mkdir(sys.argv[2])' \
+	"$T/pd9" "$T/pd9/dest" "$T/ready9" & rp=$!
+while [ ! -e "$T/ready9" ]; do sleep 0.02; done
+setpriv --reuid=65534 --regid=65534 --clear-groups env KZ_FIELD_KEY_FILE="$T/fk9" \
+	kz-project materialize --snapshot "$T/a9.json" --dest "$T/pd9/dest" >"$T/m9.out" 2>"$T/m9.err"
+is "$?:$(grep -v 'audit is off' "$T/m9.err")" \
+	"1:kz-project: refused: the projection could not be delivered" \
+	"bounds rule: a destination made meanwhile refuses the delivery, on one line"
+wait "$rp"
+is "$(ls -A "$T/pd9")" dest "bounds rule: ...and no temporary tree is left beside it (not root)"
+chmod -R u+w "$T/pd9"
 
 # --- the fail-closed rule: fail closed ------------------------------------
 "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["snapshot"]="0"*32; json.dump(d,open(sys.argv[2],"w"))' "$T/a8f.json" "$T/a13.json"

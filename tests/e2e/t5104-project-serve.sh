@@ -5,7 +5,7 @@
 # re-read in one atomic script, and a blob whose bytes changed delivers
 # nothing.  The store going away is a refusal, and the daemon recovers.
 . "$(dirname "$0")/lib.sh"
-plan 17
+plan 19
 . "$(dirname "$0")/project-lib.sh"
 S=$T/kzp.sock
 msg() { kz-msg "$S" "$1"; }
@@ -75,3 +75,12 @@ is "$(echo "$out" | field error)" store_unavailable "serve: no store, no admissi
 start_store
 out=$(msg '{"op":"admit","room":"r","member":"alice","turn":"t5"}')
 is "$(echo "$out" | field ok)" True "serve: the daemon reconnects when the store is back"
+
+# A hostile peer names a fifo it owns for blob-put: opening it for reading
+# would block the one-request-at-a-time daemon for every caller.  It is
+# refused on one line without being opened, and the daemon answers on.
+mkfifo "$T/fifo"
+out=$(kz-msg -t 3 "$S" "{\"v\":1,\"id\":\"f\",\"op\":\"blob-put\",\"file\":\"$T/fifo\"}" 2>&1)
+like "$out" '"error": ?"refused".*not a regular file' "serve: blob-put of a fifo is refused, not opened"
+out=$(msg '{"op":"admit","room":"r","member":"alice","turn":"t6"}')
+is "$(echo "$out" | field ok)" True "serve: ...and the daemon still answers"
