@@ -23,6 +23,8 @@
 #define PV_DIAG_LEN 240 /* bytes per diagnostic */
 #define PV_NONCE_BYTES 32
 #define PV_DIGEST_HEX 64
+/* The host's lock of the unshare mode: one validation at a time. */
+#define PV_UNSHARE_LOCK "/run/kz-pi-validate.unshare.lock"
 
 enum pv_kind { PV_SKILL, PV_EXTENSION };
 

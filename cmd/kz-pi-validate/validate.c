@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -195,16 +196,55 @@ job_run(struct pv_job *j)
 	return pv_phase_load(j, load);
 }
 
+/*
+ * In the unshare mode every validation's code runs as the one KZ_PI_UID
+ * and sees the host's files, so two at once could each change the
+ * other's test and loader trees while they are validated: a receipt would
+ * then hold for bytes that were not what ran.  So validations in that mode
+ * run one at a time on a host, under an exclusive lock on PV_UNSHARE_LOCK
+ * taken before anything of the job is made (its deadline counts from
+ * then).  A lock not had within KZ_PI_DEADLINE_MAX_MS (the longest
+ * another validation may take) is the validator unavailable.  The lock
+ * goes with the process.
+ */
+static int
+unshare_lock(struct pv_job *j, int *fd)
+{
+	int64_t until = kz_now_ms() + j->c->deadline_max;
+
+	*fd = open(PV_UNSHARE_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (*fd < 0) {
+		kz_why(j->why, sizeof(j->why), "cannot open %s: %s",
+		    PV_UNSHARE_LOCK, strerror(errno));
+		return KZ_EXIT_UNAVAIL;
+	}
+	while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		if ((errno != EWOULDBLOCK && errno != EINTR) ||
+		    kz_now_ms() >= until) {
+			kz_why(j->why, sizeof(j->why),
+			    "unshare mode: another validation held %s "
+			    "longer than KZ_PI_DEADLINE_MAX_MS",
+			    PV_UNSHARE_LOCK);
+			return KZ_EXIT_UNAVAIL;
+		}
+		nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+	}
+	return 0;
+}
+
 int
 pv_validate(const struct pv_conf *c, const char *profile, const char *files,
     const char *contract, const char *out)
 {
 	struct pv_job j;
-	int rc;
+	int rc, lock = -1;
 
 	memset(&j, 0, sizeof(j));
 	j.c = c;
 	j.filesfd = -1;
+	if (c->iso == PV_ISO_UNSHARE && (rc = unshare_lock(&j, &lock)) != 0)
+		goto out;
 	if ((rc = job_open(&j, profile, files, contract)) != 0)
 		goto out;
 	if ((rc = job_body(&j, contract)) != 0)
@@ -231,6 +271,8 @@ out:
 		fprintf(stderr, "kz-pi-validate: %s\n", j.why);
 	if (j.filesfd >= 0)
 		close(j.filesfd);
+	if (lock >= 0)
+		close(lock);
 	cJSON_Delete(j.body);
 	pv_tree_release(&j.tree);
 	pv_profile_release(&j.prof);

@@ -7,7 +7,7 @@
 # refuses to start.  One case runs in the operator's unshare mode.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 34
+plan 36
 
 # ext-ok's extension writes /tmp/kz-pi-canary-ran: the sandbox's own /tmp.
 on_exit "rm -rf /tmp/kz-pi-canary /tmp/kz-pi-canary-ran"
@@ -49,6 +49,21 @@ is "$(field u r.runtime.isolation)" '"unshare"' "... and the receipt names the m
 t "... and discarding the host test tree did not follow the symlink it left" \
 	test -f /tmp/kz-pi-canary/file
 is "$(ls -A "$WS")" "" "... and removed the tree whole, deeper than any walk"
+# The unshare mode's validations all run as KZ_PI_UID: one at a time on a
+# host.  One started while another holds the host's lock makes nothing
+# until it is free.
+flock -o /run/kz-pi-validate.unshare.lock sleep 60 & HOLD=$!
+_pids="$_pids $HOLD"
+for i in $(seq 50); do flock -n /run/kz-pi-validate.unshare.lock true || break; sleep 0.1; done
+(cd "$WS" && KZ_PI_SANDBOX=unshare exec kz-pi-validate --profile \
+	"$FIX/ext-rewrite/profile.json" --files "$T/ext-rewrite" --contract-digest "$C1" \
+	--out "$T/u2.receipt") >"$T/.out2" 2>&1 & V=$!
+sleep 1.5
+is "$(ls -A "$WS")|$(kill -0 "$V" 2>/dev/null && echo waiting)" "|waiting" \
+	"unshare mode: a validation waits while another holds the host's lock, making nothing"
+kill "$HOLD"
+RC=0; wait "$V" || RC=$?
+is "$RC-$(ls -A "$WS")" "0-" "... and validates once the lock is free"
 
 # A kz-sandbox that cannot isolate: exit 3, its reason, nothing else runs.
 fake_sandbox 3 "kz-sandbox: isolation setup failed at cgroup: e2e"
