@@ -189,9 +189,14 @@ sbx_pump(int a, int b)
 				p[i].fd = -1;
 				continue;
 			}
+			/* What cannot be written has nowhere to go: that side
+			 * is no longer read, and the other still passes, for
+			 * it may hold the answer that explains why (kz-egress
+			 * refuses a request and closes before its body is
+			 * through). */
 			if (kz_write_full(dst, buf, (size_t)got,
 			        kz_now_ms() + RELAY_IDLE_MS) != 0)
-				return;
+				p[i].fd = -1;
 		}
 	}
 }
@@ -241,11 +246,17 @@ handle(int c, const char *egress, const char *grant)
 		return;
 	}
 	(void)!kz_fd_nonblock(up, false);
-	/* The bytes after the head (a body, a TLS hello) follow it. */
-	if (kz_write_full(up, out, olen, kz_now_ms() + 5000) == 0 &&
-	    kz_write_full(up, endp + 4, len - (size_t)(endp + 4 - head),
-	        kz_now_ms() + 5000) == 0)
+	/* The bytes after the head (a body, a TLS hello) follow it.  When
+	 * they cannot (kz-egress answered the head and closed), nothing more
+	 * of the code's goes up, but kz-egress's answer still comes down: the
+	 * code sees the refusal.  Nothing follows a head not written whole,
+	 * which the code's bytes would finish, nor a gap in what it sent. */
+	if (kz_write_full(up, out, olen, kz_now_ms() + 5000) == 0) {
+		if (kz_write_full(up, endp + 4, len - (size_t)(endp + 4 - head),
+		        kz_now_ms() + 5000) != 0)
+			(void)shutdown(up, SHUT_WR);
 		sbx_pump(c, up);
+	}
 	close(up);
 }
 

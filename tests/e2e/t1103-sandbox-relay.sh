@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 C="python3 $TOP/tests/sandbox/client.py"
-plan 13
+plan 14
 GRANT="g-$$-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 # A stub proxy on a Unix socket: records each request head, answers 200 and
@@ -80,12 +80,24 @@ if [ -x "$EG" ] && "$EG" --help >/dev/null 2>&1; then
 	like "$out" "HTTP/1.1 403" "kz-egress answers the relayed request (private destination refused)"
 	sleep 0.2
 	like "$(cat "$T/eg.log")" '"reason":"private_use".*"run_hash"' "kz-egress verified the relay-injected grant before its policy refused"
+	# A refused request with a body: kz-egress answers the head and
+	# closes while the relay is still passing the body on; the answer
+	# still reaches the code (the relay used to drop it and close).
+	# The head and the body's start arrive together, as one write.
+	BODY='{ printf "POST http://10.0.0.1/up HTTP/1.1\r\nContent-Length: 4000000\r\n\r\n"; head -c 4000000 /dev/zero; } >/tmp/req
+exec 3<>/dev/tcp/127.0.0.1/3128
+cat /tmp/req >&3 2>/dev/null &
+head -1 <&3'
+	req=$(python3 -c 'import json,sys; print(json.dumps({"argv":["/bin/bash","-c",sys.argv[1]],"grant":sys.argv[2],"timeout_ms":8000}))' "$BODY" "$G")
+	r=$($C "$T/w2.sock" run "$req")
+	out=$(printf '%s' "$r" | python3 -c 'import json,sys,base64; print(base64.b64decode(json.load(sys.stdin)["stdout_b64"]).decode())')
+	like "$out" "HTTP/1.1 403" "a refused request whose body is still coming: the code gets the 403"
 	req=$(python3 -c 'import json,sys; print(json.dumps({"argv":["/bin/bash","-c",sys.argv[1]],"grant":"not-a-grant","timeout_ms":8000}))' "$CODE")
 	$C "$T/w2.sock" run "$req" >/dev/null
 	sleep 0.2
 	like "$(cat "$T/eg.log")" '"reason":"grant_(malformed|invalid|bad)' "a bad grant is refused by kz-egress"
 	unlike "$(cat "$T/eg.log")" "$G" "kz-egress never logs the grant"
 else
-	for i in 1 2 3 4; do echo "ok $((_n + 1)) # SKIP kz-egress not built"; _n=$((_n + 1)); done
+	for i in 1 2 3 4 5; do echo "ok $((_n + 1)) # SKIP kz-egress not built"; _n=$((_n + 1)); done
 fi
 done_testing
