@@ -175,6 +175,28 @@ hashed(const struct kzp *p, const cJSON *req, const char *k, const char *kind,
 	return 0;
 }
 
+/* A binary output's magic bytes, read from the stored blob. */
+static int
+head_stored(const struct kzp *p, const char *sha, const char *name,
+    struct kzp_res *r)
+{
+	unsigned char head[HEAD];
+	ssize_t n;
+	int fd;
+
+	if (kzp_blob_open(p->blobdir, sha, &fd) != 0) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
+		return KZ_ESYS;
+	}
+	n = pread(fd, head, sizeof(head), 0);
+	close(fd);
+	if (n < 0) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
+		return KZ_ESYS;
+	}
+	return kzp_output_check(name, p->out_types, head, (size_t)n, r);
+}
+
 /* Reads, validates and stores the one declared file; nothing else. */
 static int
 store_output(struct kzp *p, const char *ws, const char *file, const char *name,
@@ -215,9 +237,15 @@ store_output(struct kzp *p, const char *ws, const char *file, const char *name,
 			kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
 		goto out;
 	}
+	/*
+	 * The live file's head was only an early refusal: code still writing
+	 * it may change it while it is copied.  What decides is the stored
+	 * blob, what the room will be given and the caller cannot change.
+	 */
 	e = kzp_blob_put(p->blobdir, fd, p->out_max_bytes, sha, size, r);
-	if (e == 0 && is_text(name))
-		e = text_whole(p, sha, r);
+	if (e == 0)
+		e = is_text(name) ? text_whole(p, sha, r) :
+		                    head_stored(p, sha, name, r);
 out:
 	close(fd);
 	return e;
