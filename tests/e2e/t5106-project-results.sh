@@ -6,7 +6,7 @@
 # and link-output as kz-run calls it.  The audit sink is the real kz-audit,
 # so every record sent here also passes its schema.
 . "$(dirname "$0")/lib.sh"
-plan 44
+plan 45
 . "$(dirname "$0")/project-lib.sh"
 
 export KZ_AUDIT=on KZ_AUDIT_SOCKET=$T/kz-audit.sock
@@ -118,6 +118,8 @@ PY
 kill "$W"
 like "$res" "^ok [1-9]" \
 	"link-output: a .png whose head changes while it is copied is never stored as one"
+t "link-output: a refused output leaves no blob in the store (text or binary)" \
+	sh -c "! grep -rlqE 'MZ-EVIL|not UTF-8' '$T/blobs'"
 
 # --- the withheld selection ---------------------------------------------------
 doc alice L1 lib/notes.txt "library notes" library
