@@ -63,8 +63,9 @@ copy_hash(int in, int out, int64_t max, unsigned char h[32], int64_t *size)
 }
 
 int
-kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
-    char sha[KZP_SHA_HEX + 1], int64_t *size, struct kzp_res *r)
+kzp_blob_put(const char *blobdir, int srcfd, int64_t max, kzp_blob_check *check,
+    const void *arg, char sha[KZP_SHA_HEX + 1], int64_t *size,
+    struct kzp_res *r)
 {
 	unsigned char h[32], rnd[8];
 	char tmp[32], rh[17];
@@ -83,7 +84,7 @@ kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
 	kz_hex(rnd, sizeof(rnd), rh);
 	snprintf(tmp, sizeof(tmp), ".tmp-%s", rh);
 	if ((fd = openat(dfd, tmp,
-	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) <
+	         O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) <
 	    0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "blob store not writable");
 		e = KZ_ESYS;
@@ -96,8 +97,15 @@ kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
 		goto out;
 	}
 	kz_hex(h, sizeof(h), sha);
-	if (fchmod(fd, 0444) != 0 || fsync(fd) != 0 ||
-	    renameat(dfd, tmp, dfd, sha) != 0) {
+	if (fchmod(fd, 0444) != 0) {
+		kzp_fail(r, KZ_WE_INTERNAL, "the blob could not be stored");
+		e = KZ_ESYS;
+		goto out;
+	}
+	/* The copy is checked, not the source its writer may still change. */
+	if (check != NULL && (e = check(fd, arg, r)) != 0)
+		goto out;
+	if (fsync(fd) != 0 || renameat(dfd, tmp, dfd, sha) != 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "the blob could not be stored");
 		e = KZ_ESYS;
 		goto out;

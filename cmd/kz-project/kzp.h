@@ -173,8 +173,15 @@ KZ_WUR int kzp_audit(struct kzp *p, const char *kind, const char *stage,
     const struct kzp_res *res, int64_t files, int64_t bytes);
 
 /* blob.c */
+/*
+ * A check of a blob's content before it takes its name: given the copy
+ * (read-only, the caller's no longer), it refuses in r, and nothing is
+ * stored.
+ */
+typedef int kzp_blob_check(int fd, const void *arg, struct kzp_res *r);
 KZ_WUR int kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
-    char sha[KZP_SHA_HEX + 1], int64_t *size, struct kzp_res *r);
+    kzp_blob_check *check, const void *arg, char sha[KZP_SHA_HEX + 1],
+    int64_t *size, struct kzp_res *r);
 KZ_WUR int kzp_blob_open(const char *blobdir, const char *sha, int *fd);
 /* The blob directory once (O_PATH), then each blob beneath it. */
 KZ_WUR int kzp_blob_dir(const char *blobdir, int *dfd);

@@ -60,24 +60,23 @@ is_text(const char *name)
 
 /*
  * A text output is text all through: valid UTF-8 with no NUL, read from
- * the stored blob (what the room will be given, which the caller can no
+ * the stored copy (what the room will be given, which the caller can no
  * longer change), in pieces, a sequence cut by a piece's end carried to
  * the next.
  */
 static int
-text_whole(const struct kzp *p, const char *sha, struct kzp_res *r)
+text_whole(int fd, struct kzp_res *r)
 {
 	char b[65536 + 4];
 	size_t have = 0, at;
 	ssize_t n = 0;
+	off_t off = 0;
 	uint32_t cp;
-	int fd, k, e = 0;
+	int k, e = 0;
 
-	if (kzp_blob_open(p->blobdir, sha, &fd) != 0) {
-		kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
-		return KZ_ESYS;
-	}
-	while (e == 0 && (n = read(fd, b + have, sizeof(b) - 4 - have)) > 0) {
+	while (e == 0 &&
+	    (n = pread(fd, b + have, sizeof(b) - 4 - have, off)) > 0) {
+		off += n;
 		have += (size_t)n;
 		for (at = 0; at < have; at += (size_t)k)
 			if ((k = kz_utf8_next(b + at, have - at, &cp)) <= 0 ||
@@ -89,7 +88,6 @@ text_whole(const struct kzp *p, const char *sha, struct kzp_res *r)
 		memmove(b, b + at, have - at);
 		have -= at;
 	}
-	close(fd);
 	if (n < 0 || have != 0)
 		e = KZ_EDENIED;
 	if (e != 0)
@@ -175,11 +173,39 @@ hashed(const struct kzp *p, const cJSON *req, const char *k, const char *kind,
 	return 0;
 }
 
+/* What the stored copy of an output is checked against. */
+struct want {
+	const struct kzp *p;
+	const char *name;
+};
+
+/*
+ * The stored copy of an output, before it takes its name in the blob
+ * store: a text type is text all through, a binary type begins with its
+ * magic bytes.  A refused copy is never stored.
+ */
+static int
+copy_ok(int fd, const void *arg, struct kzp_res *r)
+{
+	const struct want *w = arg;
+	unsigned char head[HEAD];
+	ssize_t n;
+
+	if (is_text(w->name))
+		return text_whole(fd, r);
+	if ((n = pread(fd, head, sizeof(head), 0)) < 0) {
+		kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
+		return KZ_ESYS;
+	}
+	return kzp_output_check(w->name, w->p->out_types, head, (size_t)n, r);
+}
+
 /* Reads, validates and stores the one declared file; nothing else. */
 static int
 store_output(struct kzp *p, const char *ws, const char *file, const char *name,
     char sha[KZP_SHA_HEX + 1], int64_t *size, struct kzp_res *r)
 {
+	const struct want w = {.p = p, .name = name};
 	unsigned char head[HEAD];
 	struct stat sb;
 	ssize_t n;
@@ -215,9 +241,13 @@ store_output(struct kzp *p, const char *ws, const char *file, const char *name,
 			kzp_fail(r, KZ_WE_REFUSED, "the output cannot be read");
 		goto out;
 	}
-	e = kzp_blob_put(p->blobdir, fd, p->out_max_bytes, sha, size, r);
-	if (e == 0 && is_text(name))
-		e = text_whole(p, sha, r);
+	/*
+	 * The live file's head was only an early refusal: code still writing
+	 * it may change it while it is copied.  What decides is the copy, what
+	 * the room will be given and the caller cannot change.
+	 */
+	e = kzp_blob_put(p->blobdir, fd, p->out_max_bytes, copy_ok, &w, sha,
+	    size, r);
 out:
 	close(fd);
 	return e;

@@ -56,7 +56,7 @@ kzp_op_blob_put(struct kzp *p, const cJSON *req, cJSON *out, struct kzp_res *r,
 			e = kzp_bad(r, "the file cannot be opened");
 		else
 			e = kzp_blob_put(p->blobdir, fd, p->b.max_file_bytes,
-			    sha, &size, r);
+			    NULL, NULL, sha, &size, r);
 	}
 	if (fd >= 0)
 		close(fd);

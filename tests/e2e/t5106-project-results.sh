@@ -6,7 +6,7 @@
 # and link-output as kz-run calls it.  The audit sink is the real kz-audit,
 # so every record sent here also passes its schema.
 . "$(dirname "$0")/lib.sh"
-plan 43
+plan 45
 . "$(dirname "$0")/project-lib.sh"
 
 export KZ_AUDIT=on KZ_AUDIT_SOCKET=$T/kz-audit.sock
@@ -81,6 +81,45 @@ is "$(code link-output --room rc --member alice --workspace "$T/ws" --snapshot "
 	"link-output: refused: .html is not an output type by default"
 lo --snapshot "$T/k5.json" --turn t5 --file out/utf8.txt >/dev/null
 is "$?" 0 "link-output: valid UTF-8 text is linked"
+
+# A binary type's magic bytes are checked on the stored blob, not on the
+# live file: run code still writing flips a .png's head while its outputs
+# are linked through the daemon, and no stored copy may begin otherwise.
+q room-create --room rp --member alice
+{ printf '\211PNG\r\n\032\n'; head -c 600 /dev/zero; } >"$T/ws/out/p.png"
+bg "$PY" -c 'import os,sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+while True: os.pwrite(fd, b"\x89PNG\r\n\x1a\n", 0); os.pwrite(fd, b"MZ-EVIL!", 0)' "$T/ws/out/p.png"
+W=$LASTPID
+adm p1 --room rp --member alice --turn t1
+bg sh -c "exec kz-project serve --socket '$T/kzp.sock' 2>'$T/serve.log'"
+wait_sock "$T/kzp.sock" 10
+res=$("$PY" - "$T" <<'PY'
+import json, socket, struct, sys
+T, n = sys.argv[1], 0
+snap = json.load(open(T + "/p1.json"))
+for i in range(150):
+    c = socket.socket(socket.AF_UNIX); c.connect(T + "/kzp.sock")
+    b = json.dumps({"v": 1, "id": "o%d" % i, "op": "link-output",
+        "room": "rp", "member": "alice", "turn": "t1", "snapshot": snap,
+        "workspace": T + "/ws", "file": "out/p.png",
+        "name": "p%d.png" % i}).encode()
+    c.sendall(struct.pack(">I", len(b)) + b)
+    k = struct.unpack(">I", c.recv(4, socket.MSG_WAITALL))[0]
+    r = json.loads(c.recv(k, socket.MSG_WAITALL)); c.close()
+    if "sha256" not in r:
+        continue
+    n += 1
+    if open(T + "/blobs/" + r["sha256"], "rb").read(8) != b"\x89PNG\r\n\x1a\n":
+        sys.exit("a non-PNG was stored as a .png (%d linked)" % n)
+print("ok %d linked" % n)
+PY
+)
+kill "$W"
+like "$res" "^ok [1-9]" \
+	"link-output: a .png whose head changes while it is copied is never stored as one"
+t "link-output: a refused output leaves no blob in the store (text or binary)" \
+	sh -c "! grep -rlqE 'MZ-EVIL|not UTF-8' '$T/blobs'"
 
 # --- the withheld selection ---------------------------------------------------
 doc alice L1 lib/notes.txt "library notes" library

@@ -54,7 +54,9 @@ blob(const char *text, char sha[KZP_SHA_HEX + 1])
 	ck_assert((fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600)) >= 0);
 	ck_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
 	ck_assert(lseek(fd, 0, SEEK_SET) == 0);
-	ck_assert_int_eq(kzp_blob_put(blobs, fd, 1 << 20, sha, &size, &r), 0);
+	ck_assert_int_eq(kzp_blob_put(blobs, fd, 1 << 20, NULL, NULL, sha,
+	                     &size, &r),
+	    0);
 	close(fd);
 }
 
@@ -121,7 +123,9 @@ START_TEST(test_after_nul)
 	ck_assert(
 	    write(fd, text, sizeof(text) - 1) == (ssize_t)sizeof(text) - 1);
 	ck_assert(lseek(fd, 0, SEEK_SET) == 0);
-	ck_assert_int_eq(kzp_blob_put(blobs, fd, 1 << 20, sha, &size, &r), 0);
+	ck_assert_int_eq(kzp_blob_put(blobs, fd, 1 << 20, NULL, NULL, sha,
+	                     &size, &r),
+	    0);
 	close(fd);
 	ck_assert_int_eq(run(snap(1, (const char *[]){sha},
 	                         (long[]){(long)size}),
