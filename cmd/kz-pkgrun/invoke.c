@@ -291,28 +291,29 @@ stage_worker(struct pr_worker *w, int *pkgfd, int *filesfd)
 
 /*
  * A warm worker for this invocation, or NULL: the one-shot, under an id
- * of the range the pool gives out (*slot), or at random when the daemon
- * has none free.  Every way a warm worker can fail before the run is a
- * one-shot, logged, never a refusal: the boundary is the same.
+ * of the range it holds the claim on (*slot, *claim; uidclaim.c).  The
+ * daemon gives out its ids lowest first; a one-shot of its own picks one
+ * from a random start and waits for one up to PKGRUN_TIMEOUT, the longest
+ * another one-shot holds its id.  No id free: KZ_EUNAVAIL, never a shared
+ * one.  Every way a warm worker can fail before the run is a one-shot,
+ * logged, never a refusal: the boundary is the same.
  */
-static struct pr_worker *
+static int
 take_worker(const struct pr_conf *c, struct pr_pool *pool,
-    const struct pr_inv *iv, int *slot)
+    const struct pr_inv *iv, int *slot, int *claim, struct pr_worker **w)
 {
-	struct pr_worker *w;
 	char why[128] = "";
 
-	*slot = iv->slot;
+	*slot = -1, *claim = -1;
 	if (pool == NULL)
-		return NULL;
-	if ((w = pr_pool_take(pool, iv->grant != NULL, why, sizeof(why))) !=
+		return pr_uid_pick(c, c->timeout_s * 1000, slot, claim);
+	if ((*w = pr_pool_take(pool, iv->grant != NULL, why, sizeof(why))) !=
 	    NULL)
-		return w;
+		return 0;
 	pr_pool_note_oneshot(pool, c->warm > 0);
 	if (c->warm > 0)
 		kz_log(KZ_LOG_WARN, "pkgrun.oneshot", KZ_EUNAVAIL, why, NULL);
-	*slot = pr_pool_slot_take(pool);
-	return NULL;
+	return (*slot = pr_pool_slot_take(pool)) < 0 ? KZ_EUNAVAIL : 0;
 }
 
 /* A one-shot's staging directory, removed once the tool is done. */
@@ -340,10 +341,21 @@ stage_and_run(const struct pr_conf *c, struct pr_pool *pool,
     size_t mlen, struct pending *pend, struct staged *st, struct pr_result *res)
 {
 	char *name = st->name, staging[PATH_MAX + 80], id[80] = "";
-	struct pr_worker *w;
-	int pkgfd = -1, filesfd = -1, slot, r;
+	struct pr_worker *w = NULL;
+	int pkgfd = -1, filesfd = -1, slot, claim, r;
 
-	if ((w = take_worker(c, pool, iv, &slot)) != NULL) {
+	if ((r = take_worker(c, pool, iv, &slot, &claim, &w)) != 0) {
+		/* Every id is some other tenant's: never share one. */
+		if (pool != NULL)
+			pr_set_result(res, KZ_EXIT_REFUSED, KZ_WE_BUSY,
+			    "no free tool uid");
+		else
+			pr_set_result(res, KZ_EXIT_UNAVAIL, KZ_WE_UNAVAILABLE,
+			    r == KZ_EUNAVAIL ? "no free tool uid" :
+			                       "cannot claim a tool uid");
+		goto out;
+	}
+	if (w != NULL) {
 		r = stage_worker(w, &pkgfd, &filesfd);
 		snprintf(staging, sizeof(staging), "%s",
 		    pr_worker_projection(w));
@@ -396,6 +408,7 @@ out:
 		res->worker = w;
 	else if (pool != NULL)
 		pr_pool_slot_put(pool, slot);
+	pr_uid_release(&claim);
 }
 
 void

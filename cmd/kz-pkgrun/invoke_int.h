@@ -11,7 +11,7 @@
 void pr_set_result(struct pr_result *res, enum kz_exit code, const char *wire,
     const char *why);
 /* Runs the tool on the taken warm worker w, or on a one-shot under id
- * slot of the range (-1: one at random), which starts the tool only once
+ * slot of the range (claimed by the caller), which starts the tool only once
  * gate(gate_arg) returns 0. */
 void pr_run_tool(const struct pr_conf *c, const struct pr_inv *iv,
     const struct pr_tool *t, const char *staging, const char *id, int slot,

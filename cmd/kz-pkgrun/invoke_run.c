@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sodium.h>
 
 #include "kz_io.h"
 #include "kz_path.h"
@@ -91,7 +90,7 @@ write_grant(const char *path, const char *grant)
 }
 
 /* Runs the tool on the taken warm worker w, or on a one-shot under id
- * slot of the range (-1: one at random), which starts the tool only once
+ * slot of the range (claimed by the caller), which starts the tool only once
  * gate(gate_arg) returns 0. */
 void
 pr_run_tool(const struct pr_conf *c, const struct pr_inv *iv,
@@ -108,13 +107,10 @@ pr_run_tool(const struct pr_conf *c, const struct pr_inv *iv,
 	char why[256] = "";
 	int r;
 
-	/* Each invocation its own id where the daemon can give one; a
-	 * one-shot takes one of the range at random.  A warm worker has
-	 * its own, given when it was started. */
-	if (slot < 0)
-		slot = (int)randombytes_uniform((uint32_t)c->uid_count);
-	x.uid = c->uid + slot % c->uid_count;
-	x.gid = c->gid + slot % c->uid_count;
+	/* Each invocation its own id, claimed (take_worker); a warm worker
+	 * has its own, given and claimed when it was started. */
+	if (w == NULL)
+		x.uid = c->uid + slot, x.gid = c->gid + slot;
 	if (build_env(t, iv, envbuf, env) != 0 ||
 	    tool_argv(t, iv, cmd, sizeof(cmd), argv) != 0) {
 		pr_set_result(res, KZ_EXIT_INTERNAL, KZ_WE_INTERNAL,

@@ -216,7 +216,6 @@ main(int argc, char **argv)
 	int r;
 
 	memset(&o, 0, sizeof(o));
-	o.iv.slot = -1;
 	kz_log_init("kz-pkgrun", KZ_LOG_INFO);
 	(void)signal(SIGPIPE, SIG_IGN);
 	while ((r = open("/dev/null", O_RDWR)) >= 0 && r < 3)

@@ -3,7 +3,8 @@
  * tree walk, hash and copy (tree.c), the cache (cache.c), the manifest and
  * its closed class set (manifest.c), one invocation (invoke.c,
  * invoke_run.c, exec.c), the daemon's warm single-use workers (warm.c,
- * warm_take.c, wrun.c), the audit records (audit.c), the daemon (serve.c)
+ * warm_take.c, wrun.c), the claims on the runner's ids (uidclaim.c), the
+ * audit records (audit.c), the daemon (serve.c)
  * and its thin client (client.c).  Module functions return 0 or a negative
  * kz_err and fill (why, wlen) with one line; they never print or exit.
  */
@@ -171,7 +172,6 @@ struct pr_inv {
 	const char *workspace;
 	const char *grant; /* egress grant text, or NULL */
 	const char *rid;
-	int slot; /* which id of the runner's range; -1: any */
 	const char *args[PR_ARGS_MAX + 1];
 	int nargs;
 	const char *files[PR_MEMBER_FILES_MAX + 1];
@@ -284,7 +284,8 @@ KZ_WUR int pr_worker_reply(const struct pr_conf *c, const cJSON *rep,
     struct pr_exec_out *o, char *why, size_t wlen);
 /* The worker is done with: it is stopped and replaced, never reused. */
 void pr_pool_release(struct pr_pool *p, struct pr_worker *w);
-/* An id of the range for a one-shot, -1 when none is free; put it back. */
+/* An id of the range for a one-shot, claimed (uidclaim.c), -1 when none
+ * is free; put it back (the claim is dropped). */
 int pr_pool_slot_take(struct pr_pool *p);
 void pr_pool_slot_put(struct pr_pool *p, int slot);
 void pr_pool_note_oneshot(struct pr_pool *p, bool fallback);
@@ -294,6 +295,18 @@ KZ_WUR int pr_pool_status(struct pr_pool *p, cJSON *o);
 void pr_pool_sweep(const struct pr_conf *c);
 /* The next id after last (round robin) not in used[n], or -1. */
 int pr_slot_next(const bool *used, int n, int last);
+
+/* uidclaim.c: every invocation holds an exclusive claim on its id of the
+ * range for as long as it runs (an flock on STATE/uids/<uid>, which the
+ * kernel drops when the process dies).  pr_uid_claim takes id slot: 0 and
+ * *fd, or KZ_EUNAVAIL when another process holds it or a host process
+ * runs under its uid.  pr_uid_pick tries every id from a random start,
+ * again every 100 ms until wait_ms have passed: 0 with *slot and *fd, or
+ * KZ_EUNAVAIL when none was free. */
+KZ_WUR int pr_uid_claim(const struct pr_conf *c, int slot, int *fd);
+KZ_WUR int pr_uid_pick(const struct pr_conf *c, int64_t wait_ms, int *slot,
+    int *fd);
+void pr_uid_release(int *fd);
 
 /* client.c: invoke through a running serve (--socket). */
 int pr_client_invoke(const struct pr_conf *c, const char *sock,

@@ -6,7 +6,9 @@
  * once, and at most PR_INFLIGHT_ACTOR of one actor, so one member's slow
  * tools cannot take every place; the next is answered busy.  Invocations run on
  * the pool's warm single-use workers while one is ready (warm.c), else on a
- * one-shot.
+ * one-shot.  Each runs under an id of the range that no other invocation,
+ * of this daemon or any other kz-pkgrun, holds (uidclaim.c); with none
+ * free it is answered busy too.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -218,10 +220,6 @@ op_invoke(struct kz_req *req, void *arg)
 		    "too many invocations of this actor at once");
 		return;
 	}
-	/* Concurrent invocations run under different ids of the range
-	 * while it has one free (the pool gives them out); past that a
-	 * one-shot shares. */
-	jb->iv.slot = -1;
 	if (pthread_attr_init(&at) != 0 ||
 	    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) != 0 ||
 	    pthread_create(&th, &at, run_job, jb) != 0) {

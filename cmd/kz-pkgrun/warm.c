@@ -90,20 +90,33 @@ pr_slot_next(const bool *used, int n, int last)
 }
 
 /* Round robin for warm workers: an id comes back only once the range
- * has gone round, so invocations one after the other never share one. */
+ * has gone round, so invocations one after the other never share one.
+ * An id is taken only with its claim (uidclaim.c): one that another
+ * kz-pkgrun process holds, or that a host process runs under, is passed
+ * over. */
 static int
 slot_take_locked(struct pr_pool *p, bool rotate)
 {
-	int n = (int)p->c->uid_count, s;
+	int n = (int)p->c->uid_count, s = rotate ? p->last_slot : n - 1;
 
-	s = rotate ? pr_slot_next(p->used, n, p->last_slot) :
-	             pr_slot_next(p->used, n, n - 1);
-	if (s >= 0) {
+	for (int i = 0; i < n; i++) {
+		if ((s = pr_slot_next(p->used, n, s)) < 0)
+			return -1;
+		if (pr_uid_claim(p->c, s, &p->claim[s]) != 0)
+			continue;
 		p->used[s] = true;
 		if (rotate)
 			p->last_slot = s;
+		return s;
 	}
-	return s;
+	return -1;
+}
+
+static void
+slot_put_locked(struct pr_pool *p, int slot)
+{
+	p->used[slot] = false;
+	pr_uid_release(&p->claim[slot]);
 }
 
 int
@@ -123,7 +136,7 @@ pr_pool_slot_put(struct pr_pool *p, int slot)
 	if (slot < 0)
 		return;
 	pthread_mutex_lock(&p->mu);
-	p->used[slot] = false;
+	slot_put_locked(p, slot);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -282,8 +295,9 @@ find(struct pr_pool *p, enum w_state s)
 static void
 free_locked(struct pr_pool *p, struct pr_worker *w)
 {
+	/* The worker is reaped: its id's claim goes with it. */
 	if (w->slot >= 0)
-		p->used[w->slot] = false;
+		slot_put_locked(p, w->slot);
 	memset(w, 0, sizeof(*w));
 	w->state = W_FREE, w->slot = -1, w->pid = -1, w->pidfd = -1;
 }
@@ -482,10 +496,15 @@ pr_pool_new(const struct pr_conf *c, struct pr_pool **out)
 	struct pr_pool *p;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
-	    (p->used = calloc((size_t)c->uid_count, sizeof(bool))) == NULL) {
+	    (p->used = calloc((size_t)c->uid_count, sizeof(bool))) == NULL ||
+	    (p->claim = calloc((size_t)c->uid_count, sizeof(int))) == NULL) {
+		if (p != NULL)
+			free(p->used);
 		free(p);
 		return KZ_ENOMEM;
 	}
+	for (int64_t i = 0; i < c->uid_count; i++)
+		p->claim[i] = -1;
 	p->c = c;
 	p->last_slot = (int)c->uid_count - 1;
 	for (int i = 0; i < POOL_N; i++)
@@ -527,6 +546,9 @@ pr_pool_free(struct pr_pool *p)
 	pr_pool_stop(p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
+	for (int64_t i = 0; i < p->c->uid_count; i++)
+		pr_uid_release(&p->claim[i]);
+	free(p->claim);
 	free(p->used);
 	free(p);
 }

@@ -36,6 +36,7 @@ struct pr_pool {
 	bool running, stopping;
 	struct pr_worker w[POOL_N];
 	bool *used; /* ids of the range in use */
+	int *claim; /* their claims (uidclaim.c), -1 when not held */
 	int last_slot;
 	int64_t backoff_ms, next_try_ms;
 	unsigned long served, one_shot, fallbacks, started, start_failed;

@@ -6,9 +6,12 @@
 # KZ_PEER_UIDS is refused, a slow tool does not stall another peer, and
 # one actor's slow tools take at most four of the sixteen places.
 # This is the daemon's one-shot path (PKGRUN_WARM=0), whose ids come
-# lowest first; t6206 runs the same ops on warm workers.
+# lowest first; t6206 runs the same ops on warm workers.  No two
+# invocations running at once share a uid, a one-shot beside the daemon
+# or its warm workers included, so one exhausting its uid's inotify
+# instances starves no other; with none free a one-shot fails closed.
 . "$(dirname "$0")/lib.sh"
-plan 22
+plan 27
 . "$TOP/tests/e2e/pkgrun-lib.sh"
 export PKGRUN_WARM=0
 S=$T/kz-pkgrun.sock
@@ -77,4 +80,41 @@ KZ_PEER_UIDS=4242 bg kz-pkgrun serve --socket "$T/p2.sock" 2>>"$T/serve.log"
 wait_sock "$T/p2.sock"
 like "$(kz-msg "$T/p2.sock" '{"op":"status"}' 2>&1)" "unauthorized_peer|refused" \
 	"a peer outside KZ_PEER_UIDS is refused"
+
+# Concurrent tenants never share a uid (issue 12): a runner of two ids
+# with its own state (and so its own uid claims).  Two of its daemon's
+# invocations hold both ids, each with every inotify instance its uid may
+# have; a one-shot beside them (as a CI job runs it) waits for a free id
+# rather than share one, so its inotify_init1 still works.
+export PKGRUN_STATE_DIR=$T/pkgstate2 PKGRUN_UID_COUNT=2
+bg kz-pkgrun serve --socket "$T/u2.sock" 2>"$T/serve2.log"
+wait_sock "$T/u2.sock"
+HOGS=
+hog='python3 -c "import ctypes,time; l=ctypes.CDLL(None); print(sum(l.inotify_init1(0) >= 0 for _ in range(200))); time.sleep(3)"; id -u'
+for i in 1 2; do ( pr --socket "$T/u2.sock" --tool shell --arg "$hog" >"$T/hog$i" 2>&1 ) & HOGS="$HOGS $!"; done
+for _ in $(seq 100); do [ "$(kz-msg -t 5 "$T/u2.sock" '{"op":"status"}' | get '["inflight"]')" = 2 ] && break; sleep 0.05; done
+sleep 0.5
+vic=$(pr --tool shell --arg 'python3 -c "import ctypes; l=ctypes.CDLL(None, use_errno=True); r=l.inotify_init1(0); print(\"inotify\", \"ok\" if r >= 0 else \"errno %d\" % ctypes.get_errno())"; id -u' 2>&1)
+wait $HOGS
+is "$(tail -qn1 "$T/hog1" "$T/hog2" | sort | tr '\n' ' ')$(head -1 <<<"$vic")" \
+	"2100200000 2100200001 inotify ok" \
+	"two daemon invocations hold both ids' inotify; a one-shot beside them is not starved"
+# A host process under the one id left, and every id taken: the one-shot
+# waits its bound (PKGRUN_TIMEOUT) and fails closed, never shares.
+bg setpriv --reuid=2100200000 --regid=2100200000 --clear-groups sleep 30
+HOSTPID=$LASTPID
+sleep 0.2
+PKGRUN_TIMEOUT=1 PKGRUN_UID_COUNT=1 rc_is 3 "a one-shot whose only id runs a host process does not run (exit 3)" \
+	pr --tool shell --arg 'id -u'
+like "$(cat "$T/.out")" "no free tool uid" "... and says: no free tool uid"
+kill "$HOSTPID"
+# A warm daemon of two ids: its two workers hold both, and a one-shot
+# beside it finds none free.
+PKGRUN_WARM=2 bg kz-pkgrun serve --socket "$T/w2.sock" 2>"$T/serve3.log"
+wait_sock "$T/w2.sock"
+for _ in $(seq 200); do [ "$(kz-msg -t 5 "$T/w2.sock" '{"op":"status"}' | get '["warm"]["ready"]')" = 2 ] && break; sleep 0.05; done
+PKGRUN_TIMEOUT=1 rc_is 3 "a one-shot beside two warm workers of two ids gets neither's uid (exit 3)" \
+	pr --tool shell --arg 'id -u'
+like "$(cat "$T/.out")|$(pr --socket "$T/w2.sock" --tool echo --arg warm)" \
+	"^kz-pkgrun: no free tool uid\|echo: warm$" "... says so in one line, and the daemon's own is served"
 done_testing

@@ -1,0 +1,138 @@
+/*
+ * The claim on one id of the runner's range.  The kernel counts some
+ * limits per uid (inotify instances, queued signals, message queue bytes,
+ * processes), so two tenants under one uid could starve each other: every
+ * invocation, the daemon's, a warm worker's or a one-shot beside them,
+ * holds an exclusive flock(2) on STATE/uids/<uid> for as long as it runs,
+ * and an id is taken only when that lock is free and no host process runs
+ * under the uid.  The kernel drops the lock when its holder dies, so no
+ * claim outlives its process.  The descriptor is close-on-exec: kz-sandbox
+ * and the tool never hold it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "kz_io.h"
+#include "pkgrun.h"
+#include "banned.h"
+
+#define WAIT_STEP_MS 100
+
+/* STATE/uids, root's and 0700 (made so when missing). */
+static int
+claims_dir(const struct pr_conf *c)
+{
+	struct stat sb;
+	int sfd, dfd = -1;
+
+	if (mkdir(c->state_dir, 0755) != 0 && errno != EEXIST)
+		return -1;
+	if ((sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	if ((mkdirat(sfd, "uids", 0700) == 0 || errno == EEXIST) &&
+	    (dfd = openat(sfd, "uids",
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+	    (fstat(dfd, &sb) != 0 || sb.st_uid != geteuid() ||
+	        ((sb.st_mode & 077) != 0 && fchmod(dfd, 0700) != 0))) {
+		close(dfd);
+		dfd = -1;
+	}
+	close(sfd);
+	return dfd;
+}
+
+/* Whether a host process has uid as its real, effective, saved or
+ * filesystem uid. */
+static bool
+uid_running(int64_t uid)
+{
+	char p[64], buf[2048], *u;
+	struct dirent *de;
+	bool found = false;
+	long long v[4];
+	DIR *d;
+
+	if ((d = opendir("/proc")) == NULL)
+		return true; /* cannot tell: not free */
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%.20s/status", de->d_name);
+		if (kz_read_small(p, buf, sizeof(buf)) <= 0 ||
+		    (u = strstr(buf, "\nUid:")) == NULL ||
+		    sscanf(u + 5, "%lld %lld %lld %lld", &v[0], &v[1], &v[2],
+		        &v[3]) != 4)
+			continue;
+		for (int i = 0; i < 4; i++)
+			found |= v[i] == uid;
+	}
+	closedir(d);
+	return found;
+}
+
+int
+pr_uid_claim(const struct pr_conf *c, int slot, int *fd)
+{
+	char name[24];
+	int dfd, lfd = -1, r = KZ_EUNAVAIL;
+
+	*fd = -1;
+	if ((dfd = claims_dir(c)) < 0)
+		return KZ_ESYS;
+	snprintf(name, sizeof(name), "%lld", (long long)(c->uid + slot));
+	if ((lfd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	         0600)) < 0) {
+		r = KZ_ESYS;
+		goto out;
+	}
+	if (flock(lfd, LOCK_EX | LOCK_NB) != 0 || uid_running(c->uid + slot))
+		goto out;
+	*fd = lfd, lfd = -1;
+	r = 0;
+out:
+	if (lfd >= 0)
+		close(lfd);
+	close(dfd);
+	return r;
+}
+
+int
+pr_uid_pick(const struct pr_conf *c, int64_t wait_ms, int *slot, int *fd)
+{
+	int n = (int)c->uid_count, start, r;
+	int64_t end = kz_now_ms() + wait_ms;
+	struct timespec ts = {0, WAIT_STEP_MS * 1000000L};
+
+	for (;;) {
+		start = (int)randombytes_uniform((uint32_t)n);
+		for (int i = 0; i < n; i++) {
+			*slot = (start + i) % n;
+			if ((r = pr_uid_claim(c, *slot, fd)) == 0)
+				return 0;
+			if (r != KZ_EUNAVAIL)
+				return r;
+		}
+		if (kz_now_ms() >= end)
+			break;
+		(void)nanosleep(&ts, NULL);
+	}
+	*slot = -1;
+	return KZ_EUNAVAIL;
+}
+
+void
+pr_uid_release(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
