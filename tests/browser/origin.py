@@ -42,6 +42,9 @@ connection).
                in the page (#plain), one in a shadow root (#texthost)
   /mem        a page that, once loaded, allocates and touches 64 MiB
                ArrayBuffers in a loop that never yields
+  /popup?u=U   a page that opens U with window.open and by a click on its
+               own target=_blank link (top left), as it loads, titled
+               "popup:W" (W: "window" if window.open gave one, else "none")
   /framesecret a focused same-origin frame whose focused element is a
                password input
                The /pw* pages report each field's value when it changes
@@ -152,6 +155,13 @@ onload = () => setTimeout(() => {{
     held.push(b); }} }}, 50);
 </script></body></html>"""
 
+POPUP = """<!doctype html><html><head><title>popup</title></head><body>
+<a id=a target=_blank href="{u}">x</a><script>
+const w = window.open("{u}", "_blank");
+document.getElementById("a").click();
+document.title = "popup:" + (w ? "window" : "none");
+</script></body></html>"""
+
 ALERT = """<!doctype html><html><head><title>alert</title></head><body>
 <script>alert("kz"); document.title = "after alert";</script></body></html>"""
 
@@ -240,6 +250,8 @@ class H(http.server.BaseHTTPRequestHandler):
             body = SPIN.format(n=int(q.get("n", ["2"])[0]))
         elif u.path == "/mem":
             body = MEM.format()
+        elif u.path == "/popup":
+            body = POPUP.format(u=q.get("u", ["/"])[0].replace('"', ""))
         elif u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
             body = SLOW
