@@ -6,13 +6,14 @@
 # address all reach kz-egress and are refused, and a sink on the worker's
 # loopback sees nothing; code run in the same worker finds no listener, no
 # Chromium and no pipe; the profile never reaches the worker's /tmp or
-# workspace and is gone with the session.
+# workspace and is gone with the session, and Chromium cannot read or
+# write the workspace.
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 34
+plan 36
 
 br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
 ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
@@ -95,6 +96,14 @@ F=$(wrun 'n=0; for f in /proc/[0-9]*/fd/*; do [ "$(readlink $f 2>/dev/null | cut
 is "$F" "0" "no other process's pipe can be opened through /proc/PID/fd"
 X=$(wrun 'find / -xdev \( -name Cookies -o -name "Local State" -o -name kaizen.json \) 2>/dev/null; find /tmp /workspace /dev/shm -mindepth 1 2>/dev/null')
 is "$X" "" "the profile and the policy are nowhere in the code's view"
+# Nor is the code's workspace in Chromium's: a renderer (no sandbox of its
+# own) compromised by the page could otherwise read and plant its files.
+wrun 'echo member >/workspace/kz-ws-probe' >/dev/null
+P=$(br_chromium); U=$(stat -c %u "/proc/$P" 2>/dev/null)
+X=$(nsenter -t "$P" -m -S "${U:-0}" -G "${U:-0}" sh -c 'ls -A /workspace; touch /workspace/kz-planted 2>/dev/null && echo writable' 2>&1)
+is "$X" "" "Chromium, as its uid, finds /workspace empty and cannot write there"
+wrun 'ls -A /workspace; rm -f /workspace/kz-ws-probe' >"$T/ws.out"
+is "$(cat "$T/ws.out")" "kz-ws-probe" "... while the code's workspace holds its file and nothing planted"
 
 R=$(bcall screenshot '{"session":"'$SID'"}')
 PNG=$(jf "$R" png_b64 | base64 -d 2>/dev/null | head -c 4 | od -An -c | tr -d ' ')
