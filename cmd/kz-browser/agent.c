@@ -80,11 +80,13 @@ isolated_world(const struct kzb_conf *c, struct kzb_session *s, int64_t *ctx)
 }
 
 static int
-unavailable(struct kzb_out *o, int e)
+unavailable(const struct kzb_session *s, struct kzb_out *o, int e)
 {
 	return refuse(o, KZ_WE_UNAVAILABLE,
 	    e == KZ_ETIMEDOUT  ? "the browser did not answer in time" :
 	        e == KZ_EPROTO ? "the browser gave no world to look in" :
+	        s->cdp.crashed && !s->cdp.dead ?
+	                         "the page crashed; the session is closed" :
 	                         "the browser stopped; the session is closed");
 }
 
@@ -111,7 +113,7 @@ eval_str(const struct kzb_conf *c, struct kzb_session *s, const char *expr,
 	} else if (e == 0)
 		e = KZ_ENOMEM;
 	if (e != 0)
-		return unavailable(o, e);
+		return unavailable(s, o, e);
 	v = kz_json_get(kz_json_get(r, "result"), "value");
 	if (cJSON_IsString(v))
 		snprintf(out, len, "%s", v->valuestring);
@@ -266,8 +268,10 @@ kzb_agent_read(const struct kzb_conf *c, struct kzb_session *s, cJSON **out,
 		return refuse(o, KZ_WE_REFUSED, pw_refusal);
 	if ((e = kzb_cdp_call(&s->cdp, "Accessibility.getFullAXTree", NULL,
 	         true, c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
-		return refuse(o, KZ_WE_UNAVAILABLE,
-		    "the browser could not give the page's tree");
+		return e == KZ_EUNAVAIL || e == KZ_ETIMEDOUT ?
+		    unavailable(s, o, e) :
+		    refuse(o, KZ_WE_UNAVAILABLE,
+		        "the browser could not give the page's tree");
 	if ((buf = malloc(TREE_MAX)) == NULL) {
 		cJSON_Delete(r);
 		return refuse(o, KZ_WE_INTERNAL, "out of memory");
@@ -435,7 +439,7 @@ act_on(const struct kzb_conf *c, struct kzb_session *s, const cJSON *a,
 	int e;
 
 	if ((e = isolated_world(c, s, &ctx)) != 0)
-		return unavailable(o, e);
+		return unavailable(s, o, e);
 	if ((p = cJSON_CreateObject()) == NULL ||
 	    (args = cJSON_AddArrayToObject(p, "arguments")) == NULL ||
 	    !arg(args, cJSON_CreateString(kind)) ||
@@ -450,7 +454,7 @@ act_on(const struct kzb_conf *c, struct kzb_session *s, const cJSON *a,
 	cJSON_AddBoolToObject(p, "returnByValue", true);
 	if ((e = kzb_cdp_call(&s->cdp, "Runtime.callFunctionOn", p, true,
 	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
-		return unavailable(o, e);
+		return unavailable(s, o, e);
 	v = cJSON_GetStringValue(
 	    kz_json_get(kz_json_get(r, "result"), "value"));
 	e = v != NULL && strcmp(v, "ok") == 0 ? 0 : KZ_EDENIED;

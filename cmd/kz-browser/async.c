@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,10 @@ report_dead(struct kzb_session *s, struct kzb_async *a)
 		return;
 	j->s = s;
 	j->dead = true;
+	snprintf(j->o.why, sizeof(j->o.why), "%s",
+	    s->cdp.crashed && !s->cdp.dead ?
+	        "the page crashed; the session is closed" :
+	        "the browser stopped; the session is closed");
 	j->done = a->dead;
 	post(a, j);
 }

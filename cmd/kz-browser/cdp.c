@@ -204,6 +204,12 @@ kzb_cdp_call(struct kzb_cdp *c, const char *method, cJSON *params, bool page,
 			break;
 		note_event(c, m);
 		cJSON_Delete(m);
+		/* A page whose renderer went (the session's memory limit
+		 * killed it) never answers: not a wait until the timeout. */
+		if (c->crashed) {
+			kz_why(why, wlen, "the page crashed");
+			return KZ_EUNAVAIL;
+		}
 	}
 	if ((err = kz_json_get(m, "error")) != NULL) {
 		const cJSON *msg = kz_json_get(err, "message");

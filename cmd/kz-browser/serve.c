@@ -249,10 +249,9 @@ dead_done(void *ctx, struct kzb_job *j)
 {
 	struct kzb_session *s = j->s;
 
-	kzb_job_free(j);
 	if (s->state == KZB_OPEN)
-		(void)kzb_browser_gone(ctx, s,
-		    "the browser stopped; the session is closed");
+		(void)kzb_browser_gone(ctx, s, j->o.why);
+	kzb_job_free(j);
 }
 
 static struct kzb_session *

@@ -40,6 +40,11 @@ connection).
                a same-origin frame that takes the focus whenever the frame
                does (#frame)), and two plain text fields, one
                in the page (#plain), one in a shadow root (#texthost)
+  /mem        a page that, once loaded, allocates and touches 64 MiB
+               ArrayBuffers in a loop that never yields
+  /popup?u=U   a page that opens U with window.open and by a click on its
+               own target=_blank link (top left), as it loads, titled
+               "popup:W" (W: "window" if window.open gave one, else "none")
   /framesecret a focused same-origin frame whose focused element is a
                password input
                The /pw* pages report each field's value when it changes
@@ -143,6 +148,20 @@ for (let i = 0; i < {n}; i++) new Worker(src);
 document.title = "spinning";
 </script></body></html>"""
 
+MEM = """<!doctype html><html><head><title>mem</title></head><body><script>
+const held = [];
+onload = () => setTimeout(() => {{
+  for (;;) {{ const b = new ArrayBuffer(64 << 20); new Uint8Array(b).fill(7);
+    held.push(b); }} }}, 50);
+</script></body></html>"""
+
+POPUP = """<!doctype html><html><head><title>popup</title></head><body>
+<a id=a target=_blank href="{u}">x</a><script>
+const w = window.open("{u}", "_blank");
+document.getElementById("a").click();
+document.title = "popup:" + (w ? "window" : "none");
+</script></body></html>"""
+
 ALERT = """<!doctype html><html><head><title>alert</title></head><body>
 <script>alert("kz"); document.title = "after alert";</script></body></html>"""
 
@@ -229,6 +248,10 @@ class H(http.server.BaseHTTPRequestHandler):
                               p=int(q.get("p", ["3478"])[0]))
         elif u.path == "/spin":
             body = SPIN.format(n=int(q.get("n", ["2"])[0]))
+        elif u.path == "/mem":
+            body = MEM.format()
+        elif u.path == "/popup":
+            body = POPUP.format(u=q.get("u", ["/"])[0].replace('"', ""))
         elif u.path == "/slow":
             time.sleep(int(q.get("ms", ["1000"])[0]) / 1000.0)
             body = SLOW

@@ -6,13 +6,14 @@
 # address all reach kz-egress and are refused, and a sink on the worker's
 # loopback sees nothing; code run in the same worker finds no listener, no
 # Chromium and no pipe; the profile never reaches the worker's /tmp or
-# workspace and is gone with the session.
+# workspace and is gone with the session, and Chromium cannot read or
+# write the workspace.
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 31
+plan 36
 
 br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
 ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
@@ -95,6 +96,14 @@ F=$(wrun 'n=0; for f in /proc/[0-9]*/fd/*; do [ "$(readlink $f 2>/dev/null | cut
 is "$F" "0" "no other process's pipe can be opened through /proc/PID/fd"
 X=$(wrun 'find / -xdev \( -name Cookies -o -name "Local State" -o -name kaizen.json \) 2>/dev/null; find /tmp /workspace /dev/shm -mindepth 1 2>/dev/null')
 is "$X" "" "the profile and the policy are nowhere in the code's view"
+# Nor is the code's workspace in Chromium's: a renderer (no sandbox of its
+# own) compromised by the page could otherwise read and plant its files.
+wrun 'echo member >/workspace/kz-ws-probe' >/dev/null
+P=$(br_chromium); U=$(stat -c %u "/proc/$P" 2>/dev/null)
+X=$(nsenter -t "$P" -m -S "${U:-0}" -G "${U:-0}" sh -c 'ls -A /workspace; touch /workspace/kz-planted 2>/dev/null && echo writable' 2>&1)
+is "$X" "" "Chromium, as its uid, finds /workspace empty and cannot write there"
+wrun 'ls -A /workspace; rm -f /workspace/kz-ws-probe' >"$T/ws.out"
+is "$(cat "$T/ws.out")" "kz-ws-probe" "... while the code's workspace holds its file and nothing planted"
 
 R=$(bcall screenshot '{"session":"'$SID'"}')
 PNG=$(jf "$R" png_b64 | base64 -d 2>/dev/null | head -c 4 | od -An -c | tr -d ' ')
@@ -124,7 +133,20 @@ R2=$(bcall screenshot '{"session":"'$SID'"}')
 ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
 is "$(jf "$R" page title)" "after alert" "a page's alert is dismissed as it opens"
 ok "$([ -n "$(jf "$R2" png_b64)" ] && [ "$ms" -lt 4000 ]; echo $?)" "... and a screenshot is not held by it (${ms} ms)"
+# Popups: none without a click (Chromium's popup blocker); one the
+# member's click opens runs in the session's Chromium, behind the same
+# relay and kz-egress, and goes with it.
+R=$(bcall navigate '{"session":"'$SID'","url":"'$O'/popup?u=http://10.99.0.1/pp"}')
+is "$(jf "$R" page title)" "popup:none" "a page opens no popup by itself, by window.open or a scripted click"
+bcall input '{"session":"'$SID'","events":[{"type":"click","x":12,"y":16}]}' >/dev/null
+bcall navigate '{"session":"'$SID'","url":"'$O'/popup?u='$O'/frompopup"}' >/dev/null
+bcall input '{"session":"'$SID'","events":[{"type":"click","x":12,"y":16}]}' >/dev/null
+for _ in $(seq 1 50); do grep -q '^/frompopup' "$T/origin.log" &&
+	kz-audit query --kind egress_refusal --dir "$T/audit" 2>/dev/null | grep -q '"host":"10.99.0.1"' && break; sleep 0.1; done
+like "$(kz-audit query --kind egress_refusal --dir "$T/audit" 2>/dev/null)" '"host":"10.99.0.1","port":80' \
+	"a popup the member's click opens goes through the relay: kz-egress refuses what its policy does not admit"
+grep -q '^/frompopup$' "$T/origin.log"; ok $? "... and carries what it admits"
 R=$(bcall close '{"session":"'$SID'"}')
 sleep 0.5
-is "$(br_sessions | wc -l)$(br_chromium | wc -l)" "00" "after close: no Chromium and no session cgroup (its profile's tmpfs went with it)"
+is "$(br_sessions | wc -l)$(br_chromium | wc -l)" "00" "after close: no Chromium (nor its popups) and no session cgroup (its profile's tmpfs went with it)"
 done_testing

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # A browser session's end, every way it ends: Chromium crashing mid-session
-# (its own one-line reason, a browser_failed record), the idle reaper (a
+# (its own one-line reason, a browser_failed record), a page that takes
+# more memory than the session may (its renderer is killed under the
+# session's limit: the op waiting on it is answered at once, not at its
+# timeout, and says so; the daemon answers meanwhile), the idle reaper (a
 # short BROWSER_IDLE), and kz-browser itself dying (the bridge loses its
 # peer and ends Chromium).  Each time nothing of the session is left in the
 # worker, the lease is back, and the next tenant of the worker finds none
@@ -10,7 +13,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 13
+plan 19
 
 br_start 162 || { echo "Bail out! the stack did not start"; exit 1; }
 O='http://origin.kz.test'
@@ -45,6 +48,31 @@ audit_has browser_failed '"reason":"the browser stopped; the session is closed"'
 ok $? "the crash is on record as browser_failed with that reason"
 gone; ok $? "nothing of the crashed session is left in the worker"
 wait_for warm 1 100; ok $? "its lease is released and the reset brings the worker back warm"
+
+# A page exhausts the session's memory while an agent-read waits on it:
+# the cgroup's OOM killer takes its renderer, and the read is answered
+# then, not at the call's timeout (20 s), with the crash as its reason.
+R=$(bcall open "$OPEN"); SID=$(jf "$R" session)
+R=$(bcall navigate '{"session":"'$SID'","url":"'$O'/mem"}')
+is "$(jf "$R" page title)" "mem" "a page that takes memory in a loop once loaded"
+t0=$EPOCHREALTIME
+bcall agent-read '{"session":"'$SID'"}' >"$T/oom.out" &
+RJ=$!
+sleep 1
+t1=$EPOCHREALTIME; ST=$(bcall status)
+sms=$(awk -v a="$t1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+ok "$([ -n "$(jf "$ST" sessions)" ] && [ "$sms" -lt 2000 ]; echo $?)" \
+	"the daemon answers while the page exhausts its memory (${sms} ms)"
+wait $RJ
+ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+R=$(cat "$T/oom.out")
+is "$(jf "$R" reason)" "the page crashed; the session is closed" \
+	"the read waiting on it is refused: the page crashed (${ms} ms)"
+ok "$([ "$ms" -lt 15000 ]; echo $?)" "... when the renderer is killed, not at the call's timeout"
+audit_has browser_failed '"reason":"the page crashed; the session is closed"'
+ok $? "on record as browser_failed with that reason"
+gone; ok $? "nothing of the session is left in the worker"
+wait_for warm 1 100 || diag "the worker did not come back warm"
 
 # The idle reaper.
 br_daemon "$T/idle.sock" BROWSER_IDLE=2
