@@ -3,9 +3,9 @@
  * the bridge that calls these): the session's cgroup leaf beside the
  * run's, its network namespace's loopback, and the stub, pid 1 of
  * Chromium's pid namespace, with its mounts (a copy of the run's view,
- * its own /proc, the profile's tmpfs, an empty read-only /workspace, an
- * /etc with the managed policy) and Chromium's exec under the code's
- * boundary.
+ * its own /proc, the profile's tmpfs, an empty read-only /workspace and
+ * /projection, an /etc with the managed policy) and Chromium's exec under the
+ * code's boundary.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -243,13 +243,18 @@ stub_mounts(const struct sbx_conf *c)
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	        "hidepid=2") < 0)
 		return "proc";
-	/* The run's workspace is the code's, not the browser's: a
-	 * compromised renderer (no sandbox of its own) neither reads nor
-	 * plants the member's files there. */
+	/* The run's workspace and projection are the code's, not the
+	 * browser's: a compromised renderer (no sandbox of its own) neither
+	 * reads nor plants the member's files there. */
 	if (mount("tmpfs", SBX_WS, "tmpfs",
 	        MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
 	        "size=4k,mode=0555") < 0)
 		return "workspace";
+	if (c->projection[0] != '\0' &&
+	    mount("tmpfs", SBX_PROJ, "tmpfs",
+	        MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+	        "size=4k,mode=0555") < 0)
+		return "projection";
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0 ||
 	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0)
 		return "tmpfs";

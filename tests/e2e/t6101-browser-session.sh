@@ -13,7 +13,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 36
+plan 37
 
 br_start 161 || { echo "Bail out! the stack did not start"; exit 1; }
 ok 0 "kz-egress, the lease stack with a warm worker and kz-browser serve"
@@ -102,6 +102,12 @@ wrun 'echo member >/workspace/kz-ws-probe' >/dev/null
 P=$(br_chromium); U=$(stat -c %u "/proc/$P" 2>/dev/null)
 X=$(nsenter -t "$P" -m -S "${U:-0}" -G "${U:-0}" sh -c 'ls -A /workspace; touch /workspace/kz-planted 2>/dev/null && echo writable' 2>&1)
 is "$X" "" "Chromium, as its uid, finds /workspace empty and cannot write there"
+# Nor the projection the worker's code reads (a file kz-project put there).
+WP=$(dirname "$(wsock)")/projection
+echo member >"$WP/kz-proj-probe"
+X=$(nsenter -t "$P" -m -S "${U:-0}" -G "${U:-0}" sh -c 'ls -A /projection' 2>&1)
+is "$X|$(wrun 'ls -A /projection')" "|kz-proj-probe" "Chromium finds /projection empty, where the code finds the projected file"
+rm -f "$WP/kz-proj-probe"
 wrun 'ls -A /workspace; rm -f /workspace/kz-ws-probe' >"$T/ws.out"
 is "$(cat "$T/ws.out")" "kz-ws-probe" "... while the code's workspace holds its file and nothing planted"
 
