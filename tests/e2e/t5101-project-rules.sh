@@ -200,6 +200,9 @@ q link --resource d9 --member alice --room r9 --turn t0 --shared
 adm a9 --room r9 --member alice --turn t1
 mkdir "$T/pd9" && chown 65534 "$T/pd9" && chmod 755 "$T/blobs" && chmod 777 "$STORE_SOCK"
 install -o 65534 -m 600 "$T/field.key" "$T/fk9"
+# The daemon's binary where its user may run it (the tree may be under a
+# home directory it cannot enter).
+install -m 0755 "$BIN/kz-project" "$T/kz-project9"
 # When the temporary tree appears beside dest, dest is made.
 "$PY" -c 'import ctypes,os,select,sys
 c = ctypes.CDLL(None); fd = c.inotify_init1(os.O_CLOEXEC)
@@ -209,7 +212,7 @@ if select.select([fd], [], [], 30)[0]: os.mkdir(sys.argv[2])' \
 	"$T/pd9" "$T/pd9/dest" "$T/ready9" & rp=$!
 while [ ! -e "$T/ready9" ]; do sleep 0.02; done
 setpriv --reuid=65534 --regid=65534 --clear-groups env KZ_FIELD_KEY_FILE="$T/fk9" \
-	kz-project materialize --snapshot "$T/a9.json" --dest "$T/pd9/dest" >"$T/m9.out" 2>"$T/m9.err"
+	"$T/kz-project9" materialize --snapshot "$T/a9.json" --dest "$T/pd9/dest" >"$T/m9.out" 2>"$T/m9.err"
 is "$?:$(grep -v 'audit is off' "$T/m9.err")" \
 	"1:kz-project: refused: the projection could not be delivered" \
 	"bounds rule: a destination made meanwhile refuses the delivery, on one line"
