@@ -25,6 +25,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <sys/queue.h>
 #include <event2/keyvalq_struct.h>
 #include <cJSON.h>
 
@@ -258,6 +259,30 @@ file_start(struct fetch *f, struct evhttp_request *ureq)
 	return 0;
 }
 
+/* One framing or none: a Transfer-Encoding other than a lone "chunked",
+ * a second Content-Length, or a length beside a chunked body is refused as
+ * malformed, whatever the libevent in use makes of it (Debian's 2.1.12-8
+ * reads such a body as chunked and ignores the length). */
+static bool
+framing_ok(struct evhttp_request *ureq)
+{
+	const struct evkeyvalq *h = evhttp_request_get_input_headers(ureq);
+	const struct evkeyval *kv;
+	int n_cl = 0, n_te = 0;
+
+	TAILQ_FOREACH(kv, h, next)
+	{
+		if (strcasecmp(kv->key, "Content-Length") == 0)
+			n_cl++;
+		else if (strcasecmp(kv->key, "Transfer-Encoding") == 0) {
+			n_te++;
+			if (strcasecmp(kv->value, "chunked") != 0)
+				return false;
+		}
+	}
+	return n_cl + n_te <= 1;
+}
+
 /* Refusing at the headers ends the fetch here: the upstream connection
  * is then failed by libevent and freed from the loop, whether or not its
  * done callback runs. */
@@ -267,6 +292,12 @@ upstream_headers(struct evhttp_request *ureq, void *arg)
 	struct fetch *f = arg;
 
 	f->headed = true;
+	if (!framing_ok(ureq)) {
+		fail(f, 502, "upstream_error",
+		    "the upstream's headers are malformed or over 64K");
+		finish(f);
+		return -1;
+	}
 	if (!is_file(f->x.rt.kind) || file_start(f, ureq) == 0)
 		return 0;
 	finish(f);

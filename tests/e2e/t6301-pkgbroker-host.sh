@@ -12,7 +12,7 @@
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null; then
 	echo "1..0 # SKIP verdaccio or npm is not installed (make deps)"; exit 0
 fi
-plan 39
+plan 40
 # pip sees only the index it is given (no machine-wide find-links).
 unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -95,7 +95,7 @@ is "$(grep -vc '^auth=-$' "$T/liar.log")" 0 "the client's Authorization never re
 # The refusal is a 502; its reason is the headers' (upstream_error) unless
 # the upstream's connection ended first (then diag says which).
 bad=""
-for p in /kz-fat /kz-fat/-/kz-fat-1.0.0.tgz /kz-split/-/kz-split-1.0.0.tgz; do
+for p in /kz-fat /kz-fat/-/kz-fat-1.0.0.tgz; do
 	s=$(status -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2$p")
 	case $s in
 	*"502 the upstream's headers are malformed or over 64K (upstream_error)") ;;
@@ -103,15 +103,18 @@ for p in /kz-fat /kz-fat/-/kz-fat-1.0.0.tgz /kz-split/-/kz-split-1.0.0.tgz; do
 	*) bad="$bad $p=[$s]" ;;
 	esac
 done
-# In a fresh Debian root (fresh-root-check) this check has failed twice
-# where it passes on the development machine; what came there is not yet
-# known (a TODO with the answers, until it is).
-if [ -z "$bad" ]; then
-	ok 0 "an upstream's endless headers, or a length beside a chunked body: refused 502"
-else
-	_n=$((_n + 1))
-	echo "not ok $_n - an upstream's endless headers, or a length beside a chunked body: refused 502 # TODO got:$bad"
-fi
+is "$bad" "" "an upstream's endless headers: refused 502"
+# Two framings at once are refused, whatever the libevent in use makes of
+# them (Debian's 2.1.12-8 reads a length beside a chunked body as chunked).
+bad=""
+for p in /kz-split/-/kz-split-1.0.0.tgz /kz-twolen/-/kz-twolen-1.0.0.tgz /kz-gzte/-/kz-gzte-1.0.0.tgz; do
+	s=$(status -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2$p")
+	case $s in
+	*"502 the upstream's headers are malformed or over 64K (upstream_error)") ;;
+	*) bad="$bad $p=[$s]" ;;
+	esac
+done
+is "$bad" "" "a length beside a chunked body, two lengths, an encoding not chunked alone: refused 502"
 curl -s -m 20 -o /dev/null -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/kz-chunk/-/kz-chunk-1.0.0.tgz"
 like "$(grep '"package":"kz-chunk"' "$T/pb.log")" '"error":"file_over_ceiling"' \
 	"a chunk declared past the ceiling is cut off as it is declared"

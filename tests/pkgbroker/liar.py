@@ -6,7 +6,8 @@ without a Content-Length (HTTP/1.0, close-delimited) and keeps going far
 past any ceiling, so only a ceiling enforced while streaming stops it.
 GET /kz-split/-/kz-split-1.0.0.tgz answers a Content-Length of 5 and a
 chunked body far longer, a response forged for the client's next request
-inside it (a framing the broker must not pass on).  /kz-fat and its
+inside it (a framing the broker must not pass on); /kz-twolen answers two
+lengths, /kz-gzte a Transfer-Encoding that is not chunked alone.  /kz-fat and its
 tarball answer 32 MB of header lines before a small body (headers the
 broker must not buffer without a bound); /kz-chunk declares a chunk of
 256 MB, /kz-chunkline sends a chunk-size line of 32 MB; /kz-slow answers
@@ -80,6 +81,16 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
                              b"Transfer-Encoding: chunked\r\n\r\n" +
                              b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
+            return True
+        if self.path == "/kz-twolen/-/kz-twolen-1.0.0.tgz":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                             b"Content-Length: 50\r\nConnection: close\r\n\r\n"
+                             + b"x" * 50)
+            return True
+        if self.path == "/kz-gzte/-/kz-gzte-1.0.0.tgz":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                             b"Transfer-Encoding: gzip, chunked\r\n"
+                             b"Connection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
             return True
         if self.path in ("/kz-fat", "/kz-fat/-/kz-fat-1.0.0.tgz"):
             self.wfile.write(b"HTTP/1.1 200 OK\r\n")
