@@ -20,6 +20,7 @@
 #include "kz_json.h"
 #include "kz_pool.h"
 #include "kz_sock.h"
+#include "kz_tree.h"
 #include "banned.h"
 
 #define TEXT_MAX 65536
@@ -312,49 +313,6 @@ out:
 	return ok;
 }
 
-/*
- * Empties the directory open at dfd without following a symlink: entries
- * are removed by name relative to their parent's descriptor and only real
- * directories are descended into.  depth bounds a hostile tree.
- */
-static int
-empty_at(int dfd, int depth)
-{
-	struct dirent *de;
-	struct stat sb;
-	DIR *d;
-	int fd, r = 0;
-
-	if (depth > 32 || (fd = dup(dfd)) < 0)
-		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -1;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
-			r = -1;
-			continue;
-		}
-		if (S_ISDIR(sb.st_mode)) {
-			fd = openat(dfd, de->d_name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0 || empty_at(fd, depth + 1) != 0)
-				r = -1;
-			if (fd >= 0)
-				close(fd);
-			if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) != 0)
-				r = -1;
-		} else if (unlinkat(dfd, de->d_name, 0) != 0)
-			r = -1;
-	}
-	closedir(d);
-	return r;
-}
-
 /* Whether the directory open at dfd lists nothing. */
 static bool
 lists_empty(int dfd)
@@ -389,7 +347,7 @@ dir_empty(const char *path, bool deep)
 	if ((dfd = open(path,
 	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return false;
-	ok = (!deep || empty_at(dfd, 0) == 0) && lists_empty(dfd);
+	ok = (!deep || kz_tree_empty(dfd) == 0) && lists_empty(dfd);
 	close(dfd);
 	return ok;
 }

@@ -33,8 +33,6 @@
 /* A partial file (*.new), or a run's output directory (*.out.d), older
  * than this was left by a save or a kz-run that died. */
 #define KZ_SNAP_PARTIAL_MS (3600 * 1000)
-/* The deepest an output directory is walked when it is swept. */
-#define KZ_SNAP_OUT_DEPTH 128
 /* The most snapshots a commit or a sweep looks at. */
 #define KZ_SNAP_SCAN_MAX (1 << 20)
 

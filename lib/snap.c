@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "kz_snap.h"
+#include "kz_tree.h"
 #include "banned.h"
 
 #define NAME_MAX_ 96
@@ -586,37 +587,6 @@ fail:
 
 /* ---- expiry ---- */
 
-/*
- * Removes name beneath pfd and all in it, by descriptor: each directory
- * is opened O_NOFOLLOW beneath its parent, so a symlink is removed, never
- * followed.  depth bounds the walk (kz-run makes these trees no deeper
- * than a declared path, KZ_SNAP_OUT_DEPTH).
- */
-static int
-rm_tree(int pfd, const char *name, int depth)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd, r = 0;
-
-	if (depth > KZ_SNAP_OUT_DEPTH)
-		return -1;
-	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return unlinkat(pfd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -1;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 &&
-		    strcmp(de->d_name, "..") != 0 &&
-		    rm_tree(dirfd(d), de->d_name, depth + 1) != 0)
-			r = -1;
-	closedir(d);
-	return r == 0 && unlinkat(pfd, name, AT_REMOVEDIR) != 0 ? -1 : r;
-}
-
 /* The output directories (*.out.d) of one actor's directory that a
  * kz-run which died before removing them left, once as old as a partial
  * file: the declared outputs it took out of a workspace are in them. */
@@ -641,7 +611,7 @@ sweep_outdirs_of(int bfd, const char *actor, int64_t now, int *removed)
 		        0 &&
 		    S_ISDIR(st.st_mode) &&
 		    now - mtime_ms(&st) > KZ_SNAP_PARTIAL_MS &&
-		    rm_tree(dirfd(d), de->d_name, 0) == 0)
+		    kz_tree_remove(dirfd(d), de->d_name) == 0)
 			(*removed)++;
 	closedir(d);
 }

@@ -70,13 +70,6 @@ int64_t ctl_read_num(const char *dir, const char *leaf, int64_t min,
 int ctl_sandbox(const struct ctl_conf *c, const char *sub, const char *id,
     int64_t hid, const char *runtime, char *out, size_t olen);
 /*
- * Every process in /proc for which match(pid, arg) holds, at most max of
- * them, their pids in out (NULL: only counted); the number, or -1 when
- * /proc cannot be read.
- */
-int ctl_proc_pids(bool (*match)(pid_t, const void *), const void *arg,
-    pid_t *out, int max);
-/*
  * The host's record of worker uids (LEASE_HOST_DIR), shared by every
  * deployment of the host.  ctl_host_lock takes its lock (an fd to close,
  * or a negative kz_err with why); ctl_host_claim and ctl_host_release are

@@ -21,6 +21,7 @@
 #include "kz_conf.h"
 #include "kz_io.h"
 #include "kz_pool.h"
+#include "kz_proc.h"
 #include "ctl.h"
 #include "banned.h"
 
@@ -65,59 +66,6 @@ ctl_sandbox(const struct ctl_conf *c, const char *sub, const char *id,
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-int
-ctl_proc_pids(bool (*match)(pid_t, const void *), const void *arg, pid_t *out,
-    int max)
-{
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-	int64_t v;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while (n < max && (de = readdir(d)) != NULL)
-		if (kz_parse_int(de->d_name, 1, INT32_MAX, &v) == 0 &&
-		    match((pid_t)v, arg)) {
-			if (out != NULL)
-				out[n] = (pid_t)v;
-			n++;
-		}
-	closedir(d);
-	return n;
-}
-
-/* Whether /proc/<pid>/status shows a live process with uid (an int64_t
- * at uidp) in any of its four user ids. */
-static bool
-runs_as(pid_t pid, const void *uidp)
-{
-	int64_t uid = *(const int64_t *)uidp;
-	char p[64], buf[2048], *l;
-	unsigned long long u[4];
-
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-	if (kz_read_small(p, buf, sizeof(buf)) <= 0)
-		return false;
-	if ((l = strstr(buf, "\nState:\t")) != NULL && l[8] == 'Z')
-		return false;
-	if ((l = strstr(buf, "\nUid:\t")) == NULL ||
-	    sscanf(l + 6, "%llu %llu %llu %llu", &u[0], &u[1], &u[2], &u[3]) !=
-	        4)
-		return false;
-	for (int i = 0; i < 4; i++)
-		if (u[i] == (unsigned long long)uid)
-			return true;
-	return false;
-}
-
-/* The live processes of uid on the host; -1 when /proc cannot be read. */
-static int
-uid_count(int64_t uid)
-{
-	return ctl_proc_pids(runs_as, &uid, NULL, INT_MAX);
 }
 
 /*
@@ -342,7 +290,7 @@ ctl_uid_kill(const struct ctl_conf *c, const char *id, int64_t hid, char *why,
 
 	if ((n = own_uid(c, id, hid, why, wlen)) != 0)
 		return n;
-	while ((n = uid_count(hid)) > 0 && kz_now_ms() < end) {
+	while ((n = kz_proc_uid_live(hid, INT_MAX)) > 0 && kz_now_ms() < end) {
 		kill_as(hid);
 		usleep(20000);
 	}
@@ -484,7 +432,7 @@ free_uid(const struct ctl_conf *c, const int64_t *taken, size_t nt)
 			continue;
 		/* A user of the host, or a worker made before the record:
 		 * a uid in use is skipped, never shared. */
-		if ((k = uid_count(u)) <= 0)
+		if ((k = kz_proc_uid_live(u, INT_MAX)) <= 0)
 			return k < 0 ? -1 : u;
 	}
 	return 0;

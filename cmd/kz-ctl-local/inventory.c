@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +17,8 @@
 #include "kz_conf.h"
 #include "kz_io.h"
 #include "kz_pool.h"
+#include "kz_proc.h"
+#include "kz_tree.h"
 #include "ctl.h"
 #include "banned.h"
 
@@ -42,16 +43,6 @@ is_worker(pid_t pid, const char *id)
 		    strcmp(buf + i + 5, id) == 0)
 			return true;
 	return false;
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)f;
-	return (flag == FTW_DP ? rmdir(p) : unlink(p)) == 0 || errno == ENOENT ?
-	    0 :
-	    -1;
 }
 
 /*
@@ -114,7 +105,7 @@ ctl_gone(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 	return 1;
 }
 
-/* is_worker, as ctl_proc_pids calls it. */
+/* is_worker, as kz_proc_pids calls it. */
 static bool
 is_worker_at(pid_t pid, const void *id)
 {
@@ -130,7 +121,7 @@ is_worker_at(pid_t pid, const void *id)
 static int
 worker_pids(const char *id, pid_t *out, int max)
 {
-	return ctl_proc_pids(is_worker_at, id, out, max);
+	return kz_proc_pids(is_worker_at, id, out, max);
 }
 
 /* Signals every process of the worker, then waits up to 2 s for them to
@@ -202,8 +193,7 @@ ctl_delete(const struct ctl_conf *c, const char *id, char *why, size_t wlen)
 	}
 	if ((e = reap(c, id, dir, hid, gv, why, wlen)) != 0)
 		return e;
-	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
-	    errno != ENOENT) {
+	if (kz_tree_remove(AT_FDCWD, dir) != 0) {
 		kz_why(why, wlen, "worker directory could not be removed");
 		return KZ_ESYS;
 	}

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "kz_json.h"
+#include "kz_tree.h"
 #include "pv.h"
 #include "banned.h"
 
@@ -179,7 +180,7 @@ pv_phase_tests(struct pv_job *j)
 		tests_record(j, &o);
 	pv_outcome_release(&o);
 	/* The test tree is discarded whatever the tests did to it. */
-	if (pv_remove_tree(dir) != 0 && rc == 0) {
+	if (kz_tree_remove(AT_FDCWD, dir) != 0 && rc == 0) {
 		kz_why(j->why, sizeof(j->why),
 		    "the test tree could not be removed");
 		rc = KZ_EXIT_INTERNAL;

@@ -66,8 +66,8 @@ KZ_WUR int pv_resources_check(int rootfd, const struct pv_profile *p, char *why,
     size_t wlen);
 KZ_WUR int pv_materialize(int srcfd, const struct pv_tree *t, int dirfd,
     const char *name, uid_t owner, char *why, size_t wlen);
-/* Both walk by descriptor and never follow a symlink the child left. */
-KZ_WUR int pv_remove_tree(const char *path);
+/* Walks by descriptor and never follows a symlink the child left (the
+ * tree is removed with kz_tree_remove()). */
 KZ_WUR int pv_chown_tree(const char *path, uid_t owner);
 /* Static resources the parent reads itself, as receipt entries. */
 KZ_WUR int pv_static_read(int rootfd, const struct pv_profile *p, cJSON *out,

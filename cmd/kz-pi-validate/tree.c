@@ -13,6 +13,7 @@
 
 #include "kz_json.h"
 #include "kz_path.h"
+#include "kz_tree.h"
 #include "pv.h"
 #include "banned.h"
 
@@ -93,113 +94,44 @@ pv_materialize(int srcfd, const struct pv_tree *t, int dirfd, const char *name,
 }
 
 /*
- * Walks a tree the child could write, by descriptor only: each directory
- * is opened O_NOFOLLOW beneath its parent's descriptor, so a directory
- * swapped for a symlink is never followed, only unlinked or chowned
- * itself.  remove: unlink everything; else chown everything to owner.
- */
-struct walk {
-	bool remove;
-	uid_t owner;
-	/* remove: the top of the tree, where a directory deeper than the
-	 * walk goes is moved (moved counts them) for another pass. */
-	int topfd;
-	unsigned moved, seq;
-};
-
-#define WALK_DEPTH (2 * KZ_PATH_DEPTH_MAX)
-#define WALK_PASSES (1u << 20)
-
-/*
- * A directory as deep as the walk goes, moved up beneath the top under a
- * name of its own: a tree the child made deeper than any walk is then
- * removed a depth of WALK_DEPTH at a time, never left behind (its files
- * would stay on the host, as many as the child could make).
+ * Gives a tree the child could write to owner, by descriptor only: each
+ * directory is opened O_NOFOLLOW beneath its parent's descriptor, so a
+ * directory swapped for a symlink is never followed, only chowned itself.
+ * A tree deeper than the walk is refused (the child made it, the copy
+ * was at most KZ_PATH_DEPTH_MAX deep); kz_tree_remove() takes it away.
  */
 static int
-hoist(int pfd, const char *name, struct walk *w)
-{
-	char to[32];
-
-	for (int i = 0; i < 64; i++) {
-		snprintf(to, sizeof(to), ".kz-deep.%u", w->seq++);
-		if (renameat2(pfd, name, w->topfd, to, RENAME_NOREPLACE) == 0) {
-			w->moved++;
-			return 0;
-		}
-		if (errno != EEXIST)
-			break;
-	}
-	return KZ_ESYS;
-}
-
-static int
-walk_at(int pfd, const char *name, int depth, struct walk *w)
+chown_at(int pfd, const char *name, int depth, uid_t owner)
 {
 	struct dirent *e;
 	DIR *d;
 	int fd, r = 0;
 
-	if (depth > WALK_DEPTH)
-		return w->remove && w->topfd >= 0 ? hoist(pfd, name, w) :
-		                                    KZ_EPATH_LEN;
+	if (depth > KZ_TREE_DEPTH)
+		return KZ_EPATH_LEN;
 	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		/* Not a directory (or a symlink to one): the entry itself. */
-		if (w->remove)
-			return unlinkat(pfd, name, 0) == 0 ? 0 : KZ_ESYS;
-		return fchownat(pfd, name, w->owner, w->owner,
-		           AT_SYMLINK_NOFOLLOW) == 0 ?
+	if (fd < 0)
+		return fchownat(pfd, name, owner, owner, AT_SYMLINK_NOFOLLOW) ==
+		        0 ?
 		    0 :
 		    KZ_ESYS;
-	}
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
 		return KZ_ESYS;
 	}
 	while (r == 0 && (e = readdir(d)) != NULL)
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			r = walk_at(dirfd(d), e->d_name, depth + 1, w);
-	if (r == 0 && !w->remove && fchown(dirfd(d), w->owner, w->owner) != 0)
+			r = chown_at(dirfd(d), e->d_name, depth + 1, owner);
+	if (r == 0 && fchown(dirfd(d), owner, owner) != 0)
 		r = KZ_ESYS;
 	closedir(d);
-	/* At the top, what was moved beneath it meanwhile is still there:
-	 * the caller's next pass removes it. */
-	if (r == 0 && w->remove && (depth > 0 || w->moved == 0) &&
-	    unlinkat(pfd, name, AT_REMOVEDIR) != 0)
-		r = KZ_ESYS;
-	return r;
-}
-
-int
-pv_remove_tree(const char *path)
-{
-	struct walk w = {.remove = true, .topfd = -1};
-	int r;
-
-	w.topfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	/* Each pass removes WALK_DEPTH of every branch, or fails; the
-	 * bound ends a pass after pass against a writer still at work. */
-	for (unsigned pass = 0;; pass++) {
-		w.moved = 0;
-		if ((r = walk_at(AT_FDCWD, path, 0, &w)) != 0 || w.moved == 0)
-			break;
-		if (pass == WALK_PASSES) {
-			r = KZ_EPATH_LEN;
-			break;
-		}
-	}
-	if (w.topfd >= 0)
-		close(w.topfd);
 	return r;
 }
 
 int
 pv_chown_tree(const char *path, uid_t owner)
 {
-	struct walk w = {.owner = owner, .topfd = -1};
-
-	return walk_at(AT_FDCWD, path, 0, &w);
+	return chown_at(AT_FDCWD, path, 0, owner);
 }
 
 /* "name: value" from a leading "---" front matter block, bounded. */

@@ -20,6 +20,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "kz_path.h"
+#include "kz_tree.h"
 #include "pv.h"
 #include "banned.h"
 
@@ -257,7 +258,7 @@ pv_validate(const struct pv_conf *c, const char *profile, const char *files,
 		kz_why(j.why, sizeof(j.why), "%s",
 		    cJSON_GetArrayItem(j.v.reasons, 0)->valuestring);
 out:
-	if (j.run[0] != '\0' && pv_remove_tree(j.run) != 0)
+	if (j.run[0] != '\0' && kz_tree_remove(AT_FDCWD, j.run) != 0)
 		kz_log(KZ_LOG_WARN, "pi.cleanup", KZ_ESYS,
 		    "could not remove the run directory", NULL);
 	if (rc != 0)

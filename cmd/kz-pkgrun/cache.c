@@ -20,6 +20,8 @@
 #include "kz_io.h"
 #include "kz_key.h"
 #include "kz_path.h"
+#include "kz_log.h"
+#include "kz_tree.h"
 #include "pkgrun.h"
 #include "banned.h"
 
@@ -176,7 +178,9 @@ admit_tree(const struct pr_conf *c, int srcfd, const char *man, size_t mlen,
 			r = KZ_ESYS;
 		}
 	}
-	(void)pr_tree_remove(cfd, tmp);
+	if (kz_tree_remove(cfd, tmp) != 0)
+		kz_log(KZ_LOG_WARN, "pkgrun.cleanup", KZ_ESYS,
+		    "an unpacked entry could not be removed", NULL);
 	close(cfd);
 	return r;
 }

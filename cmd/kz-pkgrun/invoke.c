@@ -26,6 +26,7 @@
 #include "kz_log.h"
 #include "kz_path.h"
 #include "kz_wire.h"
+#include "kz_tree.h"
 #include "pkgrun.h"
 #include "invoke_int.h"
 #include "banned.h"
@@ -326,7 +327,9 @@ static void
 staged_remove(struct staged *st)
 {
 	if (st->sfd >= 0 && st->name[0] != '\0')
-		(void)pr_tree_remove(st->sfd, st->name);
+		if (kz_tree_remove(st->sfd, st->name) != 0)
+			kz_log(KZ_LOG_WARN, "pkgrun.cleanup", KZ_ESYS,
+			    "a staging directory could not be removed", NULL);
 	if (st->sfd >= 0)
 		close(st->sfd);
 	st->sfd = -1;

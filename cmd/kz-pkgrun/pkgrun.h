@@ -93,8 +93,6 @@ struct pr_tree_opts {
 KZ_WUR int pr_tree_hash(int srcfd, const char *manifest, size_t mlen, int dstfd,
     const struct pr_tree_opts *o, unsigned char hash[PR_HASH_BYTES], char *why,
     size_t wlen);
-/* Removes dir (a name beneath parentfd) and everything in it. */
-int pr_tree_remove(int parentfd, const char *dir);
 /* Makes a fresh directory "prefix-XXXXXXXXXXXX" beneath parentfd, mode. */
 KZ_WUR int pr_mkdir_fresh(int parentfd, const char *prefix, mode_t mode,
     char *name, size_t len);

@@ -28,6 +28,7 @@
 #include "kz_notify.h"
 #include "kz_srv.h"
 #include "kz_wire.h"
+#include "kz_tree.h"
 #include "pkgrun.h"
 #include "banned.h"
 
@@ -361,12 +362,12 @@ sweep(const struct pr_conf *c)
 		        0 ||
 		    sb.st_mtime > cutoff)
 			continue;
-		if (S_ISDIR(sb.st_mode))
-			(void)pr_tree_remove(dirfd(d), de->d_name);
+		if (kz_tree_remove(dirfd(d), de->d_name) == 0)
+			kz_log(KZ_LOG_INFO, "pkgrun.sweep", 0,
+			    "removed a stale projection", NULL);
 		else
-			(void)unlinkat(dirfd(d), de->d_name, 0);
-		kz_log(KZ_LOG_INFO, "pkgrun.sweep", 0,
-		    "removed a stale projection", NULL);
+			kz_log(KZ_LOG_WARN, "pkgrun.sweep", KZ_ESYS,
+			    "a stale projection could not be removed", NULL);
 	}
 	closedir(d);
 }

@@ -337,52 +337,6 @@ out:
 	return r;
 }
 
-static int
-remove_at(int dfd)
-{
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int r = 0;
-
-	if ((d = fdopendir(dfd)) == NULL) {
-		close(dfd);
-		return KZ_ESYS;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
-		        0 &&
-		    S_ISDIR(st.st_mode))
-			r |= pr_tree_remove(dirfd(d), de->d_name);
-		else if (unlinkat(dirfd(d), de->d_name, 0) != 0)
-			r = KZ_ESYS;
-	}
-	closedir(d);
-	return r;
-}
-
-int
-pr_tree_remove(int parentfd, const char *dir)
-{
-	int dfd, r;
-
-	dfd = openat(parentfd, dir,
-	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : KZ_ESYS;
-	/* A sealed directory is emptied by its owner after making it
-	 * writable again; root would not need it, an owner that is not
-	 * root does. */
-	(void)fchmod(dfd, 0700);
-	r = remove_at(dfd);
-	if (unlinkat(parentfd, dir, AT_REMOVEDIR) != 0)
-		r = KZ_ESYS;
-	return r;
-}
-
 int
 pr_mkdir_fresh(int parentfd, const char *prefix, mode_t mode, char *name,
     size_t len)

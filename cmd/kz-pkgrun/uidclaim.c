@@ -9,7 +9,6 @@
  * claim outlives its process.  The descriptor is close-on-exec: kz-sandbox
  * and the tool never hold it.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include <sodium.h>
 
 #include "kz_io.h"
+#include "kz_proc.h"
 #include "pkgrun.h"
 #include "banned.h"
 
@@ -50,35 +50,6 @@ claims_dir(const struct pr_conf *c)
 	return dfd;
 }
 
-/* Whether a host process has uid as its real, effective, saved or
- * filesystem uid. */
-static bool
-uid_running(int64_t uid)
-{
-	char p[64], buf[2048], *u;
-	struct dirent *de;
-	bool found = false;
-	long long v[4];
-	DIR *d;
-
-	if ((d = opendir("/proc")) == NULL)
-		return true; /* cannot tell: not free */
-	while (!found && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(p, sizeof(p), "/proc/%.20s/status", de->d_name);
-		if (kz_read_small(p, buf, sizeof(buf)) <= 0 ||
-		    (u = strstr(buf, "\nUid:")) == NULL ||
-		    sscanf(u + 5, "%lld %lld %lld %lld", &v[0], &v[1], &v[2],
-		        &v[3]) != 4)
-			continue;
-		for (int i = 0; i < 4; i++)
-			found |= v[i] == uid;
-	}
-	closedir(d);
-	return found;
-}
-
 int
 pr_uid_claim(const struct pr_conf *c, int slot, int *fd)
 {
@@ -94,7 +65,8 @@ pr_uid_claim(const struct pr_conf *c, int slot, int *fd)
 		r = KZ_ESYS;
 		goto out;
 	}
-	if (flock(lfd, LOCK_EX | LOCK_NB) != 0 || uid_running(c->uid + slot))
+	if (flock(lfd, LOCK_EX | LOCK_NB) != 0 ||
+	    kz_proc_uid_live(c->uid + slot, 1) != 0)
 		goto out;
 	*fd = lfd, lfd = -1;
 	r = 0;

@@ -45,6 +45,7 @@
 #include "kz_io.h"
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_tree.h"
 #include "pkgrun.h"
 #include "warm.h"
 #include "banned.h"
@@ -162,7 +163,10 @@ remove_traces(const struct pr_conf *c, const char *name, const char *id)
 		(void)unlinkat(sfd, p, AT_REMOVEDIR);
 		snprintf(p, sizeof(p), "sandbox/%s.runsc", id);
 		(void)unlinkat(sfd, p, AT_REMOVEDIR);
-		(void)pr_tree_remove(sfd, name);
+		if (kz_tree_remove(sfd, name) != 0)
+			kz_log(KZ_LOG_WARN, "pkgrun.cleanup", KZ_ESYS,
+			    "a worker's staging directory could not be removed",
+			    NULL);
 		close(sfd);
 	}
 	for (int i = 0; ctrl[i] != NULL; i++)

@@ -20,7 +20,9 @@
 #include <sodium.h>
 
 #include "kz_json.h"
+#include "kz_log.h"
 #include "kz_path.h"
+#include "kz_tree.h"
 #include "kzp.h"
 #include "banned.h"
 
@@ -44,47 +46,12 @@ kzp_open_beneath(int dirfd, const char *rel, int *fd)
 }
 
 static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	remove(p);
-	return 0;
-}
-
-/* Top down, before removal: entries leave only a writable directory. */
-static int
-rw_dir(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	if (flag == FTW_D)
-		chmod(p, 0700);
-	return 0;
-}
-
-static int
 chmod_ro(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)ftw;
 	if (S_ISLNK(sb->st_mode))
 		return -1;
 	return chmod(p, flag == FTW_DP ? 0555 : 0444);
-}
-
-/*
- * Removes a tree this process wrote, at any stage: a failure after it was
- * made read-only (the rename refused: dest appeared meanwhile) finds its
- * directories 0555, which a daemon not running as root cannot empty.  So
- * every directory is made 0700 first, top down, then the tree is removed
- * bottom up; nothing is left beside dest.
- */
-static void
-rm_tree(const char *dir)
-{
-	chmod(dir, 0700);
-	nftw(dir, rw_dir, 16, FTW_PHYS);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static int
@@ -289,7 +256,11 @@ out:
 		close(pj.root);
 	if (pj.blobs >= 0)
 		close(pj.blobs);
-	if (e != 0)
-		rm_tree(tmp);
+	/* A failure after the tree was sealed (the rename refused: dest
+	 * appeared meanwhile) finds its directories 0555: kz_tree_remove()
+	 * unseals them, so nothing is left beside dest. */
+	if (e != 0 && kz_tree_remove(AT_FDCWD, tmp) != 0)
+		kz_log(KZ_LOG_WARN, "project.cleanup", KZ_ESYS,
+		    "a failed projection could not be removed", NULL);
 	return e;
 }

@@ -15,7 +15,6 @@
  * file; the file's name, path and bytes are never recorded.
  */
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include "kz_io.h"
 #include "kz_json.h"
 #include "kz_path.h"
+#include "kz_tree.h"
 #include "run.h"
 #include "banned.h"
 
@@ -160,13 +160,6 @@ link_one(const struct run_ctx *x, struct run_output *o, const char *dir,
 	}
 	cJSON_Delete(req);
 	cJSON_Delete(rep);
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb, (void)f;
-	return type == FTW_DP ? rmdir(p) : unlink(p);
 }
 
 /* One line on stderr and one audit record for each output. */
@@ -357,8 +350,10 @@ out:
 	if (tar[0] != '\0')
 		unlink(tar);
 	/* Only what this run made: never a directory found there. */
-	if (made)
-		(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (made && kz_tree_remove(AT_FDCWD, dir) != 0)
+		fprintf(stderr,
+		    "kz-run: the outputs' directory %s could not be removed\n",
+		    dir);
 	report(x, r);
 }
 

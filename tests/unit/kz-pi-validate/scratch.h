@@ -1,7 +1,8 @@
 /*
  * The scratch directory of the kz-pi-validate suites: made before each
  * test under /tmp/pv-<SCRATCH_TAG>.XXXXXX, removed after it with the
- * validator's own pv_remove_tree.  Define SCRATCH_TAG before including.
+ * removal the validator uses, kz_tree_remove().  Define SCRATCH_TAG before
+ * including.
  */
 #ifndef PV_SCRATCH_H
 #define PV_SCRATCH_H
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kz_tree.h"
 #include "pv.h"
 
 static char dir[64];
@@ -27,7 +29,7 @@ setup(void)
 static void
 teardown(void)
 {
-	ck_assert_int_eq(pv_remove_tree(dir), 0);
+	ck_assert_int_eq(kz_tree_remove(AT_FDCWD, dir), 0);
 }
 
 /* Writes dir/rel, making its parents. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "kz_tree.h"
 #include "pkgrun.h"
 
 static char dir[64];
@@ -36,8 +37,8 @@ setup(void)
 static void
 teardown(void)
 {
-	ck_assert_int_eq(pr_tree_remove(dfd, "src"), 0);
-	(void)pr_tree_remove(dfd, "copy");
+	ck_assert_int_eq(kz_tree_remove(dfd, "src"), 0);
+	ck_assert_int_eq(kz_tree_remove(dfd, "copy"), 0);
 	close(dfd);
 	ck_assert_int_eq(rmdir(dir), 0);
 }
