@@ -5,6 +5,7 @@
 # source, dependencies reinstalled from the lock out of an offline cache, a
 # preparation failure that keeps the test evidence, and a sandbox that
 # refuses to start.  One case runs in the operator's unshare mode.
+# e2e: alone (it holds the host's lock of kz-pi-validate's unshare mode)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
 plan 36
@@ -52,7 +53,9 @@ is "$(ls -A "$WS")" "" "... and removed the tree whole, deeper than any walk"
 # The unshare mode's validations all run as KZ_PI_UID: one at a time on a
 # host.  One started while another holds the host's lock makes nothing
 # until it is free.
-flock -o /run/kz-pi-validate.unshare.lock sleep 60 & HOLD=$!
+# The holder is the sleep itself (the lock's descriptor is its own), so
+# killing it frees the lock and leaves nothing running.
+(exec 9>>/run/kz-pi-validate.unshare.lock && flock 9 && exec sleep 60) & HOLD=$!
 _pids="$_pids $HOLD"
 for i in $(seq 50); do flock -n /run/kz-pi-validate.unshare.lock true || break; sleep 0.1; done
 (cd "$WS" && KZ_PI_SANDBOX=unshare exec kz-pi-validate --profile \
