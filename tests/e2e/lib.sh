@@ -15,6 +15,15 @@ chmod 0755 "$T"
 # Each test its own host record of worker uids (kz-ctl-local(8)), not the
 # host's /run/kz-host: what one test leaves there is no other test's.
 export LEASE_HOST_DIR=$T/host
+# And its own range of worker uids: two files running at once (make e2e
+# runs E2E_JOBS of them) with one range and two host records would give
+# one uid to two workers, and the delete of one would kill the other's
+# processes.  128 ids per pid of this shell, above the default range.
+_ids=$((2101000001 + ($$ % 32768) * 128))
+export LEASE_WORKER_IDS=$_ids-$((_ids + 127))
+# kz-pkgrun's tool uids likewise: 32 per pid, above those.
+export PKGRUN_UID=$((2106000000 + ($$ % 32768) * 32))
+export PKGRUN_GID=$PKGRUN_UID
 _n=0 _fail=0 _pids="" _cleanups=""
 
 plan() { echo "1..$1"; }

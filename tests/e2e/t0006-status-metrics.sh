@@ -31,7 +31,7 @@ wait_sock "$T/kz-pkgrun.sock" && wait_sock "$T/kz-browser.sock"
 
 # kz-egress: the proxy on a Unix socket, status on a socket of its own;
 # one origin in a network namespace of this test.
-N=106
+N=116
 eg_netns $N || { echo "Bail out! cannot create a network namespace"; exit 1; }
 eg_origin 80 || { echo "Bail out! origin did not start"; exit 1; }
 echo "{\"origin.kz.test\": {\"A\": [\"$EG_ORIGIN\"]}}" >"$T/zone.json"

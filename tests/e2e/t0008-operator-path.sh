@@ -10,7 +10,7 @@
 # nothing behind when it works and keeps what it points at when it fails.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
-N=108
+N=118
 plan 42
 
 eg_site $N

@@ -9,6 +9,7 @@
 # refuses the worker or the run, naming the step, and nothing runs.
 # What runsc 20221219 gets wrong for ordinary programs works there through
 # kz-gvisor-compat.so (ls -l, stat, a blocking read of a TCP socket).
+# e2e: alone (gVisor on the ptrace platform takes what CPU there is)
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
 RUNSC=${RUNSC:-/usr/bin/runsc}

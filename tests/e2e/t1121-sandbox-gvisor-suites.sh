@@ -24,6 +24,7 @@
 # (statx with AT_NO_AUTOMOUNT, before kz-gvisor-compat.so), counts it;
 # t1120 checks that no host process is there.  Every other check must
 # pass.
+# e2e: alone (gVisor's CPU, and it runs seven other files again, their networks included)
 . "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/runsc ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
 SUITES=${GVISOR_SUITES:-t1102-sandbox-escape t4202-reset-leftovers t4301-run-sandbox t1105-sandbox-snapshot t2104-egress-sandbox t3102-pi-extension t6302-pkgbroker-sandbox}

@@ -8,6 +8,7 @@
 # capabilities only in runsc's user namespace, not in the host's (under
 # --network=host the Sentry too), and the code's files on the host are
 # still the sandbox uid's.
+# e2e: alone (gVisor on the ptrace platform takes what CPU there is)
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gvisor-lib.sh"
 plan 14

@@ -8,6 +8,7 @@
 # code's files on the host are still SANDBOX_UID's.  Files of the host's
 # root are nobody's inside.  The configuration refuses a second uid that
 # is the sandbox's own or nobody's.
+# e2e: alone (gVisor on the ptrace platform takes what CPU there is)
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/gvisor-lib.sh"
 plan 16

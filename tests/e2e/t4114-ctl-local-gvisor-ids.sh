@@ -5,6 +5,7 @@
 # SANDBOX_GVISOR_UID), so no process of its sandbox is the host's root.
 # No other worker, gvisor or native, is given either; the delete kills
 # the processes of both and releases both claims.
+# e2e: alone (gVisor on the ptrace platform takes what CPU there is)
 . "$(dirname "$0")/lib.sh"
 RUNSC=${RUNSC:-/usr/bin/runsc}
 [ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }

@@ -8,6 +8,7 @@
 # Chromium and no pipe; the profile never reaches the worker's /tmp or
 # workspace and is gone with the session, and Chromium cannot read or
 # write the workspace.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

@@ -8,6 +8,7 @@
 # peer and ends Chromium).  Each time nothing of the session is left in the
 # worker, the lease is back, and the next tenant of the worker finds none
 # of the profile.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

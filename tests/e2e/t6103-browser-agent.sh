@@ -7,6 +7,7 @@
 # origin works and is on record; viewers get PNG frames on their own
 # connections; private text closes every other viewer's connection and
 # refuses the agent's read and act until it ends.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

@@ -2,6 +2,7 @@
 # A worker whose pinned Chromium is missing refuses the session with its
 # own one-line reason, never falling back to another browser; the reason
 # reaches the member and the audit, and names no path or address.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/browser-lib.sh"
 plan 5

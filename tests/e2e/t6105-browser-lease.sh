@@ -5,6 +5,7 @@
 # (browser_reaped with the lease's reason, the viewer's connection closed,
 # Chromium and its profile gone), and the next tenant's session finds
 # nothing of the cookie and storage the page left.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

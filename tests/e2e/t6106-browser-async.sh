@@ -6,6 +6,7 @@
 # of A during another slow load ends it at once, the pending navigation
 # answered "the session was closed".  One actor holds at most a quarter
 # of the daemon's sessions.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

@@ -11,6 +11,7 @@
 # still cannot open a netlink socket.  A half-made TURN configuration is
 # refused; without TURN the same page gets no candidate at all, and its
 # Chromium has the code's filter and loopback only.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

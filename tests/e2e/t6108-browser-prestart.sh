@@ -7,6 +7,7 @@
 # lease's session gets another Chromium and none of the previous one's
 # cookie or storage.  The reset passes with a pre-started bridge present
 # and fails closed when a session cgroup of the last lease is left.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

@@ -8,6 +8,7 @@
 # dots, and a password input in a shadow root or a same-origin frame are
 # refused, and none of them receives the text; a focused password input in
 # a same-origin frame refuses the agent's read.  Real Chromium throughout.
+# e2e: alone (Chromium takes what CPU there is, and a session's operations wait at most 20 s)
 . "$(dirname "$0")/lib.sh"
 if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0

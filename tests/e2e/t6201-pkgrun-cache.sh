@@ -48,7 +48,7 @@ like "$(cat "$T/.out")" "not available in a shared room" "... saying so"
 unlike "$(cat "$T/.out")" "RAN" "... and nothing ran"
 ids=$(pr --tool shell --arg 'echo $(id -u) $(id -g)')
 u=${ids% *} g=${ids#* }
-ok "$([ "$u" = "$g" ] && [ "$u" -ge 2100200000 ] && [ "$u" -le 2100200015 ]; echo $?)" \
+ok "$([ "$u" = "$g" ] && [ "$u" -ge "$PKGRUN_UID" ] && [ "$u" -le $((PKGRUN_UID + 15)) ]; echo $?)" \
 	"in a private chat it runs, under an id of the runner's own range ($ids)"
 is "$(pr --tool shell --arg 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "')" "lo" \
 	"the tool has no network: loopback is its only interface"

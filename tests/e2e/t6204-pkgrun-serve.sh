@@ -54,13 +54,13 @@ sleep 0.3
 t0=$(date +%s%N)
 r=$(msg '{'"$base"',"tool":"shell","args":["echo quick $(id -u)"]}')
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-is "$(printf '%s' "$r" | get '["result"]')" "quick 2100200001" \
+is "$(printf '%s' "$r" | get '["result"]')" "quick $((PKGRUN_UID + 1))" \
 	"a second peer is answered while a slow tool runs, under another id"
 ok "$([ "$ms" -lt 2500 ]; echo $?)" "... without waiting for it (${ms} ms)"
 wait "$SLOW"
-like "$(cat "$T/slow")" "slow 2100200000" "the slow tool's answer arrives too, from the range's first id"
+like "$(cat "$T/slow")" "slow $PKGRUN_UID" "the slow tool's answer arrives too, from the range's first id"
 r=$(msg '{'"$base"',"tool":"shell","args":["id -u"]}')
-is "$(printf '%s' "$r" | get '["result"]')" "2100200000" "... which is free again once it is done"
+is "$(printf '%s' "$r" | get '["result"]')" "$PKGRUN_UID" "... which is free again once it is done"
 
 # One actor holds at most four places at once: its fifth is busy, and
 # another actor is still answered.
@@ -97,11 +97,11 @@ sleep 0.5
 vic=$(pr --tool shell --arg 'python3 -c "import ctypes; l=ctypes.CDLL(None, use_errno=True); r=l.inotify_init1(0); print(\"inotify\", \"ok\" if r >= 0 else \"errno %d\" % ctypes.get_errno())"; id -u' 2>&1)
 wait $HOGS
 is "$(tail -qn1 "$T/hog1" "$T/hog2" | sort | tr '\n' ' ')$(head -1 <<<"$vic")" \
-	"2100200000 2100200001 inotify ok" \
+	"$PKGRUN_UID $((PKGRUN_UID + 1)) inotify ok" \
 	"two daemon invocations hold both ids' inotify; a one-shot beside them is not starved"
 # A host process under the one id left, and every id taken: the one-shot
 # waits its bound (PKGRUN_TIMEOUT) and fails closed, never shares.
-bg setpriv --reuid=2100200000 --regid=2100200000 --clear-groups sleep 30
+bg setpriv --reuid=$PKGRUN_UID --regid=$PKGRUN_UID --clear-groups sleep 30
 HOSTPID=$LASTPID
 sleep 0.2
 PKGRUN_TIMEOUT=1 PKGRUN_UID_COUNT=1 rc_is 3 "a one-shot whose only id runs a host process does not run (exit 3)" \

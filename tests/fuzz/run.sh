@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds every libFuzzer harness here with clang (ASan and UBSan) and runs
 # each for a bounded time: run.sh SECONDS [TARGET...] (SECONDS per target;
-# no TARGET: all of them).  Each starts from its seeds, tests/fuzz/seeds/
+# no TARGET: all of them; FUZZ_JOBS of them at a time, 2 unless set).  Each starts from its seeds, tests/fuzz/seeds/
 # TARGET/, one input a file, taken from the tests' own inputs and from
 # crashes found before (kept as regression seeds).  A crash, a leak or a
 # sanitizer report fails the run and leaves the reproducer in
@@ -57,28 +57,41 @@ for t in $want; do echo "tests/fuzz/fuzz_$t.c $(srcs_of "$t")"; done |
 	done | xargs -r -n 2 -P 2 sh -c \
 	'mkdir -p "$(dirname "$2")" && exec clang $0 -c "$1" -o "$2"' \
 	"$cflags" || { echo "fuzz: a module does not build"; exit 1; }
-bad=
-for t in $want; do
-	d=$out/$t
-	objs=
+# One target: linked, then run from its seeds; what it says is in
+# $d/report, and $d/failed when it failed.
+one() {
+	t=$1 d=$out/$1 objs=
 	for c in tests/fuzz/fuzz_"$t".c $(srcs_of "$t"); do
 		objs="$objs $(obj "$c")"
 	done
-	rm -rf "$d/corpus"
+	rm -rf "$d/corpus" "$d/failed"
 	mkdir -p "$d/corpus"
 	cp tests/fuzz/seeds/"$t"/* "$d/corpus/" 2>/dev/null || true
 	# shellcheck disable=SC2086
 	if ! clang -fsanitize=fuzzer,address,undefined $objs $libs \
-		-o "$d/fuzz_$t"; then
-		echo "fuzz_$t: does not build"; bad="$bad $t"; continue
-	fi
-	if (cd "$d" && ./fuzz_"$t" -max_total_time="$secs" -max_len=4096 \
+		-o "$d/fuzz_$t" 2>"$d/report"; then
+		echo "fuzz_$t: does not build" >>"$d/report"; : >"$d/failed"
+	elif (cd "$d" && ./fuzz_"$t" -max_total_time="$secs" -max_len=4096 \
 		-timeout=5 -artifact_prefix="$d/" "$d/corpus" 2>"$d/fuzz.log"); then
-		echo "fuzz_$t: $(grep -E '^(#[0-9]+|Done)' "$d/fuzz.log" | tail -1)"
+		echo "fuzz_$t: $(grep -E '^(#[0-9]+|Done)' "$d/fuzz.log" | tail -1)" >"$d/report"
 	else
-		tail -40 "$d/fuzz.log"
-		echo "fuzz_$t: FAILED (reproducer in $d/)"
-		bad="$bad $t"
+		{ tail -40 "$d/fuzz.log"; echo "fuzz_$t: FAILED (reproducer in $d/)"; } >"$d/report"
+		: >"$d/failed"
 	fi
+}
+# FUZZ_JOBS targets at a time (each libFuzzer run is one process), their
+# reports in order once all are done.
+jobs=${FUZZ_JOBS:-2} n=0
+for t in $want; do
+	mkdir -p "$out/$t"
+	one "$t" &
+	n=$((n + 1))
+	[ "$n" -lt "$jobs" ] || { wait; n=0; }
+done
+wait
+bad=
+for t in $want; do
+	cat "$out/$t/report"
+	[ ! -e "$out/$t/failed" ] || bad="$bad $t"
 done
 [ -z "$bad" ] || { echo "fuzz: failed:$bad"; exit 1; }
