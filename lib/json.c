@@ -1,3 +1,5 @@
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +87,41 @@ kz_cp_invisible(uint32_t cp)
 		if (cp >= invisible[i].lo && cp <= invisible[i].hi)
 			return invisible[i].what;
 	return NULL;
+}
+
+char *
+kz_json_inert(const char *s, size_t len, size_t *olen)
+{
+	/* The most a byte grows: one not UTF-8 becomes an escape of 6. */
+	char *out, *o;
+	size_t i = 0;
+	uint32_t cp;
+	int n;
+
+	if (len > (SIZE_MAX - 1) / 6 || (out = malloc(len * 6 + 1)) == NULL)
+		return NULL;
+	o = out;
+	while (i < len) {
+		n = kz_utf8_next(s + i, len - i, &cp);
+		if (n <= 0) {
+			memcpy(o, "\\ufffd", 6);
+			o += 6, i++;
+		} else if (kz_cp_acts(cp) || kz_cp_invisible(cp) != NULL) {
+			if (cp > 0xffff)
+				o += snprintf(o, 13, "\\u%04x\\u%04x",
+				    0xd800 + ((cp - 0x10000) >> 10),
+				    0xdc00 + ((cp - 0x10000) & 0x3ff));
+			else
+				o += snprintf(o, 7, "\\u%04x", (unsigned)cp);
+			i += (size_t)n;
+		} else {
+			memcpy(o, s + i, (size_t)n);
+			o += n, i += (size_t)n;
+		}
+	}
+	*o = '\0';
+	*olen = (size_t)(o - out);
+	return out;
 }
 
 bool

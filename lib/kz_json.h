@@ -40,6 +40,15 @@ bool kz_cp_acts(uint32_t cp);
  * shown to an operator it makes two values that read the same differ.
  */
 const char *kz_cp_invisible(uint32_t cp);
+/*
+ * The len bytes at s as text a terminal shows as it is: each character
+ * kz_cp_acts or kz_cp_invisible names as its JSON \u escape (its UTF-16
+ * pair past U+FFFF), a byte that is not UTF-8 as \ufffd.  In a JSON
+ * document, where such characters can only stand inside strings, the
+ * result is JSON that means the same.  A NUL-terminated copy the caller
+ * frees, its length in *olen; NULL when out of memory.
+ */
+char *kz_json_inert(const char *s, size_t len, size_t *olen);
 
 /* Parses exactly len bytes as one JSON value; *out set only on success. */
 KZ_WUR int kz_json_parse(const char *buf, size_t len, cJSON **out, char *why,

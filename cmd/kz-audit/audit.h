@@ -310,6 +310,7 @@ struct aud_query {
 	const char *conversation_hash;
 	int64_t uid; /* the writer's; -1 when unset */
 	int64_t since_ms, until_ms; /* INT64_MIN/MAX when unset */
+	bool raw; /* the lines byte for byte, not made inert (kz_json_inert) */
 };
 int aud_query(const struct aud_query *q, char **files, size_t n, FILE *out,
     FILE *err);

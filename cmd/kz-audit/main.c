@@ -25,7 +25,8 @@ enum {
 	O_CONV,
 	O_UID,
 	O_ANCHOR,
-	O_CHECK
+	O_CHECK,
+	O_RAW
 };
 
 static const struct option lopts[] = {{"config", required_argument, NULL,
@@ -40,8 +41,9 @@ static const struct option lopts[] = {{"config", required_argument, NULL,
     {"conversation-hash", required_argument, NULL, O_CONV},
     {"uid", required_argument, NULL, O_UID},
     {"anchor", no_argument, NULL, O_ANCHOR},
-    {"check", no_argument, NULL, O_CHECK}, {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+    {"check", no_argument, NULL, O_CHECK}, {"raw", no_argument, NULL, O_RAW},
+    {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
 
 struct opts {
 	const char *config, *socket, *key, *dir;
@@ -63,7 +65,7 @@ usage(FILE *f)
 	    "TIME]\n"
 	    "                      [--actor-hash HEX] [--conversation-hash HEX]"
 	    "\n"
-	    "                      [--uid UID]\n"
+	    "                      [--uid UID] [--raw]\n"
 	    "                      [--config FILE] [--dir DIR | FILE...]\n"
 	    "       kz-audit --help | --version\n"
 	    "TIME is YYYY-MM-DDTHH:MM:SS[.mmm]Z or seconds since the epoch.\n"
@@ -122,6 +124,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_ANCHOR:
 			o->anchor = true;
+			break;
+		case O_RAW:
+			o->q.raw = true;
 			break;
 		case 'n':
 		case O_CHECK:

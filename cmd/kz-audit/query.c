@@ -1,6 +1,10 @@
 /*
- * query: prints the stored records (the lines as written) that match every
- * filter given.  It reads without the key and so does not verify: run
+ * query: prints the stored records that match every filter given, each
+ * line as written, except that a character a terminal would act on or not
+ * show (a bidi override, a zero-width character) is printed as its JSON
+ * escape: the same JSON, shown as it is.  A record written before such
+ * characters were refused (t0108) may hold one.  --raw prints the lines
+ * byte for byte.  It reads without the key and so does not verify: run
  * verify for that.  A line that does not parse is reported and skipped.
  */
 #include <stdlib.h>
@@ -38,6 +42,19 @@ matches(const struct aud_query *q, const struct aud_rec *rec)
 }
 
 static int
+print_line(const struct aud_query *q, const char *line, size_t len, FILE *out)
+{
+	char *shown = NULL;
+
+	if (!q->raw && (line = shown = kz_json_inert(line, len, &len)) == NULL)
+		return KZ_ENOMEM;
+	fwrite(line, 1, len, out);
+	fputc('\n', out);
+	free(shown);
+	return 0;
+}
+
+static int
 query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
     uint64_t *skipped)
 {
@@ -61,9 +78,10 @@ query_file(const struct aud_query *q, const char *path, FILE *out, FILE *err,
 			(*skipped)++;
 			continue;
 		}
-		if (matches(q, &rec)) {
-			fwrite(af.line, 1, len, out);
-			fputc('\n', out);
+		if (matches(q, &rec) && print_line(q, af.line, len, out) != 0) {
+			aud_rec_release(&rec);
+			aud_file_close(&af);
+			return KZ_EXIT_INTERNAL;
 		}
 		aud_rec_release(&rec);
 	}

@@ -136,43 +136,11 @@ parse_opts(int argc, char **argv, int64_t *timeout, int64_t *max, bool *timed)
 	                                                  KZ_EXIT_USAGE;
 }
 
-/* A reply printed as JSON that means the same and that a terminal shows
- * as it is: each character kz_cp_acts or kz_cp_invisible names, inside a
- * string, as its \\u escape (cJSON escapes only those below U+0020); one
- * past U+FFFF as its UTF-16 pair, as JSON spells it. */
-static void
-print_inert(const char *s)
-{
-	size_t len = strlen(s), i = 0;
-	uint32_t cp;
-	int n;
-
-	while (i < len) {
-		n = kz_utf8_next(s + i, len - i, &cp);
-		if (n <= 0) {
-			fputs("\\ufffd", stdout);
-			i++;
-		} else if (kz_cp_acts(cp) || kz_cp_invisible(cp) != NULL) {
-			if (cp > 0xffff)
-				printf("\\u%04x\\u%04x",
-				    0xd800 + ((cp - 0x10000) >> 10),
-				    0xdc00 + ((cp - 0x10000) & 0x3ff));
-			else
-				printf("\\u%04x", (unsigned)cp);
-			i += (size_t)n;
-		} else {
-			fwrite(s + i, 1, (size_t)n, stdout);
-			i += (size_t)n;
-		}
-	}
-	putchar('\n');
-}
-
 int
 main(int argc, char **argv)
 {
 	int64_t timeout = 10, max = KZ_FRAME_MAX_DEFAULT;
-	char *text = NULL, why[256] = "", *out;
+	char *text = NULL, why[256] = "", *out = NULL, *shown = NULL;
 	cJSON *req = NULL, *reply = NULL;
 	size_t len;
 	bool timed = false;
@@ -217,10 +185,14 @@ main(int argc, char **argv)
 		ex = KZ_EXIT_UNAVAIL;
 		goto out;
 	}
-	if ((out = kz_json_print(reply)) != NULL) {
-		print_inert(out);
-		free(out);
+	/* Printed so that a terminal shows it as it is (kz_json_inert). */
+	if ((out = kz_json_print(reply)) != NULL &&
+	    (shown = kz_json_inert(out, strlen(out), &len)) != NULL) {
+		fwrite(shown, 1, len, stdout);
+		putchar('\n');
 	}
+	free(out);
+	free(shown);
 	/*
 	 * Every refusal is 1, whatever its code (kz-msg(1)): kz_exit_for_wire
 	 * would make bad_request 2 and unavailable 3, statuses this page

@@ -8,7 +8,7 @@
 # daemon alike; nothing is written, status counts them, and visible
 # non-ASCII text is still stored as given.
 . "$(dirname "$0")/lib.sh"
-plan 52
+plan 55
 head -c 32 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 unset KZ_SOCKET KZ_CONFIG KZ_RUN_DIR KZ_AUDIT_MAX_FILE_BYTES
 export KZ_FIELD_KEY_FILE=$T/key KZ_AUDIT_DIR=$T/log
@@ -92,4 +92,23 @@ unlike "$(cat "$T/serve.err")" 'SECRET' "never with the value"
 kill "$SPID"; wait "$SPID" 2>/dev/null
 rc_is 0 "the log verifies" kz-audit verify --dir "$T/log"
 unlike "$(cat "$T"/log/*.jsonl)" 'SECRET|w1' "nothing of a refused record was written"
+
+# A record stored before these were refused (made here by editing the
+# log, which no longer verifies) is shown by query as it is: the bidi
+# override and the zero-width space as JSON escapes, the same JSON; --raw
+# prints the stored line byte for byte.
+f=$(ls "$T"/log/*.jsonl | tail -1)
+python3 - "$f" <<'PY'
+import sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+open(p, "wb").write(b.replace(b'"plain"', '"pl\u202eai\u200bn"'.encode()))
+PY
+q=$(kz-audit query --kind lease | grep worker_id.:.w2)
+like "$q" '"reason":"pl\\u202eai\\u200bn"' "query shows an old record's invisible characters as escapes"
+is "$(printf '%s\n' "$q" "$(kz-audit query --raw --kind lease | grep worker_id.:.w2)" |
+	python3 -c 'import json,sys; a, b = (json.loads(l) for l in sys.stdin); print(a == b)')" True \
+	"... the same JSON as the stored line"
+is "$(kz-audit query --raw --kind lease | grep worker_id.:.w2)" "$(grep worker_id.:.w2 "$f")" \
+	"query --raw prints the stored line byte for byte"
 done_testing

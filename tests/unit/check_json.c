@@ -171,6 +171,29 @@ START_TEST(test_frame_table)
 }
 END_TEST
 
+/* What a terminal would act on or not show becomes its escape; what it
+ * shows stays as it is; a byte that is not UTF-8 is U+FFFD's escape. */
+START_TEST(test_inert)
+{
+	/* U+202E, U+200B, U+E0041 (a tag), a lone 0xff, then é. */
+	static const char in[] = "{\"r\":\"a\xe2\x80\xae"
+	                         "b\xe2\x80\x8b"
+	                         "c\xf3\xa0\x81\x81\xff"
+	                         "\xc3\xa9\"}";
+	size_t n;
+	char *out = kz_json_inert(in, sizeof(in) - 1, &n);
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_str_eq(out,
+	    "{\"r\":\"a\\u202eb\\u200bc\\udb40\\udc41\\ufffd\xc3\xa9\"}");
+	ck_assert_uint_eq(n, strlen(out));
+	free(out);
+	out = kz_json_inert("", 0, &n);
+	ck_assert_str_eq(out, "");
+	free(out);
+}
+END_TEST
+
 START_TEST(test_frame_partial_and_timeout)
 {
 	int sv[2];
@@ -253,6 +276,7 @@ main(void)
 	    sizeof(fcases) / sizeof(fcases[0]));
 	tcase_add_test(tc, test_frame_partial_and_timeout);
 	tcase_add_test(tc, test_frame_encode_to);
+	tcase_add_test(tc, test_inert);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
