@@ -34,6 +34,7 @@ static const char *const known[] = {
     "PKGBROKER_TOKEN_TTL_MAX",
     "PKGBROKER_UPSTREAM_TIMEOUT",
     "PKGBROKER_UPSTREAM_CA",
+    "PKGBROKER_FETCHES_MAX",
     NULL,
 };
 
@@ -241,6 +242,8 @@ load_values(struct pb_conf *c, const struct kz_conf *kc, char *why, size_t wlen)
 	         &c->token_ttl_max, why, wlen)) != 0 ||
 	    (r = kz_conf_int(kc, "PKGBROKER_UPSTREAM_TIMEOUT", 30, 1, 600,
 	         &c->upstream_timeout_s, why, wlen)) != 0 ||
+	    (r = kz_conf_int(kc, "PKGBROKER_FETCHES_MAX", 128, 1, 65536,
+	         &c->fetches_max, why, wlen)) != 0 ||
 	    (r = kz_conf_copy(kc, "PKGBROKER_UPSTREAM_CA", NULL, "", c->ca_file,
 	         sizeof(c->ca_file), why, wlen)) != 0)
 		return r;

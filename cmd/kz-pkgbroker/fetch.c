@@ -67,16 +67,21 @@ load_find(struct pb_srv *s, const char *run)
 }
 
 /* Counts one more fetch of run: KZ_ETOOBIG when it has PB_RUN_FETCHES in
- * flight already. */
+ * flight already, KZ_EUNAVAIL when the broker has PKGBROKER_FETCHES_MAX
+ * (each may hold a document and its parse: runs apart, the memory of all
+ * is bounded too). */
 static int
 load_take(struct pb_srv *s, const char *run)
 {
 	struct pb_load *l = load_find(s, run);
 
+	if (l != NULL && l->n >= PB_RUN_FETCHES)
+		return KZ_ETOOBIG;
+	if (s->inflight >= s->c->fetches_max)
+		return KZ_EUNAVAIL;
 	if (l != NULL) {
-		if (l->n >= PB_RUN_FETCHES)
-			return KZ_ETOOBIG;
 		l->n++;
+		s->inflight++;
 		return 0;
 	}
 	if (s->nloads == s->caploads) {
@@ -89,6 +94,7 @@ load_take(struct pb_srv *s, const char *run)
 	l = &s->loads[s->nloads++];
 	snprintf(l->run, sizeof(l->run), "%s", run);
 	l->n = 1;
+	s->inflight++;
 	return 0;
 }
 
@@ -97,7 +103,10 @@ load_give(struct pb_srv *s, const char *run)
 {
 	struct pb_load *l = load_find(s, run);
 
-	if (l != NULL && --l->n == 0)
+	if (l == NULL)
+		return;
+	s->inflight--;
+	if (--l->n == 0)
 		*l = s->loads[--s->nloads];
 }
 
@@ -577,6 +586,10 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 			fail(f, 503, "busy",
 			    "the run has " PB_RUN_FETCHES_TEXT
 			    " fetches in flight already");
+		else if (r == KZ_EUNAVAIL)
+			fail(f, 503, "busy",
+			    "the broker has PKGBROKER_FETCHES_MAX fetches in "
+			    "flight already");
 		else
 			pb_reply_refusal(req, 500, "internal", "out of memory");
 		free(f);

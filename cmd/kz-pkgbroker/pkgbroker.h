@@ -64,6 +64,7 @@ struct pb_conf {
 	char hosts[1024]; /* host names the clients may ask for */
 	uint64_t file_max, doc_max;
 	int64_t token_ttl_max, upstream_timeout_s;
+	int64_t fetches_max; /* in flight across all runs */
 	char audit_sock[108]; /* "" : audit off (debugging only) */
 	char ca_file[4096]; /* PEM trust anchors, "" : the system's */
 	struct kz_peer_policy peers;

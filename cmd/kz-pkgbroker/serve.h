@@ -21,9 +21,11 @@ struct pb_srv {
 	 * on their bufferevent (conn.c), nconns in all. */
 	struct pb_conn **conns;
 	size_t nbuckets, nconns;
-	/* The fetches in flight of each run that has any (fetch.c). */
+	/* The fetches in flight of each run that has any (fetch.c), and
+	 * of all runs (at most PKGBROKER_FETCHES_MAX). */
 	struct pb_load *loads;
 	size_t nloads, caploads;
+	int64_t inflight;
 };
 
 /* One run's fetches in flight: at most PB_RUN_FETCHES, so that one

@@ -12,7 +12,7 @@
 if [ ! -x "$PB_VERDACCIO" ] || ! command -v npm >/dev/null; then
 	echo "1..0 # SKIP verdaccio or npm is not installed (make deps)"; exit 0
 fi
-plan 40
+plan 41
 # pip sees only the index it is given (no machine-wide find-links).
 unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL
 export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -74,6 +74,7 @@ PKGBROKER_LISTEN = 127.0.0.1:$P2
 PKGBROKER_NPM_UPSTREAM = http://127.0.0.1:$LIAR_PORT
 PKGBROKER_PUBLIC_KEY_FILE = $T/pb.pub
 PKGBROKER_FILE_MAX = $PB_CEILING
+PKGBROKER_FETCHES_MAX = 40
 KZ_AUDIT_SOCKET = $PB_AUDIT_SOCK
 CONF
 bg kz-pkgbroker serve --config "$T/pb2.conf" 2>>"$T/pb.log"
@@ -122,32 +123,41 @@ curl -s -m 1 -o /dev/null -H "Authorization: Bearer $TOK" "http://127.0.0.1:$P2/
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PB2_PID/status")
 ok "$([ "${hwm:-999999}" -lt 24576 ]; echo $?)" "... and none of them grew the broker past the ceiling (peak ${hwm} kB)"
 # One run's fetches in flight are bounded: 32 held by a slow upstream,
-# the next is refused busy at once.
-busy=$("$PB_PY" - "$P2" "$TOK" <<'PY'
+# the next is refused busy at once.  So are the broker's, whatever the run
+# (PKGBROKER_FETCHES_MAX, 40 here): another run's 9th beside them is.
+TOK3=$(kz-pkgbroker token --field-key "$PB_KEY" --run run-3 --ttl 300)
+busy=$("$PB_PY" - "$P2" "$TOK" "$TOK3" <<'PY'
 import socket, sys, time
-req = ("GET /kz-slow HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-       "Authorization: Bearer %s\r\n\r\n" % sys.argv[2]).encode()
+def req(tok):
+    return ("GET /kz-slow HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Authorization: Bearer %s\r\n\r\n" % tok).encode()
 held = []
-for _ in range(32):
-    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-    s.sendall(req)
-    held.append(s)
-line = "none"
-for _ in range(20):
-    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-    s.settimeout(0.3)
-    s.sendall(req)
-    held.append(s)
-    try:
-        line = s.makefile("rb").readline().decode().strip()
-        break
-    except OSError:
-        pass
-print(line)
+def hold(tok, n):
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        s.sendall(req(tok))
+        held.append(s)
+def refused(tok):
+    for _ in range(20):
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        s.settimeout(0.3)
+        s.sendall(req(tok))
+        held.append(s)
+        try:
+            return s.makefile("rb").readline().decode().strip()
+        except OSError:
+            pass
+    return "none"
+hold(sys.argv[2], 32)
+print(refused(sys.argv[2]))
+hold(sys.argv[3], 8)
+print(refused(sys.argv[3]))
 PY
 )
-is "$busy" "HTTP/1.1 503 the run has 32 fetches in flight already (busy)" \
+is "$(sed -n 1p <<<"$busy")" "HTTP/1.1 503 the run has 32 fetches in flight already (busy)" \
 	"a run's 33rd fetch in flight: 503 busy, at once"
+is "$(sed -n 2p <<<"$busy")" "HTTP/1.1 503 the broker has PKGBROKER_FETCHES_MAX fetches in flight already (busy)" \
+	"the broker's 41st, of another run: 503 busy, at once"
 
 # ---- refusals, each with its one-line reason ----
 like "$(status "$PB_URL/kz-top")" '^HTTP/1.1 401 no token: .*\(token_missing\)$' "no token: 401 with its reason"
