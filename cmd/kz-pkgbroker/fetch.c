@@ -57,66 +57,13 @@ is_file(enum pb_kind k)
 	return k == PB_NPM_TARBALL || k == PB_PY_FILE;
 }
 
-static struct pb_load *
-load_find(struct pb_srv *s, const char *run)
-{
-	for (size_t i = 0; i < s->nloads; i++)
-		if (strcmp(s->loads[i].run, run) == 0)
-			return &s->loads[i];
-	return NULL;
-}
-
-/* Counts one more fetch of run: KZ_ETOOBIG when it has PB_RUN_FETCHES in
- * flight already, KZ_EUNAVAIL when the broker has PKGBROKER_FETCHES_MAX
- * (each may hold a document and its parse: runs apart, the memory of all
- * is bounded too). */
-static int
-load_take(struct pb_srv *s, const char *run)
-{
-	struct pb_load *l = load_find(s, run);
-
-	if (l != NULL && l->n >= PB_RUN_FETCHES)
-		return KZ_ETOOBIG;
-	if (s->inflight >= s->c->fetches_max)
-		return KZ_EUNAVAIL;
-	if (l != NULL) {
-		l->n++;
-		s->inflight++;
-		return 0;
-	}
-	if (s->nloads == s->caploads) {
-		size_t cap = s->caploads ? s->caploads * 2 : 16;
-
-		if ((l = reallocarray(s->loads, cap, sizeof(*l))) == NULL)
-			return KZ_ENOMEM;
-		s->loads = l, s->caploads = cap;
-	}
-	l = &s->loads[s->nloads++];
-	snprintf(l->run, sizeof(l->run), "%s", run);
-	l->n = 1;
-	s->inflight++;
-	return 0;
-}
-
-static void
-load_give(struct pb_srv *s, const char *run)
-{
-	struct pb_load *l = load_find(s, run);
-
-	if (l == NULL)
-		return;
-	s->inflight--;
-	if (--l->n == 0)
-		*l = s->loads[--s->nloads];
-}
-
 /* The connection, and its SSL object with it, may outlive f inside
  * libevent: its callbacks are detached from f first. */
 static void
 fetch_free(struct fetch *f)
 {
 	if (f->loaded)
-		load_give(f->s, f->x.run);
+		pb_load_give(f->s, f->x.run);
 	if (f->ssl != NULL)
 		SSL_set_app_data(f->ssl, NULL);
 	if (f->ucon != NULL)
@@ -581,7 +528,7 @@ pb_fetch_start(struct pb_srv *s, struct evhttp_request *req,
 	f->s = s, f->x = *x, f->creq = req;
 	snprintf(f->host, sizeof(f->host), "%s", x->host);
 	f->x.host = f->host;
-	if ((r = load_take(s, x->run)) != 0) {
+	if ((r = pb_load_take(s, x->run)) != 0) {
 		if (r == KZ_ETOOBIG)
 			fail(f, 503, "busy",
 			    "the run has " PB_RUN_FETCHES_TEXT

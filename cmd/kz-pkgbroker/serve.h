@@ -35,6 +35,13 @@ struct pb_load {
 	unsigned n;
 };
 
+/* Counts one more fetch of run: KZ_ETOOBIG when the run has
+ * PB_RUN_FETCHES in flight, KZ_EUNAVAIL when the broker has
+ * PKGBROKER_FETCHES_MAX (load.c). */
+KZ_WUR int pb_load_take(struct pb_srv *s, const char *run);
+/* One fetch of run is over. */
+void pb_load_give(struct pb_srv *s, const char *run);
+
 /* One request as checked so far (on the stack of on_request; fetch.c
  * copies what it keeps). */
 struct pb_ctx {
