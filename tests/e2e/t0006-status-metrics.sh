@@ -5,6 +5,7 @@
 # second; kz-metrics prints Prometheus text that a strict reading of
 # prometheus_client's parser accepts, and its counters move with a run,
 # an egress refusal and an egress check.
+# e2e: alone (it times answers to within 1.5 s)
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/stack.sh"
 . "$TOP/tests/egress/lib.sh"

@@ -8,6 +8,7 @@
 # response (502): no body becomes a second request.  A grant bounds what it
 # admitted: a CONNECT tunnel and a plain exchange read until close are both
 # closed within a second of its expiry, and the close is logged and audited.
+# e2e: alone (it times a close to within a second)
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/egress/lib.sh"
 N=109

@@ -4,6 +4,7 @@
 # does not answer (exit 3, never a local grant), reopens by itself, and a
 # lease whose reply was lost in the freeze is never given to two owners:
 # it expires and its worker is retired and replaced.
+# e2e: alone (it times an answer against a 2 s bound)
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/unit/kz-lease/standin.sh"
 plan 14
