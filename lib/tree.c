@@ -21,11 +21,31 @@ struct walk {
 	unsigned moved, seq;
 };
 
-/* A directory as deep as the walk goes, moved up beneath the top. */
+/* A sealed directory opens for reading but cannot be emptied by an owner
+ * that is not root until it is writable again. */
+static void
+unseal(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
+		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
+}
+
+/* A directory as deep as the walk goes, moved up beneath the top (an
+ * owner that is not root moves a directory to another parent only when
+ * it may write it: it is unsealed first). */
 static int
 hoist(int pfd, const char *name, struct walk *w)
 {
 	char to[32];
+	int fd = openat(pfd, name,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0) {
+		unseal(fd);
+		close(fd);
+	}
 
 	for (int i = 0; i < 64; i++) {
 		snprintf(to, sizeof(to), ".kz-deep.%u", w->seq++);
@@ -37,17 +57,6 @@ hoist(int pfd, const char *name, struct walk *w)
 			break;
 	}
 	return KZ_ESYS;
-}
-
-/* A sealed directory opens for reading but cannot be emptied by an owner
- * that is not root until it is writable again. */
-static void
-unseal(int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
-		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
 }
 
 static int remove_at(int pfd, const char *name, int depth, struct walk *w);

@@ -160,6 +160,33 @@ START_TEST(test_sealed_not_root)
 }
 END_TEST
 
+/* A sealed tree deeper than one walk, as its owner who is not root. */
+START_TEST(test_sealed_deep_not_root)
+{
+	char p[128];
+	int fd, next;
+
+	ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+	mk(dir, "t");
+	snprintf(p, sizeof(p), "%s/t", dir);
+	ck_assert_int_ge(fd = open(p, O_RDONLY | O_DIRECTORY), 0);
+	for (int i = 0; i < 2 * KZ_TREE_DEPTH + 5; i++) {
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		ck_assert_int_ge(next = openat(fd, "d", O_RDONLY | O_DIRECTORY),
+		    0);
+		ck_assert_int_eq(fchown(fd, 65534, 65534), 0);
+		ck_assert_int_eq(fchmod(fd, 0555), 0);
+		close(fd);
+		fd = next;
+	}
+	ck_assert_int_eq(fchown(fd, 65534, 65534), 0);
+	ck_assert_int_eq(fchmod(fd, 0555), 0);
+	close(fd);
+	ck_assert_int_eq(remove_as_nobody(p), 0);
+	ck_assert(!exists(dir, "t"));
+}
+END_TEST
+
 /* Deeper than any one walk, and than the descriptors this process may
  * hold: removed whole, in passes. */
 START_TEST(test_deep)
@@ -234,6 +261,7 @@ main(void)
 	tcase_add_test(tc, test_links_not_followed);
 	tcase_add_test(tc, test_sealed_not_root);
 	tcase_add_test(tc, test_deep);
+	tcase_add_test(tc, test_sealed_deep_not_root);
 	tcase_add_test(tc, test_empty_keeps_top);
 	tcase_add_test(tc, test_failure_said);
 	suite_add_tcase(s, tc);
