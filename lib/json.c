@@ -89,38 +89,52 @@ kz_cp_invisible(uint32_t cp)
 	return NULL;
 }
 
-char *
-kz_json_inert(const char *s, size_t len, size_t *olen)
+/* kz_json_inert's text written to out, or only measured when out is NULL:
+ * its length either way. */
+static size_t
+inert(const char *s, size_t len, char *out)
 {
-	/* The most a byte grows: one not UTF-8 becomes an escape of 6. */
-	char *out, *o;
-	size_t i = 0;
+	char esc[13];
+	size_t i = 0, o = 0, k;
 	uint32_t cp;
 	int n;
 
-	if (len > (SIZE_MAX - 1) / 6 || (out = malloc(len * 6 + 1)) == NULL)
-		return NULL;
-	o = out;
 	while (i < len) {
 		n = kz_utf8_next(s + i, len - i, &cp);
 		if (n <= 0) {
-			memcpy(o, "\\ufffd", 6);
-			o += 6, i++;
-		} else if (kz_cp_acts(cp) || kz_cp_invisible(cp) != NULL) {
-			if (cp > 0xffff)
-				o += snprintf(o, 13, "\\u%04x\\u%04x",
-				    0xd800 + ((cp - 0x10000) >> 10),
-				    0xdc00 + ((cp - 0x10000) & 0x3ff));
-			else
-				o += snprintf(o, 7, "\\u%04x", (unsigned)cp);
-			i += (size_t)n;
-		} else {
-			memcpy(o, s + i, (size_t)n);
-			o += n, i += (size_t)n;
-		}
+			k = (size_t)snprintf(esc, sizeof(esc), "\\ufffd");
+			n = 1;
+		} else if (kz_cp_acts(cp) || kz_cp_invisible(cp) != NULL)
+			k = (size_t)(cp > 0xffff ?
+			        snprintf(esc, sizeof(esc), "\\u%04x\\u%04x",
+			            0xd800 + ((cp - 0x10000) >> 10),
+			            0xdc00 + ((cp - 0x10000) & 0x3ff)) :
+			        snprintf(esc, sizeof(esc), "\\u%04x",
+			            (unsigned)cp));
+		else
+			k = 0;
+		if (out != NULL)
+			memcpy(out + o, k > 0 ? esc : s + i,
+			    k > 0 ? k : (size_t)n);
+		o += k > 0 ? k : (size_t)n;
+		i += (size_t)n;
 	}
-	*o = '\0';
-	*olen = (size_t)(o - out);
+	return o;
+}
+
+char *
+kz_json_inert(const char *s, size_t len, size_t *olen)
+{
+	/* Measured first, so a reply of tens of MiB takes its own size
+	 * again, not the six times of its worst case. */
+	size_t n = inert(s, len, NULL);
+	char *out;
+
+	if ((out = malloc(n + 1)) == NULL)
+		return NULL;
+	inert(s, len, out);
+	out[n] = '\0';
+	*olen = n;
 	return out;
 }
 
