@@ -50,29 +50,36 @@ claims_dir(const struct pr_conf *c)
 	return dfd;
 }
 
+/* Id slot's claim, its file beneath the claims directory dfd. */
+static int
+claim_at(const struct pr_conf *c, int dfd, int slot, int *fd)
+{
+	char name[24];
+	int lfd;
+
+	*fd = -1;
+	snprintf(name, sizeof(name), "%lld", (long long)(c->uid + slot));
+	if ((lfd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	         0600)) < 0)
+		return KZ_ESYS;
+	if (flock(lfd, LOCK_EX | LOCK_NB) != 0 ||
+	    kz_proc_uid_live(c->uid + slot, 1) != 0) {
+		close(lfd);
+		return KZ_EUNAVAIL;
+	}
+	*fd = lfd;
+	return 0;
+}
+
 int
 pr_uid_claim(const struct pr_conf *c, int slot, int *fd)
 {
-	char name[24];
-	int dfd, lfd = -1, r = KZ_EUNAVAIL;
+	int dfd, r;
 
 	*fd = -1;
 	if ((dfd = claims_dir(c)) < 0)
 		return KZ_ESYS;
-	snprintf(name, sizeof(name), "%lld", (long long)(c->uid + slot));
-	if ((lfd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	         0600)) < 0) {
-		r = KZ_ESYS;
-		goto out;
-	}
-	if (flock(lfd, LOCK_EX | LOCK_NB) != 0 ||
-	    kz_proc_uid_live(c->uid + slot, 1) != 0)
-		goto out;
-	*fd = lfd, lfd = -1;
-	r = 0;
-out:
-	if (lfd >= 0)
-		close(lfd);
+	r = claim_at(c, dfd, slot, fd);
 	close(dfd);
 	return r;
 }
@@ -80,25 +87,28 @@ out:
 int
 pr_uid_pick(const struct pr_conf *c, int64_t wait_ms, int *slot, int *fd)
 {
-	int n = (int)c->uid_count, start, r;
+	int n = (int)c->uid_count, start, dfd, r = KZ_EUNAVAIL;
 	int64_t end = kz_now_ms() + wait_ms;
 	struct timespec ts = {0, WAIT_STEP_MS * 1000000L};
 
+	*slot = -1, *fd = -1;
+	if ((dfd = claims_dir(c)) < 0)
+		return KZ_ESYS;
 	for (;;) {
 		start = (int)randombytes_uniform((uint32_t)n);
 		for (int i = 0; i < n; i++) {
-			*slot = (start + i) % n;
-			if ((r = pr_uid_claim(c, *slot, fd)) == 0)
-				return 0;
+			if ((r = claim_at(c, dfd, (start + i) % n, fd)) == 0)
+				*slot = (start + i) % n;
 			if (r != KZ_EUNAVAIL)
-				return r;
+				goto out;
 		}
 		if (kz_now_ms() >= end)
 			break;
 		(void)nanosleep(&ts, NULL);
 	}
-	*slot = -1;
-	return KZ_EUNAVAIL;
+out:
+	close(dfd);
+	return r;
 }
 
 void
