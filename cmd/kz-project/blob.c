@@ -4,11 +4,19 @@
  * written to a temporary name, hashed while it is written, and renamed to
  * its digest only when complete, so a name always promises its content
  * (materialize checks that promise again before delivering bytes).
+ *
+ * The store's lock is a flock on its directory: shared while a blob takes
+ * its name (a put) or is renewed (a version names it), exclusive while
+ * blob-collect decides on one blob and removes it (collect.c).  Both the
+ * put and the renewal set the blob's time to now under the lock, so a
+ * blob about to be named by a version is never older than the grace when
+ * collect looks at it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -19,6 +27,15 @@
 #include "banned.h"
 
 #define BLOB_BUF (128 * 1024)
+
+int
+kzp_blob_lock(int dfd, int how)
+{
+	while (flock(dfd, how) != 0)
+		if (errno != EINTR)
+			return KZ_ESYS;
+	return 0;
+}
 
 bool
 kzp_sha_ok(const char *s)
@@ -105,7 +122,13 @@ kzp_blob_put(const char *blobdir, int srcfd, int64_t max, kzp_blob_check *check,
 	/* The copy is checked, not the source its writer may still change. */
 	if (check != NULL && (e = check(fd, arg, r)) != 0)
 		goto out;
-	if (fsync(fd) != 0 || renameat(dfd, tmp, dfd, sha) != 0) {
+	if (fsync(fd) != 0 || kzp_blob_lock(dfd, LOCK_SH) != 0) {
+		kzp_fail(r, KZ_WE_INTERNAL, "the blob could not be stored");
+		e = KZ_ESYS;
+		goto out;
+	}
+	/* Its age counts from its name: a slow check is not a grace spent. */
+	if (futimens(fd, NULL) != 0 || renameat(dfd, tmp, dfd, sha) != 0) {
 		kzp_fail(r, KZ_WE_INTERNAL, "the blob could not be stored");
 		e = KZ_ESYS;
 		goto out;
@@ -164,6 +187,29 @@ kzp_blob_open(const char *blobdir, const char *sha, int *fd)
 	if ((e = kzp_blob_dir(blobdir, &dfd)) != 0)
 		return e;
 	e = kzp_blob_open_at(dfd, sha, fd);
+	close(dfd);
+	return e;
+}
+
+int
+kzp_blob_renew(const char *blobdir, const char *sha, int64_t *size)
+{
+	struct stat sb;
+	int dfd, fd = -1, e;
+
+	if (!kzp_sha_ok(sha))
+		return KZ_EINVAL;
+	if ((dfd = open(blobdir,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return KZ_ENOENT;
+	if ((e = kzp_blob_lock(dfd, LOCK_SH)) == 0 &&
+	    (e = kzp_blob_open_at(dfd, sha, &fd)) == 0)
+		e = fstat(fd, &sb) != 0 || futimens(fd, NULL) != 0 ? KZ_ESYS :
+		                                                     0;
+	if (e == 0)
+		*size = sb.st_size;
+	if (fd >= 0)
+		close(fd);
 	close(dfd);
 	return e;
 }

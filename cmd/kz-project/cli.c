@@ -25,7 +25,7 @@ static bool
 is_bool(const char *f)
 {
 	return strcmp(f, "contract") == 0 || strcmp(f, "pending") == 0 ||
-	    strcmp(f, "shared") == 0;
+	    strcmp(f, "shared") == 0 || strcmp(f, "dry") == 0;
 }
 
 static bool

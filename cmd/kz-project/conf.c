@@ -31,6 +31,7 @@ const char *const kzp_conf_keys[] = {
     "KZ_PROJECT_OUTPUT_MAX_BYTES",
     "KZ_PROJECT_OUTPUT_TYPES",
     "KZ_PROJECT_SNAPSHOT_TTL",
+    "KZ_PROJECT_BLOB_GRACE",
     "KZ_PROJECT_POINTER_DEFAULT",
     "KZ_AUDIT",
     NULL,
@@ -55,7 +56,7 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 	const char *ptr = kz_conf_str(k, "KZ_PROJECT_POINTER_DEFAULT",
 	    "private");
 	uint64_t mf, mt, om, fm;
-	int64_t files, ttl;
+	int64_t files, ttl, grace;
 	int e;
 
 	/* Every socket's default is the one rule of kaizen.conf(5). */
@@ -78,7 +79,9 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 	    (e = kz_conf_size(k, "KZ_FRAME_MAX", 1u << 20, 64u << 20, &fm, why,
 	         wlen)) != 0 ||
 	    (e = kz_conf_int(k, "KZ_PROJECT_SNAPSHOT_TTL", 3600, 1, 86400, &ttl,
-	         why, wlen)) != 0)
+	         why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "KZ_PROJECT_BLOB_GRACE", 86400, 60, 31536000,
+	         &grace, why, wlen)) != 0)
 		return e;
 	if (strcmp(ptr, "private") != 0 && strcmp(ptr, "shared") != 0) {
 		kz_why(why, wlen,
@@ -90,6 +93,7 @@ kzp_conf_apply(struct kzp_cfg *c, struct kzp *p, char *why, size_t wlen)
 	p->b.max_total_bytes = (int64_t)mt;
 	p->out_max_bytes = (int64_t)om;
 	p->snap_ttl = ttl;
+	p->blob_grace = grace;
 	p->pointer_shared = strcmp(ptr, "shared") == 0;
 	c->frame_max = (size_t)fm;
 	p->out_types = kz_conf_str(k, "KZ_PROJECT_OUTPUT_TYPES",

@@ -70,6 +70,7 @@ struct kzp {
 	int64_t out_max_bytes;
 	const char *out_types; /* comma-separated extensions */
 	int64_t snap_ttl;
+	int64_t blob_grace; /* seconds an unreferenced blob is kept */
 	bool pointer_shared; /* default pointer for new links */
 	bool oneshot; /* one op per process: EVAL, no SCRIPT LOAD */
 	/* The peer of the op being served (kzp_callers); a one-shot op runs
@@ -183,6 +184,14 @@ KZ_WUR int kzp_blob_put(const char *blobdir, int srcfd, int64_t max,
     kzp_blob_check *check, const void *arg, char sha[KZP_SHA_HEX + 1],
     int64_t *size, struct kzp_res *r);
 KZ_WUR int kzp_blob_open(const char *blobdir, const char *sha, int *fd);
+/* flock(2) of the store's directory (LOCK_SH, LOCK_EX), retried on EINTR. */
+KZ_WUR int kzp_blob_lock(int dfd, int how);
+/*
+ * A blob a version is about to name: present, its size in *size, and its
+ * time set to now under the store's shared lock, so blob-collect keeps it
+ * for the grace (KZ_ENOENT, KZ_EINVAL or KZ_ESYS when it cannot).
+ */
+KZ_WUR int kzp_blob_renew(const char *blobdir, const char *sha, int64_t *size);
 /* The blob directory once (O_PATH), then each blob beneath it. */
 KZ_WUR int kzp_blob_dir(const char *blobdir, int *dfd);
 KZ_WUR int kzp_blob_open_at(int dfd, const char *sha, int *fd);
@@ -288,5 +297,6 @@ kzp_op_fn kzp_op_connection_create, kzp_op_declare_source, kzp_op_can_read,
 kzp_op_fn kzp_op_admit, kzp_op_verify, kzp_op_classify,
     kzp_op_materialize; /* turn.c */
 kzp_op_fn kzp_op_link_output, kzp_op_placeholder; /* outputs.c */
+kzp_op_fn kzp_op_blob_collect; /* collect.c */
 
 #endif

@@ -88,9 +88,10 @@ kzp_mutate_json(struct kzp *p, const char *script, int argc, const char **av,
 
 /*
  * One op a line: its name, its fields, its handler and the mode that
- * handler is given (which op of a family), and its flags.  Only
- * connection-create is an operator's: a platform-managed connection is
- * the operator's to make (sources.c), and the backend never makes one.
+ * handler is given (which op of a family), and its flags.  Two are an
+ * operator's: connection-create (a platform-managed connection is the
+ * operator's to make, sources.c, and the backend never makes one) and
+ * blob-collect (it removes stored bytes, collect.c).
  */
 #define F(...)                                                                 \
 	(const char *const[])                                                  \
@@ -110,6 +111,7 @@ const struct kzp_opdef kzp_ops[] = {
     {"room-unlink-project", F("room", "project", "member"), kzp_op_room_project,
         "0", 0},
     {"blob-put", F("file"), kzp_op_blob_put, NULL, 0},
+    {"blob-collect", F("dry"), kzp_op_blob_collect, NULL, KZ_OP_OPERATOR},
     {"connection-create", F("connection", "bucket", "serves", "project"),
         kzp_op_connection_create, NULL, KZ_OP_OPERATOR},
     {"resource-create", F("resource", "member", "kind", "connection", "object"),

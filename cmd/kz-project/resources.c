@@ -120,8 +120,8 @@ kzp_op_version_new(struct kzp *p, const cJSON *req, cJSON *out,
 	const char *rid, *path, *sha, *av[9];
 	struct kzp_bargs ba;
 	bool pending;
-	struct stat sb;
-	int e, fd;
+	int64_t bytes;
+	int e;
 
 	if ((e = kzp_req_id(req, "resource", &rid, r)) != 0 ||
 	    (e = kzp_req_hash(p, req, "member", "member", mh, r)) != 0)
@@ -135,15 +135,14 @@ kzp_op_version_new(struct kzp *p, const cJSON *req, cJSON *out,
 	        sizeof(why)) != 0)
 		return kzp_bad(r, "bad 'pending' or 'blob'");
 	snprintf(size, sizeof(size), "0");
+	/* Renewed, so blob-collect keeps it while the version is made. */
 	if (!pending) {
-		if (kzp_blob_open(p->blobdir, sha, &fd) != 0)
+		if ((e = kzp_blob_renew(p->blobdir, sha, &bytes)) == KZ_ESYS)
+			return kzp_bad(r, "the blob cannot be read");
+		if (e != 0)
 			return kzp_bad(r,
 			    "field 'blob' must name a stored blob");
-		e = fstat(fd, &sb);
-		close(fd);
-		if (e != 0)
-			return kzp_bad(r, "the blob cannot be read");
-		snprintf(size, sizeof(size), "%lld", (long long)sb.st_size);
+		snprintf(size, sizeof(size), "%lld", (long long)bytes);
 	}
 	av[0] = rid;
 	av[1] = mh;
