@@ -5,6 +5,11 @@
 head -c 32 /dev/urandom >"$T/field.key"
 chmod 0600 "$T/field.key"
 export KZ_FIELD_KEY_FILE=$T/field.key KZ_PI_SANDBOX=required
+# The child's uid, this file's own (4 per pid of this shell, above
+# kz-pkgrun's tool uids): leftovers() counts that uid's processes, and
+# another file's validations running at once (make e2e runs two files at
+# a time) would be counted as this one's.
+export KZ_PI_UID=$((2108000000 + ($$ % 32768) * 4))
 unset KZ_CONFIG KZ_SANDBOX_BIN KZ_PI_MODULES KZ_PI_CHILD KZ_PI_NODE
 # The child script and the Pi loaders are read by path inside kz-sandbox,
 # whose root view shows /usr and nothing of /tmp, /root, /home, /var: a source
@@ -51,7 +56,7 @@ print("undefined" if isinstance(v, U) else
 PY
 }
 # leftovers: processes of the child uid still alive
-leftovers() { pgrep -u 2100000000 -c node 2>/dev/null || true; }
+leftovers() { pgrep -u "$KZ_PI_UID" -c node 2>/dev/null || true; }
 # deps_setup: an offline npm cache holding tests/pi/dep-src, in $NPMC (in the
 # stage, which kz-sandbox's root view shows), and the lock for it written
 # into $T/ext-deps (npm pack makes the tarball and its hash).

@@ -80,7 +80,7 @@ is "$RC" 1 "failing tests: exit 1"
 is "$(field ext-tests-fail r.result)" '"fail"' "... with a signed fail receipt"
 # runsc's uid under gvisor may not be the child's, nor nobody: a bad
 # setting is refused before anything runs.
-pv_env skill-ok KZ_PI_GVISOR_UID=2100000000
+pv_env skill-ok KZ_PI_GVISOR_UID="$KZ_PI_UID"
 is "$RC-$(plain skill-ok)" "2-kz-pi-validate: config: KZ_PI_GVISOR_UID is neither KZ_PI_UID nor nobody (65534)" \
 	"KZ_PI_GVISOR_UID equal to KZ_PI_UID is refused (exit 2, one line)"
 pv_env skill-ok KZ_PI_GVISOR_UID=65534
