@@ -122,10 +122,10 @@ unshare_wait(pid_t pid, int setup)
 
 /*
  * The operator's unshare mode: new network (empty: no interface up), IPC,
- * UTS and pid namespaces; all groups dropped; an unprivileged uid; no new
- * privileges.  The caller is the intermediate process; its child is pid 1
- * of the new pid namespace, so killing the intermediate (pdeathsig) ends
- * every process the child started.
+ * UTS, pid and mount namespaces (the view of view.c); all groups dropped;
+ * an unprivileged uid; no new privileges.  The caller is the intermediate
+ * process; its child is pid 1 of the new pid namespace, so killing the
+ * intermediate (pdeathsig) ends every process the child started.
  */
 static void
 unshare_exec(const struct pv_run *r, char **env)
@@ -133,9 +133,9 @@ unshare_exec(const struct pv_run *r, char **env)
 	int sp[2];
 	pid_t pid;
 
-	if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-	        CLONE_NEWPID) != 0 ||
-	    pipe2(sp, O_CLOEXEC) != 0)
+	if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID |
+	        CLONE_NEWNS) != 0 ||
+	    pv_unshare_view(r) != 0 || pipe2(sp, O_CLOEXEC) != 0)
 		_exit(125);
 	if ((pid = fork()) < 0)
 		_exit(125);
@@ -144,7 +144,8 @@ unshare_exec(const struct pv_run *r, char **env)
 		unshare_wait(pid, sp[0]);
 	}
 	close(sp[0]);
-	if (setgroups(0, NULL) != 0 || setresgid(r->uid, r->uid, r->uid) ||
+	if (pv_unshare_proc() != 0 || setgroups(0, NULL) != 0 ||
+	    setresgid(r->uid, r->uid, r->uid) ||
 	    setresuid(r->uid, r->uid, r->uid) != 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {

@@ -44,6 +44,8 @@ run_init(struct pv_job *j, struct pv_run *r, const char *cwd, char **argv,
 	r->cwd = cwd;
 	r->argv = argv;
 	r->home = home;
+	r->run = j->run;
+	r->modules = j->c->modules;
 	r->channel = channel;
 	r->npm = j->c->npm;
 	r->npm_cache = j->c->npm_cache;

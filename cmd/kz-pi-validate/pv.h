@@ -96,6 +96,8 @@ struct pv_run {
 	char *const *argv; /* the command (node ...) */
 	const char *loader; /* kz-sandbox: a script argv[0] loads, or NULL */
 	const char *home; /* HOME of the child (unshare mode) */
+	const char *run; /* the run directory: unshare mode's writable tree */
+	const char *modules; /* the Pi loaders (read; unshare mode's view) */
 	bool channel; /* set up the nonce/result channel */
 	/* kz-sandbox: the step's reinstall (the copy is always made). */
 	enum pv_deps deps;
@@ -116,6 +118,14 @@ struct pv_outcome {
 };
 KZ_WUR int pv_child_run(const struct pv_run *r, struct pv_outcome *o, char *why,
     size_t wlen);
+/*
+ * view.c: the unshare mode's mount namespace, made by the intermediate
+ * once it has unshared it (read-only host, fresh /tmp, /var/tmp and
+ * /dev/shm, the run directory writable), and the pid namespace's own
+ * /proc, mounted by its first process; -1 with errno when a step fails.
+ */
+int pv_unshare_view(const struct pv_run *r);
+int pv_unshare_proc(void);
 void pv_outcome_release(struct pv_outcome *o);
 /* Checks the observation: one JSON object carrying the nonce. */
 KZ_WUR int pv_observation(const struct pv_outcome *o, cJSON **obs, char *why,

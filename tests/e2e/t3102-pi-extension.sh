@@ -8,7 +8,7 @@
 # e2e: alone (it holds the host's lock of kz-pi-validate's unshare mode)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 36
+plan 39
 
 # ext-ok's extension writes /tmp/kz-pi-canary-ran: the sandbox's own /tmp.
 on_exit "rm -rf /tmp/kz-pi-canary /tmp/kz-pi-canary-ran"
@@ -50,6 +50,23 @@ is "$(field u r.runtime.isolation)" '"unshare"' "... and the receipt names the m
 t "... and discarding the host test tree did not follow the symlink it left" \
 	test -f /tmp/kz-pi-canary/file
 is "$(ls -A "$WS")" "" "... and removed the tree whole, deeper than any walk"
+# The unshare mode's own view: the host read-only, /tmp, /dev/shm and /proc
+# the validation's own.  The tests write both and try a world-writable host
+# directory; nothing reaches the host.
+fixture ext-hostview
+mkdir -m 1777 "$PI_STAGE/open"
+HV=kz-pi-hostview-$$
+on_exit "rm -f '/tmp/$HV' '/dev/shm/$HV'"
+printf '{"tmp":"/tmp/%s","shm":"/dev/shm/%s","open":"%s","hostpid":%d}\n' \
+	"$HV" "$HV" "$PI_STAGE/open" $$ >"$T/ext-hostview/probe.json"
+RC=0; (cd "$WS" && KZ_PI_SANDBOX=unshare kz-pi-validate --profile \
+	"$FIX/ext-hostview/profile.json" --files "$T/ext-hostview" --contract-digest "$C1" \
+	--out "$T/hv.receipt") >"$T/.out" 2>&1 || RC=$?
+is "$RC-$(field hv r.tests.status)" '0-"pass"' \
+	"unshare mode: the tests found the host read-only and /proc their own"
+t "... their files in /tmp and /dev/shm stayed in the validation" \
+	test ! -e "/tmp/$HV" -a ! -e "/dev/shm/$HV"
+is "$(ls -A "$PI_STAGE/open")" "" "... and a world-writable host directory took nothing"
 # The unshare mode's validations all run as KZ_PI_UID: one at a time on a
 # host.  One started while another holds the host's lock makes nothing
 # until it is free.
