@@ -3,8 +3,8 @@
  * tree walk, hash and copy (tree.c), the cache (cache.c), the manifest and
  * its closed class set (manifest.c), one invocation (invoke.c,
  * invoke_run.c, exec.c), the daemon's warm single-use workers (warm.c,
- * warm_take.c, wrun.c), the claims on the runner's ids (uidclaim.c), the
- * audit records (audit.c), the daemon (serve.c)
+ * warm_proc.c, warm_take.c, wrun.c), the claims on the runner's ids
+ * (uidclaim.c), the audit records (audit.c), the daemon (serve.c)
  * and its thin client (client.c).  Module functions return 0 or a negative
  * kz_err and fill (why, wlen) with one line; they never print or exit.
  */
@@ -254,9 +254,9 @@ KZ_WUR int pr_serve_argv(const struct pr_conf *c, const struct pr_exec *x,
 KZ_WUR int pr_exec_spawn(const char *const *argv, int out, int err, int st,
     int pdeathsig, pid_t *pid);
 
-/* warm.c, warm_take.c: the warm workers of serve, each single-use, and
- * the runner's id range.  pr_pool_new starts the replacement thread when
- * c->warm > 0. */
+/* warm.c, warm_proc.c, warm_take.c: the warm workers of serve, each
+ * single-use, and the runner's id range.  pr_pool_new starts the
+ * replacement thread when c->warm > 0. */
 KZ_WUR int pr_pool_new(const struct pr_conf *c, struct pr_pool **out);
 /* Stops every worker, taken ones too, and waits for them. */
 void pr_pool_stop(struct pr_pool *p);

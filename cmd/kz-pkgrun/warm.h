@@ -1,6 +1,7 @@
 /*
- * What warm.c (the pool's thread) and warm_take.c (the invocations' side)
- * share and no other kz-pkgrun module needs.
+ * What warm.c (the pool's thread), warm_proc.c (one worker's process) and
+ * warm_take.c (the invocations' side) share and no other kz-pkgrun module
+ * needs.
  */
 #ifndef PR_WARM_H
 #define PR_WARM_H
@@ -46,5 +47,12 @@ struct pr_pool {
 bool pr_warm_ended(int pidfd, int ms);
 /* How many of the pool's workers are in state a or b; under the lock. */
 int pr_warm_count(const struct pr_pool *p, enum w_state a, enum w_state b);
+/* warm_proc.c, for the pool's thread: starts kz-sandbox serve for w (a
+ * fresh directory of its own, the uid and gid of w->slot); it is ready
+ * once its pid file exists.  0, or an error with why, w then reaped. */
+KZ_WUR int pr_warm_spawn(struct pr_pool *p, struct pr_worker *w, char *why,
+    size_t wlen);
+/* Reaps a worker that has ended and removes what it left. */
+void pr_warm_reap(struct pr_pool *p, struct pr_worker *w);
 
 #endif
