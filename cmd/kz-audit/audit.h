@@ -147,7 +147,7 @@ void aud_ts_format(int64_t ms, char out[32]);
 KZ_WUR int aud_ts_parse(const char *s, int64_t *ms);
 int64_t aud_now_ms(void);
 
-/* ---- store.c: the log directory. ---- */
+/* ---- store.c, store_list.c: the log directory. ---- */
 
 struct aud_store;
 
@@ -190,8 +190,12 @@ KZ_WUR int aud_store_add(struct aud_store *s, const char *kind, uid_t uid,
 /* Writes the pending batch and fdatasyncs it: one fsync for the batch. */
 KZ_WUR int aud_store_commit(struct aud_store *s, char *why, size_t wlen);
 void aud_store_stats(const struct aud_store *s, struct aud_store_stats *out);
-/* "audit-000001.jsonl" for idx 1. */
+/* store_list.c: "audit-000001.jsonl" for idx 1. */
 void aud_file_name(unsigned idx, char *out, size_t len);
+/* The sorted indexes of the log files in dirfd (a malloc'd array of n;
+ * KZ_ETOOBIG when it would grow past AUD_FILES_MAX). */
+KZ_WUR int aud_list_idx(int dirfd, unsigned **out, size_t *n, char *why,
+    size_t wlen);
 /*
  * The log files of dir in chain order (malloc'd array of malloc'd paths).
  */
