@@ -11,8 +11,8 @@
  * directory: the view's own directories live on its tmpfs.  A host
  * directory is shown through an overlay of the worker's own and a host
  * file of /etc as a copy, so that the code never holds the host's inode
- * (ro_layer).  The path grammar and the config's own checks are
- * view_path.c's.
+ * (sbx_view_ro_layer).  The path grammar and the config's own checks are
+ * view_path.c's, the /etc of the allowlist view_etc.c's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -36,55 +36,23 @@
 #define KZ_SYSCONFDIR "/usr/local/etc"
 #endif
 
-/*
- * Host files of /etc that the code's tools read, bound read-only where the
- * host has them as the type named (and left out otherwise): the loader's
- * cache, the alternatives that Debian's cc, awk or editor links go through,
- * the CA certificates (links into /usr/share/ca-certificates) and OpenSSL's
- * configuration, and the name tables of libc and Python.
- */
-static const struct {
-	const char *path;
-	mode_t type;
-} etc_binds[] = {
-    {"ld.so.cache", S_IFREG},
-    {"alternatives", S_IFDIR},
-    {"ssl/certs", S_IFDIR},
-    {"ssl/openssl.cnf", S_IFREG},
-    {"protocols", S_IFREG},
-    {"services", S_IFREG},
-    {"mime.types", S_IFREG},
-};
-
 /* The most of one host or image file that the view takes a copy of. */
 #define COPY_MAX (256 * 1024)
 
-/* Where a forbidden directory's canonical path is kept while building. */
-enum { F_RUN, F_STATE, F_KAIZEN, F_N };
-static const char *const fnames[F_N] = {"the run directory",
+/* How a refusal names each forbidden directory. */
+static const char *const fnames[SBX_VIEW_F_N] = {"the run directory",
     "the state directory", "/etc/kaizen"};
 
-struct fill {
-	const struct sbx_conf *c;
-	const char *root; /* the view's root, under the stage */
-	int viewfd; /* the view's root tmpfs */
-	int emptyfd; /* the stage's empty directory (mount.c) */
-	const char *forbid[F_N]; /* canonical, or "" */
-	char *owned[F_N + 1]; /* what canon() allocated */
-	int nowned;
-	char *why;
-	size_t wlen;
-};
-
 static int
-refuse(struct fill *f, const char *what, const char *path, const char *reason)
+refuse(struct sbx_view_fill *f, const char *what, const char *path,
+    const char *reason)
 {
 	kz_why(f->why, f->wlen, "mount: %s %s: %s", what, path, reason);
 	return KZ_EDENIED;
 }
 
-static int
-sys(struct fill *f, const char *what, const char *path)
+int
+sbx_view_sys(struct sbx_view_fill *f, const char *what, const char *path)
 {
 	int e = errno;
 
@@ -94,8 +62,8 @@ sys(struct fill *f, const char *what, const char *path)
 }
 
 /* Opens path below dirfd as O_PATH, never through a symlink (ELOOP). */
-static int
-open_exact(int dirfd, const char *path, unsigned long long resolve)
+int
+sbx_view_open_exact(int dirfd, const char *path, unsigned long long resolve)
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | resolve};
@@ -114,8 +82,8 @@ open_exact(int dirfd, const char *path, unsigned long long resolve)
  * code's mountinfo names no host path.  A mount below the host directory
  * is not shown: an overlay does not cross into it.
  */
-static int
-ro_layer(const struct fill *f, int src, const char *dst)
+int
+sbx_view_ro_layer(const struct sbx_view_fill *f, int src, const char *dst)
 {
 	char opt[64];
 
@@ -125,7 +93,7 @@ ro_layer(const struct fill *f, int src, const char *dst)
 	    MS_RDONLY | MS_NOSUID | MS_NODEV, opt);
 }
 
-/* Why an errno of open_exact keeps a path out of the view. */
+/* Why an errno of sbx_view_open_exact keeps a path out of the view. */
 static const char *
 exact_reason(int e)
 {
@@ -145,37 +113,39 @@ exact_reason(int e)
  * does not exist yet).
  */
 static const char *
-canon(struct fill *f, const char *p)
+canon(struct sbx_view_fill *f, const char *p)
 {
 	char *r;
 	int fd;
 
-	if (sbx_view_path_ok(p) && (fd = open_exact(AT_FDCWD, p, 0)) >= 0) {
+	if (sbx_view_path_ok(p) &&
+	    (fd = sbx_view_open_exact(AT_FDCWD, p, 0)) >= 0) {
 		close(fd);
 		return p;
 	}
-	if (f->nowned < F_N + 1 && (r = realpath(p, NULL)) != NULL)
+	if (f->nowned < SBX_VIEW_F_N + 1 && (r = realpath(p, NULL)) != NULL)
 		return f->owned[f->nowned++] = r;
 	return p;
 }
 
 /* The directories the view must never hold or lie in. */
 static void
-forbidden(struct fill *f)
+forbidden(struct sbx_view_fill *f)
 {
-	const char *p[F_N] = {f->c->run_dir, f->c->state_dir, "/etc/kaizen"};
+	const char *p[SBX_VIEW_F_N] = {f->c->run_dir, f->c->state_dir,
+	    "/etc/kaizen"};
 
-	for (int i = 0; i < F_N; i++)
+	for (int i = 0; i < SBX_VIEW_F_N; i++)
 		f->forbid[i] = p[i][0] == '/' ? canon(f, p[i]) : "";
 }
 
 /* Refuses a host path that holds, is, or lies in a forbidden directory. */
 static int
-overlap(struct fill *f, const char *what, const char *path)
+overlap(struct sbx_view_fill *f, const char *what, const char *path)
 {
 	char r[256];
 
-	for (int i = 0; i < F_N; i++)
+	for (int i = 0; i < SBX_VIEW_F_N; i++)
 		if (f->forbid[i][0] != '\0' &&
 		    (sbx_view_under(f->forbid[i], path) ||
 		        sbx_view_under(path, f->forbid[i]))) {
@@ -190,19 +160,21 @@ overlap(struct fill *f, const char *what, const char *path)
 
 /* Shows the host directory open at fd at name, made in the view. */
 static int
-bind_dir(struct fill *f, int fd, const char *name, const char *what)
+bind_dir(struct sbx_view_fill *f, int fd, const char *name, const char *what)
 {
 	char dst[SBX_PBUF];
 
 	snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
 	if (mkdir(dst, 0755) < 0)
-		return sys(f, "mkdir", name);
-	return ro_layer(f, fd, dst) < 0 ? sys(f, "overlay", what) : 0;
+		return sbx_view_sys(f, "mkdir", name);
+	return sbx_view_ro_layer(f, fd, dst) < 0 ?
+	    sbx_view_sys(f, "overlay", what) :
+	    0;
 }
 
 /* One entry of the allowlist: a directory, a link inside it, or absent. */
 static int
-sysdir(struct fill *f, int host, const char *name)
+sysdir(struct sbx_view_fill *f, int host, const char *name)
 {
 	char path[64], tgt[PATH_MAX], dst[SBX_PBUF];
 	struct stat st;
@@ -213,46 +185,34 @@ sysdir(struct fill *f, int host, const char *name)
 	if (fstatat(host, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT && strcmp(name, "usr") != 0 ?
 		    0 :
-		    sys(f, "root view", path);
+		    sbx_view_sys(f, "root view", path);
 	if (S_ISLNK(st.st_mode)) {
 		if ((n = readlinkat(host, name, tgt, sizeof(tgt) - 1)) < 0)
-			return sys(f, "readlink", path);
+			return sbx_view_sys(f, "readlink", path);
 		tgt[n] = '\0';
 		if (!sbx_view_link_ok(tgt))
 			return refuse(f, "root view", path,
 			    "a symlink out of the view");
 		snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
-		return symlink(tgt, dst) < 0 ? sys(f, "symlink", path) : 0;
+		return symlink(tgt, dst) < 0 ?
+		    sbx_view_sys(f, "symlink", path) :
+		    0;
 	}
 	if (!S_ISDIR(st.st_mode))
 		return refuse(f, "root view", path, "not a directory");
 	if ((r = overlap(f, "root view", path)) != 0)
 		return r;
-	if ((fd = open_exact(host, name, RESOLVE_BENEATH)) < 0)
-		return sys(f, "open", path);
+	if ((fd = sbx_view_open_exact(host, name, RESOLVE_BENEATH)) < 0)
+		return sbx_view_sys(f, "open", path);
 	r = bind_dir(f, fd, name, path);
 	close(fd);
 	return r;
 }
 
-static int
-write_at(int dirfd, const char *name, const char *text, size_t n)
-{
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0644);
-	ssize_t w;
-
-	if (fd < 0)
-		return -1;
-	w = write(fd, text, n);
-	close(fd);
-	return w == (ssize_t)n ? 0 : -1;
-}
-
 /* Copies the file open at src (O_PATH, COPY_MAX at most) to a new file
  * rel below dir, with mode. */
-static int
-copy_at(int src, int dir, const char *rel, mode_t mode)
+int
+sbx_view_copy_at(int src, int dir, const char *rel, mode_t mode)
 {
 	char self[32], buf[16384];
 	ssize_t n = 0;
@@ -277,111 +237,28 @@ copy_at(int src, int dir, const char *rel, mode_t mode)
 	return close(out) < 0 || n != 0 || done > COPY_MAX ? -1 : 0;
 }
 
-/*
- * One host file of /etc, where the host has it as the type named: a
- * directory as an overlay of its own, a file copied.  Neither is the
- * host's inode, which an inotify watch would hear every host process and
- * every other worker open (the loader opens ld.so.cache at every start of
- * a dynamic program); see ro_layer.
- */
-static int
-etc_bind(struct fill *f, int host, int etc, const char *rel, mode_t type)
-{
-	const char *slash = strrchr(rel, '/');
-	char dir[64], dst[SBX_PBUF];
-	struct stat st;
-	int src, r = 0;
-
-	if ((src = open_exact(host, rel, RESOLVE_BENEATH)) < 0)
-		return 0;
-	if (fstat(src, &st) < 0 || (st.st_mode & S_IFMT) != type)
-		goto out;
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0, rel);
-	snprintf(dst, sizeof(dst), "%s/etc/%s", f->root, rel);
-	if (slash != NULL && mkdirat(etc, dir, 0755) < 0 && errno != EEXIST)
-		r = -1;
-	else if (type == S_IFREG)
-		r = copy_at(src, etc, rel, 0644);
-	else if ((r = mkdirat(etc, rel, 0755)) == 0)
-		r = ro_layer(f, src, dst);
-out:
-	close(src);
-	return r < 0 ? sys(f, "copy /etc", rel) : 0;
-}
-
-static const char *const etc_files[] = {"passwd", "group", "hosts", "hostname",
-    "nsswitch.conf", NULL};
-
-/*
- * /etc of the allowlisted view, on a tmpfs of its own: passwd and group
- * name only the sandbox's ids, hosts and hostname only the sandbox's name;
- * no host name, machine-id, resolv.conf, account database or kz config.
- * No localtime: the code's local time is UTC.
- */
-static int
-etc(struct fill *f)
-{
-	char p[SBX_PBUF], text[512];
-	int etcfd = -1, host = -1, n, r = 0;
-
-	snprintf(p, sizeof(p), "%s/etc", f->root);
-	if (mkdir(p, 0755) < 0 ||
-	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	        "size=1m,nr_inodes=64,mode=0755") < 0)
-		return sys(f, "tmpfs", "/etc");
-	if ((etcfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    (host = open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		r = sys(f, "open", "/etc");
-		goto out;
-	}
-	for (int i = 0; r == 0 && etc_files[i] != NULL; i++)
-		if ((n = sbx_view_etc_text(f->c, etc_files[i], text,
-		         sizeof(text))) < 0 ||
-		    write_at(etcfd, etc_files[i], text, (size_t)n) < 0)
-			r = sys(f, "write /etc", etc_files[i]);
-	/* Under gvisor, every dynamic program maps the object that puts
-	 * right what runsc gets wrong (mount.c binds it; kz-sandbox(8)). */
-	if (r == 0 && sbx_gvisor(f->c) &&
-	    write_at(etcfd, "ld.so.preload", SBX_GV_COMPAT "\n",
-	        sizeof(SBX_GV_COMPAT)) < 0)
-		r = sys(f, "write /etc", "ld.so.preload");
-	if (r == 0 &&
-	    symlinkat("../usr/lib/os-release", etcfd, "os-release") < 0)
-		r = sys(f, "symlink", "/etc/os-release");
-	for (size_t i = 0;
-	     r == 0 && i < sizeof(etc_binds) / sizeof(etc_binds[0]); i++)
-		r = etc_bind(f, host, etcfd, etc_binds[i].path,
-		    etc_binds[i].type);
-out:
-	if (etcfd >= 0)
-		close(etcfd);
-	if (host >= 0)
-		close(host);
-	return r;
-}
-
 /* The default view: the allowlisted system directories and /etc. */
 static int
-allowlist(struct fill *f)
+allowlist(struct sbx_view_fill *f)
 {
 	int host, r = 0;
 
 	if ((host = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return sys(f, "open", "/");
+		return sbx_view_sys(f, "open", "/");
 	for (int i = 0; r == 0 && sbx_view_sysdirs[i] != NULL; i++)
 		r = sysdir(f, host, sbx_view_sysdirs[i]);
 	close(host);
-	return r != 0 ? r : etc(f);
+	return r != 0 ? r : sbx_view_etc(f);
 }
 
 /*
  * One top-level entry of an image: a directory through an overlay of its
- * own, a file copied (both for the reason ro_layer gives: the image is
- * shared by every worker, and a watch on its inode would hear them all),
- * links recreated.
+ * own, a file copied (both for the reason sbx_view_ro_layer gives: the
+ * image is shared by every worker, and a watch on its inode would hear
+ * them all), links recreated.
  */
 static int
-image_entry(struct fill *f, int img, const char *name)
+image_entry(struct sbx_view_fill *f, int img, const char *name)
 {
 	char tgt[PATH_MAX], dst[SBX_PBUF];
 	struct stat st;
@@ -390,13 +267,15 @@ image_entry(struct fill *f, int img, const char *name)
 
 	snprintf(dst, sizeof(dst), "%s/%s", f->root, name);
 	if (fstatat(img, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return sys(f, "root", name);
+		return sbx_view_sys(f, "root", name);
 	if (S_ISLNK(st.st_mode)) {
 		/* Inside the view a link resolves within the image. */
 		if ((n = readlinkat(img, name, tgt, sizeof(tgt) - 1)) < 0)
-			return sys(f, "readlink", name);
+			return sbx_view_sys(f, "readlink", name);
 		tgt[n] = '\0';
-		return symlink(tgt, dst) < 0 ? sys(f, "symlink", name) : 0;
+		return symlink(tgt, dst) < 0 ?
+		    sbx_view_sys(f, "symlink", name) :
+		    0;
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return refuse(f, "root", name,
@@ -405,13 +284,14 @@ image_entry(struct fill *f, int img, const char *name)
 		return refuse(f, "root", name,
 		    "a top-level file over 256 KiB (the view copies "
 		    "those; keep it in a directory)");
-	if ((fd = open_exact(img, name, RESOLVE_BENEATH)) < 0)
-		return sys(f, "open", name);
+	if ((fd = sbx_view_open_exact(img, name, RESOLVE_BENEATH)) < 0)
+		return sbx_view_sys(f, "open", name);
 	if (S_ISDIR(st.st_mode))
 		r = bind_dir(f, fd, name, name);
 	else
-		r = copy_at(fd, f->viewfd, name, st.st_mode & 0777) < 0 ?
-		    sys(f, "copy", name) :
+		r = sbx_view_copy_at(fd, f->viewfd, name, st.st_mode & 0777) <
+		        0 ?
+		    sbx_view_sys(f, "copy", name) :
 		    0;
 	close(fd);
 	return r;
@@ -423,7 +303,7 @@ image_entry(struct fill *f, int img, const char *name)
  * heap buffer costs copy-on-write faults in the init.
  */
 static int
-image(struct fill *f)
+image(struct sbx_view_fill *f)
 {
 	union {
 		struct dirent64 d;
@@ -436,7 +316,7 @@ image(struct fill *f)
 	if ((r = overlap(f, "root", root)) != 0)
 		return r;
 	if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return sys(f, "open", "root");
+		return sbx_view_sys(f, "open", "root");
 	while (r == 0 && (n = getdents64(fd, u.b, sizeof(u.b))) > 0)
 		for (ssize_t off = 0; r == 0 && off < n;) {
 			struct dirent64 *d = (struct dirent64 *)(u.b + off);
@@ -449,7 +329,7 @@ image(struct fill *f)
 				r = image_entry(f, fd, d->d_name);
 		}
 	if (r == 0 && n < 0)
-		r = sys(f, "read", "root");
+		r = sbx_view_sys(f, "read", "root");
 	close(fd);
 	return r;
 }
@@ -459,7 +339,7 @@ image(struct fill *f)
  * the view's own tmpfs; below a bound directory it must exist already.
  */
 static int
-mountpoint(struct fill *f, const char *path, int *out)
+mountpoint(struct sbx_view_fill *f, const char *path, int *out)
 {
 	char seg[KZ_PATH_SEG_MAX + 1];
 	const char *s = path + 1;
@@ -472,13 +352,13 @@ mountpoint(struct fill *f, const char *path, int *out)
 
 		snprintf(seg, sizeof(seg), "%.*s", (int)n, s);
 		s += n + (s[n] == '/');
-		fd = open_exact(cur, seg, own ? RESOLVE_NO_XDEV : 0);
+		fd = sbx_view_open_exact(cur, seg, own ? RESOLVE_NO_XDEV : 0);
 		if (fd < 0 && errno == EXDEV) {
 			own = false;
-			fd = open_exact(cur, seg, 0);
+			fd = sbx_view_open_exact(cur, seg, 0);
 		} else if (fd < 0 && errno == ENOENT && own &&
 		    mkdirat(cur, seg, 0755) == 0)
-			fd = open_exact(cur, seg, RESOLVE_NO_XDEV);
+			fd = sbx_view_open_exact(cur, seg, RESOLVE_NO_XDEV);
 		e = fd < 0 ? errno : 0;
 		if (cur != f->viewfd)
 			close(cur);
@@ -501,12 +381,12 @@ mountpoint(struct fill *f, const char *path, int *out)
 
 /* One directory of SANDBOX_EXTRA_RO, bound at the same path. */
 static int
-extra_one(struct fill *f, const char *path)
+extra_one(struct sbx_view_fill *f, const char *path)
 {
 	struct stat st;
 	int src, dst = -1, r;
 
-	if ((src = open_exact(AT_FDCWD, path, 0)) < 0)
+	if ((src = sbx_view_open_exact(AT_FDCWD, path, 0)) < 0)
 		return refuse(f, "extra bind", path, exact_reason(errno));
 	if (fstat(src, &st) < 0 || !S_ISDIR(st.st_mode))
 		r = refuse(f, "extra bind", path, "not a directory");
@@ -515,8 +395,8 @@ extra_one(struct fill *f, const char *path)
 		char at[32];
 
 		snprintf(at, sizeof(at), "/proc/self/fd/%d", dst);
-		if (ro_layer(f, src, at) < 0)
-			r = sys(f, "extra bind", path);
+		if (sbx_view_ro_layer(f, src, at) < 0)
+			r = sbx_view_sys(f, "extra bind", path);
 	}
 	if (dst >= 0)
 		close(dst);
@@ -531,13 +411,14 @@ extra_one(struct fill *f, const char *path)
  * that hides nothing now could fail to hide what appears there later.
  */
 static int
-mask_one(struct fill *f, const char *path)
+mask_one(struct sbx_view_fill *f, const char *path)
 {
 	char fdp[32];
 	struct stat st;
 	int fd, r = 0;
 
-	if ((fd = open_exact(f->viewfd, path + 1, RESOLVE_BENEATH)) < 0)
+	if ((fd = sbx_view_open_exact(f->viewfd, path + 1, RESOLVE_BENEATH)) <
+	    0)
 		return refuse(f, "mask", path,
 		    errno == ENOENT ? "not in the root view" :
 		                      exact_reason(errno));
@@ -548,7 +429,7 @@ mask_one(struct fill *f, const char *path)
 	else if (mount("tmpfs", fdp, "tmpfs",
 	             MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	             "size=4k,nr_inodes=1,mode=0755") < 0)
-		r = sys(f, "mask", path);
+		r = sbx_view_sys(f, "mask", path);
 	close(fd);
 	return r;
 }
@@ -563,17 +444,17 @@ mask_one(struct fill *f, const char *path)
  * where no host configuration is.
  */
 static int
-hide_sysconf(struct fill *f)
+hide_sysconf(struct sbx_view_fill *f)
 {
 	const char *p = KZ_SYSCONFDIR;
 	int fd;
 
 	if (p[0] != '/' || strcmp(p, "/etc") == 0)
 		return 0;
-	if ((fd = open_exact(f->viewfd, p + 1, RESOLVE_BENEATH)) < 0)
+	if ((fd = sbx_view_open_exact(f->viewfd, p + 1, RESOLVE_BENEATH)) < 0)
 		return errno == ENOENT || errno == ELOOP || errno == ENOTDIR ?
 		    0 :
-		    sys(f, "mask", p);
+		    sbx_view_sys(f, "mask", p);
 	close(fd);
 	return mask_one(f, p);
 }
@@ -583,14 +464,14 @@ hide_sysconf(struct fill *f)
  * never shows (kz-lease's lies inside the run directory, which is fine).
  */
 static int
-projection(struct fill *f)
+projection(struct sbx_view_fill *f)
 {
 	const char *p;
 
 	if (access(f->c->projection, F_OK) < 0)
-		return sys(f, "bind", "projection");
+		return sbx_view_sys(f, "bind", "projection");
 	p = canon(f, f->c->projection);
-	for (int i = 0; i < F_N; i++)
+	for (int i = 0; i < SBX_VIEW_F_N; i++)
 		if (f->forbid[i][0] != '\0' &&
 		    sbx_view_under(f->forbid[i], p)) {
 			char r[64];
@@ -605,7 +486,7 @@ int
 sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
     size_t wlen)
 {
-	struct fill f = {.c = c,
+	struct sbx_view_fill f = {.c = c,
 	    .root = root,
 	    .viewfd = -1,
 	    .emptyfd = -1,
@@ -621,7 +502,7 @@ sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
 	if ((f.viewfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (f.emptyfd = openat(f.viewfd, "../empty",
 	         O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		r = sys(&f, "open", "view");
+		r = sbx_view_sys(&f, "open", "view");
 		goto out;
 	}
 	r = strcmp(c->root, "/") == 0 ? allowlist(&f) : image(&f);
