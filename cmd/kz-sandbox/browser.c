@@ -52,6 +52,7 @@
 #include "kz_log.h"
 #include "kz_wire.h"
 #include "sbx.h"
+#include "sbx_browser.h"
 #include "banned.h"
 
 #define BR_MAX 8 /* sessions a worker holds at once */

@@ -30,6 +30,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "sbx.h"
+#include "sbx_browser.h"
 #include "banned.h"
 
 #define BR_MSG_MAX (32u << 20) /* one CDP message (a screenshot) */

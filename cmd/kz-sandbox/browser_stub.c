@@ -25,6 +25,7 @@
 
 #include "kz_io.h"
 #include "sbx.h"
+#include "sbx_browser.h"
 #include "banned.h"
 
 #define BR_PIPE_IN 3 /* Chromium reads CDP from fd 3 ... */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cgroup.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 const char *const sbx_cg_v1_name[SBX_CG_N] = {"memory", "pids", "cpu",

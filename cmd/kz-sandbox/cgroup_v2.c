@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cgroup.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 /* Whether the v2 root offers memory, pids and cpu; missing lists the

@@ -11,6 +11,8 @@
 
 #include "kz_conf.h"
 #include "sbx.h"
+#include "sbx_gvisor.h"
+#include "sbx_view.h"
 #include "banned.h"
 
 enum ktype { K_STR, K_SIZE, K_INT, K_BOOL };

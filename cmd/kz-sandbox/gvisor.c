@@ -36,6 +36,7 @@
 
 #include "kz_path.h"
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 #define GV_TMPFS "size=8m,nr_inodes=256,mode=0700"

@@ -18,6 +18,7 @@
 
 #include "kz_io.h"
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 /* The job's working directory exists in the workspace, resolved as the

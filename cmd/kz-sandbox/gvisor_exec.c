@@ -23,6 +23,7 @@
 
 #include "kz_conf.h"
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 extern char **environ;

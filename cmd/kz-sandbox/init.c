@@ -30,6 +30,7 @@
 #include <linux/close_range.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 extern char **environ;

@@ -19,6 +19,7 @@
 #include "kz_log.h"
 #include "kz_classify.h"
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 static void

@@ -30,6 +30,8 @@
 #include <linux/openat2.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
+#include "sbx_view.h"
 #include "banned.h"
 
 /* The character devices of /dev, by the numbers Linux gives them for

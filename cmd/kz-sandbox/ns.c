@@ -28,6 +28,7 @@
 #include <linux/sched.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 static int

@@ -16,6 +16,7 @@
 #include "kz_json.h"
 #include "kz_log.h"
 #include "sbx.h"
+#include "sbx_browser.h"
 #include "banned.h"
 
 static bool

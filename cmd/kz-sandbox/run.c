@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "kz_io.h"
 #include "banned.h"
 

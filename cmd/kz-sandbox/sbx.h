@@ -3,7 +3,9 @@
  * mount, view, seccomp, caps, rlimit, env, relay, run, msg, serve, ops;
  * classification is libkz's).  Module functions return 0 or a negative
  * kz_err and fill (why, wlen) with a line that names the failed step; they
- * never print or exit.
+ * never print or exit.  The root view's contents, the gVisor runtime and
+ * op browser have headers of their own (sbx_view.h, sbx_gvisor.h,
+ * sbx_browser.h), which include this one.
  */
 #ifndef SBX_H
 #define SBX_H
@@ -220,64 +222,6 @@ bool sbx_mnt_baseline_ok(const struct sbx_mnt *m);
 void sbx_mnt_release(struct sbx_mnt *m);
 /* Normalizes mountinfo text to the entries under prefix (for tests). */
 char *sbx_mnt_normalize(const char *mountinfo, const char *prefix);
-
-/* view.c: what the read-only root view holds (kz-sandbox(8), Mount layout);
- * view_path.c: its path grammar and the config's checks; view_etc.c: the
- * /etc of the allowlisted view. */
-/* Fills the view's root tmpfs at root: the allowlisted system directories
- * and a synthesized /etc (SANDBOX_ROOT /) or the image, the extra
- * directories, then the masks; refuses anything not applicable exactly. */
-KZ_WUR int sbx_view_fill(const struct sbx_conf *c, const char *root, char *why,
-    size_t wlen);
-/* What the config alone can get wrong: the lists and the hostname. */
-KZ_WUR int sbx_view_check(const struct sbx_conf *c, char *why, size_t wlen);
-/* The text of a synthesized /etc file (passwd, group, hosts, hostname,
- * nsswitch.conf): its length, KZ_ENOENT or KZ_ETOOBIG. */
-KZ_WUR int sbx_view_etc_text(const struct sbx_conf *c, const char *name,
-    char *buf, size_t len);
-/* An absolute path of at least one segment, without '.', '..' or empty
- * segments. */
-KZ_WUR bool sbx_view_path_ok(const char *p);
-/* p is dir or lies beneath it (lexical). */
-KZ_WUR bool sbx_view_under(const char *p, const char *dir);
-/* A top-level link's target stays within the allowlisted entries. */
-KZ_WUR bool sbx_view_link_ok(const char *target);
-/* The next item of a comma-separated list, trimmed; false at its end. */
-bool sbx_view_next(const char **p, char *buf, size_t len);
-/* The allowlisted system directories and the view's own places
- * (NULL-terminated), and whether s[0..n) is one of list's names. */
-extern const char *const sbx_view_sysdirs[];
-extern const char *const sbx_view_places[];
-bool sbx_view_in_list(const char *s, size_t n, const char *const *list);
-/* Where a forbidden directory's canonical path is kept while building. */
-enum { SBX_VIEW_F_RUN, SBX_VIEW_F_STATE, SBX_VIEW_F_KAIZEN, SBX_VIEW_F_N };
-/* sbx_view_fill's state while it builds the view (view.c, view_etc.c). */
-struct sbx_view_fill {
-	const struct sbx_conf *c;
-	const char *root; /* the view's root, under the stage */
-	int viewfd; /* the view's root tmpfs */
-	int emptyfd; /* the stage's empty directory (mount.c) */
-	const char *forbid[SBX_VIEW_F_N]; /* canonical, or "" */
-	char *owned[SBX_VIEW_F_N + 1]; /* what canon() allocated */
-	int nowned;
-	char *why;
-	size_t wlen;
-};
-/* view.c's steps that view_etc.c takes too: KZ_ESYS, naming what failed
- * on path with errno's text (kept); a descriptor (O_PATH) of path below
- * dirfd, never through a symlink; the host directory open at src shown
- * read-only at dst through an overlay of the worker's own; a copy of the
- * file open at src as a new file rel below dir, with mode (-1 if it could
- * not be made whole, or is over 256 KiB). */
-KZ_WUR int sbx_view_sys(struct sbx_view_fill *f, const char *what,
-    const char *path);
-KZ_WUR int sbx_view_open_exact(int dirfd, const char *path,
-    unsigned long long resolve);
-KZ_WUR int sbx_view_ro_layer(const struct sbx_view_fill *f, int src,
-    const char *dst);
-KZ_WUR int sbx_view_copy_at(int src, int dir, const char *rel, mode_t mode);
-/* view_etc.c: the allowlisted view's /etc, on a tmpfs of its own. */
-KZ_WUR int sbx_view_etc(struct sbx_view_fill *f);
 
 /* seccomp.c: the allowlist filter, compiled with libseccomp.  Compiling
  * fails, naming the call, when libseccomp cannot resolve a listed name on
@@ -566,87 +510,6 @@ KZ_WUR int sbx_template_make(struct sbx_worker *w, char *why, size_t wlen);
  * waits until it is ready (or has failed, with its reason). */
 KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
 
-/*
- * gvisor.c: SANDBOX_RUNTIME=gvisor, the code under runsc.  The runsc state
- * and bundle are on a tmpfs of the run init's mount namespace, at
- * <SANDBOX_STATE_DIR>/<id>.runsc (a host directory the agent makes).
- */
-KZ_WUR bool sbx_gvisor(const struct sbx_conf *c);
-/* Whether the code uses the worker's network namespace (runsc
- * --network=host): with an egress relay or a broker forward, both on the
- * worker's loopback, which holds nothing else. */
-KZ_WUR bool sbx_gv_host_net(const struct sbx_conf *c);
-/* <state>/<id>.runsc[/leaf]; KZ_ETOOBIG. */
-KZ_WUR int sbx_gv_dir(const struct sbx_conf *c, const char *leaf, char *buf,
-    size_t len);
-/* SANDBOX_RUNSC is an executable regular file; why names it. */
-KZ_WUR int sbx_gv_binary(const struct sbx_conf *c, char *why, size_t wlen);
-/* Makes a file of runsc's state (p at fd; "": fd itself) its host uid's,
- * SANDBOX_GVISOR_UID, when that is set (runsc then has no capability over
- * the host root's files); -1 with errno. */
-KZ_WUR int sbx_gv_chown(const struct sbx_conf *c, int fd, const char *p);
-/* The OCI runtime spec of the sandbox on the view at rootfs: the one
- * place the policy is turned into runsc's terms. */
-cJSON *sbx_gv_spec(const struct sbx_conf *c, const char *rootfs,
-    const char *filter);
-/* In the run init, instead of entering the view: the state tmpfs. */
-KZ_WUR int sbx_gv_enter(const struct sbx_worker *w, char *why, size_t wlen);
-/* In the code process: executes runsc (never returns). */
-void sbx_gv_exec(const struct sbx_worker *w, int rep) __attribute__((noreturn));
-/*
- * gvisor_box.c, in the run init: the sandbox (gvisor.c), a served
- * worker's kept for the lease, which dies with the run cgroup (a run
- * stopped, the reset, a one-shot run's end).  sbx_gv_run checks a job
- * (its working directory), writes its npm configuration, and hands it to
- * the sandbox, booted first if there is none; it returns what the init
- * waits for (runsc's pid), or 0 when the run was refused, reported at its
- * step (the caller closes the job's descriptors either way);
- * sbx_gv_boot_idle boots the sandbox between runs.
- * sbx_gv_ctl is the descriptor to poll (-1: none), sbx_gv_take forwards
- * the loader's report to the agent (true when the run is over),
- * sbx_gv_reaped forgets a sandbox whose runsc was reaped (true if pid
- * was it), sbx_gv_started says whether its loader said it is ready, and
- * sbx_gv_log_tail gives the last line runsc wrote, for a report.
- */
-KZ_WUR pid_t sbx_gv_run(struct sbx_worker *w, struct sbx_job *j,
-    const char *msg, char *stack, int sock);
-void sbx_gv_boot_idle(struct sbx_worker *w, char *stack);
-int sbx_gv_ctl(void);
-KZ_WUR bool sbx_gv_take(int sock);
-bool sbx_gv_reaped(pid_t pid);
-KZ_WUR bool sbx_gv_started(void);
-void sbx_gv_log_tail(char *buf, size_t len);
-/* In the agent, between runs: has a served worker's init boot the next
- * lease's sandbox (SANDBOX_GVISOR_PREBOOT). */
-void sbx_gv_preboot(struct sbx_worker *w);
-/* At a served worker's start: /bin/true through runsc, or refusal. */
-KZ_WUR int sbx_gv_probe(struct sbx_worker *w, char *why, size_t wlen);
-
-/* Under gvisor the run cgroup holds runsc, its gofer and the Sentry
- * (its threads and, on ptrace, a stub per address space) besides the
- * code's own tasks: this many more tasks are allowed. */
-#define SBX_GV_PIDS 128
-/* The run cgroup's pids.max. */
-int64_t sbx_cg_pids(const struct sbx_conf *c);
-/* Under gvisor, inside the sandbox: the loader, gVisor's pid 1, takes
- * each run's job on descriptor 0, starts its code as uid and gid, without
- * capabilities, under kz-sandbox's own filter (gVisor's kernel enforces
- * it), and answers the run's status there. */
-int sbx_gv_serve(const char *uid, const char *gid);
-#define SBX_GV_LOADER "/.kz-sandbox"
-/* The whole environment of runsc and of the loader (each job brings
- * its own). */
-#define SBX_GV_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
-#define SBX_GV_FILTER "/.kz-filter" /* the filter's BPF, read-only */
-/* The object every dynamic program in the sandbox preloads (the view's
- * /etc/ld.so.preload names it), read-only, and where make install puts
- * it, from the binary's directory (gvcompat/kz-gvisor-compat.c). */
-#define SBX_GV_COMPAT "/.kz-gvisor-compat.so"
-#define SBX_GV_COMPAT_BESIDE "../libexec/kaizen/kz-gvisor-compat.so"
-/* The uid and gid runsc 20221219 gives its sandbox process in root mode,
- * which runsc's user namespace maps to the sandbox ids (ns.c). */
-#define SBX_GV_NOBODY 65534
-
 /* rlimit.c's limits, for the OCI spec too. */
 #define SBX_RLIMIT_N 6
 struct sbx_rlimit {
@@ -655,36 +518,6 @@ struct sbx_rlimit {
 	const char *name;
 };
 void sbx_rlimit_list(const struct sbx_conf *c, struct sbx_rlimit *l);
-/* browser.c: op browser, a Chromium session's bridge (kz-browser(8)). */
-/* How long the op waits for a bridge to be ready, and a bridge for its
- * peer to connect. */
-#define SBX_BR_ACCEPT_MS 10000
-extern const char *const sbx_browser_fields[];
-cJSON *sbx_op_browser(struct sbx_worker *w, const cJSON *req);
-/* Forks the pre-started bridge (SANDBOX_BROWSER_PRESTART) unless it is
- * off, one is there already, or the worker cannot browse. */
-void sbx_browser_prestart(struct sbx_worker *w);
-/* "off", "none" (being replaced, or unavailable) or "ready". */
-const char *sbx_browser_prestart_state(const struct sbx_worker *w);
-/* The wipe's part: ends every bridge (sessions and the pre-started
- * one); true when none of their cgroups is left in any hierarchy. */
-bool sbx_browser_wipe(struct sbx_worker *w);
-/* browser_bridge.c: the bridge process, forked by the op (ready: the
- * pipe it answers on once its socket listens; grant: the op's, wiped) or
- * pre-started (ctl: its control socket, on which the op's grant comes;
- * grant NULL); n names its cgroup leaf, path its socket.  It never
- * returns. */
-__attribute__((noreturn)) void sbx_br_bridge(struct sbx_worker *w, int ready,
-    const char *path, char *grant, bool webrtc, unsigned long n, int ctl);
-/* browser_stub.c, in a bridge: the session's cgroup leaf n under the
- * worker's (joined; removed once empty), its loopback, and the stub
- * (pid 1 of Chromium's pid namespace; never returns). */
-KZ_WUR int sbx_br_cg_join(const struct sbx_worker *w, unsigned long n,
-    char leaf[][SBX_CG_PATH]);
-void sbx_br_cg_remove(const struct sbx_worker *w, char leaf[][SBX_CG_PATH]);
-KZ_WUR int sbx_br_loopback_up(void);
-__attribute__((noreturn)) void sbx_br_stub(const struct sbx_worker *w,
-    bool webrtc, int mntns, int in, int out);
 
 /* ops.c: ops run, health, status and wipe (serve.c's op table). */
 cJSON *sbx_op_run(struct sbx_worker *w, const cJSON *req);

@@ -26,6 +26,8 @@
 #include "kz_notify.h"
 #include "kz_srv.h"
 #include "sbx.h"
+#include "sbx_browser.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 #define IDLE_MS 10000

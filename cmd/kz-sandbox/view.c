@@ -29,6 +29,7 @@
 
 #include "kz_path.h"
 #include "sbx.h"
+#include "sbx_view.h"
 #include "banned.h"
 
 /* Where make install puts the configs (the Makefile passes SYSCONFDIR). */

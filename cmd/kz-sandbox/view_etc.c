@@ -18,6 +18,8 @@
 #include <linux/openat2.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
+#include "sbx_view.h"
 #include "banned.h"
 
 /*

@@ -10,6 +10,7 @@
 
 #include "kz_path.h"
 #include "sbx.h"
+#include "sbx_view.h"
 #include "banned.h"
 
 /* The allowlist: usr is required, the others are taken where they exist. */

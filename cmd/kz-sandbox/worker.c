@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 /*

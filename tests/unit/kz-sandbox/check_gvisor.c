@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 static cJSON *

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "sbx_view.h"
 #include "banned.h"
 
 static const struct {
