@@ -32,7 +32,7 @@
 /* A package-broker token (kz-pkgbroker's, base64url and '.'). */
 #define SBX_BROKER_TOKEN_MAX 512
 /* npm's configuration for the run's broker (env.c), written by the code
- * process before it drops its capabilities (init.c). */
+ * process before it drops its capabilities (init_code.c). */
 #define SBX_NPMRC "/tmp/.kz-broker.npmrc"
 #define SBX_NPMRC_MAX (SBX_BROKER_TOKEN_MAX + 128)
 #define SBX_ARG_BYTES (256 * 1024)
@@ -492,15 +492,10 @@ KZ_WUR int sbx_place_fds(struct sbx_job *j, int *rep);
 /* Splits a job message's bytes into j (j->npass already set); -1. */
 KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
 
+/* init.c: the run namespace's init, as the agent starts it. */
 /* Clones the init, which starts building the root view at once (a served
  * worker's init copies it from the template). */
 KZ_WUR int sbx_init_start(struct sbx_worker *w, char *why, size_t wlen);
-/* In the init: starts the code of one job on stack (under gvisor, runsc
- * for the sandbox); its pid or -1. */
-pid_t sbx_init_spawn(struct sbx_worker *w, struct sbx_job *j, char *stack);
-/* A stack for a code process started with CLONE_VM, guard page below;
- * NULL when it cannot be mapped. */
-char *sbx_code_stack(void);
 /* A served worker's template mount namespace (w->tmpl_fd): the root view
  * less what each lease gets fresh, built once by a short-lived child and
  * never entered by code; every lease's init runs in a copy of it. */
@@ -509,6 +504,14 @@ KZ_WUR int sbx_template_make(struct sbx_worker *w, char *why, size_t wlen);
  * pidfd of the agent (whose network, IPC and UTS namespaces it joins) and
  * waits until it is ready (or has failed, with its reason). */
 KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
+/* init_code.c: the code process the init starts for each job (and
+ * sbx_place_fds, above). */
+/* In the init: starts the code of one job on stack (under gvisor, runsc
+ * for the sandbox); its pid or -1. */
+pid_t sbx_init_spawn(struct sbx_worker *w, struct sbx_job *j, char *stack);
+/* A stack for a code process started with CLONE_VM, guard page below;
+ * NULL when it cannot be mapped. */
+char *sbx_code_stack(void);
 
 /* rlimit.c's limits, for the OCI spec too. */
 #define SBX_RLIMIT_N 6
