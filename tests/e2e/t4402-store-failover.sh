@@ -12,6 +12,7 @@
 # until healed while the other goes on, every token of an epoch the store
 # held (no local allocation), a new epoch after each failover; then the
 # pool converges to capacity on both hosts.
+# e2e: alone (its fault windows are the sentinels' failover, timed in seconds; beside two other test files its stop window once saw no new primary)
 . "$(dirname "$0")/lib.sh"
 plan 20
 . "$TOP/tests/store/ha.sh"
