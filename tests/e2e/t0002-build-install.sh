@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 bins=$(cd "$TOP/cmd" && ls -d kz-* | sort)
 n=$(echo "$bins" | wc -w)
-plan $((n * 5 + 21))
+plan $((n * 5 + 23))
 for b in $bins; do
 	f=$BIN/$b
 	h=$(readelf -hd "$f" 2>/dev/null)
@@ -43,10 +43,16 @@ like "$(grep -h '^ExecStart=' "$U"/kz-audit.service)" "^ExecStart=$T/p/bin/kz-au
 want=$(command -v valkey-server || command -v redis-server)
 like "$(grep -h '^ExecStart=' "$U"/kz-store.service)" "^ExecStart=$want .*--supervised systemd" \
 	"kz-store.service runs the store server that is installed ($(basename "$want")), supervised by systemd"
-is "$(grep -L '^Type=notify$' "$U"/*.service)" "" "every unit is Type=notify"
-is "$(grep -L '^NotifyAccess=main$' "$U"/*.service)" "" "... and takes readiness from its main process only"
+# The daemons' units; kz-project-collect.service is a one-shot command.
+D_UNITS=$(grep -L '^Type=oneshot$' "$U"/*.service)
+is "$(grep -L '^Type=notify$' $D_UNITS)" "" "every daemon's unit is Type=notify"
+is "$(grep -L '^NotifyAccess=main$' $D_UNITS)" "" "... and takes readiness from its main process only"
+is "$(grep -l '^Type=oneshot$' "$U"/*.service | xargs -n1 basename)" "kz-project-collect.service" \
+	"the one one-shot unit is blob-collect's"
+is "$(sed -n 's/^Unit=//p' "$U"/kz-project-collect.timer)$(grep -c '^OnCalendar=' "$U"/kz-project-collect.timer)" "1" \
+	"its timer starts it (its own name, by default) on a calendar"
 if command -v systemd-analyze >/dev/null 2>&1; then
-	out=$(systemd-analyze verify --man=no "$U"/*.service 2>&1); rc=$?
+	out=$(systemd-analyze verify --man=no "$U"/*.service "$U"/*.timer 2>&1); rc=$?
 	is "$rc:$out" "0:" "systemd-analyze verify accepts every installed unit"
 else
 	ok 0 "# SKIP systemd-analyze is not installed"

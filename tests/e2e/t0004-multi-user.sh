@@ -54,7 +54,7 @@ map() { sed -e "s|/run/kaizen|$RUN|g" -e "s|/var/lib/kaizen|$LIB|g" \
 	-e "s|@SYSCONFDIR@/kaizen/|$CONF/|g" \
 	-e "s|^\(KZ_PEER_GIDS=\)kaizen$|\1$KAIZEN|" <<<"$1"; }
 
-plan 51
+plan 54
 
 # The run dir as etc/tmpfiles.d makes it.
 read -r ty path mode owner group _ < <(grep '^d ' "$TOP/etc/tmpfiles.d/kaizen.conf")
@@ -81,7 +81,8 @@ setup() {
 	fi
 }
 # start NAME [VAR=VALUE...]: its ExecStart under its ids, umask and
-# environment (and nothing else of ours but PATH and the extras given).
+# environment (and nothing else of ours but PATH and the extras given),
+# in the background; FG=1 start ...: in the foreground (a one-shot unit).
 start() {
 	local n=$1 uid gid groups g um env=() e cmd
 	shift
@@ -95,9 +96,10 @@ start() {
 	while read -r e; do [ -n "$e" ] && env+=("$(map "$e" "$n")"); done < <(unit_env "$n")
 	eval "cmd=($(map "$(unit "$n" ExecStart)" "$n"))"
 	setup "$n"
-	bg env -i PATH="$PATH" "${env[@]}" "$@" setpriv --reuid "$uid" \
+	set -- env -i PATH="$PATH" "${env[@]}" "$@" setpriv --reuid "$uid" \
 		--regid "$gid" --groups "$groups" --no-new-privs \
 		sh -c 'umask "$1"; shift; exec "$@"' sh "${um:-0022}" "${cmd[@]}"
+	if [ -n "${FG:-}" ]; then "$@"; else bg "$@"; fi
 }
 # as ID GROUPS CMD...: one command as a uid, primary gid = its own.
 as() { local u=$1 g=$2; shift 2; env -i PATH="$PATH" setpriv --reuid "$u" \
@@ -210,6 +212,19 @@ op kz-run --room r1 --member ann --output report.txt -- \
 is "$?" 0 "the operator's room turn with a declared output runs"
 like "$(cat "$T/e6")" "outputs linked 1 of 1: report.txt" \
 	"kz-project, under its own uid, links the output"
+
+# The daily collection (kz-project-collect.service, as its timer starts
+# it): under kz-project's user, through the store and the audit sink, the
+# room's blob stays and a blob no version names, two days old, goes.
+sha2=$(printf 'abandoned' >"$T/ab.txt" && chmod 644 "$T/ab.txt" && pq blob-put --file "$T/ab.txt" |
+	sed -n 's/.*"sha256":[[:space:]]*"\([0-9a-f]*\)".*/\1/p')
+touch -d '2 days ago' "$LIB/blobs/$sha2" "$LIB/blobs/$sha"
+FG=1 start kz-project-collect >"$T/collect.out" 2>"$T/collect.err"
+is "$?:$(sed -n 's/.*"removed":[[:space:]]*\([0-9]*\).*/\1/p' "$T/collect.out")" "0:1" \
+	"kz-project-collect.service, as its unit's user, removes the abandoned blob"
+t "...and keeps the room's, however old" test -e "$LIB/blobs/$sha" -a ! -e "$LIB/blobs/$sha2"
+n=$(as $((B + 1)) "$K" kz-audit query --dir "$LIB/audit" --kind projection 2>/dev/null | grep -c '"blob_collect"')
+is "$n" 1 "...and kz-audit recorded it"
 
 # kz-project reads a path a caller names with its own rights, which reach
 # its own copy of the field key: it reads only what the caller owns.
