@@ -9,7 +9,9 @@
 #      epoll thread so the load generator takes little of a small machine),
 # and prints both and their ratio (target >= 10).  ROUNDS (default 3)
 # repeats the pair; SECONDS_EACH (default 5) is each measurement's length.
-set -eu
+set -Eeu
+# A step that fails stops the run: say which, not just stop.
+trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_EACH:-5}
@@ -34,7 +36,7 @@ for r in $(seq "$ROUNDS"); do
 	# two are averaged: on a shared machine its rate drifts.
 	raw1=$("$D/audit-load" raw "$D/raw.dat" "$SECS" | rate)
 	rm -rf "$D/log"
-	KZ_FIELD_KEY_FILE=$D/key KZ_AUDIT_DIR=$D/log KZ_RUN_DIR= \
+	KZ_FIELD_KEY_FILE=$D/key KZ_AUDIT_DIR=$D/log KZ_RUN_DIR=$D \
 	    "$TOP/bin/kz-audit" serve --socket "$D/a.sock" 2>"$D/err" &
 	PID=$!
 	for i in $(seq 100); do [ -S "$D/a.sock" ] && break; sleep 0.05; done

@@ -35,7 +35,9 @@
 # c50 <= 0.8 x bwrap50 and <= 3 x floor50, snapshots p50 <= 1.5 x c50,
 # PSS per warm worker <= 1 MiB.
 # Run as root: make deps-bench first (hyperfine).
-set -eu
+set -Eeu
+# A step that fails stops the run: say which, not just stop.
+trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$TOP/bin
 # This host's fs.file-max may be the kernel's default, which a pool of

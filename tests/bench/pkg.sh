@@ -23,7 +23,9 @@
 # Run as root: make deps-bench first (hyperfine).  RUNS=N (default 40)
 # shortens it on a shared machine; WARM=N (default 2) is serve's
 # PKGRUN_WARM.
-set -eu
+set -Eeu
+# A step that fails stops the run: say which, not just stop.
+trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$TOP/bin
 RUNS=${RUNS:-40}

@@ -25,7 +25,9 @@
 #  sandbox already running (what a warm run would cost through runsc
 #  itself), (k) one fork/exec of /bin/true inside a running gVisor sandbox
 #  (the floor of any warm run on the platform).
-set -eu
+set -Eeu
+# A step that fails stops the run: say which, not just stop.
+trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 SB=${KZ_SANDBOX_BIN:-$TOP/bin/kz-sandbox}
 RUNS=${RUNS:-100}
