@@ -10,8 +10,9 @@
 # and prints both and their ratio (target >= 10).  ROUNDS (default 3)
 # repeats the pair; SECONDS_EACH (default 5) is each measurement's length.
 set -Eeu
-# A step that fails stops the run: say which, not just stop.
-trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
+# A step that fails stops the run: say which, not just stop (not in a
+# cleanup that has turned set -e off, where a failure is expected).
+trap 'r=$?; [[ $- == *e* ]] && echo "${0##*/}: stopped at line $LINENO (exit $r): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_EACH:-5}

@@ -36,8 +36,9 @@
 # PSS per warm worker <= 1 MiB.
 # Run as root: make deps-bench first (hyperfine).
 set -Eeu
-# A step that fails stops the run: say which, not just stop.
-trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
+# A step that fails stops the run: say which, not just stop (not in a
+# cleanup that has turned set -e off, where a failure is expected).
+trap 'r=$?; [[ $- == *e* ]] && echo "${0##*/}: stopped at line $LINENO (exit $r): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$TOP/bin
 # This host's fs.file-max may be the kernel's default, which a pool of

@@ -24,8 +24,9 @@
 # shortens it on a shared machine; WARM=N (default 2) is serve's
 # PKGRUN_WARM.
 set -Eeu
-# A step that fails stops the run: say which, not just stop.
-trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
+# A step that fails stops the run: say which, not just stop (not in a
+# cleanup that has turned set -e off, where a failure is expected).
+trap 'r=$?; [[ $- == *e* ]] && echo "${0##*/}: stopped at line $LINENO (exit $r): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$TOP/bin
 RUNS=${RUNS:-40}

@@ -19,8 +19,9 @@
 # delivers nothing unless every path, size and SHA-256 matches.  Audit is
 # off (KZ_AUDIT=off, the explicit opt-out), on both paths.
 set -Eeu
-# A step that fails stops the run: say which, not just stop.
-trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
+# A step that fails stops the run: say which, not just stop (not in a
+# cleanup that has turned set -e off, where a failure is expected).
+trap 'r=$?; [[ $- == *e* ]] && echo "${0##*/}: stopped at line $LINENO (exit $r): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 P=${KZ_PROJECT_BIN:-$TOP/bin/kz-project}	# another build to compare
 RUNS=${RUNS:-11}

@@ -26,8 +26,9 @@
 #  itself), (k) one fork/exec of /bin/true inside a running gVisor sandbox
 #  (the floor of any warm run on the platform).
 set -Eeu
-# A step that fails stops the run: say which, not just stop.
-trap 'echo "${0##*/}: stopped at line $LINENO (exit $?): $BASH_COMMAND" >&2' ERR
+# A step that fails stops the run: say which, not just stop (not in a
+# cleanup that has turned set -e off, where a failure is expected).
+trap 'r=$?; [[ $- == *e* ]] && echo "${0##*/}: stopped at line $LINENO (exit $r): $BASH_COMMAND" >&2' ERR
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 SB=${KZ_SANDBOX_BIN:-$TOP/bin/kz-sandbox}
 RUNS=${RUNS:-100}
