@@ -144,20 +144,63 @@ refs_page(struct kzp *p, const char *pat, char cur[32], struct names *rf,
 	return e;
 }
 
-/* Every digest a version names, sorted; all of them or a failure. */
+/*
+ * Whether the store is one server holding every key: SCAN lists only the
+ * keys of the server it is sent to, and a cluster node that does not own
+ * the deployment's slot (or a slot half-moved) would list no version, and
+ * every old blob would look unreferenced.  *single false for a cluster.
+ */
+static int
+store_single(struct kzp *p, bool *single, char *why, size_t wlen)
+{
+	const char *av[] = {"INFO", "cluster"};
+	redisReply *rep;
+	int e;
+
+	if ((e = kz_store_cmd(p->st, 2, av, &rep, why, wlen)) != 0)
+		return e;
+	*single = rep->type != REDIS_REPLY_STRING ||
+	    strstr(rep->str, "cluster_enabled:1") == NULL;
+	freeReplyObject(rep);
+	return 0;
+}
+
+/*
+ * Every digest a version names, sorted; all of them or a failure.  The
+ * pages are read from one server, the same at the end as at the start
+ * (its run id), or nothing is taken from them.
+ */
 static int
 refs_read(struct kzp *p, struct names *rf, struct kzp_res *r)
 {
-	char pat[128], cur[32] = "0", why[KZP_WHY];
+	char pat[128], cur[32] = "0", why[KZP_WHY], id0[64], id1[64];
+	bool single = true;
 	size_t w = 0;
 	int e;
 
 	if ((e = kzp_connect(p, r)) != 0)
 		return e;
+	if ((e = store_single(p, &single, why, sizeof(why))) == 0 && !single) {
+		kzp_fail(r, KZ_WE_REFUSED,
+		    "blob-collect does not read a cluster store (SCAN lists "
+		    "one node's keys): nothing removed");
+		return KZ_EDENIED;
+	}
 	snprintf(pat, sizeof(pat), "%sres:*:v:*", kz_store_prefix(p->st));
-	do
-		e = refs_page(p, pat, cur, rf, why, sizeof(why));
-	while (e == 0 && strcmp(cur, "0") != 0);
+	if (e == 0)
+		e = kz_store_runid(p->st, id0, sizeof(id0), why, sizeof(why));
+	while (e == 0) {
+		if ((e = refs_page(p, pat, cur, rf, why, sizeof(why))) != 0 ||
+		    strcmp(cur, "0") == 0)
+			break;
+	}
+	if (e == 0 &&
+	    (e = kz_store_runid(p->st, id1, sizeof(id1), why, sizeof(why))) ==
+	        0 &&
+	    strcmp(id0, id1) != 0) {
+		kz_why(why, sizeof(why), "the store's server changed");
+		e = KZ_EUNAVAIL;
+	}
 	if (e == KZ_ENOMEM) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		return e;

@@ -4,9 +4,10 @@
 # kz-reset pointed at a node that does not own the slot follow MOVED; the
 # lease, release and reset (publish) scripts keep working through a
 # migration of the deployment's slot to another primary (t4404 does the
-# same under load and checks the ASK window).
+# same under load and checks the ASK window).  kz-project's blob-collect
+# refuses a cluster store.
 . "$(dirname "$0")/lib.sh"
-plan 11
+plan 15
 . "$(dirname "$0")/cluster-lib.sh"
 cluster_start $((31000 + $$ % 10000))
 t "a three-primary cluster" sh -c "redis-cli -p $B cluster info | grep -q cluster_state:ok"
@@ -59,4 +60,19 @@ t "the pool is warm again after the migration" wait_for warm 2 150
 t "lease and release after the migration" cycle
 is "$(cli "$OWN" dbsize)" 0 "nothing of the deployment is left on the old owner"
 t "its keys are all on the new owner" test "$(cli "$DST" cluster countkeysinslot "$SLOT")" -gt 0
+
+# kz-project blob-collect reads the versions with SCAN, which lists one
+# node's keys: pointed at a node that does not own the slot it would see
+# no version and take every old blob for unreferenced.  Against a cluster
+# it refuses, and removes nothing.
+export KZ_PROJECT_BLOB_DIR=$T/blobs
+printf 'kept' >"$T/b.txt"
+SHA=$(kz-project blob-put --file "$T/b.txt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sha256"])')
+{ kz-project member-create --member m && kz-project resource-create --resource r1 --member m --kind document &&
+	kz-project version-new --resource r1 --member m --path b.txt --blob "$SHA"; } >/dev/null 2>&1
+ok $? "kz-project records a version on the cluster, through a node that does not own the slot"
+touch -d '2 days ago' "$T/blobs/$SHA"
+rc_is 1 "blob-collect against a cluster store is refused (exit 1)" kz-project blob-collect
+like "$(cat "$T/.out")" "cluster store.*nothing removed" "...saying why"
+t "...and the old blob the version names is still there" test -e "$T/blobs/$SHA"
 done_testing
