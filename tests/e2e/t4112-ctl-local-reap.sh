@@ -32,9 +32,10 @@ out=$(call '{"v":1,"op":"create","id":"w1","class":"default","runtime":"native"}
 like "$out" '"ok":true' "a worker under a cgroup parent of its own is made"
 wait_sock "$T/workers/w1/sock" 15
 # The tenant: a sleep, a double-forked one that ignores TERM/HUP/INT in a
-# session of its own, and a stopped one; the run itself blocks.
+# session of its own, and a stopped one; the run itself blocks (its
+# client sees the connection close when the worker goes: expected).
 bg timeout 60 $PY "$TOP/tests/sandbox/client.py" "$T/workers/w1/sock" run \
-	'{"argv":["/bin/sh","-c","sleep 1000 & (setsid sh -c \"trap \\\"\\\" TERM HUP INT; sleep 1000\" &); sh -c \"kill -STOP \\$\\$; sleep 1000\" & exec sleep 1000"]}'
+	'{"argv":["/bin/sh","-c","sleep 1000 & (setsid sh -c \"trap \\\"\\\" TERM HUP INT; sleep 1000\" &); sh -c \"kill -STOP \\$\\$; sleep 1000\" & exec sleep 1000"]}' >/dev/null 2>&1
 for i in $(seq 200); do [ "$(procs $HID)" -ge 5 ] && break; sleep 0.1; done
 is "$(procs $HID)" 5 "the tenant's five processes run as the worker's uid"
 # One more process of the worker's uid in its run cgroup, outside the
