@@ -165,17 +165,50 @@ store_single(struct kzp *p, bool *single, char *why, size_t wlen)
 	return 0;
 }
 
+/* Sorted, each digest once (a blob many versions name counts once). */
+static void
+names_sort_unique(struct names *l)
+{
+	size_t w = 0;
+
+	qsort(l->v, l->n, sizeof(*l->v), sha_cmp);
+	for (size_t i = 0; i < l->n; i++)
+		if (w == 0 || sha_cmp(l->v[i], l->v[w - 1]) != 0)
+			memmove(l->v[w++], l->v[i], sizeof(*l->v));
+	l->n = w;
+}
+
 /*
- * Every digest a version names, sorted; all of them or a failure.  The
- * pages are read from one server, the same at the end as at the start
- * (its run id), or nothing is taken from them.
+ * Every page of the versions, from one server: the same at the end as at
+ * the start (its run id), or nothing is taken from them.
  */
+static int
+refs_pages(struct kzp *p, struct names *rf, char *why, size_t wlen)
+{
+	char pat[128], cur[32] = "0", id0[64], id1[64];
+	int e;
+
+	snprintf(pat, sizeof(pat), "%sres:*:v:*", kz_store_prefix(p->st));
+	if ((e = kz_store_runid(p->st, id0, sizeof(id0), why, wlen)) != 0)
+		return e;
+	do
+		e = refs_page(p, pat, cur, rf, why, wlen);
+	while (e == 0 && strcmp(cur, "0") != 0);
+	if (e == 0 &&
+	    (e = kz_store_runid(p->st, id1, sizeof(id1), why, wlen)) == 0 &&
+	    strcmp(id0, id1) != 0) {
+		kz_why(why, wlen, "the store's server changed");
+		e = KZ_EUNAVAIL;
+	}
+	return e;
+}
+
+/* Every digest a version names, sorted; all of them or a failure. */
 static int
 refs_read(struct kzp *p, struct names *rf, struct kzp_res *r)
 {
-	char pat[128], cur[32] = "0", why[KZP_WHY], id0[64], id1[64];
+	char why[KZP_WHY];
 	bool single = true;
-	size_t w = 0;
 	int e;
 
 	if ((e = kzp_connect(p, r)) != 0)
@@ -186,21 +219,8 @@ refs_read(struct kzp *p, struct names *rf, struct kzp_res *r)
 		    "one node's keys): nothing removed");
 		return KZ_EDENIED;
 	}
-	snprintf(pat, sizeof(pat), "%sres:*:v:*", kz_store_prefix(p->st));
 	if (e == 0)
-		e = kz_store_runid(p->st, id0, sizeof(id0), why, sizeof(why));
-	while (e == 0) {
-		if ((e = refs_page(p, pat, cur, rf, why, sizeof(why))) != 0 ||
-		    strcmp(cur, "0") == 0)
-			break;
-	}
-	if (e == 0 &&
-	    (e = kz_store_runid(p->st, id1, sizeof(id1), why, sizeof(why))) ==
-	        0 &&
-	    strcmp(id0, id1) != 0) {
-		kz_why(why, sizeof(why), "the store's server changed");
-		e = KZ_EUNAVAIL;
-	}
+		e = refs_pages(p, rf, why, sizeof(why));
 	if (e == KZ_ENOMEM) {
 		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
 		return e;
@@ -213,12 +233,7 @@ refs_read(struct kzp *p, struct names *rf, struct kzp_res *r)
 		    "the references could not be read: nothing removed");
 		return KZ_EUNAVAIL;
 	}
-	qsort(rf->v, rf->n, sizeof(*rf->v), sha_cmp);
-	/* A blob named by many versions counts once. */
-	for (size_t i = 0; i < rf->n; i++)
-		if (w == 0 || sha_cmp(rf->v[i], rf->v[w - 1]) != 0)
-			memmove(rf->v[w++], rf->v[i], sizeof(*rf->v));
-	rf->n = w;
+	names_sort_unique(rf);
 	return 0;
 }
 
