@@ -29,7 +29,7 @@
 
 /* Each fresh directory's bound: the mode's files are bounded as much. */
 #define FRESH_OPTS "mode=1777,size=64m,nr_inodes=16384"
-#define KEEP_MAX 5
+#define KEEP_MAX 6 /* the run directory and reads[] */
 
 static const char *const fresh[] = {"/tmp", "/var/tmp", "/dev/shm", NULL};
 
@@ -131,7 +131,8 @@ keep_place(struct keep *k)
 int
 pv_unshare_view(const struct pv_run *r)
 {
-	const char *reads[] = {r->argv[0], r->modules, r->loader, r->npm_cache};
+	const char *reads[] = {r->argv[0], r->modules, r->loader, r->npm,
+	    r->npm_cache};
 	struct keep k[KEEP_MAX];
 	char real[PATH_MAX];
 	int n = 0;

@@ -8,7 +8,7 @@
 # e2e: alone (it holds the host's lock of kz-pi-validate's unshare mode)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pi-lib.sh"
-plan 39
+plan 40
 
 # ext-ok's extension writes /tmp/kz-pi-canary-ran: the sandbox's own /tmp.
 on_exit "rm -rf /tmp/kz-pi-canary /tmp/kz-pi-canary-ran"
@@ -67,6 +67,13 @@ is "$RC-$(field hv r.tests.status)" '0-"pass"' \
 t "... their files in /tmp and /dev/shm stayed in the validation" \
 	test ! -e "/tmp/$HV" -a ! -e "/dev/shm/$HV"
 is "$(ls -A "$PI_STAGE/open")" "" "... and a world-writable host directory took nothing"
+# A loader under /tmp (a checkout there) is bound back into the fresh /tmp.
+mkdir -p "$T/stage" && cp "$KZ_PI_CHILD" "$T/stage/child.mjs"
+RC=0; (cd "$WS" && KZ_PI_SANDBOX=unshare KZ_PI_CHILD=$T/stage/child.mjs kz-pi-validate \
+	--profile "$FIX/ext-rewrite/profile.json" --files "$T/ext-rewrite" --contract-digest "$C1" \
+	--out "$T/u3.receipt") >"$T/.out" 2>&1 || RC=$?
+is "$RC-$(field u3 r.surface.extensions[0].tools)" '0-["original_tool"]' \
+	"unshare mode: a loader script under /tmp is still read by the child"
 # The unshare mode's validations all run as KZ_PI_UID: one at a time on a
 # host.  One started while another holds the host's lock makes nothing
 # until it is free.
