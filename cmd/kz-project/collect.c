@@ -76,72 +76,10 @@ refs_has(const struct names *rf, const char *sha)
 	    bsearch(sha, rf->v, rf->n, sizeof(*rf->v), sha_cmp) != NULL;
 }
 
-/* A version's key: PREFIX res:ID:v:N, ID of kzp_id_ok, N digits. */
-static bool
-version_key(const char *pre, const char *key)
-{
-	size_t pl = strlen(pre), il;
-	char id[KZP_ID_MAX + 1];
-	const char *v;
-
-	if (strncmp(key, pre, pl) != 0 || strncmp(key + pl, "res:", 4) != 0)
-		return false;
-	key += pl + 4;
-	if ((v = strstr(key, ":v:")) == NULL || (il = (size_t)(v - key)) == 0 ||
-	    il > KZP_ID_MAX)
-		return false;
-	memcpy(id, key, il);
-	id[il] = '\0';
-	v += 3;
-	return kzp_id_ok(id) && *v != '\0' &&
-	    strspn(v, "0123456789") == strlen(v);
-}
-
-/* The digest one version names, if any (a pending version names none). */
 static int
-ref_one(struct kzp *p, const char *key, struct names *rf, char *why,
-    size_t wlen)
+add_ref(void *arg, const char *sha)
 {
-	const char *av[] = {"HGET", key, "sha"};
-	redisReply *rep;
-	int e;
-
-	if ((e = kz_store_cmd(p->st, 3, av, &rep, why, wlen)) != 0)
-		return e;
-	if (rep->type == REDIS_REPLY_STRING && kzp_sha_ok(rep->str))
-		e = names_add(rf, rep->str);
-	freeReplyObject(rep);
-	return e;
-}
-
-/* One SCAN page: its cursor in cur, each version's digest in rf. */
-static int
-refs_page(struct kzp *p, const char *pat, char cur[32], struct names *rf,
-    char *why, size_t wlen)
-{
-	const char *av[] = {"SCAN", cur, "MATCH", pat, "COUNT", "1000"};
-	const char *pre = kz_store_prefix(p->st);
-	redisReply *rep, *keys;
-	int e;
-
-	if ((e = kz_store_cmd(p->st, 6, av, &rep, why, wlen)) != 0)
-		return e;
-	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-	    rep->element[0]->type != REDIS_REPLY_STRING ||
-	    rep->element[0]->len >= 32 ||
-	    rep->element[1]->type != REDIS_REPLY_ARRAY) {
-		freeReplyObject(rep);
-		kz_why(why, wlen, "unexpected SCAN reply");
-		return KZ_EPROTO;
-	}
-	keys = rep->element[1];
-	for (size_t i = 0; e == 0 && i < keys->elements; i++)
-		if (keys->element[i]->type == REDIS_REPLY_STRING &&
-		    version_key(pre, keys->element[i]->str))
-			e = ref_one(p, keys->element[i]->str, rf, why, wlen);
-	snprintf(cur, 32, "%s", rep->element[0]->str);
-	freeReplyObject(rep);
-	return e;
+	return kzp_sha_ok(sha) ? names_add(arg, sha) : 0;
 }
 
 /*
@@ -179,28 +117,28 @@ names_sort_unique(struct names *l)
 }
 
 /*
- * Every page of the versions, from one server: the same at the end as at
- * the start (its run id), or nothing is taken from them.
+ * Every page of the versions (lua/refs.lua), from one server: the same at
+ * the end as at the start (its run id), or nothing is taken from them.
  */
 static int
-refs_pages(struct kzp *p, struct names *rf, char *why, size_t wlen)
+refs_pages(struct kzp *p, struct names *rf, struct kzp_res *r)
 {
-	char pat[128], cur[32] = "0", id0[64], id1[64];
+	char cur[32] = "0", id0[64], id1[64], why[KZP_WHY];
 	int e;
 
-	snprintf(pat, sizeof(pat), "%sres:*:v:*", kz_store_prefix(p->st));
-	if ((e = kz_store_runid(p->st, id0, sizeof(id0), why, wlen)) != 0)
+	if ((e = kz_store_runid(p->st, id0, sizeof(id0), why, sizeof(why))) !=
+	    0)
 		return e;
 	do
-		e = refs_page(p, pat, cur, rf, why, wlen);
+		e = kzp_refs_page(p, cur, add_ref, rf, r);
 	while (e == 0 && strcmp(cur, "0") != 0);
-	if (e == 0 &&
-	    (e = kz_store_runid(p->st, id1, sizeof(id1), why, wlen)) == 0 &&
-	    strcmp(id0, id1) != 0) {
-		kz_why(why, wlen, "the store's server changed");
-		e = KZ_EUNAVAIL;
-	}
-	return e;
+	if (e != 0)
+		return e;
+	if ((e = kz_store_runid(p->st, id1, sizeof(id1), why, sizeof(why))) !=
+	        0 ||
+	    strcmp(id0, id1) != 0)
+		return KZ_EUNAVAIL;
+	return 0;
 }
 
 /* Every digest a version names, sorted; all of them or a failure. */
@@ -220,19 +158,19 @@ refs_read(struct kzp *p, struct names *rf, struct kzp_res *r)
 		return KZ_EDENIED;
 	}
 	if (e == 0)
-		e = refs_pages(p, rf, why, sizeof(why));
-	if (e == KZ_ENOMEM) {
-		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
-		return e;
-	}
-	if (e != 0) {
-		kz_log(KZ_LOG_WARN, "collect.store", e, why, NULL);
-		kz_store_free(p->st);
-		p->st = NULL;
+		e = refs_pages(p, rf, r);
+	if (e == KZ_EUNAVAIL || (e != 0 && r->code == NULL)) {
+		if (p->st != NULL) {
+			kz_store_free(p->st);
+			p->st = NULL;
+		}
 		kzp_fail(r, KZ_WE_STORE_UNAVAILABLE,
-		    "the references could not be read: nothing removed");
+		    "the references could not be read from one server: "
+		    "nothing removed");
 		return KZ_EUNAVAIL;
 	}
+	if (e != 0)
+		return e;
 	names_sort_unique(rf);
 	return 0;
 }

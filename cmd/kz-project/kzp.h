@@ -125,6 +125,13 @@ KZ_WUR int kzp_mutate(struct kzp *p, const char *name, int argc,
 /* Loads the room view for member mh and the extra resource ids. */
 KZ_WUR int kzp_view(struct kzp *p, const char *rh, const char *mh,
     const cJSON *rids, cJSON **out, struct kzp_res *r);
+/*
+ * One page of the versions' blobs (lua/refs.lua, SCAN from cursor cur, "0"
+ * to start): add(arg, sha) for each digest named, the next cursor in cur
+ * ("0" when done).  Fills r on a failure.
+ */
+KZ_WUR int kzp_refs_page(struct kzp *p, char cur[32],
+    int (*add)(void *, const char *), void *arg, struct kzp_res *r);
 /* Facts about one resource as seen by mh. */
 KZ_WUR int kzp_facts(struct kzp *p, const char *rid, const char *mh,
     cJSON **out, struct kzp_res *r);

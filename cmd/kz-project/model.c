@@ -46,6 +46,7 @@ static struct kz_script scripts[] = {
     {"view", VIEW KZP_LUA_VIEW, ""},
     {"live", VIEW KZP_LUA_LIVE, ""},
     {"commit", LIB KZP_LUA_COMMIT, ""},
+    {"refs", LIB KZP_LUA_REFS, ""},
     {NULL, NULL, ""},
 };
 
@@ -215,6 +216,33 @@ eval(struct kzp *p, const char *name, int argc, const char **argv,
 		e = kz_store_eval(p->st, sc, 1, argc + 2, av + 3, rep, why,
 		    sizeof(why));
 	return e == 0 ? 0 : eval_fail(p, e, r);
+}
+
+int
+kzp_refs_page(struct kzp *p, char cur[32], int (*add)(void *, const char *),
+    void *arg, struct kzp_res *r)
+{
+	const char *av[1] = {cur};
+	redisReply *rep;
+	int e = 0;
+
+	if ((e = eval(p, "refs", 1, av, &rep, r)) != 0)
+		return e;
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    rep->element[0]->type != REDIS_REPLY_STRING ||
+	    rep->element[0]->len >= 32) {
+		freeReplyObject(rep);
+		kzp_fail(r, KZ_WE_INTERNAL, "store page unreadable");
+		return KZ_EINTERNAL;
+	}
+	for (size_t i = 1; e == 0 && i < rep->elements; i++)
+		if (rep->element[i]->type == REDIS_REPLY_STRING)
+			e = add(arg, rep->element[i]->str);
+	snprintf(cur, 32, "%s", rep->element[0]->str);
+	freeReplyObject(rep);
+	if (e != 0)
+		kzp_fail(r, KZ_WE_INTERNAL, "out of memory");
+	return e;
 }
 
 /* A mutation answers an integer, or a refusal. */
