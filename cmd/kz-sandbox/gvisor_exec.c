@@ -142,7 +142,7 @@ static void job_code(const struct sock_fprog *prog, uid_t uid, gid_t gid,
 static void
 job_code(const struct sock_fprog *prog, uid_t uid, gid_t gid, struct sbx_job *j)
 {
-	char why[192], cwd[PATH_MAX];
+	char why[192];
 	sigset_t none;
 	int rep = j->fd[3];
 
@@ -157,17 +157,7 @@ job_code(const struct sock_fprog *prog, uid_t uid, gid_t gid, struct sbx_job *j)
 	(void)setsid();
 	if (gv_ids(uid, gid, why, sizeof(why)) != 0)
 		JOB_FAIL("capabilities", why);
-	snprintf(cwd, sizeof(cwd), "%s/%s", SBX_WS, j->cwd);
-	if (chdir(cwd) < 0)
-		JOB_FAIL("cwd",
-		    "the working directory does not exist in the workspace");
-	if (sbx_seccomp_load(prog) != 0)
-		JOB_FAIL("seccomp", "seccomp: cannot load the filter");
-	environ = j->env;
-	execvp(j->argv[0], j->argv);
-	dprintf(2, "kz-sandbox: cannot execute %s: %s\n", j->argv[0],
-	    strerror(errno));
-	_exit(127);
+	sbx_code_enter(prog, j, rep);
 }
 
 /*

@@ -143,7 +143,7 @@ write_npmrc(const char *content)
 static void
 code_exec(struct sbx_worker *w, struct sbx_job *j)
 {
-	char why[192], cwd[PATH_MAX];
+	char why[192];
 	int rep = j->fd[3];
 
 	code_signals();
@@ -168,11 +168,19 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 	if (sbx_caps_drop((uid_t)w->c->uid, (gid_t)w->c->gid, w->userns_fd >= 0,
 	        why, sizeof(why)) != 0)
 		FAIL("capabilities", why);
+	sbx_code_enter(&w->prog, j, rep);
+}
+
+void
+sbx_code_enter(const struct sock_fprog *prog, struct sbx_job *j, int rep)
+{
+	char cwd[PATH_MAX];
+
 	snprintf(cwd, sizeof(cwd), "%s/%s", SBX_WS, j->cwd);
 	if (chdir(cwd) < 0)
 		FAIL("cwd",
 		    "the working directory does not exist in the workspace");
-	if (sbx_seccomp_load(&w->prog) != 0)
+	if (sbx_seccomp_load(prog) != 0)
 		FAIL("seccomp", "seccomp: cannot load the filter");
 	environ = j->env;
 	execvp(j->argv[0], j->argv);

@@ -489,6 +489,11 @@ KZ_WUR int sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j);
  * gets them (stdio on 0-2, the passed ones at their numbers, nothing else
  * open) and *rep, the report pipe, high and close-on-exec; -1. */
 KZ_WUR int sbx_place_fds(struct sbx_job *j, int *rep);
+/* The code process's last steps, for both runtimes: into the job's
+ * directory in the workspace, the filter, the job's environment, exec;
+ * a step that fails is reported on rep ("cwd", "seccomp"), exit 127. */
+void sbx_code_enter(const struct sock_fprog *prog, struct sbx_job *j, int rep)
+    __attribute__((noreturn));
 /* Splits a job message's bytes into j (j->npass already set); -1. */
 KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
 
