@@ -97,10 +97,15 @@ store_single(struct kzp *p, bool *single, char *why, size_t wlen)
 
 	if ((e = kz_store_cmd(p->st, 2, av, &rep, why, wlen)) != 0)
 		return e;
-	*single = rep->type != REDIS_REPLY_STRING ||
-	    strstr(rep->str, "cluster_enabled:1") == NULL;
+	/* An answer that does not say is no proof of one server. */
+	if (rep->type != REDIS_REPLY_STRING ||
+	    strstr(rep->str, "cluster_enabled:") == NULL) {
+		kz_why(why, wlen, "INFO cluster did not say");
+		e = KZ_EPROTO;
+	} else
+		*single = strstr(rep->str, "cluster_enabled:0") != NULL;
 	freeReplyObject(rep);
-	return 0;
+	return e;
 }
 
 /* Sorted, each digest once (a blob many versions name counts once). */
