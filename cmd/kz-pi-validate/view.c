@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kz_path.h"
 #include "pv.h"
 #include "banned.h"
 
@@ -90,29 +91,31 @@ keep_add(struct keep *k, const char *path, bool rw)
 
 /*
  * The place a kept path goes back to, beneath a fresh directory: its
- * parents as root's 0755 directories, and itself as an empty directory
- * or file to mount over.
+ * parents as root's 0755 directories (kz_path_mkparent, never following a
+ * link), and itself as an empty directory or file to mount over.
  */
 static int
 make_place(const struct keep *k)
 {
-	char p[PATH_MAX];
-	int fd;
+	const char *base;
+	int root, dfd = -1, fd, e;
 
-	memcpy(p, k->path, sizeof(p));
-	for (char *s = strchr(p + 1, '/'); s != NULL; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(p, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	if (k->dir)
-		return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
-	if ((fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444)) <
-	    0)
+	if ((root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -1;
-	close(fd);
-	return 0;
+	e = kz_path_mkparent(root, k->path + 1, 0755, (uid_t)-1, (gid_t)-1,
+	    &dfd, &base, NULL);
+	close(root);
+	if (e != 0)
+		return -1;
+	if (k->dir)
+		e = mkdirat(dfd, base, 0755) != 0 && errno != EEXIST ? -1 : 0;
+	else if ((fd = openat(dfd, base,
+	              O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444)) < 0)
+		e = -1;
+	else
+		close(fd);
+	close(dfd);
+	return e;
 }
 
 static int
