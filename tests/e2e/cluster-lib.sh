@@ -1,14 +1,20 @@
 # A three-primary Redis/Valkey Cluster on 127.0.0.1 for the cluster tests
 # (t4403, t4404), sourced after lib.sh.  cluster_start BASEPORT starts
-# nodes on BASEPORT..BASEPORT+2, creates the cluster and waits until it
-# serves; then B is BASEPORT, SLOT the deployment's slot, and owner()
-# prints the port of the node serving it.
+# nodes on BASEPORT..BASEPORT+2 (their cluster buses 10000 above), or the
+# first such three ports above it of which none is in use (test files run
+# two at a time), creates the cluster and waits until it serves; then B is
+# the first port, SLOT the deployment's slot, and owner() prints the port
+# of the node serving it.  Each test's range is its own: t4404 from 11000,
+# t4403 from 15000 (buses 21000-28999), below the host's ephemeral ports.
 cli() { redis-cli -p "$@"; }
 
 cluster_start() {
 	local srv p i
 	srv=$(command -v valkey-server || command -v redis-server)
 	B=$1
+	while ss -Htln | awk '{print $4}' | grep -Eq ":($B|$((B + 1))|$((B + 2))|$((B + 10000))|$((B + 10001))|$((B + 10002)))\$"; do
+		B=$((B + 3))
+	done
 	for p in $B $((B + 1)) $((B + 2)); do
 		mkdir -p "$T/n$p"
 		bg "$srv" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 plan 15
 . "$(dirname "$0")/cluster-lib.sh"
-cluster_start $((31000 + $$ % 10000))
+cluster_start $((15000 + $$ % 1300 * 3))
 t "a three-primary cluster" sh -c "redis-cli -p $B cluster info | grep -q cluster_state:ok"
 OWN=$(owner)
 for p in $B $((B + 1)) $((B + 2)); do [ "$p" != "$OWN" ] && { OTHER=$p; break; }; done
