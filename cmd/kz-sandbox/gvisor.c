@@ -13,8 +13,8 @@
  * and bundle live on a tmpfs of the init's own mount namespace, gone with
  * the init at the next reset.
  *
- * The sandbox's first process is the loader, this binary in serve mode
- * (gvisor_exec.c): it takes each run's job (argv, env, cwd and the run's
+ * The sandbox's first process is the loader, kz-gvisor-loader, a static
+ * binary (gvloader/): it takes each run's job (argv, env, cwd and the run's
  * descriptors, passed into gVisor over the control socket that is its
  * standard input), starts the code, and at the end of the run kills
  * whatever the code left, inside gVisor, before it answers.  The run

@@ -3,11 +3,9 @@
  * a stack of its own in the init's memory, it joins the run cgroup, the
  * code's user namespace (when there is one) and a new cgroup namespace,
  * puts the job's descriptors in place, writes npm's configuration for the
- * broker, sets the limits, drops its capabilities, enters the working
- * directory, loads the seccomp filter and executes the code.  Under gvisor
- * it executes runsc instead (gvisor_box.c), and the loader inside the
- * sandbox (gvisor_exec.c) places its own code's descriptors and maps its
- * stack with this file's functions.
+ * broker, sets the limits, drops its capabilities, and enters the code
+ * (code_enter.c: the working directory, the seccomp filter, the exec).
+ * Under gvisor it executes runsc instead (gvisor_box.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/close_range.h>
 
 #include "sbx.h"
 #include "sbx_gvisor.h"
@@ -35,52 +30,6 @@ code_signals(void)
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
-
-/*
- * Puts the code's descriptors in place: stdio on 0-2, each passed
- * descriptor at its number (without close-on-exec), the report pipe high
- * and close-on-exec, and nothing else open.  Everything is first moved
- * above the highest target so no placement can clobber a descriptor not
- * yet placed.  (Also the gVisor loader's, for the code it starts.)
- */
-int
-sbx_place_fds(struct sbx_job *j, int *rep)
-{
-	int n = ZFDS + j->npass, hi[ZFDS + SBX_PASS_MAX], lo = 3, base = 3;
-
-	/* Above every target, but no higher: a fixed high base fails under
-	 * a 1024 open-files limit (systemd's default soft limit). */
-	for (int i = 0; i < j->npass; i++)
-		if (j->target[i] >= base)
-			base = j->target[i] + 1;
-	for (int i = 0; i < n; i++)
-		if ((hi[i] = fcntl(j->fd[i], F_DUPFD_CLOEXEC, base)) < 0)
-			return -1;
-	for (int i = 0; i < 3; i++)
-		if (dup2(hi[i], i) < 0)
-			return -1;
-	for (int i = 0; i < j->npass; i++)
-		if (dup2(hi[ZFDS + i], j->target[i]) < 0)
-			return -1;
-	*rep = hi[3];
-	/* Close 3.. except the targets (ascending) and the report pipe. */
-	for (int t = 3; t < base; t++) {
-		bool keep = false;
-
-		for (int i = 0; i < j->npass; i++)
-			keep |= j->target[i] == t;
-		if (keep) {
-			if (t > lo)
-				(void)syscall(SYS_close_range, lo, t - 1, 0);
-			lo = t + 1;
-		}
-	}
-	(void)syscall(SYS_close_range, lo, *rep - 1, 0);
-	(void)syscall(SYS_close_range, *rep + 1, ~0u, 0);
-	return 0;
-}
-
-#define CODE_STACK (256 * 1024)
 
 struct spawn {
 	struct sbx_worker *w;
@@ -169,38 +118,6 @@ code_exec(struct sbx_worker *w, struct sbx_job *j)
 	        why, sizeof(why)) != 0)
 		FAIL("capabilities", why);
 	sbx_code_enter(&w->prog, j, rep);
-}
-
-void
-sbx_code_enter(const struct sock_fprog *prog, struct sbx_job *j, int rep)
-{
-	char cwd[PATH_MAX];
-
-	snprintf(cwd, sizeof(cwd), "%s/%s", SBX_WS, j->cwd);
-	if (chdir(cwd) < 0)
-		FAIL("cwd",
-		    "the working directory does not exist in the workspace");
-	if (sbx_seccomp_load(prog) != 0)
-		FAIL("seccomp", "seccomp: cannot load the filter");
-	environ = j->env;
-	execvp(j->argv[0], j->argv);
-	dprintf(2, "kz-sandbox: cannot execute %s: %s\n", j->argv[0],
-	    strerror(errno));
-	_exit(127);
-}
-
-/* A stack for the code process between clone and exec, with a guard
- * page below it; allocated once and reused by every run (also the gVisor
- * loader's, for the code it starts). */
-char *
-sbx_code_stack(void)
-{
-	char *s = mmap(NULL, CODE_STACK + 4096, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-
-	if (s == MAP_FAILED || mprotect(s, 4096, PROT_NONE) < 0)
-		return NULL;
-	return s + 4096 + CODE_STACK;
 }
 
 /* Starts the code of one job (under gvisor, runsc for the sandbox);

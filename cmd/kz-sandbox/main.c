@@ -447,9 +447,6 @@ main(int argc, char **argv)
 		return cmd_classify(argc, argv);
 	if (strcmp(argv[1], "seccomp") == 0 && argc == 2)
 		return cmd_seccomp();
-	/* Under gvisor, inside the sandbox (gvisor.c). */
-	if (strcmp(argv[1], "gvisor-serve") == 0 && argc == 4)
-		return sbx_gv_serve(argv[2], argv[3]);
 	if (sodium_init() < 0)
 		return die(KZ_EXIT_INTERNAL, "libsodium init failed");
 	sbx_conf_defaults(&c);

@@ -293,17 +293,33 @@ bind_file(const char *root, const char *src, const char *dst, mode_t mode,
 }
 
 /*
- * Under gvisor, this binary at SBX_GV_LOADER in the view (read-only,
- * like the rest of it): the code's first process there, which loads the
- * system call filter inside gVisor's kernel (gvisor.c).  In the
- * allowlisted view, whose /etc is the sandbox's own, the object its
- * ld.so.preload names too (SBX_GV_COMPAT), from beside this binary; a
- * worker without it does not start.
+ * Under gvisor, the loader (gvloader/, a static binary beside the
+ * archiver) at SBX_GV_LOADER in the view (read-only, like the rest of
+ * it): the code's first process there, which loads the system call filter
+ * inside gVisor's kernel (gvisor.c).  In the allowlisted view, whose /etc
+ * is the sandbox's own, the object its ld.so.preload names too
+ * (SBX_GV_COMPAT), from the same place; a worker without either does not
+ * start.
  */
+static int
+beside(const char *set, const char *self, const char *rel, char *p, size_t len)
+{
+	const char *slash = strrchr(self, '/');
+	int n = set[0] != '\0' ?
+	    snprintf(p, len, "%s", set) :
+	    snprintf(p, len, "%.*s/%s", (int)(slash - self), self, rel);
+
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
 static int
 loader(const struct sbx_conf *c, const char *root, char *why, size_t wlen)
 {
-	char p[SBX_PBUF], self[PATH_MAX], *slash;
+	char p[SBX_PBUF], self[PATH_MAX];
 	ssize_t n;
 	int fd, r;
 
@@ -312,16 +328,22 @@ loader(const struct sbx_conf *c, const char *root, char *why, size_t wlen)
 	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
 		return fail(why, wlen, "readlink", "/proc/self/exe");
 	self[n] = '\0';
-	if ((r = bind_file(root, self, SBX_GV_LOADER, 0555, why, wlen)) != 0)
+	if (beside(c->gv_loader, self, SBX_GV_LOADER_BESIDE, p, sizeof(p)) !=
+	        0 ||
+	    access(p, X_OK) < 0) {
+		kz_why(why, wlen, "gvisor: no kz-gvisor-loader %s: %s",
+		    c->gv_loader[0] != '\0' ?
+		        "at SANDBOX_GVISOR_LOADER" :
+		        "beside the binary (" SBX_GV_LOADER_BESIDE ")",
+		    strerror(errno));
+		return KZ_EUNAVAIL;
+	}
+	if ((r = bind_file(root, p, SBX_GV_LOADER, 0555, why, wlen)) != 0)
 		return r;
 	if (strcmp(c->root, "/") == 0) {
-		slash = strrchr(self, '/');
-		if (c->gv_compat[0] != '\0')
-			snprintf(p, sizeof(p), "%s", c->gv_compat);
-		else
-			snprintf(p, sizeof(p), "%.*s/" SBX_GV_COMPAT_BESIDE,
-			    (int)(slash - self), self);
-		if (access(p, R_OK) < 0) {
+		if (beside(c->gv_compat, self, SBX_GV_COMPAT_BESIDE, p,
+		        sizeof(p)) != 0 ||
+		    access(p, R_OK) < 0) {
 			kz_why(why, wlen,
 			    "gvisor: no kz-gvisor-compat.so %s: %s",
 			    c->gv_compat[0] != '\0' ?

@@ -64,6 +64,7 @@ struct sbx_conf {
 	char runsc[PATH_MAX];
 	char archiver[PATH_MAX]; /* "": beside the binary (snapshot.c) */
 	char gv_compat[PATH_MAX]; /* "": beside the binary (mount.c) */
+	char gv_loader[PATH_MAX]; /* "": beside the binary (mount.c) */
 	char sock[108];
 	char run_dir[PATH_MAX];
 	char peer_uids[1024];
@@ -244,6 +245,7 @@ KZ_WUR int sbx_seccomp_resolve(const char *name, int *nr, char *why,
 /* Prints the policy to fp (a FILE *), one call a line:
  * "allow|args|refuse NR NAME DETAIL". */
 KZ_WUR int sbx_seccomp_list(void *fp, char *why, size_t wlen);
+/* Loads a compiled filter (no_new_privs first); code_enter.c. */
 KZ_WUR int sbx_seccomp_load(const struct sock_fprog *prog);
 void sbx_seccomp_free(struct sock_fprog *prog);
 
@@ -485,15 +487,6 @@ KZ_WUR int sbx_msg_boot_send(int sock);
 /* The init's next message: 0 a job (its descriptors open), 1 a check, 2
  * a boot, -1 malformed (nothing kept open), -2 the agent is gone. */
 KZ_WUR int sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j);
-/* In the process that executes the code: j's descriptors where the code
- * gets them (stdio on 0-2, the passed ones at their numbers, nothing else
- * open) and *rep, the report pipe, high and close-on-exec; -1. */
-KZ_WUR int sbx_place_fds(struct sbx_job *j, int *rep);
-/* The code process's last steps, for both runtimes: into the job's
- * directory in the workspace, the filter, the job's environment, exec;
- * a step that fails is reported on rep ("cwd", "seccomp"), exit 127. */
-void sbx_code_enter(const struct sock_fprog *prog, struct sbx_job *j, int rep)
-    __attribute__((noreturn));
 /* Splits a job message's bytes into j (j->npass already set); -1. */
 KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
 
@@ -509,11 +502,22 @@ KZ_WUR int sbx_template_make(struct sbx_worker *w, char *why, size_t wlen);
  * pidfd of the agent (whose network, IPC and UTS namespaces it joins) and
  * waits until it is ready (or has failed, with its reason). */
 KZ_WUR int sbx_init_go(struct sbx_worker *w, char *why, size_t wlen);
-/* init_code.c: the code process the init starts for each job (and
- * sbx_place_fds, above). */
+/* init_code.c: the code process the init starts for each job. */
 /* In the init: starts the code of one job on stack (under gvisor, runsc
  * for the sandbox); its pid or -1. */
 pid_t sbx_init_spawn(struct sbx_worker *w, struct sbx_job *j, char *stack);
+
+/* code_enter.c: the code process's last steps, for the native init and
+ * the gVisor loader alike (libc only). */
+/* j's descriptors where the code gets them (stdio on 0-2, the passed ones
+ * at their numbers, nothing else open) and *rep, the report pipe, high
+ * and close-on-exec; -1. */
+KZ_WUR int sbx_place_fds(struct sbx_job *j, int *rep);
+/* Into the job's directory in the workspace, the filter, the job's
+ * environment, exec; a step that fails is reported on rep ("cwd",
+ * "seccomp"), exit 127. */
+void sbx_code_enter(const struct sock_fprog *prog, struct sbx_job *j, int rep)
+    __attribute__((noreturn));
 /* A stack for a code process started with CLONE_VM, guard page below;
  * NULL when it cannot be mapped. */
 char *sbx_code_stack(void);

@@ -76,7 +76,10 @@ int64_t sbx_cg_pids(const struct sbx_conf *c);
  * capabilities, under kz-sandbox's own filter (gVisor's kernel enforces
  * it), and answers the run's status there. */
 int sbx_gv_serve(const char *uid, const char *gid);
-#define SBX_GV_LOADER "/.kz-sandbox"
+/* Where the loader is in the view, and where make install puts it, from
+ * kz-sandbox's directory (gvloader/). */
+#define SBX_GV_LOADER "/.kz-gvisor-loader"
+#define SBX_GV_LOADER_BESIDE "../libexec/kaizen/kz-gvisor-loader"
 /* The whole environment of runsc and of the loader (each job brings
  * its own). */
 #define SBX_GV_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"

@@ -384,16 +384,6 @@ sbx_seccomp_list(void *out, char *why, size_t wlen)
 	    wlen);
 }
 
-int
-sbx_seccomp_load(const struct sock_fprog *prog)
-{
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return KZ_ESYS;
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog) < 0)
-		return KZ_ESYS;
-	return 0;
-}
-
 void
 sbx_seccomp_free(struct sock_fprog *prog)
 {

@@ -14,7 +14,7 @@
 SB=$BIN/kz-sandbox
 RUNSC=${RUNSC:-/usr/bin/runsc}
 [ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
-plan 56
+plan 59
 export SANDBOX_RUNTIME=gvisor SANDBOX_STATE_DIR=$T/state
 gv() { "$SB" run --timeout 30 --workspace-size 4M "$@"; }
 
@@ -45,7 +45,7 @@ print(\"fstatat=%d\" % ctypes.CDLL(None).fstatat(-100, b\"/\", ctypes.create_str
 	unshare -U true 2>/dev/null && w="$w userns"
 	echo "withheld=${w:-none}"
 	e=""
-	for f in /usr/x /etc/x /etc/ld.so.preload /.kz-sandbox /.kz-gvisor-compat.so /.kz-filter /x; do (echo x >$f) 2>/dev/null && e="$e $f"; done
+	for f in /usr/x /etc/x /etc/ld.so.preload /.kz-gvisor-loader /.kz-gvisor-compat.so /.kz-filter /x; do (echo x >$f) 2>/dev/null && e="$e $f"; done
 	echo "written=${e:-none}"
 	r=""
 	for f in '"$T"'/secret /etc/shadow /root /var/lib; do [ -e $f ] && r="$r $f"; done
@@ -142,6 +142,8 @@ t "the lease's runs share its sandbox (pid $p1, then $p2)" test "${p2:-0}" -gt "
 # /proc/1/fd: /dev/null and the control socket, which cannot be opened.
 out=$(runw '["/usr/bin/python3","-c","import os\nn=o=0\nfor f in os.listdir(\"/proc/1/fd\"):\n  if os.readlink(\"/proc/1/fd/\"+f)==\"/dev/null\": continue\n  n+=1\n  try: os.open(\"/proc/1/fd/\"+f, os.O_WRONLY); o+=1\n  except OSError: pass\nprint(n, o)"]' 2>&1)
 is "$out" "1 0" "the loader holds /dev/null and its control socket only, which the code cannot open (no log to write)"
+is "$(readelf -d "$TOP/libexec/kaizen/kz-gvisor-loader" | grep -c NEEDED)" "0" \
+	"the loader is a static binary: no shared library or preload to map at each boot"
 out=$(call run '{"argv": ["/bin/sh","-c","cd /"], "cwd": "nope"}' 2>&1)
 like "$out" 'failed at cwd: the working directory does not exist' "a missing working directory is refused at its step (cwd)"
 out=$(call run '{"argv": ["/no/such/tool"]}' 2>&1)
@@ -225,15 +227,21 @@ rc=$?
 is "$rc-$(grep -q 'gvisor: probe' "$T/w2.out" && echo named)" "3-named" "a served worker with a failing runsc refuses to start (exit 3), naming the probe"
 like "$(cat "$T/w2.out")" "broken runsc" "and quoting what runsc said"
 tnot "nothing ran" test -e "$T/ran-missing"
-# Without kz-gvisor-compat.so beside the binary (../libexec/kaizen/) a
-# gvisor run refuses rather than run programs that runsc breaks.
+# Without kz-gvisor-loader or kz-gvisor-compat.so beside the binary
+# (../libexec/kaizen/) a gvisor run refuses rather than run the code
+# another way, or run programs that runsc breaks.
 mkdir -p "$T/nocompat/bin" && cp "$SB" "$T/nocompat/bin/kz-sandbox"
+"$T/nocompat/bin/kz-sandbox" run --timeout 30 -- /bin/sh -c "touch /workspace/x; echo ran" >"$T/noloader.out" 2>&1
+is "$?-$(grep -c '^ran' "$T/noloader.out")" "3-0" "a gvisor run without kz-gvisor-loader beside the binary refuses (exit 3); nothing runs"
+like "$(cat "$T/noloader.out")" "kz-gvisor-loader beside the binary" "naming the loader"
+export SANDBOX_GVISOR_LOADER=$TOP/libexec/kaizen/kz-gvisor-loader
 "$T/nocompat/bin/kz-sandbox" run --timeout 30 -- /bin/sh -c "touch /workspace/x; echo ran" >"$T/nocompat.out" 2>&1
 is "$?-$(grep -c '^ran' "$T/nocompat.out")" "3-0" "a gvisor run without kz-gvisor-compat.so beside the binary refuses (exit 3); nothing runs"
 like "$(cat "$T/nocompat.out")" "kz-gvisor-compat.so beside the binary" "naming the object"
 out=$(SANDBOX_GVISOR_COMPAT=$TOP/libexec/kaizen/kz-gvisor-compat.so \
 	"$T/nocompat/bin/kz-sandbox" run --timeout 30 -- /bin/ls -ld /workspace 2>&1)
-like "$out" "^drwx.* sandbox sandbox " "SANDBOX_GVISOR_COMPAT names it elsewhere (ls -l works)"
+like "$out" "^drwx.* sandbox sandbox " "SANDBOX_GVISOR_COMPAT and SANDBOX_GVISOR_LOADER name them elsewhere (ls -l works)"
+unset SANDBOX_GVISOR_LOADER
 # A descriptor handed to the code (kz-pi-validate's nonce and result
 # pipes) reaches it at its number, passed into gVisor with the job; the
 # code holds nothing else (no control socket, no log of the loader's).

@@ -1,10 +1,11 @@
 /*
- * Under gvisor, inside the sandbox: this binary is the container's first
- * process (gvisor.c, mount.c's SBX_GV_LOADER), gVisor's pid 1, the
- * loader.  It takes each run's job from the run init, starts the code as
- * the sandbox uid and gid, with every capability set empty and
- * kz-sandbox's own system call filter loaded, ends the run with the
- * code's main process and answers its status.
+ * Under gvisor, inside the sandbox: the loader, kz-gvisor-loader (a
+ * static binary of its own, kz-gvisor-loader.c), is the container's first
+ * process (gvisor.c, mount.c's SBX_GV_LOADER), gVisor's pid 1.  It takes
+ * each run's job from the run init, starts the code as the sandbox uid
+ * and gid, with every capability set empty and kz-sandbox's own system
+ * call filter loaded, ends the run with the code's main process and
+ * answers its status.
  */
 #include <errno.h>
 #include <fcntl.h>
