@@ -108,9 +108,10 @@ static const struct field f_pkg[] = {TOK("registry", 16),
     {"host", F_HOST, 0, 253}, {"package", F_TEXT, 0, 214}, HEX("run_hash"),
     TOK("error", 64), INT("bytes", 0, INT_MAXJ), {NULL, 0, 0, 0}};
 
-/* A browser session's lifecycle and the agent's approved actions
- * (kz-browser(8)): the worker and lease, the opening host, the action's
- * name; never a URL's path, the page's content or member input. */
+/* A browser session's lifecycle, its page stopped or closed for keeping
+ * its scripts busy, and the agent's approved actions (kz-browser(8)):
+ * the worker and lease, the opening host, the action's name; never a
+ * URL's path, the page's content or member input. */
 static const struct field f_browser[] = {TOK("worker_id", 64),
     TOK("lease_id", 64), {"host", F_HOST, 0, 253}, TOK("action", 32),
     INT("duration_ms", 0, INT_MAXJ), {NULL, 0, 0, 0}};
@@ -129,13 +130,13 @@ static const struct kind kinds[] = {{"dispatch", f_dispatch},
     {"pkg_refusal", f_pkg}, /* kz-pkgbroker */
     {"browser_open", f_browser}, {"browser_close", f_browser},
     {"browser_reaped", f_browser}, {"browser_failed", f_browser},
-    {"browser_action", f_browser}, {NULL, NULL}};
+    {"browser_action", f_browser}, {"browser_page", f_browser}, {NULL, NULL}};
 
 const char *const aud_kinds[] = {"dispatch", "isolation_denial", "lease",
     "release", "reset", "retire", "egress_refusal", "egress_reload",
     "projection", "admission", "verification", "validation", "output",
     "package", "pkg_refusal", "browser_open", "browser_close", "browser_reaped",
-    "browser_failed", "browser_action", NULL};
+    "browser_failed", "browser_action", "browser_page", NULL};
 
 static const char *const refusal_names[AUD_R_COUNT_] = {"unknown_kind",
     "unknown_field", "wrong_type", "nested", "multiline", "length", "path",

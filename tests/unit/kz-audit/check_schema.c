@@ -205,6 +205,7 @@ static const struct bad bads[] = {
     /* A browser record names no URL, page content or member input. */
     {"browser_open", "{\"url\":\"http://h/SECRET\"}", AUD_R_FIELD, "(unknown)"},
     {"browser_action", "{\"text\":\"SECRET\"}", AUD_R_FIELD, "(unknown)"},
+    {"browser_page", "{\"url\":\"http://h/SECRET\"}", AUD_R_FIELD, "(unknown)"},
     {"browser_failed", "{\"host\":\"h/SECRET\"}", AUD_R_CHARSET, "host"},
     {"browser_failed", "{\"reason\":\"at http://10.0.0.1/SECRET\"}", AUD_R_PATH,
         "reason"},
