@@ -48,15 +48,15 @@ refuse(struct kzb_out *o, const char *code, const char *why)
  * in this one.  Made anew for each look (a navigation ends it).
  */
 static int
-isolated_world(const struct kzb_conf *c, struct kzb_session *s, int64_t *ctx)
+isolated_world(const struct kzb_conf *c, struct kzb_session *s, int64_t *ctx,
+    char *why, size_t wlen)
 {
 	cJSON *p, *r = NULL;
 	const cJSON *id;
-	char why[160];
 	int e;
 
-	if ((e = kzb_cdp_call(&s->cdp, "Page.getFrameTree", NULL, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
+	if ((e = kzb_page_call(c, s, "Page.getFrameTree", NULL,
+	         c->op_timeout_ms, &r, why, wlen)) != 0)
 		return e;
 	id = kz_json_get(kz_json_get(kz_json_get(r, "frameTree"), "frame"),
 	    "id");
@@ -68,8 +68,8 @@ isolated_world(const struct kzb_conf *c, struct kzb_session *s, int64_t *ctx)
 	cJSON_AddStringToObject(p, "worldName", "kz-agent");
 	cJSON_Delete(r);
 	r = NULL;
-	if ((e = kzb_cdp_call(&s->cdp, "Page.createIsolatedWorld", p, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
+	if ((e = kzb_page_call(c, s, "Page.createIsolatedWorld", p,
+	         c->op_timeout_ms, &r, why, wlen)) != 0)
 		return e;
 	e = kz_json_int(r, "executionContextId", 1, INT32_MAX, ctx, NULL, 0) ==
 	        0 ?
@@ -79,11 +79,14 @@ isolated_world(const struct kzb_conf *c, struct kzb_session *s, int64_t *ctx)
 	return e;
 }
 
+/* why: the call's reason, which for a timeout says what became of the
+ * page (hung.c). */
 static int
-unavailable(const struct kzb_session *s, struct kzb_out *o, int e)
+unavailable(const struct kzb_session *s, struct kzb_out *o, int e,
+    const char *why)
 {
 	return refuse(o, KZ_WE_UNAVAILABLE,
-	    e == KZ_ETIMEDOUT  ? "the browser did not answer in time" :
+	    e == KZ_ETIMEDOUT  ? why :
 	        e == KZ_EPROTO ? "the browser gave no world to look in" :
 	        s->cdp.crashed && !s->cdp.dead ?
 	                         "the page crashed; the session is closed" :
@@ -103,17 +106,17 @@ eval_str(const struct kzb_conf *c, struct kzb_session *s, const char *expr,
 	int e;
 
 	out[0] = '\0';
-	if ((e = isolated_world(c, s, &ctx)) == 0 &&
+	if ((e = isolated_world(c, s, &ctx, why, sizeof(why))) == 0 &&
 	    (p = cJSON_CreateObject()) != NULL) {
 		cJSON_AddStringToObject(p, "expression", expr);
 		cJSON_AddNumberToObject(p, "contextId", (double)ctx);
 		cJSON_AddBoolToObject(p, "returnByValue", true);
-		e = kzb_cdp_call(&s->cdp, "Runtime.evaluate", p, true,
-		    c->nav_timeout_ms, &r, why, sizeof(why));
+		e = kzb_page_call(c, s, "Runtime.evaluate", p, c->op_timeout_ms,
+		    &r, why, sizeof(why));
 	} else if (e == 0)
 		e = KZ_ENOMEM;
 	if (e != 0)
-		return unavailable(s, o, e);
+		return unavailable(s, o, e, why);
 	v = kz_json_get(kz_json_get(r, "result"), "value");
 	if (cJSON_IsString(v))
 		snprintf(out, len, "%s", v->valuestring);
@@ -266,10 +269,10 @@ kzb_agent_read(const struct kzb_conf *c, struct kzb_session *s, cJSON **out,
 		return e;
 	if (strcmp(v, "password") == 0)
 		return refuse(o, KZ_WE_REFUSED, pw_refusal);
-	if ((e = kzb_cdp_call(&s->cdp, "Accessibility.getFullAXTree", NULL,
-	         true, c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
+	if ((e = kzb_page_call(c, s, "Accessibility.getFullAXTree", NULL,
+	         c->op_timeout_ms, &r, why, sizeof(why))) != 0)
 		return e == KZ_EUNAVAIL || e == KZ_ETIMEDOUT ?
-		    unavailable(s, o, e) :
+		    unavailable(s, o, e, why) :
 		    refuse(o, KZ_WE_UNAVAILABLE,
 		        "the browser could not give the page's tree");
 	if ((buf = malloc(TREE_MAX)) == NULL) {
@@ -438,8 +441,8 @@ act_on(const struct kzb_conf *c, struct kzb_session *s, const cJSON *a,
 	int64_t ctx = 0;
 	int e;
 
-	if ((e = isolated_world(c, s, &ctx)) != 0)
-		return unavailable(s, o, e);
+	if ((e = isolated_world(c, s, &ctx, why, sizeof(why))) != 0)
+		return unavailable(s, o, e, why);
 	if ((p = cJSON_CreateObject()) == NULL ||
 	    (args = cJSON_AddArrayToObject(p, "arguments")) == NULL ||
 	    !arg(args, cJSON_CreateString(kind)) ||
@@ -452,9 +455,9 @@ act_on(const struct kzb_conf *c, struct kzb_session *s, const cJSON *a,
 	cJSON_AddStringToObject(p, "functionDeclaration", agent_act_fn);
 	cJSON_AddNumberToObject(p, "executionContextId", (double)ctx);
 	cJSON_AddBoolToObject(p, "returnByValue", true);
-	if ((e = kzb_cdp_call(&s->cdp, "Runtime.callFunctionOn", p, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0)
-		return unavailable(s, o, e);
+	if ((e = kzb_page_call(c, s, "Runtime.callFunctionOn", p,
+	         c->op_timeout_ms, &r, why, sizeof(why))) != 0)
+		return unavailable(s, o, e, why);
 	v = cJSON_GetStringValue(
 	    kz_json_get(kz_json_get(r, "result"), "value"));
 	e = v != NULL && strcmp(v, "ok") == 0 ? 0 : KZ_EDENIED;

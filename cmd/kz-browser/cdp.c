@@ -28,24 +28,29 @@ kzb_cdp_forget(struct kzb_cdp *c)
 }
 
 /* One message to a target's session without waiting for its answer
- * (answers to ids nobody waits for are dropped by the loops below). */
-static void
+ * (answers to ids nobody waits for are dropped by the loops below); its
+ * id, or 0 when it could not be sent. */
+static int64_t
 send_to(struct kzb_cdp *c, const char *sid, const char *method, cJSON *params)
 {
 	cJSON *req = cJSON_CreateObject();
+	int64_t id = ++c->next_id;
 
 	if (req == NULL) {
 		cJSON_Delete(params);
-		return;
+		return 0;
 	}
-	cJSON_AddNumberToObject(req, "id", (double)++c->next_id);
+	cJSON_AddNumberToObject(req, "id", (double)id);
 	cJSON_AddStringToObject(req, "method", method);
 	cJSON_AddItemToObject(req, "params",
 	    params != NULL ? params : cJSON_CreateObject());
 	cJSON_AddStringToObject(req, "sessionId", sid);
-	if (kz_frame_write(c->fd, req, CDP_MSG_MAX, 2000) != 0)
+	if (c->dead || kz_frame_write(c->fd, req, CDP_MSG_MAX, 2000) != 0) {
 		c->dead = true;
+		id = 0;
+	}
 	cJSON_Delete(req);
+	return id;
 }
 
 static cJSON *
@@ -136,6 +141,15 @@ seen(struct kzb_cdp *c, const char *method)
 	return false;
 }
 
+/* A message's id (0: an event, which has none). */
+static int64_t
+id_of(const cJSON *m)
+{
+	const cJSON *id = kz_json_get(m, "id");
+
+	return cJSON_IsNumber(id) ? (int64_t)id->valuedouble : 0;
+}
+
 /* One message from the bridge within the deadline. */
 static int
 next(struct kzb_cdp *c, int64_t deadline, cJSON **m, char *why, size_t wlen)
@@ -172,7 +186,6 @@ kzb_cdp_call(struct kzb_cdp *c, const char *method, cJSON *params, bool page,
 {
 	int64_t deadline = kz_now_ms() + timeout_ms, id = ++c->next_id;
 	cJSON *req = cJSON_CreateObject(), *m = NULL;
-	const cJSON *err;
 	int e;
 
 	*result = NULL;
@@ -195,12 +208,13 @@ kzb_cdp_call(struct kzb_cdp *c, const char *method, cJSON *params, bool page,
 		return KZ_EUNAVAIL;
 	}
 	for (;;) {
-		const cJSON *mid;
-
-		if ((e = next(c, deadline, &m, why, wlen)) != 0)
+		if ((e = next(c, deadline, &m, why, wlen)) != 0) {
+			/* The page may still answer once it is unstuck. */
+			if (e == KZ_ETIMEDOUT && page)
+				c->late_id = id;
 			return e;
-		mid = kz_json_get(m, "id");
-		if (cJSON_IsNumber(mid) && (int64_t)mid->valuedouble == id)
+		}
+		if (id_of(m) == id)
 			break;
 		note_event(c, m);
 		cJSON_Delete(m);
@@ -211,6 +225,15 @@ kzb_cdp_call(struct kzb_cdp *c, const char *method, cJSON *params, bool page,
 			return KZ_EUNAVAIL;
 		}
 	}
+	return kzb_cdp_answer(m, result, why, wlen);
+}
+
+int
+kzb_cdp_answer(cJSON *m, cJSON **result, char *why, size_t wlen)
+{
+	const cJSON *err;
+
+	*result = NULL;
 	if ((err = kz_json_get(m, "error")) != NULL) {
 		const cJSON *msg = kz_json_get(err, "message");
 
@@ -287,9 +310,10 @@ kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why, size_t wlen)
 	         &r, why, wlen)) != 0)
 		return e;
 	v = kz_json_get(r, "targetId");
-	p = cJSON_CreateObject();
-	cJSON_AddStringToObject(p, "targetId",
+	snprintf(c->target_id, sizeof(c->target_id), "%s",
 	    cJSON_IsString(v) ? v->valuestring : "");
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "targetId", c->target_id);
 	cJSON_AddBoolToObject(p, "flatten", true);
 	cJSON_Delete(r);
 	if ((e = kzb_cdp_call(c, "Target.attachToTarget", p, false, timeout_ms,
@@ -308,4 +332,124 @@ kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why, size_t wlen)
 	         wlen)) == 0)
 		cJSON_Delete(r);
 	return e;
+}
+
+/* A trivial evaluation of our own in the page's main world: its answer
+ * says the page's main thread runs again. */
+static int64_t
+probe(struct kzb_cdp *c)
+{
+	cJSON *p = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(p, "expression", "0");
+	return send_to(c, c->target_sid, "Runtime.evaluate", p);
+}
+
+/* Waits for the answer to id, keeping the late call's answer if it comes
+ * (which is the wait's end when id is the late call's). */
+static int
+await_id(struct kzb_cdp *c, int64_t id, int64_t deadline, cJSON **late,
+    char *why, size_t wlen)
+{
+	cJSON *m;
+	int64_t mid;
+	int e;
+
+	for (;;) {
+		if ((e = next(c, deadline, &m, why, wlen)) != 0)
+			return e;
+		if ((mid = id_of(m)) != 0 && mid == c->late_id &&
+		    *late == NULL) {
+			*late = m;
+			if (id == mid)
+				return 0;
+			continue;
+		}
+		if (mid != 0 && mid == id) {
+			cJSON_Delete(m);
+			return 0;
+		}
+		note_event(c, m);
+		cJSON_Delete(m);
+		if (c->crashed) {
+			kz_why(why, wlen, "the page crashed");
+			return KZ_EUNAVAIL;
+		}
+	}
+}
+
+/*
+ * Runtime.terminateExecution is documented to terminate the script that
+ * runs then or, if none does, the next one to start, which would be our
+ * own next evaluation (the agent's look at the page).  (Chromium 156, as
+ * tried, spends a termination that finds the page idle at once, but that
+ * is not promised.)  So a first probe asks whether the page's main thread
+ * is busy at all, and only a page that does not answer it has its
+ * scripts terminated; a second probe follows the termination and is
+ * answered either way, by running (the page's script was terminated) or
+ * by being terminated itself (the termination is spent on it).  Its
+ * answer is therefore the proof that no termination is left pending and
+ * that the page answers again; a page whose scripts spin again at once
+ * (a timer) does not answer it.  Chromium handles the termination while
+ * the script runs; the calls queued behind the script (the timed-out one,
+ * the probes) run after it, in order.
+ */
+int
+kzb_cdp_unstick(struct kzb_cdp *c, int64_t busy_ms, int64_t wait_ms,
+    bool *stopped, cJSON **late, char *why, size_t wlen)
+{
+	int64_t id;
+	int e;
+
+	*stopped = false;
+	*late = NULL;
+	if ((id = probe(c)) == 0)
+		e = KZ_EUNAVAIL;
+	else
+		e = await_id(c, id, kz_now_ms() + busy_ms, late, why, wlen);
+	if (e == KZ_ETIMEDOUT) {
+		*stopped = true;
+		if (send_to(c, c->target_sid, "Runtime.terminateExecution",
+		        NULL) == 0 ||
+		    (id = probe(c)) == 0)
+			e = KZ_EUNAVAIL;
+		else
+			e = await_id(c, id, kz_now_ms() + wait_ms, late, why,
+			    wlen);
+	}
+	/* A screenshot's answer may follow the page's by a frame. */
+	if (e == 0 && *late == NULL && c->late_id != 0)
+		(void)!await_id(c, c->late_id, kz_now_ms() + busy_ms, late,
+		    NULL, 0);
+	c->late_id = 0;
+	if (e != 0) {
+		cJSON_Delete(*late);
+		*late = NULL;
+	}
+	if (e == KZ_EUNAVAIL && c->dead)
+		kz_why(why, wlen, "the browser stopped");
+	return e;
+}
+
+int
+kzb_cdp_repage(struct kzb_cdp *c, int64_t timeout_ms, char *why, size_t wlen)
+{
+	cJSON *p = cJSON_CreateObject(), *r = NULL;
+	int e;
+
+	c->late_id = 0;
+	cJSON_AddStringToObject(p, "targetId", c->target_id);
+	/* From here no event of the old page's session is the session's
+	 * page's: its renderer going with it is no crash of the page the
+	 * session goes on with. */
+	snprintf(c->target_sid, sizeof(c->target_sid), "%s", "(closed)");
+	e = kzb_cdp_call(c, "Target.closeTarget", p, false, timeout_ms, &r, why,
+	    wlen);
+	cJSON_Delete(r);
+	/* A target already gone (the browser refuses to close it) still
+	 * gets its replacement. */
+	if (e != 0 && e != KZ_EDENIED)
+		return e;
+	kzb_cdp_forget(c);
+	return kzb_cdp_page(c, timeout_ms, why, wlen);
 }

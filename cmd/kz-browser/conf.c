@@ -20,6 +20,7 @@ const char *const kzb_conf_keys[] = {
     "BROWSER_IDLE",
     "BROWSER_SESSIONS_MAX",
     "BROWSER_NAV_TIMEOUT_MS",
+    "BROWSER_OP_TIMEOUT_MS",
     "BROWSER_IO_TIMEOUT_MS",
     "BROWSER_EGRESS_BIN",
     "BROWSER_EGRESS_CONFIG",
@@ -79,6 +80,8 @@ kzb_conf_load(struct kzb_conf *c, const char *path, const char *self, char *why,
 	         &c->sessions_max, why, wlen)) != 0 ||
 	    (e = kz_conf_int(k, "BROWSER_NAV_TIMEOUT_MS", 20000, 100, 600000,
 	         &c->nav_timeout_ms, why, wlen)) != 0 ||
+	    (e = kz_conf_int(k, "BROWSER_OP_TIMEOUT_MS", 5000, 100, 600000,
+	         &c->op_timeout_ms, why, wlen)) != 0 ||
 	    (e = kz_conf_int(k, "BROWSER_IO_TIMEOUT_MS", 10000, 100, 600000,
 	         &c->io_timeout_ms, why, wlen)) != 0 ||
 	    (e = kz_srv_peers_load(k, &c->peers, &c->operators, why, wlen)) !=

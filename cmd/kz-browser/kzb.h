@@ -38,6 +38,7 @@ struct kzb_conf {
 	bool enabled; /* BROWSER_ENABLED */
 	int64_t idle_s; /* BROWSER_IDLE */
 	int64_t sessions_max, nav_timeout_ms, io_timeout_ms;
+	int64_t op_timeout_ms; /* BROWSER_OP_TIMEOUT_MS: page calls */
 	struct kz_peer_policy peers, operators;
 	/* TURN for the sessions' WebRTC: SANDBOX_EGRESS_TURN (the host
 	 * without brackets; "" : none) and BROWSER_TURN_SECRET_FILE. */
@@ -74,6 +75,10 @@ struct kzb_cdp {
 	int stop_fd; /* readable once the session is being ended */
 	int64_t next_id;
 	char target_sid[128]; /* the page's flattened session */
+	char target_id[128]; /* the page's target, to close it */
+	/* The last page call that timed out: its answer may still come,
+	 * and kzb_cdp_unstick keeps it. */
+	int64_t late_id;
 	bool dead; /* the bridge or Chromium is gone */
 	bool crashed; /* the page's renderer went (Inspector.targetCrashed) */
 	/* The page events seen since kzb_cdp_forget, by name. */
@@ -98,6 +103,21 @@ KZ_WUR int kzb_cdp_wait(struct kzb_cdp *c, const char *method,
 KZ_WUR int kzb_cdp_drain(struct kzb_cdp *c);
 /* A new page target, attached flat. */
 KZ_WUR int kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why,
+    size_t wlen);
+/*
+ * After a page call timed out: whether the page's main thread answers
+ * again, its scripts terminated if it does not within busy_ms.  0 when it
+ * answers (within busy_ms, or within wait_ms of the termination: *stopped
+ * says which); KZ_ETIMEDOUT when it still does not.  The timed-out call's
+ * answer, if it came meanwhile, is in *late (malloc'd, for
+ * kzb_cdp_answer).
+ */
+KZ_WUR int kzb_cdp_unstick(struct kzb_cdp *c, int64_t busy_ms, int64_t wait_ms,
+    bool *stopped, cJSON **late, char *why, size_t wlen);
+/* A call's answer m (consumed) as kzb_cdp_call gives it. */
+KZ_WUR int kzb_cdp_answer(cJSON *m, cJSON **result, char *why, size_t wlen);
+/* Closes the page target and attaches a new blank one in its place. */
+KZ_WUR int kzb_cdp_repage(struct kzb_cdp *c, int64_t timeout_ms, char *why,
     size_t wlen);
 
 /* agent.c: the agent's path: a confirmation is for one exact action. */
@@ -130,6 +150,7 @@ struct kzb_session {
 	/* The thread's: the bridge and the agent's confirmations. */
 	struct kzb_cdp cdp;
 	struct kzb_confirm confirms[KZB_CONFIRM_MAX];
+	bool page_stopped; /* its scripts were stopped since the navigation */
 	/* The loop's. */
 	enum kzb_state state;
 	int64_t last_used;
@@ -176,6 +197,23 @@ void kzb_session_end(const struct kzb_conf *c, struct kzb_session *s);
  * and port. */
 KZ_WUR int kzb_url_origin(const char *url, char *origin, size_t olen,
     char *host, size_t hlen, int *port);
+
+/* hung.c: every call on the session's page (the thread's).  A call that
+ * does not answer within timeout_ms has the page's scripts stopped, and
+ * still succeeds if the page answers then; a page that stays busy, or is
+ * busy again before the next navigation, is closed and a blank page
+ * takes its place.  KZ_ETIMEDOUT with the member's reason in why;
+ * KZ_EUNAVAIL (the session is over) when no new page could be made. */
+#define KZB_PAGE_STOPPED "the page kept its scripts busy; they were stopped"
+#define KZB_PAGE_CLOSED                                                        \
+	"the page kept its scripts busy and was closed; the session has a "    \
+	"blank page"
+KZ_WUR int kzb_page_call(const struct kzb_conf *c, struct kzb_session *s,
+    const char *method, cJSON *params, int64_t timeout_ms, cJSON **result,
+    char *why, size_t wlen);
+/* The same for a wait for the page's event method. */
+KZ_WUR int kzb_page_wait(const struct kzb_conf *c, struct kzb_session *s,
+    const char *method, int64_t timeout_ms, char *why, size_t wlen);
 
 /* agent.c */
 /* The page as an accessibility tree (roles and names, never values),

@@ -2,7 +2,8 @@
  * A session's page (session.c opens and ends the session): navigation,
  * with the member told why a page did not load, the screenshot, and the
  * member's input events, each a call on the browser's DevTools bridge
- * (cdp.c).  A browser that stops or does not answer ends the session.
+ * through hung.c.  A browser that stops ends the session; a page that
+ * does not answer has its scripts stopped or is replaced (hung.c).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -20,14 +21,14 @@ page_info(const struct kzb_conf *c, struct kzb_session *s)
 {
 	cJSON *r = NULL, *info = cJSON_CreateObject();
 	const cJSON *e, *url, *title;
-	char why[64];
+	char why[160];
 	int64_t cur;
 
 	/* The browser's own record of the current entry, not the page's
 	 * word: a script in the page can replace anything it evaluates
 	 * (JSON.stringify, the location getter) and name another site. */
-	if (kzb_cdp_call(&s->cdp, "Page.getNavigationHistory",
-	        cJSON_CreateObject(), true, c->nav_timeout_ms, &r, why,
+	if (kzb_page_call(c, s, "Page.getNavigationHistory",
+	        cJSON_CreateObject(), c->op_timeout_ms, &r, why,
 	        sizeof(why)) == 0 &&
 	    kz_json_int(r, "currentIndex", 0, 1 << 20, &cur, NULL, 0) == 0 &&
 	    (e = cJSON_GetArrayItem(kz_json_get(r, "entries"), (int)cur)) !=
@@ -122,8 +123,8 @@ gone(struct kzb_session *s, int e, const char *why, struct kzb_out *o)
 		        "the page crashed; the session is closed" :
 		        "the browser stopped; the session is closed");
 	else if (e == KZ_ETIMEDOUT)
-		kzb_out_set(o, KZ_WE_UNAVAILABLE,
-		    "the browser did not answer in time");
+		/* Why it did not, and what became of the page (hung.c). */
+		kzb_out_set(o, KZ_WE_UNAVAILABLE, why);
 	else
 		kzb_out_set(o, KZ_WE_INTERNAL, why);
 }
@@ -139,9 +140,12 @@ kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
 
 	*page = NULL;
 	kzb_cdp_forget(&s->cdp);
+	/* A page the member goes to gets its own chance to be stopped
+	 * rather than closed. */
+	s->page_stopped = false;
 	cJSON_AddStringToObject(p, "url", url);
-	if ((e = kzb_cdp_call(&s->cdp, "Page.navigate", p, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
+	if ((e = kzb_page_call(c, s, "Page.navigate", p, c->nav_timeout_ms, &r,
+	         why, sizeof(why))) != 0) {
 		if (e == KZ_EDENIED) {
 			kzb_out_set(o, KZ_WE_BAD_REQUEST,
 			    "that is not an address");
@@ -152,7 +156,7 @@ kzb_session_navigate(const struct kzb_conf *c, struct kzb_session *s,
 	}
 	/* Serialised: the next navigation waits for this one's page, an
 	 * error page included, to stop loading. */
-	if ((e = kzb_cdp_wait(&s->cdp, "Page.frameStoppedLoading",
+	if ((e = kzb_page_wait(c, s, "Page.frameStoppedLoading",
 	         c->nav_timeout_ms, why, sizeof(why))) != 0) {
 		cJSON_Delete(r);
 		gone(s, e, why, o);
@@ -179,8 +183,8 @@ kzb_session_screenshot(const struct kzb_conf *c, struct kzb_session *s,
 
 	*png = NULL;
 	cJSON_AddStringToObject(p, "format", "png");
-	if ((e = kzb_cdp_call(&s->cdp, "Page.captureScreenshot", p, true,
-	         c->nav_timeout_ms, &r, why, sizeof(why))) != 0) {
+	if ((e = kzb_page_call(c, s, "Page.captureScreenshot", p,
+	         c->op_timeout_ms, &r, why, sizeof(why))) != 0) {
 		gone(s, e, why, o);
 		return e;
 	}
@@ -205,8 +209,8 @@ mouse(const struct kzb_conf *c, struct kzb_session *s, const char *type,
 	cJSON_AddNumberToObject(p, "y", y);
 	cJSON_AddStringToObject(p, "button", "left");
 	cJSON_AddNumberToObject(p, "clickCount", 1);
-	e = kzb_cdp_call(&s->cdp, "Input.dispatchMouseEvent", p, true,
-	    c->nav_timeout_ms, &r, why, wlen);
+	e = kzb_page_call(c, s, "Input.dispatchMouseEvent", p, c->op_timeout_ms,
+	    &r, why, wlen);
 	cJSON_Delete(r);
 	return e;
 }
@@ -228,8 +232,8 @@ input_one(const struct kzb_conf *c, struct kzb_session *s, const cJSON *ev,
 			return KZ_EINVAL;
 		p = cJSON_CreateObject();
 		cJSON_AddStringToObject(p, "text", text);
-		e = kzb_cdp_call(&s->cdp, "Input.insertText", p, true,
-		    c->nav_timeout_ms, &r, why, wlen);
+		e = kzb_page_call(c, s, "Input.insertText", p, c->op_timeout_ms,
+		    &r, why, wlen);
 		cJSON_Delete(r);
 		return e;
 	}
