@@ -47,6 +47,14 @@ connection).
                "popup:W" (W: "window" if window.open gave one, else "none")
   /framesecret a focused same-origin frame whose focused element is a
                password input
+  /spinonce    a page whose script, once loaded, spins its main thread
+               forever (until it is terminated), once
+  /spinever    a page whose script, once loaded, spins its main thread
+               from a 0 ms interval: terminated, it spins again at once
+  /spinfor?ms=N a page whose script, once loaded, keeps its main thread
+               busy for N ms, once, and then idles
+  /spinclick   a page whose mousedown handler spins forever, and whose
+               button #spin (far from the top left) spins on a click
                The /pw* pages report each field's value when it changes
                as GET /v/ID?VALUE (on a 50 ms interval).
 
@@ -218,6 +226,33 @@ FRAMESECRET = """<!doctype html><html><head><title>framesecret</title></head>
 <script>document.getElementById('p').focus()</script>"></iframe>
 </body></html>"""
 
+# The spinning pages start 100 ms after their load, so that the
+# navigation to them ends as any other.
+SPINONCE = """<!doctype html><html><head><title>spinonce</title></head><body>
+<h1>spins once</h1><script>
+onload = () => setTimeout(() => { for (;;) {} }, 100);
+</script></body></html>"""
+
+SPINEVER = """<!doctype html><html><head><title>spinever</title></head><body>
+<h1>spins ever</h1><script>
+onload = () => setTimeout(() => setInterval(() => { for (;;) {} }, 0), 100);
+</script></body></html>"""
+
+SPINFOR = """<!doctype html><html><head><title>spinfor</title></head><body>
+<h1>spins a while</h1><script>
+onload = () => setTimeout(() => {{
+  const end = Date.now() + {ms}; while (Date.now() < end) {{}} }}, 100);
+</script></body></html>"""
+
+SPINCLICK = """<!doctype html><html><head><title>spinclick</title></head>
+<body><h1>spins on a click</h1>
+<button id=spin style="position: absolute; left: 600px; top: 400px">spin</button>
+<script>
+const spin = () => { for (;;) {} };
+addEventListener("mousedown", spin);
+document.getElementById("spin").addEventListener("click", spin);
+</script></body></html>"""
+
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
@@ -225,7 +260,8 @@ SLOW = """<!doctype html><html><head><title>slow page</title></head>
 STATIC = {"/login": LOGIN, "/secret": SECRET, "/state": STATE,
           "/disguise": DISGUISE, "/pwdisguise": PWDISGUISE, "/alert": ALERT,
           "/pwrace": PWRACE, "/pwhidden": PWHIDDEN,
-          "/framesecret": FRAMESECRET}
+          "/framesecret": FRAMESECRET, "/spinonce": SPINONCE,
+          "/spinever": SPINEVER, "/spinclick": SPINCLICK}
 
 
 class H(http.server.BaseHTTPRequestHandler):
@@ -248,6 +284,8 @@ class H(http.server.BaseHTTPRequestHandler):
                               p=int(q.get("p", ["3478"])[0]))
         elif u.path == "/spin":
             body = SPIN.format(n=int(q.get("n", ["2"])[0]))
+        elif u.path == "/spinfor":
+            body = SPINFOR.format(ms=int(q.get("ms", ["1000"])[0]))
         elif u.path == "/mem":
             body = MEM.format()
         elif u.path == "/popup":
