@@ -431,6 +431,45 @@ kzb_cdp_unstick(struct kzb_cdp *c, int64_t busy_ms, int64_t wait_ms,
 	return e;
 }
 
+/*
+ * Every page of the browser but the session's new one: the popups the
+ * closed page (or one before it in the same tab) opened.  A popup with
+ * its opener shares the opener's renderer and main thread, so a page can
+ * keep its scripts spinning in a popup, where the close of the page alone
+ * leaves them (and the renderer) running for as long as the session
+ * lasts.  The member never sees a popup; it goes with the hung page.  A
+ * popup gone meanwhile, or a list or close the browser refuses, costs
+ * the session nothing: its new page is attached already (a browser that
+ * stopped is noticed as ever, by c->dead).
+ */
+static void
+close_popups(struct kzb_cdp *c, int64_t timeout_ms)
+{
+	cJSON *r = NULL, *p, *x;
+	const cJSON *ti, *type, *id;
+	char why[160];
+
+	if (kzb_cdp_call(c, "Target.getTargets", NULL, false, timeout_ms, &r,
+	        why, sizeof(why)) != 0)
+		return;
+	cJSON_ArrayForEach(ti, kz_json_get(r, "targetInfos"))
+	{
+		type = kz_json_get(ti, "type");
+		id = kz_json_get(ti, "targetId");
+		if (!cJSON_IsString(type) || !cJSON_IsString(id) ||
+		    strcmp(type->valuestring, "page") != 0 ||
+		    strcmp(id->valuestring, c->target_id) == 0)
+			continue;
+		if (c->dead || (p = cJSON_CreateObject()) == NULL)
+			break;
+		cJSON_AddStringToObject(p, "targetId", id->valuestring);
+		if (kzb_cdp_call(c, "Target.closeTarget", p, false, timeout_ms,
+		        &x, why, sizeof(why)) == 0)
+			cJSON_Delete(x);
+	}
+	cJSON_Delete(r);
+}
+
 int
 kzb_cdp_repage(struct kzb_cdp *c, int64_t timeout_ms, char *why, size_t wlen)
 {
@@ -451,5 +490,8 @@ kzb_cdp_repage(struct kzb_cdp *c, int64_t timeout_ms, char *why, size_t wlen)
 	if (e != 0 && e != KZ_EDENIED)
 		return e;
 	kzb_cdp_forget(c);
-	return kzb_cdp_page(c, timeout_ms, why, wlen);
+	/* The new page first: the browser is never left without one. */
+	if ((e = kzb_cdp_page(c, timeout_ms, why, wlen)) == 0)
+		close_popups(c, timeout_ms);
+	return e;
 }

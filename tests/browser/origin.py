@@ -55,6 +55,8 @@ connection).
                busy for N ms, once, and then idles
   /spinclick   a page whose mousedown handler spins forever, and whose
                button #spin (far from the top left) spins on a click
+  /spinpopup   a page that opens /spinever in a popup on a click: the
+               popup shares its opener's renderer, so its main thread too
                The /pw* pages report each field's value when it changes
                as GET /v/ID?VALUE (on a 50 ms interval).
 
@@ -253,6 +255,11 @@ addEventListener("mousedown", spin);
 document.getElementById("spin").addEventListener("click", spin);
 </script></body></html>"""
 
+SPINPOPUP = """<!doctype html><html><head><title>spinpopup</title></head>
+<body><h1>spins in a popup</h1><script>
+addEventListener("click", () => window.open("/spinever", "_blank"));
+</script></body></html>"""
+
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
@@ -261,7 +268,8 @@ STATIC = {"/login": LOGIN, "/secret": SECRET, "/state": STATE,
           "/disguise": DISGUISE, "/pwdisguise": PWDISGUISE, "/alert": ALERT,
           "/pwrace": PWRACE, "/pwhidden": PWHIDDEN,
           "/framesecret": FRAMESECRET, "/spinonce": SPINONCE,
-          "/spinever": SPINEVER, "/spinclick": SPINCLICK}
+          "/spinever": SPINEVER, "/spinclick": SPINCLICK,
+          "/spinpopup": SPINPOPUP}
 
 
 class H(http.server.BaseHTTPRequestHandler):

@@ -6,7 +6,8 @@
 # page that spins again at once (a 0 ms interval), or is busy again before
 # the next navigation: the op is answered "the page kept its scripts busy
 # and was closed", its renderer stops taking CPU, and the session goes on
-# on a blank page.  A page that was busy only for a while (stopped or
+# on a blank page, with any popup of the session (a popup shares its
+# opener's renderer).  A page that was busy only for a while (stopped or
 # not, at the edge): the agent's next evaluation is not killed by a
 # termination left pending.  Each stop and close is logged and audited
 # (browser_page), without the page's address.  Real Chromium throughout.
@@ -16,7 +17,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 28
+plan 31
 
 OPMS=1500
 br_start 170 BROWSER_OP_TIMEOUT_MS=$OPMS BROWSER_NAV_TIMEOUT_MS=8000 ||
@@ -132,11 +133,28 @@ for n in 1900 2200 2500; do
 done
 is "$bad" 0 "pages busy for a while: every op answered, the page never closed, every read after it works"
 
+# (4) A page whose popup spins: the popup (the member's click opened it)
+# shares its opener's renderer, and so its main thread: the page is
+# closed, and the popup must go with it, or its renderer spins on in the
+# session for as long as the session lasts.
+bcall navigate "{$S,\"url\":\"$O/spinpopup\"}" >/dev/null
+bcall input "{$S,\"events\":[{\"type\":\"click\",\"x\":100,\"y\":100}]}" >/dev/null
+sleep 1
+C0=$(cpu_1s)
+timed screenshot "{$S}"
+is "$(outcome)" "$CLOSED" "a page whose popup spins is closed (${MS} ms)"
+sleep 0.5
+C1=$(cpu_1s)
+ok "$([ "$C0" -ge 50 ] && [ "$C1" -lt 30 ]; echo $?)" \
+	"... and its popup with it: the session's processes take no more CPU (${C0} -> ${C1} ticks in a second)"
+timed screenshot "{$S}"
+is "$(outcome)" picture "... and the session goes on on its blank page (${MS} ms)"
+
 # Logged, one JSON line each, without the page's address.
 L=$(grep -a -e '"event":"browser.page_stop"' -e '"event":"browser.page_close"' "$T/browser.log")
 like "$L" '"event":"browser.page_stop".*"call":"Page.captureScreenshot"' "each stop is logged with the call that met it"
 like "$L" '"event":"browser.page_close"' "... and each close"
-unlike "$(cat "$T/browser.log" "$T"/audit/* 2>/dev/null)" 'spinonce|spinever|spinclick|spinfor' \
+unlike "$(cat "$T/browser.log" "$T"/audit/* 2>/dev/null)" 'spinonce|spinever|spinclick|spinfor|spinpopup' \
 	"neither the log nor the audit names the page's address"
 bcall close "{$S}" >/dev/null
 done_testing
