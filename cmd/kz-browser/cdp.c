@@ -396,7 +396,7 @@ await_id(struct kzb_cdp *c, int64_t id, int64_t deadline, cJSON **late,
  */
 int
 kzb_cdp_unstick(struct kzb_cdp *c, int64_t busy_ms, int64_t wait_ms,
-    bool *stopped, cJSON **late, char *why, size_t wlen)
+    bool may_stop, bool *stopped, cJSON **late, char *why, size_t wlen)
 {
 	int64_t id;
 	int e;
@@ -407,7 +407,7 @@ kzb_cdp_unstick(struct kzb_cdp *c, int64_t busy_ms, int64_t wait_ms,
 		e = KZ_EUNAVAIL;
 	else
 		e = await_id(c, id, kz_now_ms() + busy_ms, late, why, wlen);
-	if (e == KZ_ETIMEDOUT) {
+	if (e == KZ_ETIMEDOUT && may_stop) {
 		*stopped = true;
 		if (send_to(c, c->target_sid, "Runtime.terminateExecution",
 		        NULL) == 0 ||

@@ -61,26 +61,28 @@ close_page(const struct kzb_conf *c, struct kzb_session *s, const char *method,
 	return KZ_ETIMEDOUT;
 }
 
-/* After a page call timed out: 0 (the page answers again; *late, if not
- * NULL, may hold the call's answer), or the call's error and its reason
- * in why. */
+/*
+ * After a page call timed out: 0 (the page answers again; *late, if not
+ * NULL, may hold the call's answer; *now says its scripts were stopped
+ * for it), or the call's error and its reason in why.  A page is probed
+ * before anything is done to it, every time: one that answers was slow,
+ * not busy, and is left alone.  A busy page is stopped once; busy again
+ * before the next navigation, it is closed.
+ */
 static int
 rescue(const struct kzb_conf *c, struct kzb_session *s, const char *method,
-    cJSON **late, char *why, size_t wlen)
+    cJSON **late, bool *now, char *why, size_t wlen)
 {
 	cJSON *got = NULL;
-	bool stopped;
 	int e;
 
-	if (s->page_stopped)
-		return close_page(c, s, method, why, wlen);
-	e = kzb_cdp_unstick(&s->cdp, BUSY_MS, STOP_WAIT_MS, &stopped, &got, why,
-	    wlen);
+	e = kzb_cdp_unstick(&s->cdp, BUSY_MS, STOP_WAIT_MS, !s->page_stopped,
+	    now, &got, why, wlen);
 	if (e == KZ_ETIMEDOUT)
 		return close_page(c, s, method, why, wlen);
 	if (e != 0)
 		return e;
-	if (stopped) {
+	if (*now) {
 		s->page_stopped = true;
 		record(c, s, "browser.page_stop", "stopped", method,
 		    "the page kept its scripts busy; they were stopped");
@@ -96,11 +98,10 @@ rescue(const struct kzb_conf *c, struct kzb_session *s, const char *method,
  * whose scripts were just stopped (rescue) says so; one that was not
  * busy was slow for another reason. */
 static int
-no_answer(const struct kzb_session *s, char *why, size_t wlen)
+no_answer(bool now, char *why, size_t wlen)
 {
 	kz_why(why, wlen, "%s",
-	    s->page_stopped ? KZB_PAGE_STOPPED :
-	                      "the browser did not answer in time");
+	    now ? KZB_PAGE_STOPPED : "the browser did not answer in time");
 	return KZ_ETIMEDOUT;
 }
 
@@ -110,23 +111,23 @@ kzb_page_call(const struct kzb_conf *c, struct kzb_session *s,
     char *why, size_t wlen)
 {
 	cJSON *late = NULL;
+	bool now = false;
 	int e;
 
 	e = kzb_cdp_call(&s->cdp, method, params, true, timeout_ms, result, why,
 	    wlen);
 	if (e != KZ_ETIMEDOUT)
 		return e;
-	if ((e = rescue(c, s, method, &late, why, wlen)) != 0)
+	if ((e = rescue(c, s, method, &late, &now, why, wlen)) != 0)
 		return e;
 	if (late == NULL)
-		return no_answer(s, why, wlen);
+		return no_answer(now, why, wlen);
 	/* A call whose own script the termination ended with the page's
 	 * (the agent's click set off a handler that spins) is answered with
 	 * an error ("Execution was terminated"): the stop is its answer,
 	 * not a browser that refused the call. */
-	if ((e = kzb_cdp_answer(late, result, why, wlen)) == KZ_EDENIED &&
-	    s->page_stopped)
-		return no_answer(s, why, wlen);
+	if ((e = kzb_cdp_answer(late, result, why, wlen)) == KZ_EDENIED && now)
+		return no_answer(now, why, wlen);
 	return e;
 }
 
@@ -134,15 +135,16 @@ int
 kzb_page_wait(const struct kzb_conf *c, struct kzb_session *s,
     const char *method, int64_t timeout_ms, char *why, size_t wlen)
 {
+	bool now = false;
 	int e;
 
 	if ((e = kzb_cdp_wait(&s->cdp, method, timeout_ms, why, wlen)) !=
 	    KZ_ETIMEDOUT)
 		return e;
-	if ((e = rescue(c, s, method, NULL, why, wlen)) != 0)
+	if ((e = rescue(c, s, method, NULL, &now, why, wlen)) != 0)
 		return e;
 	/* A load held by a script finishes once the script is stopped. */
 	if (kzb_cdp_wait(&s->cdp, method, BUSY_MS, why, wlen) == 0)
 		return 0;
-	return no_answer(s, why, wlen);
+	return no_answer(now, why, wlen);
 }

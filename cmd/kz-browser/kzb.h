@@ -106,14 +106,14 @@ KZ_WUR int kzb_cdp_page(struct kzb_cdp *c, int64_t timeout_ms, char *why,
     size_t wlen);
 /*
  * After a page call timed out: whether the page's main thread answers
- * again, its scripts terminated if it does not within busy_ms.  0 when it
- * answers (within busy_ms, or within wait_ms of the termination: *stopped
- * says which); KZ_ETIMEDOUT when it still does not.  The timed-out call's
- * answer, if it came meanwhile, is in *late (malloc'd, for
+ * again, its scripts terminated (if may_stop) if it does not within
+ * busy_ms.  0 when it answers (within busy_ms, or within wait_ms of the
+ * termination: *stopped says which); KZ_ETIMEDOUT when it still does not.  The
+ * timed-out call's answer, if it came meanwhile, is in *late (malloc'd, for
  * kzb_cdp_answer).
  */
 KZ_WUR int kzb_cdp_unstick(struct kzb_cdp *c, int64_t busy_ms, int64_t wait_ms,
-    bool *stopped, cJSON **late, char *why, size_t wlen);
+    bool may_stop, bool *stopped, cJSON **late, char *why, size_t wlen);
 /* A call's answer m (consumed) as kzb_cdp_call gives it. */
 KZ_WUR int kzb_cdp_answer(cJSON *m, cJSON **result, char *why, size_t wlen);
 /* Closes the page target and attaches a new blank one in its place. */
