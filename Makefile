@@ -157,7 +157,7 @@ $(ARCHIVER): cmd/kz-sandbox/tar/kz-sandbox-tar.c
 $(GVLOADER): $(GVLOADER_SRC) $(wildcard cmd/kz-sandbox/*.h lib/*.h)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -ffunction-sections -fdata-sections \
-		-Ilib -Icmd/kz-sandbox $(PKG_CFLAGS) -static-pie -Wl,--gc-sections,-z,relro,-z,now \
+		-Ilib -Icmd/kz-sandbox $(PKG_CFLAGS) -pthread -static-pie -Wl,--gc-sections,-z,relro,-z,now \
 		-o $@ $(GVLOADER_SRC)
 
 # The preload object for code under gvisor (kz-sandbox(8)): libc alone, no

@@ -170,8 +170,8 @@ session_net(const struct sbx_worker *w, const char *path, char *grant,
 	char why[160];
 	int rfd = -1;
 
-	if (sbx_relay_listen((int)w->c->relay_port, &rfd, why, sizeof(why)) !=
-	        0 ||
+	if (sbx_relay_listen(w->c, (int)w->c->relay_port, &rfd, why,
+	        sizeof(why)) != 0 ||
 	    kz_sock_listen(path, 1, lfd, why, sizeof(why)) != 0) {
 		if (rfd >= 0)
 			close(rfd);

@@ -194,7 +194,7 @@ sbx_forward_start(const struct sbx_conf *c, const char *token, char *why,
 	if (c->broker_sock[0] == '\0' || token == NULL || *token == '\0' ||
 	    strlen(token) > SBX_BROKER_TOKEN_MAX)
 		return 0;
-	if (sbx_relay_listen((int)c->broker_port, &lfd, why, wlen) != 0)
+	if (sbx_relay_listen(c, (int)c->broker_port, &lfd, why, wlen) != 0)
 		return -1;
 	if ((pid = fork()) < 0) {
 		kz_why(why, wlen, "broker forward: fork: %s", strerror(errno));

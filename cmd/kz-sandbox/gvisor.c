@@ -238,12 +238,6 @@ mounts(const struct sbx_conf *c, const char *rootfs, const char *filter)
 	return a;
 }
 
-bool
-sbx_gv_host_net(const struct sbx_conf *c)
-{
-	return c->egress_sock[0] != '\0' || c->broker_sock[0] != '\0';
-}
-
 /*
  * The gofer's user namespace, which runsc makes inside its own (ns.c,
  * gv_maps) from these maps: root is runsc's (SANDBOX_GVISOR_UID, or the
@@ -270,9 +264,8 @@ add_idmap(cJSON *l, const char *name, int64_t id)
 	return a != NULL;
 }
 
-/* No network namespace under --network=host: the code uses the worker's,
- * which holds the loopback, the relay and the broker forward on it, and
- * nothing else. */
+/* A network namespace of gVisor's own, always (runsc --network=none):
+ * its loopback holds only what the loader listens on (gvisor_net.c). */
 static cJSON *
 linux_part(const struct sbx_conf *c)
 {
@@ -283,8 +276,6 @@ linux_part(const struct sbx_conf *c)
 	if (l == NULL || (a = cJSON_AddArrayToObject(l, "namespaces")) == NULL)
 		goto bad;
 	for (int i = 0; ns[i] != NULL; i++) {
-		if (strcmp(ns[i], "network") == 0 && sbx_gv_host_net(c))
-			continue;
 		if ((o = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(a, o) ||
 		    cJSON_AddStringToObject(o, "type", ns[i]) == NULL)

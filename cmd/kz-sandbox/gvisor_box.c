@@ -45,7 +45,7 @@ cwd_ok(const struct sbx_worker *w, const char *cwd)
 /* runsc's command line for the next boot, a container id of its own each
  * (the code process executes it; it shares the init's memory until
  * then). */
-static char gv_arg[5][SBX_PBUF];
+static char gv_arg[4][SBX_PBUF];
 static char *gv_argv[16];
 static unsigned long gv_runs;
 
@@ -56,15 +56,16 @@ gv_cmdline(const struct sbx_conf *c)
 
 	memcpy(gv_arg[0], "--root=", 8);
 	(void)!sbx_gv_dir(c, "root", gv_arg[0] + 7, SBX_PBUF - 7);
-	snprintf(gv_arg[1], SBX_PBUF, "--network=%s",
-	    sbx_gv_host_net(c) ? "host" : "none");
-	snprintf(gv_arg[2], SBX_PBUF, "--platform=%s", c->gv_platform);
-	(void)!sbx_gv_dir(c, "bundle", gv_arg[3], SBX_PBUF);
-	snprintf(gv_arg[4], SBX_PBUF, "kz-%lu", ++gv_runs);
+	snprintf(gv_arg[1], SBX_PBUF, "--platform=%s", c->gv_platform);
+	(void)!sbx_gv_dir(c, "bundle", gv_arg[2], SBX_PBUF);
+	snprintf(gv_arg[3], SBX_PBUF, "kz-%lu", ++gv_runs);
 	gv_argv[n++] = (char *)c->runsc;
 	gv_argv[n++] = gv_arg[0];
+	/* gVisor's own network stack, always: the code reaches the relay
+	 * and the broker forward through the loader (gvisor_net.c), and
+	 * no host network at all. */
+	gv_argv[n++] = "--network=none";
 	gv_argv[n++] = gv_arg[1];
-	gv_argv[n++] = gv_arg[2];
 	/* The run cgroup, which the code process joins before it executes
 	 * runsc, holds and limits the whole sandbox. */
 	gv_argv[n++] = "--ignore-cgroups";
@@ -73,8 +74,8 @@ gv_cmdline(const struct sbx_conf *c)
 	gv_argv[n++] = "--overlay2=none";
 	gv_argv[n++] = "run";
 	gv_argv[n++] = "--bundle";
+	gv_argv[n++] = gv_arg[2];
 	gv_argv[n++] = gv_arg[3];
-	gv_argv[n++] = gv_arg[4];
 	gv_argv[n] = NULL;
 }
 
@@ -196,6 +197,12 @@ boot_prepare(struct sbx_worker *w, int *sfd, int *logfd, char *why, size_t wlen)
 	}
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
 	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	/* No sandbox boots without its way to the relay and the forward:
+	 * never one with the host's network instead. */
+	if ((r = sbx_gv_net_boot(w->c, sv[0], why, wlen)) != 0) {
+		close(sv[0]), close(sv[1]), close(*logfd);
+		return r;
+	}
 	gv.ctl = sv[0], gv.ready = false;
 	*sfd = sv[1];
 	return 0;
@@ -267,6 +274,7 @@ sbx_gv_reaped(pid_t pid)
 	if (gv.ctl >= 0)
 		close(gv.ctl);
 	gv.ctl = -1;
+	sbx_gv_net_close();
 	return true;
 }
 
@@ -324,6 +332,7 @@ gv_boot(struct sbx_worker *w, char *stack, int rep, char *why, size_t wlen)
 		snprintf(why, wlen, "fork: %s", strerror(errno));
 		close(gv.ctl);
 		gv.ctl = -1;
+		sbx_gv_net_close();
 		return -1;
 	}
 	gv.pid = pid;

@@ -249,13 +249,15 @@ zygote(struct sbx_worker *w, int sock)
 	(void)setpriority(PRIO_PROCESS, 0, 0);
 	sbx_msg_report(sock, REP_READY, 0, NULL, NULL);
 	for (;;) {
-		struct pollfd p[3] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0},
-		    {sbx_gv_ctl(), POLLIN, 0}};
+		struct pollfd p[4] = {{sock, POLLIN, 0}, {sfd, POLLIN, 0},
+		    {sbx_gv_ctl(), POLLIN, 0}, {sbx_gv_net(), POLLIN, 0}};
 		struct signalfd_siginfo si;
 		struct sbx_job j;
 
-		if (poll(p, 3, -1) < 0)
+		if (poll(p, 4, -1) < 0)
 			continue;
+		if (p[3].revents)
+			sbx_gv_net_serve();
 		/* The sandbox's answer first: a run it ended is reported with
 		 * the code's status, even if runsc is reaped in the same turn.
 		 */

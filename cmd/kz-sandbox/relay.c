@@ -17,11 +17,13 @@
 #include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
 #include "sbx.h"
+#include "sbx_gvisor.h"
 #include "kz_io.h"
 #include "banned.h"
 
@@ -143,18 +145,34 @@ sbx_relay_head(const char *in, size_t inlen, const char *grant, char *out,
 	return 0;
 }
 
+/*
+ * Under native the code shares the worker's loopback, and the relay (or
+ * the forward) listens there.  Under gvisor the code has gVisor's network
+ * only, and the loader listens on its loopback for it; the listener here
+ * is then an abstract Unix socket of the worker's network namespace, which
+ * the run init connects to for the loader (gvisor_net.c): no TCP port of
+ * the host's is open for anything.
+ */
 int
-sbx_relay_listen(int port, int *fd, char *why, size_t wlen)
+sbx_relay_listen(const struct sbx_conf *c, int port, int *fd, char *why,
+    size_t wlen)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET,
 	    .sin_port = htons((uint16_t)port),
 	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_un su;
+	bool gv = sbx_gvisor(c);
+	socklen_t len = gv ? sbx_gv_lo_addr(port, &su) : sizeof(sa);
+	struct sockaddr *a = gv ? (struct sockaddr *)&su :
+	                          (struct sockaddr *)&sa;
 	int s, one = 1;
 
-	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(s, 64) < 0) {
+	if ((s = socket(gv ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+	         0)) < 0 ||
+	    (!gv &&
+	        setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) <
+	            0) ||
+	    bind(s, a, len) < 0 || listen(s, 64) < 0) {
 		kz_why(why, wlen, "relay: cannot listen on loopback: %s",
 		    strerror(errno));
 		if (s >= 0)

@@ -378,7 +378,7 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 		char why[192];
 		int lfd;
 
-		if (sbx_relay_listen((int)w->c->relay_port, &lfd, why,
+		if (sbx_relay_listen(w->c, (int)w->c->relay_port, &lfd, why,
 		        sizeof(why)) != 0) {
 			setup_fail(rs, "relay", why);
 			return 0;

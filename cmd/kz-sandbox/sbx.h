@@ -296,7 +296,8 @@ void sbx_pump(int a, int b);
  * grant.  KZ_EPROTO for anything else. */
 KZ_WUR int sbx_relay_head(const char *in, size_t inlen, const char *grant,
     char *out, size_t outcap, size_t *outlen);
-KZ_WUR int sbx_relay_listen(int port, int *fd, char *why, size_t wlen);
+KZ_WUR int sbx_relay_listen(const struct sbx_conf *c, int port, int *fd,
+    char *why, size_t wlen);
 /* netif.c: the browser's one interface besides loopback, which WebRTC
  * needs to gather at all; it routes nowhere. */
 KZ_WUR int sbx_webrtc_if(char *why, size_t wlen);

@@ -7,6 +7,8 @@
 #ifndef SBX_GVISOR_H
 #define SBX_GVISOR_H
 
+#include <sys/socket.h>
+
 #include "sbx.h"
 
 /*
@@ -15,10 +17,6 @@
  * <SANDBOX_STATE_DIR>/<id>.runsc (a host directory the agent makes).
  */
 KZ_WUR bool sbx_gvisor(const struct sbx_conf *c);
-/* Whether the code uses the worker's network namespace (runsc
- * --network=host): with an egress relay or a broker forward, both on the
- * worker's loopback, which holds nothing else. */
-KZ_WUR bool sbx_gv_host_net(const struct sbx_conf *c);
 /* <state>/<id>.runsc[/leaf]; KZ_ETOOBIG. */
 KZ_WUR int sbx_gv_dir(const struct sbx_conf *c, const char *leaf, char *buf,
     size_t len);
@@ -59,6 +57,47 @@ KZ_WUR bool sbx_gv_take(int sock);
 bool sbx_gv_reaped(pid_t pid);
 KZ_WUR bool sbx_gv_started(void);
 void sbx_gv_log_tail(char *buf, size_t len);
+/*
+ * gvisor_net.c, in the run init: the sandbox's way to the relay and the
+ * broker forward (the code has gVisor's network only).  sbx_gv_net_boot
+ * makes the pair the loader asks for connections over and queues its
+ * end, with the ports it may ask for, as the first message on the
+ * control socket; sbx_gv_net is the init's end to poll (-1: none), and
+ * sbx_gv_net_serve answers one request, with a connection to that
+ * port's listener or an error; sbx_gv_net_close forgets the pair.
+ * sbx_gv_lo_addr is the abstract Unix address the relay and the forward
+ * listen on under gvisor, by port, in the worker's network namespace.
+ */
+KZ_WUR int sbx_gv_net_boot(const struct sbx_conf *c, int ctl, char *why,
+    size_t wlen);
+int sbx_gv_net(void);
+void sbx_gv_net_serve(void);
+void sbx_gv_net_close(void);
+struct sockaddr_un;
+socklen_t sbx_gv_lo_addr(int port, struct sockaddr_un *sa);
+#define SBX_GV_LO_NAME "kz-sandbox.lo.%d"
+/* The messages on that pair: the init's hello (on the control socket,
+ * with the pair's sandbox end, unless no port is set), then requests from
+ * the loader and answers from the init, each answer carrying the
+ * connected socket when err is 0. */
+#define SBX_GV_NET_PORTS 2 /* the relay's, the broker forward's */
+struct sbx_gv_hello {
+	char magic[4];
+	uint16_t port[SBX_GV_NET_PORTS]; /* 0: none */
+};
+struct sbx_gv_net_req {
+	uint32_t id;
+	uint16_t port;
+};
+struct sbx_gv_net_ans {
+	uint32_t id;
+	int32_t err; /* 0, or an errno value */
+};
+/* Inside the sandbox: the loader's forwarder (gvloader/gvisor_fwd.c),
+ * started before the loader says it is ready, from the hello on ctl;
+ * why names what failed. */
+KZ_WUR int sbx_gv_fwd_start(int ctl, char *why, size_t wlen);
+
 /* In the agent, between runs: has a served worker's init boot the next
  * lease's sandbox (SANDBOX_GVISOR_PREBOOT). */
 void sbx_gv_preboot(struct sbx_worker *w);

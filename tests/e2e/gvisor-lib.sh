@@ -33,8 +33,8 @@ gv_release() {
 	exec {fd}>&-
 	for i in $(seq 100); do grep -q '^alive' "$T/$1.out" && return; sleep 0.1; done
 }
-# gv_egress: a stand-in for kz-egress's socket, $T/egress.sock (a runsc
-# that has one runs --network=host), and the grant file $T/grant.
+# gv_egress: a stand-in for kz-egress's socket, $T/egress.sock (the
+# loader then forwards the relay's port), and the grant file $T/grant.
 gv_egress() {
 	python3 -c 'import socket,sys,time
 s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4); time.sleep(120)' \

@@ -5,8 +5,8 @@
 # the host would share; so a host process running as nobody, or as another
 # worker's uid (what another tenant's Sentry is), cannot signal it, and no
 # two workers share the kernel's per-uid counts.  runsc and its gofer hold
-# capabilities only in runsc's user namespace, not in the host's (under
-# --network=host the Sentry too), and the code's files on the host are
+# capabilities only in runsc's user namespace, not in the host's, and the
+# code's files on the host are
 # still the sandbox uid's.
 # e2e: alone (gVisor on the ptrace platform takes what CPU there is)
 . "$(dirname "$0")/lib.sh"
@@ -65,10 +65,9 @@ isnt_host() {
 t "runsc runs in a user namespace of its own, not the host's" isnt_host "$ra"
 t "so does the gofer (uid $(uids "$ga" | cut -d' ' -f1), not nobody)" \
 	eval 'isnt_host "$ga" && [ "$(uids "$ga" | cut -d" " -f1)" != 65534 ]'
-# Under --network=host (an egress socket) runsc keeps the Sentry in its
-# user namespace: its capabilities (CAP_KILL, CAP_SETUID...) hold there
-# only.
-t "with an egress socket (--network=host), the Sentry holds no capability on the host either" \
+# With an egress socket, too, the Sentry is in runsc's user namespace
+# (gVisor's own network stack: runsc has --network=none either way).
+t "with an egress socket, the Sentry is not in the host's user namespace either" \
 	isnt_host "$sc"
 # The code's files on the host are still the sandbox uid's.
 own=$(stat -c '%u:%g' "/proc/$ra/root$T/a"/run-*/root/workspace/f \

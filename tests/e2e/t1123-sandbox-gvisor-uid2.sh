@@ -1,8 +1,8 @@
 #!/bin/bash
 # Under gvisor with SANDBOX_GVISOR_UID (the worker's second host uid), no
 # process of a sandbox is the host's root: runsc and its gofer run as the
-# second uid, the Sentry and its stubs as SANDBOX_UID with --network=none
-# and as the second uid under --network=host (an egress socket).  A host
+# second uid, the Sentry and its stubs as SANDBOX_UID, with an egress
+# socket too (runsc always has --network=none).  A host
 # root process cannot be signalled by any of them (the kernel compares
 # uids: none is 0), root's files give them no owner's rights, and the
 # code's files on the host are still SANDBOX_UID's.  Files of the host's
@@ -64,15 +64,16 @@ t "both sandboxes are up (Sentries ${sa:-none} ${sc:-none})" \
 	test -n "$sa" -a -n "$sc" -a -n "$ra" -a -n "$ga" -a -n "$rc" -a -n "$gc"
 diag "a: $(echo $pa) c: $(echo $pc)"
 t "with --network=none, no process of the sandbox is host uid or gid 0" rootless $pa
-t "with an egress socket (--network=host), none is either" rootless $pc
+t "with an egress socket, none is either" rootless $pc
 is "$(uids "$ra");$(uids "$ga")" "$GA $GA $GA $GA;$GA $GA $GA $GA" \
 	"runsc and the gofer run as the worker's second uid"
 is "$(gids "$ga" | cut -d' ' -f1)" "$GA" "the gofer with its second gid"
 is "$(uids "$sa")" "$UA $UA $UA $UA" "with --network=none the Sentry runs as SANDBOX_UID"
 stubs=$(ps -o uid= --ppid "$sa" | sort -u | tr -d ' \n')
 is "${stubs:-none}" "$UA" "and so do its stub processes"
-is "$(uids "$sc")" "$GC $GC $GC $GC" "with --network=host the Sentry runs as the second uid"
-is "$(uidset $pc)" "$GC $GC $GC $GC;" "every process of that sandbox is the second uid"
+is "$(uids "$sc")" "$UC $UC $UC $UC" "with an egress socket, too, the Sentry runs as SANDBOX_UID"
+is "$(uidset $pc)" "$(printf '%s\n' "$GC $GC $GC $GC" "$UC $UC $UC $UC" | sort -u | tr '\n' ';')" \
+	"every process of that sandbox is the second uid or SANDBOX_UID"
 own=$(stat -c '%u:%g' "/proc/$ra/root$T/a"/run-*/root/workspace/f \
 	"/proc/$ra/root$T/a"/run-*/root/tmp/f "/proc/$ra/root$T/a"/run-*/root/dev/shm/f \
 	2>&1 | sort -u | tr '\n' ' ')

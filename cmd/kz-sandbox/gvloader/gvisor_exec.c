@@ -66,8 +66,14 @@ gv_ids(uid_t uid, gid_t gid, char *why, size_t wlen)
 	struct __user_cap_data_struct d[2];
 	uid_t ru, eu, su;
 
-	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
-	    setresuid(uid, uid, uid) < 0) {
+	/* The system calls themselves, not libc's wrappers: this process
+	 * shares the loader's memory (job_spawn), and with the forwarder's
+	 * thread there libc would change the ids of every thread it knows,
+	 * that is the loader's, by signalling them, as posix_spawn's child
+	 * does not either. */
+	if (syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+	    syscall(SYS_setresuid, uid, uid, uid) < 0) {
 		kz_why(why, wlen, "capabilities: change id: %s",
 		    strerror(errno));
 		return KZ_ESYS;
@@ -266,6 +272,12 @@ sbx_gv_serve(const char *uid, const char *gid)
 	    (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
 		fprintf(stderr, "kz-sandbox: gvisor: serve: %s\n",
 		    strerror(errno));
+		return 127;
+	}
+	/* The way to the relay and the broker forward, or no sandbox: the
+	 * run fails at its start, quoting this line of runsc's log. */
+	if (sbx_gv_fwd_start(ctl, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kz-gvisor-loader: %s\n", why);
 		return 127;
 	}
 	for (int i = 0; i < 3; i++)

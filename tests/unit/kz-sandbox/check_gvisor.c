@@ -208,8 +208,8 @@ has_netns(const cJSON *s)
 	return false;
 }
 
-/* No egress: a network namespace of gVisor's own (loopback only); with
- * the relay or the broker forward, the worker's, where they listen. */
+/* A network namespace of gVisor's own (loopback only), with or without
+ * the relay or the broker forward, which the loader forwards to. */
 START_TEST(test_network)
 {
 	struct sbx_conf c;
@@ -220,17 +220,9 @@ START_TEST(test_network)
 	ck_assert(has_netns(s));
 	cJSON_Delete(s);
 	snprintf(c.egress_sock, sizeof(c.egress_sock), "/run/kz/egress.sock");
-	ck_assert_ptr_nonnull(s = spec(&c));
-	ck_assert(!has_netns(s));
-	ck_assert(sbx_gv_host_net(&c));
-	cJSON_Delete(s);
-	/* The broker forward listens there too. */
-	c.egress_sock[0] = '\0';
-	ck_assert(!sbx_gv_host_net(&c));
 	snprintf(c.broker_sock, sizeof(c.broker_sock), "/run/kz/broker.sock");
 	ck_assert_ptr_nonnull(s = spec(&c));
-	ck_assert(!has_netns(s));
-	ck_assert(sbx_gv_host_net(&c));
+	ck_assert(has_netns(s));
 	cJSON_Delete(s);
 }
 END_TEST
@@ -254,7 +246,7 @@ check_idmap(const cJSON *s, const char *name, int64_t id)
 	}
 }
 
-/* The gofer's user namespace (and, under --network=host, the Sentry's):
+/* The gofer's user namespace:
  * made by runsc inside its own, where runsc's nobody is the host's
  * sandbox ids (ns.c), so the sandbox ids are themselves there. */
 START_TEST(test_userns_maps)
