@@ -8,7 +8,8 @@
 # evidence; a passed descriptor reaches the code; runsc missing or failing
 # refuses the worker or the run, naming the step, and nothing runs.
 # What runsc 20221219 gets wrong for ordinary programs works there through
-# kz-gvisor-compat.so (ls -l, stat, a blocking read of a TCP socket).
+# kz-gvisor-compat.so (ls -l, stat); a blocking read of a TCP socket waits,
+# on gVisor's own network stack, without it.
 # e2e: alone (gVisor on the ptrace platform takes what CPU there is)
 . "$(dirname "$0")/lib.sh"
 SB=$BIN/kz-sandbox
@@ -97,11 +98,12 @@ while True:
 _pids="$_pids $!"
 for i in $(seq 50); do [ -s "$T/egress.up" ] && break; sleep 0.05; done
 echo "grant-token" >"$T/grant"
-# The answer comes 0.3 s after the request: runsc 20221219 fails a blocking
-# read(2) or readv(2) of a host TCP socket with EAGAIN until then (recv(2)
-# waits); with the preloaded object they wait, and a non-blocking socket
-# still answers EAGAIN at once.  One run, one request each: recv, cat's
-# read, readv.
+# The answer comes 0.3 s after the request: runsc 20221219 failed a
+# blocking read(2) or readv(2) of a host TCP socket with EAGAIN until then,
+# under --network=host; on gVisor's own stack (the loader forwards to the
+# relay) they wait, with no wrapper of the preloaded object's, and a
+# non-blocking socket still answers EAGAIN at once.  One run, one request
+# each: recv, cat's read, readv.
 out=$(gv --egress-socket "$T/egress.sock" --grant-file "$T/grant" -- /bin/bash -c '
 req="GET http://example.test/ HTTP/1.1\r\nHost: example.test\r\n\r\n"
 python3 -c "import socket

@@ -44,8 +44,8 @@ print(json.dumps(d))' "$1" "${2:-}")
 	printf '%s' "$r" | "$EG_PY" -c 'import json,sys,base64; print(base64.b64decode(json.load(sys.stdin).get("stdout_b64","")).decode())'
 }
 # The answer is read with cat's read(2), under gvisor (t1121) too, where
-# runsc 20221219 would fail it with EAGAIN while no byte has arrived but
-# for the object kz-sandbox preloads there (kz-sandbox(8)).
+# runsc 20221219's host network failed it with EAGAIN while no byte had
+# arrived; gVisor's own stack, which the code now has, waits.
 get() {
 	run "exec 3<>/dev/tcp/127.0.0.1/3128 || exit 9
 printf 'GET http://$1/from-sandbox HTTP/1.1\\r\\nHost: $1\\r\\nConnection: close\\r\\n\\r\\n' >&3
