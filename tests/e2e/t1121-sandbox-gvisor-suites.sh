@@ -59,6 +59,12 @@ for s in $SUITES; do
 				echo "$st $k - $s: $desc"
 			fi
 			;;
+		# A suite that skips itself (a tool it needs is missing) says
+		# so as one skipped check, not as a broken plan.
+		"1..0 # SKIP"*)
+			n=1 seen=1 k=$((k + 1)) _n=$((_n + 1))
+			echo "ok $k - $s # SKIP ${line#1..0 # SKIP }"
+			;;
 		"1.."*) n=${line#1..} ;;
 		# A suite's bail-out ends that suite, not the whole run: its
 		# unreported checks fail below.
