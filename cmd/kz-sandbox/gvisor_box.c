@@ -396,6 +396,8 @@ pid_t
 sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
     char *stack, int sock)
 {
+	/* The message ends with its last field, net, after the npmrc. */
+	const char *net = j->npmrc + strlen(j->npmrc) + 1;
 	char why[192];
 
 	if (!cwd_ok(w, j->cwd))
@@ -406,8 +408,7 @@ sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
 		    "cannot write npm's configuration for the broker");
 	if (!gv_live() && gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
 		return refuse(j, sock, "gvisor", why);
-	if (send_job(j, msg, (size_t)(j->npmrc + strlen(j->npmrc) + 1 - msg)) !=
-	    0) {
+	if (send_job(j, msg, (size_t)(net + strlen(net) + 1 - msg)) != 0) {
 		/* A runsc that failed at once is gone before the job: what it
 		 * said is in its log. */
 		char tail[120];

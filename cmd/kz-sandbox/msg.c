@@ -175,7 +175,7 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 {
 	static char buf[ZMSG_MAX];
 	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
-	char targets[SBX_PASS_MAX * 8] = "";
+	char targets[SBX_PASS_MAX * 8] = "", net[2] = "";
 	struct iovec iov = {buf, 0};
 	struct msghdr mh = {.msg_iov = &iov,
 	    .msg_iovlen = 1,
@@ -200,6 +200,8 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 	}
 	r |= add_str(buf, sizeof(buf), &len, targets);
 	r |= add_str(buf, sizeof(buf), &len, rq->npmrc);
+	net[0] = (char)('0' + (rq->net & (SBX_NET_RELAY | SBX_NET_BROKER)));
+	r |= add_str(buf, sizeof(buf), &len, net);
 	if (r != 0)
 		return KZ_ETOOBIG;
 	iov.iov_len = len;
@@ -216,9 +218,9 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : KZ_ESYS;
 }
 
-/* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0npmrc\0" into the
- * job; targets is a comma-separated list of descriptor numbers, one for
- * each passed descriptor. */
+/* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0npmrc\0net\0" into
+ * the job; targets is a comma-separated list of descriptor numbers, one
+ * for each passed descriptor, and net one digit, the run's SBX_NET_*. */
 int
 sbx_msg_unpack(char *b, size_t n, struct sbx_job *j)
 {
@@ -256,7 +258,11 @@ sbx_msg_unpack(char *b, size_t n, struct sbx_job *j)
 	if ((int)k != j->npass || ++p >= end)
 		return -1;
 	j->npmrc = p;
-	return p + strlen(p) + 1 == end ? 0 : -1;
+	p += strlen(p) + 1;
+	if (p + 2 != end || *p < '0' || *p > '3')
+		return -1;
+	j->net = *p - '0';
+	return 0;
 }
 
 int

@@ -400,6 +400,8 @@ sbx_run(struct sbx_worker *w, struct sbx_req *rq, struct sbx_res *rs)
 	sbx_cg_stats(&w->cg, &before);
 	if (rq->grant != NULL)
 		explicit_bzero(rq->grant, strlen(rq->grant));
+	rq->net = (fwd > 0 ? SBX_NET_BROKER : 0) |
+	    (relay > 0 ? SBX_NET_RELAY : 0);
 	{
 		const int fds[ZFDS] = {io[0][0], io[1][1], io[2][1], rep[1]};
 

@@ -373,7 +373,12 @@ struct sbx_req {
 	int pass_fd[SBX_PASS_MAX]; /* one-shot: the caller's descriptors
 	                            * the code gets at the same numbers */
 	int npass;
+	/* What listens on the sandbox loopback for this run: SBX_NET_*
+	 * (run.c sets it; under gvisor the loader listens for the same). */
+	int net;
 };
+#define SBX_NET_RELAY 1 /* the egress relay (a grant) */
+#define SBX_NET_BROKER 2 /* the broker forward (a token) */
 struct sbx_res {
 	bool setup_failed;
 	char step[64];
@@ -459,6 +464,7 @@ struct sbx_job {
 	int target[SBX_PASS_MAX]; /* their numbers in the code */
 	int npass;
 	const char *npmrc; /* "": none */
+	int net; /* SBX_NET_*: what listens on the loopback for the run */
 };
 /* The setup's descriptors: the agent's pidfd and at most one run cgroup
  * file per hierarchy. */

@@ -97,6 +97,10 @@ struct sbx_gv_net_ans {
  * started before the loader says it is ready, from the hello on ctl;
  * why names what failed. */
 KZ_WUR int sbx_gv_fwd_start(int ctl, char *why, size_t wlen);
+/* Before each run: the forwarder listens at the ports of net (SBX_NET_*,
+ * what listens on the host for the run) and at no other, as the native
+ * loopback has them. */
+KZ_WUR int sbx_gv_fwd_run(int net, char *why, size_t wlen);
 
 /* In the agent, between runs: has a served worker's init boot the next
  * lease's sandbox (SANDBOX_GVISOR_PREBOOT). */

@@ -220,13 +220,16 @@ serve_job(const struct sock_fprog *prog, uid_t uid, gid_t gid,
 {
 	struct report r;
 	struct rusage ru;
+	char why[160];
 	pid_t pid, p;
 	int st = 127 << 8;
 
 	memset(&r, 0, sizeof(r));
 	r.kind = REP_DONE;
-	pid = job_spawn(prog, uid, gid, j);
-	if (pid < 0)
+	if (sbx_gv_fwd_run(j->net, why, sizeof(why)) != 0) {
+		sbx_msg_report(j->fd[3], REP_FAIL, 0, "network", why);
+		pid = -1;
+	} else if ((pid = job_spawn(prog, uid, gid, j)) < 0)
 		sbx_msg_report(j->fd[3], REP_FAIL, 0, "fork", strerror(errno));
 	for (int i = 0; i < ZFDS + j->npass; i++)
 		close(j->fd[i]);

@@ -2,12 +2,13 @@
  * Under gvisor, inside the sandbox: the loader's forwarder, the code's way
  * to the run's egress relay and broker forward.  The code has gVisor's
  * network only (runsc --network=none); on its loopback the forwarder
- * listens at the relay's and the broker forward's ports (those the worker
- * has), and for each connection it accepts it asks the run init, over a
- * socket pair of their own (gvisor_net.c), for a connection to the same
- * port on the host, which arrives as a connected Unix socket, and copies
- * between the two both ways, a half-close passed on as one, until both
- * ways are done, either side fails, or nothing moves for five minutes.
+ * listens at the relay's and the broker forward's ports, those the run
+ * has (sbx_gv_fwd_run), and for each connection it accepts it asks the
+ * run init, over a socket pair of their own (gvisor_net.c), for a
+ * connection to the same port on the host, which arrives as a connected
+ * Unix socket, and copies between the two both ways, a half-close passed
+ * on as one, until both ways are done, either side fails, or nothing
+ * moves for five minutes.
  *
  * It is a thread of the loader, gVisor's pid 1 and root, not a process of
  * its own: the loader kills every other process at the end of each run,
@@ -57,6 +58,7 @@ struct conn {
 
 static struct {
 	int net;
+	int cmd[2]; /* the loader's requests: [0] its end, [1] the thread's */
 	int lfd[SBX_GV_NET_PORTS];
 	uint16_t port[SBX_GV_NET_PORTS];
 	struct conn c[FWD_CONNS];
@@ -241,15 +243,65 @@ conn_step(struct conn *c, const struct pollfd *in, const struct pollfd *host,
 		conn_close(c);
 }
 
+static int listen_port(int port, int *fd, char *why, size_t wlen);
+
+/*
+ * The loader's request before each run: listen at the ports of what
+ * listens for this run on the host (SBX_NET_*: the relay with a grant,
+ * the forward with a token), and at no other, as the native loopback has
+ * them; the answer, 0 or an errno value, once that is so.  Nothing of a
+ * run is left connected by then: the loader killed its processes.
+ */
+static void
+take_cmd(void)
+{
+	char m;
+	int32_t err = 0;
+
+	if (recv(fw.cmd[1], &m, 1, 0) != 1)
+		return;
+	for (int i = 0; i < SBX_GV_NET_PORTS; i++) {
+		bool want = fw.port[i] != 0 && (m & (1 << i)) != 0;
+
+		if (want && fw.lfd[i] < 0 &&
+		    listen_port(fw.port[i], &fw.lfd[i], NULL, 0) != 0)
+			err = errno != 0 ? errno : EIO;
+		if (!want && fw.lfd[i] >= 0) {
+			close(fw.lfd[i]);
+			fw.lfd[i] = -1;
+		}
+	}
+	(void)!send(fw.cmd[1], &err, sizeof(err), MSG_NOSIGNAL);
+}
+
+int
+sbx_gv_fwd_run(int net, char *why, size_t wlen)
+{
+	char m = (char)net;
+	int32_t err = EIO;
+
+	if (fw.net < 0)
+		return net == 0 ? 0 : KZ_EUNAVAIL;
+	if (send(fw.cmd[0], &m, 1, MSG_NOSIGNAL) != 1 ||
+	    recv(fw.cmd[0], &err, sizeof(err), 0) != (ssize_t)sizeof(err) ||
+	    err != 0) {
+		kz_why(why, wlen, "cannot listen for the run: %s",
+		    strerror(err));
+		return KZ_ESYS;
+	}
+	return 0;
+}
+
 static void *
 fwd_loop(void *arg)
 {
-	enum { NP = 1 + SBX_GV_NET_PORTS + 2 * FWD_CONNS };
+	enum { NP = 2 + SBX_GV_NET_PORTS + 2 * FWD_CONNS };
 	struct pollfd p[NP];
 	int nconn;
 
 	(void)arg;
 	for (;;) {
+		p[NP - 1] = (struct pollfd){fw.cmd[1], POLLIN, 0};
 		p[0] = (struct pollfd){fw.net, POLLIN, 0};
 		nconn = 0;
 		for (int k = 0; k < FWD_CONNS; k++) {
@@ -270,6 +322,8 @@ fwd_loop(void *arg)
 			return NULL;
 		if (p[0].revents & POLLIN)
 			take_answer();
+		if (p[NP - 1].revents & POLLIN)
+			take_cmd();
 		for (int i = 0; i < SBX_GV_NET_PORTS; i++)
 			if (p[1 + i].revents & POLLIN)
 				accept_one(i);
@@ -318,14 +372,24 @@ listen_port(int port, int *fd, char *why, size_t wlen)
 	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
-	/* No SO_REUSEADDR or SO_REUSEPORT: the code may not bind the port
-	 * beside it. */
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	int one = 1;
+
+	/* SO_REUSEADDR, for a port whose last run's connections wait out
+	 * their TIME_WAIT: no one may bind it beside a listener all the
+	 * same.  No SO_REUSEPORT, with which the code could. */
+	if (s < 0 ||
+	    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    listen(s, 64) < 0) {
-		kz_why(why, wlen, "network: cannot listen on 127.0.0.1:%d: %s",
-		    port, strerror(errno));
+		int e = errno;
+
+		if (why != NULL)
+			kz_why(why, wlen,
+			    "network: cannot listen on 127.0.0.1:%d: %s", port,
+			    strerror(e));
 		if (s >= 0)
 			close(s);
+		errno = e;
 		return KZ_ESYS;
 	}
 	*fd = s;
@@ -343,10 +407,18 @@ sbx_gv_fwd_start(int ctl, char *why, size_t wlen)
 	for (int k = 0; k < FWD_CONNS; k++)
 		fw.c[k].in = fw.c[k].host = -1;
 	fw.lfd[0] = fw.lfd[1] = -1;
+	fw.cmd[0] = fw.cmd[1] = -1;
 	if ((r = take_hello(ctl, &h, why, wlen)) != 0)
 		return r;
 	if (fw.net < 0)
 		return 0; /* neither relay nor forward: nothing to do */
+	/* Every port is listened at once here, so that a port the sandbox
+	 * cannot have refuses the boot; each run then keeps those of its own
+	 * (sbx_gv_fwd_run). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fw.cmd) < 0) {
+		kz_why(why, wlen, "network: socketpair: %s", strerror(errno));
+		return KZ_ESYS;
+	}
 	for (int i = 0; i < SBX_GV_NET_PORTS; i++) {
 		fw.port[i] = h.port[i];
 		if (h.port[i] != 0 &&

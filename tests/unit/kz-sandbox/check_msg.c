@@ -17,15 +17,23 @@ static const struct {
 	int npass;
 	int ok;
 } jobs[] = {
-    {"a\0\0\0\0\0\0", 7, 0, 0}, /* argv a, no env, top, none, no npmrc */
-    {"a\0b\0\0E=1\0\0d\0\0\0", 14, 0, 0},
+    {"a\0\0\0\0\0\0"
+     "0\0",
+        9, 0, 0}, /* argv a, no env, top, none, no npmrc, no listener */
+    {"a\0b\0\0E=1\0\0d\0\0\0"
+     "3\0",
+        16, 0, 0}, /* the relay and the forward listen */
     {"a\0\0\0\0"
-     "5\0\0",
-        8, 1, 0}, /* one target, 5 */
+     "5\0\0"
+     "0\0",
+        10, 1, 0}, /* one target, 5 */
     {"a\0\0\0\0"
-     "5,7\0\0",
-        10, 2, 0},
-    {"a\0\0\0\0\0rc\0", 9, 0, 0}, /* an npmrc */
+     "5,7\0\0"
+     "0\0",
+        12, 2, 0},
+    {"a\0\0\0\0\0rc\0"
+     "2\0",
+        11, 0, 0}, /* an npmrc, the forward */
     {"", 0, 0, -1}, /* empty */
     {"a", 1, 0, -1}, /* no terminating NUL */
     {"\0\0\0\0", 4, 0, -1}, /* no argv */
@@ -34,23 +42,40 @@ static const struct {
     {"a\0\0\0", 4, 0, -1}, /* no cwd */
     {"a\0\0\0\0", 5, 0, -1}, /* no targets */
     {"a\0\0\0\0\0", 6, 0, -1}, /* no npmrc */
-    {"a\0\0\0\0\0\0x\0", 9, 0, -1}, /* something after it */
+    {"a\0\0\0\0\0\0", 7, 0, -1}, /* no net */
+    {"a\0\0\0\0\0\0"
+     "4\0",
+        9, 0, -1}, /* a net beyond both */
+    {"a\0\0\0\0\0\0"
+     "01\0",
+        10, 0, -1}, /* two digits */
+    {"a\0\0\0\0\0\0\0", 8, 0, -1}, /* an empty net */
+    {"a\0\0\0\0\0\0"
+     "0\0x\0",
+        11, 0, -1}, /* something after it */
     {"a\0\0\0\0"
-     "5\0\0",
-        8, 0, -1}, /* a target too many */
-    {"a\0\0\0\0\0\0", 7, 1, -1}, /* a target too few */
+     "5\0\0"
+     "0\0",
+        10, 0, -1}, /* a target too many */
+    {"a\0\0\0\0\0\0"
+     "0\0",
+        9, 1, -1}, /* a target too few */
     {"a\0\0\0\0"
-     "2\0\0",
-        8, 1, -1}, /* onto stdio */
+     "2\0\0"
+     "0\0",
+        10, 1, -1}, /* onto stdio */
     {"a\0\0\0\0"
-     "1100\0\0",
-        11, 1, -1}, /* above the limit */
+     "1100\0\0"
+     "0\0",
+        13, 1, -1}, /* above the limit */
     {"a\0\0\0\0"
-     "5x\0\0",
-        9, 1, -1},
+     "5x\0\0"
+     "0\0",
+        11, 1, -1},
     {"a\0\0\0\0"
-     ",5\0\0",
-        9, 1, -1},
+     ",5\0\0"
+     "0\0",
+        11, 1, -1},
 };
 
 START_TEST(test_unpack)
@@ -86,6 +111,7 @@ START_TEST(test_roundtrip)
 	rq.argv = argv, rq.cwd = "src";
 	rq.pass_fd[0] = null, rq.npass = 1;
 	snprintf(rq.npmrc, sizeof(rq.npmrc), "registry=x\n");
+	rq.net = SBX_NET_RELAY;
 	ck_assert_int_eq(sbx_msg_job_send(sv[0], &rq, fds), 0);
 	ck_assert_int_eq(sbx_msg_check_send(sv[0]), 0);
 	close(sv[0]);
@@ -100,6 +126,7 @@ START_TEST(test_roundtrip)
 	ck_assert_int_eq(j.npass, 1);
 	ck_assert_int_eq(j.target[0], null);
 	ck_assert_str_eq(j.npmrc, "registry=x\n");
+	ck_assert_int_eq(j.net, SBX_NET_RELAY);
 	for (int i = 0; i < ZFDS + j.npass; i++)
 		close(j.fd[i]);
 	ck_assert_int_eq(sbx_msg_take(sv[1], buf, sizeof(buf), &j), 1);
