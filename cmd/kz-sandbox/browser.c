@@ -53,6 +53,7 @@
 #include "kz_wire.h"
 #include "sbx.h"
 #include "sbx_browser.h"
+#include "sbx_gvisor.h"
 #include "banned.h"
 
 #define BR_MAX 8 /* sessions a worker holds at once */
@@ -151,7 +152,7 @@ sbx_browser_prestart(struct sbx_worker *w)
 	pid_t pid;
 
 	if (!w->c->browser_prestart || !w->serve || pre_alive() ||
-	    access(w->c->browser_bin, X_OK) != 0 ||
+	    sbx_gvisor(w->c) || access(w->c->browser_bin, X_OK) != 0 ||
 	    w->c->egress_sock[0] == '\0')
 		return;
 	if (snprintf(pre_path, sizeof(pre_path), "%s.b%lu", w->c->sock,
@@ -296,6 +297,14 @@ sbx_op_browser(struct sbx_worker *w, const cJSON *req)
 	        sbx_seccomp_build(&w->prog_rtc, true, why, sizeof(why)) != 0))
 		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
 		    "this worker has no filter for WebRTC");
+	/* Chromium runs in namespaces of its own beside the run namespace,
+	 * not in runsc: under gvisor it would run without the layer the
+	 * worker was configured for, so it does not run at all. */
+	if (sbx_gvisor(w->c))
+		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
+		    "this worker runs code under gvisor, and a browser does "
+		    "not "
+		    "run there yet: no session without gVisor's layer");
 	if (access(w->c->browser_bin, X_OK) != 0)
 		return kz_reply_err(req, KZ_WE_UNAVAILABLE,
 		    "no browser is installed on this worker");

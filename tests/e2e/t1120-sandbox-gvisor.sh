@@ -15,7 +15,7 @@
 SB=$BIN/kz-sandbox
 RUNSC=${RUNSC:-/usr/bin/runsc}
 [ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
-plan 59
+plan 60
 export SANDBOX_RUNTIME=gvisor SANDBOX_STATE_DIR=$T/state
 gv() { "$SB" run --timeout 30 --workspace-size 4M "$@"; }
 
@@ -146,6 +146,11 @@ out=$(runw '["/usr/bin/python3","-c","import os\nn=o=0\nfor f in os.listdir(\"/p
 is "$out" "1 0" "the loader holds /dev/null and its control socket only, which the code cannot open (no log to write)"
 is "$(readelf -d "$TOP/libexec/kaizen/kz-gvisor-loader" | grep -c NEEDED)" "0" \
 	"the loader is a static binary: no shared library or preload to map at each boot"
+# A browser session's Chromium does not run in runsc yet: a gvisor worker
+# refuses the op rather than run it without gVisor's layer.
+out=$(call browser '{"grant": "g"}' 2>&1)
+like "$out" '"error": *"unavailable".*runs code under gvisor, and a browser does not run there yet' \
+	"a gvisor worker refuses a browser session (unavailable), never runs Chromium outside gVisor"
 out=$(call run '{"argv": ["/bin/sh","-c","cd /"], "cwd": "nope"}' 2>&1)
 like "$out" 'failed at cwd: the working directory does not exist' "a missing working directory is refused at its step (cwd)"
 out=$(call run '{"argv": ["/no/such/tool"]}' 2>&1)
