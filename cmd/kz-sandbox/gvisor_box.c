@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/openat2.h>
@@ -392,6 +393,33 @@ refuse(const struct sbx_job *j, int sock, const char *step, const char *why)
 	return 0;
 }
 
+/*
+ * The first passed descriptor runsc cannot hand into the sandbox, or -1.
+ * runsc 20221219 imports files, pipes, devices and Unix sockets; any other
+ * socket (TCP, UDP) fails there and takes the whole job message with it,
+ * so the run would wait for its wall clock and say nothing.
+ */
+static int
+not_importable(const struct sbx_job *j)
+{
+	for (int i = 0; i < j->npass; i++) {
+		int fd = j->fd[ZFDS + i], dom = -1;
+		socklen_t len = sizeof(dom);
+		struct stat st;
+
+		if (fstat(fd, &st) < 0)
+			return j->target[i];
+		if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) ||
+		    S_ISCHR(st.st_mode))
+			continue;
+		if (!S_ISSOCK(st.st_mode) ||
+		    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) < 0 ||
+		    dom != AF_UNIX)
+			return j->target[i];
+	}
+	return -1;
+}
+
 pid_t
 sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
     char *stack, int sock)
@@ -399,7 +427,15 @@ sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
 	/* The message ends with its last field, net, after the npmrc. */
 	const char *net = j->npmrc + strlen(j->npmrc) + 1;
 	char why[192];
+	int bad;
 
+	if ((bad = not_importable(j)) >= 0) {
+		snprintf(why, sizeof(why),
+		    "descriptor %d is of a kind gVisor cannot take (a file, "
+		    "pipe, device or Unix socket can be passed)",
+		    bad);
+		return refuse(j, sock, "gvisor", why);
+	}
 	if (!cwd_ok(w, j->cwd))
 		return refuse(j, sock, "cwd",
 		    "the working directory does not exist in the workspace");

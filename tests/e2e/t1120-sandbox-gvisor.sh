@@ -15,7 +15,7 @@
 SB=$BIN/kz-sandbox
 RUNSC=${RUNSC:-/usr/bin/runsc}
 [ -x "$RUNSC" ] || { echo "1..0 # SKIP runsc is not installed (make deps)"; exit 0; }
-plan 60
+plan 62
 export SANDBOX_RUNTIME=gvisor SANDBOX_STATE_DIR=$T/state
 gv() { "$SB" run --timeout 30 --workspace-size 4M "$@"; }
 
@@ -257,4 +257,19 @@ os.write(5, b"through-gvisor\n")
 print(sorted(int(x) for x in os.listdir("/proc/self/fd")))' 5>"$T/passed" 2>&1)
 is "$(cat "$T/passed")" "through-gvisor" "a passed descriptor reaches the code at its number"
 is "$out" "[0, 1, 2, 3, 5]" "the code holds its stdio and the passed descriptor only (3 is listdir's own)"
+# One runsc cannot take (an INET socket) is refused at once, named, where
+# runsc dropped the whole job and the run waited for its wall clock.
+out=$(python3 - "$SB" "$T/ran-udp" <<'EOF'
+import os, socket, subprocess, sys, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+os.dup2(u.fileno(), 5)
+t = time.monotonic()
+r = subprocess.run([sys.argv[1], "run", "--timeout", "20", "--pass-fd", "5", "--",
+    "/bin/sh", "-c", "touch " + sys.argv[2]], pass_fds=(5,), capture_output=True, text=True)
+print(r.returncode, "fast" if time.monotonic() - t < 10 else "slow", r.stderr.strip())
+EOF
+)
+like "$out" '^3 fast .*at gvisor: descriptor 5 is of a kind gVisor cannot take' \
+	"a passed INET socket is refused at once (exit 3), naming the descriptor"
+tnot "and nothing ran" test -e "$T/ran-udp"
 done_testing
