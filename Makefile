@@ -98,9 +98,9 @@ $(1)_MOD := $$(filter-out $(B)/cmd/$(1)/main.o,$$($(1)_OBJ))
 $$($(1)_OBJ): $$(wildcard cmd/$(1)/*.h)
 bin/$(1): $$($(1)_OBJ) $(B)/libkz.a
 	$$(CC) $$(LDFLAGS) $(CFLAGS) -o $$@ $$^ $$(PKG_LIBS) $$($(1)_LIBS)
-$(B)/tests/$(1)/check_%: tests/unit/$(1)/check_%.c $$($(1)_MOD) $(B)/libkz.a
+$(B)/tests/$(1)/check_%: tests/unit/$(1)/check_%.c $$($(1)_MOD) $(B)/libkz.a tests/unit/kz_check.h
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(CFLAGS) -Icmd/$(1) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) $$($(1)_LIBS) $$(CHECK_LIBS)
+	$$(CC) $(CFLAGS) -Icmd/$(1) -Itests/unit $$(LDFLAGS) -o $$@ $$(filter-out %.h,$$^) $$(PKG_LIBS) $$($(1)_LIBS) $$(CHECK_LIBS)
 endef
 $(foreach b,$(BINS),$(eval $(call bin_rule,$(b))))
 
@@ -168,9 +168,9 @@ $(GVCOMPAT): cmd/kz-sandbox/gvcompat/kz-gvisor-compat.c lib/banned.h
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -U_FORTIFY_SOURCE -fstack-protector-strong \
 		-fPIC -fvisibility=hidden -shared -Wl,-z,relro,-z,now -Ilib -o $@ $<
 
-$(B)/tests/check_%: tests/unit/check_%.c $(B)/libkz.a
+$(B)/tests/check_%: tests/unit/check_%.c $(B)/libkz.a tests/unit/kz_check.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(PKG_LIBS) $(CHECK_LIBS)
 
 # (The last line: kz-pkgbroker's tests' local npm registry, verdaccio,
 # pinned with integrity in its own lock, installed without scripts.)

@@ -12,6 +12,7 @@
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_sock.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64], path[128];
@@ -287,8 +288,6 @@ main(void)
 {
 	Suite *s = suite_create("audit client");
 	TCase *tc = tcase_create("audit");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_ack);
@@ -299,9 +298,5 @@ main(void)
 	tcase_add_loop_test(tc, test_ping, 0, 2);
 	tcase_add_test(tc, test_batch);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "kz_cap.h"
+#include "kz_check.h"
 #include "banned.h"
 
 struct row {
@@ -51,16 +52,10 @@ main(void)
 {
 	Suite *s = suite_create("cap");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_cap_table, 0,
 	    sizeof(rows) / sizeof(rows[0]));
 	tcase_add_test(tc, test_cap_set_is_closed);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

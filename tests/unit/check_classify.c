@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "kz_classify.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -118,17 +119,11 @@ main(void)
 {
 	Suite *s = suite_create("classify");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_table, 0,
 	    sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_nul);
 	tcase_add_test(tc, test_file);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

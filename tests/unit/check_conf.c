@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "kz_conf.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const char *const known[] = {"KZ_A", "KZ_B", "KZ_SIZE", "KZ_ON", NULL};
@@ -300,8 +301,6 @@ main(void)
 {
 	Suite *s = suite_create("conf");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_conf_table, 0,
 	    sizeof(ccases) / sizeof(ccases[0]));
@@ -313,9 +312,5 @@ main(void)
 	    sizeof(acases) / sizeof(acases[0]));
 	tcase_add_test(tc, test_conf_sock);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

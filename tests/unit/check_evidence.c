@@ -17,6 +17,7 @@
 
 #include "kz_evidence.h"
 #include "kz_json.h"
+#include "kz_check.h"
 #include "banned.h"
 
 START_TEST(test_procs_only)
@@ -389,8 +390,6 @@ main(void)
 {
 	Suite *s = suite_create("reset-evidence");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_procs_only);
 	tcase_add_test(tc, test_projection_wipe);
@@ -401,9 +400,5 @@ main(void)
 	tcase_add_test(tc, test_cgroup_v2);
 	tcase_add_test(tc, test_cgroup_v1);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -7,6 +7,7 @@
 
 #include "kz_frame.h"
 #include "kz_json.h"
+#include "kz_check.h"
 #include "banned.h"
 
 struct jcase {
@@ -265,8 +266,6 @@ main(void)
 {
 	Suite *s = suite_create("json+frame");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_json_table, 0,
 	    sizeof(jcases) / sizeof(jcases[0]));
@@ -278,9 +277,5 @@ main(void)
 	tcase_add_test(tc, test_frame_encode_to);
 	tcase_add_test(tc, test_inert);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kz_key.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64];
@@ -143,17 +144,11 @@ main(void)
 {
 	Suite *s = suite_create("key");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_key_files);
 	tcase_add_test(tc, test_subkeys_and_hashes);
 	tcase_add_test(tc, test_load_subkey);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

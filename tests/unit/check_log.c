@@ -8,6 +8,7 @@
 
 #include "kz_json.h"
 #include "kz_log.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char *
@@ -82,15 +83,9 @@ main(void)
 {
 	Suite *s = suite_create("log+err");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_line_shape);
 	tcase_add_test(tc, test_err_names);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kz_notify.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64];
@@ -158,8 +159,6 @@ main(void)
 {
 	Suite *s = suite_create("notify");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_path_socket);
 	tcase_add_test(tc, test_abstract_socket);
@@ -168,9 +167,5 @@ main(void)
 	tcase_add_loop_test(tc, test_hostile_values, 0, 6);
 	tcase_add_test(tc, test_gone);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

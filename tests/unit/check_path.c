@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "kz_path.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char base[64], top[96], rootp[128];
@@ -802,11 +803,5 @@ path_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(path_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(path_suite());
 }

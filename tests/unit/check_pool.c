@@ -14,6 +14,7 @@
 #include "kz_json.h"
 #include "kz_pool.h"
 #include "teststore.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define CAP "4"
@@ -832,8 +833,6 @@ main(void)
 {
 	Suite *su = suite_create("pool");
 	TCase *tc = tcase_create("scripts");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_unchecked_fixture(tc, ts_start, ts_stop);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -859,9 +858,5 @@ main(void)
 	tcase_add_test(tc, test_ids_and_paths);
 	tcase_add_test(tc, test_restart_new_epoch);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(su);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kz_proc.h"
+#include "kz_check.h"
 #include "banned.h"
 
 /* A uid no one on a test host runs as. */
@@ -66,15 +67,9 @@ main(void)
 {
 	Suite *s = suite_create("proc");
 	TCase *tc = tcase_create("proc");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_pids);
 	tcase_add_test(tc, test_uid_live);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "kz_signed.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define B64URL sodium_base64_VARIANT_URLSAFE_NO_PADDING
@@ -245,8 +246,6 @@ main(void)
 {
 	Suite *s = suite_create("signed");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_round_trip);
@@ -256,9 +255,5 @@ main(void)
 	tcase_add_test(tc, test_make_limits);
 	tcase_add_test(tc, test_field_key);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

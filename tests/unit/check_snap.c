@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kz_snap.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define DAY_MS (86400LL * 1000)
@@ -614,8 +615,6 @@ main(void)
 {
 	Suite *s = suite_create("snap");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_path);
@@ -636,9 +635,5 @@ main(void)
 	tcase_add_test(tc, test_ledger_garbage_is_rebuilt);
 	tcase_add_test(tc, test_sweep_rewrites_ledger);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

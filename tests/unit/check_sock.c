@@ -29,6 +29,7 @@
 #include "kz_frame.h"
 #include "kz_json.h"
 #include "kz_sock.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define PEER_UID 47190
@@ -307,8 +308,6 @@ main(void)
 {
 	Suite *s = suite_create("sock");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	signal(SIGPIPE, SIG_IGN);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -318,9 +317,5 @@ main(void)
 	tcase_add_test(tc, test_listen_keeps_umask);
 	tcase_add_test(tc, test_connect_waits_out_a_full_backlog);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(s);
 }

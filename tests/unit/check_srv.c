@@ -20,6 +20,7 @@
 #include "kz_json.h"
 #include "kz_sock.h"
 #include "kz_srv.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char path[108];
@@ -651,8 +652,6 @@ main(void)
 {
 	Suite *s = suite_create("srv");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	signal(SIGPIPE, SIG_IGN);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -673,9 +672,5 @@ main(void)
 	tcase_add_loop_test(tc, test_op_standing_table, 0,
 	    sizeof(standings) / sizeof(standings[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

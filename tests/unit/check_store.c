@@ -13,6 +13,7 @@
 #include "kz_io.h"
 #include "kz_store.h"
 #include "teststore.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static struct kz_store *
@@ -528,8 +529,6 @@ main(void)
 {
 	Suite *s = suite_create("store");
 	TCase *tc = tcase_create("blocking"), *ta = tcase_create("async");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_unchecked_fixture(tc, ts_start, ts_stop);
 	tcase_add_checked_fixture(tc, flush, NULL);
@@ -554,9 +553,5 @@ main(void)
 	tcase_add_test(ta, test_async_replica_refused);
 	tcase_add_test(ta, test_auth);
 	suite_add_tcase(s, ta);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

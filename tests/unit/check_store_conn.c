@@ -12,6 +12,7 @@
 
 #include "kz_store.h"
 #include "store_int.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const char *const bad_addr[] = {
@@ -230,8 +231,6 @@ main(void)
 {
 	Suite *s = suite_create("store_conn");
 	TCase *tc = tcase_create("conn");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_addr_bad);
 	tcase_add_test(tc, test_addr_good);
@@ -240,9 +239,5 @@ main(void)
 	tcase_add_test(tc, test_ask);
 	tcase_add_test(tc, test_migrate_delay);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

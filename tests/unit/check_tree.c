@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kz_tree.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64];
@@ -253,8 +254,6 @@ main(void)
 {
 	Suite *s = suite_create("tree");
 	TCase *tc = tcase_create("tree");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_remove_tree);
@@ -265,9 +264,5 @@ main(void)
 	tcase_add_test(tc, test_empty_keeps_top);
 	tcase_add_test(tc, test_failure_said);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(s);
 }

@@ -7,6 +7,7 @@
 #include "kz_err.h"
 #include "kz_exit.h"
 #include "kz_wire.h"
+#include "kz_check.h"
 #include "banned.h"
 
 struct row {
@@ -95,8 +96,6 @@ main(void)
 {
 	Suite *s = suite_create("wire");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_exit_for_wire, 0,
 	    sizeof(rows) / sizeof(rows[0]));
@@ -104,9 +103,5 @@ main(void)
 	tcase_add_test(tc, test_exit_for_err);
 	tcase_add_test(tc, test_wire_code_for_err);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -13,6 +13,7 @@
 
 #include "kz_json.h"
 #include "audit.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static struct aud_chain chain;
@@ -333,8 +334,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-audit chain");
 	TCase *tc = tcase_create("chain");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_roundtrip);
@@ -348,9 +347,5 @@ main(void)
 	tcase_add_test(tc, test_file_hostile);
 	tcase_add_test(tc, test_file_size_at_open);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

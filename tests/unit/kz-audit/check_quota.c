@@ -7,6 +7,7 @@
 
 #include "kz_audit.h"
 #include "audit.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static struct aud_quota *
@@ -115,8 +116,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-audit quota");
 	TCase *tc = tcase_create("quota");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_share);
 	tcase_add_test(tc, test_batch_over_share);
@@ -124,9 +123,5 @@ main(void)
 	tcase_add_test(tc, test_many_uids);
 	tcase_add_test(tc, test_clear);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -7,6 +7,7 @@
 
 #include "kz_json.h"
 #include "audit.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static struct kz_key idkey;
@@ -358,8 +359,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-audit schema");
 	TCase *tc = tcase_create("schema");
-	SRunner *sr;
-	int nf;
 
 	memset(idkey.k, 7, sizeof(idkey.k));
 	tcase_add_loop_test(tc, test_hostile, 0,
@@ -370,9 +369,5 @@ main(void)
 	tcase_add_test(tc, test_every_kind);
 	tcase_add_test(tc, test_input_split);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64];
@@ -460,8 +461,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-audit store");
 	TCase *tc = tcase_create("store");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_reopen_continues);
@@ -476,9 +475,5 @@ main(void)
 	tcase_add_test(tc, test_damage_refused);
 	tcase_add_test(tc, test_one_writer);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kzb.h"
+#include "kz_check.h"
 #include "banned.h"
 
 /* Loads a file holding line (NULL: nothing) into c. */
@@ -100,8 +101,6 @@ main(void)
 {
 	Suite *s = suite_create("browser-conf");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	unsetenv("BROWSER_OP_TIMEOUT_MS");
 	unsetenv("BROWSER_NAV_TIMEOUT_MS");
@@ -111,9 +110,5 @@ main(void)
 	    sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_env_overrides);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 
 #include "kz_conf.h"
 #include "kzb.h"
+#include "kz_check.h"
 #include "banned.h"
 
 /* Loads a file holding the given settings (NULL: absent) and runs
@@ -166,8 +167,6 @@ main(void)
 {
 	Suite *s = suite_create("browser-turn");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	unsetenv("SANDBOX_EGRESS_TURN");
 	unsetenv("BROWSER_TURN_SECRET_FILE");
@@ -178,9 +177,5 @@ main(void)
 	tcase_add_test(tc, test_pairing);
 	tcase_add_loop_test(tc, test_ttl, 0, sizeof(ttls) / sizeof(ttls[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

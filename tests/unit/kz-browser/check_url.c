@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kzb.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -127,17 +128,11 @@ main(void)
 {
 	Suite *s = suite_create("browser_url");
 	TCase *tc = tcase_create("url");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_origin, 0,
 	    (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_long_host);
 	tcase_add_loop_test(tc, test_nav, 0, sizeof(navs) / sizeof(navs[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

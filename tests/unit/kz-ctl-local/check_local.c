@@ -18,6 +18,7 @@
 #include "kz_conf.h"
 #include "kz_io.h"
 #include "ctl.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char top[64];
@@ -294,8 +295,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-ctl-local");
 	TCase *tc = tcase_create("local");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -308,9 +307,5 @@ main(void)
 	tcase_add_test(tc, test_workers_dir_ours);
 	tcase_add_test(tc, test_two_workers_dirs);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

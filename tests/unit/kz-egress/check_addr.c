@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "egress.h"
+#include "kz_check.h"
 #include "banned.h"
 
 /* host, expected: 1 literal (address text), 0 a name, -1 refused */
@@ -244,17 +245,11 @@ main(void)
 {
 	Suite *s = suite_create("egress_addr");
 	TCase *tc = tcase_create("addr");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_literals);
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_classes);
 	tcase_add_test(tc, test_cidr);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "egress.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char pkfile[64];
@@ -504,8 +505,6 @@ main(void)
 {
 	Suite *s = suite_create("egress_dns");
 	TCase *tc = tcase_create("dns");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_bound);
@@ -515,9 +514,5 @@ main(void)
 	tcase_add_test(tc, test_loop);
 	tcase_add_test(tc, test_cancel_policy_gone);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -8,6 +8,7 @@
 #include <sodium.h>
 
 #include "egress.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static unsigned char pk[32], sk[64], pk2[32], sk2[64];
@@ -234,8 +235,6 @@ main(void)
 {
 	Suite *s = suite_create("egress_grant");
 	TCase *tc = tcase_create("grant");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_valid);
@@ -246,9 +245,5 @@ main(void)
 	tcase_add_test(tc, test_turn_credential);
 	tcase_add_test(tc, test_hmac_sha1_rfc2202);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

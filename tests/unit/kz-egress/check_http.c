@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "egress.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const char *
@@ -370,8 +371,6 @@ main(void)
 {
 	Suite *s = suite_create("egress_http");
 	TCase *tc = tcase_create("http");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_requests);
 	tcase_add_test(tc, test_header_count);
@@ -384,9 +383,5 @@ main(void)
 	tcase_add_loop_test(tc, test_resp_prefix, 0,
 	    sizeof(prefixes) / sizeof(prefixes[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "kz_check.h"
 #include "banned.h"
 
 START_TEST(test_tally_bounds)
@@ -247,8 +248,6 @@ main(void)
 {
 	Suite *s = suite_create("egress_peers");
 	TCase *tc = tcase_create("peers");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_tally_bounds);
 	tcase_add_test(tc, test_shares);
@@ -256,9 +255,5 @@ main(void)
 	tcase_add_test(tc, test_peer_admit);
 	tcase_add_test(tc, test_peer_keys);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

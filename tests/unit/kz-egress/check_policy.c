@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char pkfile[64];
@@ -348,8 +349,6 @@ main(void)
 {
 	Suite *s = suite_create("egress_policy");
 	TCase *tc = tcase_create("policy");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_settings);
@@ -362,9 +361,5 @@ main(void)
 	tcase_add_test(tc, test_status_socket);
 	tcase_add_test(tc, test_refs);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

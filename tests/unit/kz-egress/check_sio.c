@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "conn.h"
+#include "kz_check.h"
 #include "banned.h"
 
 struct seen {
@@ -116,16 +117,10 @@ main(void)
 {
 	Suite *su = suite_create("egress_sio");
 	TCase *tc = tcase_create("sio");
-	SRunner *sr;
-	int nf;
 
 	signal(SIGPIPE, SIG_IGN);
 	tcase_add_test(tc, test_flushed_then_writable);
 	tcase_add_test(tc, test_peer_gone);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(su);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "kz_check.h"
 
 static const struct {
 	const char *daemon;
@@ -126,14 +127,8 @@ main(void)
 {
 	Suite *s = suite_create("kz-metrics collect");
 	TCase *tc = tcase_create("collect");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_collect);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

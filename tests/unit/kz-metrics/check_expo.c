@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "kz_check.h"
 
 static const struct {
 	const char *s;
@@ -184,8 +185,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-metrics expo");
 	TCase *tc = tcase_create("expo");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_escape);
@@ -193,9 +192,5 @@ main(void)
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_bounds);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

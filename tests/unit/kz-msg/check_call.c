@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "msg.h"
+#include "kz_check.h"
 
 static const struct {
 	const char *b;
@@ -49,14 +50,8 @@ main(void)
 {
 	Suite *s = suite_create("kz-msg call");
 	TCase *tc = tcase_create("sniff");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_sniff);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -13,6 +13,7 @@
 
 #include "kz_io.h"
 #include "pv.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define N64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -278,8 +279,6 @@ main(void)
 {
 	Suite *s = suite_create("pv_child");
 	TCase *tc = tcase_create("child");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_observation, 0,
 	    (int)(sizeof(obs) / sizeof(obs[0])));
@@ -292,9 +291,5 @@ main(void)
 	tcase_add_loop_test(tc, test_node_version, 0,
 	    (int)(sizeof(versions) / sizeof(versions[0])));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -14,6 +14,7 @@
 #include "kz_key.h"
 #define SCRATCH_TAG "pkg"
 #include "scratch.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -220,8 +221,6 @@ main(void)
 {
 	Suite *s = suite_create("pv_pkg");
 	TCase *tc = tcase_create("pkg");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_profile, 0,
@@ -232,9 +231,5 @@ main(void)
 	tcase_add_test(tc, test_digest_refusals);
 	tcase_add_test(tc, test_hex64);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 
 #include "kz_json.h"
 #include "pv.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static cJSON *body;
@@ -176,8 +177,6 @@ main(void)
 {
 	Suite *s = suite_create("pv_project");
 	TCase *tc = tcase_create("project");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_supported);
@@ -187,9 +186,5 @@ main(void)
 	tcase_add_test(tc, test_skills);
 	tcase_add_test(tc, test_diag_bounds);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -12,6 +12,7 @@
 
 #include "kz_key.h"
 #include "pv.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char key1[64], key2[64];
@@ -166,8 +167,6 @@ main(void)
 {
 	Suite *s = suite_create("pv_receipt");
 	TCase *tc = tcase_create("receipt");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_current_and_stale);
@@ -178,9 +177,5 @@ main(void)
 	    (int)(sizeof(malformed) / sizeof(malformed[0])));
 	tcase_add_test(tc, test_events);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -13,6 +13,7 @@
 #define SCRATCH_TAG "tree"
 #include "scratch.h"
 #include "kz_path.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static void
@@ -134,16 +135,10 @@ main(void)
 {
 	Suite *s = suite_create("pv_tree");
 	TCase *tc = tcase_create("tree");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_materialize_nested);
 	tcase_add_test(tc, test_remove_hostile);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -18,6 +18,7 @@
 #include <event2/http.h>
 
 #include "serve.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define NCONN 300
@@ -212,16 +213,10 @@ main(void)
 {
 	Suite *s = suite_create("pkgbroker_conn");
 	TCase *tc = tcase_create("conn");
-	SRunner *sr;
-	int nf;
 
 	/* Hundreds of connections on a loaded two-core host. */
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_bindings);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "serve.h"
+#include "kz_check.h"
 #include "banned.h"
 
 START_TEST(test_per_run)
@@ -48,15 +49,9 @@ main(void)
 {
 	Suite *su = suite_create("pb_load");
 	TCase *tc = tcase_create("load");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_per_run);
 	tcase_add_test(tc, test_broker_wide);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(su);
 }

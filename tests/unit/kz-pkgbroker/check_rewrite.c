@@ -11,6 +11,7 @@
 
 #include "pkgbroker.h"
 #include "kz_json.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static struct pb_upstream up;
@@ -308,8 +309,6 @@ main(void)
 {
 	Suite *s = suite_create("pkgbroker_rewrite");
 	TCase *tc = tcase_create("rewrite");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_npm);
@@ -321,9 +320,5 @@ main(void)
 	tcase_add_test(tc, test_render);
 	tcase_add_test(tc, test_accept);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pkgbroker.h"
+#include "kz_check.h"
 #include "banned.h"
 
 struct good {
@@ -219,8 +220,6 @@ main(void)
 {
 	Suite *s = suite_create("pkgbroker_route");
 	TCase *tc = tcase_create("route");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_good, 0, sizeof(goods) / sizeof(goods[0]));
 	tcase_add_test(tc, test_bad);
@@ -229,9 +228,5 @@ main(void)
 	tcase_add_test(tc, test_upstream);
 	tcase_add_test(tc, test_origin);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

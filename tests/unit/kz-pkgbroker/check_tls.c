@@ -12,6 +12,7 @@
 #include <openssl/x509_vfy.h>
 
 #include "serve.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -89,16 +90,10 @@ main(void)
 {
 	Suite *s = suite_create("pkgbroker_tls");
 	TCase *tc = tcase_create("tls");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_failure, 0,
 	    sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_ca_file);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

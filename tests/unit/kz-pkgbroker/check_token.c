@@ -10,6 +10,7 @@
 
 #include "pkgbroker.h"
 #include "kz_signed.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static unsigned char pk[32], sk[64], pk2[32], sk2[64];
@@ -264,8 +265,6 @@ main(void)
 {
 	Suite *s = suite_create("pkgbroker_token");
 	TCase *tc = tcase_create("token");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_good);
@@ -277,9 +276,5 @@ main(void)
 	tcase_add_test(tc, test_not_a_token);
 	tcase_add_test(tc, test_auth_header);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pkgrun.h"
+#include "kz_check.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -222,8 +223,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-pkgrun check");
 	TCase *tc = tcase_create("check");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_good);
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bads) / sizeof(bads[0]));
@@ -233,9 +232,5 @@ main(void)
 	tcase_add_loop_test(tc, test_sanitize, 0,
 	    sizeof(sans) / sizeof(sans[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "conf_fixture.h"
+#include "kz_check.h"
 
 static struct pr_conf c;
 static const char *env[] = {"KZ_PKG_TOOL=echo", "HOME=/workspace", NULL};
@@ -118,8 +119,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-pkgrun exec");
 	TCase *tc = tcase_create("exec");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_argv);
@@ -127,9 +126,5 @@ main(void)
 	tcase_add_test(tc, test_bounded);
 	tcase_add_test(tc, test_gated);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pkgrun.h"
+#include "kz_check.h"
 
 #define TOOL(n, cls) "{\"name\":\"" n "\",\"command\":[\"bin/x\"]" cls "}"
 #define MAN(tools) "{\"name\":\"p\",\"tools\":[" tools "]}"
@@ -120,16 +121,10 @@ main(void)
 {
 	Suite *s = suite_create("kz-pkgrun manifest");
 	TCase *tc = tcase_create("manifest");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_classes);
 	tcase_add_test(tc, test_absent);
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bads) / sizeof(bads[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

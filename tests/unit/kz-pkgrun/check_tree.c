@@ -17,6 +17,7 @@
 
 #include "kz_tree.h"
 #include "pkgrun.h"
+#include "kz_check.h"
 
 static char dir[64];
 static int dfd = -1;
@@ -235,8 +236,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-pkgrun tree");
 	TCase *tc = tcase_create("tree");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_sensitive);
@@ -245,9 +244,5 @@ main(void)
 	tcase_add_test(tc, test_copy_sealed);
 	tcase_add_test(tc, test_space);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -11,6 +11,7 @@
 
 #include "kz_json.h"
 #include "conf_fixture.h"
+#include "kz_check.h"
 
 static struct pr_conf c;
 static const char *env[] = {"KZ_PKG_TOOL=echo", NULL};
@@ -179,8 +180,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-pkgrun warm");
 	TCase *tc = tcase_create("warm");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_serve_argv);
@@ -189,9 +188,5 @@ main(void)
 	    sizeof(replies) / sizeof(replies[0]));
 	tcase_add_test(tc, test_reply_bound);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

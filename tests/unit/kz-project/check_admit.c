@@ -10,6 +10,7 @@
 
 #include "kz_json.h"
 #include "kzp.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define SHA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -538,8 +539,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-project admit");
 	TCase *tc = tcase_create("policy");
-	SRunner *sr;
-	int nf;
 
 	if (sodium_init() < 0)
 		return 1;
@@ -553,9 +552,5 @@ main(void)
 	tcase_add_test(tc, output_types);
 	tcase_add_test(tc, snapshot_tamper);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -16,6 +16,7 @@
 #include "kz_classify.h"
 #include "kz_json.h"
 #include "kzp.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64], blobs[96];
@@ -218,8 +219,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-project classify");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_clean_and_admin);
@@ -228,9 +227,5 @@ main(void)
 	tcase_add_test(tc, test_too_large);
 	tcase_add_test(tc, test_no_blob_dir);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(s);
 }

@@ -13,6 +13,7 @@
 
 #include "kz_json.h"
 #include "kzp.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -125,17 +126,11 @@ main(void)
 {
 	Suite *s = suite_create("kz-project place");
 	TCase *tc = tcase_create("place");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, take_in_line, 0,
 	    sizeof(rows) / sizeof(rows[0]));
 	tcase_add_test(tc, many);
 	tcase_add_test(tc, in_line);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 
 #include "kz_json.h"
 #include "run.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char *cmd[] = {"true"};
@@ -229,8 +230,6 @@ main(void)
 {
 	Suite *s = suite_create("run-admit");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_opts, 0,
 	    sizeof(opt_cases) / sizeof(opt_cases[0]));
@@ -241,9 +240,5 @@ main(void)
 	tcase_add_test(tc, test_exit_for);
 	tcase_add_test(tc, test_refusals);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(s);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "run.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -47,14 +48,8 @@ main(void)
 {
 	Suite *s = suite_create("kz-run cap");
 	TCase *tc = tcase_create("cap");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_cap, 0, sizeof(cases) / sizeof(cases[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64], tree[96];
@@ -136,8 +137,6 @@ main(void)
 {
 	Suite *s = suite_create("run-classify");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -147,9 +146,5 @@ main(void)
 	tcase_add_loop_test(tc, test_inline_forms, 0,
 	    sizeof(inl_cases) / sizeof(inl_cases[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -14,6 +14,7 @@
 
 #include "kz_io.h"
 #include "compress.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define SENTINEL ((char *)"untouched")
@@ -232,8 +233,6 @@ main(void)
 {
 	Suite *s = suite_create("run-compress");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -244,9 +243,5 @@ main(void)
 	tcase_add_test(tc, test_unread_input);
 	tcase_add_test(tc, test_refused_inputs);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

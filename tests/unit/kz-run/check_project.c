@@ -10,6 +10,7 @@
 
 #include "kz_pool.h"
 #include "run.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static char dir[64], src[80], proj[96];
@@ -186,8 +187,6 @@ main(void)
 {
 	Suite *s = suite_create("run-project");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_copy_readonly);
@@ -198,9 +197,5 @@ main(void)
 	    sizeof(inl_cases) / sizeof(inl_cases[0]));
 	tcase_add_test(tc, test_token);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "kz_check.h"
 #include "banned.h"
 
 #define LONG                                                                   \
@@ -159,8 +160,6 @@ main(void)
 {
 	Suite *s = suite_create("kz-run untar");
 	TCase *tc = tcase_create("untar");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_member, 0,
@@ -170,9 +169,5 @@ main(void)
 	    sizeof(cuts) / sizeof(cuts[0]));
 	tcase_add_test(tc, test_garbage);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

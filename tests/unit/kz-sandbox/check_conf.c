@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "kz_check.h"
 #include "banned.h"
 
 START_TEST(test_defaults)
@@ -150,8 +151,6 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-conf");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_defaults);
 	tcase_add_loop_test(tc, test_options, 0,
@@ -159,9 +158,5 @@ main(void)
 	tcase_add_test(tc, test_checks);
 	tcase_add_test(tc, test_env_override);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -157,8 +158,6 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-env");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_names, 0,
 	    sizeof(names) / sizeof(names[0]));
@@ -167,9 +166,5 @@ main(void)
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_broker);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -12,6 +12,7 @@
 
 #include "sbx.h"
 #include "sbx_gvisor.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static cJSON *
@@ -400,8 +401,6 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-gvisor");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_process);
 	tcase_add_test(tc, test_rlimits_same);
@@ -415,9 +414,5 @@ main(void)
 	tcase_add_test(tc, test_gvisor_ids);
 	tcase_add_test(tc, test_binary);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const char mi_a
@@ -50,14 +51,8 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-mount");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_normalize);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "kz_check.h"
 #include "banned.h"
 
 /* Job messages as the init takes them (n bytes, with their NULs) and the
@@ -142,15 +143,9 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-msg");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_unpack, 0, sizeof(jobs) / sizeof(jobs[0]));
 	tcase_add_test(tc, test_roundtrip);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -77,16 +78,10 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-relay");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_loop_test(tc, test_heads, 0,
 	    sizeof(cases) / sizeof(cases[0]));
 	tcase_add_test(tc, test_bad_grant_and_room);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

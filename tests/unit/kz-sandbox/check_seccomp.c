@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "kz_check.h"
 #include "banned.h"
 
 START_TEST(test_build)
@@ -371,8 +372,6 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-seccomp");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(tc, test_build);
 	tcase_add_loop_test(tc, test_resolve, 0,
@@ -382,9 +381,5 @@ main(void)
 	tcase_add_test(tc, test_variant);
 	tcase_add_loop_test(tc, test_embedded, 0, 2);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? 0 : 1;
+	return kz_check_run(s);
 }

@@ -6,6 +6,7 @@
 
 #include "sbx.h"
 #include "sbx_view.h"
+#include "kz_check.h"
 #include "banned.h"
 
 static const struct {
@@ -148,8 +149,6 @@ main(void)
 {
 	Suite *s = suite_create("sandbox-view");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_path_ok, 0,
 	    sizeof(paths) / sizeof(paths[0]));
@@ -162,9 +161,5 @@ main(void)
 	tcase_add_loop_test(tc, test_check, 0,
 	    sizeof(checks) / sizeof(checks[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return kz_check_run(s);
 }
