@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 bins=$(cd "$TOP/cmd" && ls -d kz-* | sort)
 n=$(echo "$bins" | wc -w)
-plan $((n * 5 + 23))
+plan $((n * 5 + 26))
 for b in $bins; do
 	f=$BIN/$b
 	h=$(readelf -hd "$f" 2>/dev/null)
@@ -24,6 +24,11 @@ ok "$([ -x "$T/p/bin/kz-msg" ] && [ -x "$T/p/bin/kz-supervise" ]; echo $?)" "bin
 ok "$([ -f "$T/p/share/man/man7/kz-protocol.7" ] && [ -f "$T/p/share/man/man5/kaizen.conf.5" ]; echo $?)" "man pages installed"
 ok "$(ls "$T"/p/etc/kaizen/*.conf >/dev/null 2>&1; echo $?)" "sample config installed"
 ok "$(ls "$T"/p/lib/systemd/system/*.service >/dev/null 2>&1; echo $?)" "systemd units installed"
+L=$T/p/libexec/kaizen
+ok "$([ -x "$L/kz-sandbox-tar" ] && [ -x "$L/kz-gvisor-loader" ] && [ -r "$L/kz-gvisor-compat.so" ]; echo $?)" \
+	"kz-sandbox's archiver, gVisor loader and preload object installed beside each other"
+like "$(readelf -lW "$L/kz-gvisor-loader")" 'GNU_RELRO' "the gVisor loader has a RELRO segment"
+is "$(readelf -d "$L/kz-gvisor-loader" | grep -c NEEDED)" "0" "and is static (no shared library at each sandbox's boot)"
 # A second install keeps an operator's edited config.
 c=$(ls "$T"/p/etc/kaizen/*.conf | head -1)
 echo "# edited" >>"$c"
