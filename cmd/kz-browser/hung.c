@@ -10,6 +10,7 @@
  * hostile page costs the member one bounded wait, never the session.
  * Each stop and each close is logged and audited (browser_page).
  */
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,21 +106,64 @@ no_answer(bool now, char *why, size_t wlen)
 	return KZ_ETIMEDOUT;
 }
 
+/*
+ * Chromium's answer to a page call while the page's frame is between two
+ * documents: a navigation of the page's own (a script that sets
+ * location) that has not committed, which a script spinning in the old
+ * document holds there.  It is no refusal of the call: the call is made
+ * again once the navigation has had a moment, and if the frame is still
+ * between documents, the page is treated as one that does not answer.
+ */
+#define TRANSIT_MS 250
+
+static bool
+in_transit(int e, const char *why)
+{
+	return e == KZ_EDENIED && strstr(why, "Not attached to an active page");
+}
+
+/* TRANSIT_MS, or less if the session is being ended meanwhile. */
+static void
+settle(const struct kzb_session *s)
+{
+	struct pollfd p = {s->cdp.stop_fd, POLLIN, 0};
+
+	(void)poll(&p, s->cdp.stop_fd >= 0 ? 1 : 0, TRANSIT_MS);
+}
+
 int
 kzb_page_call(const struct kzb_conf *c, struct kzb_session *s,
     const char *method, cJSON *params, int64_t timeout_ms, cJSON **result,
     char *why, size_t wlen)
 {
-	cJSON *late = NULL;
-	bool now = false;
+	cJSON *late = NULL, *again;
+	bool now = false, moving;
 	int e;
 
+	again = params != NULL ? cJSON_Duplicate(params, true) : NULL;
 	e = kzb_cdp_call(&s->cdp, method, params, true, timeout_ms, result, why,
 	    wlen);
-	if (e != KZ_ETIMEDOUT)
+	if (in_transit(e, why)) {
+		settle(s);
+		e = kzb_cdp_call(&s->cdp, method, again, true, timeout_ms,
+		    result, why, wlen);
+		again = NULL;
+	}
+	cJSON_Delete(again);
+	moving = in_transit(e, why);
+	if (e != KZ_ETIMEDOUT && !moving)
 		return e;
 	if ((e = rescue(c, s, method, &late, &now, why, wlen)) != 0)
 		return e;
+	/* A page that answers again but whose frame is still between two
+	 * documents was not busy: the op is not answered, and says why
+	 * (KZ_ETIMEDOUT carries the member's reason, as for a stop). */
+	if (late == NULL && moving && !now) {
+		kz_why(why, wlen,
+		    "the page is between two documents (a navigation of its "
+		    "own); try again");
+		return KZ_ETIMEDOUT;
+	}
 	if (late == NULL)
 		return no_answer(now, why, wlen);
 	/* A call whose own script the termination ended with the page's

@@ -57,6 +57,8 @@ connection).
                button #spin (far from the top left) spins on a click
   /spinpopup   a page that opens /spinever in a popup on a click: the
                popup shares its opener's renderer, so its main thread too
+  /spinnav     a page that, once loaded, sets its location to / and spins
+               in the same script, holding its navigation half done
                The /pw* pages report each field's value when it changes
                as GET /v/ID?VALUE (on a 50 ms interval).
 
@@ -260,6 +262,11 @@ SPINPOPUP = """<!doctype html><html><head><title>spinpopup</title></head>
 addEventListener("click", () => window.open("/spinever", "_blank"));
 </script></body></html>"""
 
+SPINNAV = """<!doctype html><html><head><title>spinnav</title></head><body>
+<h1>navigates and spins</h1><script>
+onload = () => setTimeout(() => { location.href = "/"; for (;;) {} }, 100);
+</script></body></html>"""
+
 SLOW = """<!doctype html><html><head><title>slow page</title></head>
 <body>slow</body></html>"""
 
@@ -269,7 +276,7 @@ STATIC = {"/login": LOGIN, "/secret": SECRET, "/state": STATE,
           "/pwrace": PWRACE, "/pwhidden": PWHIDDEN,
           "/framesecret": FRAMESECRET, "/spinonce": SPINONCE,
           "/spinever": SPINEVER, "/spinclick": SPINCLICK,
-          "/spinpopup": SPINPOPUP}
+          "/spinpopup": SPINPOPUP, "/spinnav": SPINNAV}
 
 
 class H(http.server.BaseHTTPRequestHandler):

@@ -17,7 +17,7 @@ if [ ! -x /usr/lib/chromium/chromium ]; then
 	echo "1..0 # SKIP Debian's chromium is not installed"; exit 0
 fi
 . "$TOP/tests/e2e/browser-lib.sh"
-plan 31
+plan 33
 
 OPMS=1500
 br_start 170 BROWSER_OP_TIMEOUT_MS=$OPMS BROWSER_NAV_TIMEOUT_MS=8000 ||
@@ -150,11 +150,22 @@ ok "$([ "$C0" -ge 50 ] && [ "$C1" -lt 30 ]; echo $?)" \
 timed screenshot "{$S}"
 is "$(outcome)" picture "... and the session goes on on its blank page (${MS} ms)"
 
+# (5) A page that sets its location and spins in the same script: its
+# navigation is held half done, and Chromium answers page calls "Not
+# attached to an active page".  The op is answered as a busy page's, not
+# as a browser's refusal, and the session goes on.
+bcall navigate "{$S,\"url\":\"$O/spinnav\"}" >/dev/null
+sleep 0.5
+timed screenshot "{$S}"
+like "$(outcome)" "^(picture|$STOPPED|$CLOSED)\$" "an op on a page held between two documents is answered as a busy page's (${MS} ms)"
+R=$(bcall navigate "{$S,\"url\":\"$O/\"}")
+is "$(jf "$R" page title)" "kz test page" "... and the session navigates again"
+
 # Logged, one JSON line each, without the page's address.
 L=$(grep -a -e '"event":"browser.page_stop"' -e '"event":"browser.page_close"' "$T/browser.log")
 like "$L" '"event":"browser.page_stop".*"call":"Page.captureScreenshot"' "each stop is logged with the call that met it"
 like "$L" '"event":"browser.page_close"' "... and each close"
-unlike "$(cat "$T/browser.log" "$T"/audit/* 2>/dev/null)" 'spinonce|spinever|spinclick|spinfor|spinpopup' \
+unlike "$(cat "$T/browser.log" "$T"/audit/* 2>/dev/null)" 'spinonce|spinever|spinclick|spinfor|spinpopup|spinnav' \
 	"neither the log nor the audit names the page's address"
 bcall close "{$S}" >/dev/null
 done_testing
