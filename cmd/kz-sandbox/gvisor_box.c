@@ -209,32 +209,6 @@ boot_prepare(struct sbx_worker *w, int *sfd, int *logfd, char *why, size_t wlen)
 	return 0;
 }
 
-/* The job message as the agent sent it, and its descriptors. */
-static int
-send_job(const struct sbx_job *j, const char *msg, size_t len)
-{
-	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
-	size_t nfd = (size_t)(ZFDS + j->npass);
-	struct iovec iov = {(void *)msg, len};
-	struct msghdr mh = {.msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = cb,
-	    .msg_controllen = sizeof(cb)};
-	struct cmsghdr *c;
-
-	memset(cb, 0, sizeof(cb));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
-	memcpy(CMSG_DATA(c), j->fd, sizeof(int) * nfd);
-	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
-	return gv.ctl >= 0 &&
-	        sendmsg(gv.ctl, &mh, MSG_NOSIGNAL) == (ssize_t)len ?
-	    0 :
-	    KZ_ESYS;
-}
-
 int
 sbx_gv_ctl(void)
 {
@@ -424,8 +398,6 @@ pid_t
 sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
     char *stack, int sock)
 {
-	/* The message ends with its last field, net, after the npmrc. */
-	const char *net = j->npmrc + strlen(j->npmrc) + 1;
 	char why[192];
 	int bad;
 
@@ -444,7 +416,9 @@ sbx_gv_run(struct sbx_worker *w, struct sbx_job *j, const char *msg,
 		    "cannot write npm's configuration for the broker");
 	if (!gv_live() && gv_boot(w, stack, j->fd[3], why, sizeof(why)) != 0)
 		return refuse(j, sock, "gvisor", why);
-	if (send_job(j, msg, (size_t)(net + strlen(net) + 1 - msg)) != 0) {
+	/* The job message as the agent sent it, and its descriptors. */
+	if (sbx_msg_send_fds(gv.ctl, msg, j->len, j->fd, ZFDS + j->npass) !=
+	    0) {
 		/* A runsc that failed at once is gone before the job: what it
 		 * said is in its log. */
 		char tail[120];

@@ -57,27 +57,6 @@ allowed_ports(const struct sbx_conf *c, uint16_t port[SBX_GV_NET_PORTS])
 	port[1] = c->broker_sock[0] != '\0' ? (uint16_t)c->broker_port : 0;
 }
 
-static int
-send_fd(int sock, const void *msg, size_t len, int fd)
-{
-	char cb[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {(void *)msg, len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *c;
-
-	if (fd >= 0) {
-		memset(cb, 0, sizeof(cb));
-		mh.msg_control = cb;
-		mh.msg_controllen = sizeof(cb);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : KZ_ESYS;
-}
-
 int
 sbx_gv_net_boot(const struct sbx_conf *c, int ctl, char *why, size_t wlen)
 {
@@ -94,7 +73,7 @@ sbx_gv_net_boot(const struct sbx_conf *c, int ctl, char *why, size_t wlen)
 	}
 	/* The first message on the control socket, queued before runsc
 	 * runs: the loader reads it before it says it is ready. */
-	r = send_fd(ctl, &h, sizeof(h), sv[1]);
+	r = sbx_msg_send_fds(ctl, &h, sizeof(h), &sv[1], sv[1] >= 0);
 	if (sv[1] >= 0)
 		close(sv[1]);
 	if (r != 0) {
@@ -169,7 +148,7 @@ sbx_gv_net_serve(void)
 		a.err = EACCES;
 	else if ((fd = connect_port(rq.port)) < 0)
 		a.err = -fd;
-	(void)!send_fd(net.fd, &a, sizeof(a), fd);
+	(void)!sbx_msg_send_fds(net.fd, &a, sizeof(a), &fd, fd >= 0);
 	if (fd >= 0)
 		close(fd);
 }

@@ -54,6 +54,66 @@ struct setup_hdr {
 	uint32_t len; /* bytes of filter that follow */
 };
 
+int
+sbx_msg_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd)
+{
+	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+
+	if (nfd < 0 || nfd > ZFDS + SBX_PASS_MAX)
+		return KZ_EINVAL;
+	if (nfd > 0) {
+		memset(cb, 0, sizeof(cb));
+		mh.msg_control = cb;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfd);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfd);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfd);
+	}
+	return sock >= 0 && sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ?
+	    0 :
+	    KZ_ESYS;
+}
+
+ssize_t
+sbx_msg_recv_fd(int sock, void *buf, size_t len, int flags, int *fd)
+{
+	char cb[CMSG_SPACE(sizeof(int) * 2)];
+	struct iovec iov = {buf, len};
+	struct msghdr mh = {.msg_iov = &iov,
+	    .msg_iovlen = 1,
+	    .msg_control = cb,
+	    .msg_controllen = sizeof(cb)};
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
+	int nfd = 0;
+
+	*fd = -1;
+	c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (c != NULL && c->cmsg_level == SOL_SOCKET &&
+	    c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0))
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+	if (nfd == 1 && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == 0) {
+		memcpy(fd, CMSG_DATA(c), sizeof(int));
+		return n;
+	}
+	/* More than one, or a message cut short: none is kept. */
+	for (int i = 0; i < nfd; i++) {
+		int x;
+
+		memcpy(&x, CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof(int));
+		close(x);
+	}
+	return n > 0 &&
+	        (nfd != 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) ?
+	    -1 :
+	    n;
+}
+
 /*
  * Sends the setup message; true when all of it went.  fds: self (the
  * agent's pidfd) and the ncg run cgroup descriptors.
@@ -174,14 +234,8 @@ int
 sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 {
 	static char buf[ZMSG_MAX];
-	char cb[CMSG_SPACE(sizeof(int) * (ZFDS + SBX_PASS_MAX))];
 	char targets[SBX_PASS_MAX * 8] = "", net[2] = "";
-	struct iovec iov = {buf, 0};
-	struct msghdr mh = {.msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = cb,
-	    .msg_controllen = sizeof(cb)};
-	struct cmsghdr *c;
+	int all[ZFDS + SBX_PASS_MAX];
 	size_t len = 0;
 	int r = 0;
 
@@ -204,18 +258,9 @@ sbx_msg_job_send(int sock, const struct sbx_req *rq, const int fds[ZFDS])
 	r |= add_str(buf, sizeof(buf), &len, net);
 	if (r != 0)
 		return KZ_ETOOBIG;
-	iov.iov_len = len;
-	memset(cb, 0, sizeof(cb));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)(ZFDS + rq->npass));
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * ZFDS);
-	memcpy(CMSG_DATA(c) + sizeof(int) * ZFDS, rq->pass_fd,
-	    sizeof(int) * (size_t)rq->npass);
-	mh.msg_controllen = CMSG_SPACE(
-	    sizeof(int) * (size_t)(ZFDS + rq->npass));
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : KZ_ESYS;
+	memcpy(all, fds, sizeof(int) * ZFDS);
+	memcpy(all + ZFDS, rq->pass_fd, sizeof(int) * (size_t)rq->npass);
+	return sbx_msg_send_fds(sock, buf, len, all, ZFDS + rq->npass);
 }
 
 /* Splits "argv\0...\0\0env\0...\0\0cwd\0targets\0npmrc\0net\0" into
@@ -296,5 +341,6 @@ sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j)
 			close(j->fd[i]);
 		return -1;
 	}
+	j->len = (size_t)n;
 	return 0;
 }

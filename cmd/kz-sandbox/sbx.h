@@ -465,6 +465,7 @@ struct sbx_job {
 	int npass;
 	const char *npmrc; /* "": none */
 	int net; /* SBX_NET_*: what listens on the loopback for the run */
+	size_t len; /* the whole message's, as it came */
 };
 /* The setup's descriptors: the agent's pidfd and at most one run cgroup
  * file per hierarchy. */
@@ -496,6 +497,14 @@ KZ_WUR int sbx_msg_boot_send(int sock);
 KZ_WUR int sbx_msg_take(int sock, char *buf, size_t cap, struct sbx_job *j);
 /* Splits a job message's bytes into j (j->npass already set); -1. */
 KZ_WUR int sbx_msg_unpack(char *b, size_t n, struct sbx_job *j);
+/* One message of len bytes on sock with nfd descriptors beside it
+ * (0 to ZFDS + SBX_PASS_MAX); 0 when all of it went. */
+KZ_WUR int sbx_msg_send_fds(int sock, const void *buf, size_t len,
+    const int *fds, int nfd);
+/* One message into buf (flags for recvmsg beside MSG_CMSG_CLOEXEC) and
+ * the descriptor beside it in *fd (-1: none): recvmsg's answer, or -1
+ * for a message cut short or with more than one descriptor (none kept). */
+ssize_t sbx_msg_recv_fd(int sock, void *buf, size_t len, int flags, int *fd);
 
 /* init.c: the run namespace's init, as the agent starts it. */
 /* Clones the init, which starts building the root view at once (a served

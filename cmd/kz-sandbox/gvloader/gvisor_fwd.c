@@ -121,24 +121,12 @@ accept_one(int i)
 static void
 take_answer(void)
 {
-	char cb[CMSG_SPACE(sizeof(int))];
 	struct sbx_gv_net_ans a;
-	struct iovec iov = {&a, sizeof(a)};
-	struct msghdr mh = {.msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = cb,
-	    .msg_controllen = sizeof(cb)};
-	struct cmsghdr *cm;
-	ssize_t n = recvmsg(fw.net, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	int fd = -1;
+	int fd;
+	ssize_t n = sbx_msg_recv_fd(fw.net, &a, sizeof(a), MSG_DONTWAIT, &fd);
 
 	if (n <= 0)
 		return;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	for (int k = 0; k < FWD_CONNS; k++) {
 		struct conn *c = &fw.c[k];
 
@@ -338,23 +326,9 @@ fwd_loop(void *arg)
 static int
 take_hello(int ctl, struct sbx_gv_hello *h, char *why, size_t wlen)
 {
-	char cb[CMSG_SPACE(sizeof(int) * 2)];
-	struct iovec iov = {h, sizeof(*h)};
-	struct msghdr mh = {.msg_iov = &iov,
-	    .msg_iovlen = 1,
-	    .msg_control = cb,
-	    .msg_controllen = sizeof(cb)};
-	struct cmsghdr *cm;
-	ssize_t n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+	ssize_t n = sbx_msg_recv_fd(ctl, h, sizeof(*h), 0, &fw.net);
 
-	fw.net = -1;
-	cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fw.net, CMSG_DATA(cm), sizeof(int));
 	if (n != (ssize_t)sizeof(*h) || memcmp(h->magic, "NET1", 4) != 0 ||
-	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
 	    ((h->port[0] != 0 || h->port[1] != 0) != (fw.net >= 0))) {
 		kz_why(why, wlen,
 		    "network: no forwarding socket from the "

@@ -138,6 +138,33 @@ START_TEST(test_roundtrip)
 }
 END_TEST
 
+/* A message with one descriptor beside it is taken with it; one with
+ * two, or none where the reader has room for one, as they are. */
+START_TEST(test_one_fd)
+{
+	int sv[2], fds[2], got, n;
+	char b[8];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	ck_assert_int_ge(fds[0] = open("/dev/null", O_RDONLY), 0);
+	ck_assert_int_ge(fds[1] = open("/dev/null", O_RDONLY), 0);
+	ck_assert_int_eq(sbx_msg_send_fds(sv[0], "one", 3, fds, 1), 0);
+	ck_assert_int_eq(sbx_msg_recv_fd(sv[1], b, sizeof(b), 0, &got), 3);
+	ck_assert_int_ge(got, 0);
+	ck_assert_int_ne(fcntl(got, F_GETFD) & FD_CLOEXEC, 0);
+	close(got);
+	ck_assert_int_eq(sbx_msg_send_fds(sv[0], "two", 3, fds, 2), 0);
+	ck_assert_int_eq(sbx_msg_recv_fd(sv[1], b, sizeof(b), 0, &got), -1);
+	ck_assert_int_eq(got, -1);
+	ck_assert_int_eq(sbx_msg_send_fds(sv[0], "none", 4, NULL, 0), 0);
+	n = (int)sbx_msg_recv_fd(sv[1], b, sizeof(b), 0, &got);
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(got, -1);
+	ck_assert_int_eq(sbx_msg_send_fds(sv[0], "x", 1, fds, -1), KZ_EINVAL);
+	close(fds[0]), close(fds[1]), close(sv[0]), close(sv[1]);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -146,6 +173,7 @@ main(void)
 
 	tcase_add_loop_test(tc, test_unpack, 0, sizeof(jobs) / sizeof(jobs[0]));
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_one_fd);
 	suite_add_tcase(s, tc);
 	return kz_check_run(s);
 }
