@@ -301,14 +301,25 @@ bind_file(const char *root, const char *src, const char *dst, mode_t mode,
  * (SBX_GV_COMPAT), from the same place; a worker without either does not
  * start.
  */
-static int
-beside(const char *set, const char *self, const char *rel, char *p, size_t len)
+int
+sbx_beside(const char *set, const char *rel, char *p, size_t len)
 {
-	const char *slash = strrchr(self, '/');
-	int n = set[0] != '\0' ?
-	    snprintf(p, len, "%s", set) :
-	    snprintf(p, len, "%.*s/%s", (int)(slash - self), self, rel);
+	char self[PATH_MAX], *slash;
+	ssize_t m;
+	int n;
 
+	if (set[0] != '\0')
+		n = snprintf(p, len, "%s", set);
+	else {
+		/* By its path: the magic link names a mount of the namespace
+		 * the binary was started in, which a bind may not take. */
+		if ((m = readlink("/proc/self/exe", self, sizeof(self) - 1)) <=
+		    0)
+			return -1;
+		self[m] = '\0';
+		slash = strrchr(self, '/');
+		n = snprintf(p, len, "%.*s/%s", (int)(slash - self), self, rel);
+	}
 	if (n < 0 || (size_t)n >= len) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -319,17 +330,10 @@ beside(const char *set, const char *self, const char *rel, char *p, size_t len)
 static int
 loader(const struct sbx_conf *c, const char *root, char *why, size_t wlen)
 {
-	char p[SBX_PBUF], self[PATH_MAX];
-	ssize_t n;
+	char p[SBX_PBUF];
 	int fd, r;
 
-	/* By its path: the magic link names a mount of the namespace the
-	 * binary was started in, which a bind here may not take. */
-	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
-		return fail(why, wlen, "readlink", "/proc/self/exe");
-	self[n] = '\0';
-	if (beside(c->gv_loader, self, SBX_GV_LOADER_BESIDE, p, sizeof(p)) !=
-	        0 ||
+	if (sbx_beside(c->gv_loader, SBX_GV_LOADER_BESIDE, p, sizeof(p)) != 0 ||
 	    access(p, X_OK) < 0) {
 		kz_why(why, wlen, "gvisor: no kz-gvisor-loader %s: %s",
 		    c->gv_loader[0] != '\0' ?
@@ -341,7 +345,7 @@ loader(const struct sbx_conf *c, const char *root, char *why, size_t wlen)
 	if ((r = bind_file(root, p, SBX_GV_LOADER, 0555, why, wlen)) != 0)
 		return r;
 	if (strcmp(c->root, "/") == 0) {
-		if (beside(c->gv_compat, self, SBX_GV_COMPAT_BESIDE, p,
+		if (sbx_beside(c->gv_compat, SBX_GV_COMPAT_BESIDE, p,
 		        sizeof(p)) != 0 ||
 		    access(p, R_OK) < 0) {
 			kz_why(why, wlen,

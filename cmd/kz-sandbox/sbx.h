@@ -207,6 +207,10 @@ KZ_WUR int sbx_mnt_build(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
 /* sbx_mnt_build in two halves: what every lease of a worker shares, read
  * only (built once, in the worker's template mount namespace), and what
  * each lease gets fresh (in a copy of that namespace). */
+/* The file at set, or when set is "" at rel from this binary's directory
+ * (../libexec/kaizen/..., where make install puts kz-sandbox's own), in
+ * p; -1 with errno when there is no such path. */
+KZ_WUR int sbx_beside(const char *set, const char *rel, char *p, size_t len);
 KZ_WUR int sbx_mnt_base(struct sbx_mnt *m, const struct sbx_conf *c, char *why,
     size_t wlen);
 KZ_WUR int sbx_mnt_lease(const struct sbx_mnt *m, const struct sbx_conf *c,

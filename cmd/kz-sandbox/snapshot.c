@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,35 +65,17 @@ _Static_assert(sizeof(((struct sbx_worker *)0)->restored) ==
 const char *const sbx_snapshot_fields[] = {"path", "skip_unchanged", NULL};
 const char *const sbx_restore_fields[] = {"path", "archive_b64", NULL};
 
-/* The archiver beside the binary, in path; false when it has no path. */
-static bool
-beside(char *path, size_t len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		return false;
-	exe[n] = '\0';
-	return snprintf(path, len, "%s/" ARCHIVER_BESIDE, dirname(exe)) <
-	    (int)len;
-}
-
 int
 sbx_snapshot_open(struct sbx_worker *w, char *why, size_t wlen)
 {
-	char path[PATH_MAX];
-	const char *p = w->c->archiver;
+	char p[PATH_MAX];
 	struct stat st;
 
-	if (p[0] == '\0') {
-		if (!beside(path, sizeof(path))) {
-			kz_why(why, wlen,
-			    "snapshots: cannot find the archiver beside the "
-			    "binary (SANDBOX_ARCHIVER)");
-			return KZ_EUNAVAIL;
-		}
-		p = path;
+	if (sbx_beside(w->c->archiver, ARCHIVER_BESIDE, p, sizeof(p)) != 0) {
+		kz_why(why, wlen,
+		    "snapshots: cannot find the archiver beside the "
+		    "binary (SANDBOX_ARCHIVER)");
+		return KZ_EUNAVAIL;
 	}
 	if ((w->tar_fd = open(p, O_PATH | O_CLOEXEC)) < 0) {
 		kz_why(why, wlen, "snapshots: the archiver %s: %s", p,
